@@ -1,0 +1,58 @@
+package repository
+
+import (
+	"context"
+
+	"github.com/configasdata/cad/revision"
+)
+
+// EventType says what happened to a revision.
+type EventType string
+
+// Event types, as in Kubernetes watches.
+const (
+	Added    EventType = "ADDED"
+	Modified EventType = "MODIFIED"
+	Deleted  EventType = "DELETED"
+)
+
+// Event is one change seen by a watch. For Deleted, Revision is the last
+// state seen.
+type Event struct {
+	Type     EventType
+	Revision revision.PackageRevision
+}
+
+// Watcher is implemented by repositories that report changes.
+type Watcher interface {
+	// Watch calls handle for every change to a revision opts selects, in
+	// order, from the moment it is called until ctx is done or handle
+	// returns an error. It blocks; it returns nil when ctx is done and
+	// handle's error otherwise.
+	Watch(ctx context.Context, opts ListOptions, handle func(Event) error) error
+}
+
+// Watch calls r's Watch when r implements [Watcher] and returns an *Error
+// wrapping ErrNotSupported otherwise.
+func Watch(ctx context.Context, r Repository, opts ListOptions, handle func(Event) error) error {
+	if w, ok := r.(Watcher); ok {
+		return w.Watch(ctx, opts, handle)
+	}
+	return &Error{Op: "watch", Repo: r.Name(), Err: ErrNotSupported}
+}
+
+// Versioner is implemented by repositories that can cheaply report a token
+// of their whole state: the token changes whenever any revision is
+// created, changed or deleted, and stays the same otherwise.
+type Versioner interface {
+	Version(ctx context.Context) (string, error)
+}
+
+// Version calls r's Version when r implements [Versioner] and returns an
+// *Error wrapping ErrNotSupported otherwise.
+func Version(ctx context.Context, r Repository) (string, error) {
+	if v, ok := r.(Versioner); ok {
+		return v.Version(ctx)
+	}
+	return "", &Error{Op: "version", Repo: r.Name(), Err: ErrNotSupported}
+}

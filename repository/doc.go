@@ -1,0 +1,30 @@
+// Package repository is the contract between cad and the stores that hold
+// packages: git repositories, OCI registries, memory.
+//
+// A backend implements the small [Repository] interface: list, get, create
+// and open drafts, change lifecycle, delete, close. Lifecycle rules that
+// protect the data are the backend's (a published revision is immutable,
+// only [revision.Transitions] are allowed, revision numbers are never
+// handed out twice); package operations such as clone and upgrade live in
+// the engine. Optional capabilities are separate interfaces with helpers
+// that fall back to [ErrNotSupported]: [Watcher] with [Watch], [Versioner]
+// with [Version].
+//
+// # Errors
+//
+// Every error a backend returns is a *[Error] naming the operation,
+// repository and key, and wraps one of the sentinels below together with
+// the backend's native cause, so both errors.Is(err, ErrConflict) and
+// errors.As(err, &nativeErr) work.
+//
+// # Concurrency
+//
+// Every Repository is safe for concurrent use by many goroutines, and
+// backends over shared storage (git, OCI) are safe for use by many
+// processes: every write is a compare-and-swap, and of two writers racing
+// from the same state exactly one succeeds while the other gets
+// [ErrConflict] and leaves nothing behind.
+//
+// The conformance suite in repository/repotest checks all of this for any
+// backend.
+package repository

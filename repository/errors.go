@@ -1,0 +1,94 @@
+package repository
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/configasdata/cad/revision"
+)
+
+// Sentinel errors. Backends wrap exactly one of them in every error they
+// return, so callers test with errors.Is.
+var (
+	// ErrNotFound: the revision, package or repository does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrAlreadyExists: a draft with that workspace, or a revision with
+	// that number, already exists.
+	ErrAlreadyExists = errors.New("already exists")
+	// ErrConflict: the write lost an optimistic-concurrency race; the
+	// revision changed since it was read. Re-read and retry.
+	ErrConflict = errors.New("conflict")
+	// ErrInvalidInput: bad input, such as an unsafe path or a malformed
+	// key. It is the same value as revision.ErrInvalid.
+	ErrInvalidInput = revision.ErrInvalid
+	// ErrInvalidTransition: a lifecycle change that is not allowed. It is
+	// the same value as revision.ErrInvalidTransition.
+	ErrInvalidTransition = revision.ErrInvalidTransition
+	// ErrImmutable: the revision cannot be changed in its lifecycle state
+	// (content of a proposed or published revision, deletion of a
+	// published revision not proposed for deletion).
+	ErrImmutable = errors.New("immutable")
+	// ErrNotSupported: the backend does not implement the capability.
+	ErrNotSupported = errors.New("not supported")
+	// ErrClosed: the repository was closed.
+	ErrClosed = errors.New("repository closed")
+	// ErrUnavailable: the store could not be reached or refused the
+	// credentials.
+	ErrUnavailable = errors.New("unavailable")
+)
+
+// Error is the error every backend returns: what was attempted, on which
+// repository and revision, and why. Err wraps a sentinel and, where there
+// is one, the backend's native cause.
+type Error struct {
+	Op   string       // the operation: "list", "get", "create draft", "commit", ...
+	Repo string       // the repository name
+	Key  revision.Key // the revision concerned, zero for whole-repository operations
+	Err  error
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Op)
+	if e.Repo != "" {
+		fmt.Fprintf(&b, " in repository %q", e.Repo)
+	}
+	if e.Key != (revision.Key{}) {
+		k := e.Key
+		k.Repository = ""
+		fmt.Fprintf(&b, " %s", k)
+	}
+	if e.Err != nil {
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the wrapped error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf returns an *Error for op on repo and key whose Err wraps sentinel
+// and the error formatted from format and args (which may itself wrap a
+// native cause with %w). It is a convenience for backend authors.
+func Errorf(op, repo string, key revision.Key, sentinel error, format string, args ...any) error {
+	cause := fmt.Errorf(format, args...)
+	return &Error{Op: op, Repo: repo, Key: key, Err: wrapped{sentinel: sentinel, cause: cause}}
+}
+
+// wrapped joins a sentinel and a cause with the cause's message only,
+// avoiding messages like "conflict: conflict: ...".
+type wrapped struct {
+	sentinel, cause error
+}
+
+func (w wrapped) Error() string {
+	msg := w.cause.Error()
+	if w.sentinel != nil && !strings.Contains(msg, w.sentinel.Error()) {
+		return w.sentinel.Error() + ": " + msg
+	}
+	return msg
+}
+
+func (w wrapped) Unwrap() []error { return []error{w.sentinel, w.cause} }

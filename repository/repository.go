@@ -1,0 +1,128 @@
+package repository
+
+import (
+	"context"
+	"slices"
+
+	"github.com/configasdata/cad/revision"
+)
+
+// Repository is the contract every backend implements. Implementations are
+// safe for concurrent use.
+type Repository interface {
+	// Name returns the repository's name, the Repository field of the keys
+	// it returns.
+	Name() string
+
+	// List returns the revisions that opts selects, sorted by package path,
+	// then by revision number, then by workspace. It reads only metadata;
+	// files are read on demand.
+	List(ctx context.Context, opts ListOptions) ([]revision.PackageRevision, error)
+
+	// Get returns the revision that key selects (see revision.Key). It
+	// returns ErrNotFound when none matches and ErrInvalidInput for a key
+	// that selects nothing in particular.
+	Get(ctx context.Context, key revision.Key) (revision.PackageRevision, error)
+
+	// CreateDraft starts a new draft revision with the package path and
+	// workspace of key, whose content starts as opts.Files. Nothing is
+	// written until the draft is committed. It returns ErrInvalidInput for
+	// a bad key and ErrAlreadyExists when the package already has a
+	// revision with that workspace; Commit checks the latter again.
+	CreateDraft(ctx context.Context, key revision.Key, opts CreateDraftOptions) (revision.Draft, error)
+
+	// OpenDraft opens an existing Draft revision for editing. It returns
+	// ErrNotFound when there is none and ErrImmutable when the revision is
+	// not in the Draft lifecycle.
+	OpenDraft(ctx context.Context, key revision.Key) (revision.Draft, error)
+
+	// UpdateLifecycle moves the revision key selects to lifecycle to and
+	// returns it as it now is. Only revision.Transitions are allowed
+	// (else ErrInvalidTransition). Approving (Proposed to Published)
+	// assigns the next revision number of the package, one more than the
+	// highest published one, and is one atomic write; the returned key has
+	// that number. When the revision changed since opts.Version, it
+	// returns ErrConflict.
+	UpdateLifecycle(ctx context.Context, key revision.Key, to revision.Lifecycle, opts UpdateOptions) (revision.PackageRevision, error)
+
+	// Delete removes the revision key selects. Drafts, proposals and
+	// revisions proposed for deletion can be deleted; a Published revision
+	// returns ErrImmutable. Deleting the placeholder revision removes the
+	// package from the branch. When the revision changed since
+	// opts.Version, it returns ErrConflict.
+	Delete(ctx context.Context, key revision.Key, opts UpdateOptions) error
+
+	// Close releases the repository's resources. Calls after Close return
+	// ErrClosed.
+	Close() error
+}
+
+// ListOptions selects revisions. The zero value selects every revision.
+type ListOptions struct {
+	// Package selects one package path exactly; empty selects all.
+	Package string
+	// Workspace selects one workspace; empty selects all.
+	Workspace string
+	// Revision selects one revision number; 0 selects all (drafts and
+	// proposals are selected with Lifecycles instead).
+	Revision int
+	// Lifecycles selects revisions in any of these states; empty selects
+	// all.
+	Lifecycles []revision.Lifecycle
+}
+
+// Matches reports whether a revision with meta m is selected by o.
+func (o ListOptions) Matches(m revision.Meta) bool {
+	if o.Package != "" && o.Package != m.Key.Package {
+		return false
+	}
+	if o.Workspace != "" && o.Workspace != m.Key.Workspace {
+		return false
+	}
+	if o.Revision != 0 && o.Revision != m.Key.Revision {
+		return false
+	}
+	if len(o.Lifecycles) > 0 && !slices.Contains(o.Lifecycles, m.Lifecycle) {
+		return false
+	}
+	return true
+}
+
+// CreateDraftOptions configure CreateDraft.
+type CreateDraftOptions struct {
+	// Files is the initial content of the draft; empty by default.
+	Files revision.Files
+}
+
+// UpdateOptions configure UpdateLifecycle and Delete.
+type UpdateOptions struct {
+	// Version, when set, is the revision's Version the caller last read;
+	// the change fails with ErrConflict if the revision changed since.
+	Version string
+	// AuthorName and AuthorEmail identify who approved or deleted; empty
+	// means the repository's configured author.
+	AuthorName, AuthorEmail string
+}
+
+// SortRevisions sorts revisions in List order: by package path, revision
+// number and workspace.
+func SortRevisions(revs []revision.PackageRevision) {
+	slices.SortStableFunc(revs, func(a, b revision.PackageRevision) int {
+		ka, kb := a.Meta().Key, b.Meta().Key
+		switch {
+		case ka.Package != kb.Package:
+			if ka.Package < kb.Package {
+				return -1
+			}
+			return 1
+		case ka.Revision != kb.Revision:
+			return ka.Revision - kb.Revision
+		case ka.Workspace != kb.Workspace:
+			if ka.Workspace < kb.Workspace {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
+}

@@ -1,0 +1,21 @@
+// Package revision is cad's data model for package revisions. It does no I/O.
+//
+// A package is a directory of files, usually Kubernetes resources with a
+// Kptfile at its root. A package revision is one version of a package in one
+// repository, identified by a [Key] and in one [Lifecycle] state. The
+// numbering follows Porch: drafts and proposals have revision 0, published
+// revisions are numbered 1, 2, ... and the package as it stands on the
+// repository's branch is the placeholder revision -1.
+//
+// A [PackageRevision] is an immutable view of a revision; a [Draft] is a
+// mutable overlay over one that becomes visible only when committed. Both
+// expose the package content as [Files], an immutable value that implements
+// [io/fs.FS] and only ever holds safe, package-relative paths.
+//
+// Backends do not have to implement the interfaces from scratch: [New] builds
+// a PackageRevision from its [Meta] and a loader of its files, and
+// [NewDraft] builds a Draft from its base files and a commit function.
+//
+// [Kptfile] models the kpt.dev/v1 Kptfile, read and written faithfully:
+// comments and field order survive a round trip.
+package revision

@@ -1,0 +1,58 @@
+package revision
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is the sentinel of every error caused by bad input: an unsafe
+// file path, a malformed key, an unparsable Kptfile. The repository package
+// re-exports it as repository.ErrInvalidInput, so callers can test with
+// errors.Is against either name.
+var ErrInvalid = errors.New("invalid input")
+
+// ErrInvalidTransition is returned, wrapped in a *TransitionError, when a
+// lifecycle change is not one of [Transitions].
+var ErrInvalidTransition = errors.New("invalid lifecycle transition")
+
+// PathError reports a file path that is not a safe package-relative path.
+// It matches [ErrInvalid] with errors.Is.
+type PathError struct {
+	Path   string // the offending path, quoted in the message
+	Reason string // why it was refused
+}
+
+func (e *PathError) Error() string {
+	return fmt.Sprintf("invalid package file path %q: %s", e.Path, e.Reason)
+}
+
+// Is reports whether target is [ErrInvalid].
+func (e *PathError) Is(target error) bool { return target == ErrInvalid }
+
+// KeyError reports a malformed [Key] field. It matches [ErrInvalid] with
+// errors.Is.
+type KeyError struct {
+	Field  string // "repository", "package", "workspace" or "revision"
+	Value  string // the offending value
+	Reason string
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("invalid %s %q: %s", e.Field, e.Value, e.Reason)
+}
+
+// Is reports whether target is [ErrInvalid].
+func (e *KeyError) Is(target error) bool { return target == ErrInvalid }
+
+// TransitionError reports a lifecycle change that is not allowed. It matches
+// [ErrInvalidTransition] with errors.Is.
+type TransitionError struct {
+	From, To Lifecycle
+}
+
+func (e *TransitionError) Error() string {
+	return fmt.Sprintf("invalid lifecycle transition from %q to %q", e.From, e.To)
+}
+
+// Is reports whether target is [ErrInvalidTransition].
+func (e *TransitionError) Is(target error) bool { return target == ErrInvalidTransition }

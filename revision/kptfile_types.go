@@ -1,0 +1,226 @@
+package revision
+
+// KptfileName is the file name that makes a directory a kpt package.
+const KptfileName = "Kptfile"
+
+// Kptfile API version and kind written by cad (kpt.dev/v1).
+const (
+	KptfileAPIVersion = "kpt.dev/v1"
+	KptfileKind       = "Kptfile"
+)
+
+// Kptfile is the kpt.dev/v1 Kptfile. Read it with [ParseKptfile] and write
+// it back with [Kptfile.Encode], which keeps the comments and field order of
+// the file it was parsed from.
+type Kptfile struct {
+	APIVersion   string        `yaml:"apiVersion,omitempty" json:"apiVersion,omitempty"`
+	Kind         string        `yaml:"kind,omitempty" json:"kind,omitempty"`
+	Metadata     ObjectMeta    `yaml:"metadata,omitempty" json:"metadata,omitempty"`
+	Upstream     *Upstream     `yaml:"upstream,omitempty" json:"upstream,omitempty"`
+	UpstreamLock *UpstreamLock `yaml:"upstreamLock,omitempty" json:"upstreamLock,omitempty"`
+	Info         *PackageInfo  `yaml:"info,omitempty" json:"info,omitempty"`
+	Pipeline     *Pipeline     `yaml:"pipeline,omitempty" json:"pipeline,omitempty"`
+	Inventory    *Inventory    `yaml:"inventory,omitempty" json:"inventory,omitempty"`
+	Status       *Status       `yaml:"status,omitempty" json:"status,omitempty"`
+
+	// doc holds the parsed document for faithful re-encoding; see
+	// kptfile.go. It is nil for a Kptfile built in code.
+	doc any
+}
+
+// ObjectMeta is the subset of Kubernetes object metadata a Kptfile uses.
+type ObjectMeta struct {
+	Name        string            `yaml:"name,omitempty" json:"name,omitempty"`
+	Namespace   string            `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	Labels      map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	Annotations map[string]string `yaml:"annotations,omitempty" json:"annotations,omitempty"`
+}
+
+// OriginType is the kind of an upstream origin.
+type OriginType string
+
+// Origin types.
+const (
+	GitOrigin     OriginType = "git"
+	GenericOrigin OriginType = "generic"
+)
+
+// UpdateStrategy says how a package is upgraded from its upstream.
+type UpdateStrategy string
+
+// Update strategies, as kpt and Porch name them.
+const (
+	ResourceMerge      UpdateStrategy = "resource-merge"
+	FastForward        UpdateStrategy = "fast-forward"
+	ForceDeleteReplace UpdateStrategy = "force-delete-replace"
+	CopyMerge          UpdateStrategy = "copy-merge"
+)
+
+// Upstream says where a package was cloned from.
+type Upstream struct {
+	Type           OriginType     `yaml:"type,omitempty" json:"type,omitempty"`
+	Git            *Git           `yaml:"git,omitempty" json:"git,omitempty"`
+	UpdateStrategy UpdateStrategy `yaml:"updateStrategy,omitempty" json:"updateStrategy,omitempty"`
+}
+
+// Git is a git upstream: repository URL, directory in it and ref.
+type Git struct {
+	Repo      string `yaml:"repo,omitempty" json:"repo,omitempty"`
+	Directory string `yaml:"directory,omitempty" json:"directory,omitempty"`
+	Ref       string `yaml:"ref,omitempty" json:"ref,omitempty"`
+}
+
+// UpstreamLock records the exact upstream content a package was last
+// fetched from.
+type UpstreamLock struct {
+	Type    OriginType   `yaml:"type,omitempty" json:"type,omitempty"`
+	Git     *GitLock     `yaml:"git,omitempty" json:"git,omitempty"`
+	Generic *GenericLock `yaml:"generic,omitempty" json:"generic,omitempty"`
+}
+
+// GitLock is a resolved git upstream.
+type GitLock struct {
+	Repo      string `yaml:"repo,omitempty" json:"repo,omitempty"`
+	Directory string `yaml:"directory,omitempty" json:"directory,omitempty"`
+	Ref       string `yaml:"ref,omitempty" json:"ref,omitempty"`
+	Commit    string `yaml:"commit,omitempty" json:"commit,omitempty"`
+}
+
+// GenericLock is a resolved upstream in non-git storage.
+type GenericLock struct {
+	StoreID         string `yaml:"storeID,omitempty" json:"storeID,omitempty"`
+	ResourceID      string `yaml:"resourceID,omitempty" json:"resourceID,omitempty"`
+	ResourceVersion string `yaml:"resourceVersion,omitempty" json:"resourceVersion,omitempty"`
+}
+
+// PackageInfo is the Kptfile's descriptive metadata.
+type PackageInfo struct {
+	Site           string          `yaml:"site,omitempty" json:"site,omitempty"`
+	Emails         []string        `yaml:"emails,omitempty" json:"emails,omitempty"`
+	License        string          `yaml:"license,omitempty" json:"license,omitempty"`
+	LicenseFile    string          `yaml:"licenseFile,omitempty" json:"licenseFile,omitempty"`
+	Description    string          `yaml:"description,omitempty" json:"description,omitempty"`
+	Keywords       []string        `yaml:"keywords,omitempty" json:"keywords,omitempty"`
+	Man            string          `yaml:"man,omitempty" json:"man,omitempty"`
+	ReadinessGates []ReadinessGate `yaml:"readinessGates,omitempty" json:"readinessGates,omitempty"`
+}
+
+// ReadinessGate names a condition that must be True before a revision may
+// be published.
+type ReadinessGate struct {
+	ConditionType string `yaml:"conditionType" json:"conditionType"`
+}
+
+// Pipeline is the Kptfile's function pipeline.
+type Pipeline struct {
+	Mutators   []Function `yaml:"mutators,omitempty" json:"mutators,omitempty"`
+	Validators []Function `yaml:"validators,omitempty" json:"validators,omitempty"`
+}
+
+// Function is one step of a Kptfile pipeline.
+type Function struct {
+	Image      string            `yaml:"image,omitempty" json:"image,omitempty"`
+	Exec       string            `yaml:"exec,omitempty" json:"exec,omitempty"`
+	Tag        string            `yaml:"tag,omitempty" json:"tag,omitempty"`
+	ConfigPath string            `yaml:"configPath,omitempty" json:"configPath,omitempty"`
+	ConfigMap  map[string]string `yaml:"configMap,omitempty" json:"configMap,omitempty"`
+	Name       string            `yaml:"name,omitempty" json:"name,omitempty"`
+	Selectors  []Selector        `yaml:"selectors,omitempty" json:"selectors,omitempty"`
+	Exclude    []Selector        `yaml:"exclude,omitempty" json:"exclude,omitempty"`
+}
+
+// Selector selects resources by any of its non-empty fields (all must
+// match).
+type Selector struct {
+	APIVersion  string            `yaml:"apiVersion,omitempty" json:"apiVersion,omitempty"`
+	Kind        string            `yaml:"kind,omitempty" json:"kind,omitempty"`
+	Name        string            `yaml:"name,omitempty" json:"name,omitempty"`
+	Namespace   string            `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	Labels      map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	Annotations map[string]string `yaml:"annotations,omitempty" json:"annotations,omitempty"`
+}
+
+// Inventory is the live-apply inventory of a package.
+type Inventory struct {
+	Namespace   string            `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	Name        string            `yaml:"name,omitempty" json:"name,omitempty"`
+	InventoryID string            `yaml:"inventoryID,omitempty" json:"inventoryID,omitempty"`
+	Labels      map[string]string `yaml:"labels,omitempty" json:"labels,omitempty"`
+	Annotations map[string]string `yaml:"annotations,omitempty" json:"annotations,omitempty"`
+}
+
+// Status is the Kptfile's status: conditions and the last render.
+type Status struct {
+	Conditions   []Condition   `yaml:"conditions,omitempty" json:"conditions,omitempty"`
+	RenderStatus *RenderStatus `yaml:"renderStatus,omitempty" json:"renderStatus,omitempty"`
+}
+
+// ConditionStatus is True, False or Unknown.
+type ConditionStatus string
+
+// Condition statuses.
+const (
+	ConditionTrue    ConditionStatus = "True"
+	ConditionFalse   ConditionStatus = "False"
+	ConditionUnknown ConditionStatus = "Unknown"
+)
+
+// Condition is a condition of a package revision.
+type Condition struct {
+	Type    string          `yaml:"type" json:"type"`
+	Status  ConditionStatus `yaml:"status" json:"status"`
+	Reason  string          `yaml:"reason,omitempty" json:"reason,omitempty"`
+	Message string          `yaml:"message,omitempty" json:"message,omitempty"`
+}
+
+// RenderStatus records the outcome of the last render, as current kpt
+// writes it.
+type RenderStatus struct {
+	MutationSteps   []PipelineStepResult `yaml:"mutationSteps,omitempty" json:"mutationSteps,omitempty"`
+	ValidationSteps []PipelineStepResult `yaml:"validationSteps,omitempty" json:"validationSteps,omitempty"`
+	ErrorSummary    string               `yaml:"errorSummary,omitempty" json:"errorSummary,omitempty"`
+}
+
+// PipelineStepResult is the outcome of one pipeline step.
+type PipelineStepResult struct {
+	Name           string       `yaml:"name,omitempty" json:"name,omitempty"`
+	Image          string       `yaml:"image,omitempty" json:"image,omitempty"`
+	Exec           string       `yaml:"exec,omitempty" json:"exec,omitempty"`
+	ExecutionError string       `yaml:"executionError,omitempty" json:"executionError,omitempty"`
+	Stderr         string       `yaml:"stderr,omitempty" json:"stderr,omitempty"`
+	ExitCode       int          `yaml:"exitCode" json:"exitCode"`
+	Results        []ResultItem `yaml:"results,omitempty" json:"results,omitempty"`
+	ErrorResults   []ResultItem `yaml:"errorResults,omitempty" json:"errorResults,omitempty"`
+}
+
+// ResultItem is one function result as recorded in a Kptfile's render
+// status (the config.kubernetes.io/v1 result schema).
+type ResultItem struct {
+	Message     string            `yaml:"message,omitempty" json:"message,omitempty"`
+	Severity    string            `yaml:"severity,omitempty" json:"severity,omitempty"`
+	ResourceRef *ResourceRef      `yaml:"resourceRef,omitempty" json:"resourceRef,omitempty"`
+	Field       *Field            `yaml:"field,omitempty" json:"field,omitempty"`
+	File        *File             `yaml:"file,omitempty" json:"file,omitempty"`
+	Tags        map[string]string `yaml:"tags,omitempty" json:"tags,omitempty"`
+}
+
+// ResourceRef identifies a resource a result is about.
+type ResourceRef struct {
+	APIVersion string `yaml:"apiVersion,omitempty" json:"apiVersion,omitempty"`
+	Kind       string `yaml:"kind,omitempty" json:"kind,omitempty"`
+	Name       string `yaml:"name,omitempty" json:"name,omitempty"`
+	Namespace  string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+}
+
+// Field identifies a field a result is about.
+type Field struct {
+	Path          string `yaml:"path,omitempty" json:"path,omitempty"`
+	CurrentValue  any    `yaml:"currentValue,omitempty" json:"currentValue,omitempty"`
+	ProposedValue any    `yaml:"proposedValue,omitempty" json:"proposedValue,omitempty"`
+}
+
+// File identifies a file a result is about.
+type File struct {
+	Path  string `yaml:"path,omitempty" json:"path,omitempty"`
+	Index int    `yaml:"index,omitempty" json:"index,omitempty"`
+}
