@@ -91,4 +91,9 @@ func (w wrapped) Error() string {
 	return msg
 }
 
-func (w wrapped) Unwrap() []error { return []error{w.sentinel, w.cause} }
+func (w wrapped) Unwrap() []error {
+	if w.sentinel == nil {
+		return []error{w.cause}
+	}
+	return []error{w.sentinel, w.cause}
+}

@@ -1,0 +1,400 @@
+// Package memrepo is an in-memory repository backend: a real, complete
+// implementation of the repository contract, safe for concurrent use, that
+// examples and users' unit tests run on.
+//
+// It models the git backend's behaviour without git: drafts and proposals
+// are keyed by workspace, approving assigns the next revision number and
+// updates the package's placeholder revision (revision -1, workspace = the
+// branch name) to the approved content, and a revision proposed for
+// deletion keeps its content until deleted. Nothing survives the process.
+package memrepo
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// Options configure New. The zero value, and nil, mean the defaults.
+type Options struct {
+	// Branch is the workspace name of placeholder revisions; default
+	// "main".
+	Branch string
+	// Now returns the time recorded on published revisions; default
+	// time.Now.
+	Now func() time.Time
+	// AuthorEmail is recorded as PublishedBy when an approval names no
+	// author; default "".
+	AuthorEmail string
+}
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.Branch == "" {
+		out.Branch = repository.DefaultBranch
+	}
+	if out.Now == nil {
+		out.Now = time.Now
+	}
+	return out
+}
+
+// Repository is an in-memory repository. It is safe for concurrent use.
+type Repository struct {
+	name string
+	opts Options
+
+	mu      sync.Mutex
+	closed  bool
+	seq     uint64             // bumped on every write; the Versioner token
+	revs    map[string]*record // by package + "\x00" + workspace
+	branch  map[string]*record // placeholder per package
+	watches map[*watch]struct{}
+}
+
+var (
+	_ repository.Repository = (*Repository)(nil)
+	_ repository.Watcher    = (*Repository)(nil)
+	_ repository.Versioner  = (*Repository)(nil)
+)
+
+type record struct {
+	meta  revision.Meta
+	files revision.Files
+}
+
+func (r *record) revision() revision.PackageRevision {
+	return revision.NewWithFiles(r.meta, r.files)
+}
+
+// New returns an empty in-memory repository called name.
+func New(name string, opts *Options) *Repository {
+	return &Repository{
+		name:    name,
+		opts:    opts.withDefaults(),
+		revs:    map[string]*record{},
+		branch:  map[string]*record{},
+		watches: map[*watch]struct{}{},
+	}
+}
+
+// Name returns the repository's name.
+func (r *Repository) Name() string { return r.name }
+
+func id(pkg, ws string) string { return pkg + "\x00" + ws }
+
+func (r *Repository) errorf(op string, key revision.Key, sentinel error, format string, args ...any) error {
+	key.Repository = r.name
+	return repository.Errorf(op, r.name, key, sentinel, format, args...)
+}
+
+// enter locks r and checks ctx and Close; on success the caller must unlock.
+func (r *Repository) enter(ctx context.Context, op string, key revision.Key) error {
+	if err := ctx.Err(); err != nil {
+		return r.errorf(op, key, err, "%w", err)
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return r.errorf(op, key, repository.ErrClosed, "repository is closed")
+	}
+	return nil
+}
+
+// nextVersion returns a fresh version token; r.mu must be held.
+func (r *Repository) nextVersion() string {
+	r.seq++
+	return "mem-" + strconv.FormatUint(r.seq, 10)
+}
+
+// List returns the revisions opts selects, in repository.SortRevisions
+// order. It returns ErrClosed after Close.
+func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]revision.PackageRevision, error) {
+	if err := r.enter(ctx, "list", revision.Key{}); err != nil {
+		return nil, err
+	}
+	defer r.mu.Unlock()
+	var out []revision.PackageRevision
+	for _, rec := range r.revs {
+		if opts.Matches(rec.meta) {
+			out = append(out, rec.revision())
+		}
+	}
+	for _, rec := range r.branch {
+		if opts.Matches(rec.meta) {
+			out = append(out, rec.revision())
+		}
+	}
+	repository.SortRevisions(out)
+	return out, nil
+}
+
+// lookup finds the record key selects; r.mu must be held.
+func (r *Repository) lookup(key revision.Key) (*record, error) {
+	if err := key.ValidateLookup(); err != nil {
+		return nil, err
+	}
+	if key.Repository != "" && key.Repository != r.name {
+		return nil, fmt.Errorf("%w: key names repository %q", repository.ErrNotFound, key.Repository)
+	}
+	if key.Revision == revision.Placeholder {
+		if rec, ok := r.branch[key.Package]; ok && (key.Workspace == "" || key.Workspace == rec.meta.Key.Workspace) {
+			return rec, nil
+		}
+		return nil, repository.ErrNotFound
+	}
+	if key.Workspace != "" {
+		if rec, ok := r.revs[id(key.Package, key.Workspace)]; ok && key.Matches(rec.meta.Key) {
+			return rec, nil
+		}
+		if rec, ok := r.branch[key.Package]; ok && key.Matches(rec.meta.Key) {
+			return rec, nil
+		}
+		return nil, repository.ErrNotFound
+	}
+	for _, rec := range r.revs {
+		if key.Matches(rec.meta.Key) {
+			return rec, nil
+		}
+	}
+	return nil, repository.ErrNotFound
+}
+
+// Get returns the revision key selects. It returns ErrInvalidInput for a
+// key that selects nothing in particular and ErrNotFound when none matches.
+func (r *Repository) Get(ctx context.Context, key revision.Key) (revision.PackageRevision, error) {
+	if err := r.enter(ctx, "get", key); err != nil {
+		return nil, err
+	}
+	defer r.mu.Unlock()
+	rec, err := r.lookup(key)
+	if err != nil {
+		return nil, r.errorf("get", key, sentinelOf(err), "%w", err)
+	}
+	return rec.revision(), nil
+}
+
+// sentinelOf returns the sentinel an internal error matches.
+func sentinelOf(err error) error {
+	for _, s := range []error{repository.ErrInvalidInput, repository.ErrNotFound, repository.ErrConflict,
+		repository.ErrAlreadyExists, repository.ErrImmutable, repository.ErrInvalidTransition} {
+		if errorsIs(err, s) {
+			return s
+		}
+	}
+	return nil
+}
+
+// CreateDraft starts a draft of key's package and workspace with
+// opts.Files. Nothing is stored until Commit. It returns ErrInvalidInput
+// for a bad key and ErrAlreadyExists when the workspace is taken; Commit
+// returns ErrAlreadyExists when another draft took it meanwhile.
+func (r *Repository) CreateDraft(ctx context.Context, key revision.Key, opts repository.CreateDraftOptions) (revision.Draft, error) {
+	key.Repository = r.name
+	if err := key.ValidateNew(); err != nil {
+		return nil, r.errorf("create draft", key, repository.ErrInvalidInput, "%w", err)
+	}
+	if err := r.enter(ctx, "create draft", key); err != nil {
+		return nil, err
+	}
+	defer r.mu.Unlock()
+	if err := r.workspaceFree(key); err != nil {
+		return nil, r.errorf("create draft", key, repository.ErrAlreadyExists, "%w", err)
+	}
+	meta := revision.Meta{Key: key, Lifecycle: revision.LifecycleDraft}
+	return revision.NewDraft(meta, opts.Files, r.commit), nil
+}
+
+// workspaceFree reports an error when key's workspace is taken; r.mu held.
+func (r *Repository) workspaceFree(key revision.Key) error {
+	if _, ok := r.revs[id(key.Package, key.Workspace)]; ok {
+		return fmt.Errorf("package %q already has a revision with workspace %q", key.Package, key.Workspace)
+	}
+	if rec, ok := r.branch[key.Package]; ok && rec.meta.Key.Workspace == key.Workspace {
+		return fmt.Errorf("workspace %q is the branch of package %q", key.Workspace, key.Package)
+	}
+	return nil
+}
+
+// OpenDraft opens the Draft revision key selects. It returns ErrNotFound
+// when there is none and ErrImmutable when it is not a Draft.
+func (r *Repository) OpenDraft(ctx context.Context, key revision.Key) (revision.Draft, error) {
+	if err := r.enter(ctx, "open draft", key); err != nil {
+		return nil, err
+	}
+	defer r.mu.Unlock()
+	rec, err := r.lookup(key)
+	if err != nil {
+		return nil, r.errorf("open draft", key, sentinelOf(err), "%w", err)
+	}
+	if rec.meta.Lifecycle != revision.LifecycleDraft {
+		return nil, r.errorf("open draft", rec.meta.Key, repository.ErrImmutable, "revision is %s; only a Draft can be edited", rec.meta.Lifecycle)
+	}
+	return revision.NewDraft(rec.meta, rec.files, r.commit), nil
+}
+
+// commit is the revision.CommitFunc of every draft.
+func (r *Repository) commit(ctx context.Context, base revision.Meta, files revision.Files, _ revision.CommitOptions) (revision.PackageRevision, error) {
+	key := base.Key
+	if err := r.enter(ctx, "commit", key); err != nil {
+		return nil, err
+	}
+	defer r.mu.Unlock()
+	cur, exists := r.revs[id(key.Package, key.Workspace)]
+	switch {
+	case base.Version == "":
+		if err := r.workspaceFree(key); err != nil {
+			return nil, r.errorf("commit", key, repository.ErrAlreadyExists, "%w", err)
+		}
+	case !exists:
+		return nil, r.errorf("commit", key, repository.ErrConflict, "the draft was deleted since it was opened")
+	case cur.meta.Version != base.Version:
+		return nil, r.errorf("commit", key, repository.ErrConflict, "the draft changed since it was opened (version %s, now %s)", base.Version, cur.meta.Version)
+	case cur.meta.Lifecycle != revision.LifecycleDraft:
+		return nil, r.errorf("commit", key, repository.ErrConflict, "the revision is now %s", cur.meta.Lifecycle)
+	}
+	rec := &record{meta: revision.Meta{Key: key, Lifecycle: revision.LifecycleDraft, Version: r.nextVersion()}, files: files}
+	r.revs[id(key.Package, key.Workspace)] = rec
+	ev := repository.Modified
+	if !exists {
+		ev = repository.Added
+	}
+	r.notify(ev, rec)
+	return rec.revision(), nil
+}
+
+// UpdateLifecycle moves the revision key selects to lifecycle to. See
+// repository.Repository for the rules and errors.
+func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to revision.Lifecycle, opts repository.UpdateOptions) (revision.PackageRevision, error) {
+	const op = "update lifecycle"
+	if err := r.enter(ctx, op, key); err != nil {
+		return nil, err
+	}
+	defer r.mu.Unlock()
+	rec, err := r.lookup(key)
+	if err != nil {
+		return nil, r.errorf(op, key, sentinelOf(err), "%w", err)
+	}
+	if opts.Version != "" && opts.Version != rec.meta.Version {
+		return nil, r.errorf(op, rec.meta.Key, repository.ErrConflict, "revision changed since version %s", opts.Version)
+	}
+	from := rec.meta.Lifecycle
+	if err := revision.CheckTransition(from, to); err != nil {
+		return nil, r.errorf(op, rec.meta.Key, repository.ErrInvalidTransition, "%w", err)
+	}
+	meta := rec.meta
+	meta.Lifecycle = to
+	meta.Version = r.nextVersion()
+	if from == revision.LifecycleProposed && to == revision.LifecyclePublished {
+		meta.Key.Revision = r.nextRevision(meta.Key.Package)
+		meta.PublishedAt = r.opts.Now().UTC()
+		meta.PublishedBy = opts.AuthorEmail
+		if meta.PublishedBy == "" {
+			meta.PublishedBy = r.opts.AuthorEmail
+		}
+	}
+	next := &record{meta: meta, files: rec.files}
+	if meta.Key.IsPlaceholder() {
+		r.branch[meta.Key.Package] = next
+	} else {
+		r.revs[id(meta.Key.Package, meta.Key.Workspace)] = next
+	}
+	r.notify(repository.Modified, next)
+	if from == revision.LifecycleProposed && to == revision.LifecyclePublished {
+		r.setBranch(meta.Key.Package, next.files)
+	}
+	return next.revision(), nil
+}
+
+// nextRevision returns one more than the highest published revision of
+// pkg; r.mu must be held.
+func (r *Repository) nextRevision(pkg string) int {
+	highest := 0
+	for _, rec := range r.revs {
+		if rec.meta.Key.Package == pkg && rec.meta.Lifecycle.IsPublished() {
+			highest = max(highest, rec.meta.Key.Revision)
+		}
+	}
+	return highest + 1
+}
+
+// setBranch makes files the package's content on the branch; r.mu held.
+func (r *Repository) setBranch(pkg string, files revision.Files) {
+	old, existed := r.branch[pkg]
+	meta := revision.Meta{
+		Key:       revision.Key{Repository: r.name, Package: pkg, Workspace: r.opts.Branch, Revision: revision.Placeholder},
+		Lifecycle: revision.LifecyclePublished,
+		Version:   r.nextVersion(),
+	}
+	if existed {
+		meta.Lifecycle = old.meta.Lifecycle
+	}
+	rec := &record{meta: meta, files: files}
+	r.branch[pkg] = rec
+	if existed {
+		r.notify(repository.Modified, rec)
+	} else {
+		r.notify(repository.Added, rec)
+	}
+}
+
+// Delete removes the revision key selects. See repository.Repository for
+// the rules and errors.
+func (r *Repository) Delete(ctx context.Context, key revision.Key, opts repository.UpdateOptions) error {
+	const op = "delete"
+	if err := r.enter(ctx, op, key); err != nil {
+		return err
+	}
+	defer r.mu.Unlock()
+	rec, err := r.lookup(key)
+	if err != nil {
+		return r.errorf(op, key, sentinelOf(err), "%w", err)
+	}
+	if opts.Version != "" && opts.Version != rec.meta.Version {
+		return r.errorf(op, rec.meta.Key, repository.ErrConflict, "revision changed since version %s", opts.Version)
+	}
+	if rec.meta.Lifecycle == revision.LifecyclePublished {
+		return r.errorf(op, rec.meta.Key, repository.ErrImmutable, "a published revision must be proposed for deletion before it is deleted")
+	}
+	if rec.meta.Key.IsPlaceholder() {
+		delete(r.branch, rec.meta.Key.Package)
+	} else {
+		delete(r.revs, id(rec.meta.Key.Package, rec.meta.Key.Workspace))
+	}
+	r.seq++
+	r.notify(repository.Deleted, rec)
+	return nil
+}
+
+// Version returns a token that changes on every write.
+func (r *Repository) Version(ctx context.Context) (string, error) {
+	if err := r.enter(ctx, "version", revision.Key{}); err != nil {
+		return "", err
+	}
+	defer r.mu.Unlock()
+	return "mem-" + strconv.FormatUint(r.seq, 10), nil
+}
+
+// Close discards the repository's content and ends its watches. Later
+// calls return ErrClosed.
+func (r *Repository) Close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	r.closed = true
+	for w := range r.watches {
+		w.close()
+	}
+	r.revs, r.branch = nil, nil
+	return nil
+}

@@ -1,0 +1,15 @@
+// Package repotest checks that a repository backend keeps the contract of
+// package repository, and helps users test code that calls a repository.
+//
+// A backend's tests call [Run] with a [Harness] that opens fresh, empty
+// repositories:
+//
+//	func TestConformance(t *testing.T) {
+//		repotest.Run(t, repotest.Harness{
+//			New: func(t *testing.T) repository.Repository { return memrepo.New("test", nil) },
+//		})
+//	}
+//
+// [Intercept] wraps any repository with per-method hooks, to inject errors
+// or observe calls in a user's tests without a mock.
+package repotest
