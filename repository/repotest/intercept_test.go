@@ -1,0 +1,65 @@
+package repotest_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/memrepo"
+	"github.com/configasdata/cad/repository/repotest"
+	"github.com/configasdata/cad/revision"
+)
+
+// The intercepted repository with no hooks is itself a conforming backend.
+func TestInterceptPassThroughConforms(t *testing.T) {
+	repotest.Run(t, repotest.Harness{
+		New: func(t *testing.T) repository.Repository {
+			return repotest.Intercept(memrepo.New("test", nil), repotest.Funcs{})
+		},
+	})
+}
+
+func TestInterceptInjectsErrors(t *testing.T) {
+	ctx := context.Background()
+	boom := &repository.Error{Op: "commit", Repo: "test", Err: repository.ErrUnavailable}
+	var commits int
+	r := repotest.Intercept(memrepo.New("test", nil), repotest.Funcs{
+		Commit: func(ctx context.Context, next revision.Draft, opts revision.CommitOptions) (revision.PackageRevision, error) {
+			commits++
+			if commits == 1 {
+				return nil, boom
+			}
+			return next.Commit(ctx, opts)
+		},
+		UpdateLifecycle: func(ctx context.Context, next repository.Repository, k revision.Key, to revision.Lifecycle, o repository.UpdateOptions) (revision.PackageRevision, error) {
+			if to == revision.LifecyclePublished {
+				return nil, &repository.Error{Op: "update lifecycle", Err: repository.ErrConflict}
+			}
+			return next.UpdateLifecycle(ctx, k, to, o)
+		},
+	})
+	k := revision.Key{Package: "p", Workspace: "ws"}
+	d, err := r.CreateDraft(ctx, k, repository.CreateDraftOptions{Files: revision.MustFiles(map[string]string{"a.yaml": "a: 1\n"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Commit(ctx, revision.CommitOptions{}); !errors.Is(err, repository.ErrUnavailable) {
+		t.Fatalf("first commit = %v, want the injected error", err)
+	}
+	if _, err := r.Get(ctx, k); !errors.Is(err, repository.ErrNotFound) {
+		t.Fatalf("the injected failure wrote the draft: %v", err)
+	}
+	if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+		t.Fatalf("second commit: %v", err)
+	}
+	if _, err := r.UpdateLifecycle(ctx, k, revision.LifecycleProposed, repository.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.UpdateLifecycle(ctx, k, revision.LifecyclePublished, repository.UpdateOptions{}); !errors.Is(err, repository.ErrConflict) {
+		t.Fatalf("approve = %v, want the injected conflict", err)
+	}
+	if commits != 2 {
+		t.Fatalf("Commit hook ran %d times, want 2", commits)
+	}
+}
