@@ -1,0 +1,70 @@
+// Package cad is configuration as data as a Go library: the core of Porch,
+// the package orchestrator of kpt and Nephio, that a controller, a CLI, a
+// server or a unit test calls in-process.
+//
+// A package is a directory of Kubernetes resources (KRM), usually with a
+// Kptfile at its root. cad keeps packages in repositories (git, OCI, or
+// memory), gives every package revision a lifecycle (Draft, Proposed,
+// Published, DeletionProposed) with numbered, immutable published
+// revisions, and writes the same git layout Porch writes, so repositories
+// move between Porch and cad unchanged.
+//
+// # Getting started
+//
+// Open a repository, create a draft, commit files, propose and approve it:
+//
+//	repo, err := gitrepo.Open(ctx, cad.Spec{Name: "blueprints", Type: "git",
+//		Git: &repository.GitSpec{Repo: "/srv/git/blueprints.git"}}, nil)
+//	d, err := repo.CreateDraft(ctx, cad.Key{Package: "net/istio", Workspace: "ws1"}, repository.CreateDraftOptions{})
+//	err = d.SetFile("Kptfile", kptfile)
+//	_, err = d.Commit(ctx, revision.CommitOptions{Message: "first draft"})
+//	_, err = repo.UpdateLifecycle(ctx, key, cad.LifecycleProposed, repository.UpdateOptions{})
+//	pub, err := repo.UpdateLifecycle(ctx, key, cad.LifecyclePublished, repository.UpdateOptions{})
+//	// pub.Meta().Key.Revision == 1; in git: tag net/istio/v1 on main.
+//
+// go run ./examples/quickstart does exactly this on a repository in a
+// temporary directory and prints the refs it wrote.
+//
+// # Packages
+//
+//   - revision: the data model, no I/O. Key, Lifecycle and its allowed
+//     transitions, the PackageRevision and Draft interfaces, the package's
+//     Files (an fs.FS of validated paths) and the Kptfile, read and written
+//     faithfully.
+//   - repository: the Repository contract every backend implements, its
+//     optional capabilities (Watcher, Versioner), the repository Spec,
+//     sentinel errors and the typed *repository.Error.
+//   - repository/memrepo: a real in-memory backend for examples and tests.
+//   - repository/gitrepo: git through go-git, local, bare, in-memory or
+//     remote over https and ssh, in Porch's ref layout.
+//   - repository/repotest: the conformance suite every backend passes, and
+//     Intercept for error injection in users' tests.
+//
+// This package itself holds only aliases for the types most programs use
+// and [Open], which opens a repository from a Spec with the backends the
+// caller supplies; it imports no backend.
+//
+// # Errors
+//
+// Backends return a *repository.Error that names the operation, the
+// repository and the revision, and wraps a sentinel (repository.ErrNotFound,
+// ErrAlreadyExists, ErrConflict, ErrInvalidInput, ErrInvalidTransition,
+// ErrImmutable, ErrNotSupported, ErrClosed, ErrUnavailable) together with
+// the backend's native cause. Test with errors.Is and errors.As. Bad input
+// changes nothing, and no error or log line contains a credential.
+//
+// # Concurrency
+//
+// Repositories are safe for concurrent use. Every write is a
+// compare-and-swap on the refs it changes: of two writers racing from the
+// same state exactly one wins, and the other gets ErrConflict, retries from
+// a fresh read, and has left nothing behind. Revision numbers are never
+// handed out twice, across goroutines and across processes sharing one git
+// repository. A Draft is used by one goroutine at a time.
+//
+// # Testing
+//
+// Use memrepo in unit tests; it behaves like the git backend. Wrap any
+// repository with repotest.Intercept to inject failures. A new backend
+// proves itself with repotest.Run.
+package cad
