@@ -11,7 +11,11 @@ const (
 
 // Kptfile is the kpt.dev/v1 Kptfile. Read it with [ParseKptfile] and write
 // it back with [Kptfile.Encode], which keeps the comments and field order of
-// the file it was parsed from.
+// the file it was parsed from; build a new one with [NewKptfile].
+//
+// A Kptfile is a plain value that one goroutine changes at a time. Encode
+// and Validate do not modify it, and a copy made by assignment shares the
+// parsed document read-only, so it may be encoded independently.
 type Kptfile struct {
 	APIVersion   string        `yaml:"apiVersion,omitempty" json:"apiVersion,omitempty"`
 	Kind         string        `yaml:"kind,omitempty" json:"kind,omitempty"`
@@ -117,14 +121,15 @@ type Pipeline struct {
 	Validators []Function `yaml:"validators,omitempty" json:"validators,omitempty"`
 }
 
-// Function is one step of a Kptfile pipeline.
+// Function is one step of a Kptfile pipeline. Its fields are in the order
+// kpt writes them.
 type Function struct {
 	Image      string            `yaml:"image,omitempty" json:"image,omitempty"`
 	Exec       string            `yaml:"exec,omitempty" json:"exec,omitempty"`
-	Tag        string            `yaml:"tag,omitempty" json:"tag,omitempty"`
 	ConfigPath string            `yaml:"configPath,omitempty" json:"configPath,omitempty"`
 	ConfigMap  map[string]string `yaml:"configMap,omitempty" json:"configMap,omitempty"`
 	Name       string            `yaml:"name,omitempty" json:"name,omitempty"`
+	Tag        string            `yaml:"tag,omitempty" json:"tag,omitempty"`
 	Selectors  []Selector        `yaml:"selectors,omitempty" json:"selectors,omitempty"`
 	Exclude    []Selector        `yaml:"exclude,omitempty" json:"exclude,omitempty"`
 }
