@@ -1,0 +1,97 @@
+// Package gitrepo is the git backend of cad: a [repository.Repository]
+// over go-git, in exactly the layout Porch writes, so that Porch and cad
+// can share a repository and a repository written by either reads the
+// same in the other.
+//
+// [Open] takes a repository.Spec of type git. Its git.repo is "mem://"
+// (a repository in memory), a local path or file:// URL of a bare or
+// working repository, or a remote over http(s) or ssh, which is kept in a
+// local clone (in memory, or in Options.CacheDir). The library never runs
+// the git binary.
+//
+// # Layout
+//
+// Package paths are relative to spec.git.directory; below, <path> is the
+// full path in the repository (directory/package) and <branch> the
+// registered branch (spec.git.branch, default main).
+//
+//   - A package is a directory holding a Kptfile (a regular file).
+//     Discovery on the branch does not descend into a package, so nested
+//     Kptfiles are subpackages of their parent.
+//   - A Draft is the branch drafts/<path>/<workspace>; each commit
+//     replaces the whole package directory of its parent's tree, the
+//     first commit's parent being the branch head (none in an empty
+//     repository). The message is CommitOptions.Message, by default
+//     "Intermediate commit", followed by a blank line and the line
+//     kpt:{"package":"<path>","workspaceName":"<workspace>","revision":"0"}.
+//     A draft branch without a Kptfile at <path> is ignored.
+//   - A Proposed revision is the branch proposed/<path>/<workspace>.
+//   - Approving commits onto the branch a merge of the branch head and
+//     the proposal that replaces the package directory with the proposal's,
+//     with the message "Approving package revision <path>/<N>" and the
+//     kpt: line with "revision":"<N>", tags it <path>/v<N> (a lightweight
+//     tag) and deletes the proposal. N is one more than the package's
+//     highest v<N> tag.
+//   - Every tag <path>/<ver> with a Kptfile at <path> is a published
+//     revision: revision N for v<N>, else -1; its workspace is the
+//     workspaceName of the tagged commit's kpt: line for <path>, else
+//     <ver>. Tags without a slash (release tags) are ignored.
+//   - Every package on the branch head is a placeholder revision:
+//     revision -1, workspace <branch>, lifecycle Published.
+//   - DeletionProposed is the extra branch deletionProposed/<path>/v<N>
+//     (deletionProposed/<path>/<branch> for the placeholder) at the same
+//     commit. Deleting such a revision deletes its tag and that branch;
+//     deleting the placeholder commits "Delete <path>" removing the
+//     package directory from the branch.
+//   - The committer is always "Package Orchestration Service
+//     <porch@kpt.dev>" (Options.CommitterName/Email); the author is the
+//     one CommitOptions or UpdateOptions name, else spec.git.author and
+//     email, else the committer.
+//   - A missing branch is created with spec.git.createBranch by Porch's
+//     commit: README.md "Created by porch", "Initial commit: Creating main
+//     branch".
+//
+// A revision's Meta.Version is the commit id (for the placeholder, the
+// package tree id) with the lifecycle; [Repository.Version] is a hash of
+// all the refs of the layout.
+//
+// # Concurrency
+//
+// A Repository is safe for concurrent use, and any number of Repositories
+// in any number of processes may share one repository. The refs are the
+// only mutable state and every write is a compare-and-swap of the refs it
+// changes, all or nothing:
+//
+//   - On local storage a write plans its objects and ref updates while
+//     holding a lock: a mutex in the process and, for a repository on
+//     disk, an flock on cad.lock in the git directory (shared by readers,
+//     exclusive by writers, released by the kernel if the process dies).
+//     Under the lock every ref is checked against its expected old value,
+//     then swapped with go-git's CheckAndSetReference; if one swap fails
+//     (a writer that does not take the lock, such as the git CLI, moved a
+//     ref), the swaps already made are rolled back.
+//   - On a remote a write fetches the refs, plans on them, and pushes the
+//     new objects and all ref updates in one atomic push whose commands
+//     carry the expected old values, so the server applies all or none.
+//     If the server refuses because a ref moved, the write is planned again
+//     on the new state, up to a few times; it fails with ErrConflict when
+//     the revision itself changed since it was first read.
+//
+// So of two writers racing from the same state exactly one wins; the
+// other gets an error matching repository.ErrConflict (or ErrAlreadyExists
+// for a second draft with the same workspace) and leaves no ref behind.
+// Approvals of one package are serialised by its tag and the branch, so a
+// revision number is never handed out twice. Unreferenced objects of a
+// lost race may remain, as they do in git; git gc removes them.
+//
+// # Reads
+//
+// Reads are proportional to what is read. List reads the refs, the commits
+// they point at and the trees on the path to each package (finding
+// Kptfile entries by name, never reading a blob); a revision's files are
+// read from its package subtree only when asked for. Trees, commits,
+// package lists and package contents are cached by object id in a
+// bounded LRU (Options.CacheBytes), as they never change. For a remote,
+// every read first fetches: an ls-remote, and objects only for refs that
+// moved to commits not present locally. Watch polls the refs.
+package gitrepo

@@ -1,0 +1,78 @@
+//go:build unix
+
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// fileLock is an advisory lock on a file shared by every process that
+// opens the same git directory: shared for readers, exclusive for writers.
+// The caller serialises lock and unlock calls (store holds its mutex).
+type fileLock struct {
+	path string
+	mu   sync.Mutex
+	f    *os.File
+}
+
+func newFileLock(path string) *fileLock { return &fileLock{path: path} }
+
+// lock takes the lock, polling so that ctx can interrupt the wait.
+func (l *fileLock) lock(ctx context.Context, exclusive bool) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o644)
+		if err != nil {
+			if errors.Is(err, os.ErrPermission) && !exclusive {
+				return nil // a read-only repository: readers go without
+			}
+			return err
+		}
+		l.f = f
+	}
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	wait := 50 * time.Microsecond
+	for {
+		err := syscall.Flock(int(l.f.Fd()), how|syscall.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			return &os.PathError{Op: "flock", Path: l.path, Err: err}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		if wait < 5*time.Millisecond {
+			wait *= 2
+		}
+	}
+}
+
+func (l *fileLock) unlock() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
+	}
+}
+
+func (l *fileLock) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f != nil {
+		_ = l.f.Close()
+		l.f = nil
+	}
+}

@@ -1,0 +1,387 @@
+package gitrepo
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/go-git/go-billy/v5/osfs"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// Porch's identity, the committer of every commit cad writes and the
+// default author.
+const (
+	DefaultCommitterName  = "Package Orchestration Service"
+	DefaultCommitterEmail = "porch@kpt.dev"
+)
+
+// DefaultCacheBytes is the default bound of the cache of immutable objects.
+const DefaultCacheBytes = 64 << 20
+
+// MemoryURL is the git.repo value that selects a fresh repository in
+// memory (or the one in Options.Storage). "mem://<anything>" works too.
+const MemoryURL = "mem://"
+
+// Options configure Open. The zero value, like a nil *Options, means every
+// default.
+type Options struct {
+	// Auth authenticates to a remote: a *http.BasicAuth (user and
+	// password, or any user and a token as password), *http.TokenAuth, or
+	// an ssh auth method such as *ssh.PublicKeys, all from go-git's
+	// plumbing/transport packages. Default: the credentials embedded in
+	// the URL, if any, else none. Credentials never appear in an error
+	// or a log line.
+	Auth transport.AuthMethod
+	// Storage is go-git storage to keep the repository in. For a
+	// "mem://" repository it is the repository itself, so that several
+	// Opens on one memory.Storage share it; for a remote it is the local
+	// clone. It must be nil for a local path. Default: a new
+	// memory.NewStorage().
+	Storage storage.Storer
+	// CacheDir, for a remote, keeps the local clone in this directory (a
+	// bare repository, created when missing) instead of in memory.
+	// Default: in memory.
+	CacheDir string
+	// CommitterName and CommitterEmail are the committer of every commit
+	// and the author when neither the spec nor the call names one.
+	// Default: "Package Orchestration Service" <porch@kpt.dev>.
+	CommitterName, CommitterEmail string
+	// Logger receives debug and warning messages. Default: silent.
+	Logger *slog.Logger
+	// CacheBytes bounds the memory of the cache of immutable objects
+	// (trees, commits, package contents), in bytes. Default
+	// DefaultCacheBytes; negative disables the cache.
+	CacheBytes int64
+	// Clock gives commit times. Default: time.Now.
+	Clock func() time.Time
+	// PollInterval is how often Watch re-reads the refs. Default: 1s.
+	PollInterval time.Duration
+	// InsecureSkipTLS and CABundle configure TLS to an https remote.
+	InsecureSkipTLS bool
+	CABundle        []byte
+}
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.CommitterName == "" {
+		out.CommitterName = DefaultCommitterName
+	}
+	if out.CommitterEmail == "" {
+		out.CommitterEmail = DefaultCommitterEmail
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.CacheBytes == 0 {
+		out.CacheBytes = DefaultCacheBytes
+	}
+	if out.Clock == nil {
+		out.Clock = time.Now
+	}
+	if out.PollInterval <= 0 {
+		out.PollInterval = time.Second
+	}
+	return out
+}
+
+// Repository is a package repository in git, in Porch's layout (see the
+// package documentation). It is safe for concurrent use by many
+// goroutines, and many Repositories in many processes may share one
+// repository: every write is a compare-and-swap of the refs it changes.
+type Repository struct {
+	name   string
+	spec   repository.Spec
+	dir    string // the spec's directory, "" for the root
+	branch string
+	opts   Options
+	log    *slog.Logger
+
+	st     *store
+	remote *remote // nil for local and memory repositories
+	cache  *lru
+
+	closed atomic.Bool
+}
+
+var (
+	_ repository.Repository = (*Repository)(nil)
+	_ repository.Versioner  = (*Repository)(nil)
+	_ repository.Watcher    = (*Repository)(nil)
+)
+
+// Open opens the git repository spec describes. spec.Type must be git and
+// spec.Git.Repo one of:
+//
+//   - "mem://": a repository in memory (Options.Storage, or a new one);
+//   - a local path or file:// URL of a bare or working repository;
+//   - an http://, https:// or ssh:// URL, or scp-like user@host:path, of a
+//     remote, kept in a local clone (Options.CacheDir or memory) that is
+//     brought up to date on every read.
+//
+// When spec.Git.Branch (default "main") does not exist, Open creates it
+// with Porch's initial commit if spec.Git.CreateBranch is set, and
+// returns an error matching repository.ErrNotFound otherwise.
+//
+// Errors are *repository.Error matching repository.ErrInvalidInput for a
+// bad spec or options, ErrNotFound for a missing local repository or
+// branch, ErrUnavailable for a remote that cannot be reached or refuses
+// the credentials, and ctx's error when it is done.
+func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository, error) {
+	o := opts.withDefaults()
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if spec.Type != repository.TypeGit {
+		return nil, repository.Errorf("open", spec.Name, revision.Key{}, repository.ErrInvalidInput, "type %q is not git", spec.Type)
+	}
+	spec = spec.Defaulted()
+	r := &Repository{
+		name:   spec.Name,
+		spec:   spec,
+		dir:    spec.Git.Directory,
+		branch: spec.Git.Branch,
+		opts:   o,
+		log:    o.Logger.With("repository", spec.Name),
+		cache:  newLRU(o.CacheBytes),
+	}
+	if err := validBranchName(r.branch); err != nil {
+		return nil, r.errorf("open", revision.Key{}, repository.ErrInvalidInput, "git.branch %q: %v", r.branch, err)
+	}
+	if err := r.openStore(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.ensureBranch(ctx); err != nil {
+		r.st.close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// openStore sets r.st and r.remote from the spec's URL.
+func (r *Repository) openStore(ctx context.Context) error {
+	u := r.spec.Git.Repo
+	bad := func(format string, args ...any) error {
+		return r.errorf("open", revision.Key{}, repository.ErrInvalidInput, format, args...)
+	}
+	switch kind := classifyURL(u); kind {
+	case urlMemory:
+		s := r.opts.Storage
+		if s == nil {
+			s = memory.NewStorage()
+		}
+		r.st = newStore(s, "")
+		return nil
+	case urlLocal:
+		if r.opts.Storage != nil {
+			return bad("Options.Storage must be nil for a local repository")
+		}
+		p := strings.TrimPrefix(u, "file://")
+		gitDir, err := findGitDir(p)
+		if err != nil {
+			return r.errorf("open", revision.Key{}, repository.ErrNotFound, "local repository %q: %w", p, err)
+		}
+		fs := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{MaxOpenDescriptors: 32})
+		r.st = newStore(fs, gitDir)
+		return nil
+	case urlRemote:
+		rm, err := newRemote(u, r.opts)
+		if err != nil {
+			return bad("git.repo: %v", err)
+		}
+		r.remote = rm
+		s := r.opts.Storage
+		gitDir := ""
+		if s == nil && r.opts.CacheDir != "" {
+			gitDir = r.opts.CacheDir
+			if err := initBareDir(gitDir); err != nil {
+				return r.errorf("open", revision.Key{}, repository.ErrInvalidInput, "cache directory: %w", err)
+			}
+			s = filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{MaxOpenDescriptors: 32})
+		}
+		if s == nil {
+			s = memory.NewStorage()
+		}
+		r.st = newStore(s, gitDir)
+		r.log.Debug("opening remote", "url", rm.redactedURL)
+		// Fetch once now, so that a bad URL or credentials fail here.
+		if err := r.st.write(ctx, func() error { return r.remote.sync(ctx, r.st) }); err != nil {
+			r.st.close()
+			return r.wrapErr("open", revision.Key{}, err)
+		}
+		return nil
+	default:
+		return bad("git.repo %q is not a supported URL", redactURL(u))
+	}
+}
+
+type urlKind int
+
+const (
+	urlUnknown urlKind = iota
+	urlMemory
+	urlLocal
+	urlRemote
+)
+
+func classifyURL(u string) urlKind {
+	switch {
+	case strings.HasPrefix(u, "mem://"):
+		return urlMemory
+	case strings.HasPrefix(u, "file://"):
+		return urlLocal
+	case strings.HasPrefix(u, "http://"), strings.HasPrefix(u, "https://"), strings.HasPrefix(u, "ssh://"), strings.HasPrefix(u, "git://"):
+		return urlRemote
+	case strings.Contains(u, "://"):
+		return urlUnknown
+	case filepath.IsAbs(u) || strings.HasPrefix(u, "."):
+		return urlLocal
+	}
+	// scp-like user@host:path, as git reads it: a colon before any slash.
+	if i := strings.IndexByte(u, ':'); i > 0 && !strings.Contains(u[:i], "/") {
+		return urlRemote
+	}
+	return urlLocal
+}
+
+// findGitDir returns the git directory of the repository at p: p/.git for
+// a working repository, p for a bare one.
+func findGitDir(p string) (string, error) {
+	if fi, err := os.Stat(filepath.Join(p, ".git")); err == nil && fi.IsDir() {
+		return filepath.Join(p, ".git"), nil
+	}
+	for _, need := range []string{"HEAD", "objects", "refs"} {
+		if _, err := os.Stat(filepath.Join(p, need)); err != nil {
+			return "", fmt.Errorf("not a git repository: %w", err)
+		}
+	}
+	return p, nil
+}
+
+// initBareDir makes dir a bare repository when it is not one yet.
+func initBareDir(dir string) error {
+	if _, err := findGitDir(dir); err == nil {
+		return nil
+	}
+	for _, d := range []string{"objects/pack", "objects/info", "refs/heads", "refs/tags"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "config"), []byte("[core]\n\trepositoryformatversion = 0\n\tbare = true\n"), 0o644)
+}
+
+// Name returns the repository's name, spec.Name.
+func (r *Repository) Name() string { return r.name }
+
+// Close releases the repository's resources; the storage stays as it is.
+// Later calls of other methods return an error matching
+// repository.ErrClosed. Close is idempotent and returns nil.
+func (r *Repository) Close() error {
+	if r.closed.Swap(true) {
+		return nil
+	}
+	r.st.close()
+	return nil
+}
+
+// enter checks that r is open and ctx live.
+func (r *Repository) enter(ctx context.Context, op string, key revision.Key) error {
+	if r.closed.Load() {
+		return &repository.Error{Op: op, Repo: r.name, Key: key, Err: repository.ErrClosed}
+	}
+	if err := ctx.Err(); err != nil {
+		return &repository.Error{Op: op, Repo: r.name, Key: key, Err: err}
+	}
+	return nil
+}
+
+// ensureBranch checks that the registered branch exists and creates it
+// when the spec says so.
+func (r *Repository) ensureBranch(ctx context.Context) error {
+	var exists bool
+	err := r.read(ctx, func(v *view) error {
+		_, ok, err := v.ref(branchRef(r.branch))
+		exists = ok
+		return err
+	})
+	if err != nil {
+		return r.wrapErr("open", revision.Key{}, err)
+	}
+	if exists {
+		return nil
+	}
+	if !r.spec.Git.CreateBranch {
+		return r.errorf("open", revision.Key{}, repository.ErrNotFound, "branch %q does not exist (set git.createBranch to create it)", r.branch)
+	}
+	r.log.Info("creating branch", "branch", r.branch)
+	err = r.update(ctx, func(v *view) (*txn, error) {
+		if _, ok, err := v.ref(branchRef(r.branch)); err != nil || ok {
+			return nil, err // created meanwhile: nothing to do
+		}
+		blob, err := v.putBlob([]byte(initialFileContent))
+		if err != nil {
+			return nil, err
+		}
+		tree, err := v.putTree([]treeEntry{{name: initialFileName, mode: modeRegular, hash: blob}})
+		if err != nil {
+			return nil, err
+		}
+		sig := r.committer()
+		c, err := v.putCommit(tree, nil, sig, sig, initialCommitMessage)
+		if err != nil {
+			return nil, err
+		}
+		t := &txn{}
+		t.set(branchRef(r.branch), plumbing.ZeroHash, c)
+		return t, nil
+	})
+	if err != nil {
+		return r.wrapErr("open", revision.Key{}, err)
+	}
+	return nil
+}
+
+// redactURL returns u without any user information.
+func redactURL(u string) string {
+	if pu, err := url.Parse(u); err == nil && pu.User != nil {
+		pu.User = nil
+		return pu.String()
+	}
+	return u
+}
+
+// splitURLCredentials returns u without user information and the basic
+// auth it held, if any.
+func splitURLCredentials(u string) (string, *githttp.BasicAuth) {
+	pu, err := url.Parse(u)
+	if err != nil || pu.User == nil || (pu.Scheme != "http" && pu.Scheme != "https") {
+		return u, nil
+	}
+	pass, _ := pu.User.Password()
+	auth := &githttp.BasicAuth{Username: pu.User.Username(), Password: pass}
+	pu.User = nil
+	return pu.String(), auth
+}

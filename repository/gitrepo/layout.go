@@ -1,0 +1,183 @@
+package gitrepo
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// Porch's git layout: ref prefixes, commit messages and the initial commit.
+const (
+	draftsPrefix           = "drafts/"
+	proposedPrefix         = "proposed/"
+	deletionProposedPrefix = "deletionProposed/"
+
+	initialFileName      = "README.md"
+	initialFileContent   = "Created by porch"
+	initialCommitMessage = "Initial commit: Creating main branch"
+
+	defaultDraftMessage = "Intermediate commit"
+	approveMessage      = "Approving package revision %s/%d"
+	deleteMessage       = "Delete %s"
+
+	kptfileName = "Kptfile"
+)
+
+func branchRef(name string) plumbing.ReferenceName { return plumbing.NewBranchReferenceName(name) }
+func tagRef(name string) plumbing.ReferenceName    { return plumbing.NewTagReferenceName(name) }
+
+func draftRef(full, ws string) plumbing.ReferenceName {
+	return branchRef(draftsPrefix + full + "/" + ws)
+}
+
+func proposedRef(full, ws string) plumbing.ReferenceName {
+	return branchRef(proposedPrefix + full + "/" + ws)
+}
+
+// deletionProposedRef names the branch that marks revision ver ("vN", or
+// the branch name for the placeholder) of full as proposed for deletion.
+func deletionProposedRef(full, ver string) plumbing.ReferenceName {
+	return branchRef(deletionProposedPrefix + full + "/" + ver)
+}
+
+func versionTagRef(full string, n int) plumbing.ReferenceName {
+	return tagRef(full + "/v" + strconv.Itoa(n))
+}
+
+// parseVersion returns N for "vN" (N >= 1) and -1 otherwise.
+func parseVersion(ver string) int {
+	rest, ok := strings.CutPrefix(ver, "v")
+	if !ok || rest == "" || rest[0] == '0' {
+		return -1
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 1 {
+		return -1
+	}
+	return n
+}
+
+// splitLast splits s at its last slash; ok is false without one.
+func splitLast(s string) (head, tail string, ok bool) {
+	i := strings.LastIndexByte(s, '/')
+	if i <= 0 || i == len(s)-1 {
+		return "", "", false
+	}
+	return s[:i], s[i+1:], true
+}
+
+// annotation is the kpt: line Porch appends to its commit messages: the
+// JSON of these fields in this order.
+type annotation struct {
+	PackagePath   string          `json:"package,omitempty"`
+	WorkspaceName string          `json:"workspaceName,omitempty"`
+	Revision      string          `json:"revision,omitempty"`
+	Task          json.RawMessage `json:"task,omitempty"`
+}
+
+// annotate appends the kpt: line to message as Porch does.
+func annotate(message string, a annotation) string {
+	b, err := json.Marshal(a)
+	if err != nil {
+		panic(err) // strings only
+	}
+	return message + "\n\nkpt:" + string(b) + "\n"
+}
+
+// annotations returns the kpt: annotations of a commit message, skipping
+// lines that do not parse.
+func annotations(message string) []annotation {
+	var out []annotation
+	for _, line := range strings.Split(message, "\n") {
+		line = strings.TrimSpace(line)
+		rest, ok := strings.CutPrefix(line, "kpt:")
+		if !ok {
+			continue
+		}
+		var a annotation
+		if json.Unmarshal([]byte(rest), &a) == nil {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// workspaceOf returns the workspace a commit's annotation gives package
+// full, or "".
+func workspaceOf(c *commitInfo, full string) string {
+	for _, a := range c.annotations {
+		if a.PackagePath == full && a.WorkspaceName != "" {
+			return a.WorkspaceName
+		}
+	}
+	return ""
+}
+
+// validBranchName checks a branch name against git's ref name rules.
+func validBranchName(name string) error {
+	if name == "" {
+		return fmt.Errorf("empty")
+	}
+	if strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.HasSuffix(name, ".") ||
+		strings.HasSuffix(name, ".lock") || strings.Contains(name, "..") || strings.Contains(name, "//") ||
+		strings.Contains(name, "@{") || strings.HasPrefix(name, "-") {
+		return fmt.Errorf("not a valid git branch name")
+	}
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f || strings.ContainsRune(" ~^:?*[\\", c) {
+			return fmt.Errorf("not a valid git branch name")
+		}
+	}
+	for _, seg := range strings.Split(name, "/") {
+		if strings.HasPrefix(seg, ".") {
+			return fmt.Errorf("not a valid git branch name")
+		}
+	}
+	return nil
+}
+
+// signature returns a git signature at the repository's clock time.
+func (r *Repository) signature(name, email string) object.Signature {
+	return object.Signature{Name: name, Email: email, When: r.opts.Clock()}
+}
+
+func (r *Repository) committer() object.Signature {
+	return r.signature(r.opts.CommitterName, r.opts.CommitterEmail)
+}
+
+// author returns the author for a call that names name and email, falling
+// back to the spec's author and then to the committer.
+func (r *Repository) author(name, email string) object.Signature {
+	if name == "" && email == "" {
+		name, email = r.spec.Git.Author, r.spec.Git.Email
+	}
+	if name == "" && email == "" {
+		return r.committer()
+	}
+	if name == "" {
+		name = email
+	}
+	return r.signature(name, email)
+}
+
+// fullPath returns the repository path of package pkg.
+func (r *Repository) fullPath(pkg string) string {
+	if r.dir == "" {
+		return pkg
+	}
+	return r.dir + "/" + pkg
+}
+
+// relPath returns the package path of repository path full, and false
+// when full is not under the repository's directory.
+func (r *Repository) relPath(full string) (string, bool) {
+	if r.dir == "" {
+		return full, full != ""
+	}
+	rest, ok := strings.CutPrefix(full, r.dir+"/")
+	return rest, ok && rest != ""
+}

@@ -1,0 +1,430 @@
+package gitrepo
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configasdata/cad/revision"
+)
+
+const (
+	modeRegular = filemode.Regular
+	modeDir     = filemode.Dir
+)
+
+// treeEntry is one entry of a git tree. Decoded trees are shared through
+// the cache and never modified.
+type treeEntry struct {
+	name string
+	mode filemode.FileMode
+	hash plumbing.Hash
+}
+
+// commitInfo is what cad reads of a commit.
+type commitInfo struct {
+	hash        plumbing.Hash
+	tree        plumbing.Hash
+	parents     []plumbing.Hash
+	author      object.Signature
+	message     string
+	annotations []annotation
+}
+
+// pkgEntry is a package found under a tree: its path relative to the tree
+// and its own tree.
+type pkgEntry struct {
+	path string
+	tree plumbing.Hash
+}
+
+// Cache kinds.
+const (
+	kindTree byte = iota
+	kindCommit
+	kindPeel
+	kindPackages     // packages under a tree, the tree being a package candidate
+	kindPackagesRoot // packages under a tree at the top of the directory
+	kindFiles
+)
+
+var errNotCommit = errors.New("not a commit")
+
+// tree returns the entries of tree h.
+func (v *view) tree(h plumbing.Hash) ([]treeEntry, error) {
+	if h == emptyTree {
+		return nil, nil
+	}
+	if e, ok := v.cache.get(kindTree, h); ok {
+		return e.([]treeEntry), nil
+	}
+	o, err := v.object(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, err
+	}
+	t, err := object.DecodeTree(nil, o)
+	if err != nil {
+		return nil, fmt.Errorf("tree %s: %w", h, err)
+	}
+	out := make([]treeEntry, len(t.Entries))
+	size := int64(64)
+	for i, e := range t.Entries {
+		out[i] = treeEntry{name: e.Name, mode: e.Mode, hash: e.Hash}
+		size += int64(len(e.Name)) + 64
+	}
+	v.cache.put(kindTree, h, out, size)
+	return out, nil
+}
+
+// commit returns commit h; h may also name an annotated tag, which is
+// peeled.
+func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
+	if e, ok := v.cache.get(kindCommit, h); ok {
+		return e.(*commitInfo), nil
+	}
+	if e, ok := v.cache.get(kindPeel, h); ok {
+		return v.commit(e.(plumbing.Hash))
+	}
+	o, err := v.object(plumbing.AnyObject, h)
+	if err != nil {
+		return nil, err
+	}
+	switch o.Type() {
+	case plumbing.CommitObject:
+	case plumbing.TagObject:
+		tag, err := object.DecodeTag(nil, o)
+		if err != nil {
+			return nil, fmt.Errorf("tag %s: %w", h, err)
+		}
+		v.cache.put(kindPeel, h, tag.Target, 64)
+		return v.commit(tag.Target)
+	default:
+		return nil, fmt.Errorf("object %s is a %s: %w", h, o.Type(), errNotCommit)
+	}
+	c := &object.Commit{}
+	if err := c.Decode(o); err != nil {
+		return nil, fmt.Errorf("commit %s: %w", h, err)
+	}
+	ci := &commitInfo{hash: h, tree: c.TreeHash, parents: c.ParentHashes, author: c.Author, message: c.Message}
+	ci.annotations = annotations(c.Message)
+	v.cache.put(kindCommit, h, ci, int64(256+len(c.Message)))
+	return ci, nil
+}
+
+// subtree returns the tree at path p (slash-separated, "" for root) under
+// tree root, and whether it exists as a directory.
+func (v *view) subtree(root plumbing.Hash, p string) (plumbing.Hash, bool, error) {
+	h := root
+	if p == "" {
+		return h, true, nil
+	}
+	for _, seg := range strings.Split(p, "/") {
+		entries, err := v.tree(h)
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		e, ok := findEntry(entries, seg)
+		if !ok || e.mode != modeDir {
+			return plumbing.ZeroHash, false, nil
+		}
+		h = e.hash
+	}
+	return h, true, nil
+}
+
+// packageTree returns the tree of the package at full in commit c, and
+// false when there is no directory with a Kptfile there.
+func (v *view) packageTree(c *commitInfo, full string) (plumbing.Hash, bool, error) {
+	h, ok, err := v.subtree(c.tree, full)
+	if err != nil || !ok {
+		return plumbing.ZeroHash, false, err
+	}
+	entries, err := v.tree(h)
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	return h, hasKptfile(entries), nil
+}
+
+func findEntry(entries []treeEntry, name string) (treeEntry, bool) {
+	for _, e := range entries {
+		if e.name == name {
+			return e, true
+		}
+	}
+	return treeEntry{}, false
+}
+
+// hasKptfile reports whether a tree holds a Kptfile that is a regular
+// file.
+func hasKptfile(entries []treeEntry) bool {
+	e, ok := findEntry(entries, kptfileName)
+	return ok && (e.mode == filemode.Regular || e.mode == filemode.Executable || e.mode == filemode.Deprecated)
+}
+
+// packages returns the packages under tree h: the directories holding a
+// Kptfile, not descending into them. A Kptfile at h itself is not a
+// package (it would have an empty path) and does not stop the descent.
+func (v *view) packages(h plumbing.Hash) ([]pkgEntry, error) {
+	return v.packagesAt(h, true)
+}
+
+func (v *view) packagesAt(h plumbing.Hash, root bool) ([]pkgEntry, error) {
+	kind := kindPackages
+	if root {
+		kind = kindPackagesRoot
+	}
+	if e, ok := v.cache.get(kind, h); ok {
+		return e.([]pkgEntry), nil
+	}
+	entries, err := v.tree(h)
+	if err != nil {
+		return nil, err
+	}
+	var out []pkgEntry
+	if !root && hasKptfile(entries) {
+		out = []pkgEntry{{path: "", tree: h}}
+	} else {
+		for _, e := range entries {
+			if e.mode != modeDir {
+				continue
+			}
+			sub, err := v.packagesAt(e.hash, false)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range sub {
+				out = append(out, pkgEntry{path: path.Join(e.name, p.path), tree: p.tree})
+			}
+		}
+	}
+	size := int64(64)
+	for _, p := range out {
+		size += int64(len(p.path)) + 48
+	}
+	v.cache.put(kind, h, out, size)
+	return out, nil
+}
+
+// files returns the content of the package tree h. Gitlinks are skipped,
+// and so are paths cad refuses (such as a .git directory), with a warning.
+func (v *view) files(h plumbing.Hash, warn func(string, ...any)) (revision.Files, error) {
+	if e, ok := v.cache.get(kindFiles, h); ok {
+		return e.(revision.Files), nil
+	}
+	m := map[string][]byte{}
+	var size int64
+	var walk func(h plumbing.Hash, prefix string) error
+	walk = func(h plumbing.Hash, prefix string) error {
+		entries, err := v.tree(h)
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			p := e.name
+			if prefix != "" {
+				p = prefix + "/" + e.name
+			}
+			switch {
+			case e.mode == modeDir:
+				if err := walk(e.hash, p); err != nil {
+					return err
+				}
+				continue
+			case e.mode == filemode.Submodule:
+				continue
+			}
+			if err := revision.ValidatePath(p); err != nil {
+				warn("skipping file", "path", p, "reason", err)
+				continue
+			}
+			data, err := v.blob(e.hash)
+			if err != nil {
+				return err
+			}
+			m[p] = data
+			size += int64(len(p)+len(data)) + 64
+		}
+		return nil
+	}
+	if err := walk(h, ""); err != nil {
+		return revision.Files{}, err
+	}
+	f, err := revision.NewFiles(m)
+	if err != nil {
+		return revision.Files{}, err
+	}
+	v.cache.put(kindFiles, h, f, size)
+	return f, nil
+}
+
+// emptyTree is the hash of the empty tree.
+var emptyTree = plumbing.ComputeHash(plumbing.TreeObject, nil)
+
+// putTree stores a tree of entries, sorted as git sorts them, and returns
+// its hash.
+func (v *view) putTree(entries []treeEntry) (plumbing.Hash, error) {
+	sorted := append([]treeEntry(nil), entries...)
+	slices.SortFunc(sorted, compareEntries)
+	t := &object.Tree{Entries: make([]object.TreeEntry, len(sorted))}
+	for i, e := range sorted {
+		t.Entries[i] = object.TreeEntry{Name: e.name, Mode: e.mode, Hash: e.hash}
+	}
+	data, err := encode(t, plumbing.TreeObject)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	h, err := v.put(plumbing.TreeObject, data)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	size := int64(64)
+	for _, e := range sorted {
+		size += int64(len(e.name)) + 64
+	}
+	v.cache.put(kindTree, h, sorted, size)
+	return h, nil
+}
+
+// compareEntries orders tree entries as git does: by name, as if
+// directories had a trailing slash.
+func compareEntries(a, b treeEntry) int {
+	n := min(len(a.name), len(b.name))
+	if c := strings.Compare(a.name[:n], b.name[:n]); c != 0 {
+		return c
+	}
+	ca, cb := nextByte(a, n), nextByte(b, n)
+	switch {
+	case ca < cb:
+		return -1
+	case ca > cb:
+		return 1
+	}
+	return 0
+}
+
+// nextByte returns the byte of e's sort key at i: '/' just past a
+// directory's name, 0 past a file's.
+func nextByte(e treeEntry, i int) int {
+	if i < len(e.name) {
+		return int(e.name[i])
+	}
+	if e.mode == modeDir && i == len(e.name) {
+		return '/'
+	}
+	return 0
+}
+
+// putCommit stores a commit and returns its hash.
+func (v *view) putCommit(tree plumbing.Hash, parents []plumbing.Hash, author, committer object.Signature, message string) (plumbing.Hash, error) {
+	c := &object.Commit{Author: author, Committer: committer, Message: message, TreeHash: tree, ParentHashes: parents}
+	data, err := encode(c, plumbing.CommitObject)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return v.put(plumbing.CommitObject, data)
+}
+
+// putFiles stores files as a tree and returns its hash; an empty package
+// gives the empty tree.
+func (v *view) putFiles(files revision.Files) (plumbing.Hash, error) {
+	type dir struct {
+		files map[string][]byte
+		dirs  map[string]*dir
+	}
+	newDir := func() *dir { return &dir{files: map[string][]byte{}, dirs: map[string]*dir{}} }
+	root := newDir()
+	for _, p := range files.Paths() {
+		data, _ := files.Get(p)
+		d := root
+		segs := strings.Split(p, "/")
+		for _, seg := range segs[:len(segs)-1] {
+			sub := d.dirs[seg]
+			if sub == nil {
+				sub = newDir()
+				d.dirs[seg] = sub
+			}
+			d = sub
+		}
+		d.files[segs[len(segs)-1]] = data
+	}
+	var store func(d *dir) (plumbing.Hash, error)
+	store = func(d *dir) (plumbing.Hash, error) {
+		var entries []treeEntry
+		for name, data := range d.files {
+			h, err := v.putBlob(data)
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			entries = append(entries, treeEntry{name: name, mode: modeRegular, hash: h})
+		}
+		for name, sub := range d.dirs {
+			h, err := store(sub)
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			entries = append(entries, treeEntry{name: name, mode: modeDir, hash: h})
+		}
+		return v.putTree(entries)
+	}
+	return store(root)
+}
+
+// replaceSubtree returns the hash of tree root (zero or emptyTree for an
+// empty tree) with the directory at p replaced by tree sub, or removed
+// when sub is zero or the empty tree. Directories left empty are removed;
+// the root is kept, possibly as the empty tree.
+func (v *view) replaceSubtree(root plumbing.Hash, p string, sub plumbing.Hash) (plumbing.Hash, error) {
+	h, err := v.replaceAt(root, strings.Split(p, "/"), sub)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if h.IsZero() {
+		return v.putTree(nil)
+	}
+	return h, nil
+}
+
+func (v *view) replaceAt(root plumbing.Hash, segs []string, sub plumbing.Hash) (plumbing.Hash, error) {
+	var entries []treeEntry
+	if !root.IsZero() {
+		var err error
+		if entries, err = v.tree(root); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	name := segs[0]
+	newChild := sub
+	if len(segs) > 1 {
+		var child plumbing.Hash
+		if e, ok := findEntry(entries, name); ok && e.mode == modeDir {
+			child = e.hash
+		}
+		var err error
+		if newChild, err = v.replaceAt(child, segs[1:], sub); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	if newChild == emptyTree {
+		newChild = plumbing.ZeroHash
+	}
+	out := make([]treeEntry, 0, len(entries)+1)
+	for _, e := range entries {
+		if e.name != name {
+			out = append(out, e)
+		}
+	}
+	if !newChild.IsZero() {
+		out = append(out, treeEntry{name: name, mode: modeDir, hash: newChild})
+	}
+	if len(out) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	return v.putTree(out)
+}

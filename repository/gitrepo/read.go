@@ -1,0 +1,505 @@
+package gitrepo
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// rev is a revision as found in the refs.
+type rev struct {
+	key       revision.Key
+	lifecycle revision.Lifecycle
+	full      string                 // package path in the repository
+	ref       plumbing.ReferenceName // the draft or proposed branch, the tag, or the registered branch
+	refHash   plumbing.Hash          // the ref's value (a commit, or an annotated tag)
+	commit    *commitInfo
+	pkgTree   plumbing.Hash
+	dpRef     plumbing.ReferenceName // the deletionProposed branch, for published revisions
+	dpHash    plumbing.Hash          // its value; zero when absent
+}
+
+// version is the revision's Meta.Version: the commit (the package tree
+// for the placeholder, which unrelated commits on the branch leave alone)
+// and the lifecycle.
+func (x *rev) version() string {
+	h := x.commit.hash
+	if x.key.IsPlaceholder() {
+		h = x.pkgTree
+	}
+	return h.String() + "." + strings.ToLower(string(x.lifecycle))
+}
+
+func (x *rev) meta() revision.Meta {
+	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: x.version()}
+	if x.lifecycle.IsPublished() && !x.key.IsPlaceholder() {
+		m.PublishedBy = x.commit.author.Email
+		if m.PublishedBy == "" {
+			m.PublishedBy = x.commit.author.Name
+		}
+		m.PublishedAt = x.commit.author.When
+	}
+	return m
+}
+
+// revision returns x as a PackageRevision whose files are read on demand
+// from its package tree.
+func (r *Repository) revision(x *rev) revision.PackageRevision {
+	tree := x.pkgTree
+	key := x.key
+	return revision.New(x.meta(), func(ctx context.Context) (revision.Files, error) {
+		if err := r.enter(ctx, "read files", key); err != nil {
+			return revision.Files{}, err
+		}
+		var f revision.Files
+		err := r.st.read(ctx, func() error {
+			var err error
+			f, err = r.newView().files(tree, r.log.Warn)
+			return err
+		})
+		if err != nil {
+			return revision.Files{}, r.wrapErr("read files", key, err)
+		}
+		return f, nil
+	})
+}
+
+// List returns the revisions opts selects, in repository.SortRevisions
+// order. It reads the refs, the commits they point at and the trees down
+// to each package, never file contents. Errors are *repository.Error
+// matching repository.ErrClosed, ErrUnavailable (a remote that cannot be
+// reached), or wrapping ctx's error.
+func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]revision.PackageRevision, error) {
+	if err := r.enter(ctx, "list", revision.Key{}); err != nil {
+		return nil, err
+	}
+	var revs []*rev
+	err := r.read(ctx, func(v *view) error {
+		var err error
+		revs, err = r.list(ctx, v, opts)
+		return err
+	})
+	if err != nil {
+		return nil, r.wrapErr("list", revision.Key{}, err)
+	}
+	// The order of repository.SortRevisions, sorting the keys directly.
+	slices.SortStableFunc(revs, func(a, b *rev) int {
+		ka, kb := a.key, b.key
+		if c := strings.Compare(ka.Package, kb.Package); c != 0 {
+			return c
+		}
+		if ka.Revision != kb.Revision {
+			return ka.Revision - kb.Revision
+		}
+		return strings.Compare(ka.Workspace, kb.Workspace)
+	})
+	out := make([]revision.PackageRevision, 0, len(revs))
+	for _, x := range revs {
+		out = append(out, r.revision(x))
+	}
+	return out, nil
+}
+
+// list finds the revisions opts selects, filtering on what the ref names
+// tell before reading any object.
+func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOptions) ([]*rev, error) {
+	refs, err := v.allRefs()
+	if err != nil {
+		return nil, err
+	}
+	wantPkg := func(pkg string) bool { return opts.Package == "" || opts.Package == pkg }
+	wantLC := func(lc ...revision.Lifecycle) bool {
+		if len(opts.Lifecycles) == 0 {
+			return true
+		}
+		for _, l := range lc {
+			if slices.Contains(opts.Lifecycles, l) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []*rev
+	add := func(x *rev) {
+		if x != nil && opts.Matches(x.meta()) {
+			out = append(out, x)
+		}
+	}
+	for name, h := range refs {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		switch {
+		case name.IsBranch():
+			b := shortName(name)
+			var lc revision.Lifecycle
+			var rest string
+			if s, ok := strings.CutPrefix(b, draftsPrefix); ok {
+				lc, rest = revision.LifecycleDraft, s
+			} else if s, ok := strings.CutPrefix(b, proposedPrefix); ok {
+				lc, rest = revision.LifecycleProposed, s
+			} else {
+				continue
+			}
+			full, ws, ok := splitLast(rest)
+			if !ok {
+				continue
+			}
+			pkg, ok := r.relPath(full)
+			if !ok || !wantPkg(pkg) || (opts.Workspace != "" && opts.Workspace != ws) || opts.Revision != 0 || !wantLC(lc) {
+				continue
+			}
+			x, err := r.draftRev(v, pkg, ws, lc, name, h)
+			if err != nil {
+				return nil, err
+			}
+			add(x)
+		case name.IsTag():
+			full, ver, ok := splitLast(shortName(name))
+			if !ok {
+				continue // a release tag
+			}
+			pkg, ok := r.relPath(full)
+			if !ok || !wantPkg(pkg) || !wantLC(revision.LifecyclePublished, revision.LifecycleDeletionProposed) {
+				continue
+			}
+			if n := parseVersion(ver); opts.Revision != 0 && opts.Revision != n {
+				continue
+			}
+			x, err := r.tagRev(v, pkg, ver, name, h)
+			if err != nil {
+				return nil, err
+			}
+			add(x)
+		}
+	}
+	if opts.Revision == 0 || opts.Revision == revision.Placeholder {
+		if opts.Workspace == "" || opts.Workspace == r.branch {
+			phs, err := r.placeholders(v, opts.Package)
+			if err != nil {
+				return nil, err
+			}
+			for _, x := range phs {
+				add(x)
+			}
+		}
+	}
+	return out, nil
+}
+
+// draftRev returns the draft or proposal on branch name at h, or nil when
+// the branch holds no Kptfile at the package's path.
+func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, name plumbing.ReferenceName, h plumbing.Hash) (*rev, error) {
+	full := r.fullPath(pkg)
+	c, err := v.commit(h)
+	if err != nil {
+		if errors.Is(err, errNotCommit) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	tree, ok, err := v.packageTree(c, full)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		r.log.Debug("ignoring branch without a package", "ref", name.String())
+		return nil, nil
+	}
+	return &rev{
+		key:       revision.Key{Repository: r.name, Package: pkg, Workspace: ws},
+		lifecycle: lc, full: full, ref: name, refHash: h, commit: c, pkgTree: tree,
+	}, nil
+}
+
+// tagRev returns the published revision of tag name (full/ver) at h, or
+// nil when the tagged commit has no Kptfile at the package's path.
+func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceName, h plumbing.Hash) (*rev, error) {
+	full := r.fullPath(pkg)
+	c, err := v.commit(h)
+	if err != nil {
+		if errors.Is(err, errNotCommit) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	tree, ok, err := v.packageTree(c, full)
+	if err != nil || !ok {
+		return nil, err
+	}
+	ws := workspaceOf(c, full)
+	if ws == "" {
+		ws = ver
+	}
+	x := &rev{
+		key:       revision.Key{Repository: r.name, Package: pkg, Workspace: ws, Revision: parseVersion(ver)},
+		lifecycle: revision.LifecyclePublished, full: full, ref: name, refHash: h, commit: c, pkgTree: tree,
+		dpRef: deletionProposedRef(full, ver),
+	}
+	if err := r.markDeletionProposed(v, x); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+func (r *Repository) markDeletionProposed(v *view, x *rev) error {
+	dp, ok, err := v.ref(x.dpRef)
+	if err != nil {
+		return err
+	}
+	if ok {
+		x.lifecycle, x.dpHash = revision.LifecycleDeletionProposed, dp
+	}
+	return nil
+}
+
+// placeholders returns the placeholder revisions of the packages on the
+// branch head: only package pkg when it is set.
+func (r *Repository) placeholders(v *view, pkg string) ([]*rev, error) {
+	head, ok, err := v.ref(branchRef(r.branch))
+	if err != nil || !ok {
+		return nil, err
+	}
+	c, err := v.commit(head)
+	if err != nil {
+		return nil, err
+	}
+	var found []pkgEntry
+	if pkg != "" {
+		tree, ok, err := v.packageTree(c, r.fullPath(pkg))
+		if err != nil {
+			return nil, err
+		}
+		if ok {
+			found = []pkgEntry{{path: pkg, tree: tree}}
+		}
+	} else {
+		dirTree, ok, err := v.subtree(c.tree, r.dir)
+		if err != nil || !ok {
+			return nil, err
+		}
+		if found, err = v.packages(dirTree); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]*rev, 0, len(found))
+	for _, p := range found {
+		full := r.fullPath(p.path)
+		x := &rev{
+			key:       revision.Key{Repository: r.name, Package: p.path, Workspace: r.branch, Revision: revision.Placeholder},
+			lifecycle: revision.LifecyclePublished, full: full, ref: branchRef(r.branch), refHash: head, commit: c, pkgTree: p.tree,
+			dpRef: deletionProposedRef(full, r.branch),
+		}
+		if err := r.markDeletionProposed(v, x); err != nil {
+			return nil, err
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// tagsOf returns the tags full/<ver> of package full, by name.
+func (v *view) tagsOf(full string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	return v.children("refs/tags/" + full + "/")
+}
+
+// shortName returns a branch or tag name without its refs/heads/ or
+// refs/tags/ prefix (go-git's ReferenceName.Short is slow).
+func shortName(name plumbing.ReferenceName) string {
+	s := string(name)
+	if rest, ok := strings.CutPrefix(s, "refs/heads/"); ok {
+		return rest
+	}
+	if rest, ok := strings.CutPrefix(s, "refs/tags/"); ok {
+		return rest
+	}
+	return s
+}
+
+// resolve finds the revision key selects. It returns an error matching
+// repository.ErrNotFound when there is none.
+func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
+	notFound := func() (*rev, error) {
+		return nil, r.errorf("get", key, repository.ErrNotFound, "no revision %s", keyString(key))
+	}
+	if key.Repository != "" && key.Repository != r.name {
+		return notFound()
+	}
+	full := r.fullPath(key.Package)
+	match := func(x *rev, err error) (*rev, error) {
+		if err != nil {
+			return nil, err
+		}
+		if x == nil || !key.Matches(x.key) {
+			return notFound()
+		}
+		return x, nil
+	}
+	if key.Revision > 0 {
+		name := versionTagRef(full, key.Revision)
+		h, ok, err := v.ref(name)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return notFound()
+		}
+		return match(r.tagRev(v, key.Package, "v"+itoa(key.Revision), name, h))
+	}
+	if key.Revision == revision.Placeholder && (key.Workspace == "" || key.Workspace == r.branch) {
+		phs, err := r.placeholders(v, key.Package)
+		if err != nil {
+			return nil, err
+		}
+		if len(phs) == 1 {
+			return phs[0], nil
+		}
+		if key.Workspace == r.branch || key.Workspace == "" {
+			return notFound()
+		}
+	}
+	if key.Revision == 0 {
+		for _, d := range []struct {
+			name plumbing.ReferenceName
+			lc   revision.Lifecycle
+		}{{draftRef(full, key.Workspace), revision.LifecycleDraft}, {proposedRef(full, key.Workspace), revision.LifecycleProposed}} {
+			h, ok, err := v.ref(d.name)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				x, err := r.draftRev(v, key.Package, key.Workspace, d.lc, d.name, h)
+				if err != nil {
+					return nil, err
+				}
+				if x != nil {
+					return x, nil
+				}
+			}
+		}
+		if key.Workspace == r.branch {
+			phs, err := r.placeholders(v, key.Package)
+			if err != nil {
+				return nil, err
+			}
+			if len(phs) == 1 {
+				return phs[0], nil
+			}
+		}
+	}
+	// A published revision with this workspace: look through the
+	// package's tags.
+	tags, err := v.tagsOf(full)
+	if err != nil {
+		return nil, err
+	}
+	var best *rev
+	for name, h := range tags {
+		ver := shortName(name)[len(full)+1:]
+		n := parseVersion(ver)
+		if key.Revision != 0 && key.Revision != n {
+			continue
+		}
+		x, err := r.tagRev(v, key.Package, ver, name, h)
+		if err != nil {
+			return nil, err
+		}
+		if x != nil && key.Matches(x.key) && (best == nil || x.key.Revision > best.key.Revision) {
+			best = x
+		}
+	}
+	if best == nil {
+		return notFound()
+	}
+	return best, nil
+}
+
+// Get returns the revision key selects (see revision.Key): by revision
+// number it reads one tag, by workspace the draft and proposal branches and
+// then the package's tags. Errors are *repository.Error matching
+// repository.ErrInvalidInput for a key that selects nothing in
+// particular, ErrNotFound when no revision matches, ErrClosed,
+// ErrUnavailable, or wrapping ctx's error.
+func (r *Repository) Get(ctx context.Context, key revision.Key) (revision.PackageRevision, error) {
+	if err := r.enter(ctx, "get", key); err != nil {
+		return nil, err
+	}
+	if err := key.ValidateLookup(); err != nil {
+		return nil, r.errorf("get", key, repository.ErrInvalidInput, "%w", err)
+	}
+	var x *rev
+	err := r.read(ctx, func(v *view) error {
+		var err error
+		x, err = r.resolve(v, key)
+		return err
+	})
+	if err != nil {
+		return nil, r.wrapErr("get", key, err)
+	}
+	return r.revision(x), nil
+}
+
+// Version returns a token of the repository's state: a hash of every ref
+// of the layout (the registered branch, drafts, proposals, deletion
+// proposals and package tags). It changes with every write and stays the
+// same otherwise. Errors are *repository.Error matching ErrClosed or
+// ErrUnavailable, or wrapping ctx's error.
+func (r *Repository) Version(ctx context.Context) (string, error) {
+	if err := r.enter(ctx, "version", revision.Key{}); err != nil {
+		return "", err
+	}
+	var token string
+	err := r.read(ctx, func(v *view) error {
+		refs, err := v.allRefs()
+		if err != nil {
+			return err
+		}
+		names := make([]string, 0, len(refs))
+		for name := range refs {
+			if r.relevant(name) {
+				names = append(names, string(name))
+			}
+		}
+		slices.Sort(names)
+		sum := sha256.New()
+		for _, n := range names {
+			h := refs[plumbing.ReferenceName(n)]
+			sum.Write([]byte(n))
+			sum.Write([]byte{0})
+			sum.Write(h[:])
+		}
+		token = hex.EncodeToString(sum.Sum(nil))
+		return nil
+	})
+	if err != nil {
+		return "", r.wrapErr("version", revision.Key{}, err)
+	}
+	return token, nil
+}
+
+// relevant reports whether ref name can hold a revision.
+func (r *Repository) relevant(name plumbing.ReferenceName) bool {
+	switch {
+	case name == branchRef(r.branch):
+		return true
+	case name.IsBranch():
+		b := shortName(name)
+		return strings.HasPrefix(b, draftsPrefix) || strings.HasPrefix(b, proposedPrefix) || strings.HasPrefix(b, deletionProposedPrefix)
+	case name.IsTag():
+		return strings.Contains(shortName(name), "/")
+	}
+	return false
+}
+
+func keyString(k revision.Key) string {
+	k.Repository = ""
+	return k.String()
+}

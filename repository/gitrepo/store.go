@@ -1,0 +1,309 @@
+package gitrepo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// store is the local go-git storage of a repository with its locks.
+//
+// go-git storage is not safe for concurrent use (the filesystem storage
+// mutates its pack index on reads, the memory storage has unguarded maps),
+// so every access goes through read or write. In one process, mu guards
+// the storage; when several Repositories share one storage value (a
+// memory.Storage passed in Options.Storage) they share mu. Across
+// processes, a file lock on cad.lock in the git directory is held shared
+// by readers and exclusive by writers.
+type store struct {
+	s           storage.Storer
+	mu          *sync.RWMutex
+	sharedReads bool // readers may run concurrently (pure in-memory maps)
+	flock       *fileLock
+	gitDir      string
+	fsrefs      *fsRefs // refs read directly from gitDir, nil in memory
+	release     func()
+}
+
+// shared locks of storage values used by several Repositories at once.
+var (
+	sharedMu    sync.Mutex
+	sharedLocks = map[any]*sharedLock{}
+)
+
+type sharedLock struct {
+	mu   sync.RWMutex
+	refs int
+}
+
+func newStore(s storage.Storer, gitDir string) *store {
+	st := &store{s: s, gitDir: gitDir}
+	_, st.sharedReads = s.(*memory.Storage)
+	if gitDir != "" {
+		st.fsrefs = &fsRefs{gitDir: gitDir}
+		st.mu = &sync.RWMutex{}
+		st.flock = newFileLock(filepath.Join(gitDir, "cad.lock"))
+		st.release = func() {
+			st.flock.close()
+			if c, ok := s.(io.Closer); ok {
+				_ = c.Close()
+			}
+		}
+		return st
+	}
+	// A storage value passed in by the caller may be shared with other
+	// Repositories: share its lock.
+	if t := reflect.TypeOf(s); t != nil && t.Comparable() {
+		sharedMu.Lock()
+		l := sharedLocks[s]
+		if l == nil {
+			l = &sharedLock{}
+			sharedLocks[s] = l
+		}
+		l.refs++
+		sharedMu.Unlock()
+		st.mu = &l.mu
+		st.release = func() {
+			sharedMu.Lock()
+			defer sharedMu.Unlock()
+			if l.refs--; l.refs == 0 {
+				delete(sharedLocks, s)
+			}
+		}
+		return st
+	}
+	st.mu = &sync.RWMutex{}
+	st.release = func() {}
+	return st
+}
+
+func (st *store) close() {
+	if st.release != nil {
+		st.release()
+		st.release = nil
+	}
+}
+
+// read runs fn with the storage locked for reading.
+func (st *store) read(ctx context.Context, fn func() error) error {
+	if st.sharedReads {
+		st.mu.RLock()
+		defer st.mu.RUnlock()
+	} else {
+		st.mu.Lock()
+		defer st.mu.Unlock()
+	}
+	if st.flock != nil {
+		if err := st.flock.lock(ctx, false); err != nil {
+			return err
+		}
+		defer st.flock.unlock()
+	}
+	return fn()
+}
+
+// write runs fn with the storage locked for writing, in this process and
+// across processes.
+func (st *store) write(ctx context.Context, fn func() error) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.flock != nil {
+		if err := st.flock.lock(ctx, true); err != nil {
+			return err
+		}
+		defer st.flock.unlock()
+	}
+	return fn()
+}
+
+// view is access to the storage while it is locked, with the object cache.
+type view struct {
+	s     storage.Storer
+	fr    *fsRefs
+	cache *lru
+	// written lists the objects stored through this view, to push.
+	written []plumbing.Hash
+	// refs, when set, is a snapshot of all refs read once.
+	refs map[plumbing.ReferenceName]plumbing.Hash
+}
+
+func (r *Repository) newView() *view { return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache} }
+
+// read runs fn on a view of the local storage locked for reading. For a
+// remote, it first brings the local clone up to date.
+func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
+	if r.remote != nil {
+		return r.st.write(ctx, func() error {
+			if err := r.remote.sync(ctx, r.st); err != nil {
+				return err
+			}
+			return fn(r.newView())
+		})
+	}
+	return r.st.read(ctx, func() error { return fn(r.newView()) })
+}
+
+// ref returns the value of the ref name and whether it exists.
+func (v *view) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
+	if v.refs != nil {
+		h, ok := v.refs[name]
+		return h, ok, nil
+	}
+	if v.fr != nil {
+		return v.fr.ref(name)
+	}
+	ref, err := v.s.Reference(name)
+	if errors.Is(err, plumbing.ErrReferenceNotFound) {
+		return plumbing.ZeroHash, false, nil
+	}
+	if err != nil {
+		return plumbing.ZeroHash, false, err
+	}
+	if ref.Type() == plumbing.SymbolicReference {
+		ref, err = storer.ResolveReference(v.s, name)
+		if err != nil {
+			return plumbing.ZeroHash, false, nil
+		}
+	}
+	return ref.Hash(), true, nil
+}
+
+// children returns the refs directly under prefix, which ends in a slash.
+func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	if v.refs == nil && v.fr != nil {
+		return v.fr.children(prefix)
+	}
+	refs, err := v.allRefs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	for name, h := range refs {
+		if rest, ok := strings.CutPrefix(string(name), prefix); ok && rest != "" && !strings.Contains(rest, "/") {
+			out[name] = h
+		}
+	}
+	return out, nil
+}
+
+// allRefs returns every hash ref (branches and tags), reading them once.
+func (v *view) allRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	if v.refs != nil {
+		return v.refs, nil
+	}
+	iter, err := v.s.IterReferences()
+	if err != nil {
+		return nil, err
+	}
+	defer iter.Close()
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	err = iter.ForEach(func(ref *plumbing.Reference) error {
+		if ref.Type() == plumbing.HashReference && (ref.Name().IsBranch() || ref.Name().IsTag()) {
+			out[ref.Name()] = ref.Hash()
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	v.refs = out
+	return out, nil
+}
+
+// object reads the object h of type t, or any type for AnyObject.
+func (v *view) object(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	o, err := v.s.EncodedObject(t, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		// Another process may have repacked: look at the packs again.
+		if ri, ok := v.s.(interface{ Reindex() }); ok {
+			ri.Reindex()
+			o, err = v.s.EncodedObject(t, h)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("object %s: %w", h, err)
+	}
+	return o, nil
+}
+
+func (v *view) has(h plumbing.Hash) bool {
+	return v.s.HasEncodedObject(h) == nil
+}
+
+// blob returns the content of blob h.
+func (v *view) blob(h plumbing.Hash) ([]byte, error) {
+	o, err := v.object(plumbing.BlobObject, h)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	return io.ReadAll(rd)
+}
+
+// put stores an object of type t with content data and returns its hash.
+func (v *view) put(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	h := plumbing.ComputeHash(t, data)
+	v.written = append(v.written, h)
+	if v.has(h) {
+		return h, nil
+	}
+	o := v.s.NewEncodedObject()
+	o.SetType(t)
+	o.SetSize(int64(len(data)))
+	w, err := o.Writer()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if _, err := w.Write(data); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if err := w.Close(); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	got, err := v.s.SetEncodedObject(o)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("store object: %w", err)
+	}
+	if got != h {
+		return plumbing.ZeroHash, fmt.Errorf("store object: hash %s, want %s", got, h)
+	}
+	return h, nil
+}
+
+func (v *view) putBlob(data []byte) (plumbing.Hash, error) {
+	return v.put(plumbing.BlobObject, data)
+}
+
+// encode returns the canonical encoding of an object that go-git encodes.
+func encode(e interface {
+	Encode(plumbing.EncodedObject) error
+}, t plumbing.ObjectType) ([]byte, error) {
+	o := &plumbing.MemoryObject{}
+	o.SetType(t)
+	if err := e.Encode(o); err != nil {
+		return nil, err
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	var b bytes.Buffer
+	_, err = io.Copy(&b, rd)
+	return b.Bytes(), err
+}

@@ -1,0 +1,178 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+var (
+	errUnavailable  = repository.ErrUnavailable
+	errRepoNotFound = repository.ErrNotFound
+	// errRetry: a ref was not at its expected value when writing; the
+	// write is planned again on the new state.
+	errRetry = errors.New("refs changed while writing")
+)
+
+// maxAttempts bounds how often a write is planned again after losing a
+// race on a ref it does not own (the branch, moved by another approval).
+const maxAttempts = 8
+
+// refUpdate is one compare-and-swap of a ref: from old (zero: must not
+// exist) to new (zero: delete).
+type refUpdate struct {
+	name     plumbing.ReferenceName
+	old, new plumbing.Hash
+}
+
+// txn is the ref updates of one write, applied all or nothing.
+type txn struct {
+	updates []refUpdate
+}
+
+func (t *txn) set(name plumbing.ReferenceName, old, new plumbing.Hash) {
+	t.updates = append(t.updates, refUpdate{name: name, old: old, new: new})
+}
+
+func (t *txn) del(name plumbing.ReferenceName, old plumbing.Hash) {
+	t.updates = append(t.updates, refUpdate{name: name, old: old})
+}
+
+// update plans a write with plan and applies it. Locally, plan and apply
+// run under the exclusive lock (in-process and across processes) and the
+// refs are swapped with go-git's check-and-set, rolled back when one of
+// them fails. For a remote, the mirror is synced, plan runs on it and the
+// updates are pushed with their expected old values in one atomic push;
+// when the remote moved meanwhile, all of it runs again on the new state.
+//
+// plan may return a nil txn to write nothing. It must check its own
+// preconditions each time it runs.
+func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error)) error {
+	for attempt := 1; ; attempt++ {
+		err := r.st.write(ctx, func() error {
+			v := r.newView()
+			if r.remote != nil {
+				if err := r.remote.sync(ctx, r.st); err != nil {
+					return err
+				}
+			}
+			t, err := plan(v)
+			if err != nil || t == nil || len(t.updates) == 0 {
+				return err
+			}
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if r.remote != nil {
+				if err := r.remote.push(ctx, v, t); err != nil {
+					return err
+				}
+				// The remote took it: mirror it locally.
+				return applyRefs(v, t.updates, false)
+			}
+			return applyRefs(v, t.updates, true)
+		})
+		if errors.Is(err, errRetry) {
+			if attempt < maxAttempts {
+				r.log.Debug("retrying write", "attempt", attempt, "reason", err)
+				continue
+			}
+			return fmt.Errorf("%w: %w", repository.ErrConflict, err)
+		}
+		return err
+	}
+}
+
+// applyRefs applies updates to local storage. With check, every ref must
+// be at its old value first, each set is a check-and-set, and a failure
+// rolls back the updates already made.
+func applyRefs(v *view, updates []refUpdate, check bool) error {
+	if check {
+		for _, u := range updates {
+			cur, _, err := v.ref(u.name)
+			if err != nil {
+				return err
+			}
+			if cur != u.old {
+				return fmt.Errorf("%w: %s is %s, expected %s", errConflictRef, u.name, hashOrNone(cur), hashOrNone(u.old))
+			}
+		}
+	}
+	for i, u := range updates {
+		if err := swapRef(v, u.name, u.old, u.new, check); err != nil {
+			for j := i - 1; j >= 0; j-- {
+				p := updates[j]
+				_ = swapRef(v, p.name, p.new, p.old, true)
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// errConflictRef: a local ref was not at its expected value.
+var errConflictRef = fmt.Errorf("%w: ref changed", repository.ErrConflict)
+
+// swapRef moves ref name from old to new (zero: absent).
+func swapRef(v *view, name plumbing.ReferenceName, old, new plumbing.Hash, check bool) error {
+	if check {
+		cur, _, err := v.ref(name)
+		if err != nil {
+			return err
+		}
+		if cur != old {
+			return fmt.Errorf("%w: %s is %s, expected %s", errConflictRef, name, hashOrNone(cur), hashOrNone(old))
+		}
+	}
+	if new.IsZero() {
+		if v.fr != nil {
+			// A ref that is only loose is deleted as git deletes it; go-git
+			// would rewrite all of packed-refs.
+			if done, err := v.fr.removeLoose(name); done || err != nil {
+				return err
+			}
+		}
+		if err := v.s.RemoveReference(name); err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
+			return err
+		}
+		return nil
+	}
+	var oldRef *plumbing.Reference
+	if check && !old.IsZero() {
+		oldRef = plumbing.NewHashReference(name, old)
+	}
+	if err := v.s.CheckAndSetReference(plumbing.NewHashReference(name, new), oldRef); err != nil {
+		if errors.Is(err, storage.ErrReferenceHasChanged) {
+			return fmt.Errorf("%w: %s: %w", errConflictRef, name, err)
+		}
+		return err
+	}
+	return nil
+}
+
+// errorf returns an *repository.Error for op on key.
+func (r *Repository) errorf(op string, key revision.Key, sentinel error, format string, args ...any) error {
+	return repository.Errorf(op, r.name, key, sentinel, format, args...)
+}
+
+// wrapErr returns err as an *repository.Error for op on key. An error
+// that already is one keeps its key and cause and gets op.
+func (r *Repository) wrapErr(op string, key revision.Key, err error) error {
+	if err == nil {
+		return nil
+	}
+	var re *repository.Error
+	if errors.As(err, &re) {
+		if re.Op == op {
+			return re
+		}
+		return &repository.Error{Op: op, Repo: re.Repo, Key: re.Key, Err: re.Err}
+	}
+	return &repository.Error{Op: op, Repo: r.name, Key: key, Err: err}
+}
