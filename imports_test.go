@@ -84,16 +84,20 @@ var heavyLibs = []string{
 // The direct imports each contract package may have besides the standard
 // library.
 var contractImports = map[string][]string{
-	module + "/revision":   {"sigs.k8s.io/kustomize/kyaml"},
-	module + "/repository": {module + "/revision"},
-	module + "/pipeline":   {module + "/revision", module + "/internal", "sigs.k8s.io/kustomize/kyaml"},
-	module:                 {module + "/revision", module + "/repository", module + "/pipeline", module + "/engine", module + "/variant"},
+	module + "/revision":              {"sigs.k8s.io/kustomize/kyaml"},
+	module + "/repository":            {module + "/revision"},
+	module + "/pipeline":              {module + "/revision", module + "/internal", "sigs.k8s.io/kustomize/kyaml"},
+	module:                            {module + "/revision", module + "/repository", module + "/pipeline", module + "/engine", module + "/variant"},
+	module + "/pipeline/pipelinetest": {module + "/revision", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml"},
+	module + "/fnruntime":             {module + "/revision", module + "/pipeline", module + "/internal", "sigs.k8s.io/kustomize/kyaml"},
+	module + "/fnruntime/celfn":       {module + "/revision", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml", "github.com/google/cel-go"},
 }
 
 // Packages that must stay free of backend libraries, transitively.
 var backendFree = []string{
 	module, module + "/revision", module + "/repository", module + "/pipeline",
 	module + "/engine", module + "/variant", module + "/repository/memrepo",
+	module + "/fnruntime", module + "/pipeline/pipelinetest",
 }
 
 func TestImportRules(t *testing.T) {

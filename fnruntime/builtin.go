@@ -1,0 +1,166 @@
+package fnruntime
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/configasdata/cad/pipeline"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Builtins returns the in-process functions, by catalog name, as a new
+// map: set-namespace, set-labels, set-annotations, set-image,
+// search-replace, kpt's builtins/gen-pkg-context, and the test images
+// no-op and drop-comments. They follow the catalog functions of the same
+// name for the documented inputs, including their result messages.
+func Builtins() map[string]pipeline.Function {
+	return map[string]pipeline.Function{
+		"set-namespace":    pipeline.FunctionFunc(setNamespace),
+		"set-labels":       pipeline.FunctionFunc(setLabels),
+		"set-annotations":  pipeline.FunctionFunc(setAnnotations),
+		"set-image":        pipeline.FunctionFunc(setImage),
+		"search-replace":   pipeline.FunctionFunc(searchReplaceFn),
+		PkgContextFunction: pipeline.FunctionFunc(genPkgContext),
+		"no-op":            pipeline.FunctionFunc(noOp),
+		"drop-comments":    pipeline.FunctionFunc(dropComments),
+	}
+}
+
+// errFunctionFailure is what the catalog's Go SDK reports when a function
+// fails with its diagnostics in the results.
+var errFunctionFailure = errors.New("function failure")
+
+func sdkFailure() error {
+	return &pipeline.FunctionError{ExitCode: 1, Stderr: "failed to evaluate function: error: function failure", Err: errFunctionFailure}
+}
+
+func info(msg string) *pipeline.Result {
+	return &pipeline.Result{Message: msg, Severity: pipeline.SeverityInfo}
+}
+
+func errorResult(msg string) *pipeline.Result {
+	return &pipeline.Result{Message: msg, Severity: pipeline.SeverityError}
+}
+
+func noOp(context.Context, *pipeline.ResourceList) error { return nil }
+
+func dropComments(_ context.Context, rl *pipeline.ResourceList) error {
+	for _, it := range rl.Items {
+		clearComments(it.YNode())
+	}
+	return nil
+}
+
+func clearComments(n *yaml.Node) {
+	if n == nil {
+		return
+	}
+	n.HeadComment, n.LineComment, n.FootComment = "", "", ""
+	for _, c := range n.Content {
+		clearComments(c)
+	}
+}
+
+// isLocalConfig reports the config.kubernetes.io/local-config annotation
+// as the Go SDK reads it.
+func isLocalConfig(n *yaml.RNode) bool {
+	v := n.GetAnnotations()[pipeline.LocalConfigAnnotation]
+	return v != "" && v != "false"
+}
+
+func nonLocal(items []*yaml.RNode) []*yaml.RNode {
+	var out []*yaml.RNode
+	for _, it := range items {
+		if !isLocalConfig(it) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+func groupVersion(apiVersion string) (string, string) {
+	if g, v, ok := strings.Cut(apiVersion, "/"); ok {
+		return g, v
+	}
+	return "", apiVersion
+}
+
+// isGVK matches like the Go SDK: an empty argument, or an empty field of
+// the object, matches anything.
+func isGVK(n *yaml.RNode, group, version, kind string) bool {
+	g, v := groupVersion(n.GetApiVersion())
+	k := n.GetKind()
+	return (group == "" || g == "" || g == group) && (version == "" || v == "" || v == version) && (kind == "" || k == "" || k == kind)
+}
+
+// nestedString returns the string at path and whether it exists.
+func nestedString(n *yaml.RNode, path ...string) (string, bool) {
+	if n == nil {
+		return "", false
+	}
+	f, err := n.Pipe(yaml.Lookup(path...))
+	if err != nil || f == nil || f.YNode().Kind != yaml.ScalarNode {
+		return "", false
+	}
+	return f.YNode().Value, true
+}
+
+// setNestedString sets the string at path, creating maps on the way.
+func setNestedString(n *yaml.RNode, val string, path ...string) error {
+	parent, err := n.Pipe(yaml.LookupCreate(yaml.MappingNode, path[:len(path)-1]...))
+	if err != nil {
+		return err
+	}
+	return parent.PipeE(yaml.SetField(path[len(path)-1], yaml.NewStringRNode(val)))
+}
+
+func getMap(n *yaml.RNode, path ...string) *yaml.RNode {
+	if n == nil {
+		return nil
+	}
+	f, err := n.Pipe(yaml.Lookup(path...))
+	if err != nil || f == nil || f.YNode().Kind != yaml.MappingNode {
+		return nil
+	}
+	return f
+}
+
+func getSlice(n *yaml.RNode, path ...string) []*yaml.RNode {
+	if n == nil {
+		return nil
+	}
+	f, err := n.Pipe(yaml.Lookup(path...))
+	if err != nil || f == nil || f.YNode().Kind != yaml.SequenceNode {
+		return nil
+	}
+	els, _ := f.Elements()
+	return els
+}
+
+// configData returns a ConfigMap's data as strings.
+func configData(n *yaml.RNode) map[string]string {
+	out := map[string]string{}
+	d := getMap(n, "data")
+	if d == nil {
+		return out
+	}
+	_ = d.VisitFields(func(f *yaml.MapNode) error {
+		out[f.Key.YNode().Value] = f.Value.YNode().Value
+		return nil
+	})
+	return out
+}
+
+func stringMap(n *yaml.RNode, path ...string) map[string]string {
+	out := map[string]string{}
+	m := getMap(n, path...)
+	if m == nil {
+		return out
+	}
+	_ = m.VisitFields(func(f *yaml.MapNode) error {
+		out[f.Key.YNode().Value] = f.Value.YNode().Value
+		return nil
+	})
+	return out
+}

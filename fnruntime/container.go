@@ -1,0 +1,91 @@
+package fnruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"time"
+
+	"github.com/configasdata/cad/pipeline"
+)
+
+// ErrNoContainerEngine matches the error of a container function when no
+// docker or podman binary is available.
+var ErrNoContainerEngine = errors.New("no container engine (docker or podman) found")
+
+// ContainerFunction runs a function image with a container engine, as kpt
+// does: `run --rm -i --network none --user nobody
+// --security-opt=no-new-privileges IMAGE`, the ResourceList on stdin. It
+// is safe for concurrent use.
+type ContainerFunction struct {
+	// Engine is the docker or podman binary; empty means the first of
+	// docker and podman on PATH.
+	Engine string
+	// Image is the function image.
+	Image string
+	// Network gives the container the host network; default none.
+	Network bool
+	// Env is the engine's environment; nil means this process's.
+	Env []string
+	// Timeout, MaxOutput and MaxStderr bound a run as in ExecFunction.
+	Timeout              time.Duration
+	MaxOutput, MaxStderr int64
+}
+
+var _ pipeline.StreamFunction = (*ContainerFunction)(nil)
+
+// FindContainerEngine returns the path of docker or podman, or an error
+// matching ErrNoContainerEngine.
+func FindContainerEngine(engine string) (string, error) {
+	names := []string{"docker", "podman"}
+	if engine != "" {
+		names = []string{engine}
+	}
+	for _, n := range names {
+		if p, err := exec.LookPath(n); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w on PATH", ErrNoContainerEngine)
+}
+
+func (c *ContainerFunction) exec() (*ExecFunction, error) {
+	engine, err := FindContainerEngine(c.Engine)
+	if err != nil {
+		return nil, err
+	}
+	network := "none"
+	if c.Network {
+		network = "host"
+	}
+	env := c.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	return &ExecFunction{
+		Path: engine,
+		Args: []string{"run", "--rm", "-i", "--network", network, "--user", "nobody", "--security-opt=no-new-privileges", c.Image},
+		Env:  env, Timeout: c.Timeout, MaxOutput: c.MaxOutput, MaxStderr: c.MaxStderr,
+	}, nil
+}
+
+// Run implements pipeline.Function.
+func (c *ContainerFunction) Run(ctx context.Context, rl *pipeline.ResourceList) error {
+	e, err := c.exec()
+	if err != nil {
+		return err
+	}
+	return e.Run(ctx, rl)
+}
+
+// RunStream implements pipeline.StreamFunction.
+func (c *ContainerFunction) RunStream(ctx context.Context, in io.Reader, out io.Writer) (string, error) {
+	e, err := c.exec()
+	if err != nil {
+		return "", err
+	}
+	return e.RunStream(ctx, in, out)
+}

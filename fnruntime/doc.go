@@ -1,0 +1,21 @@
+// Package fnruntime resolves pipeline steps to code.
+//
+// A [Registry] implements pipeline.Resolver: it maps function images (with
+// or without the catalog prefixes ghcr.io/kptdev/krm-functions-catalog/
+// and gcr.io/kpt-fn/) to Go implementations, runs exec steps as local
+// processes over the ResourceList protocol ([ExecFunction]: no shell, an
+// explicit environment, a timeout, capped stdout and stderr, stderr kept
+// for the error), and applies an allow list, a deny list, exec gating and a
+// default timeout. Builtins are versionless: any tag, digest or semver
+// constraint (Step.Tag) resolves to the same implementation. It holds no
+// global state: callers create one, optionally Register their own
+// functions, and pass it to pipeline.NewKptfile or pipeline.New.
+//
+// The builtin functions ([Builtins]) follow the catalog functions of the
+// same name, result messages included: set-namespace, set-labels,
+// set-annotations, set-image, search-replace, kpt's
+// builtins/gen-pkg-context, and the test images no-op and drop-comments.
+// Other images run in a container ([ContainerFunction]) only when
+// Options.Containers is set; otherwise, as for starlark and
+// apply-replacements today, resolving them gives a *NotFoundError.
+package fnruntime

@@ -1,0 +1,64 @@
+package fnruntime_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
+)
+
+// Render a kpt package whose Kptfile uses catalog functions; the registry
+// runs them in-process.
+func ExampleRegistry() {
+	files := revision.MustFiles(map[string]string{
+		"Kptfile": `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: app
+pipeline:
+  mutators:
+    - image: set-namespace:v0.4.1
+      configMap:
+        namespace: prod
+    - image: gcr.io/kpt-fn/set-labels:v0.2
+      configMap:
+        tier: web
+`,
+		"deploy.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 2
+`,
+	})
+	reg := fnruntime.NewRegistry(nil)
+	out, err := pipeline.NewKptfile(reg, nil).Render(context.Background(), files)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	d, _ := out.Files.Get("deploy.yaml")
+	fmt.Print(string(d))
+	for _, s := range out.Steps {
+		fmt.Println(s.Image, "->", s.Results)
+	}
+	// Output:
+	// apiVersion: apps/v1
+	// kind: Deployment
+	// metadata:
+	//   name: web
+	//   namespace: prod
+	//   labels:
+	//     tier: web
+	// spec:
+	//   replicas: 2
+	//   selector:
+	//     matchLabels:
+	//       tier: web
+	// ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1 -> [info]: namespace [default] updated to "prod", 1 value(s) changed
+	// [info]: all `depends-on` annotations are up-to-date. no `namespace` changed
+	// gcr.io/kpt-fn/set-labels:v0.2 -> [info]: set 3 labels in total
+}

@@ -1,0 +1,245 @@
+package fnruntime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/configasdata/cad/pipeline"
+)
+
+// Registry prefixes recognised as the function catalog. An image under
+// one of them resolves to the builtin of the same name.
+var catalogPrefixes = []string{
+	"ghcr.io/kptdev/krm-functions-catalog/",
+	"gcr.io/kpt-fn/",
+}
+
+// DefaultTimeout bounds one function run when Options.Timeout is zero, as
+// kpt's 5 minutes.
+const DefaultTimeout = 5 * time.Minute
+
+// Options configure a [Registry]. The zero value (and nil) means: builtins
+// only, no exec, a 5 minute timeout.
+type Options struct {
+	// AllowExec allows exec steps. Default false: an exec step fails with
+	// pipeline.ErrExecNotAllowed.
+	AllowExec bool
+	// ExecAllow, when not empty, limits exec steps to these programs (the
+	// first word of the command line, compared after path.Clean).
+	ExecAllow []string
+	// ExecDir is the working directory of exec functions and the base of
+	// relative program paths. Empty means the process's.
+	ExecDir string
+	// Env is the environment of exec functions. Nil means only PATH and
+	// HOME of this process.
+	Env []string
+	// MaxOutput caps an exec function's stdout; zero means 64 MiB.
+	MaxOutput int64
+	// MaxStderr caps an exec function's stderr; zero means 1 MiB.
+	MaxStderr int64
+	// Allow, when not empty, lists the function names or images allowed
+	// (a trailing "*" matches any suffix). Deny lists forbidden ones and
+	// wins over Allow.
+	Allow, Deny []string
+	// Timeout bounds one function run; zero means DefaultTimeout.
+	Timeout time.Duration
+	// NoBuiltins leaves out the builtin functions.
+	NoBuiltins bool
+	// Containers runs images that have no Go implementation with a
+	// container engine (see ContainerFunction). Default false: such an
+	// image gives a *NotFoundError.
+	Containers bool
+	// ContainerEngine is the docker or podman binary; empty means the first
+	// of them on PATH. Resolving a container step without one gives an
+	// error matching ErrNoContainerEngine.
+	ContainerEngine string
+	// ContainerNetwork gives function containers the host network.
+	ContainerNetwork bool
+}
+
+// Registry resolves pipeline steps to functions: images to the builtin or
+// registered Go implementations, exec steps to local processes. It
+// implements [pipeline.Resolver]. A Registry is safe for concurrent use;
+// Register may be called at any time.
+type Registry struct {
+	opts Options
+
+	mu  sync.RWMutex
+	fns map[string]pipeline.Function
+}
+
+var _ pipeline.Resolver = (*Registry)(nil)
+
+// NewRegistry returns a registry with the builtin functions (unless
+// opts.NoBuiltins) and no others.
+func NewRegistry(opts *Options) *Registry {
+	r := &Registry{fns: map[string]pipeline.Function{}}
+	if opts != nil {
+		r.opts = *opts
+	}
+	if r.opts.Timeout == 0 {
+		r.opts.Timeout = DefaultTimeout
+	}
+	if r.opts.MaxOutput == 0 {
+		r.opts.MaxOutput = 64 << 20
+	}
+	if r.opts.MaxStderr == 0 {
+		r.opts.MaxStderr = 1 << 20
+	}
+	if !r.opts.NoBuiltins {
+		for name, fn := range Builtins() {
+			r.fns[name] = fn
+		}
+	}
+	return r
+}
+
+// Register makes fn the implementation of name: a catalog function name
+// ("set-labels"), or a full image without tag ("example.com/fns/mine").
+func (r *Registry) Register(name string, fn pipeline.Function) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fns[imageKey(name)] = fn
+}
+
+// Names returns the registered names.
+func (r *Registry) Names() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	out := make([]string, 0, len(r.fns))
+	for k := range r.fns {
+		out = append(out, k)
+	}
+	return out
+}
+
+// imageKey strips a catalog prefix, the tag and the digest.
+func imageKey(image string) string {
+	if at := strings.Index(image, "@"); at >= 0 {
+		image = image[:at]
+	}
+	if c := strings.LastIndex(image, ":"); c > strings.LastIndex(image, "/") {
+		image = image[:c]
+	}
+	for _, p := range catalogPrefixes {
+		if rest, ok := strings.CutPrefix(image, p); ok {
+			return rest
+		}
+	}
+	return image
+}
+
+func matchAny(patterns []string, names ...string) bool {
+	for _, p := range patterns {
+		for _, n := range names {
+			if n == "" {
+				continue
+			}
+			if pre, ok := strings.CutSuffix(p, "*"); ok {
+				if strings.HasPrefix(n, pre) {
+					return true
+				}
+			} else if p == n || imageKey(p) == n {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Resolve implements pipeline.Resolver. It returns errors matching
+// pipeline.ErrNotFound and pipeline.ErrNotAllowed.
+func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Function, error) {
+	switch {
+	case step.Image != "" && step.Exec != "":
+		return nil, fmt.Errorf("step %q: %w: both image and exec are set", step.Name, pipeline.ErrInvalidPackage)
+	case step.Exec != "":
+		return r.resolveExec(step)
+	case step.Image == "":
+		return nil, errors.New("must specify `exec` or `image` to execute a function")
+	}
+	key := imageKey(step.Image)
+	if matchAny(r.opts.Deny, step.Image, key) || (len(r.opts.Allow) > 0 && !matchAny(r.opts.Allow, step.Image, key)) {
+		return nil, fmt.Errorf("function %q: %w by the registry's allow/deny lists", step.Image, pipeline.ErrNotAllowed)
+	}
+	r.mu.RLock()
+	fn, ok := r.fns[key]
+	r.mu.RUnlock()
+	if !ok {
+		if !r.opts.Containers {
+			return nil, &NotFoundError{Image: step.Image}
+		}
+		engine, err := FindContainerEngine(r.opts.ContainerEngine)
+		if err != nil {
+			return nil, fmt.Errorf("function %q: %w", step.Image, err)
+		}
+		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork,
+			Timeout: r.opts.Timeout, MaxOutput: r.opts.MaxOutput, MaxStderr: r.opts.MaxStderr}, nil
+	}
+	return withTimeout(fn, r.opts.Timeout), nil
+}
+
+// NotFoundError reports an image with no implementation. It matches
+// pipeline.ErrNotFound. Container runtimes are not used by the registry.
+type NotFoundError struct {
+	Image string
+}
+
+// Error names the image.
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("function %q is not available in-process (no builtin or registered implementation, and container functions are not enabled)", e.Image)
+}
+
+// Is reports whether target is pipeline.ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == pipeline.ErrNotFound }
+
+func (r *Registry) resolveExec(step pipeline.Step) (pipeline.Function, error) {
+	if !r.opts.AllowExec {
+		return nil, pipeline.ErrExecNotAllowed
+	}
+	args, err := splitCommand(step.Exec)
+	if err != nil {
+		return nil, fmt.Errorf("exec command %q must be valid: %w", step.Exec, err)
+	}
+	if len(args) == 0 {
+		return nil, fmt.Errorf("exec command %q must be valid: empty", step.Exec)
+	}
+	if len(r.opts.ExecAllow) > 0 {
+		ok := false
+		for _, a := range r.opts.ExecAllow {
+			if path.Clean(a) == path.Clean(args[0]) {
+				ok = true
+			}
+		}
+		if !ok {
+			return nil, fmt.Errorf("exec %q: %w: not in the registry's exec allow list", args[0], pipeline.ErrNotAllowed)
+		}
+	}
+	return &ExecFunction{
+		Path: args[0], Args: args[1:], Dir: r.opts.ExecDir, Env: r.opts.Env,
+		Timeout: r.opts.Timeout, MaxOutput: r.opts.MaxOutput, MaxStderr: r.opts.MaxStderr,
+	}, nil
+}
+
+type timeoutFunction struct {
+	fn pipeline.Function
+	d  time.Duration
+}
+
+func withTimeout(fn pipeline.Function, d time.Duration) pipeline.Function {
+	if d <= 0 {
+		return fn
+	}
+	return &timeoutFunction{fn: fn, d: d}
+}
+
+func (t *timeoutFunction) Run(ctx context.Context, rl *pipeline.ResourceList) error {
+	ctx, cancel := context.WithTimeout(ctx, t.d)
+	defer cancel()
+	return t.fn.Run(ctx, rl)
+}

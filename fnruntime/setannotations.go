@@ -1,0 +1,132 @@
+package fnruntime
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/configasdata/cad/pipeline"
+	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// fieldSpec is a kustomize field spec: where annotations go for which kinds.
+type fieldSpec struct {
+	Group   string `yaml:"group,omitempty"`
+	Version string `yaml:"version,omitempty"`
+	Kind    string `yaml:"kind,omitempty"`
+	Path    string `yaml:"path,omitempty"`
+	Create  bool   `yaml:"create,omitempty"`
+}
+
+// commonAnnotations are kustomize's builtin field specs for annotations.
+var commonAnnotations = []fieldSpec{
+	{Path: "metadata/annotations", Create: true},
+	{Version: "v1", Kind: "ReplicationController", Path: "spec/template/metadata/annotations", Create: true},
+	{Kind: "Deployment", Path: "spec/template/metadata/annotations", Create: true},
+	{Kind: "ReplicaSet", Path: "spec/template/metadata/annotations", Create: true},
+	{Kind: "DaemonSet", Path: "spec/template/metadata/annotations", Create: true},
+	{Kind: "StatefulSet", Path: "spec/template/metadata/annotations", Create: true},
+	{Group: "batch", Kind: "Job", Path: "spec/template/metadata/annotations", Create: true},
+	{Group: "batch", Kind: "CronJob", Path: "spec/jobTemplate/metadata/annotations", Create: true},
+	{Group: "batch", Kind: "CronJob", Path: "spec/jobTemplate/spec/template/metadata/annotations", Create: true},
+}
+
+// setAnnotations ports the catalog's set-annotations (kustomize's
+// annotations filter with the common annotation field specs).
+func setAnnotations(_ context.Context, rl *pipeline.ResourceList) error {
+	fc := rl.FunctionConfig
+	var anns map[string]string
+	var extra []fieldSpec
+	switch {
+	case fc.IsNilOrEmpty():
+		return nil
+	case isGVK(fc, "", "v1", "ConfigMap"):
+		anns = configData(fc)
+	default:
+		anns = stringMap(fc, "annotations")
+		for _, key := range []string{"additionalAnnotationFields", "fieldSpecs"} {
+			if f := fc.Field(key); f != nil {
+				s, _ := f.Value.String()
+				var fs []fieldSpec
+				if err := yaml.Unmarshal([]byte(s), &fs); err != nil {
+					rl.Results = append(rl.Results, errorResult(fmt.Sprintf("failed to unmarshal config: %v", err)))
+					return sdkFailure()
+				}
+				extra = append(extra, fs...)
+			}
+		}
+	}
+	if len(anns) == 0 {
+		return nil
+	}
+	keys := make([]string, 0, len(anns))
+	for k := range anns {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	type resKey struct {
+		file  string
+		index int
+		field string
+	}
+	results := map[resKey]map[string]string{}
+	specs := append(append([]fieldSpec{}, commonAnnotations...), extra...)
+	for _, o := range rl.Items {
+		file, idx, _ := kioutil.GetFileAnnotations(o)
+		index, _ := strconv.Atoi(idx)
+		g, v := groupVersion(o.GetApiVersion())
+		for _, fs := range specs {
+			if (fs.Group != "" && fs.Group != g) || (fs.Version != "" && fs.Version != v) || (fs.Kind != "" && fs.Kind != o.GetKind()) {
+				continue
+			}
+			p := strings.Split(fs.Path, "/")
+			var m *yaml.RNode
+			var err error
+			if fs.Create {
+				m, err = o.Pipe(yaml.LookupCreate(yaml.MappingNode, p...))
+			} else {
+				m, err = o.Pipe(yaml.Lookup(p...))
+			}
+			if err != nil || m == nil {
+				continue
+			}
+			for _, k := range keys {
+				if err := m.PipeE(yaml.SetField(k, yaml.NewStringRNode(anns[k]))); err != nil {
+					return err
+				}
+				rk := resKey{file: file, index: index, field: strings.Join(p, ".")}
+				if results[rk] == nil {
+					results[rk] = map[string]string{}
+				}
+				results[rk][k] = anns[k]
+			}
+		}
+	}
+	rks := make([]resKey, 0, len(results))
+	for k := range results {
+		rks = append(rks, k)
+	}
+	sort.Slice(rks, func(i, j int) bool {
+		a, b := rks[i], rks[j]
+		if a.file != b.file {
+			return a.file < b.file
+		}
+		if a.index != b.index {
+			return a.index < b.index
+		}
+		return a.field < b.field
+	})
+	for _, k := range rks {
+		b, _ := json.Marshal(results[k])
+		rl.Results = append(rl.Results, &pipeline.Result{
+			Message: "set annotations: " + string(b),
+			Field:   &pipeline.Field{Path: k.field},
+			File:    &pipeline.File{Path: k.file, Index: k.index},
+		})
+	}
+	return nil
+}

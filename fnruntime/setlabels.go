@@ -1,0 +1,197 @@
+package fnruntime
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/configasdata/cad/pipeline"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// setLabels ports the catalog's set-labels: metadata labels plus the
+// selector and template labels of workload kinds and NetworkPolicy.
+func setLabels(_ context.Context, rl *pipeline.ResourceList) error {
+	fc := rl.FunctionConfig
+	var labels map[string]string
+	switch {
+	case fc.IsNilOrEmpty():
+		rl.Results = append(rl.Results, info("`FunctionConfig` is not given"))
+	case isGVK(fc, "", "v1", "ConfigMap"):
+		labels = configData(fc)
+	case isGVK(fc, "fn.kpt.dev", "v1alpha1", "SetLabels"):
+		labels = stringMap(fc, "labels")
+	default:
+		rl.Results = append(rl.Results, errorResult(fmt.Sprintf("unknown FunctionConfig `%v`, expect SetLabels", fc.GetKind())))
+		return sdkFailure()
+	}
+	objects := nonLocal(rl.Items)
+	if len(objects) == 0 {
+		rl.Results = append(rl.Results, info("no input resources"))
+		return nil
+	}
+	if fc.IsNilOrEmpty() || (fc.GetKind() == "ConfigMap" && fc.GetName() == "function-input" && len(configData(fc)) == 0) {
+		return sdkFailure()
+	}
+	if len(labels) == 0 {
+		rl.Results = append(rl.Results, &pipeline.Result{Message: "no `labels` arguments are given in FunctionConfig", Severity: pipeline.SeverityWarning})
+		return nil
+	}
+	s := &labelSetter{labels: labels}
+	failed := false
+	for _, o := range objects {
+		if err := s.object(o); err != nil {
+			rl.Results = append(rl.Results, errorResult(err.Error()))
+			failed = true
+		}
+	}
+	rl.Results = append(rl.Results, info(fmt.Sprintf("set %v labels in total", s.count)))
+	if failed {
+		return sdkFailure()
+	}
+	return nil
+}
+
+type labelSetter struct {
+	labels map[string]string
+	count  int
+}
+
+func (p *labelSetter) object(o *yaml.RNode) error {
+	if err := p.update(o, true, "metadata", "labels"); err != nil {
+		return err
+	}
+	if isGVK(o, "", "v1", "Service") || isGVK(o, "", "v1", "ReplicationController") {
+		if err := p.update(o, true, "spec", "selector"); err != nil {
+			return err
+		}
+	}
+	if isGVK(o, "", "", "Deployment") || isGVK(o, "", "", "ReplicaSet") || isGVK(o, "", "", "DaemonSet") || isGVK(o, "apps", "", "StatefulSet") {
+		if err := p.update(o, true, "spec", "selector", "matchLabels"); err != nil {
+			return err
+		}
+	} else if isGVK(o, "batch", "", "Job") || isGVK(o, "policy", "", "PodDisruptionBudget") {
+		if err := p.update(o, false, "spec", "selector", "matchLabels"); err != nil {
+			return err
+		}
+	}
+	netpol := isGVK(o, "networking.k8s.io", "", "NetworkPolicy")
+	if netpol {
+		if err := p.update(o, false, "spec", "podSelector", "matchLabels"); err != nil {
+			return err
+		}
+	}
+	spec := getMap(o, "spec")
+	if spec == nil {
+		return nil
+	}
+	if isGVK(o, "", "v1", "ReplicationController") || isGVK(o, "", "", "Deployment") || isGVK(o, "", "", "ReplicaSet") ||
+		isGVK(o, "", "", "DaemonSet") || isGVK(o, "apps", "", "StatefulSet") || isGVK(o, "batch", "", "Job") {
+		_ = p.pod(getMap(spec, "template"))
+	}
+	if isGVK(o, "batch", "", "CronJob") {
+		if job := getMap(spec, "jobTemplate"); job != nil {
+			if err := p.update(job, true, "metadata", "labels"); err != nil {
+				return err
+			}
+			js := getMap(job, "spec")
+			if err := p.update(js, false, "selector", "matchLabels"); err != nil {
+				return err
+			}
+			if err := p.pod(getMap(js, "template")); err != nil {
+				return err
+			}
+		}
+	}
+	if isGVK(o, "apps", "", "StatefulSet") {
+		for _, v := range getSlice(spec, "volumeClaimTemplates") {
+			if err := p.update(v, true, "metadata", "labels"); err != nil {
+				return err
+			}
+			if err := p.update(v, false, "selector", "matchLabels"); err != nil {
+				return err
+			}
+		}
+	}
+	if netpol {
+		for _, in := range getSlice(spec, "ingress") {
+			for _, f := range getSlice(in, "from") {
+				if err := p.update(f, false, "podSelector", "matchLabels"); err != nil {
+					return err
+				}
+			}
+		}
+		for _, eg := range getSlice(spec, "egress") {
+			for _, t := range getSlice(eg, "to") {
+				if err := p.update(t, false, "podSelector", "matchLabels"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (p *labelSetter) pod(pod *yaml.RNode) error {
+	if pod == nil {
+		return nil
+	}
+	if err := p.update(pod, true, "metadata", "labels"); err != nil {
+		return err
+	}
+	spec := getMap(pod, "spec")
+	if spec == nil {
+		return nil
+	}
+	for _, t := range getSlice(spec, "topologySpreadConstraints") {
+		if err := p.update(t, false, "labelSelector", "matchLabels"); err != nil {
+			return err
+		}
+	}
+	if aff := getMap(spec, "affinity"); aff != nil {
+		for _, kind := range []string{"podAffinity", "podAntiAffinity"} {
+			if getMap(aff, kind) == nil {
+				continue
+			}
+			// The catalog looks for the terms on the affinity object itself.
+			for _, t := range getSlice(aff, "preferredDuringSchedulingIgnoredDuringExecution") {
+				if term := getMap(t, "podAffinityTerm"); term != nil {
+					if err := p.update(term, false, "labelSelector", "matchLabels"); err != nil {
+						return err
+					}
+				}
+			}
+			for _, t := range getSlice(aff, "requiredDuringSchedulingIgnoredDuringExecution") {
+				if err := p.update(t, false, "labelSelector", "matchLabels"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// update sets every label under path (creating it when create is set) and
+// counts each label, as the catalog does.
+func (p *labelSetter) update(o *yaml.RNode, create bool, path ...string) error {
+	if o == nil {
+		return nil
+	}
+	keys := make([]string, 0, len(p.labels))
+	for k := range p.labels {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		v := p.labels[k]
+		full := append(append([]string{}, path...), k)
+		old, exist := nestedString(o, full...)
+		if (exist && old != v) || (!exist && create) {
+			if err := setNestedString(o, v, full...); err != nil {
+				return err
+			}
+		}
+		p.count++
+	}
+	return nil
+}

@@ -1,0 +1,20 @@
+// Package pipeline transforms packages with KRM functions.
+//
+// A [ResourceList] (config.kubernetes.io/v1) is the unit a [Function]
+// works on: items, a functionConfig and [Results]. Steps of a pipeline are
+// data ([Step], [Steps]); a [Resolver] passed in by the caller turns each
+// step into a Function (fnruntime.Registry is the standard one). There is
+// no package-level registration.
+//
+// [Renderer] implements [Pipeline] with the semantics of kpt fn render:
+// subpackages depth-first (or breadth-first with kpt.dev/bfs-rendering),
+// mutators then validators, selectors and exclude, configPath and
+// configMap, non-KRM files carried through, the root Kptfile's Rendered
+// condition and renderStatus, and kpt.dev/save-on-render-failure. Use
+// [NewKptfile] for kpt packages and [New] for packages whose steps come
+// from code.
+//
+// Function diagnostics are data ([Results], [StepResult]); a Go error
+// means the render failed, and a failed render returns a *[RenderError]
+// carrying the results of every step that ran.
+package pipeline

@@ -1,0 +1,162 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/configasdata/cad/revision"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Function is one KRM function: it transforms a ResourceList in place,
+// replacing its Items and appending to its Results. A non-nil error means
+// the function failed (kpt's non-zero exit); diagnostics that do not fail
+// the function belong in Results. Return a *FunctionError to report an
+// exit code and standard error text.
+//
+// Implementations must honour ctx and be safe for concurrent use when they
+// are shared between renders; a single call gets exclusive use of rl.
+type Function interface {
+	Run(ctx context.Context, rl *ResourceList) error
+}
+
+// FunctionFunc adapts a plain function to [Function].
+type FunctionFunc func(ctx context.Context, rl *ResourceList) error
+
+// Run calls f.
+func (f FunctionFunc) Run(ctx context.Context, rl *ResourceList) error { return f(ctx, rl) }
+
+// FunctionError is a failed function run with the exit code and standard
+// error of the process (or its in-process equivalent).
+type FunctionError struct {
+	ExitCode int
+	Stderr   string
+	Err      error
+}
+
+// Error gives the exit code, the cause and the standard error.
+func (e *FunctionError) Error() string {
+	msg := fmt.Sprintf("function exited with code %d", e.ExitCode)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	if e.Stderr != "" {
+		msg += "\nstderr: " + e.Stderr
+	}
+	return msg
+}
+
+// Unwrap returns the cause.
+func (e *FunctionError) Unwrap() error { return e.Err }
+
+// Selector selects resources; see [Step.Selectors]. It is the Kptfile's
+// selector type.
+type Selector = revision.Selector
+
+// Step is one pipeline step as data: which function to run and with which
+// configuration. Exactly one of Image and Exec names the function. A Step
+// is resolved to a [Function] by a [Resolver].
+type Step struct {
+	// Name identifies the step in results and errors.
+	Name string `yaml:"name,omitempty" json:"name,omitempty"`
+	// Image is the function's container image; a name without "/" is in the
+	// catalog (see Options.ImagePrefix) and a name without tag or digest is
+	// ":latest".
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+	// Tag overrides the image's tag; it may be a semver constraint.
+	Tag string `yaml:"tag,omitempty" json:"tag,omitempty"`
+	// Exec is a command line run with the ResourceList on stdin.
+	Exec string `yaml:"exec,omitempty" json:"exec,omitempty"`
+	// ConfigPath is the package-relative path of a resource of the package
+	// used as the functionConfig.
+	ConfigPath string `yaml:"configPath,omitempty" json:"configPath,omitempty"`
+	// ConfigMap is an inline configuration, passed as a ConfigMap named
+	// function-input.
+	ConfigMap map[string]string `yaml:"configMap,omitempty" json:"configMap,omitempty"`
+	// Config is an inline functionConfig object, for steps built in code.
+	Config map[string]any `yaml:"config,omitempty" json:"config,omitempty"`
+	// Selectors limit the step to the resources matching any of them.
+	Selectors []Selector `yaml:"selectors,omitempty" json:"selectors,omitempty"`
+	// Exclude removes the resources matching any of them.
+	Exclude []Selector `yaml:"exclude,omitempty" json:"exclude,omitempty"`
+	// Condition is a CEL expression over the resources; when it is false
+	// the step is skipped. It needs Options.Conditions.
+	Condition string `yaml:"condition,omitempty" json:"condition,omitempty"`
+}
+
+// StepFromKptfile converts a Kptfile function to a Step.
+func StepFromKptfile(f revision.Function) Step {
+	return Step{
+		Name: f.Name, Image: f.Image, Tag: f.Tag, Exec: f.Exec,
+		ConfigPath: f.ConfigPath, ConfigMap: f.ConfigMap,
+		Selectors: f.Selectors, Exclude: f.Exclude,
+	}
+}
+
+// Steps is a pipeline as data: mutators then validators.
+type Steps struct {
+	Mutators   []Step `yaml:"mutators,omitempty" json:"mutators,omitempty"`
+	Validators []Step `yaml:"validators,omitempty" json:"validators,omitempty"`
+}
+
+// Empty reports whether s has no step.
+func (s Steps) Empty() bool { return len(s.Mutators) == 0 && len(s.Validators) == 0 }
+
+// StepsFromKptfile returns the pipeline of a Kptfile; an absent pipeline is
+// empty.
+func StepsFromKptfile(kf *revision.Kptfile) Steps {
+	var s Steps
+	if kf == nil || kf.Pipeline == nil {
+		return s
+	}
+	for _, f := range kf.Pipeline.Mutators {
+		s.Mutators = append(s.Mutators, StepFromKptfile(f))
+	}
+	for _, f := range kf.Pipeline.Validators {
+		s.Validators = append(s.Validators, StepFromKptfile(f))
+	}
+	return s
+}
+
+// Resolver turns a step into code. fnruntime.Registry is the standard
+// implementation. Resolve gets the step with its image name already
+// normalised (catalog prefix and tag applied). It returns an error
+// matching [ErrNotFound] when it knows no such function and an error
+// matching [ErrNotAllowed] when policy forbids it.
+//
+// Implementations must be safe for concurrent use.
+type Resolver interface {
+	Resolve(ctx context.Context, step Step) (Function, error)
+}
+
+// ResolverFunc adapts a plain function to [Resolver].
+type ResolverFunc func(ctx context.Context, step Step) (Function, error)
+
+// Resolve calls f.
+func (f ResolverFunc) Resolve(ctx context.Context, step Step) (Function, error) { return f(ctx, step) }
+
+// ConditionEvaluator evaluates a step's Condition over the resources the
+// step would see. fnruntime/celfn provides a CEL implementation.
+type ConditionEvaluator interface {
+	Eval(ctx context.Context, expr string, items []*yaml.RNode) (bool, error)
+}
+
+// Errors of resolution.
+var (
+	// ErrNotFound: the resolver knows no function for the step.
+	ErrNotFound = errors.New("function not found")
+	// ErrNotAllowed: policy (allow list, deny list, exec gating) forbids
+	// the function.
+	ErrNotAllowed = errors.New("function not allowed")
+)
+
+// ErrExecNotAllowed is returned for exec steps when exec is not allowed.
+// Its text is kpt's. It matches [ErrNotAllowed].
+var ErrExecNotAllowed = fmt.Errorf("must run with `--allow-exec` option to allow running function binaries%w", silent{ErrNotAllowed})
+
+// silent wraps an error for errors.Is without adding text.
+type silent struct{ error }
+
+func (silent) Error() string   { return "" }
+func (s silent) Unwrap() error { return s.error }

@@ -1,0 +1,198 @@
+package pipeline
+
+import (
+	"fmt"
+	"path"
+	"slices"
+
+	"github.com/configasdata/cad/revision"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Rendered condition values, as kpt writes them.
+const (
+	ConditionRendered   = "Rendered"
+	ReasonRenderSuccess = "RenderSuccess"
+	ReasonRenderFailed  = "RenderFailed"
+)
+
+// kptfileOut is the Kptfile as kpt writes it after a render: struct order,
+// wide sequence indent, no comments.
+type kptfileOut struct {
+	APIVersion   string                 `yaml:"apiVersion,omitempty"`
+	Kind         string                 `yaml:"kind,omitempty"`
+	Metadata     kptMeta                `yaml:"metadata,omitempty"`
+	Upstream     *revision.Upstream     `yaml:"upstream,omitempty"`
+	UpstreamLock *revision.UpstreamLock `yaml:"upstreamLock,omitempty"`
+	Info         *revision.PackageInfo  `yaml:"info,omitempty"`
+	Pipeline     *revision.Pipeline     `yaml:"pipeline,omitempty"`
+	Inventory    *revision.Inventory    `yaml:"inventory,omitempty"`
+	Status       *revision.Status       `yaml:"status,omitempty"`
+}
+
+type kptMeta struct {
+	Name        string            `yaml:"name,omitempty"`
+	Namespace   string            `yaml:"namespace,omitempty"`
+	Labels      map[string]string `yaml:"labels,omitempty"`
+	Annotations map[string]string `yaml:"annotations,omitempty"`
+}
+
+// RenderStatus returns the Kptfile status kpt records for a render with
+// these steps; err is the render error or nil.
+func RenderStatus(steps []StepResult, err error) (revision.Condition, *revision.RenderStatus) {
+	cond := revision.Condition{Type: ConditionRendered, Status: revision.ConditionTrue, Reason: ReasonRenderSuccess}
+	if err != nil {
+		cond.Status = revision.ConditionFalse
+		cond.Reason = ReasonRenderFailed
+		cond.Message = err.Error()
+	}
+	if len(steps) == 0 {
+		return cond, nil
+	}
+	rs := &revision.RenderStatus{}
+	var summary []string
+	for _, s := range steps {
+		ps := revision.PipelineStepResult{
+			Name: s.Name, Image: s.Image, Exec: s.Exec, ExecutionError: s.ExecutionError,
+			Stderr: s.Stderr, ExitCode: s.ExitCode,
+		}
+		for _, r := range s.Results {
+			ri := toResultItem(r)
+			ps.Results = append(ps.Results, ri)
+			if r.Severity == SeverityError {
+				ps.ErrorResults = append(ps.ErrorResults, ri)
+			}
+		}
+		if s.Validator {
+			rs.ValidationSteps = append(rs.ValidationSteps, ps)
+		} else {
+			rs.MutationSteps = append(rs.MutationSteps, ps)
+		}
+	}
+	if err != nil {
+		for _, list := range [][]revision.PipelineStepResult{rs.MutationSteps, rs.ValidationSteps} {
+			for _, s := range list {
+				id := s.Name
+				if id == "" {
+					id = s.Image
+				}
+				if id == "" {
+					id = s.Exec
+				}
+				switch {
+				case s.ExecutionError != "":
+					summary = append(summary, fmt.Sprintf("%s: %s", id, s.ExecutionError))
+				case s.ExitCode != 0:
+					summary = append(summary, fmt.Sprintf("%s: exit code %d", id, s.ExitCode))
+				}
+			}
+		}
+		for i, l := range summary {
+			if i > 0 {
+				rs.ErrorSummary += "\n"
+			}
+			rs.ErrorSummary += l
+		}
+	}
+	return cond, rs
+}
+
+func toResultItem(r *Result) revision.ResultItem {
+	ri := revision.ResultItem{Message: r.Message, Severity: string(r.Severity), Tags: r.Tags}
+	if r.ResourceRef != nil {
+		ri.ResourceRef = &revision.ResourceRef{APIVersion: r.ResourceRef.APIVersion, Kind: r.ResourceRef.Kind, Name: r.ResourceRef.Name, Namespace: r.ResourceRef.Namespace}
+	}
+	if r.Field != nil {
+		ri.Field = &revision.Field{Path: r.Field.Path, CurrentValue: r.Field.CurrentValue, ProposedValue: r.Field.ProposedValue}
+	}
+	if r.File != nil {
+		ri.File = &revision.File{Path: r.File.Path, Index: r.File.Index}
+	}
+	return ri
+}
+
+// writeStatus records the render status in the root Kptfile of the
+// in-memory package, as kpt does after an in-place render.
+func (h *hydration) writeStatus(renderErr error) {
+	if h.r.opts.NoRenderStatus {
+		return
+	}
+	p := path.Join(rootAbs, revision.KptfileName)
+	data, err := h.fs.ReadFile(p)
+	if err != nil {
+		return
+	}
+	kf, err := readKptfile(data, ".")
+	if err != nil {
+		return
+	}
+	cond, rs := RenderStatus(h.steps, renderErr)
+	var out []byte
+	if h.r.opts.KeepKptfileFormat {
+		kf.SetCondition(cond)
+		kf.Status.RenderStatus = rs
+		out, err = kf.Encode()
+	} else {
+		out, err = encodeKptStyle(kf, cond, rs)
+	}
+	if err != nil {
+		return
+	}
+	_ = h.fs.WriteFile(p, out)
+}
+
+func encodeKptStyle(kf *revision.Kptfile, cond revision.Condition, rs *revision.RenderStatus) ([]byte, error) {
+	st := &revision.Status{}
+	if kf.Status != nil {
+		st.Conditions = slices.DeleteFunc(slices.Clone(kf.Status.Conditions), func(c revision.Condition) bool {
+			return c.Type == ConditionRendered
+		})
+	}
+	st.Conditions = append(st.Conditions, cond)
+	st.RenderStatus = rs
+	out := kptfileOut{
+		APIVersion: kf.APIVersion, Kind: kf.Kind,
+		Metadata: kptMeta{Name: kf.Metadata.Name, Namespace: kf.Metadata.Namespace, Labels: kf.Metadata.Labels, Annotations: kf.Metadata.Annotations},
+		Upstream: kf.Upstream, UpstreamLock: kf.UpstreamLock, Info: kf.Info, Pipeline: kf.Pipeline,
+		Inventory: kf.Inventory, Status: st,
+	}
+	return yaml.MarshalWithOptions(out, &yaml.EncoderOptions{SeqIndent: yaml.WideSequenceStyle})
+}
+
+// resultList is kpt's results file (kpt.dev/v1 FunctionResultList).
+type resultList struct {
+	APIVersion string       `yaml:"apiVersion"`
+	Kind       string       `yaml:"kind"`
+	Metadata   kptMeta      `yaml:"metadata"`
+	ExitCode   int          `yaml:"exitCode"`
+	Items      []resultItem `yaml:"items,omitempty"`
+}
+
+type resultItem struct {
+	Image    string                `yaml:"image,omitempty"`
+	Exec     string                `yaml:"exec,omitempty"`
+	Stderr   string                `yaml:"stderr,omitempty"`
+	ExitCode int                   `yaml:"exitCode"`
+	Results  []revision.ResultItem `yaml:"results,omitempty"`
+}
+
+// EncodeResultList writes the executed steps as kpt's results file
+// (results.yaml: a kpt.dev/v1 FunctionResultList named fnresults). Its
+// exitCode is 1 when failed is true.
+func EncodeResultList(steps []StepResult, failed bool) ([]byte, error) {
+	rl := resultList{APIVersion: "kpt.dev/v1", Kind: "FunctionResultList", Metadata: kptMeta{Name: "fnresults"}}
+	if failed {
+		rl.ExitCode = 1
+	}
+	for _, s := range steps {
+		if !s.Executed {
+			continue
+		}
+		it := resultItem{Image: s.Image, Exec: s.Exec, Stderr: s.Stderr, ExitCode: s.ExitCode}
+		for _, r := range s.Results {
+			it.Results = append(it.Results, toResultItem(r))
+		}
+		rl.Items = append(rl.Items, it)
+	}
+	return yaml.MarshalWithOptions(rl, &yaml.EncoderOptions{SeqIndent: yaml.WideSequenceStyle})
+}
