@@ -43,11 +43,9 @@ if [ -n "$unformatted" ]; then
 	exit 1
 fi
 
-bindir=$(mktemp -d)
-trap 'rm -rf "$bindir"' EXIT
 for m in "${modules[@]}"; do
 	log "build and vet ($m, on its own)"
-	(cd "$m" && GOWORK=off go build -o "$bindir/" ./... && GOWORK=off go vet ./...)
+	(cd "$m" && GOWORK=off go build -o /dev/null ./... && GOWORK=off go vet ./...)
 done
 
 status=0
