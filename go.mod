@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/google/cel-go v0.31.0
+	go.starlark.net v0.0.0-20260908191801-89a6a09411d5
 	sigs.k8s.io/kustomize/kyaml v0.21.2
 )
 

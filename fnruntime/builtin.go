@@ -11,19 +11,23 @@ import (
 
 // Builtins returns the in-process functions, by catalog name, as a new
 // map: set-namespace, set-labels, set-annotations, set-image,
-// search-replace, kpt's builtins/gen-pkg-context, and the test images
-// no-op and drop-comments. They follow the catalog functions of the same
-// name for the documented inputs, including their result messages.
+// search-replace, starlark ([StarlarkFunction]), apply-replacements,
+// apply-setters, kpt's builtins/gen-pkg-context, and the test images no-op
+// and drop-comments. They follow the catalog functions of the same name
+// for the documented inputs, including their result messages.
 func Builtins() map[string]pipeline.Function {
 	return map[string]pipeline.Function{
-		"set-namespace":    pipeline.FunctionFunc(setNamespace),
-		"set-labels":       pipeline.FunctionFunc(setLabels),
-		"set-annotations":  pipeline.FunctionFunc(setAnnotations),
-		"set-image":        pipeline.FunctionFunc(setImage),
-		"search-replace":   pipeline.FunctionFunc(searchReplaceFn),
-		PkgContextFunction: pipeline.FunctionFunc(genPkgContext),
-		"no-op":            pipeline.FunctionFunc(noOp),
-		"drop-comments":    pipeline.FunctionFunc(dropComments),
+		"set-namespace":      pipeline.FunctionFunc(setNamespace),
+		"set-labels":         pipeline.FunctionFunc(setLabels),
+		"set-annotations":    pipeline.FunctionFunc(setAnnotations),
+		"set-image":          pipeline.FunctionFunc(setImage),
+		"search-replace":     pipeline.FunctionFunc(searchReplaceFn),
+		"starlark":           &StarlarkFunction{},
+		"apply-replacements": pipeline.FunctionFunc(applyReplacements),
+		"apply-setters":      pipeline.FunctionFunc(applySetters),
+		PkgContextFunction:   pipeline.FunctionFunc(genPkgContext),
+		"no-op":              pipeline.FunctionFunc(noOp),
+		"drop-comments":      pipeline.FunctionFunc(dropComments),
 	}
 }
 

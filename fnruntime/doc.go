@@ -13,9 +13,10 @@
 //
 // The builtin functions ([Builtins]) follow the catalog functions of the
 // same name, result messages included: set-namespace, set-labels,
-// set-annotations, set-image, search-replace, kpt's
-// builtins/gen-pkg-context, and the test images no-op and drop-comments.
-// Other images run in a container ([ContainerFunction]) only when
-// Options.Containers is set; otherwise, as for starlark and
-// apply-replacements today, resolving them gives a *NotFoundError.
+// set-annotations, set-image, search-replace, starlark (go.starlark.net),
+// apply-replacements (kustomize's replacements on kyaml), apply-setters,
+// kpt's builtins/gen-pkg-context, and the test images no-op and
+// drop-comments. Other images (ensure-name-substring, for one) run in a
+// container ([ContainerFunction]) only when Options.Containers is set;
+// otherwise resolving them gives a *NotFoundError.
 package fnruntime

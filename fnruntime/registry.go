@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strings"
 	"sync"
@@ -235,7 +236,23 @@ func withTimeout(fn pipeline.Function, d time.Duration) pipeline.Function {
 	if d <= 0 {
 		return fn
 	}
+	if sf, ok := fn.(pipeline.StreamFunction); ok {
+		return &timeoutStreamFunction{timeoutFunction{fn: fn, d: d}, sf}
+	}
 	return &timeoutFunction{fn: fn, d: d}
+}
+
+// timeoutStreamFunction keeps a wrapped function's StreamFunction side,
+// so the renderer still runs it over the wire format.
+type timeoutStreamFunction struct {
+	timeoutFunction
+	sf pipeline.StreamFunction
+}
+
+func (t *timeoutStreamFunction) RunStream(ctx context.Context, in io.Reader, out io.Writer) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.d)
+	defer cancel()
+	return t.sf.RunStream(ctx, in, out)
 }
 
 func (t *timeoutFunction) Run(ctx context.Context, rl *pipeline.ResourceList) error {

@@ -786,7 +786,9 @@ func (h *hydration) adjustRelPaths() error {
 		if err != nil {
 			return err
 		}
-		newPath := path.Clean(p)
+		// As kpt's filepath.Join(".", ...) for the root: a path a function
+		// made absolute is relative to the package.
+		newPath := path.Join(".", path.Clean(p))
 		if pkgPath != "" && pkgPath != rootAbs {
 			rel, err := filepath.Rel(rootAbs, pkgPath)
 			if err != nil || rel == ".." || strings.HasPrefix(rel, "../") {
