@@ -1,8 +1,10 @@
 package repository
 
 import (
+	"cmp"
 	"context"
 	"slices"
+	"strings"
 
 	"github.com/configasdata/cad/revision"
 )
@@ -105,24 +107,26 @@ type UpdateOptions struct {
 }
 
 // SortRevisions sorts revisions in List order: by package path, revision
-// number and workspace.
+// number and workspace. It reads each revision's Meta once.
 func SortRevisions(revs []revision.PackageRevision) {
-	slices.SortStableFunc(revs, func(a, b revision.PackageRevision) int {
-		ka, kb := a.Meta().Key, b.Meta().Key
-		switch {
-		case ka.Package != kb.Package:
-			if ka.Package < kb.Package {
-				return -1
-			}
-			return 1
-		case ka.Revision != kb.Revision:
-			return ka.Revision - kb.Revision
-		case ka.Workspace != kb.Workspace:
-			if ka.Workspace < kb.Workspace {
-				return -1
-			}
-			return 1
+	type item struct {
+		key revision.Key
+		pr  revision.PackageRevision
+	}
+	items := make([]item, len(revs))
+	for i, pr := range revs {
+		items[i] = item{pr.Meta().Key, pr}
+	}
+	slices.SortStableFunc(items, func(a, b item) int {
+		if c := strings.Compare(a.key.Package, b.key.Package); c != 0 {
+			return c
 		}
-		return 0
+		if c := cmp.Compare(a.key.Revision, b.key.Revision); c != 0 {
+			return c
+		}
+		return strings.Compare(a.key.Workspace, b.key.Workspace)
 	})
+	for i := range items {
+		revs[i] = items[i].pr
+	}
 }

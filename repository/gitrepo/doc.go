@@ -22,16 +22,16 @@
 //     replaces the whole package directory of its parent's tree, the
 //     first commit's parent being the branch head (none in an empty
 //     repository). The message is CommitOptions.Message, by default
-//     "Intermediate commit", followed by a blank line and the line
+//     "Intermediate commit", followed as in Porch by "\n\n\n" and the line
 //     kpt:{"package":"<path>","workspaceName":"<workspace>","revision":"0"}.
 //     A draft branch without a Kptfile at <path> is ignored.
 //   - A Proposed revision is the branch proposed/<path>/<workspace>.
 //   - Approving commits onto the branch a merge of the branch head and
 //     the proposal that replaces the package directory with the proposal's,
-//     with the message "Approving package revision <path>/<N>" and the
-//     kpt: line with "revision":"<N>", tags it <path>/v<N> (a lightweight
-//     tag) and deletes the proposal. N is one more than the package's
-//     highest v<N> tag.
+//     with the message "Approving package revision <path>/<N>", a blank
+//     line and the kpt: line with "revision":"<N>"; tags it <path>/v<N>
+//     (a lightweight tag); and deletes the proposal, all in one write. N
+//     is one more than the package's highest v<N> tag.
 //   - Every tag <path>/<ver> with a Kptfile at <path> is a published
 //     revision: revision N for v<N>, else -1; its workspace is the
 //     workspaceName of the tagged commit's kpt: line for <path>, else
@@ -75,7 +75,9 @@
 //     carry the expected old values, so the server applies all or none.
 //     If the server refuses because a ref moved, the write is planned again
 //     on the new state, up to a few times; it fails with ErrConflict when
-//     the revision itself changed since it was first read.
+//     the revision itself changed since it was first read. A server that
+//     does not offer atomic pushes cannot take a write of several refs
+//     (propose, approve, delete): such writes fail with ErrUnavailable.
 //
 // So of two writers racing from the same state exactly one wins; the
 // other gets an error matching repository.ErrConflict (or ErrAlreadyExists
@@ -91,7 +93,10 @@
 // Kptfile entries by name, never reading a blob); a revision's files are
 // read from its package subtree only when asked for. Trees, commits,
 // package lists and package contents are cached by object id in a
-// bounded LRU (Options.CacheBytes), as they never change. For a remote,
+// bounded LRU (Options.CacheBytes), as they never change. On disk, refs
+// are read as git reads them (a loose file, else packed-refs, parsed once
+// per change of the file), so looking up a tag costs the same among ten or
+// a hundred thousand. For a remote,
 // every read first fetches: an ls-remote, and objects only for refs that
 // moved to commits not present locally. Watch polls the refs.
 package gitrepo

@@ -116,6 +116,31 @@ func (f *fsRefs) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 	return h, ok, nil
 }
 
+// childNames returns the names of the refs directly under prefix (which
+// ends in a slash) without reading their values.
+func (f *fsRefs) childNames(prefix string) ([]string, error) {
+	var out []string
+	names, _, err := f.packed()
+	if err != nil {
+		return nil, err
+	}
+	for i := sort.SearchStrings(names, prefix); i < len(names) && strings.HasPrefix(names[i], prefix); i++ {
+		if rest := names[i][len(prefix):]; !strings.Contains(rest, "/") {
+			out = append(out, rest)
+		}
+	}
+	entries, err := os.ReadDir(filepath.Join(f.gitDir, filepath.FromSlash(prefix)))
+	if err != nil && !notExist(err) {
+		return nil, err
+	}
+	for _, e := range entries {
+		if !e.IsDir() && !strings.HasSuffix(e.Name(), ".lock") {
+			out = append(out, e.Name())
+		}
+	}
+	return out, nil
+}
+
 // children returns the refs directly under prefix (which ends in a
 // slash), not those further down.
 func (f *fsRefs) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {

@@ -75,7 +75,7 @@ func TestLayoutWitness(t *testing.T) {
 	if got := refs(t, dir); !slices.Equal(got, []string{draft, "refs/heads/main"}) {
 		t.Fatalf("refs after the draft commit: %v", got)
 	}
-	if got, want := commitMessage(t, dir, draft), "Intermediate commit\n\nkpt:{\"package\":\"blueprints/net/istio\",\"workspaceName\":\"ws1\",\"revision\":\"0\"}\n"; got != want {
+	if got, want := commitMessage(t, dir, draft), "Intermediate commit\n\n\nkpt:{\"package\":\"blueprints/net/istio\",\"workspaceName\":\"ws1\",\"revision\":\"0\"}\n"; got != want {
 		t.Fatalf("draft commit message\n%q, want\n%q", got, want)
 	}
 	if got := git(t, dir, "log", "-1", "--format=%an <%ae>|%cn <%ce>|%P", draft); got != "Alice <alice@example.com>|Package Orchestration Service <porch@kpt.dev>|"+initial {
@@ -96,7 +96,7 @@ func TestLayoutWitness(t *testing.T) {
 	if got := git(t, dir, "log", "-1", "--format=%P|%an", draft); got != first+"|Repo Author" {
 		t.Fatalf("second draft commit parent and author %q", got)
 	}
-	if got := commitMessage(t, dir, draft); !strings.HasPrefix(got, "Rendering package\n\nkpt:{") {
+	if got := commitMessage(t, dir, draft); !strings.HasPrefix(got, "Rendering package\n\n\nkpt:{") {
 		t.Fatalf("second draft commit message %q", got)
 	}
 	if got := git(t, dir, "ls-tree", "-r", "--name-only", draft); got != "README.md\nblueprints/net/istio/Kptfile\nblueprints/net/istio/c.yaml" {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage"
@@ -81,6 +83,12 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 		if errors.Is(err, errRetry) {
 			if attempt < maxAttempts {
 				r.log.Debug("retrying write", "attempt", attempt, "reason", err)
+				// Back off a little, at random, so that racing writers spread out.
+				select {
+				case <-ctx.Done():
+					return ctx.Err()
+				case <-time.After(time.Duration(rand.Int64N(int64(attempt) * int64(5*time.Millisecond)))):
+				}
 				continue
 			}
 			return fmt.Errorf("%w: %w", repository.ErrConflict, err)

@@ -161,7 +161,9 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 			if msg == "" {
 				msg = defaultDraftMessage
 			}
-			msg = annotate(msg, annotation{PackagePath: full, WorkspaceName: key.Workspace, Revision: "0"})
+			// As Porch writes a draft commit: the message, a newline, then
+			// the kpt: line after a blank line.
+			msg = annotate(msg+"\n", annotation{PackagePath: full, WorkspaceName: key.Workspace, Revision: "0"})
 			h, err := v.putCommit(root, parents, r.author(opts.AuthorName, opts.AuthorEmail), r.committer(), msg)
 			if err != nil {
 				return nil, err
@@ -313,13 +315,25 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 // Tags count whatever their content, so that no number is handed out
 // twice while its tag exists.
 func (r *Repository) nextRevision(v *view, full string) (int, error) {
-	tags, err := v.tagsOf(full)
-	if err != nil {
-		return 0, err
+	prefix := "refs/tags/" + full + "/"
+	var vers []string
+	if v.fr != nil && v.refs == nil {
+		var err error
+		if vers, err = v.fr.childNames(prefix); err != nil {
+			return 0, err
+		}
+	} else {
+		tags, err := v.children(prefix)
+		if err != nil {
+			return 0, err
+		}
+		for name := range tags {
+			vers = append(vers, string(name)[len(prefix):])
+		}
 	}
 	high := 0
-	for name := range tags {
-		if n := parseVersion(shortName(name)[len(full)+1:]); n > high {
+	for _, ver := range vers {
+		if n := parseVersion(ver); n > high {
 			high = n
 		}
 	}
