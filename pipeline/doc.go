@@ -14,6 +14,14 @@
 // [NewKptfile] for kpt packages and [New] for packages whose steps come
 // from code.
 //
+// Beyond kpt, a step may carry expressions the caller's evaluators run over
+// the package's resources: a Condition that skips the step
+// (Options.Conditions, a [ConditionEvaluator]) and ConfigMapExprs, computed
+// function inputs whose values overlay the static ConfigMap, winning on a
+// clash (Options.Inputs, an [InputEvaluator]). fnruntime/celfn implements
+// both with CEL. A failed computed input is an *[ExprError] naming the step
+// and key, and fails the render like any other step failure.
+//
 // Function diagnostics are data ([Results], [StepResult]); a Go error
 // means the render failed, and a failed render returns a *[RenderError]
 // carrying the results of every step that ran.

@@ -74,6 +74,14 @@ type Step struct {
 	// ConfigMap is an inline configuration, passed as a ConfigMap named
 	// function-input.
 	ConfigMap map[string]string `yaml:"configMap,omitempty" json:"configMap,omitempty"`
+	// ConfigMapExprs are computed function inputs: each value is an
+	// expression (CEL with fnruntime/celfn) evaluated over the resources the
+	// step's Condition sees, and its result becomes the function-input
+	// ConfigMap's entry for the key, overriding ConfigMap's. It needs
+	// Options.Inputs and cannot be combined with ConfigPath or Config.
+	// EXPERIMENTAL: Kptfiles have no such field; steps with it come from
+	// code.
+	ConfigMapExprs map[string]string `yaml:"configMapExprs,omitempty" json:"configMapExprs,omitempty"`
 	// Config is an inline functionConfig object, for steps built in code.
 	Config map[string]any `yaml:"config,omitempty" json:"config,omitempty"`
 	// Selectors limit the step to the resources matching any of them.
@@ -141,6 +149,40 @@ func (f ResolverFunc) Resolve(ctx context.Context, step Step) (Function, error) 
 type ConditionEvaluator interface {
 	Eval(ctx context.Context, expr string, items []*yaml.RNode) (bool, error)
 }
+
+// InputEvaluator evaluates the expressions of a step's ConfigMapExprs over
+// the resources the step would see (those its Condition sees) and returns
+// the value as a string. fnruntime/celfn provides a CEL implementation.
+//
+// Implementations must honour ctx and be safe for concurrent use.
+type InputEvaluator interface {
+	EvalString(ctx context.Context, expr string, items []*yaml.RNode) (string, error)
+}
+
+// ErrNoEvaluator matches a step that needs an evaluator (see
+// Options.Inputs) when none is configured.
+var ErrNoEvaluator = errors.New("no expression evaluator configured")
+
+// ExprError is a failed entry of a step's ConfigMapExprs: no evaluator is
+// configured ([ErrNoEvaluator]), or the expression does not compile, fails
+// at run time, exceeds its cost limit or yields a value that is not a
+// string, number or bool (Err says which). The step fails and the render
+// with it.
+type ExprError struct {
+	// Step is the step's name (or short image name or exec).
+	Step string
+	// Key is the ConfigMapExprs key; Expr its expression.
+	Key, Expr string
+	Err       error
+}
+
+// Error names the step and key and gives the cause.
+func (e *ExprError) Error() string {
+	return fmt.Sprintf("step %q: configMapExprs[%q]: %v", e.Step, e.Key, e.Err)
+}
+
+// Unwrap returns the cause.
+func (e *ExprError) Unwrap() error { return e.Err }
 
 // Errors of resolution.
 var (

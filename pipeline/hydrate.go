@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -625,7 +626,7 @@ func (h *hydration) runMutators(ctx context.Context, pn *pkgNode, input []*yaml.
 			h.steps = append(h.steps, sr)
 			continue
 		}
-		cfg, err := h.fnConfig(pn, st, input)
+		cfg, err := h.fnConfig(ctx, pn, st, input)
 		if err != nil {
 			h.steps = append(h.steps, preExecFailure(sr, err))
 			return input, err
@@ -681,7 +682,7 @@ func (h *hydration) runValidators(ctx context.Context, pn *pkgNode, input []*yam
 			h.steps = append(h.steps, sr)
 			continue
 		}
-		cfg, err := h.fnConfig(pn, st, input)
+		cfg, err := h.fnConfig(ctx, pn, st, input)
 		if err != nil {
 			h.steps = append(h.steps, preExecFailure(sr, err))
 			return err
@@ -716,9 +717,19 @@ func (h *hydration) skip(ctx context.Context, st Step, input []*yaml.RNode) (boo
 }
 
 // fnConfig returns the functionConfig of a step: the in-memory copy of the
-// configPath resource, a ConfigMap function-input for configMap, the
-// inline Config, or nil.
-func (h *hydration) fnConfig(pn *pkgNode, st Step, input []*yaml.RNode) (*yaml.RNode, error) {
+// configPath resource, a ConfigMap function-input for configMap overlaid
+// with the values of configMapExprs, the inline Config, or nil.
+func (h *hydration) fnConfig(ctx context.Context, pn *pkgNode, st Step, input []*yaml.RNode) (*yaml.RNode, error) {
+	if len(st.ConfigMapExprs) > 0 {
+		if st.ConfigPath != "" || st.Config != nil {
+			return nil, invalidf("step %q: configMapExprs cannot be combined with configPath or config", stepShortName(st))
+		}
+		data, err := h.computeConfigMap(ctx, st, input)
+		if err != nil {
+			return nil, err
+		}
+		return newConfigMap(data)
+	}
 	switch {
 	case st.ConfigPath != "":
 		if n := findConfig(input, pn.abs, st.ConfigPath); n != nil {
@@ -735,6 +746,25 @@ func (h *hydration) fnConfig(pn *pkgNode, st Step, input []*yaml.RNode) (*yaml.R
 		return yaml.FromMap(st.Config)
 	}
 	return nil, nil
+}
+
+// computeConfigMap returns the step's static ConfigMap overlaid with the
+// values of its ConfigMapExprs, evaluated over input in key order.
+func (h *hydration) computeConfigMap(ctx context.Context, st Step, input []*yaml.RNode) (map[string]string, error) {
+	data := make(map[string]string, len(st.ConfigMap)+len(st.ConfigMapExprs))
+	maps.Copy(data, st.ConfigMap)
+	for _, k := range slices.Sorted(maps.Keys(st.ConfigMapExprs)) {
+		expr := st.ConfigMapExprs[k]
+		if h.r.opts.Inputs == nil {
+			return nil, &ExprError{Step: stepShortName(st), Key: k, Expr: expr, Err: ErrNoEvaluator}
+		}
+		v, err := h.r.opts.Inputs.EvalString(ctx, expr, input)
+		if err != nil {
+			return nil, &ExprError{Step: stepShortName(st), Key: k, Expr: expr, Err: err}
+		}
+		data[k] = v
+	}
+	return data, nil
 }
 
 // newConfigMap builds kpt's ConfigMap function-input with every value a

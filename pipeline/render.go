@@ -22,6 +22,9 @@ type Options struct {
 	// Conditions evaluates step conditions. Nil means a step with a
 	// Condition fails with an error.
 	Conditions ConditionEvaluator
+	// Inputs evaluates steps' ConfigMapExprs. Nil means a step with
+	// ConfigMapExprs fails with an *ExprError matching ErrNoEvaluator.
+	Inputs InputEvaluator
 	// SaveOnFailure keeps the partial render on failure as if the root
 	// Kptfile had kpt.dev/save-on-render-failure: "true".
 	SaveOnFailure bool

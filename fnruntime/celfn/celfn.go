@@ -1,28 +1,17 @@
-// Package celfn evaluates CEL (github.com/google/cel-go) over KRM
-// resources: the condition that skips a pipeline step.
-//
-// An [Evaluator] implements pipeline.ConditionEvaluator. Expressions see
-// the step's input as the variable resources (a list of maps, one per
-// resource) and must yield a bool. [Validator] is a KRM validator function
-// whose rules are CEL expressions over each resource (the variable
-// object), in the spirit of ValidatingAdmissionPolicy. The environment is built once; each
-// expression is compiled once and its program cached; evaluation honours
-// the context and a cost limit, and an expression over its budget fails
-// with an error matching [ErrCostLimit] instead of running on.
-//
-// EXPERIMENTAL: computed function inputs (configMap values from CEL) are
-// not here yet.
 package celfn
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/configasdata/cad/pipeline"
 	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/common/types/ref"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -32,7 +21,8 @@ const DefaultCostLimit = 1_000_000
 // ErrCostLimit matches an evaluation stopped by its cost limit.
 var ErrCostLimit = errors.New("CEL cost limit exceeded")
 
-// Option configures an Evaluator.
+// Option configures an Evaluator. Options are functional because CEL
+// environment options are open-ended and composable.
 type Option func(*config)
 
 type config struct {
@@ -51,17 +41,28 @@ func WithCostLimit(limit uint64) Option {
 	return func(c *config) { c.costLimit = limit }
 }
 
-// Evaluator compiles and runs CEL conditions. It is safe for concurrent
-// use; compiled programs are cached and shared.
+// Evaluator compiles and runs CEL expressions: step conditions
+// ([pipeline.ConditionEvaluator]) and computed function inputs
+// ([pipeline.InputEvaluator]). It is safe for concurrent use; compiled
+// programs are cached and shared.
 type Evaluator struct {
 	env       *cel.Env
 	costLimit uint64
 
 	mu    sync.Mutex
-	progs map[string]cel.Program
+	progs map[string]*compiled
 }
 
-var _ pipeline.ConditionEvaluator = (*Evaluator)(nil)
+// compiled is a cached program with its checked output type.
+type compiled struct {
+	prog cel.Program
+	out  *cel.Type
+}
+
+var (
+	_ pipeline.ConditionEvaluator = (*Evaluator)(nil)
+	_ pipeline.InputEvaluator     = (*Evaluator)(nil)
+)
 
 // New builds the CEL environment.
 func New(opts ...Option) (*Evaluator, error) {
@@ -76,11 +77,12 @@ func New(opts ...Option) (*Evaluator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("celfn: %w", err)
 	}
-	return &Evaluator{env: env, costLimit: c.costLimit, progs: map[string]cel.Program{}}, nil
+	return &Evaluator{env: env, costLimit: c.costLimit, progs: map[string]*compiled{}}, nil
 }
 
 // CompileError reports an expression that does not compile or does not
-// yield a bool.
+// yield the type its use needs: a bool for conditions and rules, a string,
+// number or bool for computed inputs.
 type CompileError struct {
 	Expr string
 	Err  error
@@ -91,25 +93,24 @@ func (e *CompileError) Error() string { return fmt.Sprintf("CEL expression %q: %
 // Unwrap returns the cause.
 func (e *CompileError) Unwrap() error { return e.Err }
 
-func (e *Evaluator) program(expr string) (cel.Program, error) {
+// program returns the cached program of expr, compiling it on first use.
+func (e *Evaluator) program(expr string) (*compiled, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if p, ok := e.progs[expr]; ok {
-		return p, nil
+	if c, ok := e.progs[expr]; ok {
+		return c, nil
 	}
 	ast, iss := e.env.Compile(expr)
 	if iss.Err() != nil {
 		return nil, &CompileError{Expr: expr, Err: iss.Err()}
 	}
-	if ast.OutputType() != cel.BoolType && ast.OutputType() != cel.DynType {
-		return nil, &CompileError{Expr: expr, Err: fmt.Errorf("yields %v, want bool", ast.OutputType())}
-	}
 	p, err := e.env.Program(ast, cel.CostLimit(e.costLimit), cel.InterruptCheckFrequency(100))
 	if err != nil {
 		return nil, &CompileError{Expr: expr, Err: err}
 	}
-	e.progs[expr] = p
-	return p, nil
+	c := &compiled{prog: p, out: ast.OutputType()}
+	e.progs[expr] = c
+	return c, nil
 }
 
 // Eval evaluates expr over items and returns its bool value.
@@ -119,6 +120,43 @@ func (e *Evaluator) Eval(ctx context.Context, expr string, items []*yaml.RNode) 
 		return false, err
 	}
 	return e.eval(ctx, expr, map[string]any{"resources": resources, "object": map[string]any{}})
+}
+
+// EvalString evaluates expr over items (the variable resources, as for
+// Eval) and returns its value as a string: a string as is, an int, uint,
+// double or bool formatted with strconv. Any other result is a
+// *CompileError; an evaluation over its cost limit matches ErrCostLimit.
+func (e *Evaluator) EvalString(ctx context.Context, expr string, items []*yaml.RNode) (string, error) {
+	c, err := e.program(expr)
+	if err != nil {
+		return "", err
+	}
+	switch c.out.Kind() {
+	case types.StringKind, types.IntKind, types.UintKind, types.DoubleKind, types.BoolKind, types.DynKind:
+	default:
+		return "", &CompileError{Expr: expr, Err: fmt.Errorf("yields %v, want string, number or bool", c.out)}
+	}
+	resources, err := toMaps(items)
+	if err != nil {
+		return "", err
+	}
+	out, err := e.run(ctx, expr, c, map[string]any{"resources": resources, "object": map[string]any{}})
+	if err != nil {
+		return "", err
+	}
+	switch v := out.Value().(type) {
+	case string:
+		return v, nil
+	case bool:
+		return strconv.FormatBool(v), nil
+	case int64:
+		return strconv.FormatInt(v, 10), nil
+	case uint64:
+		return strconv.FormatUint(v, 10), nil
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64), nil
+	}
+	return "", &CompileError{Expr: expr, Err: fmt.Errorf("yields %s, want string, number or bool", out.Type().TypeName())}
 }
 
 func toMaps(items []*yaml.RNode) ([]any, error) {
@@ -134,25 +172,37 @@ func toMaps(items []*yaml.RNode) ([]any, error) {
 }
 
 func (e *Evaluator) eval(ctx context.Context, expr string, vars map[string]any) (bool, error) {
-	p, err := e.program(expr)
+	c, err := e.program(expr)
 	if err != nil {
 		return false, err
 	}
-	out, _, err := p.ContextEval(ctx, vars)
+	if k := c.out.Kind(); k != types.BoolKind && k != types.DynKind {
+		return false, &CompileError{Expr: expr, Err: fmt.Errorf("yields %v, want bool", c.out)}
+	}
+	out, err := e.run(ctx, expr, c, vars)
 	if err != nil {
-		if strings.Contains(err.Error(), "cost limit exceeded") {
-			return false, fmt.Errorf("CEL expression %q: %w", expr, ErrCostLimit)
-		}
-		if ctx.Err() != nil {
-			return false, fmt.Errorf("CEL expression %q: %w", expr, ctx.Err())
-		}
-		return false, fmt.Errorf("CEL expression %q: %w", expr, err)
+		return false, err
 	}
 	b, ok := out.Value().(bool)
 	if !ok {
 		return false, &CompileError{Expr: expr, Err: fmt.Errorf("yields %T, want bool", out.Value())}
 	}
 	return b, nil
+}
+
+// run evaluates a compiled expression with ctx and the cost limit.
+func (e *Evaluator) run(ctx context.Context, expr string, c *compiled, vars map[string]any) (ref.Val, error) {
+	out, _, err := c.prog.ContextEval(ctx, vars)
+	if err != nil {
+		if strings.Contains(err.Error(), "cost limit exceeded") {
+			return nil, fmt.Errorf("CEL expression %q: %w", expr, ErrCostLimit)
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("CEL expression %q: %w", expr, ctx.Err())
+		}
+		return nil, fmt.Errorf("CEL expression %q: %w", expr, err)
+	}
+	return out, nil
 }
 
 // Rule is one validation: Expression must be true for every resource it
