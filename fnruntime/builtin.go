@@ -12,22 +12,42 @@ import (
 // Builtins returns the in-process functions, by catalog name, as a new
 // map: set-namespace, set-labels, set-annotations, set-image,
 // search-replace, starlark ([StarlarkFunction]), apply-replacements,
-// apply-setters, kpt's builtins/gen-pkg-context, and the test images no-op
-// and drop-comments. They follow the catalog functions of the same name
+// apply-setters, ensure-name-substring, kpt's builtins/gen-pkg-context,
+// and the test images no-op and drop-comments. They follow the catalog functions of the same name
 // for the documented inputs, including their result messages.
 func Builtins() map[string]pipeline.Function {
 	return map[string]pipeline.Function{
-		"set-namespace":      pipeline.FunctionFunc(setNamespace),
-		"set-labels":         pipeline.FunctionFunc(setLabels),
-		"set-annotations":    pipeline.FunctionFunc(setAnnotations),
-		"set-image":          pipeline.FunctionFunc(setImage),
-		"search-replace":     pipeline.FunctionFunc(searchReplaceFn),
-		"starlark":           &StarlarkFunction{},
-		"apply-replacements": pipeline.FunctionFunc(applyReplacements),
-		"apply-setters":      pipeline.FunctionFunc(applySetters),
-		PkgContextFunction:   pipeline.FunctionFunc(genPkgContext),
-		"no-op":              pipeline.FunctionFunc(noOp),
-		"drop-comments":      pipeline.FunctionFunc(dropComments),
+		"set-namespace":         pipeline.FunctionFunc(setNamespace),
+		"set-labels":            pipeline.FunctionFunc(setLabels),
+		"set-annotations":       pipeline.FunctionFunc(setAnnotations),
+		"set-image":             pipeline.FunctionFunc(setImage),
+		"search-replace":        pipeline.FunctionFunc(searchReplaceFn),
+		"starlark":              &StarlarkFunction{},
+		"apply-replacements":    pipeline.FunctionFunc(applyReplacements),
+		"apply-setters":         pipeline.FunctionFunc(applySetters),
+		"ensure-name-substring": pipeline.FunctionFunc(ensureNameSubstring),
+		PkgContextFunction:      pipeline.FunctionFunc(genPkgContext),
+		"no-op":                 pipeline.FunctionFunc(noOp),
+		"drop-comments":         pipeline.FunctionFunc(dropComments),
+	}
+}
+
+// BuiltinVersions returns, as a new map, the catalog release each builtin
+// behaves like, by name; the registry checks a step's version tag or
+// constraint against it (see Registry.Resolve). Builtins not listed (kpt's
+// gen-pkg-context, the test images) have no version and resolve for any
+// tag.
+func BuiltinVersions() map[string]string {
+	return map[string]string{
+		"set-namespace":         "v0.4.1",
+		"set-labels":            "v0.2.0",
+		"set-annotations":       "v0.1.4",
+		"set-image":             "v0.1.1",
+		"search-replace":        "v0.2.0",
+		"starlark":              "v0.5.0",
+		"apply-replacements":    "v0.1.1",
+		"apply-setters":         "v0.2.0",
+		"ensure-name-substring": "v0.2.0",
 	}
 }
 

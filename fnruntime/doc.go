@@ -6,8 +6,11 @@
 // processes over the ResourceList protocol ([ExecFunction]: no shell, an
 // explicit environment, a timeout, capped stdout and stderr, stderr kept
 // for the error), and applies an allow list, a deny list, exec gating and a
-// default timeout. Builtins are versionless: any tag, digest or semver
-// constraint (Step.Tag) resolves to the same implementation. It holds no
+// default timeout. Each builtin declares the catalog release it behaves
+// like ([BuiltinVersions]); a version or semver constraint in Step.Tag
+// (Masterminds syntax, as kpt) is checked against it, while "latest", no
+// tag, a digest and plain tags resolve to it (see [Registry.Resolve]). It
+// holds no
 // global state: callers create one, optionally Register their own
 // functions, and pass it to pipeline.NewKptfile or pipeline.New.
 //
@@ -15,8 +18,7 @@
 // same name, result messages included: set-namespace, set-labels,
 // set-annotations, set-image, search-replace, starlark (go.starlark.net),
 // apply-replacements (kustomize's replacements on kyaml), apply-setters,
-// kpt's builtins/gen-pkg-context, and the test images no-op and
-// drop-comments. Other images (ensure-name-substring, for one) run in a
-// container ([ContainerFunction]) only when Options.Containers is set;
+// ensure-name-substring, kpt's builtins/gen-pkg-context, and the test
+// images no-op and drop-comments. Other images run in a container ([ContainerFunction]) only when Options.Containers is set;
 // otherwise resolving them gives a *NotFoundError.
 package fnruntime

@@ -61,6 +61,11 @@ type Options struct {
 	ContainerEngine string
 	// ContainerNetwork gives function containers the host network.
 	ContainerNetwork bool
+	// CheckImageTags also checks a version tag in the image itself
+	// ("set-labels:v0.1.5") against the implementation's version, as
+	// Step.Tag always is. Default false: the builtins stand in for every
+	// release of their catalog function, and kpt's tests pin old ones.
+	CheckImageTags bool
 }
 
 // Registry resolves pipeline steps to functions: images to the builtin or
@@ -70,8 +75,9 @@ type Options struct {
 type Registry struct {
 	opts Options
 
-	mu  sync.RWMutex
-	fns map[string]pipeline.Function
+	mu       sync.RWMutex
+	fns      map[string]pipeline.Function
+	versions map[string]semVersion // by key; absent: unversioned
 }
 
 var _ pipeline.Resolver = (*Registry)(nil)
@@ -79,7 +85,7 @@ var _ pipeline.Resolver = (*Registry)(nil)
 // NewRegistry returns a registry with the builtin functions (unless
 // opts.NoBuiltins) and no others.
 func NewRegistry(opts *Options) *Registry {
-	r := &Registry{fns: map[string]pipeline.Function{}}
+	r := &Registry{fns: map[string]pipeline.Function{}, versions: map[string]semVersion{}}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -96,16 +102,41 @@ func NewRegistry(opts *Options) *Registry {
 		for name, fn := range Builtins() {
 			r.fns[name] = fn
 		}
+		for name, v := range BuiltinVersions() {
+			r.versions[name], _ = parseVersion(v)
+		}
 	}
 	return r
 }
 
 // Register makes fn the implementation of name: a catalog function name
 // ("set-labels"), or a full image without tag ("example.com/fns/mine").
+// The implementation has no version: every tag and well-formed constraint
+// resolves to it.
 func (r *Registry) Register(name string, fn pipeline.Function) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.fns[imageKey(name)] = fn
+	key := imageKey(name)
+	r.fns[key] = fn
+	delete(r.versions, key)
+}
+
+// RegisterVersion is Register for an implementation that behaves like
+// the given release of the function ("v0.4.1"): a step whose Tag is a
+// version or constraint the release does not satisfy does not resolve to
+// it (see Resolve). A malformed version is an error matching
+// revision.ErrInvalid.
+func (r *Registry) RegisterVersion(name, version string, fn pipeline.Function) error {
+	v, err := parseVersion(version)
+	if err != nil {
+		return &ConstraintError{Constraint: version, Err: err}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	key := imageKey(name)
+	r.fns[key] = fn
+	r.versions[key] = v
+	return nil
 }
 
 // Names returns the registered names.
@@ -155,6 +186,17 @@ func matchAny(patterns []string, names ...string) bool {
 
 // Resolve implements pipeline.Resolver. It returns errors matching
 // pipeline.ErrNotFound and pipeline.ErrNotAllowed.
+//
+// A step's Tag (and, with Options.CheckImageTags, the image's own tag)
+// that is a version or a semver constraint ("v0.4.1", "v0.4", "~0.4",
+// "^0.4.1", ">=0.3, <1") is checked against the version of an
+// implementation registered with one (the builtins, RegisterVersion): a
+// release it does not satisfy gives a *VersionError, which matches
+// pipeline.ErrNotFound; a malformed constraint gives a *ConstraintError,
+// which matches revision.ErrInvalid. A bare or partial version is an
+// x-range ("v0.4" is 0.4.x), as in the Masterminds semver library kpt
+// uses. An empty tag, "latest" and other plain tags ("unstable") resolve
+// to any version.
 func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Function, error) {
 	switch {
 	case step.Image != "" && step.Exec != "":
@@ -170,7 +212,21 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 	}
 	r.mu.RLock()
 	fn, ok := r.fns[key]
+	version, versioned := r.versions[key]
 	r.mu.RUnlock()
+	tag := step.Tag
+	if tag == "" && r.opts.CheckImageTags {
+		tag = imageTag(step.Image)
+	}
+	if isVersionTag(tag) {
+		c, err := parseConstraint(strings.TrimSpace(tag))
+		if err != nil {
+			return nil, fmt.Errorf("function %q: %w", step.Image, err)
+		}
+		if ok && versioned && !c.check(version) {
+			return nil, &VersionError{Image: step.Image, Constraint: tag, Version: "v" + version.String()}
+		}
+	}
 	if !ok {
 		if !r.opts.Containers {
 			return nil, &NotFoundError{Image: step.Image}
@@ -198,6 +254,36 @@ func (e *NotFoundError) Error() string {
 
 // Is reports whether target is pipeline.ErrNotFound.
 func (e *NotFoundError) Is(target error) bool { return target == pipeline.ErrNotFound }
+
+// VersionError reports that the implementation of an image is a release
+// that does not satisfy the step's tag or constraint. It matches
+// pipeline.ErrNotFound.
+type VersionError struct {
+	Image      string
+	Constraint string
+	// Version is the release the available implementation behaves like.
+	Version string
+}
+
+// Error names the image, the constraint and the available version.
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("function %q: no implementation satisfies version %q (available: %s)", e.Image, e.Constraint, e.Version)
+}
+
+// Is reports whether target is pipeline.ErrNotFound.
+func (e *VersionError) Is(target error) bool { return target == pipeline.ErrNotFound }
+
+// imageTag returns the tag of an image reference, without digest; "" when
+// there is none.
+func imageTag(image string) string {
+	if at := strings.Index(image, "@"); at >= 0 {
+		image = image[:at]
+	}
+	if c := strings.LastIndex(image, ":"); c > strings.LastIndex(image, "/") {
+		return image[c+1:]
+	}
+	return ""
+}
 
 func (r *Registry) resolveExec(step pipeline.Step) (pipeline.Function, error) {
 	if !r.opts.AllowExec {

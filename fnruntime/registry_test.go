@@ -10,6 +10,7 @@ import (
 
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -123,5 +124,96 @@ func TestContainerFunction(t *testing.T) {
 	}
 	if len(rl.Items) != 1 {
 		t.Fatalf("items: %d", len(rl.Items))
+	}
+}
+
+func TestResolveVersionConstraints(t *testing.T) {
+	ctx := context.Background()
+	r := fnruntime.NewRegistry(nil)
+	if err := r.RegisterVersion("example.com/fns/mine", "v1.3.0", fnruntime.Builtins()["no-op"]); err != nil {
+		t.Fatal(err)
+	}
+	r.Register("example.com/fns/any", fnruntime.Builtins()["no-op"])
+	const ns = "ghcr.io/kptdev/krm-functions-catalog/set-namespace" // v0.4.1
+	for _, tc := range []struct {
+		image, tag string
+		want       error // nil, pipeline.ErrNotFound or revision.ErrInvalid
+	}{
+		{ns, "", nil},
+		{ns, "latest", nil},
+		{ns, "unstable", nil},
+		{ns, "v0.4.1", nil},
+		{ns, "v0.4", nil},
+		{ns, "~0.4", nil},
+		{ns, "^0.4.1", nil},
+		{ns, ">=0.3, <1", nil},
+		{ns, "v0.3 || v0.4", nil},
+		{ns, "v0.4.2", pipeline.ErrNotFound},
+		{ns, "^0.5", pipeline.ErrNotFound},
+		{ns, ">=1.0, <2", pipeline.ErrNotFound},
+		{ns, "~1.2", pipeline.ErrNotFound},
+		{ns, ">=", revision.ErrInvalid},
+		{ns, "v1.2.3.4", revision.ErrInvalid},
+		{ns + ":v0.1.5", "", nil}, // the image's own tag is not checked by default
+		{ns + ":v0.1.5", "^0.4", nil},
+		{ns + ":v0.4.1", "v0.3", pipeline.ErrNotFound}, // Tag overrides the image's tag
+		{"example.com/fns/mine:v1", "", nil},
+		{"example.com/fns/mine", "~1.3", nil},
+		{"example.com/fns/mine", "~1.2", pipeline.ErrNotFound},
+		{"example.com/fns/any", "v9.9.9", nil}, // registered without a version
+		{"example.com/fns/any", ">=", revision.ErrInvalid},
+		{"no-op", "v7", nil},
+	} {
+		_, err := r.Resolve(ctx, pipeline.Step{Image: tc.image, Tag: tc.tag})
+		switch {
+		case tc.want == nil && err != nil:
+			t.Errorf("%s tag %q: %v", tc.image, tc.tag, err)
+		case tc.want != nil && !errors.Is(err, tc.want):
+			t.Errorf("%s tag %q: got %v, want %v", tc.image, tc.tag, err, tc.want)
+		}
+	}
+
+	_, err := r.Resolve(ctx, pipeline.Step{Image: ns, Tag: "~1.2"})
+	var ve *fnruntime.VersionError
+	if !errors.As(err, &ve) || ve.Constraint != "~1.2" || ve.Version != "v0.4.1" || ve.Image != ns {
+		t.Errorf("VersionError fields: %#v", err)
+	}
+	for _, want := range []string{ns, "~1.2", "v0.4.1"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v does not name %q", err, want)
+		}
+	}
+	if err := r.RegisterVersion("bad", "one", fnruntime.Builtins()["no-op"]); !errors.Is(err, revision.ErrInvalid) {
+		t.Errorf("RegisterVersion with a malformed version: %v", err)
+	}
+}
+
+func TestResolveCheckImageTags(t *testing.T) {
+	ctx := context.Background()
+	r := fnruntime.NewRegistry(&fnruntime.Options{CheckImageTags: true})
+	for img, want := range map[string]error{
+		"gcr.io/kpt-fn/set-namespace:v0.4.1":      nil,
+		"gcr.io/kpt-fn/set-namespace:v0.4":        nil,
+		"gcr.io/kpt-fn/set-namespace:latest":      nil,
+		"gcr.io/kpt-fn/set-namespace":             nil,
+		"gcr.io/kpt-fn/set-namespace:v0.3.4":      pipeline.ErrNotFound,
+		"gcr.io/kpt-fn/set-namespace@sha256:0000": nil,
+	} {
+		_, err := r.Resolve(ctx, pipeline.Step{Image: img})
+		if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) {
+			t.Errorf("%s: got %v, want %v", img, err, want)
+		}
+	}
+}
+
+func TestBuiltinVersionsAreValid(t *testing.T) {
+	builtins := fnruntime.Builtins()
+	for name, v := range fnruntime.BuiltinVersions() {
+		if _, ok := builtins[name]; !ok {
+			t.Errorf("version for unknown builtin %q", name)
+		}
+		if err := fnruntime.NewRegistry(&fnruntime.Options{NoBuiltins: true}).RegisterVersion(name, v, builtins[name]); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
