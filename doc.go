@@ -37,8 +37,18 @@
 //   - repository/memrepo: a real in-memory backend for examples and tests.
 //   - repository/gitrepo: git through go-git, local, bare, in-memory or
 //     remote over https and ssh, in Porch's ref layout.
+//   - repository/ocirepo: OCI registries through go-containerregistry, a
+//     package revision as an image and lifecycle changes as tags.
 //   - repository/repotest: the conformance suite every backend passes, and
 //     Intercept for error injection in users' tests.
+//   - pipeline: the ResourceList, the Function, Pipeline and Resolver
+//     interfaces, and the Kptfile render with the semantics of kpt fn
+//     render; pipeline/pipelinetest tests functions against golden
+//     directories.
+//   - fnruntime: a Registry that resolves pipeline steps to builtin Go
+//     implementations of catalog functions, exec functions and container
+//     functions; fnruntime/celfn adds CEL conditions, inputs and
+//     validation.
 //
 // This package itself holds only aliases for the types most programs use
 // and [Open], which opens a repository from a Spec with the backends the

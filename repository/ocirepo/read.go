@@ -1,0 +1,474 @@
+package ocirepo
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"slices"
+	"strconv"
+	"sync"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// readConcurrency bounds the parallel manifest requests of one listing.
+const readConcurrency = 16
+
+// view is one revision as read: its meta and the record holding its
+// content.
+type view struct {
+	meta revision.Meta
+	rec  *record
+	repo name.Repository
+}
+
+// listTags returns the tags of repo, following Link-header pagination; a
+// repository that does not exist has none.
+func (r *Repository) listTags(ctx context.Context, repo name.Repository) ([]string, error) {
+	var tags []string
+	err := retry(ctx, func() (err error) { tags, err = r.puller.List(ctx, repo); return err })
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return tags, nil
+}
+
+// fetch returns the record tag points at in repo, or nil when the tag does
+// not exist or holds a manifest that is not ours. Manifests are cached by
+// digest: for a tag read before, a HEAD is the only request while its
+// digest stays the same; a tag never read is fetched with one GET.
+func (r *Repository) fetch(ctx context.Context, repo name.Repository, tag string) (*record, error) {
+	ref := r.tagRef(repo, tag)
+	r.mu.Lock()
+	_, seen := r.tagHints[ref.String()]
+	r.mu.Unlock()
+	if !seen {
+		return r.fetchManifest(ctx, ref)
+	}
+	var desc *v1.Descriptor
+	err := retry(ctx, func() (err error) { desc, err = r.puller.Head(ctx, ref); return err })
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	r.mu.Lock()
+	rec, ok := r.manifests[desc.Digest.String()]
+	r.mu.Unlock()
+	if ok {
+		return rec, nil
+	}
+	return r.fetchManifest(ctx, digestRef(repo, desc.Digest.String()))
+}
+
+// fetchManifest GETs and caches the manifest ref names.
+func (r *Repository) fetchManifest(ctx context.Context, ref name.Reference) (*record, error) {
+	var got *remote.Descriptor
+	err := retry(ctx, func() (err error) { got, err = r.puller.Get(ctx, ref); return err })
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	if descriptor(got.Manifest, got.MediaType).Digest != got.Digest {
+		return nil, nil // not what the registry says it is: ignore
+	}
+	rec, ok := parseRecord(got.Digest, got.Manifest)
+	if !ok {
+		return nil, nil
+	}
+	r.cache(rec)
+	if _, isTag := ref.(name.Tag); isTag {
+		r.mu.Lock()
+		if len(r.tagHints) > 200000 {
+			r.tagHints = map[string]struct{}{}
+		}
+		r.tagHints[ref.String()] = struct{}{}
+		r.mu.Unlock()
+	}
+	return rec, nil
+}
+
+func (r *Repository) cache(rec *record) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.manifests) > 200000 {
+		r.manifests = map[string]*record{}
+	}
+	r.manifests[rec.digest.String()] = rec
+}
+
+// packageState is what a package's tags say.
+type packageState struct {
+	tags       []string
+	published  map[int]*record // valid v<N>
+	deletion   map[int]*record // valid markers of published[N]
+	workspaces map[string]*record
+	maxNumber  int // highest N of any v<N> or marker tag
+}
+
+// readPackage reads every revision record of pkg: one tags list, then a
+// HEAD per tag (and a GET per manifest not yet cached), in parallel.
+func (r *Repository) readPackage(ctx context.Context, pkg string, repo name.Repository) (*packageState, error) {
+	tags, err := r.listTags(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	st := &packageState{tags: tags, published: map[int]*record{}, deletion: map[int]*record{}, workspaces: map[string]*record{}}
+	// Numbered tags first; then only the workspace tags that are not the
+	// alias of a published revision just read (a proposal being approved
+	// has a workspace tag of its own lifecycle and is read too).
+	var numbered, workspaces []string
+	for _, tag := range tags {
+		switch kind, n, _ := parseTag(tag); kind {
+		case tagPublished, tagDeletion:
+			st.maxNumber = max(st.maxNumber, n)
+			numbered = append(numbered, tag)
+		case tagWorkspace:
+			workspaces = append(workspaces, tag)
+		}
+	}
+	if err := r.fetchAll(ctx, pkg, repo, numbered, st); err != nil {
+		return nil, err
+	}
+	aliased := map[string]bool{}
+	for _, rec := range st.published {
+		aliased[workspaceTag(rec.workspace)] = true
+	}
+	workspaces = slices.DeleteFunc(workspaces, func(t string) bool { return aliased[t] })
+	if err := r.fetchAll(ctx, pkg, repo, workspaces, st); err != nil {
+		return nil, err
+	}
+	for n, marker := range st.deletion {
+		if p := st.published[n]; p == nil || marker.annotations[AnnotationMarks] != p.digest.String() {
+			delete(st.deletion, n)
+		}
+	}
+	return st, nil
+}
+
+// fetchAll reads tags into st, in parallel.
+func (r *Repository) fetchAll(ctx context.Context, pkg string, repo name.Repository, tags []string, st *packageState) error {
+	var mu sync.Mutex
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(readConcurrency)
+	for _, tag := range tags {
+		kind, n, ws := parseTag(tag)
+		g.Go(func() error {
+			rec, err := r.fetch(gctx, repo, tag)
+			if err != nil || !rec.valid(pkg, tag) {
+				return err
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			switch kind {
+			case tagPublished:
+				st.published[n] = rec
+			case tagDeletion:
+				st.deletion[n] = rec
+			case tagWorkspace:
+				st.workspaces[ws] = rec
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+// views returns the revisions of st in no particular order.
+func (r *Repository) views(pkg string, repo name.Repository, st *packageState) []view {
+	var out []view
+	publishedWS := map[string]bool{}
+	for n, rec := range st.published {
+		out = append(out, r.publishedView(pkg, repo, n, rec, st.deletion[n]))
+		publishedWS[rec.workspace] = true
+	}
+	for ws, rec := range st.workspaces {
+		if rec.lifecycle.IsPublished() || publishedWS[ws] {
+			continue // an alias, or a proposal whose approval is being finished
+		}
+		out = append(out, r.draftView(pkg, repo, rec))
+	}
+	return out
+}
+
+func (r *Repository) publishedView(pkg string, repo name.Repository, n int, rec, marker *record) view {
+	m := revision.Meta{
+		Key:         revision.Key{Repository: r.name, Package: pkg, Workspace: rec.workspace, Revision: n},
+		Lifecycle:   revision.LifecyclePublished,
+		Version:     rec.digest.String(),
+		PublishedBy: rec.publishedBy,
+		PublishedAt: rec.publishedAt,
+	}
+	if marker != nil {
+		m.Lifecycle = revision.LifecycleDeletionProposed
+		m.Version = marker.digest.String()
+	}
+	return view{meta: m, rec: rec, repo: repo}
+}
+
+func (r *Repository) draftView(pkg string, repo name.Repository, rec *record) view {
+	return view{meta: revision.Meta{
+		Key:       revision.Key{Repository: r.name, Package: pkg, Workspace: rec.workspace},
+		Lifecycle: rec.lifecycle,
+		Version:   rec.digest.String(),
+	}, rec: rec, repo: repo}
+}
+
+// packages lists the package paths of the repository from the registry
+// catalog, following Link-header pagination.
+func (r *Repository) packages(ctx context.Context) ([]string, error) {
+	entries, err := r.puller.Catalog(ctx, r.registry)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var out []string
+	for _, e := range entries {
+		if pkg := r.packageOf(e); pkg != "" {
+			out = append(out, pkg)
+		}
+	}
+	return out, nil
+}
+
+// List returns the revisions opts selects, in repository.SortRevisions
+// order. It reads the catalog (or only opts.Package's repository), the tag
+// lists and manifests, never a layer. Errors: ErrClosed, ErrUnavailable
+// when the registry fails or refuses the credentials, ctx's error.
+func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]revision.PackageRevision, error) {
+	const op = "list"
+	if err := r.enter(ctx, op, revision.Key{}); err != nil {
+		return nil, err
+	}
+	views, err := r.listViews(ctx, opts.Package)
+	if err != nil {
+		return nil, r.wrap(op, revision.Key{}, err)
+	}
+	var out []revision.PackageRevision
+	for _, v := range views {
+		if opts.Matches(v.meta) {
+			out = append(out, r.revisionOf(v))
+		}
+	}
+	repository.SortRevisions(out)
+	return out, nil
+}
+
+// listViews reads every revision of pkg, or of every package when pkg is
+// empty.
+func (r *Repository) listViews(ctx context.Context, pkg string) ([]view, error) {
+	var pkgs []string
+	if pkg != "" {
+		if revision.ValidatePackagePath(pkg) != nil {
+			return nil, nil
+		}
+		pkgs = []string{pkg}
+	} else {
+		var err error
+		if pkgs, err = r.packages(ctx); err != nil {
+			return nil, err
+		}
+	}
+	var mu sync.Mutex
+	var out []view
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for _, p := range pkgs {
+		g.Go(func() error {
+			repo, err := r.repoOf(p)
+			if err != nil {
+				return nil
+			}
+			st, err := r.readPackage(gctx, p, repo)
+			if err != nil {
+				return err
+			}
+			vs := r.views(p, repo, st)
+			mu.Lock()
+			out = append(out, vs...)
+			mu.Unlock()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Get returns the revision key selects: by number a HEAD of v<N> and of
+// its deletion marker, by workspace a HEAD of ws.<workspace> (plus the
+// tag list when it is a proposal, to see an approval being finished). It
+// never reads more than one package. Errors: ErrInvalidInput for a key
+// that selects nothing in particular, ErrNotFound, ErrClosed,
+// ErrUnavailable.
+func (r *Repository) Get(ctx context.Context, key revision.Key) (revision.PackageRevision, error) {
+	const op = "get"
+	if err := r.enter(ctx, op, key); err != nil {
+		return nil, err
+	}
+	v, err := r.lookup(ctx, key)
+	if err != nil {
+		return nil, r.wrap(op, key, err)
+	}
+	return r.revisionOf(*v), nil
+}
+
+// lookup finds the revision key selects, or fails with an error matching
+// ErrInvalidInput or ErrNotFound.
+func (r *Repository) lookup(ctx context.Context, key revision.Key) (*view, error) {
+	if err := key.ValidateLookup(); err != nil {
+		return nil, r.errorf("get", key, repository.ErrInvalidInput, "%w", err)
+	}
+	notFound := r.errorf("get", key, repository.ErrNotFound, "no revision matches")
+	if key.Repository != "" && key.Repository != r.name {
+		return nil, notFound
+	}
+	if key.Revision == revision.Placeholder || revision.ValidatePackagePath(key.Package) != nil {
+		return nil, notFound
+	}
+	repo, err := r.repoOf(key.Package)
+	if err != nil {
+		return nil, notFound
+	}
+	if key.Revision > 0 {
+		v, err := r.getPublished(ctx, key.Package, repo, key.Revision)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil || !key.Matches(v.meta.Key) {
+			return nil, notFound
+		}
+		return v, nil
+	}
+	rec, err := r.fetch(ctx, repo, workspaceTag(key.Workspace))
+	if err != nil {
+		return nil, err
+	}
+	if !rec.valid(key.Package, workspaceTag(key.Workspace)) {
+		return nil, notFound
+	}
+	switch rec.lifecycle {
+	case revision.LifecyclePublished:
+		v, err := r.getPublished(ctx, key.Package, repo, rec.revision)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil || v.meta.Key.Workspace != key.Workspace {
+			return nil, notFound
+		}
+		return v, nil
+	case revision.LifecycleProposed:
+		// An approval writes v<N> before it turns the workspace tag into
+		// an alias: the newest v<N> may already be this proposal.
+		tags, err := r.listTags(ctx, repo)
+		if err != nil {
+			return nil, err
+		}
+		if n := maxNumber(tags); n > 0 {
+			v, err := r.getPublished(ctx, key.Package, repo, n)
+			if err != nil {
+				return nil, err
+			}
+			if v != nil && v.meta.Key.Workspace == key.Workspace {
+				return v, nil
+			}
+		}
+	}
+	v := r.draftView(key.Package, repo, rec)
+	return &v, nil
+}
+
+func maxNumber(tags []string) int {
+	n := 0
+	for _, t := range tags {
+		if kind, m, _ := parseTag(t); kind == tagPublished || kind == tagDeletion {
+			n = max(n, m)
+		}
+	}
+	return n
+}
+
+// getPublished reads published revision n of pkg, or nil.
+func (r *Repository) getPublished(ctx context.Context, pkg string, repo name.Repository, n int) (*view, error) {
+	var rec, marker *record
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		var err error
+		rec, err = r.fetch(gctx, repo, publishedTag(n))
+		return err
+	})
+	g.Go(func() error {
+		var err error
+		marker, err = r.fetch(gctx, repo, deletionTag(n))
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if !rec.valid(pkg, publishedTag(n)) {
+		return nil, nil
+	}
+	if !marker.valid(pkg, deletionTag(n)) || marker.annotations[AnnotationMarks] != rec.digest.String() {
+		marker = nil
+	}
+	v := r.publishedView(pkg, repo, n, rec, marker)
+	return &v, nil
+}
+
+// revisionOf returns the PackageRevision of v, whose files are read from
+// its layer on first use.
+func (r *Repository) revisionOf(v view) revision.PackageRevision {
+	rec, repo := v.rec, v.repo
+	return revision.New(v.meta, func(ctx context.Context) (revision.Files, error) {
+		f, err := r.readLayer(ctx, repo, rec)
+		if err != nil {
+			return revision.Files{}, r.wrap("read files", v.meta.Key, err)
+		}
+		return f, nil
+	})
+}
+
+// readLayer fetches and safely decodes rec's layer.
+func (r *Repository) readLayer(ctx context.Context, repo name.Repository, rec *record) (revision.Files, error) {
+	d := rec.layer.Digest.String()
+	if rec.layer.Size > r.opts.MaxLayerSize {
+		return revision.Files{}, &LayerError{Digest: d, Reason: "compressed size " + strconv.FormatInt(rec.layer.Size, 10) + " exceeds the cap of " + strconv.FormatInt(r.opts.MaxLayerSize, 10)}
+	}
+	l, err := r.puller.Layer(ctx, digestRef(repo, d))
+	if err != nil {
+		return revision.Files{}, err
+	}
+	rc, err := l.Compressed()
+	if err != nil {
+		return revision.Files{}, err
+	}
+	defer rc.Close()
+	// Read the blob whole (bounded) so that its digest is verified before
+	// a byte of it is decoded.
+	raw, err := io.ReadAll(io.LimitReader(rc, r.opts.MaxLayerSize+1))
+	if err != nil {
+		return revision.Files{}, err
+	}
+	if int64(len(raw)) > r.opts.MaxLayerSize {
+		return revision.Files{}, &LayerError{Digest: d, Reason: "blob exceeds the cap of " + strconv.FormatInt(r.opts.MaxLayerSize, 10) + " bytes"}
+	}
+	if got := descriptor(raw, rec.layer.MediaType).Digest; got != rec.layer.Digest {
+		return revision.Files{}, &LayerError{Digest: d, Reason: "blob digest is " + got.String()}
+	}
+	return decodeLayer(bytes.NewReader(raw), d, limits{maxExpanded: r.opts.MaxExpandedSize, maxFiles: r.opts.MaxFiles})
+}
