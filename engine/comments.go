@@ -1,0 +1,112 @@
+package engine
+
+import (
+	"bytes"
+	"path"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/comments"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/configasdata/cad/revision"
+)
+
+// isKRMFile reports whether p may hold KRM resources whose comments are
+// carried over: YAML files and Kptfiles.
+func isKRMFile(p string) bool {
+	ext := path.Ext(p)
+	return ext == ".yaml" || ext == ".yml" || path.Base(p) == revision.KptfileName
+}
+
+// isYtt reports whether data is a ytt template, whose comments are code and
+// are never copied (as in Porch).
+func isYtt(data []byte) bool {
+	return bytes.Contains(data, []byte("#@")) || bytes.Contains(data, []byte("#!"))
+}
+
+// resourceID identifies a resource for comment matching: apiVersion, kind,
+// namespace and name.
+func resourceID(n *yaml.RNode) string {
+	m, err := n.GetMeta()
+	if err != nil || m.Kind == "" {
+		return ""
+	}
+	return strings.Join([]string{m.APIVersion, m.Kind, m.Namespace, m.Name}, "|")
+}
+
+// keepComments copies the comments of old's resources onto the matching
+// resources of next (same apiVersion, kind, namespace and name) where next
+// has none, as Porch does when a package's resources are replaced: clients
+// that round-trip resources through JSON lose their comments. A file of
+// next that is byte-identical to old's, fails to parse, or is a ytt
+// template is kept as is; a file is re-serialized only when one of its
+// resources regained a comment.
+func keepComments(old, next revision.Files) revision.Files {
+	var index map[string]*yaml.RNode // built on first need
+	out := next
+	for _, p := range next.Paths() {
+		data, _ := next.Get(p)
+		if !isKRMFile(p) || isYtt(data) {
+			continue
+		}
+		if prev, ok := old.Get(p); ok && bytes.Equal(prev, data) {
+			continue
+		}
+		nodes, err := kio.FromBytes(data)
+		if err != nil || len(nodes) == 0 {
+			continue
+		}
+		if index == nil {
+			index = indexResources(old)
+		}
+		changed := false
+		for _, n := range nodes {
+			from, ok := index[resourceID(n)]
+			if !ok {
+				continue
+			}
+			before := n.MustString()
+			if err := comments.CopyComments(from, n); err != nil {
+				continue
+			}
+			if n.MustString() != before {
+				changed = true
+			}
+		}
+		if !changed {
+			continue
+		}
+		s, err := kio.StringAll(nodes)
+		if err != nil {
+			continue
+		}
+		if f, err := out.With(p, []byte(s)); err == nil {
+			out = f
+		}
+	}
+	return out
+}
+
+// indexResources returns the resources of files' KRM files by resourceID.
+func indexResources(files revision.Files) map[string]*yaml.RNode {
+	index := map[string]*yaml.RNode{}
+	for _, p := range files.Paths() {
+		data, _ := files.Get(p)
+		if !isKRMFile(p) || isYtt(data) {
+			continue
+		}
+		nodes, err := kio.FromBytes(data)
+		if err != nil {
+			continue
+		}
+		for _, n := range nodes {
+			if id := resourceID(n); id != "" {
+				if _, dup := index[id]; !dup {
+					index[id] = n
+				}
+			}
+		}
+	}
+	return index
+}

@@ -1,0 +1,49 @@
+// Package engine is cad's concrete package engine: the operations Porch's
+// server performs on packages, as calls a Go program makes in-process.
+//
+// An [Engine] is built with [New] over a set of repositories the caller
+// provides ([Repositories]; [Repos] is a fixed map), an optional render
+// [github.com/configasdata/cad/pipeline.Pipeline], a logger and an author
+// identity. It offers:
+//
+//   - package operations: [Engine.Init] (a new package as kpt pkg init
+//     writes it), [Engine.Copy] (a new draft from a published revision of
+//     the same package) and [Engine.Update] (replace a draft's files, keeping
+//     their resources' comments, render, save);
+//   - lifecycle: [Engine.Propose], [Engine.Reject], [Engine.Approve] (which
+//     assigns the next revision number and refuses while a readiness gate is
+//     not satisfied), [Engine.ProposeDelete] and [Engine.Delete] (which
+//     refuses revisions named as upstream by others);
+//   - readiness: [Engine.SetReadinessGates] and [Engine.SetConditions] edit
+//     a draft's Kptfile (keeping its comments); [revision.PackageRevision]'s
+//     Info reads them back;
+//   - queries: [Engine.Get], [Engine.Latest], the latest published revision
+//     of a package (never the placeholder), and [Engine.Watch], a stream of
+//     changes across repositories.
+//
+// # Errors
+//
+// Errors wrap the repository package's sentinels (repository.ErrNotFound,
+// ErrAlreadyExists, ErrConflict, ErrImmutable, ErrInvalidTransition,
+// ErrInvalidInput), test them with errors.Is; each message names the
+// operation and the revision. Typed errors carry detail: *[GatesError]
+// (matching [ErrNotReady]), *[PlaceholderError] and *[ReferencedError]; a
+// failed render wraps the *pipeline.RenderError with its results.
+//
+// # Concurrency
+//
+// An Engine holds no mutable state and is safe for concurrent use. It takes
+// no locks: every write is a compare-and-swap in the repository against
+// what the operation read, so two writers never both succeed on the same
+// state, whether in one process or many. The loser gets an error matching
+// repository.ErrConflict; [RetryOnConflict] retries an operation for
+// callers who want that.
+//
+// # Atomicity
+//
+// Each operation makes at most one write, so on error the repository is as
+// it was: a failed render saves nothing, and Init and Copy render before
+// they create the draft. The one exception is Propose with a Pipeline,
+// which may save the re-rendered draft before it proposes it; if proposing
+// then fails, the revision is still a Draft, with rendered content.
+package engine

@@ -1,0 +1,147 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// Commit messages the engine writes, as Porch writes them.
+const (
+	MessageInit = "Creating new empty revision"
+	MessageCopy = "Creating new revision by copying previous revision"
+)
+
+// Repositories resolves the repositories an Engine may use. The caller
+// builds it; [Repos] is a ready-made implementation over a fixed set.
+// Implementations must be safe for concurrent use.
+type Repositories interface {
+	// Repository returns the repository called name, or an error matching
+	// repository.ErrNotFound when there is none.
+	Repository(ctx context.Context, name string) (repository.Repository, error)
+	// Names returns the names of every repository the engine may use. The
+	// engine searches them for upstream references before a delete.
+	Names(ctx context.Context) ([]string, error)
+}
+
+// Repos is a fixed set of repositories keyed by name. It must not be
+// modified while an Engine uses it.
+type Repos map[string]repository.Repository
+
+var _ Repositories = Repos(nil)
+
+// Repository returns r[name], or an *repository.Error matching
+// repository.ErrNotFound when r has no such repository.
+func (r Repos) Repository(_ context.Context, name string) (repository.Repository, error) {
+	if repo, ok := r[name]; ok && repo != nil {
+		return repo, nil
+	}
+	return nil, repository.Errorf("get repository", name, revision.Key{}, repository.ErrNotFound, "no repository %q", name)
+}
+
+// Names returns the names in r, sorted.
+func (r Repos) Names(context.Context) ([]string, error) {
+	names := make([]string, 0, len(r))
+	for n := range r {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// Options configure New. Every field but Repositories is optional.
+type Options struct {
+	// Repositories resolves repository names; required.
+	Repositories Repositories
+	// Pipeline renders a package on every save (Init, Copy, Update). Nil
+	// means packages are saved as given, without rendering.
+	Pipeline pipeline.Pipeline
+	// Logger receives debug records of the engine's writes. Nil means
+	// silent.
+	Logger *slog.Logger
+	// Now is the engine's clock, for the timestamps it records; default
+	// time.Now. (No operation of this version records one: publication
+	// times come from the repository.)
+	Now func() time.Time
+	// AuthorName and AuthorEmail identify the engine's commits and
+	// approvals; empty means each repository's configured author.
+	AuthorName, AuthorEmail string
+}
+
+func (o *Options) withDefaults() Options {
+	var out Options
+	if o != nil {
+		out = *o
+	}
+	if out.Logger == nil {
+		out.Logger = slog.New(slog.DiscardHandler)
+	}
+	if out.Now == nil {
+		out.Now = time.Now
+	}
+	return out
+}
+
+// Engine performs package operations and lifecycle changes over the
+// repositories of its Options. It keeps no state of its own between calls:
+// every operation reads the repository, and every write is the
+// repository's compare-and-swap, so any number of Engines, in one process
+// or many, may work on the same repositories. An Engine is safe for
+// concurrent use.
+type Engine struct {
+	opts Options
+}
+
+// New returns an Engine. It returns an error matching
+// repository.ErrInvalidInput when opts has no Repositories.
+func New(opts *Options) (*Engine, error) {
+	o := opts.withDefaults()
+	if o.Repositories == nil {
+		return nil, fmt.Errorf("engine: new: %w: Options.Repositories is required", repository.ErrInvalidInput)
+	}
+	return &Engine{opts: o}, nil
+}
+
+func (e *Engine) repo(ctx context.Context, op string, key revision.Key) (repository.Repository, error) {
+	r, err := e.opts.Repositories.Repository(ctx, key.Repository)
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
+	return r, nil
+}
+
+func (e *Engine) commitOptions(msg string) revision.CommitOptions {
+	return revision.CommitOptions{Message: msg, AuthorName: e.opts.AuthorName, AuthorEmail: e.opts.AuthorEmail}
+}
+
+func (e *Engine) updateOptions(version string) repository.UpdateOptions {
+	return repository.UpdateOptions{Version: version, AuthorName: e.opts.AuthorName, AuthorEmail: e.opts.AuthorEmail}
+}
+
+// render runs the pipeline over files. Without a pipeline it returns files.
+// On failure it returns the files the pipeline left (or files) and the
+// *pipeline.RenderError.
+func (e *Engine) render(ctx context.Context, files revision.Files) (revision.Files, error) {
+	if e.opts.Pipeline == nil {
+		return files, nil
+	}
+	out, err := e.opts.Pipeline.Render(ctx, files)
+	if err != nil {
+		var re *pipeline.RenderError
+		if errors.As(err, &re) && re.Output != nil && re.Output.Files.Len() > 0 {
+			return re.Output.Files, err
+		}
+		return files, err
+	}
+	if out == nil {
+		return files, nil
+	}
+	return out.Files, nil
+}

@@ -1,0 +1,321 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// get reads the revision key selects in repo.
+func (e *Engine) get(ctx context.Context, op, repo string, key revision.Key) (repository.Repository, revision.PackageRevision, error) {
+	key.Repository = repo
+	r, err := e.repo(ctx, op, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	pr, err := r.Get(ctx, key)
+	if err != nil {
+		return nil, nil, wrap(op, key, err)
+	}
+	return r, pr, nil
+}
+
+// move changes pr's lifecycle to to, guarded by the version read.
+func (e *Engine) move(ctx context.Context, op string, r repository.Repository, pr revision.PackageRevision, to revision.Lifecycle) (revision.PackageRevision, error) {
+	m := pr.Meta()
+	out, err := r.UpdateLifecycle(ctx, m.Key, to, e.updateOptions(m.Version))
+	if err != nil {
+		return nil, wrap(op, m.Key, err)
+	}
+	e.opts.Logger.DebugContext(ctx, op, "key", out.Meta().Key.String(), "from", string(m.Lifecycle), "to", string(to))
+	return out, nil
+}
+
+// transition reads key and moves it from lifecycle from to to.
+func (e *Engine) transition(ctx context.Context, op, repo string, key revision.Key, from, to revision.Lifecycle) (revision.PackageRevision, error) {
+	r, pr, err := e.get(ctx, op, repo, key)
+	if err != nil {
+		return nil, err
+	}
+	if l := pr.Meta().Lifecycle; l != from {
+		return nil, wrap(op, pr.Meta().Key, &revision.TransitionError{From: l, To: to})
+	}
+	return e.move(ctx, op, r, pr, to)
+}
+
+// Propose moves the Draft revision key selects to Proposed. When the
+// Engine has a Pipeline the draft is first re-rendered, as Porch does, and
+// saved if that changed it; a failed render leaves it a Draft, unchanged.
+//
+// Errors: repository.ErrNotFound, repository.ErrInvalidTransition when it is
+// not a Draft, repository.ErrConflict when it changed meanwhile, the
+// *pipeline.RenderError (errors.As) when the render fails.
+func (e *Engine) Propose(ctx context.Context, repo string, key revision.Key) (revision.PackageRevision, error) {
+	const op = "propose"
+	r, pr, err := e.get(ctx, op, repo, key)
+	if err != nil {
+		return nil, err
+	}
+	m := pr.Meta()
+	if m.Lifecycle != revision.LifecycleDraft {
+		return nil, wrap(op, m.Key, &revision.TransitionError{From: m.Lifecycle, To: revision.LifecycleProposed})
+	}
+	if e.opts.Pipeline != nil {
+		d, err := r.OpenDraft(ctx, m.Key)
+		if err != nil {
+			return nil, wrap(op, m.Key, err)
+		}
+		rendered, err := e.render(ctx, d.Files())
+		if err != nil {
+			return nil, wrap(op, m.Key, err)
+		}
+		if !rendered.Equal(d.Files()) {
+			d.SetFiles(rendered)
+			if pr, err = d.Commit(ctx, e.commitOptions("")); err != nil {
+				return nil, wrap(op, m.Key, err)
+			}
+		} else if d.Base().Version != m.Version {
+			return nil, repository.Errorf(op, repo, m.Key, repository.ErrConflict, "the draft changed while it was being proposed")
+		}
+	}
+	return e.move(ctx, op, r, pr, revision.LifecycleProposed)
+}
+
+// Reject moves a Proposed revision back to Draft, or a DeletionProposed
+// revision back to Published.
+//
+// Errors: repository.ErrNotFound, repository.ErrInvalidTransition for any
+// other lifecycle, repository.ErrConflict when it changed meanwhile.
+func (e *Engine) Reject(ctx context.Context, repo string, key revision.Key) (revision.PackageRevision, error) {
+	const op = "reject"
+	r, pr, err := e.get(ctx, op, repo, key)
+	if err != nil {
+		return nil, err
+	}
+	switch l := pr.Meta().Lifecycle; l {
+	case revision.LifecycleProposed:
+		return e.move(ctx, op, r, pr, revision.LifecycleDraft)
+	case revision.LifecycleDeletionProposed:
+		return e.move(ctx, op, r, pr, revision.LifecyclePublished)
+	default:
+		return nil, wrap(op, pr.Meta().Key, fmt.Errorf("%w: a %s revision cannot be rejected", repository.ErrInvalidTransition, l))
+	}
+}
+
+// Approve publishes the Proposed revision key selects: the repository gives
+// it the next revision number of its package in one atomic write, and the
+// returned revision has that number. Approval is refused while any
+// readiness gate of the revision (Kptfile info.readinessGates) lacks a
+// condition of that type with status True (Kptfile status.conditions).
+//
+// Errors: a *GatesError matching [ErrNotReady] naming the unsatisfied
+// gates; repository.ErrInvalidTransition when it is not Proposed;
+// repository.ErrNotFound; repository.ErrConflict when it changed since it
+// was read, or another approval took the number (retry with
+// [RetryOnConflict]); repository.ErrInvalidInput when its Kptfile does not
+// parse.
+func (e *Engine) Approve(ctx context.Context, repo string, key revision.Key) (revision.PackageRevision, error) {
+	const op = "approve"
+	r, pr, err := e.get(ctx, op, repo, key)
+	if err != nil {
+		return nil, err
+	}
+	m := pr.Meta()
+	if m.Lifecycle != revision.LifecycleProposed {
+		return nil, wrap(op, m.Key, &revision.TransitionError{From: m.Lifecycle, To: revision.LifecyclePublished})
+	}
+	info, err := pr.Info(ctx)
+	if err != nil {
+		return nil, wrap(op, m.Key, err)
+	}
+	if gates := unsatisfied(info); len(gates) > 0 {
+		return nil, &GatesError{Key: m.Key, Gates: gates}
+	}
+	return e.move(ctx, op, r, pr, revision.LifecyclePublished)
+}
+
+// unsatisfied returns the condition types of info's readiness gates whose
+// condition is missing or not True.
+func unsatisfied(info revision.Info) []string {
+	var out []string
+	for _, g := range info.ReadinessGates {
+		ok := false
+		for _, c := range info.Conditions {
+			if c.Type == g.ConditionType && c.Status == revision.ConditionTrue {
+				ok = true
+				break
+			}
+		}
+		if !ok && !slices.Contains(out, g.ConditionType) {
+			out = append(out, g.ConditionType)
+		}
+	}
+	return out
+}
+
+// ProposeDelete moves the Published revision key selects (the placeholder
+// included) to DeletionProposed.
+//
+// Errors: repository.ErrNotFound, repository.ErrInvalidTransition when it is
+// not Published, repository.ErrConflict when it changed meanwhile.
+func (e *Engine) ProposeDelete(ctx context.Context, repo string, key revision.Key) (revision.PackageRevision, error) {
+	return e.transition(ctx, "propose delete", repo, key, revision.LifecyclePublished, revision.LifecycleDeletionProposed)
+}
+
+// Delete removes the revision key selects. Drafts and proposals are deleted
+// directly; a published revision only after ProposeDelete. Deleting the
+// placeholder revision removes the package from the branch.
+//
+// A numbered published revision is not deleted while another revision, in
+// any repository of the Engine's Repositories, names it as upstream. The
+// check is deliberately simple: a non-placeholder revision names it when
+// its Kptfile upstreamLock.git (or, without a lock, upstream.git) has
+// directory equal to the package path and ref "<package>/v<N>", or when the
+// lock's commit equals the revision's Version. The repository URL is not
+// compared, so a same-named package elsewhere can block a delete; that errs
+// on the side of keeping data. It reads every revision's Kptfile.
+//
+// Errors: repository.ErrImmutable for a Published revision not proposed
+// for deletion; a *ReferencedError (matching repository.ErrImmutable) when
+// it is referenced; repository.ErrNotFound; repository.ErrConflict when it
+// changed meanwhile. A failure to read any repository during the upstream
+// check refuses the delete with that error.
+func (e *Engine) Delete(ctx context.Context, repo string, key revision.Key) error {
+	const op = "delete"
+	r, pr, err := e.get(ctx, op, repo, key)
+	if err != nil {
+		return err
+	}
+	m := pr.Meta()
+	if m.Lifecycle == revision.LifecyclePublished {
+		return repository.Errorf(op, repo, m.Key, repository.ErrImmutable,
+			"published package revisions must be proposed for deletion before they are deleted")
+	}
+	if m.Key.Revision > 0 {
+		by, err := e.referencedBy(ctx, m)
+		if err != nil {
+			return wrap(op, m.Key, err)
+		}
+		if len(by) > 0 {
+			return &ReferencedError{Key: m.Key, By: by}
+		}
+	}
+	if err := r.Delete(ctx, m.Key, e.updateOptions(m.Version)); err != nil {
+		return wrap(op, m.Key, err)
+	}
+	e.opts.Logger.DebugContext(ctx, "deleted", "key", m.Key.String())
+	return nil
+}
+
+// referencedBy returns the revisions that name target as upstream (see
+// Delete).
+func (e *Engine) referencedBy(ctx context.Context, target revision.Meta) ([]revision.Key, error) {
+	names, err := e.opts.Repositories.Names(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ref := target.Key.Package + "/v" + strconv.Itoa(target.Key.Revision)
+	var by []revision.Key
+	for _, name := range names {
+		r, err := e.opts.Repositories.Repository(ctx, name)
+		if err != nil {
+			return nil, err
+		}
+		revs, err := r.List(ctx, repository.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for _, pr := range revs {
+			m := pr.Meta()
+			if m.Key.IsPlaceholder() || (name == target.Key.Repository && m.Key == target.Key) {
+				continue
+			}
+			info, err := pr.Info(ctx)
+			if err != nil {
+				continue // an unparsable Kptfile names no upstream
+			}
+			if namesUpstream(info, target, ref) {
+				by = append(by, m.Key)
+			}
+		}
+	}
+	return by, nil
+}
+
+func namesUpstream(info revision.Info, target revision.Meta, ref string) bool {
+	var dir, gitRef string
+	switch {
+	case info.UpstreamLock != nil && info.UpstreamLock.Git != nil:
+		l := info.UpstreamLock.Git
+		if l.Commit != "" && l.Commit == target.Version {
+			return true
+		}
+		dir, gitRef = l.Directory, l.Ref
+	case info.Upstream != nil && info.Upstream.Git != nil:
+		dir, gitRef = info.Upstream.Git.Directory, info.Upstream.Git.Ref
+	default:
+		return false
+	}
+	dir = strings.Trim(path.Clean("/"+dir), "/")
+	return dir == target.Key.Package && gitRef == ref
+}
+
+// Latest returns the Published revision of package pkg in repo with the
+// highest revision number; the placeholder never counts. It returns an
+// error matching repository.ErrNotFound when there is none.
+func (e *Engine) Latest(ctx context.Context, repo, pkg string) (revision.PackageRevision, error) {
+	const op = "latest"
+	key := revision.Key{Repository: repo, Package: pkg}
+	r, err := e.repo(ctx, op, key)
+	if err != nil {
+		return nil, err
+	}
+	revs, err := r.List(ctx, repository.ListOptions{Package: pkg, Lifecycles: []revision.Lifecycle{revision.LifecyclePublished}})
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
+	var best revision.PackageRevision
+	for _, pr := range revs {
+		n := pr.Meta().Key.Revision
+		if n > 0 && (best == nil || n > best.Meta().Key.Revision) {
+			best = pr
+		}
+	}
+	if best == nil {
+		return nil, repository.Errorf(op, repo, key, repository.ErrNotFound, "package %q has no published revision", pkg)
+	}
+	return best, nil
+}
+
+// RetryOnConflict calls fn until it returns an error that does not match
+// repository.ErrConflict, or attempts calls have been made (at least one),
+// waiting a short, growing, jittered delay between calls. fn should re-read
+// what it changes, as every Engine method does. It returns fn's last
+// error, or ctx's error when ctx is done while waiting.
+func RetryOnConflict(ctx context.Context, attempts int, fn func() error) error {
+	delay := 5 * time.Millisecond
+	for i := 1; ; i++ {
+		err := fn()
+		if err == nil || !errors.Is(err, repository.ErrConflict) || i >= attempts {
+			return err
+		}
+		wait := delay/2 + rand.N(delay)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w (retry stopped: %w)", err, ctx.Err())
+		case <-t.C:
+		}
+		delay = min(2*delay, 500*time.Millisecond)
+	}
+}
