@@ -48,6 +48,7 @@ type Error struct {
 	Err  error
 }
 
+// Error returns the message, naming the offending value.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Op)

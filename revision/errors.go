@@ -22,6 +22,7 @@ type PathError struct {
 	Reason string // why it was refused
 }
 
+// Error returns the message, naming the offending value.
 func (e *PathError) Error() string {
 	return fmt.Sprintf("invalid package file path %q: %s", e.Path, e.Reason)
 }
@@ -37,6 +38,7 @@ type KeyError struct {
 	Reason string
 }
 
+// Error returns the message, naming the offending value.
 func (e *KeyError) Error() string {
 	return fmt.Sprintf("invalid %s %q: %s", e.Field, e.Value, e.Reason)
 }
@@ -50,6 +52,7 @@ type TransitionError struct {
 	From, To Lifecycle
 }
 
+// Error returns the message, naming the offending value.
 func (e *TransitionError) Error() string {
 	return fmt.Sprintf("invalid lifecycle transition from %q to %q", e.From, e.To)
 }
