@@ -10,6 +10,8 @@
 //     writes it), [Engine.Copy] (a new draft from a published revision of
 //     the same package) and [Engine.Update] (replace a draft's files, keeping
 //     their resources' comments, render, save);
+//   - [Engine.Clone]: a new package from an upstream [CloneSource], with Kptfile upstream, lock and merge keys;
+//   - [Engine.Upgrade]: a new draft three-way merging local with a new upstream (kpt's update strategies);
 //   - lifecycle: [Engine.Propose], [Engine.Reject], [Engine.Approve] (which
 //     assigns the next revision number and refuses while a readiness gate is
 //     not satisfied), [Engine.ProposeDelete] and [Engine.Delete] (which

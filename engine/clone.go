@@ -1,0 +1,283 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/configasdata/cad/internal/upstreamid"
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// MessageClone is the commit message of Clone, as Porch writes it.
+const MessageClone = "Creating new revision by cloning"
+
+// PackageContextFile is the file Clone generates in a deployment
+// repository (kpt's builtins/gen-pkg-context).
+const PackageContextFile = "package-context.yaml"
+
+// CloneSource is the upstream of Clone: exactly one field is set.
+type CloneSource struct {
+	// Revision is a published revision in a repository of the Engine's
+	// Repositories; Revision.Repository names that repository, empty
+	// meaning the target repository.
+	Revision *revision.Key
+	// Git is a package in a git repository the Engine does not manage,
+	// read with CloneOptions.Fetcher.
+	Git *GitUpstream
+}
+
+// GitUpstream is a package in a git repository: kpt's and Porch's
+// upstream git{repo, directory, ref}, plus credentials.
+type GitUpstream struct {
+	// Repo is the repository URL, as the fetcher understands it.
+	Repo string
+	// Directory is the package's directory in the repository; empty or
+	// "/" is the root.
+	Directory string
+	// Ref is a tag or branch, resolved as Porch does: "<Directory>/<Ref>"
+	// first (a package-scoped tag such as "net/istio/v1"), then Ref.
+	Ref string
+	// Auth is credentials for the fetcher, opaque to the engine (for
+	// gitrepo.Fetcher, a go-git transport.AuthMethod). Nil means the
+	// fetcher's default. It is never written to the package.
+	Auth any
+}
+
+// UpstreamFetcher reads a package from a git upstream for Clone.
+// repository/gitrepo.Fetcher implements it with go-git; the engine itself
+// speaks no git. Implementations must be safe for concurrent use.
+type UpstreamFetcher interface {
+	// Fetch returns the files of up.Directory at up.Ref (relative to the
+	// directory) and the commit they were read from. Errors should match
+	// repository.ErrNotFound when the ref or directory does not exist.
+	Fetch(ctx context.Context, up GitUpstream) (files revision.Files, commit string, err error)
+}
+
+// URLer is an optional interface of Repositories: URL returns the git URL
+// of the repository called name, or "" when it has none. Clone records it
+// as the upstream repo of a clone from that repository; without it the
+// repository name is recorded.
+type URLer interface {
+	URL(name string) string
+}
+
+// Deployer is an optional interface of Repositories: Deployment reports
+// whether the repository called name is a deployment repository (Porch's
+// Repository spec.deployment), into which Clone generates
+// package-context.yaml.
+type Deployer interface {
+	Deployment(name string) bool
+}
+
+// CloneOptions configure Clone.
+type CloneOptions struct {
+	// Fetcher reads a CloneSource.Git upstream; required for one.
+	Fetcher UpstreamFetcher
+	// ForDeployment generates package-context.yaml, as kpt pkg get
+	// --for-deployment does; it is also generated when the Engine's
+	// Repositories implement Deployer and report the target repository as
+	// a deployment repository.
+	ForDeployment bool
+	// Strategy is the Kptfile's upstream.updateStrategy; default
+	// resource-merge.
+	Strategy revision.UpdateStrategy
+}
+
+// Clone creates a new package as a draft in repository repo, with the
+// package path and workspace of key, from src, as Porch's clone task does:
+//
+//   - the content is the upstream's;
+//   - the Kptfile (created when the upstream has none) gets metadata.name
+//     the last element of the package path, upstream {type git, git{repo,
+//     directory, ref}, updateStrategy} and upstreamLock {type git,
+//     git{repo, directory, ref, commit}}; for a registered source repo is
+//     its URL when the Repositories implement [URLer], else its name,
+//     directory the package path, ref "<package>/v<N>" and commit the
+//     revision's Version; for a git source they are as given and the
+//     commit the fetcher read;
+//   - every KRM resource of a .yaml/.yml file other than a Kptfile, local
+//     config included, gets the annotation internal.kpt.dev/upstream-identifier
+//     "<group>|<kind>|<namespace or default>|<name>" and the comment
+//     "metadata: # kpt-merge: <namespace>/<name>", unless it has them (best
+//     effort: a file that does not parse is copied as is);
+//   - in a deployment repository (see [CloneOptions].ForDeployment and
+//     [Deployer]) package-context.yaml is (re)generated: ConfigMap
+//     kptfile.kpt.dev, local-config, data.name the package name.
+//
+// The content is rendered when the Engine has a Pipeline, then committed
+// with the message [MessageClone].
+//
+// Errors: a *PlaceholderError (matching repository.ErrInvalidInput) for the
+// placeholder revision as source; repository.ErrInvalidInput for a source
+// that is not Published or DeletionProposed, a CloneSource with not exactly
+// one field, a Git source without repo or ref or without a Fetcher, a bad
+// key or a nested package path; repository.ErrAlreadyExists when the package
+// already exists in repo (use Copy for a new revision); repository.ErrNotFound
+// for an unknown repository or source; a failed render returns the
+// *pipeline.RenderError (errors.As). On any error nothing is written.
+func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src CloneSource, opts CloneOptions) (revision.PackageRevision, error) {
+	const op = "clone"
+	key.Repository = repo
+	if err := key.ValidateNew(); err != nil {
+		return nil, wrap(op, key, err)
+	}
+	if (src.Revision == nil) == (src.Git == nil) {
+		return nil, invalid(op, key, "clone source must be exactly one of a registered revision and a git upstream")
+	}
+	r, err := e.repo(ctx, op, key)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkNewPackage(ctx, op, r, key); err != nil {
+		return nil, err
+	}
+	var (
+		files revision.Files
+		lock  revision.GitLock
+	)
+	if src.Revision != nil {
+		sk := *src.Revision
+		if sk.Repository == "" {
+			sk.Repository = repo
+		}
+		files, lock, err = e.fetchRevision(ctx, op, sk)
+	} else {
+		files, lock, err = fetchGit(ctx, op, key, *src.Git, opts.Fetcher)
+	}
+	if err != nil {
+		return nil, err
+	}
+	strategy := opts.Strategy
+	if strategy == "" {
+		strategy = revision.ResourceMerge
+	}
+	files, err = cloneFiles(key.Package, files, lock, strategy)
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
+	if opts.ForDeployment || e.deployment(repo) {
+		files, err = files.With(PackageContextFile, []byte(packageContextFor(path.Base(key.Package))))
+		if err != nil {
+			return nil, wrap(op, key, err)
+		}
+	}
+	files, err = e.render(ctx, files)
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
+	return e.create(ctx, op, r, key, files, MessageClone)
+}
+
+// fetchRevision reads the published revision src of a registered
+// repository and the lock that names it.
+func (e *Engine) fetchRevision(ctx context.Context, op string, src revision.Key) (revision.Files, revision.GitLock, error) {
+	if src.IsPlaceholder() {
+		return revision.Files{}, revision.GitLock{}, &PlaceholderError{Op: op, Key: src}
+	}
+	sr, err := e.repo(ctx, op, src)
+	if err != nil {
+		return revision.Files{}, revision.GitLock{}, err
+	}
+	pr, err := sr.Get(ctx, src)
+	if err != nil {
+		return revision.Files{}, revision.GitLock{}, wrap(op, src, err)
+	}
+	sm := pr.Meta()
+	if sm.Key.IsPlaceholder() {
+		return revision.Files{}, revision.GitLock{}, &PlaceholderError{Op: op, Key: sm.Key}
+	}
+	if !sm.Lifecycle.IsPublished() || sm.Key.Revision <= 0 {
+		return revision.Files{}, revision.GitLock{}, invalid(op, sm.Key, "source is %s; clone needs a published revision", sm.Lifecycle)
+	}
+	files, err := pr.Files(ctx)
+	if err != nil {
+		return revision.Files{}, revision.GitLock{}, wrap(op, sm.Key, err)
+	}
+	url := src.Repository
+	if u, ok := e.opts.Repositories.(URLer); ok {
+		if s := u.URL(src.Repository); s != "" {
+			url = s
+		}
+	}
+	return files, revision.GitLock{
+		Repo:      url,
+		Directory: sm.Key.Package,
+		Ref:       sm.Key.Package + "/v" + strconv.Itoa(sm.Key.Revision),
+		Commit:    sm.Version,
+	}, nil
+}
+
+// fetchGit reads up with f and returns the lock that names it.
+func fetchGit(ctx context.Context, op string, key revision.Key, up GitUpstream, f UpstreamFetcher) (revision.Files, revision.GitLock, error) {
+	switch {
+	case f == nil:
+		return revision.Files{}, revision.GitLock{}, invalid(op, key, "cloning from a git upstream needs CloneOptions.Fetcher")
+	case up.Repo == "" || up.Ref == "":
+		return revision.Files{}, revision.GitLock{}, invalid(op, key, "git upstream needs a repo and a ref")
+	}
+	files, commit, err := f.Fetch(ctx, up)
+	if err != nil {
+		return revision.Files{}, revision.GitLock{}, wrap(op, key, err)
+	}
+	if files.Len() == 0 {
+		return revision.Files{}, revision.GitLock{}, repository.Errorf(op, key.Repository, key, repository.ErrNotFound,
+			"no files in directory %q of %s at %q", up.Directory, up.Repo, up.Ref)
+	}
+	dir := up.Directory
+	if dir == "" {
+		dir = "/"
+	}
+	return files, revision.GitLock{Repo: up.Repo, Directory: dir, Ref: up.Ref, Commit: commit}, nil
+}
+
+func (e *Engine) deployment(repo string) bool {
+	d, ok := e.opts.Repositories.(Deployer)
+	return ok && d.Deployment(repo)
+}
+
+// cloneFiles rewrites upstream content for the package at pkgPath: the
+// Kptfile's name, upstream and lock, and the resources' merge keys.
+func cloneFiles(pkgPath string, files revision.Files, lock revision.GitLock, strategy revision.UpdateStrategy) (revision.Files, error) {
+	m := files.Map()
+	for p, data := range m {
+		if !upstreamid.IsResourceFile(p) {
+			continue
+		}
+		if out, changed, err := upstreamid.Stamp(data); err == nil && changed {
+			m[p] = out
+		}
+	}
+	kf := revision.NewKptfile("")
+	if data, ok := m[revision.KptfileName]; ok {
+		parsed, err := revision.ParseKptfile(data)
+		if err != nil {
+			return revision.Files{}, fmt.Errorf("%w: upstream Kptfile: %w", repository.ErrInvalidInput, err)
+		}
+		kf = parsed
+	}
+	kf.Metadata.Name = path.Base(pkgPath)
+	kf.Upstream = &revision.Upstream{
+		Type:           revision.GitOrigin,
+		Git:            &revision.Git{Repo: lock.Repo, Directory: lock.Directory, Ref: lock.Ref},
+		UpdateStrategy: strategy,
+	}
+	l := lock
+	kf.UpstreamLock = &revision.UpstreamLock{Type: revision.GitOrigin, Git: &l}
+	data, err := kf.Encode()
+	if err != nil {
+		return revision.Files{}, err
+	}
+	m[revision.KptfileName] = data
+	return revision.NewFiles(m)
+}
+
+// packageContextFor is the package-context.yaml of kpt's
+// builtins/gen-pkg-context for a package called name (a DNS label, so
+// plain YAML).
+func packageContextFor(name string) string {
+	return strings.Replace(packageContext, "name: example\n", "name: "+name+"\n", 1)
+}

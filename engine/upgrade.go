@@ -1,0 +1,193 @@
+package engine
+
+import (
+	"context"
+	"path"
+	"strconv"
+
+	"github.com/configasdata/cad/internal/update"
+	"github.com/configasdata/cad/revision"
+)
+
+// MessageUpgrade is the commit message of Upgrade, as Porch writes it.
+const MessageUpgrade = "Upgrading revision"
+
+// ErrLocalModified is matched (errors.Is) by the error Upgrade returns
+// with the fast-forward strategy when the local package differs from its
+// old upstream. The message lists the files, as kpt's does: "local package
+// files have been modified: [...]".
+var ErrLocalModified = update.ErrLocalModified
+
+// Ref names a published revision in one of the Engine's repositories.
+type Ref struct {
+	// Repository is the repository's name; when set it overrides
+	// Key.Repository.
+	Repository string
+	// Key selects the revision; it must be a numbered published revision.
+	Key revision.Key
+}
+
+func (r Ref) key() revision.Key {
+	k := r.Key
+	if r.Repository != "" {
+		k.Repository = r.Repository
+	}
+	return k
+}
+
+// Upgrade creates a new draft of the package of local, in repository repo
+// with the given workspace, that moves local from its upstream oldUpstream
+// to newUpstream, as Porch's upgrade task does:
+//
+//   - the content is the three-way merge of oldUpstream (original),
+//     newUpstream (updated) and local with strategy: resource-merge,
+//     fast-forward, force-delete-replace or copy-merge (empty means the
+//     local Kptfile's upstream.updateStrategy, else resource-merge). See
+//     kpt's pkg update; Kptfiles are merged keeping local metadata, with
+//     pipelines merged per function;
+//   - the Kptfile's upstream and upstreamLock then name newUpstream, as
+//     Clone writes them: repo the repository's URL when the Engine's
+//     Repositories have a URL(name) string method, else the local
+//     Kptfile's upstream repo when both upstreams are in one repository,
+//     else the repository name; directory the package path, ref
+//     "<package>/v<N>", commit the revision's Version; the local
+//     updateStrategy is kept (or set to strategy when it had none);
+//   - every resource gets kpt's merge keys again (the upstream-identifier
+//     annotation and kpt-merge comment) where it lacks them.
+//
+// The content is rendered when the Engine has a Pipeline, then committed
+// with the message [MessageUpgrade]. Upgrade makes one write: on any error
+// nothing is saved.
+//
+// Errors: a *PlaceholderError (matching repository.ErrInvalidInput) when
+// any of the three is a placeholder revision; repository.ErrInvalidInput
+// when one is not Published or DeletionProposed, for an unknown strategy
+// or a bad workspace; repository.ErrNotFound for an unknown repository or
+// revision; repository.ErrAlreadyExists when the workspace is taken; an
+// error matching [ErrLocalModified] for fast-forward over local changes; a
+// *pipeline.RenderError (errors.As) when the render fails.
+func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, oldUpstream, newUpstream Ref, workspace string, strategy revision.UpdateStrategy) (revision.PackageRevision, error) {
+	const op = "upgrade"
+	local.Repository = repo
+	switch strategy {
+	case "", revision.ResourceMerge, revision.FastForward, revision.ForceDeleteReplace, revision.CopyMerge:
+	default:
+		return nil, invalid(op, local, "unknown update strategy %q", strategy)
+	}
+	localMeta, localFiles, err := e.publishedFiles(ctx, op, local)
+	if err != nil {
+		return nil, err
+	}
+	_, oldFiles, err := e.publishedFiles(ctx, op, oldUpstream.key())
+	if err != nil {
+		return nil, err
+	}
+	newMeta, newFiles, err := e.publishedFiles(ctx, op, newUpstream.key())
+	if err != nil {
+		return nil, err
+	}
+	key := revision.Key{Repository: repo, Package: localMeta.Key.Package, Workspace: workspace}
+	if err := key.ValidateNew(); err != nil {
+		return nil, wrap(op, key, err)
+	}
+
+	var localKf *revision.Kptfile
+	if b, ok := localFiles.Get(revision.KptfileName); ok {
+		if localKf, err = revision.ParseKptfile(b); err != nil {
+			return nil, invalid(op, localMeta.Key, "local Kptfile: %v", err)
+		}
+	}
+	if strategy == "" {
+		strategy = revision.ResourceMerge
+		if localKf != nil && localKf.Upstream != nil && localKf.Upstream.UpdateStrategy != "" {
+			strategy = localKf.Upstream.UpdateStrategy
+		}
+	}
+	merged, err := update.Merge(oldFiles, newFiles, localFiles, strategy)
+	if err != nil {
+		return nil, wrap(op, localMeta.Key, err)
+	}
+	merged, err = e.setUpstream(merged, localKf, oldUpstream, newMeta, strategy)
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
+	if merged, err = update.AddMergeKeys(merged); err != nil {
+		return nil, wrap(op, key, err)
+	}
+	merged, err = e.render(ctx, merged)
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
+	r, err := e.repo(ctx, op, key)
+	if err != nil {
+		return nil, err
+	}
+	return e.create(ctx, op, r, key, merged, MessageUpgrade)
+}
+
+// publishedFiles reads the files of the numbered published revision key.
+func (e *Engine) publishedFiles(ctx context.Context, op string, key revision.Key) (revision.Meta, revision.Files, error) {
+	if key.IsPlaceholder() {
+		return revision.Meta{}, revision.Files{}, &PlaceholderError{Op: op, Key: key}
+	}
+	r, err := e.repo(ctx, op, key)
+	if err != nil {
+		return revision.Meta{}, revision.Files{}, err
+	}
+	pr, err := r.Get(ctx, key)
+	if err != nil {
+		return revision.Meta{}, revision.Files{}, wrap(op, key, err)
+	}
+	m := pr.Meta()
+	if m.Key.IsPlaceholder() {
+		return revision.Meta{}, revision.Files{}, &PlaceholderError{Op: op, Key: m.Key}
+	}
+	if !m.Lifecycle.IsPublished() || m.Key.Revision <= 0 {
+		return revision.Meta{}, revision.Files{}, invalid(op, m.Key, "revision is %s; upgrade needs published revisions", m.Lifecycle)
+	}
+	files, err := pr.Files(ctx)
+	if err != nil {
+		return revision.Meta{}, revision.Files{}, wrap(op, m.Key, err)
+	}
+	return m, files, nil
+}
+
+// setUpstream points the Kptfile of files at the published revision up.
+func (e *Engine) setUpstream(files revision.Files, localKf *revision.Kptfile, oldUpstream Ref, up revision.Meta, strategy revision.UpdateStrategy) (revision.Files, error) {
+	kf := revision.NewKptfile(path.Base(up.Key.Package))
+	if b, ok := files.Get(revision.KptfileName); ok {
+		parsed, err := revision.ParseKptfile(b)
+		if err != nil {
+			return revision.Files{}, err
+		}
+		kf = parsed
+	}
+	url := up.Key.Repository
+	if localKf != nil && localKf.Upstream != nil && localKf.Upstream.Git != nil &&
+		localKf.Upstream.Git.Repo != "" && oldUpstream.key().Repository == up.Key.Repository {
+		url = localKf.Upstream.Git.Repo
+	}
+	if u, ok := e.opts.Repositories.(interface{ URL(name string) string }); ok {
+		if s := u.URL(up.Key.Repository); s != "" {
+			url = s
+		}
+	}
+	ref := up.Key.Package + "/v" + strconv.Itoa(up.Key.Revision)
+	if localKf != nil && localKf.Upstream != nil && localKf.Upstream.UpdateStrategy != "" {
+		strategy = localKf.Upstream.UpdateStrategy
+	}
+	kf.Upstream = &revision.Upstream{
+		Type:           revision.GitOrigin,
+		Git:            &revision.Git{Repo: url, Directory: up.Key.Package, Ref: ref},
+		UpdateStrategy: strategy,
+	}
+	kf.UpstreamLock = &revision.UpstreamLock{
+		Type: revision.GitOrigin,
+		Git:  &revision.GitLock{Repo: url, Directory: up.Key.Package, Ref: ref, Commit: up.Version},
+	}
+	data, err := kf.Encode()
+	if err != nil {
+		return revision.Files{}, err
+	}
+	return files.With(revision.KptfileName, data)
+}

@@ -1,0 +1,110 @@
+// Package upstreamid stamps kpt's merge identity on KRM resources, as kpt
+// pkg get and Porch's clone do: the annotation
+// internal.kpt.dev/upstream-identifier "<group>|<kind>|<namespace or
+// default>|<name>" and the line comment "metadata: # kpt-merge:
+// <namespace>/<name>". Three-way merges (kpt pkg update, Porch upgrade) use
+// them to match a local resource to its upstream after a rename.
+//
+// Its functions are pure and safe for concurrent use.
+package upstreamid
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Annotation is the annotation that carries a resource's upstream identity.
+const Annotation = "internal.kpt.dev/upstream-identifier"
+
+// CommentPrefix starts the line comment kpt puts on a resource's metadata
+// key.
+const CommentPrefix = "kpt-merge:"
+
+// Identifier returns the upstream identifier of a resource:
+// "<group>|<kind>|<namespace>|<name>", with "default" for an empty
+// namespace and "" as the group of a core (v1) resource.
+func Identifier(apiVersion, kind, namespace, name string) string {
+	group, _, ok := strings.Cut(apiVersion, "/")
+	if !ok {
+		group = ""
+	}
+	if namespace == "" {
+		namespace = "default"
+	}
+	return group + "|" + kind + "|" + namespace + "|" + name
+}
+
+// IsResourceFile reports whether a package file at path holds KRM
+// resources that Stamp applies to: a .yaml or .yml file other than a
+// Kptfile, as kpt reads a package.
+func IsResourceFile(path string) bool {
+	base := path[strings.LastIndex(path, "/")+1:]
+	if base == "Kptfile" {
+		return false
+	}
+	return strings.HasSuffix(base, ".yaml") || strings.HasSuffix(base, ".yml")
+}
+
+// Stamp adds the upstream-identifier annotation and the kpt-merge comment
+// to every resource of the YAML stream data that has a kind and a name and
+// lacks them; Kptfiles are left alone, existing identities are kept (they
+// name the resource's original upstream). It reports whether anything
+// changed; when nothing did it returns data itself. A stream that does
+// not parse is an error, and the caller decides whether that matters (for
+// kpt and Porch it is best effort).
+func Stamp(data []byte) ([]byte, bool, error) {
+	var out bytes.Buffer
+	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(data), Writer: &out, PreserveSeqIndent: true, WrapBareSeqNode: true}
+	nodes, err := rw.Read()
+	if err != nil {
+		return nil, false, fmt.Errorf("upstreamid: %w", err)
+	}
+	changed := false
+	for _, n := range nodes {
+		c, err := stampNode(n)
+		if err != nil {
+			return nil, false, fmt.Errorf("upstreamid: %w", err)
+		}
+		changed = changed || c
+	}
+	if !changed {
+		return data, false, nil
+	}
+	if err := rw.Write(nodes); err != nil {
+		return nil, false, fmt.Errorf("upstreamid: %w", err)
+	}
+	return out.Bytes(), true, nil
+}
+
+func stampNode(n *yaml.RNode) (bool, error) {
+	if n.YNode().Kind != yaml.MappingNode {
+		return false, nil
+	}
+	meta, err := n.GetMeta()
+	if err != nil || meta.Kind == "" || meta.Name == "" {
+		return false, nil // not a resource with an identity: best effort
+	}
+	if meta.Kind == "Kptfile" && strings.HasPrefix(meta.APIVersion, "kpt.dev/") {
+		return false, nil
+	}
+	changed := false
+	if _, ok := meta.Annotations[Annotation]; !ok {
+		id := Identifier(meta.APIVersion, meta.Kind, meta.Namespace, meta.Name)
+		if err := n.PipeE(yaml.SetAnnotation(Annotation, id)); err != nil {
+			return false, err
+		}
+		changed = true
+	}
+	if mf := n.Field(yaml.MetadataField); mf != nil && mf.Key != nil {
+		key := mf.Key.YNode()
+		if !strings.Contains(key.LineComment, CommentPrefix) {
+			key.LineComment = fmt.Sprintf("# %s %s/%s", CommentPrefix, meta.Namespace, meta.Name)
+			changed = true
+		}
+	}
+	return changed, nil
+}

@@ -1,0 +1,82 @@
+package upstreamid_test
+
+import (
+	"testing"
+
+	"github.com/configasdata/cad/internal/upstreamid"
+)
+
+func TestStamp(t *testing.T) {
+	in := `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app
+  namespace: prod
+spec:
+  replicas: 1 # kept
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: cfg
+  annotations:
+    config.kubernetes.io/local-config: "true"
+data:
+  a: b
+`
+	want := `apiVersion: apps/v1
+kind: Deployment
+metadata: # kpt-merge: prod/app
+  name: app
+  namespace: prod
+  annotations:
+    internal.kpt.dev/upstream-identifier: 'apps|Deployment|prod|app'
+spec:
+  replicas: 1 # kept
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: # kpt-merge: /cfg
+  name: cfg
+  annotations:
+    config.kubernetes.io/local-config: "true"
+    internal.kpt.dev/upstream-identifier: '|ConfigMap|default|cfg'
+data:
+  a: b
+`
+	out, changed, err := upstreamid.Stamp([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !changed || string(out) != want {
+		t.Fatalf("changed %v, got:\n%s\nwant:\n%s", changed, out, want)
+	}
+	again, changed, err := upstreamid.Stamp(out)
+	if err != nil || changed || string(again) != string(out) {
+		t.Fatalf("second stamp changed %v err %v:\n%s", changed, err, again)
+	}
+}
+
+func TestStampKeepsExistingAndSkipsKptfile(t *testing.T) {
+	in := "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n"
+	out, changed, err := upstreamid.Stamp([]byte(in))
+	if err != nil || changed || string(out) != in {
+		t.Fatalf("Kptfile stamped: %v %v\n%s", changed, err, out)
+	}
+	in = "apiVersion: v1\nkind: ConfigMap\nmetadata: # kpt-merge: /old\n  name: new\n  annotations:\n    internal.kpt.dev/upstream-identifier: '|ConfigMap|default|old'\n"
+	out, changed, err = upstreamid.Stamp([]byte(in))
+	if err != nil || changed || string(out) != in {
+		t.Fatalf("existing identity changed: %v %v\n%s", changed, err, out)
+	}
+	if _, _, err := upstreamid.Stamp([]byte("a: [")); err == nil {
+		t.Fatal("bad YAML: no error")
+	}
+}
+
+func TestIsResourceFile(t *testing.T) {
+	for p, want := range map[string]bool{"a.yaml": true, "x/b.yml": true, "Kptfile": false, "sub/Kptfile": false, "README.md": false} {
+		if got := upstreamid.IsResourceFile(p); got != want {
+			t.Errorf("IsResourceFile(%q) = %v", p, got)
+		}
+	}
+}
