@@ -145,3 +145,12 @@ func (e *Engine) render(ctx context.Context, files revision.Files) (revision.Fil
 	}
 	return out.Files, nil
 }
+
+// contentID is what an upstream lock records for the revision m: the
+// backend's content id (a git commit) when it has one, else its Version.
+func contentID(m revision.Meta) string {
+	if m.Commit != "" {
+		return m.Commit
+	}
+	return m.Version
+}

@@ -256,7 +256,7 @@ func namesUpstream(info revision.Info, target revision.Meta, ref string) bool {
 	switch {
 	case info.UpstreamLock != nil && info.UpstreamLock.Git != nil:
 		l := info.UpstreamLock.Git
-		if l.Commit != "" && l.Commit == target.Version {
+		if l.Commit != "" && (l.Commit == contentID(target) || l.Commit == target.Version) {
 			return true
 		}
 		dir, gitRef = l.Directory, l.Ref

@@ -17,6 +17,11 @@ type Meta struct {
 	// content or lifecycle changes: the commit id in git, the manifest
 	// digest in OCI. Two reads with the same Version saw the same content.
 	Version string
+	// Commit is the id of the immutable content the revision points at,
+	// where the backend has one: the git commit id, the OCI manifest
+	// digest. Unlike Version it does not change with the lifecycle. It is
+	// what an upstream lock records ("" when the backend has none).
+	Commit string
 	// PublishedBy and PublishedAt are set for published revisions where
 	// the backend records them (the approving commit's author in git).
 	PublishedBy string

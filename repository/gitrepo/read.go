@@ -39,7 +39,7 @@ func (x *rev) version() string {
 }
 
 func (x *rev) meta() revision.Meta {
-	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: x.version()}
+	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: x.version(), Commit: x.commit.hash.String()}
 	if x.lifecycle.IsPublished() && !x.key.IsPlaceholder() {
 		m.PublishedBy = x.commit.author.Email
 		if m.PublishedBy == "" {

@@ -261,7 +261,8 @@ func (r *Repository) commit(ctx context.Context, base revision.Meta, files revis
 	case cur.meta.Lifecycle != revision.LifecycleDraft:
 		return nil, r.errorf("commit", key, repository.ErrConflict, "the revision is now %s", cur.meta.Lifecycle)
 	}
-	rec := &record{meta: revision.Meta{Key: key, Lifecycle: revision.LifecycleDraft, Version: r.nextVersion()}, files: files}
+	v := r.nextVersion()
+	rec := &record{meta: revision.Meta{Key: key, Lifecycle: revision.LifecycleDraft, Version: v, Commit: v}, files: files}
 	r.revs[id(key.Package, key.Workspace)] = rec
 	ev := repository.Modified
 	if !exists {
@@ -334,6 +335,7 @@ func (r *Repository) setBranch(pkg string, files revision.Files) {
 		Lifecycle: revision.LifecyclePublished,
 		Version:   r.nextVersion(),
 	}
+	meta.Commit = meta.Version
 	if existed {
 		meta.Lifecycle = old.meta.Lifecycle
 	}

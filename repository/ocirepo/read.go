@@ -208,6 +208,7 @@ func (r *Repository) publishedView(pkg string, repo name.Repository, n int, rec,
 		Key:         revision.Key{Repository: r.name, Package: pkg, Workspace: rec.workspace, Revision: n},
 		Lifecycle:   revision.LifecyclePublished,
 		Version:     rec.digest.String(),
+		Commit:      rec.digest.String(),
 		PublishedBy: rec.publishedBy,
 		PublishedAt: rec.publishedAt,
 	}
@@ -223,6 +224,7 @@ func (r *Repository) draftView(pkg string, repo name.Repository, rec *record) vi
 		Key:       revision.Key{Repository: r.name, Package: pkg, Workspace: rec.workspace},
 		Lifecycle: rec.lifecycle,
 		Version:   rec.digest.String(),
+		Commit:    rec.digest.String(),
 	}, rec: rec, repo: repo}
 }
 

@@ -429,6 +429,12 @@ func (s *suite) testLifecycle(t *testing.T) {
 	if !files(t, dp).Equal(files(t, pub)) {
 		t.Fatal("proposing deletion changed the content")
 	}
+	if dp.Meta().Version == pub.Meta().Version {
+		t.Fatal("proposing deletion kept the Version; it must change with the lifecycle")
+	}
+	if c := pub.Meta().Commit; c != "" && dp.Meta().Commit != c {
+		t.Fatalf("proposing deletion changed Meta.Commit from %q to %q; it names the content", c, dp.Meta().Commit)
+	}
 	move(t, r, revision.Key{Package: "p", Revision: 1}, revision.LifecyclePublished)
 	move(t, r, revision.Key{Package: "p", Revision: 1}, revision.LifecycleDeletionProposed)
 	if err := r.Delete(ctx(t), revision.Key{Package: "p", Revision: 1}, repository.UpdateOptions{}); err != nil {
