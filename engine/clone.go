@@ -97,7 +97,7 @@ type CloneOptions struct {
 //     git{repo, directory, ref, commit}}; for a registered source repo is
 //     its URL when the Repositories implement [URLer], else its name,
 //     directory the package path, ref "<package>/v<N>" and commit the
-//     revision's Version; for a git source they are as given and the
+//     revision's Meta.Commit (else Version); for a git source they are as given and the
 //     commit the fetcher read;
 //   - every KRM resource of a .yaml/.yml file other than a Kptfile, local
 //     config included, gets the annotation internal.kpt.dev/upstream-identifier
@@ -175,27 +175,9 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 // fetchRevision reads the published revision src of a registered
 // repository and the lock that names it.
 func (e *Engine) fetchRevision(ctx context.Context, op string, src revision.Key) (revision.Files, revision.GitLock, error) {
-	if src.IsPlaceholder() {
-		return revision.Files{}, revision.GitLock{}, &PlaceholderError{Op: op, Key: src}
-	}
-	sr, err := e.repo(ctx, op, src)
+	sm, files, err := e.publishedFiles(ctx, op, src)
 	if err != nil {
 		return revision.Files{}, revision.GitLock{}, err
-	}
-	pr, err := sr.Get(ctx, src)
-	if err != nil {
-		return revision.Files{}, revision.GitLock{}, wrap(op, src, err)
-	}
-	sm := pr.Meta()
-	if sm.Key.IsPlaceholder() {
-		return revision.Files{}, revision.GitLock{}, &PlaceholderError{Op: op, Key: sm.Key}
-	}
-	if !sm.Lifecycle.IsPublished() || sm.Key.Revision <= 0 {
-		return revision.Files{}, revision.GitLock{}, invalid(op, sm.Key, "source is %s; clone needs a published revision", sm.Lifecycle)
-	}
-	files, err := pr.Files(ctx)
-	if err != nil {
-		return revision.Files{}, revision.GitLock{}, wrap(op, sm.Key, err)
 	}
 	url := src.Repository
 	if u, ok := e.opts.Repositories.(URLer); ok {
@@ -207,7 +189,7 @@ func (e *Engine) fetchRevision(ctx context.Context, op string, src revision.Key)
 		Repo:      url,
 		Directory: sm.Key.Package,
 		Ref:       sm.Key.Package + "/v" + strconv.Itoa(sm.Key.Revision),
-		Commit:    sm.Version,
+		Commit:    contentID(sm),
 	}, nil
 }
 
@@ -242,15 +224,11 @@ func (e *Engine) deployment(repo string) bool {
 // cloneFiles rewrites upstream content for the package at pkgPath: the
 // Kptfile's name, upstream and lock, and the resources' merge keys.
 func cloneFiles(pkgPath string, files revision.Files, lock revision.GitLock, strategy revision.UpdateStrategy) (revision.Files, error) {
-	m := files.Map()
-	for p, data := range m {
-		if !upstreamid.IsResourceFile(p) {
-			continue
-		}
-		if out, changed, err := upstreamid.Stamp(data); err == nil && changed {
-			m[p] = out
-		}
+	files, err := upstreamid.StampFiles(files)
+	if err != nil {
+		return revision.Files{}, err
 	}
+	m := files.Map()
 	kf := revision.NewKptfile("")
 	if data, ok := m[revision.KptfileName]; ok {
 		parsed, err := revision.ParseKptfile(data)

@@ -144,12 +144,12 @@ func TestCloneRegistered(t *testing.T) {
 			if kf.Upstream == nil || kf.Upstream.Type != wantUp.Type || kf.Upstream.UpdateStrategy != wantUp.UpdateStrategy || *kf.Upstream.Git != *wantUp.Git {
 				t.Errorf("upstream %+v, want %+v", kf.Upstream, wantUp)
 			}
-			wantLock := revision.GitLock{Repo: upstreamURL, Directory: "net/istio", Ref: "net/istio/v1", Commit: v1.Meta().Version}
+			wantLock := revision.GitLock{Repo: upstreamURL, Directory: "net/istio", Ref: "net/istio/v1", Commit: v1.Meta().Commit}
 			if kf.UpstreamLock == nil || kf.UpstreamLock.Type != revision.GitOrigin || kf.UpstreamLock.Git == nil || *kf.UpstreamLock.Git != wantLock {
 				t.Errorf("upstreamLock %+v, want %+v", kf.UpstreamLock, wantLock)
 			}
 			info, err := pr.Info(ctx)
-			if err != nil || info.UpstreamLock == nil || info.UpstreamLock.Git.Commit != v1.Meta().Version {
+			if err != nil || info.UpstreamLock == nil || info.UpstreamLock.Git.Commit != v1.Meta().Commit {
 				t.Errorf("Info upstreamLock %+v, %v", info.UpstreamLock, err)
 			}
 
@@ -516,7 +516,7 @@ func TestCloneSameRepository(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if kf := kptfileOf(t, files(t, pr)); kf.UpstreamLock.Git.Commit != v1.Meta().Version || kf.Upstream.Git.Repo != upstreamURL {
+	if kf := kptfileOf(t, files(t, pr)); kf.UpstreamLock.Git.Commit != v1.Meta().Commit || kf.Upstream.Git.Repo != upstreamURL {
 		t.Errorf("lock %+v", kf.UpstreamLock.Git)
 	}
 }

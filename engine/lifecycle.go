@@ -180,7 +180,7 @@ func (e *Engine) ProposeDelete(ctx context.Context, repo string, key revision.Ke
 // check is deliberately simple: a non-placeholder revision names it when
 // its Kptfile upstreamLock.git (or, without a lock, upstream.git) has
 // directory equal to the package path and ref "<package>/v<N>", or when the
-// lock's commit equals the revision's Version. The repository URL is not
+// lock's commit equals the revision's Meta.Commit or Version. The repository URL is not
 // compared, so a same-named package elsewhere can block a delete; that errs
 // on the side of keeping data. It reads every revision's Kptfile.
 //

@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/configasdata/cad/internal/update"
+	"github.com/configasdata/cad/internal/upstreamid"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -50,7 +51,7 @@ func (r Ref) key() revision.Key {
 //     Repositories have a URL(name) string method, else the local
 //     Kptfile's upstream repo when both upstreams are in one repository,
 //     else the repository name; directory the package path, ref
-//     "<package>/v<N>", commit the revision's Version; the local
+//     "<package>/v<N>", commit the revision's Meta.Commit (else Version); the local
 //     updateStrategy is kept (or set to strategy when it had none);
 //   - every resource gets kpt's merge keys again (the upstream-identifier
 //     annotation and kpt-merge comment) where it lacks them.
@@ -111,7 +112,7 @@ func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, o
 	if err != nil {
 		return nil, wrap(op, key, err)
 	}
-	if merged, err = update.AddMergeKeys(merged); err != nil {
+	if merged, err = upstreamid.StampFiles(merged); err != nil {
 		return nil, wrap(op, key, err)
 	}
 	merged, err = e.render(ctx, merged)
@@ -125,7 +126,8 @@ func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, o
 	return e.create(ctx, op, r, key, merged, MessageUpgrade)
 }
 
-// publishedFiles reads the files of the numbered published revision key.
+// publishedFiles reads the files of the numbered published revision key of
+// a registered repository, for op (clone, upgrade).
 func (e *Engine) publishedFiles(ctx context.Context, op string, key revision.Key) (revision.Meta, revision.Files, error) {
 	if key.IsPlaceholder() {
 		return revision.Meta{}, revision.Files{}, &PlaceholderError{Op: op, Key: key}
@@ -143,7 +145,7 @@ func (e *Engine) publishedFiles(ctx context.Context, op string, key revision.Key
 		return revision.Meta{}, revision.Files{}, &PlaceholderError{Op: op, Key: m.Key}
 	}
 	if !m.Lifecycle.IsPublished() || m.Key.Revision <= 0 {
-		return revision.Meta{}, revision.Files{}, invalid(op, m.Key, "revision is %s; upgrade needs published revisions", m.Lifecycle)
+		return revision.Meta{}, revision.Files{}, invalid(op, m.Key, "revision is %s; %s needs a published revision", m.Lifecycle, op)
 	}
 	files, err := pr.Files(ctx)
 	if err != nil {
@@ -183,7 +185,7 @@ func (e *Engine) setUpstream(files revision.Files, localKf *revision.Kptfile, ol
 	}
 	kf.UpstreamLock = &revision.UpstreamLock{
 		Type: revision.GitOrigin,
-		Git:  &revision.GitLock{Repo: url, Directory: up.Key.Package, Ref: ref, Commit: up.Version},
+		Git:  &revision.GitLock{Repo: url, Directory: up.Key.Package, Ref: ref, Commit: contentID(up)},
 	}
 	data, err := kf.Encode()
 	if err != nil {

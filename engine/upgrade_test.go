@@ -9,7 +9,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/configasdata/cad/engine"
-	"github.com/configasdata/cad/internal/update"
+	"github.com/configasdata/cad/internal/upstreamid"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/memrepo"
 	"github.com/configasdata/cad/revision"
@@ -101,7 +101,7 @@ func newUpgFixture(t *testing.T) *upgFixture {
 	kf.Upstream = &revision.Upstream{Type: revision.GitOrigin,
 		Git: &revision.Git{Repo: "https://example.com/catalog.git", Directory: "basens", Ref: "basens/v1"}, UpdateStrategy: revision.ResourceMerge}
 	kf.UpstreamLock = &revision.UpstreamLock{Type: revision.GitOrigin,
-		Git: &revision.GitLock{Repo: "https://example.com/catalog.git", Directory: "basens", Ref: "basens/v1", Commit: f.v1.Meta().Version}}
+		Git: &revision.GitLock{Repo: "https://example.com/catalog.git", Directory: "basens", Ref: "basens/v1", Commit: f.v1.Meta().Commit}}
 	kfb, err := kf.Encode()
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestUpgradeResourceMerge(t *testing.T) {
 	}
 	if kf.Metadata.Name != "backend" || kf.Upstream == nil || kf.Upstream.Git.Ref != "basens/v2" ||
 		kf.Upstream.Git.Repo != "https://example.com/catalog.git" || kf.Upstream.UpdateStrategy != revision.ResourceMerge ||
-		kf.UpstreamLock == nil || kf.UpstreamLock.Git.Commit != f.v2.Meta().Version || kf.UpstreamLock.Git.Ref != "basens/v2" {
+		kf.UpstreamLock == nil || kf.UpstreamLock.Git.Commit != f.v2.Meta().Commit || kf.UpstreamLock.Git.Ref != "basens/v2" {
 		t.Errorf("Kptfile:\n%s", kfb)
 	}
 }
@@ -203,13 +203,13 @@ func TestUpgradeStrategies(t *testing.T) {
 
 	// An unmodified clone (merge keys added, Kptfile renamed and locked)
 	// fast-forwards.
-	pristine, err := update.AddMergeKeys(files(t, f.v1))
+	pristine, err := upstreamid.StampFiles(files(t, f.v1))
 	if err != nil {
 		t.Fatal(err)
 	}
 	kf := revision.NewKptfile("pristine")
 	kf.Info = &revision.PackageInfo{Description: "namespace blueprint"}
-	kf.UpstreamLock = &revision.UpstreamLock{Type: revision.GitOrigin, Git: &revision.GitLock{Commit: f.v1.Meta().Version}}
+	kf.UpstreamLock = &revision.UpstreamLock{Type: revision.GitOrigin, Git: &revision.GitLock{Commit: f.v1.Meta().Commit}}
 	kfb, err := kf.Encode()
 	if err != nil {
 		t.Fatal(err)

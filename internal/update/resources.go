@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"path"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,17 +15,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 	"sigs.k8s.io/kustomize/kyaml/yaml/walk"
 
-	"github.com/configasdata/cad/revision"
+	"github.com/configasdata/cad/internal/upstreamid"
 )
-
-// UpstreamIdentifierAnnotation records a resource's identity in its
-// upstream, "group|kind|namespace|name", so that a locally renamed or
-// re-namespaced resource still matches its upstream copy.
-const UpstreamIdentifierAnnotation = "internal.kpt.dev/upstream-identifier"
-
-// mergeCommentPrefix starts the line comment on a resource's metadata key
-// that records its upstream namespace and name: "kpt-merge: ns/name".
-const mergeCommentPrefix = "kpt-merge:"
 
 // bookkeeping are the annotations that kyaml and this package add while
 // merging; they are ignored when resources are compared.
@@ -39,16 +29,6 @@ var bookkeeping = []string{
 	kioutil.LegacyIdAnnotation, //nolint:staticcheck // set by kyaml readers
 	kioutil.SeqIndentAnnotation,
 	kioutil.InternalAnnotationsMigrationResourceIDAnnotation,
-}
-
-// isKRMPath reports whether p holds KRM resources for the merge: *.yaml
-// and *.yml files other than Kptfiles (kpt treats .json as non-KRM here).
-func isKRMPath(p string) bool {
-	if path.Base(p) == revision.KptfileName {
-		return false
-	}
-	ext := path.Ext(p)
-	return ext == ".yaml" || ext == ".yml"
 }
 
 // readResources parses data as KRM resources of file p. ok is false when
@@ -98,7 +78,7 @@ func identity(n *yaml.RNode) string {
 		group = ""
 	}
 	kind, ns, name := n.GetKind(), n.GetNamespace(), n.GetName()
-	if id, ok := n.GetAnnotations()[UpstreamIdentifierAnnotation]; ok {
+	if id, ok := n.GetAnnotations()[upstreamid.Annotation]; ok {
 		if parts := strings.Split(id, "|"); len(parts) == 4 {
 			group, kind, ns, name = parts[0], parts[1], parts[2], parts[3]
 		}
@@ -119,7 +99,7 @@ func mergeComment(n *yaml.RNode) (ns, name string, ok bool) {
 		return "", "", false
 	}
 	c := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(f.Key.YNode().LineComment), "#"))
-	rest, found := strings.CutPrefix(c, mergeCommentPrefix)
+	rest, found := strings.CutPrefix(c, upstreamid.CommentPrefix)
 	if !found {
 		return "", "", false
 	}

@@ -19,6 +19,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/configasdata/cad/internal/upstreamid"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -167,7 +168,7 @@ func resourceMerge(original, updated, local revision.Files) (revision.Files, err
 		if isKptfile(p) {
 			continue
 		}
-		ok := isKRMPath(p)
+		ok := upstreamid.IsResourceFile(p)
 		var nodes [3][]*yaml.RNode
 		for i, t := range trees {
 			if !ok {
@@ -244,16 +245,7 @@ func mergeOther(out map[string][]byte, p string, original, updated, local revisi
 
 // replace is force-delete-replace: the updated files with merged Kptfiles.
 func replace(original, updated, local revision.Files) (revision.Files, error) {
-	out := map[string][]byte{}
-	for _, p := range updated.Paths() {
-		if !isKptfile(p) {
-			out[p], _ = updated.Get(p)
-		}
-	}
-	if err := mergeKptfiles(out, original, updated, local); err != nil {
-		return revision.Files{}, err
-	}
-	return revision.NewFiles(out)
+	return overlay(map[string][]byte{}, original, updated, local)
 }
 
 // copyMerge copies updated over local and removes files that upstream
@@ -265,6 +257,12 @@ func copyMerge(original, updated, local revision.Files) (revision.Files, error) 
 			delete(out, p)
 		}
 	}
+	return overlay(out, original, updated, local)
+}
+
+// overlay copies the updated files other than Kptfiles into out and merges
+// the Kptfiles of the three trees there.
+func overlay(out map[string][]byte, original, updated, local revision.Files) (revision.Files, error) {
 	for _, p := range updated.Paths() {
 		if !isKptfile(p) {
 			out[p], _ = updated.Get(p)
@@ -282,10 +280,10 @@ func copyMerge(original, updated, local revision.Files) (revision.Files, error) 
 // metadata.name, upstream, upstreamLock and status; a local root Kptfile
 // with nothing else set is no change when original has none.
 func modified(original, local revision.Files) ([]string, error) {
-	if o, err := AddMergeKeys(original); err == nil {
+	if o, err := upstreamid.StampFiles(original); err == nil {
 		original = o
 	}
-	if l, err := AddMergeKeys(local); err == nil {
+	if l, err := upstreamid.StampFiles(local); err == nil {
 		local = l
 	}
 	var paths []string

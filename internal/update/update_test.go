@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/configasdata/cad/internal/upstreamid"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -90,7 +91,7 @@ func readMergeTestResources(t *testing.T, p string) map[string][]byte {
 func findResource(t *testing.T, files revision.Files, kind, name string) *yaml.RNode {
 	t.Helper()
 	for _, p := range files.Paths() {
-		if !isKRMPath(p) {
+		if !upstreamid.IsResourceFile(p) {
 			continue
 		}
 		b, _ := files.Get(p)
@@ -193,13 +194,21 @@ func TestMerge3Fixtures(t *testing.T) {
 	}
 }
 
-func TestKeepTaggedNull(t *testing.T) {
-	dir := filepath.Join(conformanceDir(t), "kpt", "pkg", "lib", "update", "testdata", "keep-tagged-null")
-	got, err := Merge(readTree(t, filepath.Join(dir, "origin")), readTree(t, filepath.Join(dir, "updated")),
-		readTree(t, filepath.Join(dir, "dest")), revision.ResourceMerge)
+// mergeDirs resource-merges the fixture trees original, updated and local
+// below dir.
+func mergeDirs(t *testing.T, dir, original, updated, local string) revision.Files {
+	t.Helper()
+	got, err := Merge(readTree(t, filepath.Join(dir, original)), readTree(t, filepath.Join(dir, updated)),
+		readTree(t, filepath.Join(dir, local)), revision.ResourceMerge)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return got
+}
+
+func TestKeepTaggedNull(t *testing.T) {
+	dir := filepath.Join(conformanceDir(t), "kpt", "pkg", "lib", "update", "testdata", "keep-tagged-null")
+	got := mergeDirs(t, dir, "origin", "updated", "dest")
 	want, _ := os.ReadFile(filepath.Join(dir, "expected", "configmap.yaml"))
 	g, _ := got.Get("configmap.yaml")
 	if !bytes.Equal(g, want) {
@@ -209,11 +218,7 @@ func TestKeepTaggedNull(t *testing.T) {
 
 func TestPorchUpdateFixture(t *testing.T) {
 	dir := filepath.Join(conformanceDir(t), "kpt-history", "porch", "pkg", "engine", "testdata", "update")
-	got, err := Merge(readTree(t, filepath.Join(dir, "original")), readTree(t, filepath.Join(dir, "upstream")),
-		readTree(t, filepath.Join(dir, "local")), revision.ResourceMerge)
-	if err != nil {
-		t.Fatal(err)
-	}
+	got := mergeDirs(t, dir, "original", "upstream", "local")
 	want := readTree(t, filepath.Join(dir, "updated"))
 	if !reflect.DeepEqual(got.Paths(), want.Paths()) {
 		t.Errorf("paths = %v, want %v", got.Paths(), want.Paths())
@@ -234,7 +239,7 @@ func TestPorchUpdateFixture(t *testing.T) {
 // file, as kpt's Diff does, and re-encodes KRM files with merge keys.
 func normalize(t *testing.T, f revision.Files) map[string]string {
 	t.Helper()
-	f, err := AddMergeKeys(f)
+	f, err := upstreamid.StampFiles(f)
 	if err != nil {
 		t.Fatal(err)
 	}

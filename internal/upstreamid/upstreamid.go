@@ -15,6 +15,8 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/configasdata/cad/revision"
 )
 
 // Annotation is the annotation that carries a resource's upstream identity.
@@ -78,6 +80,23 @@ func Stamp(data []byte) ([]byte, bool, error) {
 		return nil, false, fmt.Errorf("upstreamid: %w", err)
 	}
 	return out.Bytes(), true, nil
+}
+
+// StampFiles returns files with Stamp applied to every resource file (see
+// IsResourceFile), as kpt does after pkg get and pkg update and Porch does
+// after clone and upgrade. It is best effort: a file that does not parse
+// is left as it is.
+func StampFiles(files revision.Files) (revision.Files, error) {
+	out := files.Map()
+	for p, data := range out {
+		if !IsResourceFile(p) {
+			continue
+		}
+		if stamped, changed, err := Stamp(data); err == nil && changed {
+			out[p] = stamped
+		}
+	}
+	return revision.NewFiles(out)
 }
 
 func stampNode(n *yaml.RNode) (bool, error) {

@@ -1,9 +1,11 @@
 package upstreamid_test
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/configasdata/cad/internal/upstreamid"
+	"github.com/configasdata/cad/revision"
 )
 
 func TestStamp(t *testing.T) {
@@ -79,4 +81,47 @@ func TestIsResourceFile(t *testing.T) {
 			t.Errorf("IsResourceFile(%q) = %v", p, got)
 		}
 	}
+}
+
+// TestStampFiles covers a package as clone and upgrade (and the update
+// package's diff) stamp it: resource files get identities, everything else
+// is kept byte for byte.
+func TestStampFiles(t *testing.T) {
+	in := map[string]string{
+		"Kptfile":      "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: pkg\n",
+		"README.md":    "kind: ConfigMap\nmetadata:\n  name: doc\n",
+		"bad.yaml":     "a: [",
+		"notkrm.yml":   "just: values\n",
+		"sub/svc.yml":  "apiVersion: v1\nkind: Service\nmetadata:\n  name: svc\n  namespace: ns\n",
+		"stamped.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: # kpt-merge: /old\n  name: new\n  annotations:\n    internal.kpt.dev/upstream-identifier: '|ConfigMap|default|old'\n",
+	}
+	files, err := revision.NewFiles(toBytes(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := upstreamid.StampFiles(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := maps.Clone(in)
+	want["sub/svc.yml"] = "apiVersion: v1\nkind: Service\nmetadata: # kpt-merge: ns/svc\n  name: svc\n  namespace: ns\n" +
+		"  annotations:\n    internal.kpt.dev/upstream-identifier: '|Service|ns|svc'\n"
+	if got := out.Strings(); !maps.Equal(got, want) {
+		t.Fatalf("got %q\nwant %q", got, want)
+	}
+	if got := files.Strings(); !maps.Equal(got, in) {
+		t.Fatalf("input modified: %q", got)
+	}
+	again, err := upstreamid.StampFiles(out)
+	if err != nil || !maps.Equal(again.Strings(), want) {
+		t.Fatalf("second stamp (%v): %q", err, again.Strings())
+	}
+}
+
+func toBytes(m map[string]string) map[string][]byte {
+	out := make(map[string][]byte, len(m))
+	for k, v := range m {
+		out[k] = []byte(v)
+	}
+	return out
 }
