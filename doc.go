@@ -49,6 +49,10 @@
 //     implementations of catalog functions, exec functions and container
 //     functions; fnruntime/celfn adds CEL conditions, inputs and
 //     validation.
+//   - engine: the concrete *engine.Engine over any set of repositories:
+//     init, clone, copy, upgrade (three-way merge), edit with render,
+//     propose, approve (with readiness gates), reject, propose deletion,
+//     delete, latest.
 //
 // This package itself holds only aliases for the types most programs use
 // and [Open], which opens a repository from a Spec with the backends the
