@@ -140,7 +140,7 @@ func startDistribution(t testing.TB) *distribution {
 		} else if os.Getenv("CI") == "" {
 			t.Skip("docker-registry (the CNCF distribution registry) is not installed: apt-get install docker-registry; set CI=true to make this a failure")
 		} else {
-			t.Fatal("docker-registry is not installed and CI is set: install it (apt-get install docker-registry, as test.sh does)")
+			t.Fatal("docker-registry is not installed and CI is set: install it (apt-get install docker-registry, as scripts/install-test-deps.sh does)")
 		}
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")

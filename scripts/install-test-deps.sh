@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs what cad's tests need when it is missing: git with
+# git-http-backend (a real git server on loopback and an independent
+# witness) and the CNCF distribution registry (docker-registry, started by
+# the ocirepo tests on loopback with their own config). Needs root to
+# install; does nothing when both are present.
+set -euo pipefail
+log() { printf '==> %s\n' "$*"; }
+
+need_apt=()
+command -v git >/dev/null 2>&1 || need_apt+=(git)
+if command -v git >/dev/null 2>&1 && [ ! -x "$(git --exec-path)/git-http-backend" ]; then
+	need_apt+=(git)
+fi
+# The CNCF distribution registry, started by the ocirepo tests on loopback
+# with their own config; its Debian service is not needed and not started.
+command -v docker-registry >/dev/null 2>&1 || [ -x /usr/bin/docker-registry ] || need_apt+=(docker-registry)
+if [ ${#need_apt[@]} -gt 0 ]; then
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "install-test-deps: missing ${need_apt[*]}; install it (apt-get install ${need_apt[*]})" >&2
+		exit 1
+	fi
+	log "installing ${need_apt[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# Keep package services (docker-registry's) from being started: the
+	# tests run their own registry. policy-rc.d exit 101 = "not allowed".
+	policy_rc=""
+	if [ ! -e /usr/sbin/policy-rc.d ]; then
+		policy_rc=/usr/sbin/policy-rc.d
+		printf '#!/bin/sh\nexit 101\n' >"$policy_rc" && chmod +x "$policy_rc"
+	fi
+	apt-get install -y -qq "${need_apt[@]}" >/dev/null
+	[ -z "$policy_rc" ] || rm -f "$policy_rc"
+fi
