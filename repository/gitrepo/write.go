@@ -215,17 +215,9 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 	expected := opts.Version
 	var result *rev
 	err := r.update(ctx, func(v *view) (*txn, error) {
-		x, err := r.resolve(v, key)
+		x, err := r.resolveAt(v, op, key, &expected)
 		if err != nil {
-			if expected != "" && isNotFound(err) {
-				return nil, r.errorf(op, key, repository.ErrConflict, "revision %s changed since version %s: %w", keyString(key), expected, err)
-			}
 			return nil, err
-		}
-		if expected == "" {
-			expected = x.version()
-		} else if x.version() != expected {
-			return nil, r.errorf(op, x.key, repository.ErrConflict, "revision changed since version %s", expected)
 		}
 		if err := revision.CheckTransition(x.lifecycle, to); err != nil {
 			return nil, r.errorf(op, x.key, repository.ErrInvalidTransition, "%w", err)
@@ -357,17 +349,9 @@ func (r *Repository) Delete(ctx context.Context, key revision.Key, opts reposito
 	}
 	expected := opts.Version
 	err := r.update(ctx, func(v *view) (*txn, error) {
-		x, err := r.resolve(v, key)
+		x, err := r.resolveAt(v, op, key, &expected)
 		if err != nil {
-			if expected != "" && isNotFound(err) {
-				return nil, r.errorf(op, key, repository.ErrConflict, "revision %s changed since version %s: %w", keyString(key), expected, err)
-			}
 			return nil, err
-		}
-		if expected == "" {
-			expected = x.version()
-		} else if x.version() != expected {
-			return nil, r.errorf(op, x.key, repository.ErrConflict, "revision changed since version %s", expected)
 		}
 		t := &txn{}
 		switch x.lifecycle {
@@ -402,3 +386,23 @@ func (r *Repository) Delete(ctx context.Context, key revision.Key, opts reposito
 }
 
 func isNotFound(err error) bool { return errors.Is(err, repository.ErrNotFound) }
+
+// resolveAt resolves key in v and checks it is at *expected, the Version
+// the caller read; an empty *expected is set to the version found, so that
+// a write planned again after a lost race still applies to the same state.
+// A revision gone or changed since is ErrConflict.
+func (r *Repository) resolveAt(v *view, op string, key revision.Key, expected *string) (*rev, error) {
+	x, err := r.resolve(v, key)
+	if err != nil {
+		if *expected != "" && isNotFound(err) {
+			return nil, r.errorf(op, key, repository.ErrConflict, "revision %s changed since version %s: %w", keyString(key), *expected, err)
+		}
+		return nil, err
+	}
+	if *expected == "" {
+		*expected = x.version()
+	} else if x.version() != *expected {
+		return nil, r.errorf(op, x.key, repository.ErrConflict, "revision changed since version %s", *expected)
+	}
+	return x, nil
+}
