@@ -1,6 +1,8 @@
 package pipeline
 
 import (
+	"github.com/configasdata/cad/revision"
+
 	"bytes"
 	"fmt"
 	"strings"
@@ -111,26 +113,15 @@ type Result struct {
 	Tags        map[string]string `yaml:"tags,omitempty" json:"tags,omitempty"`
 }
 
-// ResourceRef names the resource a [Result] is about.
-type ResourceRef struct {
-	APIVersion string `yaml:"apiVersion,omitempty" json:"apiVersion,omitempty"`
-	Kind       string `yaml:"kind,omitempty" json:"kind,omitempty"`
-	Name       string `yaml:"name,omitempty" json:"name,omitempty"`
-	Namespace  string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
-}
+// ResourceRef names the resource a [Result] is about. It is the type the
+// Kptfile's render status uses, so results move there unchanged.
+type ResourceRef = revision.ResourceRef
 
 // Field names the field a [Result] is about.
-type Field struct {
-	Path          string `yaml:"path,omitempty" json:"path,omitempty"`
-	CurrentValue  any    `yaml:"currentValue,omitempty" json:"currentValue,omitempty"`
-	ProposedValue any    `yaml:"proposedValue,omitempty" json:"proposedValue,omitempty"`
-}
+type Field = revision.Field
 
 // File names the file a [Result] is about.
-type File struct {
-	Path  string `yaml:"path,omitempty" json:"path,omitempty"`
-	Index int    `yaml:"index,omitempty" json:"index,omitempty"`
-}
+type File = revision.File
 
 // Results is a list of function results.
 type Results []*Result

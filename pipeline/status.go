@@ -99,14 +99,19 @@ func RenderStatus(steps []StepResult, err error) (revision.Condition, *revision.
 
 func toResultItem(r *Result) revision.ResultItem {
 	ri := revision.ResultItem{Message: r.Message, Severity: string(r.Severity), Tags: r.Tags}
+	// The reference types are shared with revision; copy them so the
+	// Kptfile does not alias the function's results.
 	if r.ResourceRef != nil {
-		ri.ResourceRef = &revision.ResourceRef{APIVersion: r.ResourceRef.APIVersion, Kind: r.ResourceRef.Kind, Name: r.ResourceRef.Name, Namespace: r.ResourceRef.Namespace}
+		ref := *r.ResourceRef
+		ri.ResourceRef = &ref
 	}
 	if r.Field != nil {
-		ri.Field = &revision.Field{Path: r.Field.Path, CurrentValue: r.Field.CurrentValue, ProposedValue: r.Field.ProposedValue}
+		f := *r.Field
+		ri.Field = &f
 	}
 	if r.File != nil {
-		ri.File = &revision.File{Path: r.File.Path, Index: r.File.Index}
+		f := *r.File
+		ri.File = &f
 	}
 	return ri
 }
