@@ -56,3 +56,28 @@ func Version(ctx context.Context, r Repository) (string, error) {
 	}
 	return "", &Error{Op: "version", Repo: r.Name(), Err: ErrNotSupported}
 }
+
+// MetadataWriter is implemented by repositories that keep each revision's
+// revision.Metadata (its labels and annotations) in the repository itself,
+// so that it survives a restart and every process sees it. Such a
+// repository returns the Metadata in every Meta it lists or gets, and
+// folds it into Meta.Version.
+type MetadataWriter interface {
+	// SetMetadata replaces the Metadata of the revision key selects and
+	// returns the revision as it now is; its Version changes unless md
+	// equals what it had. Revisions of every lifecycle take metadata; it
+	// stays through lifecycle changes and is removed with the revision by
+	// Delete. Errors match ErrNotFound, ErrInvalidInput for a bad key or
+	// metadata md.Validate refuses, ErrConflict when the revision changed
+	// since opts.Version, ErrClosed, or wrap ctx's error.
+	SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts UpdateOptions) (revision.PackageRevision, error)
+}
+
+// SetMetadata calls r's SetMetadata when r implements [MetadataWriter] and
+// returns an *Error wrapping ErrNotSupported otherwise.
+func SetMetadata(ctx context.Context, r Repository, key revision.Key, md revision.Metadata, opts UpdateOptions) (revision.PackageRevision, error) {
+	if w, ok := r.(MetadataWriter); ok {
+		return w.SetMetadata(ctx, key, md, opts)
+	}
+	return nil, &Error{Op: "set metadata", Repo: r.Name(), Key: key, Err: ErrNotSupported}
+}

@@ -14,8 +14,9 @@ type Meta struct {
 	Key       Key
 	Lifecycle Lifecycle
 	// Version is an opaque token that changes whenever the revision's
-	// content or lifecycle changes: the commit id in git, the manifest
-	// digest in OCI. Two reads with the same Version saw the same content.
+	// content, lifecycle or Metadata changes: built from the commit id in
+	// git, the manifest digest in OCI. Two reads with the same Version saw
+	// the same revision.
 	Version string
 	// Commit is the id of the immutable content the revision points at,
 	// where the backend has one: the git commit id, the OCI manifest
@@ -26,6 +27,9 @@ type Meta struct {
 	// the backend records them (the approving commit's author in git).
 	PublishedBy string
 	PublishedAt time.Time
+	// Metadata is the revision's labels and annotations, where the backend
+	// keeps them (see repository.MetadataWriter); zero otherwise.
+	Metadata
 }
 
 // Info is the part of a revision's metadata that lives in its content: the
@@ -217,4 +221,11 @@ func (d *overlayDraft) Commit(ctx context.Context, opts CommitOptions) (PackageR
 	}
 	d.base = pr.Meta()
 	return pr, nil
+}
+
+// Equal reports whether m and o describe the same revision state: every
+// field equal, times by time.Time.Equal and the Metadata maps by content.
+func (m Meta) Equal(o Meta) bool {
+	return m.Key == o.Key && m.Lifecycle == o.Lifecycle && m.Version == o.Version && m.Commit == o.Commit &&
+		m.PublishedBy == o.PublishedBy && m.PublishedAt.Equal(o.PublishedAt) && m.Metadata.Equal(o.Metadata)
 }

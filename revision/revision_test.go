@@ -77,7 +77,7 @@ func TestNewIsLazy(t *testing.T) {
 		calls.Add(1)
 		return files, nil
 	})
-	if pr.Meta() != testMeta() {
+	if !pr.Meta().Equal(testMeta()) {
 		t.Errorf("Meta = %+v", pr.Meta())
 	}
 	if calls.Load() != 0 {
@@ -192,7 +192,7 @@ func TestNewDraftOverlay(t *testing.T) {
 		return NewWithFiles(m, files), nil
 	}
 	d := NewDraft(meta, base, commit)
-	if d.Key() != meta.Key || d.Base() != meta || !d.Files().Equal(base) {
+	if d.Key() != meta.Key || !d.Base().Equal(meta) || !d.Files().Equal(base) {
 		t.Fatalf("new draft: %v %v %v", d.Key(), d.Base(), d.Files().Paths())
 	}
 
@@ -224,7 +224,7 @@ func TestNewDraftOverlay(t *testing.T) {
 	if _, err := d.Commit(context.Background(), CommitOptions{Message: "fail"}); err == nil {
 		t.Fatal("Commit succeeded, want the commit function's error")
 	}
-	if d.Base() != meta || !reflect.DeepEqual(d.Files().Strings(), want) {
+	if !d.Base().Equal(meta) || !reflect.DeepEqual(d.Files().Strings(), want) {
 		t.Error("failed commit changed the draft")
 	}
 
@@ -232,10 +232,10 @@ func TestNewDraftOverlay(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(commits) != 1 || !reflect.DeepEqual(commits[0].Strings(), want) || bases[0] != meta {
+	if len(commits) != 1 || !reflect.DeepEqual(commits[0].Strings(), want) || !bases[0].Equal(meta) {
 		t.Errorf("commit got %v at base %v", commits, bases)
 	}
-	if d.Base() != pr.Meta() || d.Base().Version != "v1+" {
+	if !d.Base().Equal(pr.Meta()) || d.Base().Version != "v1+" {
 		t.Errorf("Base after commit = %v, want %v", d.Base(), pr.Meta())
 	}
 
