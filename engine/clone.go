@@ -85,6 +85,13 @@ type CloneOptions struct {
 	// Strategy is the Kptfile's upstream.updateStrategy; default
 	// resource-merge.
 	Strategy revision.UpdateStrategy
+	// Metadata becomes the new draft's labels and annotations, written
+	// with it (see [Engine.SetMetadata]).
+	Metadata revision.Metadata
+	// Mutate, when set, edits the cloned content (upstream, merge keys and
+	// package context in place) before it is rendered and committed, so
+	// that the draft is written only fully specialised (see [Mutation]).
+	Mutate Mutation
 }
 
 // Clone creates a new package as a draft in repository repo, with the
@@ -165,11 +172,10 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 			return nil, wrap(op, key, err)
 		}
 	}
-	files, err = e.render(ctx, files)
-	if err != nil {
-		return nil, wrap(op, key, err)
+	if files, err = e.finish(ctx, op, key, files, opts.Mutate); err != nil {
+		return nil, err
 	}
-	return e.create(ctx, op, r, key, files, MessageClone)
+	return e.create(ctx, op, r, key, files, MessageClone, opts.Metadata)
 }
 
 // fetchRevision reads the published revision src of a registered

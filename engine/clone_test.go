@@ -88,7 +88,7 @@ func cloneSetup(t *testing.T, b backend, p pipeline.Pipeline) (*engine.Engine, r
 		t.Fatal(err)
 	}
 	v1 := publish(t, e, key)
-	if _, err := e.Copy(ctx, repoName, revision.Key{Package: "net/istio", Revision: 1}, "ws2"); err != nil {
+	if _, err := e.Copy(ctx, repoName, revision.Key{Package: "net/istio", Revision: 1}, "ws2", engine.CopyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	return e, v1

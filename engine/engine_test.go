@@ -243,7 +243,7 @@ func TestCopy(t *testing.T) {
 			}
 			v1 := publish(t, e, key)
 
-			cp, err := e.Copy(ctx, repoName, revision.Key{Package: "app", Revision: 1}, "ws2")
+			cp, err := e.Copy(ctx, repoName, revision.Key{Package: "app", Revision: 1}, "ws2", engine.CopyOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +260,7 @@ func TestCopy(t *testing.T) {
 
 			// The placeholder is refused, by key and by lookup.
 			for _, src := range []revision.Key{{Package: "app", Revision: revision.Placeholder}, {Package: "app", Workspace: "main"}} {
-				_, err = e.Copy(ctx, repoName, src, "ws3")
+				_, err = e.Copy(ctx, repoName, src, "ws3", engine.CopyOptions{})
 				var pe *engine.PlaceholderError
 				if !errors.As(err, &pe) || !errors.Is(err, repository.ErrInvalidInput) || !strings.Contains(err.Error(), "placeholder package revision") {
 					t.Fatalf("copy from %s: %v, want a *PlaceholderError", src, err)
@@ -270,7 +270,7 @@ func TestCopy(t *testing.T) {
 			if _, err := e.Init(ctx, repoName, revision.Key{Package: "other", Workspace: "d"}, engine.InitOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.Copy(ctx, repoName, revision.Key{Package: "other", Workspace: "d"}, "d2"); !errors.Is(err, repository.ErrInvalidInput) {
+			if _, err := e.Copy(ctx, repoName, revision.Key{Package: "other", Workspace: "d"}, "d2", engine.CopyOptions{}); !errors.Is(err, repository.ErrInvalidInput) {
 				t.Fatalf("copy from draft: %v, want ErrInvalidInput", err)
 			}
 		})
@@ -369,7 +369,7 @@ func TestDelete(t *testing.T) {
 				if i == 1 {
 					_, err = e.Init(ctx, repoName, key, engine.InitOptions{})
 				} else {
-					_, err = e.Copy(ctx, repoName, revision.Key{Package: "app", Revision: 1}, key.Workspace)
+					_, err = e.Copy(ctx, repoName, revision.Key{Package: "app", Revision: 1}, key.Workspace, engine.CopyOptions{})
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -411,7 +411,7 @@ func TestDelete(t *testing.T) {
 			// Drafts and proposals are deleted directly.
 			for i, propose := range []bool{false, true} {
 				key := revision.Key{Package: "app", Workspace: fmt.Sprintf("tmp%d", i)}
-				if _, err := e.Copy(ctx, repoName, revision.Key{Package: "app", Revision: 1}, key.Workspace); err != nil {
+				if _, err := e.Copy(ctx, repoName, revision.Key{Package: "app", Revision: 1}, key.Workspace, engine.CopyOptions{}); err != nil {
 					t.Fatal(err)
 				}
 				if propose {

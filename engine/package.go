@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"path"
 	"strings"
 
@@ -20,6 +21,9 @@ type InitOptions struct {
 	// Backends that discover packages by their Kptfile (gitrepo) refuse
 	// such a package with repository.ErrInvalidInput.
 	NoKptfile bool
+	// Metadata becomes the new draft's labels and annotations, written
+	// with it (see [Engine.SetMetadata]).
+	Metadata revision.Metadata
 }
 
 // Init creates a new package as a draft in repository repo, with the
@@ -57,11 +61,10 @@ func (e *Engine) Init(ctx context.Context, repo string, key revision.Key, opts I
 	if err != nil {
 		return nil, wrap(op, key, err)
 	}
-	files, err = e.render(ctx, files)
-	if err != nil {
-		return nil, wrap(op, key, err)
+	if files, err = e.finish(ctx, op, key, files, nil); err != nil {
+		return nil, err
 	}
-	return e.create(ctx, op, r, key, files, MessageInit)
+	return e.create(ctx, op, r, key, files, MessageInit, opts.Metadata)
 }
 
 // checkNewPackage checks that key's package does not exist in r and does
@@ -87,12 +90,20 @@ func checkNewPackage(ctx context.Context, op string, r repository.Repository, ke
 }
 
 // create commits files as a new draft of key.
-func (e *Engine) create(ctx context.Context, op string, r repository.Repository, key revision.Key, files revision.Files, msg string) (revision.PackageRevision, error) {
+func (e *Engine) create(ctx context.Context, op string, r repository.Repository, key revision.Key, files revision.Files, msg string, md revision.Metadata) (revision.PackageRevision, error) {
+	if err := md.Validate(); err != nil {
+		return nil, wrap(op, key, err)
+	}
 	d, err := r.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: files})
 	if err != nil {
 		return nil, wrap(op, key, err)
 	}
-	pr, err := d.Commit(ctx, e.commitOptions(msg))
+	co := e.commitOptions(msg)
+	if !md.IsZero() {
+		md = md.Clone()
+		co.Metadata = &md
+	}
+	pr, err := d.Commit(ctx, co)
 	if err != nil {
 		return nil, wrap(op, key, err)
 	}
@@ -152,7 +163,7 @@ func initFiles(pkgPath string, opts InitOptions) (revision.Files, error) {
 // repository.ErrAlreadyExists when the workspace is taken; a
 // *pipeline.RenderError (errors.As) when the render fails, with nothing
 // saved.
-func (e *Engine) Copy(ctx context.Context, repo string, source revision.Key, workspace string) (revision.PackageRevision, error) {
+func (e *Engine) Copy(ctx context.Context, repo string, source revision.Key, workspace string, opts CopyOptions) (revision.PackageRevision, error) {
 	const op = "copy"
 	source.Repository = repo
 	if source.IsPlaceholder() {
@@ -178,11 +189,44 @@ func (e *Engine) Copy(ctx context.Context, repo string, source revision.Key, wor
 		return nil, wrap(op, sm.Key, err)
 	}
 	key := revision.Key{Repository: repo, Package: sm.Key.Package, Workspace: workspace}
-	files, err = e.render(ctx, files)
-	if err != nil {
-		return nil, wrap(op, key, err)
+	if files, err = e.finish(ctx, op, key, files, opts.Mutate); err != nil {
+		return nil, err
 	}
-	return e.create(ctx, op, r, key, files, MessageCopy)
+	return e.create(ctx, op, r, key, files, MessageCopy, opts.Metadata)
+}
+
+// CopyOptions configure Copy. The zero value copies verbatim.
+type CopyOptions struct {
+	// Metadata becomes the new draft's labels and annotations, written
+	// with it (see [Engine.SetMetadata]).
+	Metadata revision.Metadata
+	// Mutate, when set, edits the content before it is rendered and
+	// committed (see [Mutation]).
+	Mutate Mutation
+}
+
+// Mutation edits the content of a revision an operation is about to
+// create, before the render and the single commit: a caller's
+// specialisation (PackageVariant's context, functions and injection) that
+// must never be seen half done. An error aborts the operation with nothing
+// written; it is returned wrapped.
+type Mutation func(ctx context.Context, files revision.Files) (revision.Files, error)
+
+// finish applies mutate (when set) and then the Engine's render to the
+// content of a revision about to be created.
+func (e *Engine) finish(ctx context.Context, op string, key revision.Key, files revision.Files, mutate Mutation) (revision.Files, error) {
+	if mutate != nil {
+		out, err := mutate(ctx, files)
+		if err != nil {
+			return revision.Files{}, wrap(op, key, fmt.Errorf("mutation: %w", err))
+		}
+		files = out
+	}
+	files, err := e.render(ctx, files)
+	if err != nil {
+		return revision.Files{}, wrap(op, key, err)
+	}
+	return files, nil
 }
 
 // UpdateOptions configure Update.

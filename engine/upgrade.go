@@ -41,7 +41,7 @@ func (r Ref) key() revision.Key {
 // to newUpstream, as Porch's upgrade task does:
 //
 //   - the content is the three-way merge of oldUpstream (original),
-//     newUpstream (updated) and local with strategy: resource-merge,
+//     newUpstream (updated) and local with opts.Strategy: resource-merge,
 //     fast-forward, force-delete-replace or copy-merge (empty means the
 //     local Kptfile's upstream.updateStrategy, else resource-merge). See
 //     kpt's pkg update; Kptfiles are merged keeping local metadata, with
@@ -52,7 +52,7 @@ func (r Ref) key() revision.Key {
 //     Kptfile's upstream repo when both upstreams are in one repository,
 //     else the repository name; directory the package path, ref
 //     "<package>/v<N>", commit the revision's Meta.Commit (else Version); the local
-//     updateStrategy is kept (or set to strategy when it had none);
+//     updateStrategy is kept (or set to the strategy when it had none);
 //   - every resource gets kpt's merge keys again (the upstream-identifier
 //     annotation and kpt-merge comment) where it lacks them.
 //
@@ -67,9 +67,10 @@ func (r Ref) key() revision.Key {
 // revision; repository.ErrAlreadyExists when the workspace is taken; an
 // error matching [ErrLocalModified] for fast-forward over local changes; a
 // *pipeline.RenderError (errors.As) when the render fails.
-func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, oldUpstream, newUpstream Ref, workspace string, strategy revision.UpdateStrategy) (revision.PackageRevision, error) {
+func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, oldUpstream, newUpstream Ref, workspace string, opts UpgradeOptions) (revision.PackageRevision, error) {
 	const op = "upgrade"
 	local.Repository = repo
+	strategy := opts.Strategy
 	switch strategy {
 	case "", revision.ResourceMerge, revision.FastForward, revision.ForceDeleteReplace, revision.CopyMerge:
 	default:
@@ -115,15 +116,28 @@ func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, o
 	if merged, err = upstreamid.StampFiles(merged); err != nil {
 		return nil, wrap(op, key, err)
 	}
-	merged, err = e.render(ctx, merged)
-	if err != nil {
-		return nil, wrap(op, key, err)
+	if merged, err = e.finish(ctx, op, key, merged, opts.Mutate); err != nil {
+		return nil, err
 	}
 	r, err := e.repo(ctx, op, key)
 	if err != nil {
 		return nil, err
 	}
-	return e.create(ctx, op, r, key, merged, MessageUpgrade)
+	return e.create(ctx, op, r, key, merged, MessageUpgrade, opts.Metadata)
+}
+
+// UpgradeOptions configure Upgrade.
+type UpgradeOptions struct {
+	// Strategy is the merge strategy: resource-merge, fast-forward,
+	// force-delete-replace or copy-merge; empty means the local Kptfile's
+	// upstream.updateStrategy, else resource-merge.
+	Strategy revision.UpdateStrategy
+	// Metadata becomes the new draft's labels and annotations, written
+	// with it (see [Engine.SetMetadata]).
+	Metadata revision.Metadata
+	// Mutate, when set, edits the merged content before it is rendered and
+	// committed (see [Mutation]).
+	Mutate Mutation
 }
 
 // publishedFiles reads the files of the numbered published revision key of

@@ -150,7 +150,7 @@ func TestUpgradeResourceMerge(t *testing.T) {
 	ctx := context.Background()
 	f := newUpgFixture(t)
 	oldRef, newRef := f.refs()
-	pr, err := f.e.Upgrade(ctx, "deploy", f.downstream.Meta().Key, oldRef, newRef, "v2", "")
+	pr, err := f.e.Upgrade(ctx, "deploy", f.downstream.Meta().Key, oldRef, newRef, "v2", engine.UpgradeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestUpgradeStrategies(t *testing.T) {
 	oldRef, newRef := f.refs()
 	local := f.downstream.Meta().Key
 
-	_, err := f.e.Upgrade(ctx, "deploy", local, oldRef, newRef, "ff", revision.FastForward)
+	_, err := f.e.Upgrade(ctx, "deploy", local, oldRef, newRef, "ff", engine.UpgradeOptions{Strategy: revision.FastForward})
 	if !errors.Is(err, engine.ErrLocalModified) || !strings.Contains(err.Error(), "local package files have been modified") {
 		t.Fatalf("fast-forward over local changes: %v", err)
 	}
@@ -216,7 +216,7 @@ func TestUpgradeStrategies(t *testing.T) {
 	}
 	pristine, _ = pristine.With(revision.KptfileName, kfb)
 	pp := upgPublish(t, f.e, f.down, revision.Key{Package: "pristine", Workspace: "v1"}, pristine.Strings())
-	pr, err := f.e.Upgrade(ctx, "deploy", pp.Meta().Key, oldRef, newRef, "ff", revision.FastForward)
+	pr, err := f.e.Upgrade(ctx, "deploy", pp.Meta().Key, oldRef, newRef, "ff", engine.UpgradeOptions{Strategy: revision.FastForward})
 	if err != nil {
 		t.Fatalf("fast-forward of an unmodified clone: %v", err)
 	}
@@ -224,7 +224,7 @@ func TestUpgradeStrategies(t *testing.T) {
 		t.Errorf("fast-forward files %v", got.Strings())
 	}
 
-	pr, err = f.e.Upgrade(ctx, "deploy", local, oldRef, newRef, "replace", revision.ForceDeleteReplace)
+	pr, err = f.e.Upgrade(ctx, "deploy", local, oldRef, newRef, "replace", engine.UpgradeOptions{Strategy: revision.ForceDeleteReplace})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,7 +236,7 @@ func TestUpgradeStrategies(t *testing.T) {
 		t.Errorf("force-delete-replace namespace %q, want upstream example", n)
 	}
 
-	pr, err = f.e.Upgrade(ctx, "deploy", local, oldRef, newRef, "copy", revision.CopyMerge)
+	pr, err = f.e.Upgrade(ctx, "deploy", local, oldRef, newRef, "copy", engine.UpgradeOptions{Strategy: revision.CopyMerge})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -256,12 +256,12 @@ func TestUpgradeRefusals(t *testing.T) {
 	placeholder.Key.Revision = revision.Placeholder
 	placeholder.Key.Workspace = ""
 	var pe *engine.PlaceholderError
-	if _, err := f.e.Upgrade(ctx, "deploy", local, oldRef, placeholder, "x", ""); !errors.As(err, &pe) || !errors.Is(err, repository.ErrInvalidInput) {
+	if _, err := f.e.Upgrade(ctx, "deploy", local, oldRef, placeholder, "x", engine.UpgradeOptions{}); !errors.As(err, &pe) || !errors.Is(err, repository.ErrInvalidInput) {
 		t.Errorf("placeholder upstream: %v", err)
 	}
 	lp := local
 	lp.Revision, lp.Workspace = revision.Placeholder, ""
-	if _, err := f.e.Upgrade(ctx, "deploy", lp, oldRef, newRef, "x", ""); !errors.As(err, &pe) {
+	if _, err := f.e.Upgrade(ctx, "deploy", lp, oldRef, newRef, "x", engine.UpgradeOptions{}); !errors.As(err, &pe) {
 		t.Errorf("placeholder local: %v", err)
 	}
 
@@ -274,13 +274,13 @@ func TestUpgradeRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.e.Upgrade(ctx, "deploy", local, oldRef, engine.Ref{Repository: "catalog", Key: draft.Meta().Key}, "x", ""); !errors.Is(err, repository.ErrInvalidInput) {
+	if _, err := f.e.Upgrade(ctx, "deploy", local, oldRef, engine.Ref{Repository: "catalog", Key: draft.Meta().Key}, "x", engine.UpgradeOptions{}); !errors.Is(err, repository.ErrInvalidInput) {
 		t.Errorf("draft upstream: %v", err)
 	}
-	if _, err := f.e.Upgrade(ctx, "deploy", local, oldRef, newRef, "x", "bogus"); !errors.Is(err, repository.ErrInvalidInput) {
+	if _, err := f.e.Upgrade(ctx, "deploy", local, oldRef, newRef, "x", engine.UpgradeOptions{Strategy: "bogus"}); !errors.Is(err, repository.ErrInvalidInput) {
 		t.Errorf("unknown strategy: %v", err)
 	}
-	if _, err := f.e.Upgrade(ctx, "deploy", local, oldRef, newRef, "v1", ""); !errors.Is(err, repository.ErrAlreadyExists) {
+	if _, err := f.e.Upgrade(ctx, "deploy", local, oldRef, newRef, "v1", engine.UpgradeOptions{}); !errors.Is(err, repository.ErrAlreadyExists) {
 		t.Errorf("taken workspace: %v", err)
 	}
 	revs, err := f.down.List(ctx, repository.ListOptions{Package: "backend", Lifecycles: []revision.Lifecycle{revision.LifecycleDraft}})

@@ -147,6 +147,11 @@ type CommitOptions struct {
 	// AuthorName and AuthorEmail identify who made the change; empty means
 	// the repository's configured author.
 	AuthorName, AuthorEmail string
+	// Metadata, when not nil, becomes the revision's Metadata in the same
+	// atomic write as the content. Backends that keep no metadata (that
+	// are not a repository.MetadataWriter) refuse non-zero Metadata with
+	// an error matching repository.ErrNotSupported.
+	Metadata *Metadata
 }
 
 // Draft is a mutable overlay over the files of a draft revision. Changes are
