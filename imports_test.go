@@ -96,9 +96,19 @@ var contractImports = map[string][]string{
 // Packages that must stay free of backend libraries, transitively.
 var backendFree = []string{
 	module, module + "/revision", module + "/repository", module + "/pipeline",
-	module + "/engine", module + "/variant", module + "/repository/memrepo",
+	module + "/engine", module + "/repository/memrepo",
 	module + "/fnruntime", module + "/pipeline/pipelinetest",
 }
+
+// Storage libraries, which only backends use.
+var storageLibs = []string{
+	"github.com/go-git/go-git/v5", "github.com/go-git/go-billy/v5",
+	"github.com/google/go-containerregistry",
+}
+
+// Packages that may use CEL and the Kubernetes API machinery (their
+// specs are Kubernetes shapes) but no storage library.
+var storageFree = []string{module + "/variant"}
 
 func TestImportRules(t *testing.T) {
 	for _, p := range goList(t) {
@@ -116,6 +126,16 @@ func TestImportRules(t *testing.T) {
 			for _, dep := range p.Deps {
 				if hasPrefixAny(dep, backendLibs) {
 					t.Errorf("%s depends on backend library %s", p.ImportPath, dep)
+				}
+			}
+		}
+		for _, free := range storageFree {
+			if p.ImportPath != free && !strings.HasPrefix(p.ImportPath, free+"/") {
+				continue
+			}
+			for _, dep := range p.Deps {
+				if hasPrefixAny(dep, storageLibs) {
+					t.Errorf("%s depends on storage library %s", p.ImportPath, dep)
 				}
 			}
 		}
