@@ -51,9 +51,19 @@
 //     commit: README.md "Created by porch", "Initial commit: Creating main
 //     branch".
 //
+// Labels and annotations of revisions ([Repository.SetMetadata],
+// revision.CommitOptions.Metadata), which Porch keeps in Kubernetes, are
+// kept in the repository beside the layout: the ref refs/cad/metadata is a
+// commit history whose tree holds <path>/<workspace>.json per revision
+// with metadata (canonical JSON of revision.Metadata). Writes to it are
+// part of the same atomic ref update as the revision change they belong
+// to (a draft's first commit, a delete); clones see it only when they
+// fetch refs/cad/*, and Porch ignores it.
+//
 // A revision's Meta.Version is the commit id (for the placeholder, the
-// package tree id) with the lifecycle; [Repository.Version] is a hash of
-// all the refs of the layout.
+// package tree id) with the lifecycle and, when it has metadata, a hash of
+// that; [Repository.Version] is a hash of all the refs of the layout and
+// the metadata ref.
 //
 // # Concurrency
 //

@@ -1,15 +1,13 @@
 package gitrepo_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/cgi"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/configasdata/cad/repository/repotest"
 )
 
 // git runs the git CLI in dir, as an independent witness, and returns its
@@ -46,32 +44,7 @@ func newBare(t testing.TB) string {
 
 // gitServer serves the bare repositories under root with git http-backend
 // over loopback HTTP; with user set, it requires those basic credentials.
-func gitServer(t testing.TB, root, user, pass string) *httptest.Server {
+func gitServer(t testing.TB, root, user, pass string) *repotest.GitServer {
 	t.Helper()
-	execPath := git(t, "", "--exec-path")
-	backend := &cgi.Handler{
-		Stderr: io.Discard,
-		Path:   filepath.Join(execPath, "git-http-backend"),
-		Env: []string{
-			"GIT_PROJECT_ROOT=" + root,
-			"GIT_HTTP_EXPORT_ALL=1",
-			"GIT_CONFIG_NOSYSTEM=1",
-			"GIT_CONFIG_GLOBAL=/dev/null",
-		},
-	}
-	var h http.Handler = backend
-	if user != "" {
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			u, p, ok := r.BasicAuth()
-			if !ok || u != user || p != pass {
-				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
-				http.Error(w, "unauthorized", http.StatusUnauthorized)
-				return
-			}
-			backend.ServeHTTP(w, r)
-		})
-	}
-	srv := httptest.NewServer(h)
-	t.Cleanup(srv.Close)
-	return srv
+	return repotest.NewGitServer(t, root, &repotest.GitServerOptions{User: user, Password: pass})
 }

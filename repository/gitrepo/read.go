@@ -25,6 +25,7 @@ type rev struct {
 	pkgTree   plumbing.Hash
 	dpRef     plumbing.ReferenceName // the deletionProposed branch, for published revisions
 	dpHash    plumbing.Hash          // its value; zero when absent
+	md        revision.Metadata      // from the metadata ref
 }
 
 // version is the revision's Meta.Version: the commit (the package tree
@@ -35,11 +36,15 @@ func (x *rev) version() string {
 	if x.key.IsPlaceholder() {
 		h = x.pkgTree
 	}
-	return h.String() + "." + strings.ToLower(string(x.lifecycle))
+	v := h.String() + "." + strings.ToLower(string(x.lifecycle))
+	if mh := x.md.Hash(); mh != "" {
+		v += "." + mh
+	}
+	return v
 }
 
 func (x *rev) meta() revision.Meta {
-	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: x.version(), Commit: x.commit.hash.String()}
+	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: x.version(), Commit: x.commit.hash.String(), Metadata: x.md.Clone()}
 	if x.lifecycle.IsPublished() && !x.key.IsPlaceholder() {
 		m.PublishedBy = x.commit.author.Email
 		if m.PublishedBy == "" {
@@ -214,10 +219,14 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 		r.log.Debug("ignoring branch without a package", "ref", name.String())
 		return nil, nil
 	}
-	return &rev{
+	x := &rev{
 		key:       revision.Key{Repository: r.name, Package: pkg, Workspace: ws},
 		lifecycle: lc, full: full, ref: name, refHash: h, commit: c, pkgTree: tree,
-	}, nil
+	}
+	if err := r.attachMetadata(v, x); err != nil {
+		return nil, err
+	}
+	return x, nil
 }
 
 // tagRev returns the published revision of tag name (full/ver) at h, or
@@ -245,6 +254,9 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 		dpRef: deletionProposedRef(full, ver),
 	}
 	if err := r.markDeletionProposed(v, x); err != nil {
+		return nil, err
+	}
+	if err := r.attachMetadata(v, x); err != nil {
 		return nil, err
 	}
 	return x, nil
@@ -299,6 +311,9 @@ func (r *Repository) placeholders(v *view, pkg string) ([]*rev, error) {
 			dpRef: deletionProposedRef(full, r.branch),
 		}
 		if err := r.markDeletionProposed(v, x); err != nil {
+			return nil, err
+		}
+		if err := r.attachMetadata(v, x); err != nil {
 			return nil, err
 		}
 		out = append(out, x)
@@ -488,7 +503,7 @@ func (r *Repository) Version(ctx context.Context) (string, error) {
 // relevant reports whether ref name can hold a revision.
 func (r *Repository) relevant(name plumbing.ReferenceName) bool {
 	switch {
-	case name == branchRef(r.branch):
+	case name == branchRef(r.branch), name == metadataRef:
 		return true
 	case name.IsBranch():
 		b := shortName(name)

@@ -20,7 +20,8 @@ import (
 )
 
 // remote is the connection to a remote repository. Its local clone is a
-// mirror: refs/heads/* and refs/tags/* as the remote has them.
+// mirror: refs/heads/*, refs/tags/* and refs/cad/* (the metadata ref) as
+// the remote has them.
 type remote struct {
 	url         string // without credentials
 	redactedURL string
@@ -30,7 +31,7 @@ type remote struct {
 	caBundle    []byte
 }
 
-var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*"}
+var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+refs/cad/*:refs/cad/*"}
 
 func newRemote(u string, o Options) (*remote, error) {
 	clean, urlAuth := splitURLCredentials(u)

@@ -136,6 +136,8 @@ type view struct {
 	written []plumbing.Hash
 	// refs, when set, is a snapshot of all refs read once.
 	refs map[plumbing.ReferenceName]plumbing.Hash
+	// md, when set, is the metadata ref as read once.
+	md *mdState
 }
 
 func (r *Repository) newView() *view { return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache} }
@@ -197,7 +199,8 @@ func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash
 	return out, nil
 }
 
-// allRefs returns every hash ref (branches and tags), reading them once.
+// allRefs returns every hash ref (branches, tags and the metadata ref),
+// reading them once.
 func (v *view) allRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if v.refs != nil {
 		return v.refs, nil
@@ -209,7 +212,7 @@ func (v *view) allRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	defer iter.Close()
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
 	err = iter.ForEach(func(ref *plumbing.Reference) error {
-		if ref.Type() == plumbing.HashReference && (ref.Name().IsBranch() || ref.Name().IsTag()) {
+		if ref.Type() == plumbing.HashReference && (ref.Name().IsBranch() || ref.Name().IsTag() || ref.Name() == metadataRef) {
 			out[ref.Name()] = ref.Hash()
 		}
 		return nil

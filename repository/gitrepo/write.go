@@ -111,6 +111,11 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 		if !files.Has(kptfileName) {
 			return nil, r.errorf(op, key, repository.ErrInvalidInput, "package must contain Kptfile at root")
 		}
+		if opts.Metadata != nil {
+			if err := opts.Metadata.Validate(); err != nil {
+				return nil, r.errorf(op, key, repository.ErrInvalidInput, "%w", err)
+			}
+		}
 		full := r.fullPath(key.Package)
 		dref := draftRef(full, key.Workspace)
 		var result *rev
@@ -120,6 +125,10 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 				return nil, err
 			}
 			parent := base
+			var md revision.Metadata // the new revision's metadata
+			if opts.Metadata != nil {
+				md = opts.Metadata.Clone()
+			}
 			if meta.Version == "" {
 				if exists {
 					return nil, r.errorf(op, key, repository.ErrAlreadyExists, "draft %s was created by another writer", keyString(key))
@@ -139,6 +148,9 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 					return nil, r.errorf(op, key, repository.ErrConflict, "draft %s changed since it was opened", keyString(key))
 				}
 				parent = cur
+				if opts.Metadata == nil {
+					md = x.md
+				}
 			}
 			var rootTree plumbing.Hash
 			var parents []plumbing.Hash
@@ -172,9 +184,16 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 			if err != nil {
 				return nil, err
 			}
-			result = &rev{key: key, lifecycle: revision.LifecycleDraft, full: full, ref: dref, refHash: h, commit: c, pkgTree: pkgTree}
+			result = &rev{key: key, lifecycle: revision.LifecycleDraft, full: full, ref: dref, refHash: h, commit: c, pkgTree: pkgTree, md: md}
 			t := &txn{}
 			t.set(dref, cur, h)
+			// A new draft starts with the metadata it was given and with no
+			// leftover of an earlier revision of its workspace.
+			if opts.Metadata != nil || meta.Version == "" {
+				if err := r.planMetadata(v, t, map[string]revision.Metadata{metadataPath(result): md}); err != nil {
+					return nil, err
+				}
+			}
 			return t, nil
 		})
 		if err != nil {
@@ -298,7 +317,7 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 	key.Revision = n
 	*result = &rev{
 		key: key, lifecycle: revision.LifecyclePublished, full: x.full, ref: tag, refHash: h, commit: c,
-		pkgTree: x.pkgTree, dpRef: deletionProposedRef(x.full, "v"+itoa(n)),
+		pkgTree: x.pkgTree, dpRef: deletionProposedRef(x.full, "v"+itoa(n)), md: x.md,
 	}
 	return t, nil
 }
@@ -379,6 +398,12 @@ func (r *Repository) Delete(ctx context.Context, key revision.Key, opts reposito
 			}
 			t.set(x.ref, x.refHash, h)
 			t.del(x.dpRef, x.dpHash)
+		}
+		// The revision's metadata goes with it, in the same update.
+		if !x.md.IsZero() {
+			if err := r.planMetadata(v, t, map[string]revision.Metadata{metadataPath(x): {}}); err != nil {
+				return nil, err
+			}
 		}
 		return t, nil
 	})

@@ -64,6 +64,8 @@ var (
 	_ repository.Repository = (*Repository)(nil)
 	_ repository.Watcher    = (*Repository)(nil)
 	_ repository.Versioner  = (*Repository)(nil)
+
+	_ repository.MetadataWriter = (*Repository)(nil)
 )
 
 type record struct {
@@ -71,8 +73,12 @@ type record struct {
 	files revision.Files
 }
 
+// revision returns the record as a PackageRevision; its metadata maps are
+// copies, so that a caller changing them cannot change the store.
 func (r *record) revision() revision.PackageRevision {
-	return revision.NewWithFiles(r.meta, r.files)
+	meta := r.meta
+	meta.Metadata = meta.Metadata.Clone()
+	return revision.NewWithFiles(meta, r.files)
 }
 
 // New returns an empty in-memory repository called name.
@@ -242,8 +248,13 @@ func (r *Repository) OpenDraft(ctx context.Context, key revision.Key) (revision.
 }
 
 // commit is the revision.CommitFunc of every draft.
-func (r *Repository) commit(ctx context.Context, base revision.Meta, files revision.Files, _ revision.CommitOptions) (revision.PackageRevision, error) {
+func (r *Repository) commit(ctx context.Context, base revision.Meta, files revision.Files, opts revision.CommitOptions) (revision.PackageRevision, error) {
 	key := base.Key
+	if opts.Metadata != nil {
+		if err := opts.Metadata.Validate(); err != nil {
+			return nil, r.errorf("commit", key, repository.ErrInvalidInput, "%w", err)
+		}
+	}
 	if err := r.enter(ctx, "commit", key); err != nil {
 		return nil, err
 	}
@@ -263,6 +274,12 @@ func (r *Repository) commit(ctx context.Context, base revision.Meta, files revis
 	}
 	v := r.nextVersion()
 	rec := &record{meta: revision.Meta{Key: key, Lifecycle: revision.LifecycleDraft, Version: v, Commit: v}, files: files}
+	if exists {
+		rec.meta.Metadata = cur.meta.Metadata
+	}
+	if opts.Metadata != nil {
+		rec.meta.Metadata = opts.Metadata.Clone()
+	}
 	r.revs[id(key.Package, key.Workspace)] = rec
 	ev := repository.Modified
 	if !exists {
@@ -338,6 +355,7 @@ func (r *Repository) setBranch(pkg string, files revision.Files) {
 	meta.Commit = meta.Version
 	if existed {
 		meta.Lifecycle = old.meta.Lifecycle
+		meta.Metadata = old.meta.Metadata
 	}
 	rec := &record{meta: meta, files: files}
 	r.branch[pkg] = rec
@@ -374,6 +392,41 @@ func (r *Repository) Delete(ctx context.Context, key revision.Key, opts reposito
 	r.seq++
 	r.notify(repository.Deleted, rec)
 	return nil
+}
+
+// SetMetadata replaces the labels and annotations of the revision key
+// selects and gives it a new Version. See repository.MetadataWriter for the
+// rules and errors.
+func (r *Repository) SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error) {
+	const op = "set metadata"
+	if err := md.Validate(); err != nil {
+		return nil, r.errorf(op, key, repository.ErrInvalidInput, "%w", err)
+	}
+	if err := r.enter(ctx, op, key); err != nil {
+		return nil, err
+	}
+	defer r.mu.Unlock()
+	rec, err := r.lookup(key)
+	if err != nil {
+		return nil, r.errorf(op, key, sentinelOf(err), "%w", err)
+	}
+	if opts.Version != "" && opts.Version != rec.meta.Version {
+		return nil, r.errorf(op, rec.meta.Key, repository.ErrConflict, "revision changed since version %s", opts.Version)
+	}
+	if rec.meta.Metadata.Equal(md) {
+		return rec.revision(), nil
+	}
+	meta := rec.meta
+	meta.Metadata = md.Clone()
+	meta.Version = r.nextVersion()
+	next := &record{meta: meta, files: rec.files}
+	if meta.Key.IsPlaceholder() {
+		r.branch[meta.Key.Package] = next
+	} else {
+		r.revs[id(meta.Key.Package, meta.Key.Workspace)] = next
+	}
+	r.notify(repository.Modified, next)
+	return next.revision(), nil
 }
 
 // Version returns a token that changes on every write.

@@ -90,6 +90,9 @@ func (r *Repository) commit(ctx context.Context, base revision.Meta, files revis
 	if err := r.enter(ctx, op, key); err != nil {
 		return nil, err
 	}
+	if opts.Metadata != nil && !opts.Metadata.IsZero() {
+		return nil, r.errorf(op, key, repository.ErrNotSupported, "an OCI repository keeps no labels or annotations of revisions")
+	}
 	repo, err := r.repoOf(key.Package)
 	if err != nil {
 		return nil, r.errorf(op, key, repository.ErrInvalidInput, "%w", err)

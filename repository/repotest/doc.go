@@ -12,4 +12,8 @@
 //
 // [Intercept] wraps any repository with per-method hooks, to inject errors
 // or observe calls in a user's tests without a mock.
+//
+// [NewGitServer] serves bare git repositories over smart HTTP on loopback
+// (with the git binary's http-backend), for tests of remote git
+// repositories that must not reach the network.
 package repotest

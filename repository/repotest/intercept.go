@@ -18,13 +18,16 @@ type Funcs struct {
 	Commit          func(ctx context.Context, next revision.Draft, opts revision.CommitOptions) (revision.PackageRevision, error)
 	UpdateLifecycle func(ctx context.Context, next repository.Repository, key revision.Key, to revision.Lifecycle, opts repository.UpdateOptions) (revision.PackageRevision, error)
 	Delete          func(ctx context.Context, next repository.Repository, key revision.Key, opts repository.UpdateOptions) error
+	SetMetadata     func(ctx context.Context, next repository.Repository, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error)
 	Close           func(next repository.Repository) error
 }
 
 // Intercept returns a repository that calls the hooks of f, falling through
 // to r where a hook is nil. Drafts it returns route Commit through
-// f.Commit. The result implements Watcher and Versioner only through the
-// helpers repository.Watch and repository.Version, which reach r.
+// f.Commit. The result implements Watcher, Versioner and MetadataWriter
+// through the helpers repository.Watch, repository.Version and
+// repository.SetMetadata, which reach r (and return ErrNotSupported when r
+// lacks the capability).
 //
 // For example, to make every approval lose a race:
 //
@@ -49,6 +52,8 @@ var (
 	_ repository.Repository = (*intercepted)(nil)
 	_ repository.Watcher    = (*intercepted)(nil)
 	_ repository.Versioner  = (*intercepted)(nil)
+
+	_ repository.MetadataWriter = (*intercepted)(nil)
 )
 
 func (i *intercepted) Name() string { return i.next.Name() }
@@ -108,6 +113,13 @@ func (i *intercepted) Delete(ctx context.Context, key revision.Key, opts reposit
 		return i.f.Delete(ctx, i.next, key, opts)
 	}
 	return i.next.Delete(ctx, key, opts)
+}
+
+func (i *intercepted) SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error) {
+	if i.f.SetMetadata != nil {
+		return i.f.SetMetadata(ctx, i.next, key, md, opts)
+	}
+	return repository.SetMetadata(ctx, i.next, key, md, opts)
 }
 
 func (i *intercepted) Close() error {

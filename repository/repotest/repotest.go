@@ -66,6 +66,7 @@ func Run(t *testing.T, h Harness) {
 		{"Reopen", s.testReopen},
 		{"Watch", s.testWatch},
 		{"Version", s.testVersion},
+		{"Metadata", s.testMetadata},
 		{"Close", s.testClose},
 	}
 	for _, tc := range tests {

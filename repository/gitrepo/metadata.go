@@ -1,0 +1,230 @@
+package gitrepo
+
+import (
+	"context"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// metadataRef holds the labels and annotations of revisions (see
+// repository.MetadataWriter), which Porch keeps in Kubernetes. It is one
+// commit history whose tree has a blob <package path>/<workspace>.json per
+// revision that has metadata: canonical JSON of revision.Metadata. It sits
+// outside refs/heads and refs/tags, so clones of the repository do not see
+// it unless they ask, and Porch ignores it; every write to it is a
+// compare-and-swap in the same atomic update as the revision change it
+// belongs to.
+const metadataRef = plumbing.ReferenceName("refs/cad/metadata")
+
+// metadataMessage is the message of metadata commits.
+const metadataMessage = "Update package revision metadata"
+
+// kindMetadata caches parsed metadata blobs.
+const kindMetadata byte = 100
+
+// metadataPath is where x's metadata lives in the metadata tree. A
+// workspace is a DNS label (no dot), so "<ws>.json" never names a package
+// directory.
+func metadataPath(x *rev) string {
+	return x.full + "/" + x.key.Workspace + ".json"
+}
+
+// metadataRoot returns the metadata ref's value and its commit's tree, read
+// once per view; zero hashes when the ref does not exist.
+func (v *view) metadataRoot() (ref, tree plumbing.Hash, err error) {
+	if v.md != nil {
+		return v.md.ref, v.md.tree, nil
+	}
+	h, ok, err := v.ref(metadataRef)
+	if err != nil {
+		return plumbing.ZeroHash, plumbing.ZeroHash, err
+	}
+	st := &mdState{}
+	if ok {
+		c, err := v.commit(h)
+		if err != nil {
+			return plumbing.ZeroHash, plumbing.ZeroHash, err
+		}
+		st.ref, st.tree = h, c.tree
+	}
+	v.md = st
+	return st.ref, st.tree, nil
+}
+
+// mdState is the metadata ref as a view read it.
+type mdState struct{ ref, tree plumbing.Hash }
+
+// attachMetadata sets x.md from the metadata tree. A blob that does not
+// parse is ignored with a warning: metadata never makes a revision
+// unreadable.
+func (r *Repository) attachMetadata(v *view, x *rev) error {
+	if x == nil {
+		return nil
+	}
+	_, tree, err := v.metadataRoot()
+	if err != nil || tree.IsZero() {
+		return err
+	}
+	p := metadataPath(x)
+	dir, name := p[:strings.LastIndexByte(p, '/')], p[strings.LastIndexByte(p, '/')+1:]
+	sub, ok, err := v.subtree(tree, dir)
+	if err != nil || !ok {
+		return err
+	}
+	entries, err := v.tree(sub)
+	if err != nil {
+		return err
+	}
+	e, ok := findEntry(entries, name)
+	if !ok || e.mode != modeRegular {
+		return nil
+	}
+	if c, ok := v.cache.get(kindMetadata, e.hash); ok {
+		x.md = c.(revision.Metadata)
+		return nil
+	}
+	data, err := v.blob(e.hash)
+	if err != nil {
+		return err
+	}
+	md, err := revision.ParseMetadata(data)
+	if err != nil {
+		r.log.Warn("ignoring unreadable revision metadata", "path", p, "error", err.Error())
+		return nil
+	}
+	v.cache.put(kindMetadata, e.hash, md, int64(64+len(data)*2))
+	x.md = md
+	return nil
+}
+
+// planMetadata adds to t the update of the metadata ref that sets the
+// metadata of each path in edits (a zero Metadata removes it). It adds
+// nothing when the tree does not change.
+func (r *Repository) planMetadata(v *view, t *txn, edits map[string]revision.Metadata) error {
+	old, tree, err := v.metadataRoot()
+	if err != nil {
+		return err
+	}
+	root := tree
+	for p, md := range edits {
+		var blob plumbing.Hash
+		if !md.IsZero() {
+			data, err := md.Marshal()
+			if err != nil {
+				return err
+			}
+			if blob, err = v.putBlob(data); err != nil {
+				return err
+			}
+		}
+		if root, err = v.replaceFile(root, strings.Split(p, "/"), blob); err != nil {
+			return err
+		}
+	}
+	if root == tree || (tree.IsZero() && root.IsZero()) {
+		return nil
+	}
+	if root.IsZero() {
+		if root, err = v.putTree(nil); err != nil {
+			return err
+		}
+	}
+	var parents []plumbing.Hash
+	if !old.IsZero() {
+		parents = []plumbing.Hash{old}
+	}
+	h, err := v.putCommit(root, parents, r.committer(), r.committer(), metadataMessage+"\n")
+	if err != nil {
+		return err
+	}
+	t.set(metadataRef, old, h)
+	return nil
+}
+
+// replaceFile returns tree root with the regular file at segs set to blob,
+// or removed when blob is zero; directories left empty are removed, and an
+// empty result is the zero hash.
+func (v *view) replaceFile(root plumbing.Hash, segs []string, blob plumbing.Hash) (plumbing.Hash, error) {
+	var entries []treeEntry
+	if !root.IsZero() {
+		var err error
+		if entries, err = v.tree(root); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	name := segs[0]
+	mode := modeRegular
+	child := blob
+	if len(segs) > 1 {
+		mode = modeDir
+		var sub plumbing.Hash
+		if e, ok := findEntry(entries, name); ok && e.mode == modeDir {
+			sub = e.hash
+		}
+		var err error
+		if child, err = v.replaceFile(sub, segs[1:], blob); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	out := make([]treeEntry, 0, len(entries)+1)
+	for _, e := range entries {
+		if e.name != name {
+			out = append(out, e)
+		}
+	}
+	if !child.IsZero() {
+		out = append(out, treeEntry{name: name, mode: mode, hash: child})
+	}
+	if len(out) == 0 {
+		return plumbing.ZeroHash, nil
+	}
+	return v.putTree(out)
+}
+
+// SetMetadata replaces the labels and annotations of the revision key
+// selects, in the metadata ref (see metadataRef), and returns the revision
+// with its new Version. See repository.MetadataWriter. Errors are
+// *repository.Error matching repository.ErrNotFound, ErrInvalidInput,
+// ErrConflict when the revision changed since opts.Version, ErrClosed,
+// ErrUnavailable, or wrapping ctx's error.
+func (r *Repository) SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error) {
+	const op = "set metadata"
+	if err := r.enter(ctx, op, key); err != nil {
+		return nil, err
+	}
+	if err := key.ValidateLookup(); err != nil {
+		return nil, r.errorf(op, key, repository.ErrInvalidInput, "%w", err)
+	}
+	if err := md.Validate(); err != nil {
+		return nil, r.errorf(op, key, repository.ErrInvalidInput, "%w", err)
+	}
+	md = md.Clone()
+	expected := opts.Version
+	var result *rev
+	err := r.update(ctx, func(v *view) (*txn, error) {
+		x, err := r.resolveAt(v, op, key, &expected)
+		if err != nil {
+			return nil, err
+		}
+		y := *x
+		y.md = md
+		result = &y
+		if x.md.Equal(md) {
+			return nil, nil
+		}
+		t := &txn{}
+		if err := r.planMetadata(v, t, map[string]revision.Metadata{metadataPath(x): md}); err != nil {
+			return nil, err
+		}
+		return t, nil
+	})
+	if err != nil {
+		return nil, r.wrapErr(op, key, err)
+	}
+	r.log.Debug("set metadata", "key", keyString(result.key), "labels", len(md.Labels), "annotations", len(md.Annotations))
+	return r.revision(result), nil
+}
