@@ -10,8 +10,16 @@
 //     writes it), [Engine.Copy] (a new draft from a published revision of
 //     the same package) and [Engine.Update] (replace a draft's files, keeping
 //     their resources' comments, render, save);
-//   - [Engine.Clone]: a new package from an upstream [CloneSource], with Kptfile upstream, lock and merge keys;
-//   - [Engine.Upgrade]: a new draft three-way merging local with a new upstream (kpt's update strategies);
+//   - [Engine.Clone]: a new package from an upstream [CloneSource] (a
+//     published revision of any registered repository, git or OCI, or a
+//     package in an unregistered git repository), with Kptfile upstream,
+//     lock and merge keys;
+//   - [Engine.Upgrade]: a new draft three-way merging local with a new
+//     upstream (kpt's update strategies), and [Engine.DiscoverUpgrades],
+//     which packages have a newer upstream (porchctl upgrade --discover);
+//   - a [Mutation] on Clone, Copy and Upgrade: the caller's edits applied
+//     before the render and the single commit, so that a specialised
+//     package is never seen half done (the variant package uses it);
 //   - lifecycle: [Engine.Propose], [Engine.Reject], [Engine.Approve] (which
 //     assigns the next revision number and refuses while a readiness gate is
 //     not satisfied), [Engine.ProposeDelete] and [Engine.Delete] (which
@@ -19,6 +27,9 @@
 //   - readiness: [Engine.SetReadinessGates] and [Engine.SetConditions] edit
 //     a draft's Kptfile (keeping its comments); [revision.PackageRevision]'s
 //     Info reads them back;
+//   - metadata: [Engine.SetMetadata] and the Metadata of the options of
+//     Init, Clone, Copy and Upgrade: labels and annotations kept in the
+//     repository beside the revision (repository.MetadataWriter);
 //   - queries: [Engine.Get], [Engine.Latest], the latest published revision
 //     of a package (never the placeholder), and [Engine.Watch], a stream of
 //     changes across repositories.
