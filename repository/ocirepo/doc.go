@@ -34,6 +34,8 @@
 //	kpt.dev/write-id       a random id: every write has its own digest
 //	kpt.dev/marks          on a deletion marker, the digest it marks
 //	kpt.dev/lock-expires   on a lock, when its lease ends
+//	kpt.dev/metadata       on a metadata manifest, the revision's labels and
+//	                       annotations as JSON
 //
 // The tags of a package's image repository are:
 //
@@ -49,10 +51,17 @@
 //	                         digest; the published content is untouched and
 //	                         rejecting the proposal deletes the mark
 //	lock.<id>                a package write lock (see below)
+//	meta.<workspace>         the labels and annotations of the revision of
+//	                         that workspace (repository.MetadataWriter): a
+//	                         manifest without layers; written under the
+//	                         package lock before the revision's own tag,
+//	                         deleted after it, and never read when it
+//	                         matches no revision
 //
 // A revision's Version is the digest of the manifest that holds its state:
 // the workspace tag's for drafts and proposals, v<N>'s for a published
-// revision, the marker's while deletion is proposed. Tags that do not fit
+// revision, the marker's while deletion is proposed, followed by "+" and a
+// hash of the revision's metadata when it has any. Tags that do not fit
 // the scheme, and manifests whose annotations disagree with their tag, are
 // ignored. OCI has no branch, so there are no placeholder revisions.
 //

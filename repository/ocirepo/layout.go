@@ -36,13 +36,17 @@ const (
 	AnnotationMarks = "kpt.dev/marks"
 	// AnnotationLockExpires is, on a lock manifest, when its lease ends.
 	AnnotationLockExpires = "kpt.dev/lock-expires"
-	annotationCreated     = "org.opencontainers.image.created"
+	// AnnotationMetadata is, on a metadata manifest, the labels and
+	// annotations of the revision of its workspace, as JSON.
+	AnnotationMetadata = "kpt.dev/metadata"
+	annotationCreated  = "org.opencontainers.image.created"
 )
 
 // Tag prefixes and suffixes of the layout.
 const (
 	workspaceTagPrefix = "ws."
 	lockTagPrefix      = "lock."
+	metadataTagPrefix  = "meta."
 	deletionSuffix     = ".deletion-proposed"
 )
 
@@ -55,6 +59,7 @@ const (
 	tagDeletion                 // v<N>.deletion-proposed
 	tagWorkspace                // ws.<workspace>
 	tagLock                     // lock.<id>
+	tagMetadata                 // meta.<workspace>
 )
 
 func publishedTag(n int) string     { return "v" + strconv.Itoa(n) }
@@ -73,6 +78,12 @@ func parseTag(tag string) (tagKind, int, string) {
 		return tagWorkspace, 0, ws
 	case strings.HasPrefix(tag, lockTagPrefix):
 		return tagLock, 0, ""
+	case strings.HasPrefix(tag, metadataTagPrefix):
+		ws := tag[len(metadataTagPrefix):]
+		if revision.ValidateWorkspace(ws) != nil {
+			return tagForeign, 0, ""
+		}
+		return tagMetadata, 0, ws
 	case strings.HasPrefix(tag, "v"):
 		kind := tagPublished
 		num := tag[1:]
@@ -101,7 +112,8 @@ type record struct {
 	tag         string
 	publishedBy string
 	publishedAt time.Time
-	layer       *v1.Descriptor // nil for lock manifests
+	layer       *v1.Descriptor     // nil for lock and metadata manifests
+	md          *revision.Metadata // of a metadata manifest
 }
 
 // parseRecord parses a manifest read from the registry. Problems make it
@@ -134,6 +146,13 @@ func parseRecord(d v1.Hash, raw []byte) (*record, bool) {
 	}
 	if len(m.Layers) == 1 {
 		rec.layer = &m.Layers[0]
+	}
+	if s, ok := a[AnnotationMetadata]; ok {
+		md, err := revision.ParseMetadata([]byte(s))
+		if err != nil {
+			return rec, false
+		}
+		rec.md = &md
 	}
 	return rec, true
 }

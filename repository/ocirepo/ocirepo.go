@@ -151,9 +151,10 @@ type Repository struct {
 }
 
 var (
-	_ repository.Repository = (*Repository)(nil)
-	_ repository.Watcher    = (*Repository)(nil)
-	_ repository.Versioner  = (*Repository)(nil)
+	_ repository.Repository     = (*Repository)(nil)
+	_ repository.Watcher        = (*Repository)(nil)
+	_ repository.Versioner      = (*Repository)(nil)
+	_ repository.MetadataWriter = (*Repository)(nil)
 )
 
 // Open returns the repository that spec describes. spec.Type must be oci

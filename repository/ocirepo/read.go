@@ -115,7 +115,8 @@ type packageState struct {
 	published  map[int]*record // valid v<N>
 	deletion   map[int]*record // valid markers of published[N]
 	workspaces map[string]*record
-	maxNumber  int // highest N of any v<N> or marker tag
+	metadata   map[string]*record // valid meta.<workspace>
+	maxNumber  int                // highest N of any v<N> or marker tag
 }
 
 // readPackage reads every revision record of pkg: one tags list, then a
@@ -125,11 +126,11 @@ func (r *Repository) readPackage(ctx context.Context, pkg string, repo name.Repo
 	if err != nil {
 		return nil, err
 	}
-	st := &packageState{tags: tags, published: map[int]*record{}, deletion: map[int]*record{}, workspaces: map[string]*record{}}
+	st := &packageState{tags: tags, published: map[int]*record{}, deletion: map[int]*record{}, workspaces: map[string]*record{}, metadata: map[string]*record{}}
 	// Numbered tags first; then only the workspace tags that are not the
 	// alias of a published revision just read (a proposal being approved
 	// has a workspace tag of its own lifecycle and is read too).
-	var numbered, workspaces []string
+	var numbered, workspaces, metadata []string
 	for _, tag := range tags {
 		switch kind, n, _ := parseTag(tag); kind {
 		case tagPublished, tagDeletion:
@@ -137,9 +138,11 @@ func (r *Repository) readPackage(ctx context.Context, pkg string, repo name.Repo
 			numbered = append(numbered, tag)
 		case tagWorkspace:
 			workspaces = append(workspaces, tag)
+		case tagMetadata:
+			metadata = append(metadata, tag)
 		}
 	}
-	if err := r.fetchAll(ctx, pkg, repo, numbered, st); err != nil {
+	if err := r.fetchAll(ctx, pkg, repo, append(numbered, metadata...), st); err != nil {
 		return nil, err
 	}
 	aliased := map[string]bool{}
@@ -167,8 +170,19 @@ func (r *Repository) fetchAll(ctx context.Context, pkg string, repo name.Reposit
 		kind, n, ws := parseTag(tag)
 		g.Go(func() error {
 			rec, err := r.fetch(gctx, repo, tag)
-			if err != nil || !rec.valid(pkg, tag) {
+			if err != nil {
 				return err
+			}
+			if kind == tagMetadata {
+				if rec.validMetadata(pkg, ws) {
+					mu.Lock()
+					st.metadata[ws] = rec
+					mu.Unlock()
+				}
+				return nil
+			}
+			if !rec.valid(pkg, tag) {
+				return nil
 			}
 			mu.Lock()
 			defer mu.Unlock()
@@ -186,7 +200,8 @@ func (r *Repository) fetchAll(ctx context.Context, pkg string, repo name.Reposit
 	return g.Wait()
 }
 
-// views returns the revisions of st in no particular order.
+// views returns the revisions of st in no particular order, with their
+// metadata.
 func (r *Repository) views(pkg string, repo name.Repository, st *packageState) []view {
 	var out []view
 	publishedWS := map[string]bool{}
@@ -199,6 +214,11 @@ func (r *Repository) views(pkg string, repo name.Repository, st *packageState) [
 			continue // an alias, or a proposal whose approval is being finished
 		}
 		out = append(out, r.draftView(pkg, repo, rec))
+	}
+	for i := range out {
+		if md := st.metadata[out[i].meta.Key.Workspace]; md != nil {
+			decorate(&out[i], *md.md)
+		}
 	}
 	return out
 }
@@ -314,8 +334,9 @@ func (r *Repository) listViews(ctx context.Context, pkg string) ([]view, error) 
 
 // Get returns the revision key selects: by number a HEAD of v<N> and of
 // its deletion marker, by workspace a HEAD of ws.<workspace> (plus the
-// tag list when it is a proposal, to see an approval being finished). It
-// never reads more than one package. Errors: ErrInvalidInput for a key
+// tag list when it is a proposal, to see an approval being finished), and
+// a HEAD of meta.<workspace> for its metadata. It never reads more than one
+// package. Errors: ErrInvalidInput for a key
 // that selects nothing in particular, ErrNotFound, ErrClosed,
 // ErrUnavailable.
 func (r *Repository) Get(ctx context.Context, key revision.Key) (revision.PackageRevision, error) {
@@ -330,9 +351,23 @@ func (r *Repository) Get(ctx context.Context, key revision.Key) (revision.Packag
 	return r.revisionOf(*v), nil
 }
 
-// lookup finds the revision key selects, or fails with an error matching
-// ErrInvalidInput or ErrNotFound.
+// lookup finds the revision key selects, with its metadata, or fails with
+// an error matching ErrInvalidInput or ErrNotFound.
 func (r *Repository) lookup(ctx context.Context, key revision.Key) (*view, error) {
+	v, err := r.lookupRevision(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	md, err := r.metadataOf(ctx, v.meta.Key.Package, v.repo, v.meta.Key.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	decorate(v, md)
+	return v, nil
+}
+
+// lookupRevision is lookup without the metadata.
+func (r *Repository) lookupRevision(ctx context.Context, key revision.Key) (*view, error) {
 	if err := key.ValidateLookup(); err != nil {
 		return nil, r.errorf("get", key, repository.ErrInvalidInput, "%w", err)
 	}

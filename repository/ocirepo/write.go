@@ -90,8 +90,10 @@ func (r *Repository) commit(ctx context.Context, base revision.Meta, files revis
 	if err := r.enter(ctx, op, key); err != nil {
 		return nil, err
 	}
-	if opts.Metadata != nil && !opts.Metadata.IsZero() {
-		return nil, r.errorf(op, key, repository.ErrNotSupported, "an OCI repository keeps no labels or annotations of revisions")
+	if opts.Metadata != nil {
+		if err := opts.Metadata.Validate(); err != nil {
+			return nil, r.errorf(op, key, repository.ErrInvalidInput, "%w", err)
+		}
 	}
 	repo, err := r.repoOf(key.Package)
 	if err != nil {
@@ -119,6 +121,14 @@ func (r *Repository) commit(ctx context.Context, base revision.Meta, files revis
 	if err != nil {
 		return nil, r.wrap(op, key, err)
 	}
+	curMD, err := r.metadataOf(ctx, key.Package, repo, key.Workspace)
+	if err != nil {
+		return nil, r.wrap(op, key, err)
+	}
+	md := curMD // the metadata of the result
+	if opts.Metadata != nil {
+		md = opts.Metadata.Clone()
+	}
 	if base.Version == "" {
 		taken, err := r.workspaceTaken(ctx, key.Package, repo, key.Workspace)
 		if err != nil {
@@ -127,12 +137,21 @@ func (r *Repository) commit(ctx context.Context, base revision.Meta, files revis
 		if taken {
 			return nil, r.errorf(op, key, repository.ErrAlreadyExists, "package %q already has a revision with workspace %q", key.Package, key.Workspace)
 		}
+		if opts.Metadata == nil {
+			md = revision.Metadata{} // not what an earlier revision of the workspace left
+		}
 	} else {
+		var now string
+		if cur != nil {
+			v := r.draftView(key.Package, repo, cur)
+			decorate(&v, curMD)
+			now = v.meta.Version
+		}
 		switch {
 		case !cur.valid(key.Package, workspaceTag(key.Workspace)):
 			return nil, r.errorf(op, key, repository.ErrConflict, "the draft was deleted since it was opened")
-		case cur.digest.String() != base.Version:
-			return nil, r.errorf(op, key, repository.ErrConflict, "the draft changed since it was opened (version %s, now %s)", base.Version, cur.digest)
+		case now != base.Version:
+			return nil, r.errorf(op, key, repository.ErrConflict, "the draft changed since it was opened (version %s, now %s)", base.Version, now)
 		case cur.lifecycle != revision.LifecycleDraft:
 			return nil, r.errorf(op, key, repository.ErrConflict, "the revision is now %s", cur.lifecycle)
 		}
@@ -150,11 +169,19 @@ func (r *Repository) commit(ctx context.Context, base revision.Meta, files revis
 			spec.upstreamLock = string(b)
 		}
 	}
+	// The metadata first: left alone by a failed write, it belongs to no
+	// revision, and the next draft of the workspace replaces it.
+	if !md.Equal(curMD) {
+		if err := r.writeMetadata(ctx, l, op, key, key.Workspace, md); err != nil {
+			return nil, err
+		}
+	}
 	rec, err := r.put(ctx, l, op, key, workspaceTag(key.Workspace), spec)
 	if err != nil {
 		return nil, err
 	}
 	v := r.draftView(key.Package, repo, rec)
+	decorate(&v, md)
 	return revision.NewWithFiles(v.meta, files), nil
 }
 
@@ -306,7 +333,7 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 		if _, err := r.put(ctx, l, op, k, workspaceTag(k.Workspace), spec); err != nil {
 			r.logDebug("writing the workspace alias failed", "package", k.Package, "error", err)
 		}
-		return r.revisionOf(r.publishedView(k.Package, repo, n, pub, nil)), nil
+		return r.decorated(r.publishedView(k.Package, repo, n, pub, nil), v), nil
 	case to == revision.LifecycleDeletionProposed:
 		spec := specOf(v.rec)
 		spec.lifecycle = revision.LifecycleDeletionProposed
@@ -315,7 +342,7 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 		if err != nil {
 			return nil, err
 		}
-		return r.revisionOf(r.publishedView(k.Package, repo, k.Revision, v.rec, marker)), nil
+		return r.decorated(r.publishedView(k.Package, repo, k.Revision, v.rec, marker), v), nil
 	case from == revision.LifecycleDeletionProposed:
 		marker, err := r.fetch(ctx, repo, deletionTag(k.Revision))
 		if err != nil {
@@ -326,7 +353,7 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 				return nil, err
 			}
 		}
-		return r.revisionOf(r.publishedView(k.Package, repo, k.Revision, v.rec, nil)), nil
+		return r.decorated(r.publishedView(k.Package, repo, k.Revision, v.rec, nil), v), nil
 	default: // Draft <-> Proposed
 		spec := specOf(v.rec)
 		spec.lifecycle = to
@@ -334,8 +361,27 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 		if err != nil {
 			return nil, err
 		}
-		return r.revisionOf(r.draftView(k.Package, repo, rec)), nil
+		return r.decorated(r.draftView(k.Package, repo, rec), v), nil
 	}
+}
+
+// dropMetadata deletes the metadata of the deleted revision v. A failure
+// is only logged: metadata of no revision is never read, and the next
+// draft of the workspace replaces it.
+func (r *Repository) dropMetadata(ctx context.Context, l *lease, op string, v *view) {
+	if v.meta.Metadata.IsZero() {
+		return
+	}
+	if err := r.writeMetadata(ctx, l, op, v.meta.Key, v.meta.Key.Workspace, revision.Metadata{}); err != nil {
+		r.logDebug("deleting the metadata failed", "package", v.meta.Key.Package, "error", err)
+	}
+}
+
+// decorated returns next, a new state of the revision of view old, with
+// old's metadata.
+func (r *Repository) decorated(next view, old *view) revision.PackageRevision {
+	decorate(&next, old.meta.Metadata)
+	return r.revisionOf(next)
 }
 
 // Delete removes the revision key selects under the package lock: a draft
@@ -377,11 +423,16 @@ func (r *Repository) Delete(ctx context.Context, key revision.Key, opts reposito
 	case revision.LifecyclePublished:
 		return r.errorf(op, k, repository.ErrImmutable, "a published revision must be proposed for deletion before it is deleted")
 	case revision.LifecycleDraft, revision.LifecycleProposed:
-		return r.remove(ctx, l, op, k, workspaceTag(k.Workspace), v.rec)
+		if err := r.remove(ctx, l, op, k, workspaceTag(k.Workspace), v.rec); err != nil {
+			return err
+		}
+		r.dropMetadata(ctx, l, op, v)
+		return nil
 	}
 	if err := r.remove(ctx, l, op, k, publishedTag(k.Revision), v.rec); err != nil {
 		return err
 	}
+	r.dropMetadata(ctx, l, op, v)
 	// Leftovers below are ignored by readers if a delete fails.
 	if marker, err := r.fetch(ctx, repo, deletionTag(k.Revision)); err == nil && marker != nil {
 		if err := r.remove(ctx, l, op, k, deletionTag(k.Revision), marker); err != nil {
