@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -121,6 +122,31 @@ type Repository struct {
 	cache  *lru
 
 	closed atomic.Bool
+
+	// wrote is closed (and replaced) after every write of this
+	// Repository, so that its watches see their own writes at once.
+	wroteMu sync.Mutex
+	wrote   chan struct{}
+}
+
+// written wakes the watches after a write.
+func (r *Repository) written() {
+	r.wroteMu.Lock()
+	if r.wrote != nil {
+		close(r.wrote)
+		r.wrote = nil
+	}
+	r.wroteMu.Unlock()
+}
+
+// writes returns a channel closed at the next write.
+func (r *Repository) writes() <-chan struct{} {
+	r.wroteMu.Lock()
+	defer r.wroteMu.Unlock()
+	if r.wrote == nil {
+		r.wrote = make(chan struct{})
+	}
+	return r.wrote
 }
 
 var (

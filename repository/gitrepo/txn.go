@@ -68,6 +68,7 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 			if err != nil || t == nil || len(t.updates) == 0 {
 				return err
 			}
+			defer r.written()
 			if err := ctx.Err(); err != nil {
 				return err
 			}

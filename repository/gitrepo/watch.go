@@ -9,8 +9,10 @@ import (
 )
 
 // Watch calls handle for every change to a revision opts selects, from
-// the moment it is called until ctx is done or handle returns an error. It
-// polls: every Options.PollInterval it reads the repository's Version
+// the moment it is called until ctx is done or handle returns an error.
+// Writes through this Repository are seen at once; other writers' (other
+// handles, processes, the git CLI, a remote) by polling: every
+// Options.PollInterval it reads the repository's Version
 // (the refs; for a remote, one ls-remote) and lists again only when that
 // changed. A change of Meta.Version is Modified; a revision that is no
 // longer listed is Deleted, with its last state. Watch blocks; it returns
@@ -56,6 +58,7 @@ func (r *Repository) Watch(ctx context.Context, opts repository.ListOptions, han
 		case <-ctx.Done():
 			return nil
 		case <-tick.C:
+		case <-r.writes():
 		}
 		if r.closed.Load() {
 			return r.enter(ctx, "watch", revision.Key{})
