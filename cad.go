@@ -23,6 +23,9 @@ type (
 	Files = revision.Files
 	// Kptfile is the kpt.dev/v1 Kptfile.
 	Kptfile = revision.Kptfile
+	// Metadata is a revision's labels and annotations, kept in the
+	// repository beside it.
+	Metadata = revision.Metadata
 	// Repository is the contract every backend implements.
 	Repository = repository.Repository
 	// Spec describes a repository, in the shape of Porch's Repository.
