@@ -296,6 +296,28 @@ func (e *Engine) Latest(ctx context.Context, repo, pkg string) (revision.Package
 	return best, nil
 }
 
+// List returns the revisions opts selects in repository repo, in
+// repository.SortRevisions order. It returns an error matching
+// repository.ErrNotFound for an unknown repository, and the repository's
+// List error otherwise.
+func (e *Engine) List(ctx context.Context, repo string, opts repository.ListOptions) ([]revision.PackageRevision, error) {
+	const op = "list"
+	key := revision.Key{Repository: repo}
+	r, err := e.repo(ctx, op, key)
+	if err != nil {
+		return nil, err
+	}
+	revs, err := r.List(ctx, opts)
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
+	return revs, nil
+}
+
+// Repositories returns the Repositories the Engine was built with, for
+// callers (the variant package, a server) that need the same set.
+func (e *Engine) Repositories() Repositories { return e.opts.Repositories }
+
 // RetryOnConflict calls fn until it returns an error that does not match
 // repository.ErrConflict, or attempts calls have been made (at least one),
 // waiting a short, growing, jittered delay between calls. fn should re-read

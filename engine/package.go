@@ -24,6 +24,10 @@ type InitOptions struct {
 	// Metadata becomes the new draft's labels and annotations, written
 	// with it (see [Engine.SetMetadata]).
 	Metadata revision.Metadata
+	// Mutate, when set, edits the new package's content before it is
+	// rendered and committed (see [Mutation]): readiness gates or other
+	// Kptfile fields that must be there from the first write.
+	Mutate Mutation
 }
 
 // Init creates a new package as a draft in repository repo, with the
@@ -61,7 +65,7 @@ func (e *Engine) Init(ctx context.Context, repo string, key revision.Key, opts I
 	if err != nil {
 		return nil, wrap(op, key, err)
 	}
-	if files, err = e.finish(ctx, op, key, files, nil); err != nil {
+	if files, err = e.finish(ctx, op, key, files, opts.Mutate); err != nil {
 		return nil, err
 	}
 	return e.create(ctx, op, r, key, files, MessageInit, opts.Metadata)
@@ -69,19 +73,29 @@ func (e *Engine) Init(ctx context.Context, repo string, key revision.Key, opts I
 
 // checkNewPackage checks that key's package does not exist in r and does
 // not nest in, or around, an existing package, as Porch does for init. It
-// reads the metadata of every revision of r.
+// lists only the package's path, what is under it and each of its
+// ancestors, so its cost does not grow with the size of the repository.
 func checkNewPackage(ctx context.Context, op string, r repository.Repository, key revision.Key) error {
-	revs, err := r.List(ctx, repository.ListOptions{})
+	revs, err := r.List(ctx, repository.ListOptions{PackagePrefix: key.Package})
 	if err != nil {
 		return wrap(op, key, err)
 	}
 	for _, pr := range revs {
-		p := pr.Meta().Key.Package
-		switch {
-		case p == key.Package:
+		if p := pr.Meta().Key.Package; p == key.Package {
 			return repository.Errorf(op, key.Repository, key, repository.ErrAlreadyExists,
 				"package %q already exists in repository %q; make new revisions with copy", key.Package, key.Repository)
-		case strings.HasPrefix(p, key.Package+"/") || strings.HasPrefix(key.Package, p+"/"):
+		}
+	}
+	for _, pr := range revs {
+		return repository.Errorf(op, key.Repository, key, repository.ErrInvalidInput,
+			"packages cannot be nested: %q and existing package %q", key.Package, pr.Meta().Key.Package)
+	}
+	for p := path.Dir(key.Package); p != "." && p != "/" && p != ""; p = path.Dir(p) {
+		revs, err := r.List(ctx, repository.ListOptions{Package: p})
+		if err != nil {
+			return wrap(op, key, err)
+		}
+		if len(revs) > 0 {
 			return repository.Errorf(op, key.Repository, key, repository.ErrInvalidInput,
 				"packages cannot be nested: %q and existing package %q", key.Package, p)
 		}
@@ -236,6 +250,10 @@ type UpdateOptions struct {
 	// input when it left nothing. Update then returns the saved revision
 	// together with the render error.
 	SaveOnRenderFailure bool
+	// Metadata, when not nil, replaces the draft's labels and annotations
+	// in the same write as the content (see [Engine.SetMetadata]); when
+	// only the metadata changes, only it is written.
+	Metadata *revision.Metadata
 }
 
 // Update replaces the content of the Draft revision key selects with files
@@ -269,12 +287,18 @@ func (e *Engine) Update(ctx context.Context, repo string, key revision.Key, file
 	if err != nil {
 		return nil, wrap(op, key, err)
 	}
-	return e.save(ctx, op, d, keepComments(d.Files(), files), opts)
+	return e.save(ctx, op, r, d, keepComments(d.Files(), files), opts)
 }
 
-// save renders files and commits them to d, as Update describes.
-func (e *Engine) save(ctx context.Context, op string, d revision.Draft, files revision.Files, opts UpdateOptions) (revision.PackageRevision, error) {
+// save renders files and commits them to d, a draft of r, as Update
+// describes.
+func (e *Engine) save(ctx context.Context, op string, r repository.Repository, d revision.Draft, files revision.Files, opts UpdateOptions) (revision.PackageRevision, error) {
 	key := d.Key()
+	if opts.Metadata != nil {
+		if err := opts.Metadata.Validate(); err != nil {
+			return nil, wrap(op, key, err)
+		}
+	}
 	rendered, renderErr := e.render(ctx, files)
 	if renderErr != nil {
 		renderErr = wrap(op, key, renderErr)
@@ -283,10 +307,22 @@ func (e *Engine) save(ctx context.Context, op string, d revision.Draft, files re
 		}
 	}
 	if rendered.Equal(d.Files()) {
-		return revision.NewWithFiles(d.Base(), d.Files()), renderErr
+		if opts.Metadata == nil || opts.Metadata.Equal(d.Base().Metadata) {
+			return revision.NewWithFiles(d.Base(), d.Files()), renderErr
+		}
+		pr, err := repository.SetMetadata(ctx, r, key, opts.Metadata.Clone(), e.updateOptions(d.Base().Version))
+		if err != nil {
+			return nil, wrap(op, key, err)
+		}
+		return pr, renderErr
 	}
 	d.SetFiles(rendered)
-	pr, err := d.Commit(ctx, e.commitOptions(""))
+	co := e.commitOptions("")
+	if opts.Metadata != nil {
+		md := opts.Metadata.Clone()
+		co.Metadata = &md
+	}
+	pr, err := d.Commit(ctx, co)
 	if err != nil {
 		return nil, wrap(op, key, err)
 	}

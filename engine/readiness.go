@@ -95,5 +95,5 @@ func (e *Engine) editKptfile(ctx context.Context, op string, key revision.Key, e
 	if files, err = files.With(revision.KptfileName, data); err != nil {
 		return nil, wrap(op, key, err)
 	}
-	return e.save(ctx, op, d, files, UpdateOptions{})
+	return e.save(ctx, op, r, d, files, UpdateOptions{})
 }

@@ -105,6 +105,16 @@ func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, o
 			strategy = localKf.Upstream.UpdateStrategy
 		}
 	}
+	// The local package carries the merge keys Clone and Upgrade stamp on
+	// every resource; stamp both upstreams the same way (kpt's update adds
+	// merge comments to all three packages), or every resource looks
+	// changed locally and one deleted upstream is never removed.
+	if stamped, err := upstreamid.StampFiles(oldFiles); err == nil {
+		oldFiles = stamped
+	}
+	if stamped, err := upstreamid.StampFiles(newFiles); err == nil {
+		newFiles = stamped
+	}
 	merged, err := update.Merge(oldFiles, newFiles, localFiles, strategy)
 	if err != nil {
 		return nil, wrap(op, localMeta.Key, err)

@@ -63,6 +63,11 @@ type Repository interface {
 type ListOptions struct {
 	// Package selects one package path exactly; empty selects all.
 	Package string
+	// PackagePrefix selects the package at this path and every package
+	// nested under it ("a/b" selects "a/b" and "a/b/c", not "a/bc");
+	// empty selects all. Backends read only those packages where they
+	// can, so it is how to ask cheaply whether a path is free.
+	PackagePrefix string
 	// Workspace selects one workspace; empty selects all.
 	Workspace string
 	// Revision selects one revision number; 0 selects all (drafts and
@@ -76,6 +81,9 @@ type ListOptions struct {
 // Matches reports whether a revision with meta m is selected by o.
 func (o ListOptions) Matches(m revision.Meta) bool {
 	if o.Package != "" && o.Package != m.Key.Package {
+		return false
+	}
+	if o.PackagePrefix != "" && o.PackagePrefix != m.Key.Package && !strings.HasPrefix(m.Key.Package, o.PackagePrefix+"/") {
 		return false
 	}
 	if o.Workspace != "" && o.Workspace != m.Key.Workspace {

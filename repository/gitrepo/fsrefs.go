@@ -198,3 +198,43 @@ func (f *fsRefs) removeLoose(name plumbing.ReferenceName) (bool, error) {
 	}
 	return true, nil
 }
+
+// under returns every ref below prefix (which ends in a slash), at any
+// depth, reading only that part of the refs directory and of packed-refs.
+func (f *fsRefs) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	names, hashes, err := f.packed()
+	if err != nil {
+		return nil, err
+	}
+	for i := sort.SearchStrings(names, prefix); i < len(names) && strings.HasPrefix(names[i], prefix); i++ {
+		out[plumbing.ReferenceName(names[i])] = hashes[names[i]]
+	}
+	root := filepath.Join(f.gitDir, filepath.FromSlash(prefix))
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if notExist(err) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || strings.HasSuffix(d.Name(), ".lock") {
+			return nil
+		}
+		rel, err := filepath.Rel(f.gitDir, p)
+		if err != nil {
+			return err
+		}
+		name := filepath.ToSlash(rel)
+		if h, ok, err := f.loose(name); err != nil {
+			return err
+		} else if ok {
+			out[plumbing.ReferenceName(name)] = h
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"path"
 	"slices"
 	"strings"
 
@@ -116,11 +117,14 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 // list finds the revisions opts selects, filtering on what the ref names
 // tell before reading any object.
 func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOptions) ([]*rev, error) {
-	refs, err := v.allRefs()
+	refs, err := r.candidateRefs(v, opts)
 	if err != nil {
 		return nil, err
 	}
-	wantPkg := func(pkg string) bool { return opts.Package == "" || opts.Package == pkg }
+	wantPkg := func(pkg string) bool {
+		return (opts.Package == "" || opts.Package == pkg) &&
+			(opts.PackagePrefix == "" || opts.PackagePrefix == pkg || strings.HasPrefix(pkg, opts.PackagePrefix+"/"))
+	}
 	wantLC := func(lc ...revision.Lifecycle) bool {
 		if len(opts.Lifecycles) == 0 {
 			return true
@@ -188,13 +192,49 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 	}
 	if opts.Revision == 0 || opts.Revision == revision.Placeholder {
 		if opts.Workspace == "" || opts.Workspace == r.branch {
-			phs, err := r.placeholders(v, opts.Package)
+			phs, err := r.placeholders(v, opts.Package, opts.PackagePrefix)
 			if err != nil {
 				return nil, err
 			}
 			for _, x := range phs {
 				add(x)
 			}
+		}
+	}
+	return out, nil
+}
+
+// candidateRefs returns the refs that can hold revisions opts selects:
+// for a package or a package prefix only the refs under that path
+// (drafts, proposals and tags), so that listing one package costs the same
+// however many the repository holds; all refs otherwise.
+func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	if opts.Package == "" && opts.PackagePrefix == "" {
+		return v.allRefs()
+	}
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	for _, p := range []string{opts.Package, opts.PackagePrefix} {
+		if p == "" {
+			continue
+		}
+		full := r.fullPath(p)
+		for _, base := range []string{"refs/heads/" + draftsPrefix, "refs/heads/" + proposedPrefix, "refs/tags/"} {
+			var refs map[plumbing.ReferenceName]plumbing.Hash
+			var err error
+			if p == opts.Package {
+				refs, err = v.children(base + full + "/")
+			} else {
+				refs, err = v.under(base + full + "/")
+			}
+			if err != nil {
+				return nil, err
+			}
+			for name, h := range refs {
+				out[name] = h
+			}
+		}
+		if opts.Package != "" {
+			break // Package is the narrower selection
 		}
 	}
 	return out, nil
@@ -274,8 +314,9 @@ func (r *Repository) markDeletionProposed(v *view, x *rev) error {
 }
 
 // placeholders returns the placeholder revisions of the packages on the
-// branch head: only package pkg when it is set.
-func (r *Repository) placeholders(v *view, pkg string) ([]*rev, error) {
+// branch head: only package pkg when it is set, else only those at and
+// under prefix when that is set.
+func (r *Repository) placeholders(v *view, pkg, prefix string) ([]*rev, error) {
 	head, ok, err := v.ref(branchRef(r.branch))
 	if err != nil || !ok {
 		return nil, err
@@ -294,11 +335,25 @@ func (r *Repository) placeholders(v *view, pkg string) ([]*rev, error) {
 			found = []pkgEntry{{path: pkg, tree: tree}}
 		}
 	} else {
-		dirTree, ok, err := v.subtree(c.tree, r.dir)
+		base := r.dir
+		if prefix != "" {
+			base = r.fullPath(prefix)
+		}
+		dirTree, ok, err := v.subtree(c.tree, base)
 		if err != nil || !ok {
 			return nil, err
 		}
-		if found, err = v.packages(dirTree); err != nil {
+		if prefix != "" {
+			// The prefix itself may be a package (a Kptfile at its top);
+			// the cached entries are shared, so they are copied.
+			under, err := v.packagesAt(dirTree, false)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range under {
+				found = append(found, pkgEntry{path: path.Join(prefix, p.path), tree: p.tree})
+			}
+		} else if found, err = v.packages(dirTree); err != nil {
 			return nil, err
 		}
 	}
@@ -370,7 +425,7 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 		return match(r.tagRev(v, key.Package, "v"+itoa(key.Revision), name, h))
 	}
 	if key.Revision == revision.Placeholder && (key.Workspace == "" || key.Workspace == r.branch) {
-		phs, err := r.placeholders(v, key.Package)
+		phs, err := r.placeholders(v, key.Package, "")
 		if err != nil {
 			return nil, err
 		}
@@ -401,7 +456,7 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 			}
 		}
 		if key.Workspace == r.branch {
-			phs, err := r.placeholders(v, key.Package)
+			phs, err := r.placeholders(v, key.Package, "")
 			if err != nil {
 				return nil, err
 			}

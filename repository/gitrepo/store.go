@@ -199,6 +199,25 @@ func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash
 	return out, nil
 }
 
+// under returns the refs below prefix (which ends in a slash), at any
+// depth.
+func (v *view) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	if v.refs == nil && v.fr != nil {
+		return v.fr.under(prefix)
+	}
+	refs, err := v.allRefs()
+	if err != nil {
+		return nil, err
+	}
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	for name, h := range refs {
+		if strings.HasPrefix(string(name), prefix) {
+			out[name] = h
+		}
+	}
+	return out, nil
+}
+
 // allRefs returns every hash ref (branches, tags and the metadata ref),
 // reading them once.
 func (v *view) allRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/google/go-containerregistry/pkg/name"
@@ -276,7 +277,7 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 	if err := r.enter(ctx, op, revision.Key{}); err != nil {
 		return nil, err
 	}
-	views, err := r.listViews(ctx, opts.Package)
+	views, err := r.listViews(ctx, opts.Package, opts.PackagePrefix)
 	if err != nil {
 		return nil, r.wrap(op, revision.Key{}, err)
 	}
@@ -290,9 +291,9 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 	return out, nil
 }
 
-// listViews reads every revision of pkg, or of every package when pkg is
-// empty.
-func (r *Repository) listViews(ctx context.Context, pkg string) ([]view, error) {
+// listViews reads every revision of pkg, or when pkg is empty of every
+// package at or under prefix (every package for an empty prefix).
+func (r *Repository) listViews(ctx context.Context, pkg, prefix string) ([]view, error) {
 	var pkgs []string
 	if pkg != "" {
 		if revision.ValidatePackagePath(pkg) != nil {
@@ -300,9 +301,14 @@ func (r *Repository) listViews(ctx context.Context, pkg string) ([]view, error) 
 		}
 		pkgs = []string{pkg}
 	} else {
-		var err error
-		if pkgs, err = r.packages(ctx); err != nil {
+		all, err := r.packages(ctx)
+		if err != nil {
 			return nil, err
+		}
+		for _, p := range all {
+			if prefix == "" || p == prefix || strings.HasPrefix(p, prefix+"/") {
+				pkgs = append(pkgs, p)
+			}
 		}
 	}
 	var mu sync.Mutex

@@ -97,7 +97,7 @@ func (r *Repository) watchList(ctx context.Context, opts repository.ListOptions)
 	if err := r.enter(ctx, "watch", revision.Key{}); err != nil {
 		return nil, nil, err
 	}
-	views, err := r.listViews(ctx, opts.Package)
+	views, err := r.listViews(ctx, opts.Package, opts.PackagePrefix)
 	if err != nil {
 		return nil, nil, r.wrap("watch", revision.Key{}, err)
 	}
@@ -126,7 +126,7 @@ func (r *Repository) Version(ctx context.Context) (string, error) {
 	if err := r.enter(ctx, op, revision.Key{}); err != nil {
 		return "", err
 	}
-	views, err := r.listViews(ctx, "")
+	views, err := r.listViews(ctx, "", "")
 	if err != nil {
 		return "", r.wrap(op, revision.Key{}, err)
 	}

@@ -601,6 +601,8 @@ func (s *suite) testListFilters(t *testing.T) {
 	createDraft(t, r, "b/c", "ws1", "3")
 	createDraft(t, r, "b/d", "ws3", "4")
 	move(t, r, key("b/d", "ws3"), revision.LifecycleProposed)
+	publish(t, r, "b/e", "ws9", "5")
+	createDraft(t, r, "bb", "ws7", "6")
 
 	cases := []struct {
 		opts repository.ListOptions
@@ -608,10 +610,16 @@ func (s *suite) testListFilters(t *testing.T) {
 	}{
 		{repository.ListOptions{Package: "a"}, []revision.Key{{Package: "a", Workspace: "ws2"}, {Package: "a", Workspace: "ws1", Revision: 1}}},
 		{repository.ListOptions{Workspace: "ws1"}, []revision.Key{{Package: "a", Workspace: "ws1", Revision: 1}, {Package: "b/c", Workspace: "ws1"}}},
-		{repository.ListOptions{Lifecycles: []revision.Lifecycle{revision.LifecycleDraft}}, []revision.Key{{Package: "a", Workspace: "ws2"}, {Package: "b/c", Workspace: "ws1"}}},
+		{repository.ListOptions{Lifecycles: []revision.Lifecycle{revision.LifecycleDraft}}, []revision.Key{{Package: "a", Workspace: "ws2"}, {Package: "b/c", Workspace: "ws1"}, {Package: "bb", Workspace: "ws7"}}},
 		{repository.ListOptions{Lifecycles: []revision.Lifecycle{revision.LifecycleProposed}}, []revision.Key{{Package: "b/d", Workspace: "ws3"}}},
-		{repository.ListOptions{Revision: 1}, []revision.Key{{Package: "a", Workspace: "ws1", Revision: 1}}},
+		{repository.ListOptions{Revision: 1}, []revision.Key{{Package: "a", Workspace: "ws1", Revision: 1}, {Package: "b/e", Workspace: "ws9", Revision: 1}}},
 		{repository.ListOptions{Package: "b"}, nil},
+		{repository.ListOptions{PackagePrefix: "b"}, []revision.Key{{Package: "b/c", Workspace: "ws1"}, {Package: "b/d", Workspace: "ws3"}, {Package: "b/e", Workspace: "ws9", Revision: 1}}},
+		{repository.ListOptions{PackagePrefix: "b/c"}, []revision.Key{{Package: "b/c", Workspace: "ws1"}}},
+		{repository.ListOptions{PackagePrefix: "b", Lifecycles: []revision.Lifecycle{revision.LifecyclePublished}}, []revision.Key{{Package: "b/e", Workspace: "ws9", Revision: 1}}},
+		{repository.ListOptions{PackagePrefix: "bb"}, []revision.Key{{Package: "bb", Workspace: "ws7"}}},
+		{repository.ListOptions{PackagePrefix: "b/c/x"}, nil},
+		{repository.ListOptions{PackagePrefix: "b", Package: "b/d"}, []revision.Key{{Package: "b/d", Workspace: "ws3"}}},
 	}
 	for _, c := range cases {
 		got := keys(list(t, r, c.opts), false)
@@ -620,8 +628,20 @@ func (s *suite) testListFilters(t *testing.T) {
 		}
 	}
 	all := list(t, r, repository.ListOptions{})
-	if n := len(keys(all, false)); n != 4 {
-		t.Errorf("List() has %d non-placeholder revisions, want 4", n)
+	if n := len(keys(all, false)); n != 6 {
+		t.Errorf("List() has %d non-placeholder revisions, want 6", n)
+	}
+	if !s.h.NoPlaceholder {
+		// A prefix selects placeholders too, and only those under it.
+		var phs []string
+		for _, k := range keys(list(t, r, repository.ListOptions{PackagePrefix: "b"}), true) {
+			if k.IsPlaceholder() {
+				phs = append(phs, k.Package)
+			}
+		}
+		if !slices.Equal(phs, []string{"b/e"}) {
+			t.Errorf("placeholders under prefix b: %v, want [b/e]", phs)
+		}
 	}
 }
 
