@@ -65,7 +65,13 @@ func Open(ctx context.Context, spec Spec, backends Backends) (Repository, error)
 	if !ok || open == nil {
 		return nil, &repository.Error{Op: "open", Repo: spec.Name, Err: fmt.Errorf("%w: no backend for repository type %q", repository.ErrNotSupported, spec.Type)}
 	}
-	return open(ctx, spec)
+	r, err := open(ctx, spec)
+	if err != nil {
+		// An Opener that returns a typed nil pointer with its error must
+		// not hand the caller a non-nil Repository.
+		return nil, err
+	}
+	return r, nil
 }
 
 // NewFiles returns package Files from path → content, as in Porch's

@@ -269,9 +269,11 @@ func namesUpstream(info revision.Info, target revision.Meta, ref string) bool {
 	return dir == target.Key.Package && gitRef == ref
 }
 
-// Latest returns the Published revision of package pkg in repo with the
-// highest revision number; the placeholder never counts. It returns an
-// error matching repository.ErrNotFound when there is none.
+// Latest returns the published revision (Published or DeletionProposed, as
+// Porch counts them) of package pkg in repo with the highest revision
+// number; the placeholder never counts, and a revision proposed for
+// deletion stays the latest until it is deleted. It returns an error
+// matching repository.ErrNotFound when there is none.
 func (e *Engine) Latest(ctx context.Context, repo, pkg string) (revision.PackageRevision, error) {
 	const op = "latest"
 	key := revision.Key{Repository: repo, Package: pkg}
@@ -279,7 +281,7 @@ func (e *Engine) Latest(ctx context.Context, repo, pkg string) (revision.Package
 	if err != nil {
 		return nil, err
 	}
-	revs, err := r.List(ctx, repository.ListOptions{Package: pkg, Lifecycles: []revision.Lifecycle{revision.LifecyclePublished}})
+	revs, err := r.List(ctx, repository.ListOptions{Package: pkg, Lifecycles: []revision.Lifecycle{revision.LifecyclePublished, revision.LifecycleDeletionProposed}})
 	if err != nil {
 		return nil, wrap(op, key, err)
 	}

@@ -1,0 +1,122 @@
+package variant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/google/cel-go/cel"
+	"github.com/google/cel-go/common/types"
+	"github.com/google/cel-go/ext"
+)
+
+// The CEL variables of a PackageVariantSet template, as Porch names them.
+const (
+	VarRepoDefault    = "repoDefault"
+	VarPackageDefault = "packageDefault"
+	VarUpstream       = "upstream"
+	VarRepository     = "repository"
+	VarTarget         = "target"
+)
+
+// ErrCostLimit is matched by an *ExprError whose evaluation was stopped by
+// Options.CostLimit.
+var ErrCostLimit = errors.New("CEL cost limit exceeded")
+
+// ExprError is a template expression that does not compile, fails, exceeds
+// its cost limit or does not yield a string. It matches
+// repository.ErrInvalidInput (and ErrCostLimit when the limit stopped it).
+type ExprError struct {
+	Field string // e.g. "spec.targets[0].template.downstream.packageExpr"
+	Expr  string
+	Err   error
+}
+
+// Error names the field and the expression and gives the cause.
+func (e *ExprError) Error() string {
+	return fmt.Sprintf("%s: CEL expression %q: %v", e.Field, e.Expr, e.Err)
+}
+
+// Unwrap returns the cause and repository.ErrInvalidInput.
+func (e *ExprError) Unwrap() []error { return []error{e.Err, repository.ErrInvalidInput} }
+
+// celEnv compiles template expressions once and evaluates them with a cost
+// limit. It is safe for concurrent use.
+type celEnv struct {
+	env  *cel.Env
+	cost uint64
+
+	mu    sync.Mutex
+	progs map[string]cel.Program
+}
+
+func newCELEnv(cost uint64) (*celEnv, error) {
+	env, err := cel.NewEnv(
+		cel.Variable(VarRepoDefault, cel.StringType),
+		cel.Variable(VarPackageDefault, cel.StringType),
+		cel.Variable(VarUpstream, cel.DynType),
+		cel.Variable(VarTarget, cel.DynType),
+		cel.Variable(VarRepository, cel.DynType),
+		cel.DefaultUTCTimeZone(true),
+		ext.Strings(),
+	)
+	if err != nil {
+		return nil, fmt.Errorf("variant: CEL environment: %w", err)
+	}
+	return &celEnv{env: env, cost: cost, progs: map[string]cel.Program{}}, nil
+}
+
+func (c *celEnv) program(expr string) (cel.Program, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if p, ok := c.progs[expr]; ok {
+		return p, nil
+	}
+	ast, iss := c.env.Compile(expr)
+	if iss.Err() != nil {
+		return nil, iss.Err()
+	}
+	if k := ast.OutputType().Kind(); k != types.StringKind && k != types.DynKind {
+		return nil, fmt.Errorf("yields %v, want string", ast.OutputType())
+	}
+	p, err := c.env.Program(ast, cel.CostLimit(c.cost), cel.InterruptCheckFrequency(100))
+	if err != nil {
+		return nil, err
+	}
+	c.progs[expr] = p
+	return p, nil
+}
+
+// check compiles expr, for validation.
+func (c *celEnv) check(field, expr string) error {
+	if _, err := c.program(expr); err != nil {
+		return &ExprError{Field: field, Expr: expr, Err: err}
+	}
+	return nil
+}
+
+// eval evaluates expr over vars and returns its string value.
+func (c *celEnv) eval(ctx context.Context, field, expr string, vars map[string]any) (string, error) {
+	p, err := c.program(expr)
+	if err != nil {
+		return "", &ExprError{Field: field, Expr: expr, Err: err}
+	}
+	out, _, err := p.ContextEval(ctx, vars)
+	if err != nil {
+		switch {
+		case strings.Contains(err.Error(), "cost limit exceeded"):
+			err = ErrCostLimit
+		case ctx.Err() != nil:
+			return "", ctx.Err()
+		}
+		return "", &ExprError{Field: field, Expr: expr, Err: err}
+	}
+	s, ok := out.Value().(string)
+	if !ok {
+		return "", &ExprError{Field: field, Expr: expr, Err: fmt.Errorf("yields %s, want string", out.Type().TypeName())}
+	}
+	return s, nil
+}
