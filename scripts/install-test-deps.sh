@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs what cad's tests need when it is missing: git with
 # git-http-backend (a real git server on loopback and an independent
-# witness) and the CNCF distribution registry (docker-registry, started by
-# the ocirepo tests on loopback with their own config). Needs root to
-# install; does nothing when both are present.
+# witness), the CNCF distribution registry (docker-registry, started by
+# the ocirepo tests on loopback with their own config) and kubectl (the
+# reference server's tests drive it; best effort, they skip without it).
+# Needs root to install; does nothing when all are present.
 set -euo pipefail
 log() { printf '==> %s\n' "$*"; }
 
@@ -32,4 +33,18 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 	fi
 	apt-get install -y -qq "${need_apt[@]}" >/dev/null
 	[ -z "$policy_rc" ] || rm -f "$policy_rc"
+fi
+
+# kubectl, for the reference server's tests: Debian's kubernetes-client
+# when there is none. Best effort: without kubectl those tests skip.
+if ! command -v kubectl >/dev/null 2>&1; then
+	if [ "$(id -u)" -eq 0 ]; then
+		log "installing kubectl (kubernetes-client)"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get install -y -qq kubernetes-client >/dev/null 2>&1 ||
+			{ apt-get update -qq && apt-get install -y -qq kubernetes-client >/dev/null 2>&1; } ||
+			echo "install-test-deps: kubectl not installed; the kubectl tests will skip" >&2
+	else
+		echo "install-test-deps: kubectl not found; the kubectl tests will skip" >&2
+	fi
 fi

@@ -1,8 +1,21 @@
-// Command quickstart shows cad's repository contract on a real git
-// repository: it creates a bare repository in a temporary directory, opens
-// it with the git backend, creates a draft package, commits files,
-// proposes and approves it as revision 1, and prints the refs and commits
-// it wrote, as git itself sees them.
+// Command quickstart walks through cad's whole package flow on real git
+// repositories. In a temporary directory it creates two bare repositories,
+// "blueprints" and "deployments", opens them with the git backend, and
+// with one engine it:
+//
+//  1. initialises a package in blueprints,
+//  2. edits it: adds a Deployment and a Kptfile pipeline (set-labels), which
+//     the engine renders on save,
+//  3. proposes and approves it as revision 1,
+//  4. clones it into deployments and specialises the clone (3 replicas),
+//     then publishes that,
+//  5. publishes v2 of the blueprint (a new image),
+//  6. discovers that the clone can be upgraded, upgrades it with a
+//     three-way merge (the local replicas and the new image both survive)
+//     and publishes the upgrade,
+//
+// printing each step, then the refs each repository holds, as git itself
+// sees them.
 //
 //	go run ./examples/quickstart [-keep]
 package main
@@ -20,22 +33,15 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/revision"
 )
-
-const kptfile = `apiVersion: kpt.dev/v1
-kind: Kptfile
-metadata:
-  name: hello
-  annotations:
-    config.kubernetes.io/local-config: "true"
-info:
-  description: A first package, published with cad.
-`
 
 const deployment = `apiVersion: apps/v1
 kind: Deployment
@@ -58,7 +64,7 @@ spec:
 var out io.Writer = os.Stdout
 
 func main() {
-	keep := flag.Bool("keep", false, "keep the temporary repository and print its path")
+	keep := flag.Bool("keep", false, "keep the temporary repositories and print their path")
 	flag.Parse()
 	if err := run(*keep); err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
@@ -67,7 +73,7 @@ func main() {
 }
 
 func run(keep bool) error {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 
 	tmp, err := os.MkdirTemp("", "cad-quickstart-")
@@ -75,76 +81,235 @@ func run(keep bool) error {
 		return err
 	}
 	if keep {
-		fmt.Fprintln(out, "repository:", tmp)
+		fmt.Fprintln(out, "repositories under", tmp)
 	} else {
 		defer os.RemoveAll(tmp)
 	}
-	dir := filepath.Join(tmp, "blueprints.git")
-	if _, err := git.PlainInit(dir, true); err != nil {
-		return fmt.Errorf("init bare repository: %w", err)
-	}
 
-	// 1. Open it through the repository contract; createBranch makes main.
-	repo, err := gitrepo.Open(ctx, repository.Spec{
-		Name: "blueprints",
-		Type: repository.TypeGit,
-		Git:  &repository.GitSpec{Repo: dir, Branch: "main", CreateBranch: true},
-	}, nil)
-	if err != nil {
-		return err
-	}
-	defer repo.Close()
-	fmt.Fprintln(out, "opened git repository", dir)
-
-	// 2. A draft: nothing is written until Commit.
-	key := revision.Key{Package: "apps/hello", Workspace: "ws1"}
-	files, err := revision.FilesFromStrings(map[string]string{"Kptfile": kptfile})
-	if err != nil {
-		return err
-	}
-	draft, err := repo.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: files})
-	if err != nil {
-		return err
-	}
-	if err := draft.SetFile("deployment.yaml", []byte(deployment)); err != nil {
-		return err
-	}
-	pr, err := draft.Commit(ctx, revision.CommitOptions{Message: "Creating new empty revision"})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "committed draft %s (%s)\n", pr.Meta().Key, short(pr.Meta().Version))
-
-	// 3. Propose, then approve: approval assigns revision 1.
-	if pr, err = repo.UpdateLifecycle(ctx, key, revision.LifecycleProposed, repository.UpdateOptions{}); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "proposed %s\n", pr.Meta().Key)
-	if pr, err = repo.UpdateLifecycle(ctx, key, revision.LifecyclePublished, repository.UpdateOptions{}); err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "published %s as revision %d (%s)\n", pr.Meta().Key, pr.Meta().Key.Revision, short(pr.Meta().Version))
-
-	// 4. What the repository lists now.
-	revs, err := repo.List(ctx, repository.ListOptions{})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintln(out, "\nrevisions:")
-	for _, r := range revs {
-		m := r.Meta()
-		f, err := r.Files(ctx)
+	// Two bare git repositories, opened through the repository contract;
+	// createBranch makes main as Porch does.
+	repos := engine.Repos{}
+	dirs := map[string]string{}
+	for _, name := range []string{"blueprints", "deployments"} {
+		dir := filepath.Join(tmp, name+".git")
+		if _, err := git.PlainInit(dir, true); err != nil {
+			return fmt.Errorf("init bare repository: %w", err)
+		}
+		r, err := gitrepo.Open(ctx, repository.Spec{
+			Name: name, Type: repository.TypeGit,
+			Git: &repository.GitSpec{Repo: dir, Branch: "main", CreateBranch: true},
+		}, nil)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(out, "  %-40s %-10s %s\n", m.Key, m.Lifecycle, strings.Join(f.Paths(), " "))
+		defer r.Close()
+		repos[name], dirs[name] = r, dir
 	}
 
-	// 5. The refs and commits, read independently of cad.
-	return printRefs(dir)
+	// One engine over both, rendering every save with the builtin
+	// functions (no containers needed).
+	e, err := engine.New(&engine.Options{
+		Repositories: repos,
+		Pipeline:     pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil),
+		AuthorName:   "Quickstart", AuthorEmail: "quickstart@example.com",
+	})
+	if err != nil {
+		return err
+	}
+
+	// 1. Init.
+	blueprint := revision.Key{Package: "apps/hello", Workspace: "v1"}
+	pr, err := e.Init(ctx, "blueprints", blueprint, engine.InitOptions{Description: "A first package, published with cad."})
+	if err != nil {
+		return err
+	}
+	step(1, "init", pr)
+
+	// 2. Edit: a Deployment and a pipeline; the save renders it.
+	files, err := pr.Files(ctx)
+	if err != nil {
+		return err
+	}
+	if files, err = withPipeline(files); err != nil {
+		return err
+	}
+	if files, err = files.With("deployment.yaml", []byte(deployment)); err != nil {
+		return err
+	}
+	if pr, err = e.Update(ctx, "blueprints", blueprint, files, engine.UpdateOptions{}); err != nil {
+		return err
+	}
+	step(2, "edit and render", pr)
+	if err := show(ctx, pr, "deployment.yaml", "metadata", "labels", "tier"); err != nil {
+		return err
+	}
+
+	// 3. Propose and approve: approval assigns revision 1.
+	if _, err := e.Propose(ctx, "blueprints", blueprint); err != nil {
+		return err
+	}
+	v1, err := e.Approve(ctx, "blueprints", blueprint)
+	if err != nil {
+		return err
+	}
+	step(3, "propose and approve", v1)
+
+	// 4. Clone into the deployment repository and specialise the clone.
+	prod := revision.Key{Package: "hello-prod", Workspace: "v1"}
+	v1Key := v1.Meta().Key
+	pr, err = e.Clone(ctx, "deployments", prod, engine.CloneSource{Revision: &v1Key}, engine.CloneOptions{ForDeployment: true})
+	if err != nil {
+		return err
+	}
+	step(4, "clone", pr)
+	if pr, err = editDeployment(ctx, e, pr, func(d *yaml.RNode) error {
+		return d.PipeE(yaml.Lookup("spec"), yaml.SetField("replicas", yaml.NewScalarRNode("3")))
+	}); err != nil {
+		return err
+	}
+	step(4, "specialise (replicas: 3)", pr)
+	if _, err := e.Propose(ctx, "deployments", prod); err != nil {
+		return err
+	}
+	local, err := e.Approve(ctx, "deployments", prod)
+	if err != nil {
+		return err
+	}
+	step(4, "propose and approve", local)
+
+	// 5. A new upstream revision: copy v1, change the image, publish.
+	pr, err = e.Copy(ctx, "blueprints", v1.Meta().Key, "v2", engine.CopyOptions{})
+	if err != nil {
+		return err
+	}
+	if pr, err = editDeployment(ctx, e, pr, func(d *yaml.RNode) error {
+		c, err := d.Pipe(yaml.Lookup("spec", "template", "spec", "containers", "[name=hello]"))
+		if err != nil {
+			return err
+		}
+		return c.PipeE(yaml.SetField("image", yaml.NewScalarRNode("nginx:1.28")))
+	}); err != nil {
+		return err
+	}
+	if _, err := e.Propose(ctx, "blueprints", pr.Meta().Key); err != nil {
+		return err
+	}
+	v2, err := e.Approve(ctx, "blueprints", pr.Meta().Key)
+	if err != nil {
+		return err
+	}
+	step(5, "upstream v2 (nginx:1.28)", v2)
+
+	// 6. Discover and upgrade.
+	cands, err := e.DiscoverUpgrades(ctx, []string{"deployments"})
+	if err != nil {
+		return err
+	}
+	for _, c := range cands {
+		fmt.Fprintf(out, "6. discover:  %s tracks %s; newer: %s\n", c.Downstream, c.Upstream, c.Latest())
+	}
+	pr, err = e.Upgrade(ctx, "deployments", local.Meta().Key,
+		engine.Ref{Repository: "blueprints", Key: v1.Meta().Key}, engine.Ref{Repository: "blueprints", Key: v2.Meta().Key},
+		"v2", engine.UpgradeOptions{})
+	if err != nil {
+		return err
+	}
+	step(6, "upgrade", pr)
+	if err := show(ctx, pr, "deployment.yaml", "spec", "replicas"); err != nil {
+		return err
+	}
+	if err := show(ctx, pr, "deployment.yaml", "spec", "template", "spec", "containers", "[name=hello]", "image"); err != nil {
+		return err
+	}
+	if _, err := e.Propose(ctx, "deployments", pr.Meta().Key); err != nil {
+		return err
+	}
+	if pr, err = e.Approve(ctx, "deployments", pr.Meta().Key); err != nil {
+		return err
+	}
+	step(6, "propose and approve", pr)
+
+	// The refs, read independently of cad.
+	for _, name := range []string{"blueprints", "deployments"} {
+		if err := printRefs(name, dirs[name]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-func printRefs(dir string) error {
+// withPipeline adds a set-labels mutator to the Kptfile in files.
+func withPipeline(files revision.Files) (revision.Files, error) {
+	data, _ := files.Get(revision.KptfileName)
+	kf, err := revision.ParseKptfile(data)
+	if err != nil {
+		return revision.Files{}, err
+	}
+	kf.Pipeline = &revision.Pipeline{Mutators: []revision.Function{{
+		Image:     "set-labels:v0.2.0",
+		ConfigMap: map[string]string{"tier": "frontend"},
+	}}}
+	if data, err = kf.Encode(); err != nil {
+		return revision.Files{}, err
+	}
+	return files.With(revision.KptfileName, data)
+}
+
+// editDeployment applies edit to the draft pr's deployment.yaml and saves
+// it through the engine, which renders it.
+func editDeployment(ctx context.Context, e *engine.Engine, pr revision.PackageRevision, edit func(*yaml.RNode) error) (revision.PackageRevision, error) {
+	files, err := pr.Files(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, _ := files.Get("deployment.yaml")
+	d, err := yaml.Parse(string(data))
+	if err != nil {
+		return nil, err
+	}
+	if err := edit(d); err != nil {
+		return nil, err
+	}
+	s, err := d.String()
+	if err != nil {
+		return nil, err
+	}
+	if files, err = files.With("deployment.yaml", []byte(s)); err != nil {
+		return nil, err
+	}
+	return e.Update(ctx, pr.Meta().Key.Repository, pr.Meta().Key, files, engine.UpdateOptions{})
+}
+
+// step prints one line about a revision.
+func step(n int, what string, pr revision.PackageRevision) {
+	m := pr.Meta()
+	fmt.Fprintf(out, "%d. %-26s %-40s %s\n", n, what+":", m.Key, m.Lifecycle)
+}
+
+// show prints the value at path of file p in pr.
+func show(ctx context.Context, pr revision.PackageRevision, p string, path ...string) error {
+	files, err := pr.Files(ctx)
+	if err != nil {
+		return err
+	}
+	data, _ := files.Get(p)
+	rn, err := yaml.Parse(string(data))
+	if err != nil {
+		return err
+	}
+	v, err := rn.Pipe(yaml.Lookup(path...))
+	if err != nil {
+		return err
+	}
+	value := "<none>"
+	if v != nil {
+		value = strings.TrimSpace(v.MustString())
+	}
+	fmt.Fprintf(out, "   %s %s: %s\n", p, strings.Join(path, "."), value)
+	return nil
+}
+
+func printRefs(name, dir string) error {
 	g, err := git.PlainOpen(dir)
 	if err != nil {
 		return err
@@ -169,33 +334,19 @@ func printRefs(dir string) error {
 				msg += fmt.Sprintf(" (merge of %d parents)", c.NumParents())
 			}
 		}
-		lines = append(lines, fmt.Sprintf("  %-28s %s  %s", ref.Name(), short(hash.String()), msg))
+		lines = append(lines, fmt.Sprintf("  %-34s %s  %s", ref.Name(), short(hash.String()), msg))
 		return nil
 	})
 	if err != nil {
 		return err
 	}
 	sort.Strings(lines)
-	fmt.Fprintln(out, "\nrefs written:")
+	fmt.Fprintf(out, "\nrefs of %s:\n", name)
 	for _, l := range lines {
 		fmt.Fprintln(out, l)
 	}
-	head, err := g.Reference(plumbing.NewBranchReferenceName("main"), true)
-	if err != nil {
-		return err
-	}
-	c, err := g.CommitObject(head.Hash())
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(out, "\nhead of main, %s by %s:\n", short(c.Hash.String()), signature(c.Committer))
-	for _, l := range strings.Split(strings.TrimRight(c.Message, "\n"), "\n") {
-		fmt.Fprintln(out, "  "+l)
-	}
 	return nil
 }
-
-func signature(s object.Signature) string { return fmt.Sprintf("%s <%s>", s.Name, s.Email) }
 
 func firstLine(s string) string {
 	l, _, _ := strings.Cut(s, "\n")

@@ -6,8 +6,9 @@ import (
 	"testing"
 )
 
-// The quickstart runs end to end and writes Porch's layout: the approval
-// merge commit on main, tagged apps/hello/v1, with the kpt: annotation.
+// The quickstart runs its whole flow end to end: render on save, approval
+// as Porch lays it out in git, clone, upstream v2, discovery and an
+// upgrade that keeps the local change and takes the upstream one.
 func TestQuickstart(t *testing.T) {
 	var buf bytes.Buffer
 	out = &buf
@@ -16,12 +17,17 @@ func TestQuickstart(t *testing.T) {
 	}
 	got := buf.String()
 	for _, want := range []string{
-		"published blueprints:apps/hello@ws1/v1 as revision 1",
-		"refs/heads/main",
-		"refs/tags/apps/hello/v1",
-		"Approving package revision apps/hello/1 (merge of 2 parents)",
-		`kpt:{"package":"apps/hello","workspaceName":"ws1","revision":"1"}`,
-		"by Package Orchestration Service <porch@kpt.dev>",
+		"1. init:",
+		"deployment.yaml metadata.labels.tier: frontend",
+		"3. propose and approve:       blueprints:apps/hello@v1/v1              Published",
+		"4. clone:                     deployments:hello-prod@v1                Draft",
+		"6. discover:  deployments:hello-prod@v1/v1 tracks blueprints:apps/hello/v1; newer: blueprints:apps/hello@v2/v2",
+		"deployment.yaml spec.replicas: 3",
+		"image: nginx:1.28",
+		"6. propose and approve:       deployments:hello-prod@v2/v2             Published",
+		"refs/tags/apps/hello/v2",
+		"refs/tags/hello-prod/v2",
+		"Approving package revision hello-prod/2 (merge of 2 parents)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)

@@ -1,0 +1,23 @@
+// Package cli implements cadctl's commands: porchctl's repo and rpkg verbs
+// and kpt's fn render and fn eval, over the cad library.
+//
+// The rpkg and repo commands are written against Porch's API objects
+// (examples/internal/porchapi) through the small Client interface, which two
+// modes implement:
+//
+//   - direct mode (the default): the repositories listed in a local
+//     configuration file (--config, default <user config dir>/cadctl/config.json)
+//     are opened with cad's git backend and driven by an embedded
+//     engine.Engine; no server is involved;
+//   - server mode (--server URL): the same objects are read and written over
+//     the reference server's Kubernetes-style HTTP API with plain net/http and
+//     JSON.
+//
+// The fn commands never need a mode: they render or evaluate a directory or
+// a ResourceList with the pipeline and fnruntime packages, printing what
+// kpt prints.
+//
+// Run is the entry point; main.go is a one-line wrapper over it, and tests
+// call it in-process. Nothing in the package keeps global state, so Run may
+// be called concurrently.
+package cli

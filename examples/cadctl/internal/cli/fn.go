@@ -1,0 +1,292 @@
+package cli
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
+)
+
+func fnCommands() []command {
+	return []command{
+		{name: "render", short: "Render a package: run the pipelines of its Kptfiles, as kpt fn render", run: runRender},
+		{name: "eval", short: "Run one function on a package or a ResourceList, as kpt fn eval", run: runEval},
+	}
+}
+
+// registry returns the function registry of the fn commands: the builtins,
+// exec functions when allowed, and images in a container when docker or
+// podman is installed.
+func (c *cmdEnv) registry(allowExec, network bool) *fnruntime.Registry {
+	_, noEngine := fnruntime.FindContainerEngine("")
+	return fnruntime.NewRegistry(&fnruntime.Options{
+		AllowExec:        allowExec,
+		ExecDir:          c.dir,
+		Env:              c.env,
+		Containers:       noEngine == nil,
+		ContainerNetwork: network,
+	})
+}
+
+// outputMode is the -o value of fn render and fn eval.
+type outputMode struct {
+	kind string // "" (in place), "stdout", "unwrap" or "dir"
+	dir  string
+}
+
+func (c *cmdEnv) parseOutputMode(s string) (outputMode, error) {
+	switch s {
+	case "":
+		return outputMode{}, nil
+	case "stdout", "unwrap":
+		return outputMode{kind: s}, nil
+	}
+	dir := c.abs(s)
+	if _, err := os.Lstat(dir); err == nil {
+		return outputMode{}, fmt.Errorf("directory %q already exists, please delete the directory and retry", s)
+	}
+	return outputMode{kind: "dir", dir: dir}, nil
+}
+
+func runRender(c *cmdEnv, args []string) error {
+	spec := cmdSpec{use: "render [PKG_PATH]", short: "Render a package: run the function pipelines of its Kptfiles.", long: `
+Subpackages are rendered first (depth-first, or breadth-first with the
+kpt.dev/bfs-rendering annotation), then each package's mutators and
+validators run over its resources and its subpackages'. The package is
+written back in place, with the root Kptfile's render status, unless -o
+says otherwise. Functions are cad's builtins, exec functions with
+--allow-exec, and other images in docker or podman when one is installed.`}
+	fs := c.newFlagSet("fn render")
+	allowExec := fs.Bool("allow-exec", false, "allow running function binaries (exec functions)")
+	allowNetwork := fs.Bool("allow-network", false, "give container functions network access")
+	allowWasm := fs.Bool("allow-alpha-wasm", false, "run wasm functions (not supported by cadctl)")
+	fs.String("image-pull-policy", "IfNotPresent", "accepted for kpt compatibility; images are run as the container engine finds them")
+	output := fs.String("output", "", "where to write the rendered package: stdout (a ResourceList), unwrap (plain YAML) or a new directory")
+	fs.StringVar(output, "o", "", "shorthand for --output")
+	resultsDir := fs.String("results-dir", "", "write the function results to results.yaml in this directory")
+	truncate := fs.Bool("truncate-output", true, "truncate each function's printed results")
+	pos, _, err := c.parse(fs, spec, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef("too many arguments; PKG_PATH is the only accepted positional argument")
+	}
+	if *allowWasm {
+		return usagef("--allow-alpha-wasm is not supported by cadctl")
+	}
+	arg := "."
+	if len(pos) == 1 {
+		arg = pos[0]
+	}
+	out, err := c.parseOutputMode(*output)
+	if err != nil {
+		return err
+	}
+	dir, err := c.packageDir(arg)
+	if err != nil {
+		return err
+	}
+	files, err := readPackage(dir)
+	if err != nil {
+		return err
+	}
+	rec := &recorder{inner: c.registry(*allowExec, *allowNetwork)}
+	res, rerr := pipeline.NewKptfile(rec, &pipeline.Options{NoRenderStatus: out.kind != ""}).Render(c.ctx, files)
+	var steps []pipeline.StepResult
+	result := files
+	var re *pipeline.RenderError
+	switch {
+	case rerr == nil:
+		steps, result = res.Steps, res.Files
+	case errors.As(rerr, &re):
+		steps = re.Steps()
+		if re.Output != nil {
+			result = re.Output.Files
+		}
+	default:
+		return rerr
+	}
+	root := filepath.Base(dir)
+	calls := rec.recorded()
+	printRender(c.stderr, steps, calls, root, *truncate)
+	if out.kind == "" {
+		if err := writeBack(dir, files, result); err != nil {
+			return err
+		}
+		executed := 0
+		for _, s := range steps {
+			if s.Executed && s.ExitCode == 0 && s.ExecutionError == "" {
+				executed++
+			}
+		}
+		packages := countPackages(files)
+		switch {
+		case rerr == nil:
+			c.stderrf("Successfully executed %d function(s) in %d package(s).\n", executed, packages)
+		case !saveOnFailure(files):
+		case executed == 0:
+			c.stderrf("Failed to execute any functions in %d package(s).\n", packages)
+		default:
+			c.stderrf("Partially executed %d function(s) in %d package(s).\n", executed, packages)
+		}
+	} else if rerr == nil {
+		items, err := orderOf(steps, calls, result)
+		if err != nil {
+			return err
+		}
+		if err := c.emit(out, items); err != nil {
+			return err
+		}
+	}
+	if *resultsDir != "" {
+		if err := c.saveResults(*resultsDir, steps, rerr != nil); err != nil {
+			return err
+		}
+	}
+	if rerr != nil {
+		msg, handled := renderCause(rerr)
+		if !handled {
+			c.stderrf("Error: %s\n", msg)
+		}
+		return errReported
+	}
+	return nil
+}
+
+// packageDir resolves a package argument to an absolute directory,
+// following a symbolic link as kpt does (with its warning).
+func (c *cmdEnv) packageDir(arg string) (string, error) {
+	p := c.abs(arg)
+	info, err := os.Lstat(p)
+	if err != nil {
+		return "", fmt.Errorf("No Kptfile found at %q: %w", arg, err)
+	}
+	if info.Mode()&fs.ModeSymlink != 0 {
+		resolved, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return "", err
+		}
+		rel, err := filepath.Rel(c.dir, resolved)
+		if err != nil {
+			rel = resolved
+		}
+		c.stderrf("[WARN] resolved symlink %q to %q, please note that the symlinks within the package are ignored\n", arg, rel)
+		p = resolved
+	}
+	p = filepath.Clean(p)
+	if st, err := os.Stat(p); err != nil || !st.IsDir() {
+		return "", fmt.Errorf("%q is not a directory", arg)
+	}
+	return p, nil
+}
+
+// readPackage reads the regular files under dir, leaving out .git
+// directories and symbolic links.
+func readPackage(dir string) (revision.Files, error) {
+	m := map[string][]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() && d.Name() == ".git" {
+			return filepath.SkipDir
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		m[filepath.ToSlash(rel)] = data
+		return nil
+	})
+	if err != nil {
+		return revision.Files{}, err
+	}
+	return revision.NewFiles(m)
+}
+
+// writeBack makes dir hold after where it held before: changed and new
+// files are written, files that are gone are removed. Files that were not
+// read (.git, symbolic links) are left alone.
+func writeBack(dir string, before, after revision.Files) error {
+	for _, p := range before.Paths() {
+		if !after.Has(p) {
+			if err := os.Remove(filepath.Join(dir, filepath.FromSlash(p))); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return err
+			}
+		}
+	}
+	for _, p := range after.Paths() {
+		data, _ := after.Get(p)
+		if old, ok := before.Get(p); ok && bytes.Equal(old, data) {
+			continue
+		}
+		full := filepath.Join(dir, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// packageDirs returns the directories of files that hold a Kptfile, ""
+// for the root, sorted.
+func packageDirs(files revision.Files) []string {
+	var dirs []string
+	for _, p := range files.Paths() {
+		if p == revision.KptfileName {
+			dirs = append(dirs, "")
+		} else if d, ok := strings.CutSuffix(p, "/"+revision.KptfileName); ok {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+func countPackages(files revision.Files) int { return len(packageDirs(files)) }
+
+// saveOnFailure reports whether the root Kptfile asks for the partial
+// render to be saved when the render fails.
+func saveOnFailure(files revision.Files) bool {
+	data, ok := files.Get(revision.KptfileName)
+	if !ok {
+		return false
+	}
+	kf, err := revision.ParseKptfile(data)
+	return err == nil && strings.EqualFold(kf.Metadata.Annotations[pipeline.SaveOnFailureAnnotation], "true")
+}
+
+// saveResults writes kpt's results file and says where it is.
+func (c *cmdEnv) saveResults(dir string, steps []pipeline.StepResult, failed bool) error {
+	data, err := pipeline.EncodeResultList(steps, failed)
+	if err != nil {
+		return err
+	}
+	abs := c.abs(dir)
+	if err := os.MkdirAll(abs, 0o755); err != nil {
+		return fmt.Errorf("failed to save function results: %w", err)
+	}
+	file := filepath.Join(abs, "results.yaml")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		return fmt.Errorf("failed to save function results: %w", err)
+	}
+	c.stderrf("For complete results, see %s\n", filepath.Join(dir, "results.yaml"))
+	return nil
+}

@@ -1,0 +1,426 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/kustomize/kyaml/fn/runtime/runtimeutil"
+	"sigs.k8s.io/kustomize/kyaml/kio"
+	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
+	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
+)
+
+// mapFlag is a flag of key=value pairs, comma-separated or repeated.
+type mapFlag map[string]string
+
+func (m mapFlag) String() string {
+	var parts []string
+	for _, k := range sortedKeys(m) {
+		parts = append(parts, k+"="+m[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+func (m mapFlag) Set(s string) error {
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return fmt.Errorf("%q is not a key=value pair", kv)
+		}
+		m[k] = v
+	}
+	return nil
+}
+
+// selectorFlags are the --match-* or --exclude-* flags of fn eval.
+type selectorFlags struct {
+	apiVersion, kind, name, namespace string
+	labels, annotations               mapFlag
+}
+
+func (s *selectorFlags) register(fsAdd func(name string, p *string, usage string), fsVar func(v mapFlag, name, usage string), prefix, what string) {
+	s.labels, s.annotations = mapFlag{}, mapFlag{}
+	fsAdd(prefix+"-api-version", &s.apiVersion, what+" resources with this apiVersion")
+	fsAdd(prefix+"-kind", &s.kind, what+" resources of this kind")
+	fsAdd(prefix+"-name", &s.name, what+" resources with this name")
+	fsAdd(prefix+"-namespace", &s.namespace, what+" resources in this namespace")
+	fsVar(s.labels, prefix+"-labels", what+" resources with these labels (key=value,...)")
+	fsVar(s.annotations, prefix+"-annotations", what+" resources with these annotations (key=value,...)")
+}
+
+func (s *selectorFlags) selector() (revision.Selector, bool) {
+	sel := revision.Selector{APIVersion: s.apiVersion, Kind: s.kind, Name: s.name, Namespace: s.namespace}
+	if len(s.labels) > 0 {
+		sel.Labels = s.labels
+	}
+	if len(s.annotations) > 0 {
+		sel.Annotations = s.annotations
+	}
+	set := sel.APIVersion != "" || sel.Kind != "" || sel.Name != "" || sel.Namespace != "" || sel.Labels != nil || sel.Annotations != nil
+	return sel, set
+}
+
+func matches(n *kyaml.RNode, s revision.Selector) bool {
+	if s.APIVersion != "" && n.GetApiVersion() != s.APIVersion {
+		return false
+	}
+	if s.Kind != "" && n.GetKind() != s.Kind {
+		return false
+	}
+	if s.Name != "" && n.GetName() != s.Name {
+		return false
+	}
+	if s.Namespace != "" && n.GetNamespace() != s.Namespace {
+		return false
+	}
+	labels, annotations := n.GetLabels(), n.GetAnnotations()
+	for k, v := range s.Labels {
+		if got, ok := labels[k]; !ok || got != v {
+			return false
+		}
+	}
+	for k, v := range s.Annotations {
+		if got, ok := annotations[k]; !ok || got != v {
+			return false
+		}
+	}
+	return true
+}
+
+// normalizeImage applies kpt's defaults to an image: the catalog prefix
+// for a bare name and ":latest" without tag or digest.
+func normalizeImage(img string) string {
+	if !strings.Contains(img, "/") {
+		img = pipeline.DefaultImagePrefix + "/" + img
+	}
+	last := img[strings.LastIndex(img, "/")+1:]
+	if !strings.Contains(img, "@") && !strings.Contains(last, ":") {
+		img += ":latest"
+	}
+	return img
+}
+
+const resourceIDAnnotation = "internal.config.kubernetes.io/kpt-resource-id"
+
+func runEval(c *cmdEnv, args []string) error {
+	spec := cmdSpec{use: "eval [DIR|-] --image IMAGE | --exec PATH [flags] [-- key=value...]", short: "Run one function on a package or a ResourceList.", long: `
+Reads the resources of DIR (default ".", subpackages included) or a
+ResourceList from standard input ("-"), runs the function on them (or on
+those the --match-* and --exclude-* flags select) and writes the result back
+to DIR, or to standard output for "-", or where -o says. The function's
+configuration is --fn-config, or a ConfigMap of the key=value arguments
+after "--".`}
+	fs := c.newFlagSet("fn eval")
+	image := fs.String("image", "", "container image of the function (cad's builtins run in-process)")
+	fs.StringVar(image, "i", "", "shorthand for --image")
+	execPath := fs.String("exec", "", "command line of a local function binary")
+	fnConfig := fs.String("fn-config", "", "file holding the functionConfig")
+	fs.Bool("include-meta-resources", true, "accepted for kpt compatibility; meta resources (Kptfile, function configs) are always included")
+	fs.Bool("allow-exec", true, "accepted for kpt compatibility; --exec runs the named binary")
+	network := fs.Bool("network", false, "give a container function network access")
+	fs.String("image-pull-policy", "IfNotPresent", "accepted for kpt compatibility")
+	save := fs.Bool("save", false, "add the function to the Kptfile pipeline (not supported by cadctl)")
+	output := fs.String("output", "", "where to write the result: stdout (a ResourceList), unwrap (plain YAML) or a new directory")
+	fs.StringVar(output, "o", "", "shorthand for --output")
+	resultsDir := fs.String("results-dir", "", "write the function results to results.yaml in this directory")
+	truncate := fs.Bool("truncate-output", true, "truncate the printed results")
+	var match, exclude selectorFlags
+	add := func(name string, p *string, usage string) { fs.StringVar(p, name, "", usage) }
+	addMap := func(v mapFlag, name, usage string) { fs.Var(v, name, usage) }
+	match.register(add, addMap, "match", "select")
+	exclude.register(add, addMap, "exclude", "leave out")
+	pos, rest, err := c.parse(fs, spec, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 1 {
+		return usagef("too many arguments; DIR is the only accepted positional argument (function arguments go after --)")
+	}
+	if (*image == "") == (*execPath == "") {
+		return usagef("must specify exactly one of --image and --exec")
+	}
+	if *save {
+		return usagef("--save is not supported by cadctl")
+	}
+	if *fnConfig != "" && len(rest) > 0 {
+		return usagef("function config file (--fn-config) and key=value arguments cannot be used together")
+	}
+	arg := "."
+	if len(pos) == 1 {
+		arg = pos[0]
+	}
+	out, err := c.parseOutputMode(*output)
+	if err != nil {
+		return err
+	}
+	cfg, err := c.functionConfig(*fnConfig, rest)
+	if err != nil {
+		return err
+	}
+
+	var items []*kyaml.RNode
+	var rw *kio.LocalPackageReadWriter
+	if arg == "-" {
+		items, err = (&kio.ByteReader{Reader: c.stdin, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
+		if err != nil {
+			return fmt.Errorf("reading a ResourceList from standard input: %w", err)
+		}
+		if out.kind == "" {
+			out.kind = "stdout"
+		}
+	} else {
+		dir := c.abs(arg)
+		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("%q is not a directory", arg)
+		}
+		rw = &kio.LocalPackageReadWriter{PackagePath: dir, IncludeSubpackages: true, PackageFileName: revision.KptfileName,
+			MatchFilesGlob: krmFiles, PreserveSeqIndent: true, WrapBareSeqNode: true}
+		if items, err = rw.Read(); err != nil {
+			return err
+		}
+	}
+
+	step := pipeline.Step{Exec: *execPath}
+	id := *execPath
+	if *image != "" {
+		step = pipeline.Step{Image: normalizeImage(*image)}
+		id = step.Image
+	}
+	fn, err := c.registry(true, *network).Resolve(c.ctx, step)
+	if err != nil {
+		return err
+	}
+
+	msel, matching := match.selector()
+	esel, excluding := exclude.selector()
+	selective := matching || excluding
+	var selected []*kyaml.RNode
+	for i, n := range items {
+		if selective {
+			if err := n.PipeE(kyaml.SetAnnotation(resourceIDAnnotation, strconv.Itoa(i))); err != nil {
+				return err
+			}
+		}
+		if !matching || matches(n, msel) {
+			if !excluding || !matches(n, esel) {
+				selected = append(selected, n)
+			}
+		}
+	}
+
+	var stderr string
+	ff := &runtimeutil.FunctionFilter{Run: streamRunner(c.ctx, fn, &stderr), FunctionConfig: cfg, GlobalScope: true}
+	start := time.Now()
+	result, runErr := ff.Filter(selected)
+	call := &fnCall{id: id, selective: selective, in: len(selected), dur: time.Since(start)}
+	results, perr := pipeline.ParseResults(ff.Results)
+	if runErr == nil && perr != nil {
+		runErr = perr
+	}
+	if runErr == nil {
+		runErr = checkOutput(result)
+	}
+	sr := pipeline.StepResult{Image: step.Image, Exec: step.Exec, Executed: true, Stderr: stderr, Results: results}
+	var fe *pipeline.FunctionError
+	handled := errors.As(runErr, &fe)
+	if handled {
+		sr.ExitCode = fe.ExitCode
+		if sr.ExitCode == 0 {
+			sr.ExitCode = 1
+		}
+		if sr.Stderr == "" {
+			sr.Stderr = fe.Stderr
+		}
+	} else if runErr != nil {
+		sr.ExitCode, sr.ExecutionError = 1, runErr.Error()
+	}
+	stepView{id: id, call: call, exitCode: sr.ExitCode, stderr: sr.Stderr, results: results,
+		failed: runErr != nil, handled: handled}.print(c.stderr, *truncate)
+
+	if runErr == nil {
+		if sortsOutput(step.Image) {
+			sortItems(result)
+		}
+		if selective {
+			result = mergeSelected(result, selected, items)
+		}
+		for _, n := range result {
+			if err := n.PipeE(kyaml.ClearAnnotation(resourceIDAnnotation)); err != nil {
+				return err
+			}
+		}
+		if out.kind == "" {
+			err = rw.Write(result)
+		} else {
+			err = c.emit(out, result)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if *resultsDir != "" {
+		if err := c.saveResults(*resultsDir, []pipeline.StepResult{sr}, runErr != nil); err != nil {
+			return err
+		}
+	}
+	if runErr != nil {
+		if !handled {
+			c.stderrf("Error: %s\n", runErr)
+		}
+		return errReported
+	}
+	return nil
+}
+
+// functionConfig returns fn eval's functionConfig: the file's object, or a
+// ConfigMap named function-input holding the key=value arguments, or nil.
+func (c *cmdEnv) functionConfig(file string, kvs []string) (*kyaml.RNode, error) {
+	if file != "" {
+		data, err := os.ReadFile(c.abs(file))
+		if err != nil {
+			return nil, fmt.Errorf("missing function config %q: %w", file, err)
+		}
+		nodes, err := kio.FromBytes(data)
+		if err != nil {
+			return nil, fmt.Errorf("invalid function config %q: %w", file, err)
+		}
+		if len(nodes) != 1 {
+			return nil, fmt.Errorf("function config %q must hold exactly one object, got %d", file, len(nodes))
+		}
+		return nodes[0], nil
+	}
+	if len(kvs) == 0 {
+		return nil, nil
+	}
+	data := map[string]string{}
+	for _, kv := range kvs {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, usagef("function arguments must be key=value, got %q", kv)
+		}
+		data[k] = v
+	}
+	cm := kyaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n")
+	if err := cm.PipeE(kyaml.SetField("data", kyaml.NewMapRNode(&data))); err != nil {
+		return nil, err
+	}
+	return cm, nil
+}
+
+// streamRunner runs fn over a serialised ResourceList, as an external
+// function process runs: in-process functions are given the decoded list.
+// The function's standard error is stored in stderr.
+func streamRunner(ctx context.Context, fn pipeline.Function, stderr *string) func(io.Reader, io.Writer) error {
+	return func(in io.Reader, out io.Writer) error {
+		if sf, ok := fn.(pipeline.StreamFunction); ok {
+			s, err := sf.RunStream(ctx, in, out)
+			*stderr = s
+			return err
+		}
+		data, err := io.ReadAll(in)
+		if err != nil {
+			return err
+		}
+		rl, err := pipeline.ParseResourceList(data)
+		if err != nil {
+			return err
+		}
+		runErr := runSafely(ctx, fn, rl)
+		b, err := rl.Encode()
+		if err != nil {
+			return &pipeline.FunctionError{ExitCode: 1, Stderr: "invalid function output: " + err.Error(), Err: err}
+		}
+		if _, err := out.Write(b); err != nil {
+			return err
+		}
+		if runErr != nil {
+			var fe *pipeline.FunctionError
+			if !errors.As(runErr, &fe) {
+				fe = &pipeline.FunctionError{ExitCode: 1, Stderr: runErr.Error(), Err: runErr}
+			}
+			*stderr = fe.Stderr
+			return fe
+		}
+		return nil
+	}
+}
+
+func runSafely(ctx context.Context, fn pipeline.Function, rl *pipeline.ResourceList) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &pipeline.FunctionError{ExitCode: 1, Stderr: fmt.Sprintf("panic: %v\n%s", p, debug.Stack()), Err: fmt.Errorf("%w: %v", pipeline.ErrPanic, p)}
+		}
+	}()
+	return fn.Run(ctx, rl)
+}
+
+// checkOutput applies kpt's checks to a function's output: every item is a
+// KRM resource, none lives outside the package, no two share a file and
+// index.
+func checkOutput(items []*kyaml.RNode) error {
+	seen := map[string]bool{}
+	for _, n := range items {
+		switch {
+		case n.GetApiVersion() == "":
+			return errors.New("output resource list must contain only KRM resources: resource must have `apiVersion`")
+		case n.GetKind() == "":
+			return errors.New("output resource list must contain only KRM resources: resource must have `kind`")
+		case n.GetName() == "":
+			return errors.New("output resource list must contain only KRM resources: resource must have `metadata.name`")
+		}
+		p, idx, _ := kioutil.GetFileAnnotations(n)
+		clean := path.Clean(p)
+		if strings.HasPrefix(clean, "../") {
+			return fmt.Errorf("function must not modify resources outside of package: resource has path %s", p)
+		}
+		k := n.GetAnnotations()[pipeline.PackagePathAnnotation] + "\x00" + clean + "\x00" + idx
+		if p != "" && seen[k] {
+			return fmt.Errorf("resource at path %q and index %q already exists", clean, idx)
+		}
+		seen[k] = true
+	}
+	return nil
+}
+
+// mergeSelected puts a function's output over the selected resources back
+// among the unselected ones, as kpt does: a selected resource the function
+// returned replaces it in place, one it dropped is deleted, new ones are
+// appended.
+func mergeSelected(output, selected, input []*kyaml.RNode) []*kyaml.RNode {
+	byID := map[string]*kyaml.RNode{}
+	var generated []*kyaml.RNode
+	for _, n := range output {
+		if id := n.GetAnnotations()[resourceIDAnnotation]; id != "" {
+			byID[id] = n
+		} else {
+			generated = append(generated, n)
+		}
+	}
+	isSelected := map[string]bool{}
+	for _, n := range selected {
+		isSelected[n.GetAnnotations()[resourceIDAnnotation]] = true
+	}
+	var out []*kyaml.RNode
+	for _, n := range input {
+		id := n.GetAnnotations()[resourceIDAnnotation]
+		if !isSelected[id] {
+			out = append(out, n)
+			continue
+		}
+		if o, ok := byID[id]; ok {
+			out = append(out, o)
+		}
+	}
+	return append(out, generated...)
+}

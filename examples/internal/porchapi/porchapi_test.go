@@ -1,0 +1,189 @@
+package porchapi
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/configasdata/cad/revision"
+)
+
+func TestNameRoundTrip(t *testing.T) {
+	for _, tc := range []struct {
+		repo, pkg, ws, name string
+	}{
+		{"blueprints", "net/istio", "ws1", "blueprints.net.istio.ws1"},
+		{"r", "p", "main", "r.p.main"},
+		{"deploy", "a/b/c", "v1", "deploy.a.b.c.v1"},
+	} {
+		if got := PackageRevisionName(tc.repo, tc.pkg, tc.ws); got != tc.name {
+			t.Errorf("PackageRevisionName(%q, %q, %q) = %q, want %q", tc.repo, tc.pkg, tc.ws, got, tc.name)
+		}
+		k, err := ParseName(tc.name)
+		if err != nil {
+			t.Fatalf("ParseName(%q): %v", tc.name, err)
+		}
+		want := revision.Key{Repository: tc.repo, Package: tc.pkg, Workspace: tc.ws}
+		if k != want {
+			t.Errorf("ParseName(%q) = %+v, want %+v", tc.name, k, want)
+		}
+		if NameOf(k) != tc.name {
+			t.Errorf("NameOf(%+v) = %q", k, NameOf(k))
+		}
+	}
+	for _, bad := range []string{"", "a", "a.b", "a..b", ".a.b"} {
+		if _, err := ParseName(bad); !errors.Is(err, revision.ErrInvalid) {
+			t.Errorf("ParseName(%q) = %v, want ErrInvalid", bad, err)
+		}
+	}
+}
+
+func TestDeterministicUID(t *testing.T) {
+	a := DeterministicUID("porch.kpt.dev/v1alpha1", "packagerevisions", "default", "r.p.ws")
+	b := DeterministicUID("porch.kpt.dev/v1alpha1", "packagerevisions", "default", "r.p.ws")
+	c := DeterministicUID("porch.kpt.dev/v1alpha1", "packagerevisions", "other", "r.p.ws")
+	if a != b || a == c || len(a) != 36 || a[14] != '5' {
+		t.Errorf("UIDs %q %q %q", a, b, c)
+	}
+}
+
+// porchJSON is a PackageRevision as Porch serves it.
+const porchJSON = `{
+  "apiVersion": "porch.kpt.dev/v1alpha1",
+  "kind": "PackageRevision",
+  "metadata": {"name": "blueprints.basens.v1", "namespace": "default", "resourceVersion": "abc",
+    "labels": {"kpt.dev/latest-revision": "true"}},
+  "spec": {
+    "packageName": "basens", "repository": "blueprints", "workspaceName": "v1", "revision": 1,
+    "lifecycle": "Published",
+    "tasks": [{"type": "clone", "clone": {"upstreamRef": {"type": "git",
+      "git": {"repo": "https://example/x.git", "ref": "basens/v1", "directory": "basens", "secretRef": {"name": "s"}}}}}],
+    "readinessGates": [{"conditionType": "Ready"}]
+  },
+  "status": {
+    "upstreamLock": {"type": "git", "git": {"repo": "https://example/x.git", "directory": "basens", "ref": "basens/v1", "commit": "123"}},
+    "publishedBy": "me@example", "publishTimestamp": "2025-01-02T03:04:05Z", "deployment": true,
+    "conditions": [{"type": "Ready", "status": "True"}]
+  }
+}`
+
+func TestPorchJSON(t *testing.T) {
+	var pr PackageRevision
+	if err := json.Unmarshal([]byte(porchJSON), &pr); err != nil {
+		t.Fatal(err)
+	}
+	if pr.Spec.Revision != 1 || pr.Spec.Lifecycle != LifecyclePublished || !pr.IsLatest() ||
+		pr.Spec.Tasks[0].Clone.Upstream.Git.Ref != "basens/v1" || pr.Status.UpstreamLock.Git.Commit != "123" ||
+		!pr.Status.PublishedAt.Equal(&pr.Status.PublishedAt) || pr.Status.PublishedAt.Year() != 2025 {
+		t.Errorf("decoded %+v", pr)
+	}
+	if err := pr.Spec.Tasks[0].Validate(); err != nil {
+		t.Errorf("Validate: %v", err)
+	}
+	if k := pr.Key(); k != (revision.Key{Repository: "blueprints", Package: "basens", Workspace: "v1", Revision: 1}) {
+		t.Errorf("Key = %+v", k)
+	}
+	if md := pr.Metadata(); !md.IsZero() {
+		t.Errorf("Metadata kept the latest label: %+v", md)
+	}
+}
+
+func TestFromRevision(t *testing.T) {
+	kf, err := revision.ParseKptfile([]byte(`apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: p
+  labels: {a: b}
+info:
+  readinessGates:
+  - conditionType: G
+status:
+  conditions:
+  - type: G
+    status: "False"
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	m := revision.Meta{
+		Key:       revision.Key{Repository: "r", Package: "a/p", Workspace: "ws", Revision: 2},
+		Lifecycle: revision.LifecyclePublished, Version: "v9", PublishedBy: "x", PublishedAt: at,
+		Metadata: revision.Metadata{Labels: map[string]string{LatestRevisionLabel: "true", "k": "v"}},
+	}
+	pr := FromRevision(m, RevisionOptions{Namespace: "ns", Kptfile: kf, Deployment: true})
+	if pr.Name != "r.a.p.ws" || pr.ResourceVersion != "v9" || pr.IsLatest() || pr.Labels["k"] != "v" ||
+		pr.Spec.Revision != 2 || len(pr.Spec.ReadinessGates) != 1 || len(pr.Status.Conditions) != 1 ||
+		pr.Spec.PackageMetadata == nil || pr.Spec.PackageMetadata.Labels["a"] != "b" || !pr.Status.Deployment {
+		t.Errorf("FromRevision = %+v", pr)
+	}
+	pr = FromRevision(m, RevisionOptions{Namespace: "ns", Latest: true})
+	if !pr.IsLatest() {
+		t.Errorf("no latest label: %v", pr.Labels)
+	}
+}
+
+func TestCreationTask(t *testing.T) {
+	pr := PackageRevision{Spec: PackageRevisionSpec{PackageName: "p"}}
+	task, err := pr.CreationTask()
+	if err != nil || task.Type != TaskTypeInit || task.Init.Description != "p description" {
+		t.Errorf("default task = %+v, %v", task, err)
+	}
+	for _, bad := range [][]Task{
+		{{Type: TaskTypeInit}, {Type: TaskTypeInit}},
+		{{Type: "render"}},
+		{{Type: TaskTypeClone}},
+		{{Type: TaskTypeClone, Clone: &PackageCloneTaskSpec{}}},
+		{{Type: TaskTypeEdit, Edit: &PackageEditTaskSpec{}}},
+		{{Type: TaskTypeUpgrade, Upgrade: &PackageUpgradeTaskSpec{}}},
+		{{Type: TaskTypeInit, Init: &PackageInitTaskSpec{}, Edit: &PackageEditTaskSpec{}}},
+	} {
+		pr.Spec.Tasks = bad
+		if _, err := pr.CreationTask(); !errors.Is(err, ErrInvalidTask) || !errors.Is(err, revision.ErrInvalid) {
+			t.Errorf("CreationTask(%+v) = %v", bad, err)
+		}
+	}
+}
+
+func TestRepositorySpec(t *testing.T) {
+	var r Repository
+	if err := json.Unmarshal([]byte(`{"apiVersion":"config.porch.kpt.dev/v1alpha1","kind":"Repository",
+		"metadata":{"name":"blueprints","namespace":"default","labels":{"x":"y"}},
+		"spec":{"type":"git","content":"Package","git":{"repo":"https://example/x.git","directory":"/pkgs/"}}}`), &r); err != nil {
+		t.Fatal(err)
+	}
+	s := r.ToSpec()
+	if s.Name != "blueprints" || s.Git.Branch != "main" || s.Git.Directory != "pkgs" || s.Labels["x"] != "y" {
+		t.Errorf("ToSpec = %+v %+v", s, s.Git)
+	}
+	if err := s.Validate(); err != nil {
+		t.Error(err)
+	}
+	back := RepositoryFromSpec("default", s)
+	if back.Spec.Git.Repo != "https://example/x.git" || back.Kind != KindRepository {
+		t.Errorf("RepositoryFromSpec = %+v", back)
+	}
+}
+
+func TestVariantTyped(t *testing.T) {
+	var pv PackageVariant
+	if err := json.Unmarshal([]byte(`{"apiVersion":"config.porch.kpt.dev/v1alpha1","kind":"PackageVariant",
+		"metadata":{"name":"pv"},"spec":{"upstream":{"repo":"r","package":"p","revision":"v2"},
+		"downstream":{"repo":"d","package":"q"},"futureField":1}}`), &pv); err != nil {
+		t.Fatal(err)
+	}
+	out, err := json.Marshal(&pv)
+	if err != nil || !strings.Contains(string(out), "futureField") {
+		t.Errorf("unknown field not preserved: %s %v", out, err)
+	}
+	typed, err := pv.Typed()
+	if err != nil || typed.Spec.Upstream.Revision != 2 || typed.Spec.Downstream.Package != "q" {
+		t.Errorf("Typed = %+v, %v", typed, err)
+	}
+	pvs := PackageVariantSet{Spec: json.RawMessage(`{"upstream": 7}`)}
+	if _, err := pvs.Typed(); !errors.Is(err, revision.ErrInvalid) {
+		t.Errorf("bad set: %v", err)
+	}
+}

@@ -1,0 +1,145 @@
+package apiserver
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/configasdata/cad/examples/internal/porchapi"
+)
+
+var (
+	grRepositories       = groupResource{porchapi.ConfigGroup, porchapi.ResourceRepositories}
+	grPackageVariants    = groupResource{porchapi.ConfigGroup, porchapi.ResourcePackageVariants}
+	grPackageVariantSets = groupResource{porchapi.ConfigGroup, porchapi.ResourcePackageVariantSets}
+)
+
+var allVerbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
+
+// resourceDefs lists the served resources.
+func (s *Server) resourceDefs() []*resourceDef {
+	pr := &prImpl{s: s}
+	var defs []*resourceDef
+	add := func(d *resourceDef) *resourceDef {
+		defs = append(defs, d)
+		return d
+	}
+	var nsDef, repoDef, pvDef, pvsDef *resourceDef
+	nsDef = add(&resourceDef{
+		gr: groupResource{"", "namespaces"}, version: "v1", kind: "Namespace", listKind: "NamespaceList",
+		singular: "namespace", verbs: allVerbs, shortNames: []string{"ns"},
+		columns: []metav1.TableColumnDefinition{nameColumn, {Name: "Status", Type: "string", Description: "The phase of the namespace"}, ageColumn},
+		row: func(o metav1.Object) []any {
+			return []any{o.GetName(), "Active", age(o.GetCreationTimestamp())}
+		},
+		impl: &storeImpl{s: s, res: resNamespaces, def: func() *resourceDef { return nsDef }, keepStatus: true,
+			prepare: func(_ context.Context, _ *request, u, _ *unstructured.Unstructured) error {
+				u.Object["status"] = map[string]any{"phase": "Active"}
+				return nil
+			},
+			deleting: s.deletingNamespace},
+	})
+	add(&resourceDef{
+		gr: grPackageRevisions, version: porchapi.Version, kind: porchapi.KindPackageRevision,
+		listKind: porchapi.KindPackageRevisionList, singular: "packagerevision", namespaced: true,
+		verbs: allVerbs, shortNames: []string{"rpkg"}, categories: []string{"porch"},
+		subresources: map[string]subresourceDef{porchapi.SubresourceApproval: {verbs: []string{"get", "patch", "update"}, impl: pr}},
+		fields:       prFields, fieldFn: prFieldSet,
+		columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			{Name: "Package", Type: "string", Description: "The package path"},
+			{Name: "WorkspaceName", Type: "string", Description: "The workspace of the revision"},
+			{Name: "Revision", Type: "integer", Description: "The revision number"},
+			{Name: "Latest", Type: "boolean", Description: "Whether this is the latest published revision"},
+			{Name: "Lifecycle", Type: "string", Description: "The lifecycle state"},
+			{Name: "Repository", Type: "string", Description: "The repository"},
+		},
+		row: func(o metav1.Object) []any {
+			p := o.(*porchapi.PackageRevision)
+			return []any{p.Name, p.Spec.PackageName, p.Spec.WorkspaceName, p.Spec.Revision, p.IsLatest(),
+				string(p.Spec.Lifecycle), p.Spec.RepositoryName}
+		},
+		impl: pr,
+	})
+	add(&resourceDef{
+		gr: grPackageRevisionResources, version: porchapi.Version, kind: porchapi.KindPackageRevisionResources,
+		listKind: porchapi.KindPackageRevisionResourcesList, singular: "packagerevisionresources", namespaced: true,
+		verbs: []string{"get", "list", "patch", "update"}, shortNames: []string{"prr"}, categories: []string{"porch"},
+		fields: prFields, fieldFn: prFieldSet,
+		columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			{Name: "Package", Type: "string", Description: "The package path"},
+			{Name: "WorkspaceName", Type: "string", Description: "The workspace of the revision"},
+			{Name: "Revision", Type: "integer", Description: "The revision number"},
+			{Name: "Repository", Type: "string", Description: "The repository"},
+			{Name: "Files", Type: "integer", Description: "The number of files"},
+		},
+		row: func(o metav1.Object) []any {
+			p := o.(*porchapi.PackageRevisionResources)
+			return []any{p.Name, p.Spec.PackageName, p.Spec.WorkspaceName, p.Spec.Revision, p.Spec.RepositoryName, len(p.Spec.Resources)}
+		},
+		impl: &prrImpl{s: s},
+	})
+	repoDef = add(&resourceDef{
+		gr: grRepositories, version: porchapi.Version, kind: porchapi.KindRepository, listKind: porchapi.KindRepositoryList,
+		singular: "repository", namespaced: true, verbs: allVerbs, shortNames: []string{"repo"}, categories: []string{"porch"},
+		columns: []metav1.TableColumnDefinition{
+			nameColumn,
+			{Name: "Type", Type: "string", Description: "git or oci"},
+			{Name: "Content", Type: "string", Description: "The content of the repository"},
+			{Name: "Deployment", Type: "boolean", Description: "Whether it is a deployment repository"},
+			{Name: "Ready", Type: "string", Description: "Whether the repository is open"},
+			{Name: "Address", Type: "string", Description: "The repository URL or registry"},
+		},
+		row: func(o metav1.Object) []any {
+			u := o.(*unstructured.Unstructured)
+			r, err := repositoryFrom(u)
+			if err != nil {
+				return []any{u.GetName(), "", "", false, "Unknown", ""}
+			}
+			ready, addr := "Unknown", ""
+			for _, c := range r.Status.Conditions {
+				if c.Type == porchapi.RepositoryReady {
+					ready = string(c.Status)
+				}
+			}
+			switch {
+			case r.Spec.Git != nil:
+				addr = r.Spec.Git.Repo
+			case r.Spec.Oci != nil:
+				addr = r.Spec.Oci.Registry
+			}
+			content := r.Spec.Content
+			if content == "" {
+				content = porchapi.ContentPackage
+			}
+			return []any{r.Name, string(r.Spec.Type), content, r.Spec.Deployment, ready, addr}
+		},
+		impl: &storeImpl{s: s, res: resRepositories, def: func() *resourceDef { return repoDef }, keepStatus: true,
+			prepare: s.prepareRepository, written: s.repositoryWritten,
+			deleted: func(_ context.Context, rq *request, u *unstructured.Unstructured) { s.unregister(rq.ns, rq.name) }},
+	})
+	variantHooks := func(res string, def func() *resourceDef) *storeImpl {
+		return &storeImpl{s: s, res: res, def: def, keepStatus: true,
+			written: func(_ context.Context, rq *request, u, _ *unstructured.Unstructured) *unstructured.Unstructured {
+				s.queueVariant(variantWork{resource: res, ns: rq.ns, name: u.GetName()})
+				return nil
+			},
+			deleted: func(_ context.Context, rq *request, u *unstructured.Unstructured) {
+				s.queueVariant(variantWork{resource: res, ns: rq.ns, name: u.GetName(), deleted: u})
+			}}
+	}
+	pvDef = add(&resourceDef{
+		gr: grPackageVariants, version: porchapi.Version, kind: porchapi.KindPackageVariant, listKind: porchapi.KindPackageVariantList,
+		singular: "packagevariant", namespaced: true, verbs: allVerbs, categories: []string{"porch"},
+		impl: variantHooks(resPackageVariants, func() *resourceDef { return pvDef }),
+	})
+	pvsDef = add(&resourceDef{
+		gr: grPackageVariantSets, version: porchapi.VariantSetVersion, kind: porchapi.KindPackageVariantSet,
+		listKind: porchapi.KindPackageVariantSetList, singular: "packagevariantset", namespaced: true, verbs: allVerbs,
+		categories: []string{"porch"},
+		impl:       variantHooks(resPackageVariantSets, func() *resourceDef { return pvsDef }),
+	})
+	return defs
+}

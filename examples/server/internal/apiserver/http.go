@@ -1,0 +1,366 @@
+package apiserver
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	jsonpatch "gopkg.in/evanphx/json-patch.v4"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/yaml"
+)
+
+// groupResource names a resource for messages: "packagerevisions.porch.kpt.dev".
+type groupResource struct{ group, resource string }
+
+func (g groupResource) String() string {
+	if g.group == "" {
+		return g.resource
+	}
+	return g.resource + "." + g.group
+}
+
+// resourceImpl is what a served resource implements. Objects are pointers to
+// types that implement metav1.Object and marshal to the served JSON.
+type resourceImpl interface {
+	get(ctx context.Context, rq *request) (metav1.Object, error)
+	list(ctx context.Context, rq *request, lo *listOptions) ([]metav1.Object, string, error)
+	watch(ctx context.Context, rq *request, lo *listOptions, send func(watchEvent) error) error
+	create(ctx context.Context, rq *request, body []byte) (metav1.Object, error)
+	update(ctx context.Context, rq *request, body []byte) (metav1.Object, error)
+	delete(ctx context.Context, rq *request, opts *metav1.DeleteOptions) (metav1.Object, error)
+}
+
+// subresourceImpl serves a subresource (packagerevisions/approval).
+type subresourceImpl interface {
+	getSub(ctx context.Context, rq *request) (metav1.Object, error)
+	updateSub(ctx context.Context, rq *request, body []byte) (metav1.Object, error)
+}
+
+// resourceDef describes a served resource for routing and discovery.
+type resourceDef struct {
+	gr           groupResource
+	version      string
+	kind         string
+	listKind     string
+	singular     string
+	namespaced   bool
+	verbs        []string
+	shortNames   []string
+	categories   []string
+	subresources map[string]subresourceDef
+	// fields are the field selector labels accepted, besides
+	// metadata.name and metadata.namespace.
+	fields  []string
+	fieldFn func(metav1.Object) fields.Set
+	columns []metav1.TableColumnDefinition
+	row     func(metav1.Object) []any
+	impl    resourceImpl
+}
+
+type subresourceDef struct {
+	verbs []string
+	impl  subresourceImpl
+}
+
+// watchEvent is one event of a watch: type and object. An event with an
+// empty type sends nothing but starts the response stream (its headers),
+// which clients wait for before they consider the watch established.
+type watchEvent struct {
+	typ string
+	obj metav1.Object
+	raw any // sent instead of obj when set (an ERROR's Status)
+}
+
+// request is one API request being served.
+type request struct {
+	r        *http.Request
+	w        http.ResponseWriter
+	def      *resourceDef
+	ns, name string
+	sub      string
+	warnings []string
+}
+
+func (rq *request) warn(format string, args ...any) {
+	rq.warnings = append(rq.warnings, fmt.Sprintf(format, args...))
+}
+
+// listOptions are the query parameters of list and watch.
+type listOptions struct {
+	label           labels.Selector
+	field           fields.Selector
+	limit           int64
+	continueToken   string
+	resourceVersion string
+	watch           bool
+	timeout         time.Duration
+	sendInitial     bool
+	bookmarks       bool
+}
+
+func (s *Server) parseListOptions(rq *request) (*listOptions, error) {
+	q := rq.r.URL.Query()
+	lo := &listOptions{label: labels.Everything(), field: fields.Everything()}
+	if v := q.Get("labelSelector"); v != "" {
+		sel, err := labels.Parse(v)
+		if err != nil {
+			return nil, errBadRequest("unable to parse requirement: %v", err)
+		}
+		lo.label = sel
+	}
+	if v := q.Get("fieldSelector"); v != "" {
+		sel, err := fields.ParseSelector(v)
+		if err != nil {
+			return nil, errBadRequest("invalid field selector %q: %v", v, err)
+		}
+		allowed := map[string]bool{"metadata.name": true, "metadata.namespace": true}
+		for _, f := range rq.def.fields {
+			allowed[f] = true
+		}
+		for _, r := range sel.Requirements() {
+			if !allowed[r.Field] {
+				return nil, errBadRequest("field label not supported: %s", r.Field)
+			}
+		}
+		lo.field = sel
+	}
+	if v := q.Get("limit"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, errBadRequest("invalid limit %q", v)
+		}
+		lo.limit = n
+	}
+	lo.continueToken = q.Get("continue")
+	lo.resourceVersion = q.Get("resourceVersion")
+	lo.watch = q.Get("watch") == "true" || q.Get("watch") == "1"
+	if v := q.Get("timeoutSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			return nil, errBadRequest("invalid timeoutSeconds %q", v)
+		}
+		lo.timeout = time.Duration(n) * time.Second
+	}
+	if lo.timeout <= 0 || lo.timeout > s.opts.MaxWatch {
+		lo.timeout = s.opts.MaxWatch
+	}
+	lo.sendInitial = q.Get("sendInitialEvents") == "true"
+	lo.bookmarks = q.Get("allowWatchBookmarks") == "true"
+	return lo, nil
+}
+
+// matches reports whether obj is selected by lo's selectors.
+func (lo *listOptions) matches(def *resourceDef, obj metav1.Object) bool {
+	if !lo.label.Empty() && !lo.label.Matches(labels.Set(obj.GetLabels())) {
+		return false
+	}
+	if !lo.field.Empty() {
+		set := fields.Set{"metadata.name": obj.GetName(), "metadata.namespace": obj.GetNamespace()}
+		if def.fieldFn != nil {
+			for k, v := range def.fieldFn(obj) {
+				set[k] = v
+			}
+		}
+		if !lo.field.Matches(set) {
+			return false
+		}
+	}
+	return true
+}
+
+// ServeHTTP-level plumbing.
+
+// writeJSON writes v with the status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		code = http.StatusInternalServerError
+		data, _ = json.Marshal(newStatus(int32(code), metav1.StatusReasonInternalError, err.Error()).status)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-cache, private")
+	w.WriteHeader(code)
+	w.Write(data)
+	w.Write([]byte("\n"))
+}
+
+// writeError writes err as a Status.
+func (s *Server) writeError(rq *request, err error) {
+	gr, name := groupResource{}, ""
+	if rq.def != nil {
+		gr, name = rq.def.gr, rq.name
+	}
+	ae := toAPIError(gr, name, err)
+	if ae.status.Code >= 500 && ae.status.Code != http.StatusNotImplemented && ae.status.Code != http.StatusServiceUnavailable {
+		s.log.Error("request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "err", err)
+	} else {
+		s.log.Debug("request refused", "method", rq.r.Method, "path", rq.r.URL.Path, "code", ae.status.Code, "err", err)
+	}
+	s.writeWarnings(rq)
+	writeJSON(rq.w, int(ae.status.Code), ae.status)
+}
+
+func (s *Server) writeWarnings(rq *request) {
+	for _, w := range rq.warnings {
+		rq.w.Header().Add("Warning", `299 - `+strconv.Quote(w))
+	}
+	rq.warnings = nil
+}
+
+// readBody reads the request body, bounded by MaxBodyBytes, as JSON
+// (YAML is converted).
+func (s *Server) readBody(rq *request) ([]byte, error) {
+	ct := rq.r.Header.Get("Content-Type")
+	mt, _, _ := mime.ParseMediaType(ct)
+	body := http.MaxBytesReader(rq.w, rq.r.Body, s.opts.MaxBodyBytes)
+	data, err := io.ReadAll(body)
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return nil, newStatus(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
+				fmt.Sprintf("the request body is larger than the limit of %d bytes", s.opts.MaxBodyBytes))
+		}
+		return nil, errBadRequest("reading the request body: %v", err)
+	}
+	switch {
+	case mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml":
+		j, err := yaml.YAMLToJSON(data)
+		if err != nil {
+			return nil, errBadRequest("the body is not valid YAML: %v", err)
+		}
+		data = j
+	case mt == "application/vnd.kubernetes.protobuf" && (rq.def == nil || rq.def.gr.group == "" || rq.r.Method == http.MethodDelete):
+		j, err := protobufToJSON(data)
+		if err != nil {
+			return nil, errBadRequest("the body is not a protobuf-encoded core v1 object: %v", err)
+		}
+		data = j
+	case rq.r.Method == http.MethodPatch:
+	case mt == "" || mt == "application/json" || strings.HasSuffix(mt, "+json"):
+	default:
+		return nil, newStatus(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got %q", ct))
+	}
+	if len(data) == 0 {
+		return nil, errBadRequest("the request body is empty")
+	}
+	return data, nil
+}
+
+// decodeStrict decodes data into v, honouring the fieldValidation query
+// parameter: Strict refuses unknown fields with 400, Warn (the default)
+// adds a warning, Ignore ignores them.
+func decodeStrict(rq *request, data []byte, v any) error {
+	if err := json.Unmarshal(data, v); err != nil {
+		return errBadRequest("the request body is not a valid %s: %v", rq.kind(), err)
+	}
+	mode := rq.r.URL.Query().Get("fieldValidation")
+	if mode == "Ignore" {
+		return nil
+	}
+	dec := json.NewDecoder(strings.NewReader(string(data)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		msg := strings.TrimPrefix(err.Error(), "json: ")
+		if mode == "Strict" {
+			return errBadRequest("strict decoding error: %s", msg)
+		}
+		rq.warn("%s", msg)
+		// Decode again leniently: the strict pass may have stopped half way.
+		return json.Unmarshal(data, v)
+	}
+	return nil
+}
+
+func (rq *request) kind() string {
+	if rq.def == nil {
+		return "object"
+	}
+	return rq.def.kind
+}
+
+// typeMeta of the served resource.
+func (d *resourceDef) apiVersion() string {
+	if d.gr.group == "" {
+		return d.version
+	}
+	return d.gr.group + "/" + d.version
+}
+
+// continueToken is the position after which a list page continues.
+type continueToken struct {
+	Namespace string `json:"ns,omitempty"`
+	Name      string `json:"name"`
+}
+
+// paginate sorts items by namespace and name and cuts the page lo asks for.
+func paginate(items []metav1.Object, lo *listOptions) ([]metav1.Object, string, error) {
+	sort.SliceStable(items, func(i, j int) bool {
+		if items[i].GetNamespace() != items[j].GetNamespace() {
+			return items[i].GetNamespace() < items[j].GetNamespace()
+		}
+		return items[i].GetName() < items[j].GetName()
+	})
+	if lo.continueToken != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(lo.continueToken)
+		var tok continueToken
+		if err == nil {
+			err = json.Unmarshal(raw, &tok)
+		}
+		if err != nil {
+			return nil, "", errBadRequest("invalid continue token")
+		}
+		i := sort.Search(len(items), func(i int) bool {
+			o := items[i]
+			if o.GetNamespace() != tok.Namespace {
+				return o.GetNamespace() > tok.Namespace
+			}
+			return o.GetName() > tok.Name
+		})
+		items = items[i:]
+	}
+	if lo.limit > 0 && int64(len(items)) > lo.limit {
+		last := items[lo.limit-1]
+		raw, _ := json.Marshal(continueToken{Namespace: last.GetNamespace(), Name: last.GetName()})
+		return items[:lo.limit], base64.RawURLEncoding.EncodeToString(raw), nil
+	}
+	return items, "", nil
+}
+
+// applyPatch applies a patch of the request's content type to current.
+func applyPatch(rq *request, current, patch []byte) ([]byte, error) {
+	mt, _, _ := mime.ParseMediaType(rq.r.Header.Get("Content-Type"))
+	switch mt {
+	case "application/merge-patch+json":
+		out, err := jsonpatch.MergePatch(current, patch)
+		if err != nil {
+			return nil, errBadRequest("invalid merge patch: %v", err)
+		}
+		return out, nil
+	case "application/json-patch+json":
+		p, err := jsonpatch.DecodePatch(patch)
+		if err != nil {
+			return nil, errBadRequest("invalid JSON patch: %v", err)
+		}
+		out, err := p.Apply(current)
+		if err != nil {
+			return nil, newStatus(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "the JSON patch does not apply: "+err.Error())
+		}
+		return out, nil
+	default:
+		return nil, newStatus(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
+			fmt.Sprintf("the patch type %q is not supported: use application/merge-patch+json or application/json-patch+json", mt))
+	}
+}

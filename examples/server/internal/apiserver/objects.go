@@ -1,0 +1,508 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/server/internal/store"
+	"github.com/configasdata/cad/repository"
+)
+
+// Store resource keys.
+const (
+	resNamespaces         = "namespaces"
+	resRepositories       = "repositories"
+	resPackageVariants    = "packagevariants"
+	resPackageVariantSets = "packagevariantsets"
+)
+
+func toUnstructured(v any) (*unstructured.Unstructured, error) {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	m := map[string]any{}
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	return &unstructured.Unstructured{Object: m}, nil
+}
+
+func fromUnstructured(u *unstructured.Unstructured, v any) error {
+	data, err := json.Marshal(u.Object)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(data, v)
+}
+
+func repositoryFrom(u *unstructured.Unstructured) (*porchapi.Repository, error) {
+	var r porchapi.Repository
+	if err := fromUnstructured(u, &r); err != nil {
+		return nil, err
+	}
+	return &r, nil
+}
+
+func newNamespace(name string) *unstructured.Unstructured {
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": name},
+		"spec":     map[string]any{"finalizers": []any{"kubernetes"}},
+		"status":   map[string]any{"phase": "Active"},
+	}}
+}
+
+func sortEntries(es []*repoEntry) {
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].ns != es[j].ns {
+			return es[i].ns < es[j].ns
+		}
+		return es[i].name < es[j].name
+	})
+}
+
+// storeImpl serves a resource kept in the store. Hooks specialise it.
+type storeImpl struct {
+	s   *Server
+	res string
+	def func() *resourceDef
+	// keepStatus: the client's status is ignored, the stored one kept.
+	keepStatus bool
+	// prepare checks and completes an object before it is written; old is
+	// nil on create.
+	prepare func(ctx context.Context, rq *request, obj, old *unstructured.Unstructured) error
+	// written runs after a successful create or update; a non-nil result
+	// replaces the object returned to the client.
+	written func(ctx context.Context, rq *request, obj, old *unstructured.Unstructured) *unstructured.Unstructured
+	// deleting runs before a delete; deleted after it.
+	deleting func(ctx context.Context, rq *request, obj *unstructured.Unstructured) error
+	deleted  func(ctx context.Context, rq *request, obj *unstructured.Unstructured)
+}
+
+func (si *storeImpl) get(ctx context.Context, rq *request) (metav1.Object, error) {
+	u, err := si.s.store.Get(si.res, rq.ns, rq.name)
+	if err != nil {
+		return nil, toAPIError(si.def().gr, rq.name, err)
+	}
+	return u, nil
+}
+
+func (si *storeImpl) list(ctx context.Context, rq *request, lo *listOptions) ([]metav1.Object, string, error) {
+	ns := rq.ns
+	if ns == "" {
+		ns = "*"
+	}
+	objs, rv := si.s.store.List(si.res, ns)
+	var out []metav1.Object
+	for _, u := range objs {
+		if lo.matches(rq.def, u) {
+			out = append(out, u)
+		}
+	}
+	return out, rv, nil
+}
+
+func (si *storeImpl) watch(ctx context.Context, rq *request, lo *listOptions, send func(watchEvent) error) error {
+	rv := lo.resourceVersion
+	ch, err := si.s.store.Watch(ctx, si.res, rv)
+	if err != nil {
+		return toAPIError(si.def().gr, "", err)
+	}
+	if err := send(watchEvent{}); err != nil {
+		return err
+	}
+	inScope := func(u *unstructured.Unstructured) bool {
+		return (rq.ns == "" || u.GetNamespace() == rq.ns) && lo.matches(rq.def, u)
+	}
+	if rv == "" || rv == "0" || lo.sendInitial {
+		// Start with the current state, as Kubernetes does for a watch
+		// without a resourceVersion.
+		objs, listRV := si.s.store.List(si.res, "*")
+		seen := map[string]string{}
+		for _, u := range objs {
+			if inScope(u) {
+				seen[objKey(u.GetNamespace(), u.GetName())] = u.GetResourceVersion()
+				if err := send(watchEvent{typ: "ADDED", obj: u}); err != nil {
+					return err
+				}
+			}
+		}
+		if lo.sendInitial {
+			bm := &metav1.ObjectMeta{ResourceVersion: listRV, Annotations: map[string]string{"k8s.io/initial-events-end": "true"}}
+			if err := send(watchEvent{typ: "BOOKMARK", obj: bm}); err != nil {
+				return err
+			}
+		}
+		return si.stream(ctx, ch, inScope, seen, send)
+	}
+	return si.stream(ctx, ch, inScope, nil, send)
+}
+
+// stream forwards store events; seen (when not nil) holds the objects and
+// resourceVersions already sent, to skip their replays.
+func (si *storeImpl) stream(ctx context.Context, ch <-chan store.Event, inScope func(*unstructured.Unstructured) bool, seen map[string]string, send func(watchEvent) error) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-ch:
+			if !ok {
+				return nil
+			}
+			if !inScope(ev.Object) {
+				continue
+			}
+			k := objKey(ev.Object.GetNamespace(), ev.Object.GetName())
+			if seen != nil && ev.Type != store.Deleted && seen[k] == ev.Object.GetResourceVersion() {
+				continue
+			}
+			if err := send(watchEvent{typ: string(ev.Type), obj: ev.Object}); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// decodeObject decodes a request body into an object of the resource.
+func (si *storeImpl) decodeObject(rq *request, body []byte) (*unstructured.Unstructured, error) {
+	d := si.def()
+	m := map[string]any{}
+	if err := json.Unmarshal(body, &m); err != nil {
+		return nil, errBadRequest("the request body is not a valid %s: %v", d.kind, err)
+	}
+	u := &unstructured.Unstructured{Object: m}
+	if av := u.GetAPIVersion(); av != "" && av != d.apiVersion() {
+		return nil, errBadRequest("the object's apiVersion is %q; this endpoint serves %s", av, d.apiVersion())
+	}
+	if k := u.GetKind(); k != "" && k != d.kind {
+		return nil, errBadRequest("the object's kind is %q; this endpoint serves %s", k, d.kind)
+	}
+	if _, ok := m["metadata"]; ok {
+		if _, isMap := m["metadata"].(map[string]any); !isMap {
+			return nil, errBadRequest("metadata must be an object")
+		}
+	}
+	u.SetAPIVersion(d.apiVersion())
+	u.SetKind(d.kind)
+	if d.namespaced {
+		u.SetNamespace(rq.ns)
+	} else {
+		u.SetNamespace("")
+	}
+	return u, nil
+}
+
+// namespaceExists refuses objects in a namespace that does not exist.
+func (si *storeImpl) namespaceExists(rq *request) error {
+	if !si.def().namespaced {
+		return nil
+	}
+	if _, err := si.s.store.Get(resNamespaces, "", rq.ns); err != nil {
+		e := errNotFound(groupResource{"", "namespaces"}, rq.ns)
+		return e
+	}
+	return nil
+}
+
+func (si *storeImpl) create(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+	d := si.def()
+	u, err := si.decodeObject(rq, body)
+	if err != nil {
+		return nil, err
+	}
+	if u.GetName() == "" && u.GetGenerateName() != "" {
+		u.SetName(u.GetGenerateName() + randomSuffix())
+	}
+	rq.name = u.GetName()
+	if u.GetName() == "" {
+		return nil, errInvalid(d.gr, d.kind, "", "metadata.name", "Required value: name or generateName is required")
+	}
+	if err := si.namespaceExists(rq); err != nil {
+		return nil, err
+	}
+	u.SetResourceVersion("")
+	if si.keepStatus {
+		delete(u.Object, "status")
+	}
+	if si.prepare != nil {
+		if err := si.prepare(ctx, rq, u, nil); err != nil {
+			return nil, err
+		}
+	}
+	out, err := si.s.store.Create(si.res, u)
+	if err != nil {
+		return nil, toAPIError(d.gr, u.GetName(), err)
+	}
+	if si.written != nil {
+		if o := si.written(ctx, rq, out, nil); o != nil {
+			out = o
+		}
+	}
+	return out, nil
+}
+
+func (si *storeImpl) update(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+	d := si.def()
+	u, err := si.decodeObject(rq, body)
+	if err != nil {
+		return nil, err
+	}
+	u.SetName(rq.name)
+	old, err := si.s.store.Get(si.res, rq.ns, rq.name)
+	if err != nil {
+		return nil, toAPIError(d.gr, rq.name, err)
+	}
+	if rv := u.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
+		return nil, errConflict(d.gr, rq.name, staleMessage)
+	}
+	if si.keepStatus {
+		if st, ok := old.Object["status"]; ok {
+			u.Object["status"] = st
+		} else {
+			delete(u.Object, "status")
+		}
+	}
+	if si.prepare != nil {
+		if err := si.prepare(ctx, rq, u, old); err != nil {
+			return nil, err
+		}
+	}
+	out, err := si.s.store.Update(si.res, u)
+	if err != nil {
+		return nil, toAPIError(d.gr, rq.name, err)
+	}
+	if si.written != nil && out.GetResourceVersion() != old.GetResourceVersion() {
+		if o := si.written(ctx, rq, out, old); o != nil {
+			out = o
+		}
+	}
+	return out, nil
+}
+
+func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOptions) (metav1.Object, error) {
+	d := si.def()
+	cur, err := si.s.store.Get(si.res, rq.ns, rq.name)
+	if err != nil {
+		return nil, toAPIError(d.gr, rq.name, err)
+	}
+	rv := ""
+	if pc := opts.Preconditions; pc != nil {
+		if pc.ResourceVersion != nil {
+			rv = *pc.ResourceVersion
+		}
+		if pc.UID != nil && *pc.UID != cur.GetUID() {
+			return nil, errConflict(d.gr, rq.name, "the UID in the precondition does not match the UID in record")
+		}
+	}
+	if si.deleting != nil {
+		if err := si.deleting(ctx, rq, cur); err != nil {
+			return nil, err
+		}
+	}
+	gone, err := si.s.store.Delete(si.res, rq.ns, rq.name, rv)
+	if err != nil {
+		return nil, toAPIError(d.gr, rq.name, err)
+	}
+	if si.deleted != nil {
+		si.deleted(ctx, rq, gone)
+	}
+	return gone, nil
+}
+
+func randomSuffix() string {
+	const chars = "bcdfghjklmnpqrstvwxz2456789"
+	var b [5]byte
+	rand.Read(b[:])
+	for i := range b {
+		b[i] = chars[int(b[i])%len(chars)]
+	}
+	return string(b[:])
+}
+
+// Repositories.
+
+// prepareRepository validates a Repository, checks immutable fields and
+// overlapping registrations, opens it and records its status.
+func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *unstructured.Unstructured) error {
+	d := grRepositories
+	r, err := repositoryFrom(u)
+	if err != nil {
+		return errBadRequest("the request body is not a valid Repository: %v", err)
+	}
+	inv := func(field, msg string) error { return errInvalid(d, porchapi.KindRepository, r.Name, field, msg) }
+	if r.Spec.Content != "" && r.Spec.Content != porchapi.ContentPackage {
+		return inv("spec.content", fmt.Sprintf("Unsupported value: %q: supported values: \"Package\"", r.Spec.Content))
+	}
+	spec := r.ToSpec()
+	if err := spec.Validate(); err != nil {
+		return inv("spec", err.Error())
+	}
+	if old != nil {
+		o, err := repositoryFrom(old)
+		if err == nil {
+			os := o.ToSpec()
+			for _, c := range []struct {
+				field    string
+				old, new string
+			}{
+				{"spec.type", string(os.Type), string(spec.Type)},
+				{"spec.git.repo", gitField(os, "repo"), gitField(spec, "repo")},
+				{"spec.git.branch", gitField(os, "branch"), gitField(spec, "branch")},
+				{"spec.git.directory", gitField(os, "directory"), gitField(spec, "directory")},
+				{"spec.oci.registry", ociRegistry(os), ociRegistry(spec)},
+			} {
+				if c.old != c.new {
+					return inv(c.field, c.field+" is immutable")
+				}
+			}
+		}
+	}
+	for _, e := range s.entries(rq.ns) {
+		if e.name == r.Name {
+			continue
+		}
+		if spec.Git != nil && e.spec.Git != nil && normalizeURL(spec.Git.Repo) == normalizeURL(e.spec.Git.Repo) &&
+			spec.Git.Branch == e.spec.Git.Branch && overlaps(spec.Git.Directory, e.spec.Git.Directory) {
+			return inv("spec.git", fmt.Sprintf("repository %q already registers %s branch %s directory %q, which overlaps",
+				e.name, e.spec.Git.Repo, e.spec.Git.Branch, "/"+e.spec.Git.Directory))
+		}
+		if spec.OCI != nil && e.spec.OCI != nil && strings.TrimSuffix(spec.OCI.Registry, "/") == strings.TrimSuffix(e.spec.OCI.Registry, "/") {
+			return inv("spec.oci.registry", fmt.Sprintf("repository %q already registers %s", e.name, e.spec.OCI.Registry))
+		}
+	}
+	if old == nil {
+		if _, err := s.store.Get(resRepositories, rq.ns, r.Name); err == nil {
+			return errAlreadyExists(d, r.Name)
+		}
+	}
+	return nil
+}
+
+// repositoryWritten opens a created repository, or reopens an updated one
+// whose spec changed, and stores its status.
+func (s *Server) repositoryWritten(ctx context.Context, rq *request, u, old *unstructured.Unstructured) *unstructured.Unstructured {
+	r, err := repositoryFrom(u)
+	if err != nil {
+		return nil
+	}
+	if old != nil {
+		if o, err := repositoryFrom(old); err == nil && reflect.DeepEqual(o.ToSpec(), r.ToSpec()) {
+			return nil
+		}
+	}
+	e := s.register(ctx, r)
+	u.Object["status"] = repositoryStatus(e, u.GetGeneration(), statusOf(u))
+	out, err := s.store.Update(resRepositories, u)
+	if err != nil {
+		return nil
+	}
+	return out
+}
+
+func gitField(s repository.Spec, f string) string {
+	if s.Git == nil {
+		return ""
+	}
+	switch f {
+	case "repo":
+		return s.Git.Repo
+	case "branch":
+		return s.Git.Branch
+	}
+	return s.Git.Directory
+}
+
+func ociRegistry(s repository.Spec) string {
+	if s.OCI == nil {
+		return ""
+	}
+	return s.OCI.Registry
+}
+
+func normalizeURL(u string) string {
+	u = strings.TrimSuffix(strings.TrimSuffix(u, "/"), ".git")
+	return strings.ToLower(u)
+}
+
+// overlaps reports whether one directory is the other or holds it.
+func overlaps(a, b string) bool {
+	return a == b || a == "" || b == "" || strings.HasPrefix(a+"/", b+"/") || strings.HasPrefix(b+"/", a+"/")
+}
+
+// repositoryStatus is the status of a registration; the transition time
+// of old's Ready condition is kept when its status did not change.
+func repositoryStatus(e *repoEntry, generation int64, old map[string]any) map[string]any {
+	cond := metav1.Condition{Type: porchapi.RepositoryReady, Status: metav1.ConditionTrue, Reason: porchapi.ReasonReady,
+		Message: "Repository Ready", ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
+	if e.repo == nil {
+		cond.Status, cond.Reason = metav1.ConditionFalse, porchapi.ReasonError
+		cond.Message = fmt.Sprint(e.err)
+	}
+	var prev porchapi.RepositoryStatus
+	if data, err := json.Marshal(old); err == nil && json.Unmarshal(data, &prev) == nil {
+		for _, c := range prev.Conditions {
+			if c.Type == cond.Type && c.Status == cond.Status {
+				cond.LastTransitionTime = c.LastTransitionTime
+			}
+		}
+	}
+	st := porchapi.RepositoryStatus{Conditions: []metav1.Condition{cond}, ObservedGeneration: generation}
+	u, _ := toUnstructured(st)
+	return u.Object
+}
+
+func statusOf(u *unstructured.Unstructured) map[string]any {
+	st, _ := u.Object["status"].(map[string]any)
+	return st
+}
+
+// Namespaces.
+
+// deletingNamespace refuses to delete default and deletes everything in
+// the namespace first.
+func (s *Server) deletingNamespace(ctx context.Context, rq *request, u *unstructured.Unstructured) error {
+	if rq.name == DefaultNamespace {
+		return errForbidden(groupResource{"", "namespaces"}, rq.name, "this namespace may not be deleted")
+	}
+	for _, res := range []string{resPackageVariantSets, resPackageVariants, resRepositories} {
+		objs, _ := s.store.List(res, rq.name)
+		for _, o := range objs {
+			if _, err := s.store.Delete(res, rq.name, o.GetName(), ""); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+			switch res {
+			case resRepositories:
+				s.unregister(rq.name, o.GetName())
+			default:
+				s.queueVariant(variantWork{resource: res, ns: rq.name, name: o.GetName(), deleted: o})
+			}
+		}
+	}
+	return nil
+}
+
+// setRepositoryStatus stores the status of a registration that changed
+// state outside a request (a repository that opened on retry).
+func (s *Server) setRepositoryStatus(e *repoEntry) {
+	for i := 0; i < 3; i++ {
+		u, err := s.store.Get(resRepositories, e.ns, e.name)
+		if err != nil {
+			return
+		}
+		u.Object["status"] = repositoryStatus(e, u.GetGeneration(), statusOf(u))
+		if _, err := s.store.Update(resRepositories, u); err == nil {
+			return
+		}
+	}
+}

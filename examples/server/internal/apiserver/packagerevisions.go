@@ -1,0 +1,739 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+
+	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
+	"github.com/configasdata/cad/revision"
+)
+
+var grPackageRevisions = groupResource{porchapi.Group, porchapi.ResourcePackageRevisions}
+
+// prFields are the field selectors of packagerevisions and
+// packagerevisionresources (besides metadata.name and metadata.namespace).
+var prFields = []string{"spec.repository", "spec.packageName", "spec.revision", "spec.workspaceName", "spec.lifecycle"}
+
+// prFieldSet returns the selectable fields of a PackageRevision. Lists of
+// PackageRevisionResources select through the revisions they list, so they
+// use it too.
+func prFieldSet(o metav1.Object) fields.Set {
+	switch pr := o.(type) {
+	case *porchapi.PackageRevision:
+		return fields.Set{
+			"spec.repository":    pr.Spec.RepositoryName,
+			"spec.packageName":   pr.Spec.PackageName,
+			"spec.revision":      strconv.Itoa(pr.Spec.Revision),
+			"spec.workspaceName": pr.Spec.WorkspaceName,
+			"spec.lifecycle":     string(pr.Spec.Lifecycle),
+		}
+	}
+	return nil
+}
+
+// prImpl serves packagerevisions and their approval subresource.
+type prImpl struct{ s *Server }
+
+// branchOf returns the branch of a git repository, whose name is the
+// placeholder revisions' workspace; "" for other repositories.
+func branchOf(e *repoEntry) string {
+	if e.spec.Type != repository.TypeGit || e.spec.Git == nil {
+		return ""
+	}
+	if e.spec.Git.Branch == "" {
+		return repository.DefaultBranch
+	}
+	return e.spec.Git.Branch
+}
+
+// lookupPR resolves a PackageRevision name in ns to its repository and key.
+func (s *Server) lookupPR(ns, name string) (*repoEntry, revision.Key, error) {
+	k, err := porchapi.ParseName(name)
+	if err != nil {
+		return nil, revision.Key{}, errNotFound(grPackageRevisions, name)
+	}
+	e, ok := s.entry(ns, k.Repository)
+	if !ok {
+		return nil, revision.Key{}, errNotFound(grPackageRevisions, name)
+	}
+	if e.repo == nil {
+		return nil, revision.Key{}, newStatus(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+			fmt.Sprintf("repository %q is not open: %v", e.name, e.err))
+	}
+	if b := branchOf(e); b != "" && k.Workspace == b {
+		k.Revision = revision.Placeholder
+	}
+	return e, k, nil
+}
+
+// getRevision returns the revision a PackageRevision name in ns names.
+func (s *Server) getRevision(ctx context.Context, ns, name string) (*repoEntry, revision.PackageRevision, error) {
+	e, k, err := s.lookupPR(ns, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	rev, err := s.engine(ns).Get(ctx, e.name, k)
+	if err != nil {
+		if errors.Is(err, repository.ErrNotFound) {
+			return nil, nil, errNotFound(grPackageRevisions, name)
+		}
+		return nil, nil, err
+	}
+	if porchapi.NameOf(rev.Meta().Key) != name {
+		return nil, nil, errNotFound(grPackageRevisions, name)
+	}
+	return e, rev, nil
+}
+
+// isLatest reports whether rev is the latest published revision of its
+// package.
+func (s *Server) isLatest(ctx context.Context, ns string, rev revision.PackageRevision) bool {
+	m := rev.Meta()
+	if !m.Lifecycle.IsPublished() || m.Key.Revision <= 0 {
+		return false
+	}
+	l, err := s.engine(ns).Latest(ctx, m.Key.Repository, m.Key.Package)
+	return err == nil && l.Meta().Key.Revision == m.Key.Revision
+}
+
+// prObject builds the served object of rev; it reads the revision's
+// Kptfile.
+func (s *Server) prObject(ctx context.Context, ns string, e *repoEntry, rev revision.PackageRevision, latest bool) (*porchapi.PackageRevision, error) {
+	files, err := rev.Files(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var kf *revision.Kptfile
+	if data, ok := files.Get(revision.KptfileName); ok {
+		kf, err = revision.ParseKptfile(data)
+		if err != nil {
+			s.log.Warn("package revision has a Kptfile that does not parse", "revision", rev.Meta().Key.String(), "err", err)
+			kf = nil
+		}
+	}
+	o := porchapi.FromRevision(rev.Meta(), porchapi.RevisionOptions{
+		Namespace: ns, Kptfile: kf, Deployment: e.spec.Deployment, Latest: latest,
+	})
+	return &o, nil
+}
+
+// getPR returns the served PackageRevision called name in ns.
+func (s *Server) getPR(ctx context.Context, ns, name string) (*porchapi.PackageRevision, revision.PackageRevision, *repoEntry, error) {
+	e, rev, err := s.getRevision(ctx, ns, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	obj, err := s.prObject(ctx, ns, e, rev, s.isLatest(ctx, ns, rev))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return obj, rev, e, nil
+}
+
+func (p *prImpl) get(ctx context.Context, rq *request) (metav1.Object, error) {
+	obj, _, _, err := p.s.getPR(ctx, rq.ns, rq.name)
+	return obj, err
+}
+
+// listedRevision is a revision found by a list, before its files are read.
+type listedRevision struct {
+	e      *repoEntry
+	ns     string
+	rev    revision.PackageRevision
+	latest bool
+}
+
+// listRevisions lists the revisions in namespace ns ("" for all) that the
+// selectors of lo may select, with their latest flags, selected by metadata
+// and fields. Repositories that cannot be listed are skipped with a warning.
+func (s *Server) listRevisions(ctx context.Context, rq *request, ns string, lo *listOptions) []listedRevision {
+	repoSel, _ := lo.field.RequiresExactMatch("spec.repository")
+	pkgSel, _ := lo.field.RequiresExactMatch("spec.packageName")
+	var entries []*repoEntry
+	for _, e := range s.entries(ns) {
+		if repoSel != "" && e.name != repoSel {
+			continue
+		}
+		if e.repo == nil {
+			rq.warn("repository %s/%s is not open: %v", e.ns, e.name, e.err)
+			continue
+		}
+		entries = append(entries, e)
+	}
+	type result struct {
+		revs []listedRevision
+		err  error
+	}
+	results := make([]result, len(entries))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, defaultListConcurrency)
+	for i, e := range entries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			revs, err := e.repo.List(ctx, repository.ListOptions{Package: pkgSel})
+			if err != nil {
+				results[i].err = err
+				return
+			}
+			latest := map[string]int{}
+			for _, r := range revs {
+				m := r.Meta()
+				if m.Lifecycle.IsPublished() && m.Key.Revision > latest[m.Key.Package] {
+					latest[m.Key.Package] = m.Key.Revision
+				}
+			}
+			for _, r := range revs {
+				m := r.Meta()
+				results[i].revs = append(results[i].revs, listedRevision{e: e, ns: e.ns, rev: r,
+					latest: m.Lifecycle.IsPublished() && m.Key.Revision > 0 && latest[m.Key.Package] == m.Key.Revision})
+			}
+		}()
+	}
+	wg.Wait()
+	var out []listedRevision
+	for i, r := range results {
+		if r.err != nil {
+			rq.warn("repository %s/%s could not be listed: %v", entries[i].ns, entries[i].name, r.err)
+			s.log.Warn("list failed", "namespace", entries[i].ns, "repository", entries[i].name, "err", r.err)
+			continue
+		}
+		for _, lr := range r.revs {
+			// Select on what is known without files.
+			o := porchapi.FromRevision(lr.rev.Meta(), porchapi.RevisionOptions{Namespace: lr.ns, Latest: lr.latest})
+			if lo.matches(rq.def, &o) {
+				out = append(out, lr)
+			}
+		}
+	}
+	return out
+}
+
+// loadAll calls fn for every listed revision, a few at a time.
+func loadAll(ctx context.Context, revs []listedRevision, fn func(ctx context.Context, i int, lr listedRevision) error) error {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, defaultListConcurrency)
+	errs := make([]error, len(revs))
+	for i, lr := range revs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			errs[i] = fn(ctx, i, lr)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// listPRs returns the served PackageRevisions lo selects in ns.
+func (s *Server) listPRs(ctx context.Context, rq *request, ns string, lo *listOptions) ([]*porchapi.PackageRevision, error) {
+	revs := s.listRevisions(ctx, rq, ns, lo)
+	objs := make([]*porchapi.PackageRevision, len(revs))
+	err := loadAll(ctx, revs, func(ctx context.Context, i int, lr listedRevision) error {
+		o, err := s.prObject(ctx, lr.ns, lr.e, lr.rev, lr.latest)
+		objs[i] = o
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return objs, nil
+}
+
+func (p *prImpl) list(ctx context.Context, rq *request, lo *listOptions) ([]metav1.Object, string, error) {
+	objs, err := p.s.listPRs(ctx, rq, rq.ns, lo)
+	if err != nil {
+		return nil, "", err
+	}
+	out := make([]metav1.Object, len(objs))
+	for i, o := range objs {
+		out[i] = o
+	}
+	return out, p.s.snaps.put(objs), nil
+}
+
+// validatePRCreate checks the spec of a PackageRevision to create and
+// returns its repository and key.
+func (s *Server) validatePRCreate(rq *request, in *porchapi.PackageRevision) (*repoEntry, revision.Key, error) {
+	kind := porchapi.KindPackageRevision
+	name := porchapi.PackageRevisionName(in.Spec.RepositoryName, in.Spec.PackageName, in.Spec.WorkspaceName)
+	inv := func(field, msg string) error { return errInvalid(grPackageRevisions, kind, name, field, msg) }
+	if in.Kind != "" && in.Kind != kind {
+		return nil, revision.Key{}, errBadRequest("the object's kind is %q, not %s", in.Kind, kind)
+	}
+	if in.Spec.RepositoryName == "" {
+		return nil, revision.Key{}, inv("spec.repository", "Required value")
+	}
+	if in.Spec.PackageName == "" {
+		return nil, revision.Key{}, inv("spec.packageName", "Required value")
+	}
+	if in.Spec.WorkspaceName == "" {
+		return nil, revision.Key{}, inv("spec.workspaceName", "Required value")
+	}
+	if err := revision.ValidatePackagePath(in.Spec.PackageName); err != nil {
+		return nil, revision.Key{}, inv("spec.packageName", err.Error())
+	}
+	if err := revision.ValidateWorkspace(in.Spec.WorkspaceName); err != nil {
+		return nil, revision.Key{}, inv("spec.workspaceName", err.Error())
+	}
+	switch in.Spec.Lifecycle {
+	case "", porchapi.LifecycleDraft:
+	default:
+		return nil, revision.Key{}, inv("spec.lifecycle", fmt.Sprintf("Unsupported value: %q: a package revision is created as a Draft", in.Spec.Lifecycle))
+	}
+	if in.Spec.Revision != 0 {
+		return nil, revision.Key{}, inv("spec.revision", "a new package revision has revision 0; numbers are assigned on approval")
+	}
+	if _, ok := in.Labels[porchapi.LatestRevisionLabel]; ok {
+		return nil, revision.Key{}, errForbidden(grPackageRevisions, name, "the "+porchapi.LatestRevisionLabel+" label is managed by the server")
+	}
+	if err := in.Metadata().Validate(); err != nil {
+		return nil, revision.Key{}, inv("metadata", err.Error())
+	}
+	e, ok := s.entry(rq.ns, in.Spec.RepositoryName)
+	if !ok {
+		return nil, revision.Key{}, inv("spec.repository", fmt.Sprintf("Not found: repository %q is not registered in namespace %q", in.Spec.RepositoryName, rq.ns))
+	}
+	if e.repo == nil {
+		return nil, revision.Key{}, newStatus(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
+			fmt.Sprintf("repository %q is not open: %v", e.name, e.err))
+	}
+	if b := branchOf(e); b != "" && in.Spec.WorkspaceName == b {
+		return nil, revision.Key{}, inv("spec.workspaceName", fmt.Sprintf("%q is the repository's branch, the workspace of its placeholder revisions", b))
+	}
+	if in.Name != "" && in.Name != name {
+		rq.warn("metadata.name %q is ignored: a package revision is named <repository>.<package>.<workspace>, %q", in.Name, name)
+	}
+	return e, revision.Key{Repository: e.name, Package: in.Spec.PackageName, Workspace: in.Spec.WorkspaceName}, nil
+}
+
+// sourceKey resolves a PackageRevision name used as a task's source.
+func (s *Server) sourceKey(ns, name, field, newName string) (*repoEntry, revision.Key, error) {
+	e, k, err := s.lookupPR(ns, name)
+	if err != nil {
+		var ae *apiError
+		if errors.As(err, &ae) && ae.status.Code == http.StatusNotFound {
+			return nil, revision.Key{}, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, newName, field,
+				fmt.Sprintf("Not found: package revision %q", name))
+		}
+		return nil, revision.Key{}, err
+	}
+	return e, k, nil
+}
+
+func (p *prImpl) create(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+	s := p.s
+	var in porchapi.PackageRevision
+	if err := decodeStrict(rq, body, &in); err != nil {
+		return nil, err
+	}
+	e, key, err := s.validatePRCreate(rq, &in)
+	if err != nil {
+		return nil, err
+	}
+	name := porchapi.NameOf(key)
+	rq.name = name
+	task, err := in.CreationTask()
+	if err != nil {
+		return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks", err.Error())
+	}
+	eng := s.engine(rq.ns)
+	mutate := createMutation(&in)
+	md := in.Metadata()
+	var rev revision.PackageRevision
+	run := func(md revision.Metadata) (revision.PackageRevision, error) {
+		switch task.Type {
+		case porchapi.TaskTypeInit:
+			if task.Init != nil && task.Init.Subpackage != "" {
+				return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0].init.subpackage",
+					"initialising a subpackage is not supported by cad's server")
+			}
+			return eng.Init(ctx, e.name, key, task.Init.InitOptions(md))
+		case porchapi.TaskTypeClone:
+			c := task.Clone
+			opts := engine.CloneOptions{Strategy: revision.UpdateStrategy(c.Strategy), Metadata: md, Mutate: mutate}
+			var src engine.CloneSource
+			switch u := c.Upstream; {
+			case u.UpstreamRef != nil:
+				se, sk, err := s.sourceKey(rq.ns, u.UpstreamRef.Name, "spec.tasks[0].clone.upstreamRef.upstreamRef.name", name)
+				if err != nil {
+					return nil, err
+				}
+				sk.Repository = se.name
+				src.Revision = &sk
+			case u.Git != nil:
+				if u.Git.SecretRef.Name != "" {
+					rq.warn("clone secretRef %q is ignored: cad's server does not resolve Secrets", u.Git.SecretRef.Name)
+				}
+				g := u.Git.GitUpstream()
+				src.Git = &g
+				opts.Fetcher = &gitrepo.Fetcher{}
+			default:
+				return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0].clone.upstreamRef.oci",
+					"clone from OCI is not implemented")
+			}
+			return eng.Clone(ctx, e.name, key, src, opts)
+		case porchapi.TaskTypeEdit:
+			se, sk, err := s.sourceKey(rq.ns, task.Edit.Source.Name, "spec.tasks[0].edit.sourceRef.name", name)
+			if err != nil {
+				return nil, err
+			}
+			if se.name != e.name || sk.Package != key.Package {
+				return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0].edit.sourceRef.name",
+					"the source must be a revision of the same package in the same repository")
+			}
+			return eng.Copy(ctx, e.name, sk, key.Workspace, engine.CopyOptions{Metadata: md, Mutate: mutate})
+		case porchapi.TaskTypeUpgrade:
+			u := task.Upgrade
+			refs := make([]engine.Ref, 3)
+			for i, ref := range []struct{ name, field string }{
+				{u.OldUpstream.Name, "oldUpstreamRef"}, {u.NewUpstream.Name, "newUpstreamRef"}, {u.LocalPackageRevisionRef.Name, "localPackageRevisionRef"},
+			} {
+				se, sk, err := s.sourceKey(rq.ns, ref.name, "spec.tasks[0].upgrade."+ref.field+".name", name)
+				if err != nil {
+					return nil, err
+				}
+				refs[i] = engine.Ref{Repository: se.name, Key: sk}
+			}
+			if refs[2].Repository != e.name || refs[2].Key.Package != key.Package {
+				return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0].upgrade.localPackageRevisionRef.name",
+					"the local revision must be a revision of the same package in the same repository")
+			}
+			return eng.Upgrade(ctx, e.name, refs[2].Key, refs[0], refs[1], key.Workspace,
+				engine.UpgradeOptions{Strategy: revision.UpdateStrategy(u.Strategy), Metadata: md, Mutate: mutate})
+		}
+		return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0].type", "unsupported task")
+	}
+	rev, err = run(md)
+	if err != nil && !md.IsZero() && errors.Is(err, repository.ErrNotSupported) {
+		rq.warn("labels and annotations were not stored: repository %q cannot keep package revision metadata yet", e.name)
+		rev, err = run(revision.Metadata{})
+	}
+	var ae *apiError
+	if err != nil && !errors.As(err, &ae) && errors.Is(err, repository.ErrNotFound) {
+		// The repository exists: what is missing is a source of the task.
+		return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0]", "Not found: "+err.Error())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if task.Type == porchapi.TaskTypeInit && mutate != nil {
+		if rev, err = s.mutateDraft(ctx, rq.ns, rev, mutate); err != nil {
+			return nil, fmt.Errorf("package revision %s was created, but setting its readiness gates and package metadata failed: %w", name, err)
+		}
+	}
+	return s.prObject(ctx, rq.ns, e, rev, false)
+}
+
+// mutateDraft applies m to a draft's files and saves them.
+func (s *Server) mutateDraft(ctx context.Context, ns string, rev revision.PackageRevision, m engine.Mutation) (revision.PackageRevision, error) {
+	files, err := rev.Files(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out, err := m(ctx, files)
+	if err != nil {
+		return nil, err
+	}
+	if out.Equal(files) {
+		return rev, nil
+	}
+	k := rev.Meta().Key
+	return s.engine(ns).Update(ctx, k.Repository, k, out, engine.UpdateOptions{})
+}
+
+// createMutation merges a new revision's readiness gates and package
+// metadata into its Kptfile, additively as Porch does on create; nil when
+// the spec sets neither.
+func createMutation(in *porchapi.PackageRevision) engine.Mutation {
+	gates, pm := in.Spec.ReadinessGates, in.Spec.PackageMetadata
+	if len(gates) == 0 && (pm == nil || len(pm.Labels)+len(pm.Annotations) == 0) {
+		return nil
+	}
+	return kptfileMutation(func(kf *revision.Kptfile) {
+		if len(gates) > 0 {
+			if kf.Info == nil {
+				kf.Info = &revision.PackageInfo{}
+			}
+			for _, g := range porchapi.ReadinessGatesTo(gates) {
+				if !slices.Contains(kf.Info.ReadinessGates, g) {
+					kf.Info.ReadinessGates = append(kf.Info.ReadinessGates, g)
+				}
+			}
+		}
+		if pm != nil {
+			kf.Metadata.Labels = mergeMaps(kf.Metadata.Labels, pm.Labels)
+			kf.Metadata.Annotations = mergeMaps(kf.Metadata.Annotations, pm.Annotations)
+		}
+	})
+}
+
+func mergeMaps(a, b map[string]string) map[string]string {
+	if len(b) == 0 {
+		return a
+	}
+	out := maps.Clone(a)
+	if out == nil {
+		out = map[string]string{}
+	}
+	maps.Copy(out, b)
+	return out
+}
+
+// kptfileMutation edits the root Kptfile of a package with edit.
+func kptfileMutation(edit func(kf *revision.Kptfile)) engine.Mutation {
+	return func(ctx context.Context, files revision.Files) (revision.Files, error) {
+		data, ok := files.Get(revision.KptfileName)
+		if !ok {
+			return files, fmt.Errorf("the package has no Kptfile to record readiness gates and package metadata in: %w", repository.ErrInvalidInput)
+		}
+		kf, err := revision.ParseKptfile(data)
+		if err != nil {
+			return files, err
+		}
+		edit(kf)
+		out, err := kf.Encode()
+		if err != nil {
+			return files, err
+		}
+		return files.With(revision.KptfileName, out)
+	}
+}
+
+func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+	s := p.s
+	var in porchapi.PackageRevision
+	if err := decodeStrict(rq, body, &in); err != nil {
+		return nil, err
+	}
+	cur, rev, e, err := s.getPR(ctx, rq.ns, rq.name)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkUpdate(rq, &in, cur); err != nil {
+		return nil, err
+	}
+	eng := s.engine(rq.ns)
+	m := rev.Meta()
+	key := m.Key
+	inv := func(field, msg string) error {
+		return errInvalid(grPackageRevisions, porchapi.KindPackageRevision, rq.name, field, msg)
+	}
+	// Metadata first: it is the only change with a version check in the
+	// same write.
+	md := in.Metadata()
+	if err := md.Validate(); err != nil {
+		return nil, inv("metadata", err.Error())
+	}
+	if !md.Equal(m.Metadata) {
+		if _, err := eng.SetMetadata(ctx, e.name, key, md, m.Version); err != nil {
+			if errors.Is(err, repository.ErrNotSupported) {
+				return nil, notSupportedMetadata(rq.name, e.name, err)
+			}
+			return nil, err
+		}
+	}
+	// Content: readiness gates, package metadata and conditions of a Draft.
+	// An absent readinessGates or packageMetadata keeps what there is;
+	// an empty one clears it.
+	gatesChanged := in.Spec.ReadinessGates != nil && !slices.Equal(in.Spec.ReadinessGates, cur.Spec.ReadinessGates)
+	pmChanged := in.Spec.PackageMetadata != nil && !equalPackageMetadata(in.Spec.PackageMetadata, cur.Spec.PackageMetadata)
+	var conds []revision.Condition
+	for _, c := range in.Status.Conditions {
+		if !slices.Contains(cur.Status.Conditions, c) {
+			conds = append(conds, porchapi.ConditionsTo([]porchapi.Condition{c})...)
+		}
+	}
+	if m.Lifecycle != revision.LifecycleDraft {
+		if gatesChanged {
+			return nil, inv("spec.readinessGates", fmt.Sprintf("field is immutable for a %s package revision", m.Lifecycle))
+		}
+		if pmChanged {
+			return nil, inv("spec.packageMetadata", fmt.Sprintf("field is immutable for a %s package revision", m.Lifecycle))
+		}
+		if len(conds) > 0 {
+			rq.warn("status.conditions are ignored: only a Draft's conditions can change")
+		}
+	} else {
+		if gatesChanged {
+			if _, err := eng.SetReadinessGates(ctx, e.name, key, porchapi.ReadinessGatesTo(in.Spec.ReadinessGates)); err != nil {
+				return nil, err
+			}
+		}
+		if pmChanged {
+			pm := in.Spec.PackageMetadata
+			if pm == nil {
+				pm = &porchapi.PackageMetadata{}
+			}
+			r, err := eng.Get(ctx, e.name, key)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := s.mutateDraft(ctx, rq.ns, r, kptfileMutation(func(kf *revision.Kptfile) {
+				kf.Metadata.Labels = maps.Clone(pm.Labels)
+				kf.Metadata.Annotations = maps.Clone(pm.Annotations)
+			})); err != nil {
+				return nil, err
+			}
+		}
+		if len(conds) > 0 {
+			if _, err := eng.SetConditions(ctx, e.name, key, conds...); err != nil {
+				return nil, err
+			}
+		}
+	}
+	// Lifecycle.
+	from, to := m.Lifecycle, revision.Lifecycle(in.Spec.Lifecycle)
+	if to != "" && to != from {
+		var err error
+		switch {
+		case from == revision.LifecycleDraft && to == revision.LifecycleProposed:
+			_, err = eng.Propose(ctx, e.name, key)
+		case from == revision.LifecycleProposed && to == revision.LifecycleDraft,
+			from == revision.LifecycleDeletionProposed && to == revision.LifecyclePublished:
+			_, err = eng.Reject(ctx, e.name, key)
+		case from == revision.LifecyclePublished && to == revision.LifecycleDeletionProposed:
+			_, err = eng.ProposeDelete(ctx, e.name, key)
+		case to == revision.LifecyclePublished:
+			return nil, inv("spec.lifecycle", fmt.Sprintf("Invalid value: %q: a package revision is published through the approval subresource", to))
+		default:
+			return nil, inv("spec.lifecycle", fmt.Sprintf("Invalid value: %q: cannot change lifecycle from %s to %s", to, from, to))
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	obj, _, _, err := s.getPR(ctx, rq.ns, rq.name)
+	return obj, err
+}
+
+// checkUpdate checks an update of cur to in: resourceVersion, immutable
+// spec fields, the server-managed label.
+func checkUpdate(rq *request, in, cur *porchapi.PackageRevision) error {
+	inv := func(field, msg string) error {
+		return errInvalid(grPackageRevisions, porchapi.KindPackageRevision, rq.name, field, msg)
+	}
+	if in.ResourceVersion != "" && in.ResourceVersion != cur.ResourceVersion {
+		return errConflict(grPackageRevisions, rq.name, staleMessage)
+	}
+	if in.Spec.PackageName != "" && in.Spec.PackageName != cur.Spec.PackageName {
+		return inv("spec.packageName", "field is immutable")
+	}
+	if in.Spec.RepositoryName != "" && in.Spec.RepositoryName != cur.Spec.RepositoryName {
+		return inv("spec.repository", "field is immutable")
+	}
+	if in.Spec.WorkspaceName != "" && in.Spec.WorkspaceName != cur.Spec.WorkspaceName {
+		return inv("spec.workspaceName", "field is immutable")
+	}
+	if in.Spec.Revision != 0 && in.Spec.Revision != cur.Spec.Revision {
+		return inv("spec.revision", "field is immutable: revision numbers are assigned on approval")
+	}
+	if in.IsLatest() && !cur.IsLatest() {
+		return errForbidden(grPackageRevisions, rq.name, "the "+porchapi.LatestRevisionLabel+" label is managed by the server")
+	}
+	// spec.tasks is ignored on update: cad keeps no task list, and
+	// kubectl apply sends the creation task back with every change.
+	return nil
+}
+
+func notSupportedMetadata(name, repo string, err error) error {
+	e := newStatus(http.StatusNotImplemented, "NotImplemented",
+		fmt.Sprintf("cannot set the labels and annotations of package revision %q: repository %q does not keep package revision metadata (%v)", name, repo, err))
+	e.err = err
+	return e
+}
+
+func equalPackageMetadata(a, b *porchapi.PackageMetadata) bool {
+	var al, aa, bl, ba map[string]string
+	if a != nil {
+		al, aa = a.Labels, a.Annotations
+	}
+	if b != nil {
+		bl, ba = b.Labels, b.Annotations
+	}
+	return maps.Equal(al, bl) && maps.Equal(aa, ba)
+}
+
+func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOptions) (metav1.Object, error) {
+	s := p.s
+	e, rev, err := s.getRevision(ctx, rq.ns, rq.name)
+	if err != nil {
+		return nil, err
+	}
+	m := rev.Meta()
+	if pc := opts.Preconditions; pc != nil {
+		if pc.ResourceVersion != nil && *pc.ResourceVersion != m.Version {
+			return nil, errConflict(grPackageRevisions, rq.name, "the ResourceVersion in the precondition ("+*pc.ResourceVersion+") does not match the ResourceVersion in record ("+m.Version+"). The object might have been modified")
+		}
+		if pc.UID != nil && string(*pc.UID) != string(porchapi.DeterministicUID(porchapi.SchemeGroupVersion.String(), porchapi.ResourcePackageRevisions, rq.ns, rq.name)) {
+			return nil, errConflict(grPackageRevisions, rq.name, "the UID in the precondition does not match the UID in record")
+		}
+	}
+	if m.Lifecycle == revision.LifecyclePublished {
+		return nil, errForbidden(grPackageRevisions, rq.name,
+			"published PackageRevisions must be proposed for deletion by setting spec.lifecycle to 'DeletionProposed' prior to deletion")
+	}
+	if err := s.engine(rq.ns).Delete(ctx, e.name, m.Key); err != nil {
+		return nil, err
+	}
+	return nil, nil
+}
+
+// Approval subresource.
+
+func (p *prImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error) {
+	return p.get(ctx, rq)
+}
+
+func (p *prImpl) updateSub(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+	s := p.s
+	var in porchapi.PackageRevision
+	if err := decodeStrict(rq, body, &in); err != nil {
+		return nil, err
+	}
+	cur, rev, e, err := s.getPR(ctx, rq.ns, rq.name)
+	if err != nil {
+		return nil, err
+	}
+	if in.ResourceVersion != "" && in.ResourceVersion != cur.ResourceVersion {
+		return nil, errConflict(grPackageRevisions, rq.name, staleMessage)
+	}
+	eng := s.engine(rq.ns)
+	key := rev.Meta().Key
+	from, to := rev.Meta().Lifecycle, revision.Lifecycle(in.Spec.Lifecycle)
+	switch {
+	case to == from:
+		return cur, nil
+	case from == revision.LifecycleProposed && to == revision.LifecyclePublished:
+		_, err = eng.Approve(ctx, e.name, key)
+	case from == revision.LifecycleProposed && to == revision.LifecycleDraft,
+		from == revision.LifecycleDeletionProposed && to == revision.LifecyclePublished:
+		_, err = eng.Reject(ctx, e.name, key)
+	case from == revision.LifecyclePublished && to == revision.LifecycleDeletionProposed:
+		_, err = eng.ProposeDelete(ctx, e.name, key)
+	default:
+		return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, rq.name, "spec.lifecycle",
+			fmt.Sprintf("Invalid value: %q: cannot change approval from %s to %s", to, from, to))
+	}
+	if err != nil {
+		return nil, err
+	}
+	obj, _, _, err := s.getPR(ctx, rq.ns, rq.name)
+	return obj, err
+}

@@ -1,0 +1,121 @@
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
+)
+
+var grPackageRevisionResources = groupResource{porchapi.Group, porchapi.ResourcePackageRevisionResources}
+
+// prrImpl serves packagerevisionresources: the files of a revision, with
+// the same name as its PackageRevision.
+type prrImpl struct{ s *Server }
+
+func (p *prrImpl) object(ctx context.Context, ns string, rev revision.PackageRevision) (*porchapi.PackageRevisionResources, error) {
+	files, err := rev.Files(ctx)
+	if err != nil {
+		return nil, err
+	}
+	o := porchapi.FromFiles(ns, rev.Meta(), files)
+	o.Status.RenderStatus = porchapi.RenderStatusFrom(nil, nil)
+	return &o, nil
+}
+
+func (p *prrImpl) get(ctx context.Context, rq *request) (metav1.Object, error) {
+	_, rev, err := p.s.getRevision(ctx, rq.ns, rq.name)
+	if err != nil {
+		return nil, renamed(err, grPackageRevisionResources, rq.name)
+	}
+	return p.object(ctx, rq.ns, rev)
+}
+
+// renamed reports a PackageRevision not-found as the resource's.
+func renamed(err error, gr groupResource, name string) error {
+	var ae *apiError
+	if errors.As(err, &ae) && ae.status.Code == http.StatusNotFound {
+		return errNotFound(gr, name)
+	}
+	return err
+}
+
+func (p *prrImpl) list(ctx context.Context, rq *request, lo *listOptions) ([]metav1.Object, string, error) {
+	revs := p.s.listRevisions(ctx, rq, rq.ns, lo)
+	out := make([]metav1.Object, len(revs))
+	err := loadAll(ctx, revs, func(ctx context.Context, i int, lr listedRevision) error {
+		o, err := p.object(ctx, lr.ns, lr.rev)
+		out[i] = o
+		return err
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	return out, "", nil
+}
+
+func (p *prrImpl) watch(context.Context, *request, *listOptions, func(watchEvent) error) error {
+	return errMethodNotAllowed("watch", grPackageRevisionResources)
+}
+
+func (p *prrImpl) create(context.Context, *request, []byte) (metav1.Object, error) {
+	return nil, errMethodNotAllowed("create", grPackageRevisionResources)
+}
+
+func (p *prrImpl) delete(context.Context, *request, *metav1.DeleteOptions) (metav1.Object, error) {
+	return nil, errMethodNotAllowed("delete", grPackageRevisionResources)
+}
+
+// update replaces the files of a Draft with spec.resources and renders them.
+// The resourceVersion is required, as in Porch.
+func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+	s := p.s
+	var in porchapi.PackageRevisionResources
+	if err := decodeStrict(rq, body, &in); err != nil {
+		return nil, err
+	}
+	inv := func(field, msg string) error {
+		return errInvalid(grPackageRevisionResources, porchapi.KindPackageRevisionResources, rq.name, field, msg)
+	}
+	e, rev, err := s.getRevision(ctx, rq.ns, rq.name)
+	if err != nil {
+		return nil, renamed(err, grPackageRevisionResources, rq.name)
+	}
+	m := rev.Meta()
+	if in.ResourceVersion == "" {
+		return nil, inv("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")
+	}
+	if in.ResourceVersion != m.Version {
+		return nil, errConflict(grPackageRevisionResources, rq.name, staleMessage)
+	}
+	if m.Lifecycle != revision.LifecycleDraft {
+		return nil, errForbidden(grPackageRevisionResources, rq.name,
+			fmt.Sprintf("cannot update a package revision with lifecycle value %q; package must be Draft", m.Lifecycle))
+	}
+	files, err := in.Files()
+	if err != nil {
+		return nil, inv("spec.resources", err.Error())
+	}
+	if files.Len() == 0 {
+		return nil, inv("spec.resources", "Required value: a package revision keeps at least one file")
+	}
+	saveOnFailure := m.Annotations[porchapi.PushOnRenderFailureAnnotation] == "true"
+	updated, err := s.engine(rq.ns).Update(ctx, e.name, m.Key, files, engine.UpdateOptions{SaveOnRenderFailure: saveOnFailure})
+	var re *pipeline.RenderError
+	if err != nil && updated != nil && errors.As(err, &re) {
+		ae := toAPIError(grPackageRevisionResources, rq.name, err)
+		ae.status.Message = "error rendering package in kpt function pipeline. Package pushed to remote despite render failure: " + err.Error()
+		return nil, ae
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.object(ctx, rq.ns, updated)
+}

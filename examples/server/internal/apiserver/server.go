@@ -1,0 +1,530 @@
+// Package apiserver is cad's reference server: an HTTP server that speaks the
+// Kubernetes API conventions for Porch's API groups, so that kubectl and
+// client-go work against it unchanged, over cad's engine and repositories.
+//
+// It serves porch.kpt.dev/v1alpha1 packagerevisions (with the approval
+// subresource) and packagerevisionresources, config.porch.kpt.dev/v1alpha1
+// repositories and packagevariants, config.porch.kpt.dev/v1alpha2
+// packagevariantsets, and core v1 namespaces, with discovery, get, list,
+// watch, create, update, patch and delete, label and field selectors,
+// resourceVersions with optimistic concurrency and Kubernetes Status errors.
+//
+// Package revisions are not stored by the server: each is read from its
+// repository on every request (see the cad library's design), and its
+// resourceVersion is the revision's Meta.Version, which changes with its
+// content, lifecycle and labels. A PackageRevision is created from its one
+// creation task (init, clone, edit or upgrade), which is not stored; an
+// update of spec.lifecycle proposes, rejects or proposes deletion, and the
+// approval subresource approves. Labels and annotations are kept in the
+// repository (repository.MetadataWriter); kpt.dev/latest-revision is
+// computed. Watches come from the engine's watch of each repository.
+//
+// The other objects are kept in an embedded store under the data directory
+// (package store) and survive a restart. Each registered Repository is opened
+// with cad.Open (gitrepo, ocirepo); PackageVariants and PackageVariantSets are
+// synced by a VariantSyncer, by default cad's variant package, on every
+// change and periodically.
+//
+// The server has no authentication and no authorization: bind it to
+// loopback unless something in front of it provides them.
+//
+// A Server is safe for concurrent use. Build it with New, serve its Handler
+// and run its background work (repository watches, reopening repositories
+// that failed to open, PackageVariant syncing) with Run.
+package apiserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad"
+	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/server/internal/store"
+	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
+	"github.com/configasdata/cad/repository/ocirepo"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes      = 16 << 20
+	DefaultGitPollInterval   = time.Second
+	DefaultVariantResync     = 5 * time.Minute
+	DefaultMaxWatch          = time.Hour
+	DefaultRepositoryName    = "default"
+	DefaultNamespace         = "default"
+	defaultOpenTimeout       = 2 * time.Minute
+	defaultReopenInterval    = 30 * time.Second
+	defaultListConcurrency   = 8
+	defaultRequestTimeout    = 2 * time.Minute
+	defaultRepoWatchMaxDelay = 30 * time.Second
+)
+
+// OpenFunc opens the repository spec describes, registered in namespace ns.
+type OpenFunc func(ctx context.Context, ns string, spec repository.Spec) (repository.Repository, error)
+
+// Options configure New. Only DataDir is required.
+type Options struct {
+	// DataDir holds the object store, the default repository and the
+	// local clones of remote git repositories; created when missing.
+	DataDir string
+	// NoDefaultRepository leaves out the registration, on the first start
+	// with DataDir, of a local bare git repository (DataDir/git/default.git)
+	// as Repository "default" in namespace "default".
+	NoDefaultRepository bool
+	// Open opens registered repositories. Default: git through gitrepo
+	// (remote repositories cloned under DataDir/cache), oci through
+	// ocirepo, both with cad.Open.
+	Open OpenFunc
+	// Pipeline renders packages on every save. Default: the Kptfile
+	// pipeline with fnruntime's builtin functions (no exec, no
+	// containers).
+	Pipeline pipeline.Pipeline
+	// GitPollInterval is how often watches poll git repositories; default
+	// DefaultGitPollInterval.
+	GitPollInterval time.Duration
+	// MaxBodyBytes bounds request bodies; default DefaultMaxBodyBytes.
+	// Larger bodies get 413.
+	MaxBodyBytes int64
+	// MaxWatch bounds the duration of one watch request; default
+	// DefaultMaxWatch.
+	MaxWatch time.Duration
+	// RequestTimeout bounds the work of one non-watch request; default
+	// two minutes.
+	RequestTimeout time.Duration
+	// Variants syncs PackageVariants and PackageVariantSets. Nil means
+	// VariantPackageSyncer, cad's variant package.
+	Variants VariantSyncer
+	// NoVariantSync stores PackageVariants and PackageVariantSets without
+	// acting on them.
+	NoVariantSync bool
+	// VariantResync is how often every PackageVariant and Set is synced
+	// again; default DefaultVariantResync.
+	VariantResync time.Duration
+	// AuthorName and AuthorEmail identify the server's commits; empty means
+	// each repository's configured author.
+	AuthorName, AuthorEmail string
+	// Logger receives the server's log; nil is silent.
+	Logger *slog.Logger
+}
+
+// Server is the reference server. See the package documentation.
+type Server struct {
+	opts  Options
+	log   *slog.Logger
+	store *store.Store
+	pipe  pipeline.Pipeline
+
+	mu      sync.RWMutex
+	repos   map[nsName]*repoEntry
+	engines map[string]*engine.Engine
+	runCtx  context.Context // set while Run runs: repository watches start under it
+
+	hub      *hub
+	snaps    *snapshots
+	variantQ chan variantWork
+	variants VariantSyncer // nil when variants are not synced
+	handler  http.Handler
+	closeOne sync.Once
+}
+
+type nsName struct{ ns, name string }
+
+// repoEntry is one registered repository.
+type repoEntry struct {
+	ns, name string
+	spec     repository.Spec
+	repo     repository.Repository // nil while not open
+	err      error                 // why it is not open
+	stop     context.CancelFunc    // stops its watch
+}
+
+// New builds a Server over the data directory of opts: it opens the store,
+// registers the default repository on first start, and opens every
+// registered repository (a repository that fails to open is reported in its
+// status and retried by Run). It starts no goroutines.
+func New(ctx context.Context, opts *Options) (*Server, error) {
+	if opts == nil || opts.DataDir == "" {
+		return nil, errors.New("apiserver: Options.DataDir is required")
+	}
+	o := *opts
+	if o.GitPollInterval <= 0 {
+		o.GitPollInterval = DefaultGitPollInterval
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxWatch <= 0 {
+		o.MaxWatch = DefaultMaxWatch
+	}
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = defaultRequestTimeout
+	}
+	if o.VariantResync <= 0 {
+		o.VariantResync = DefaultVariantResync
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	dir, err := filepath.Abs(o.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	o.DataDir = dir
+	st, err := store.Open(filepath.Join(dir, "objects"), nil)
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	s := &Server{
+		opts:     o,
+		log:      log,
+		store:    st,
+		repos:    map[nsName]*repoEntry{},
+		engines:  map[string]*engine.Engine{},
+		hub:      newHub(),
+		snaps:    newSnapshots(64),
+		variantQ: make(chan variantWork, 1024),
+	}
+	if !o.NoVariantSync {
+		s.variants = o.Variants
+		if s.variants == nil {
+			s.variants = VariantPackageSyncer{}
+		}
+	}
+	s.pipe = o.Pipeline
+	if s.pipe == nil {
+		s.pipe = pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil)
+	}
+	if s.opts.Open == nil {
+		s.opts.Open = s.defaultOpen
+	}
+	if err := s.bootstrap(); err != nil {
+		return nil, err
+	}
+	objs, _ := s.store.List(resRepositories, "*")
+	for _, u := range objs {
+		r, err := repositoryFrom(u)
+		if err != nil {
+			log.Warn("stored repository does not decode", "namespace", u.GetNamespace(), "name", u.GetName(), "err", err)
+			continue
+		}
+		s.setRepositoryStatus(s.register(ctx, r))
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// bootstrap creates namespace default and, on the first start, the default
+// repository.
+func (s *Server) bootstrap() error {
+	if _, err := s.store.Get(resNamespaces, "", DefaultNamespace); errors.Is(err, store.ErrNotFound) {
+		if _, err := s.store.Create(resNamespaces, newNamespace(DefaultNamespace)); err != nil {
+			return fmt.Errorf("apiserver: create namespace default: %w", err)
+		}
+	}
+	marker := filepath.Join(s.opts.DataDir, "initialized")
+	if _, err := os.Stat(marker); err == nil || s.opts.NoDefaultRepository {
+		return nil
+	}
+	gitDir := filepath.Join(s.opts.DataDir, "git", "default.git")
+	if _, err := os.Stat(gitDir); errors.Is(err, os.ErrNotExist) {
+		if _, err := git.PlainInitWithOptions(gitDir, &git.PlainInitOptions{
+			Bare:        true,
+			InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName(repository.DefaultBranch)},
+		}); err != nil {
+			return fmt.Errorf("apiserver: create the default git repository: %w", err)
+		}
+	}
+	if _, err := s.store.Get(resRepositories, DefaultNamespace, DefaultRepositoryName); errors.Is(err, store.ErrNotFound) {
+		r := porchapi.RepositoryFromSpec(DefaultNamespace, repository.Spec{
+			Name:        DefaultRepositoryName,
+			Description: "local git repository created by the cad reference server",
+			Type:        repository.TypeGit,
+			Git:         &repository.GitSpec{Repo: gitDir, Branch: repository.DefaultBranch, CreateBranch: true},
+		})
+		u, err := toUnstructured(&r)
+		if err != nil {
+			return err
+		}
+		if _, err := s.store.Create(resRepositories, u); err != nil {
+			return fmt.Errorf("apiserver: register the default repository: %w", err)
+		}
+	}
+	return os.WriteFile(marker, []byte("cad reference server data directory\n"), 0o644)
+}
+
+// isRemote reports whether a git URL names a remote (not a local path).
+func isRemote(url string) bool {
+	for _, p := range []string{"http://", "https://", "ssh://", "git://"} {
+		if strings.HasPrefix(url, p) {
+			return true
+		}
+	}
+	at, colon := strings.Index(url, "@"), strings.Index(url, ":")
+	slash := strings.Index(url, "/")
+	return at > 0 && colon > at && (slash < 0 || colon < slash)
+}
+
+func (s *Server) defaultOpen(ctx context.Context, ns string, spec repository.Spec) (repository.Repository, error) {
+	return cad.Open(ctx, spec, cad.Backends{
+		repository.TypeGit: func(ctx context.Context, spec cad.Spec) (cad.Repository, error) {
+			o := &gitrepo.Options{PollInterval: s.opts.GitPollInterval, Logger: s.log}
+			if isRemote(spec.Git.Repo) {
+				o.CacheDir = filepath.Join(s.opts.DataDir, "cache", ns, spec.Name)
+			}
+			r, err := gitrepo.Open(ctx, spec, o)
+			if err != nil {
+				return nil, err // not a typed nil in the interface
+			}
+			return r, nil
+		},
+		repository.TypeOCI: func(ctx context.Context, spec cad.Spec) (cad.Repository, error) {
+			r, err := ocirepo.Open(ctx, spec, &ocirepo.Options{PollInterval: s.opts.GitPollInterval, Logger: s.log})
+			if err != nil {
+				return nil, err
+			}
+			return r, nil
+		},
+	})
+}
+
+// register opens the repository of r (replacing an earlier registration of
+// the same name) and, when Run is running, starts its watch. A failure to
+// open is recorded in the entry.
+func (s *Server) register(ctx context.Context, r *porchapi.Repository) *repoEntry {
+	spec := r.ToSpec()
+	e := &repoEntry{ns: r.Namespace, name: r.Name, spec: spec}
+	if err := spec.Validate(); err != nil {
+		e.err = err
+	} else {
+		octx, cancel := context.WithTimeout(ctx, defaultOpenTimeout)
+		e.repo, e.err = s.opts.Open(octx, r.Namespace, spec)
+		cancel()
+		if e.err != nil {
+			e.repo = nil
+		}
+	}
+	if e.err != nil {
+		s.log.Warn("repository did not open", "namespace", e.ns, "name", e.name, "err", e.err)
+	}
+	s.mu.Lock()
+	old := s.repos[nsName{e.ns, e.name}]
+	s.repos[nsName{e.ns, e.name}] = e
+	runCtx := s.runCtx
+	s.mu.Unlock()
+	if old != nil {
+		s.closeEntry(old)
+	}
+	if runCtx != nil && e.repo != nil {
+		s.startWatch(runCtx, e)
+	}
+	return e
+}
+
+// unregister closes and forgets a repository.
+func (s *Server) unregister(ns, name string) {
+	s.mu.Lock()
+	e := s.repos[nsName{ns, name}]
+	delete(s.repos, nsName{ns, name})
+	s.mu.Unlock()
+	if e != nil {
+		s.closeEntry(e)
+	}
+}
+
+func (s *Server) closeEntry(e *repoEntry) {
+	s.mu.Lock()
+	stop := e.stop
+	e.stop = nil
+	s.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if e.repo != nil {
+		e.repo.Close()
+	}
+}
+
+// entry returns the registration of repository name in ns.
+func (s *Server) entry(ns, name string) (*repoEntry, bool) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	e, ok := s.repos[nsName{ns, name}]
+	return e, ok
+}
+
+// entries returns the registrations in ns ("" for all), sorted.
+func (s *Server) entries(ns string) []*repoEntry {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	var out []*repoEntry
+	for k, e := range s.repos {
+		if ns == "" || k.ns == ns {
+			out = append(out, e)
+		}
+	}
+	sortEntries(out)
+	return out
+}
+
+// engine returns the Engine over the repositories of namespace ns.
+func (s *Server) engine(ns string) *engine.Engine {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e, ok := s.engines[ns]; ok {
+		return e
+	}
+	e, err := engine.New(&engine.Options{
+		Repositories: nsRepos{s: s, ns: ns},
+		Pipeline:     s.pipe,
+		Logger:       s.log,
+		AuthorName:   s.opts.AuthorName,
+		AuthorEmail:  s.opts.AuthorEmail,
+	})
+	if err != nil {
+		panic(err) // only for missing Repositories
+	}
+	s.engines[ns] = e
+	return e
+}
+
+// nsRepos is the engine.Repositories of one namespace; it also implements
+// engine.URLer and engine.Deployer.
+type nsRepos struct {
+	s  *Server
+	ns string
+}
+
+func (n nsRepos) Repository(_ context.Context, name string) (repository.Repository, error) {
+	e, ok := n.s.entry(n.ns, name)
+	if !ok {
+		return nil, repository.Errorf("open", name, cad.Key{}, repository.ErrNotFound,
+			"no repository %q in namespace %q", name, n.ns)
+	}
+	if e.repo == nil {
+		return nil, repository.Errorf("open", name, cad.Key{}, repository.ErrUnavailable,
+			"repository %q in namespace %q is not open: %v", name, n.ns, e.err)
+	}
+	return e.repo, nil
+}
+
+func (n nsRepos) Names(context.Context) ([]string, error) {
+	var names []string
+	for _, e := range n.s.entries(n.ns) {
+		if e.repo != nil {
+			names = append(names, e.name)
+		}
+	}
+	return names, nil
+}
+
+func (n nsRepos) URL(name string) string {
+	if e, ok := n.s.entry(n.ns, name); ok && e.spec.Git != nil {
+		return e.spec.Git.Repo
+	}
+	return ""
+}
+
+func (n nsRepos) Deployment(name string) bool {
+	e, ok := n.s.entry(n.ns, name)
+	return ok && e.spec.Deployment
+}
+
+// Handler returns the server's HTTP handler.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Run runs the server's background work until ctx is done: a watch of every
+// open repository (feeding package revision watches), reopening
+// repositories that failed to open, and syncing PackageVariants and Sets
+// (unless Options.NoVariantSync). It returns nil when ctx is done.
+func (s *Server) Run(ctx context.Context) error {
+	s.mu.Lock()
+	if s.runCtx != nil {
+		s.mu.Unlock()
+		return errors.New("apiserver: Run called twice")
+	}
+	s.runCtx = ctx
+	var open []*repoEntry
+	for _, e := range s.repos {
+		if e.repo != nil {
+			open = append(open, e)
+		}
+	}
+	s.mu.Unlock()
+	for _, e := range open {
+		s.startWatch(ctx, e)
+	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.reopenLoop(ctx)
+	}()
+	if s.variants != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.variantLoop(ctx)
+		}()
+	}
+	<-ctx.Done()
+	wg.Wait()
+	s.mu.Lock()
+	s.runCtx = nil
+	s.mu.Unlock()
+	return nil
+}
+
+// reopenLoop retries repositories that failed to open.
+func (s *Server) reopenLoop(ctx context.Context) {
+	t := time.NewTicker(defaultReopenInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		for _, e := range s.entries("") {
+			if e.repo != nil {
+				continue
+			}
+			u, err := s.store.Get(resRepositories, e.ns, e.name)
+			if err != nil {
+				continue
+			}
+			r, err := repositoryFrom(u)
+			if err != nil {
+				continue
+			}
+			if e := s.register(ctx, r); e.repo != nil {
+				s.setRepositoryStatus(e)
+			}
+		}
+	}
+}
+
+// Close closes every repository. The server must not be used after.
+func (s *Server) Close() error {
+	s.closeOne.Do(func() {
+		for _, e := range s.entries("") {
+			s.closeEntry(e)
+		}
+	})
+	return nil
+}

@@ -1,0 +1,78 @@
+package apiserver
+
+import (
+	"mime"
+	"net/http"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// wantsTable reports whether the client asked for a meta.k8s.io Table, as
+// kubectl get does.
+func wantsTable(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil || mt != "application/json" {
+			continue
+		}
+		if params["as"] == "Table" && params["g"] == "meta.k8s.io" && (params["v"] == "v1" || params["v"] == "v1beta1") {
+			return true
+		}
+		if params["as"] == "" {
+			return false // plain JSON is preferred
+		}
+	}
+	return false
+}
+
+var nameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Format: "name", Description: "Name of the object"}
+
+var ageColumn = metav1.TableColumnDefinition{Name: "Age", Type: "date", Description: "Time since the object was created"}
+
+// table renders objects as a Table with the resource's columns (Name and
+// Age by default). Column definitions are left out when withColumns is false,
+// as Kubernetes does after the first event of a watch.
+func (s *Server) table(d *resourceDef, objs []metav1.Object, rv, cont string, withColumns bool) *metav1.Table {
+	t := &metav1.Table{
+		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
+		ListMeta: metav1.ListMeta{ResourceVersion: rv, Continue: cont},
+		Rows:     []metav1.TableRow{},
+	}
+	cols := d.columns
+	if cols == nil {
+		cols = []metav1.TableColumnDefinition{nameColumn, ageColumn}
+	}
+	if withColumns {
+		t.ColumnDefinitions = cols
+	}
+	for _, o := range objs {
+		var cells []any
+		if d.row != nil {
+			cells = d.row(o)
+		} else {
+			cells = []any{o.GetName(), age(o.GetCreationTimestamp())}
+		}
+		pm := metav1.PartialObjectMetadata{
+			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"},
+			ObjectMeta: metav1.ObjectMeta{
+				Name: o.GetName(), Namespace: o.GetNamespace(), UID: o.GetUID(),
+				ResourceVersion: o.GetResourceVersion(), CreationTimestamp: o.GetCreationTimestamp(),
+				Labels: o.GetLabels(), Annotations: o.GetAnnotations(), Generation: o.GetGeneration(),
+			},
+		}
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Raw: mustJSON(pm)}})
+	}
+	return t
+}
+
+// age formats the time since t as kubectl does, "<unknown>" for zero.
+func age(t metav1.Time) string {
+	if t.IsZero() {
+		return "<unknown>"
+	}
+	return duration.HumanDuration(time.Since(t.Time))
+}
