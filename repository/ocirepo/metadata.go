@@ -109,35 +109,14 @@ func (r *Repository) writeMetadata(ctx context.Context, l *lease, op string, key
 // lock held too long, ErrClosed, ErrUnavailable.
 func (r *Repository) SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error) {
 	const op = "set metadata"
-	if err := r.enter(ctx, op, key); err != nil {
-		return nil, err
-	}
-	if err := key.ValidateLookup(); err != nil {
-		return nil, r.errorf(op, key, repository.ErrInvalidInput, "%w", err)
-	}
 	if err := md.Validate(); err != nil {
 		return nil, r.errorf(op, key, repository.ErrInvalidInput, "%w", err)
 	}
-	repo, err := r.repoOf(key.Package)
-	if err != nil {
-		return nil, r.errorf(op, key, repository.ErrNotFound, "%w", err)
-	}
-	if err := r.exists(ctx, op, key, repo); err != nil {
-		return nil, err
-	}
-	l, err := r.lock(ctx, op, key, repo)
+	l, v, err := r.lockRevision(ctx, op, key, opts.Version)
 	if err != nil {
 		return nil, err
 	}
 	defer l.unlock(ctx)
-	r.repair(ctx, l)
-	v, err := r.lookup(ctx, key)
-	if err != nil {
-		return nil, r.wrap(op, key, err)
-	}
-	if opts.Version != "" && opts.Version != v.meta.Version {
-		return nil, r.errorf(op, v.meta.Key, repository.ErrConflict, "revision changed since version %s", opts.Version)
-	}
 	if v.meta.Metadata.Equal(md) {
 		return r.revisionOf(*v), nil
 	}

@@ -282,32 +282,12 @@ func (r *Repository) repair(ctx context.Context, l *lease) {
 // ErrClosed, ErrUnavailable.
 func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to revision.Lifecycle, opts repository.UpdateOptions) (revision.PackageRevision, error) {
 	const op = "update lifecycle"
-	if err := r.enter(ctx, op, key); err != nil {
-		return nil, err
-	}
-	if err := key.ValidateLookup(); err != nil {
-		return nil, r.errorf(op, key, repository.ErrInvalidInput, "%w", err)
-	}
-	repo, err := r.repoOf(key.Package)
-	if err != nil {
-		return nil, r.errorf(op, key, repository.ErrNotFound, "%w", err)
-	}
-	if err := r.exists(ctx, op, key, repo); err != nil {
-		return nil, err
-	}
-	l, err := r.lock(ctx, op, key, repo)
+	l, v, err := r.lockRevision(ctx, op, key, opts.Version)
 	if err != nil {
 		return nil, err
 	}
 	defer l.unlock(ctx)
-	r.repair(ctx, l)
-	v, err := r.lookup(ctx, key)
-	if err != nil {
-		return nil, r.wrap(op, key, err)
-	}
-	if opts.Version != "" && opts.Version != v.meta.Version {
-		return nil, r.errorf(op, v.meta.Key, repository.ErrConflict, "revision changed since version %s", opts.Version)
-	}
+	repo := l.repo
 	from := v.meta.Lifecycle
 	if err := revision.CheckTransition(from, to); err != nil {
 		return nil, r.errorf(op, v.meta.Key, repository.ErrInvalidTransition, "%w", err)
@@ -377,6 +357,41 @@ func (r *Repository) dropMetadata(ctx context.Context, l *lease, op string, v *v
 	}
 }
 
+// lockRevision starts a write of op on the revision key selects: it
+// takes the package lock, finishes a half-done approval, and reads the
+// revision, checking it is at version (when not empty). The caller must
+// unlock the lease. Errors: ErrInvalidInput, ErrNotFound, ErrConflict,
+// ErrClosed, ErrUnavailable.
+func (r *Repository) lockRevision(ctx context.Context, op string, key revision.Key, version string) (*lease, *view, error) {
+	if err := r.enter(ctx, op, key); err != nil {
+		return nil, nil, err
+	}
+	if err := key.ValidateLookup(); err != nil {
+		return nil, nil, r.errorf(op, key, repository.ErrInvalidInput, "%w", err)
+	}
+	repo, err := r.repoOf(key.Package)
+	if err != nil {
+		return nil, nil, r.errorf(op, key, repository.ErrNotFound, "%w", err)
+	}
+	if err := r.exists(ctx, op, key, repo); err != nil {
+		return nil, nil, err
+	}
+	l, err := r.lock(ctx, op, key, repo)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.repair(ctx, l)
+	v, err := r.lookup(ctx, key)
+	if err == nil && version != "" && version != v.meta.Version {
+		err = r.errorf(op, v.meta.Key, repository.ErrConflict, "revision changed since version %s", version)
+	}
+	if err != nil {
+		l.unlock(ctx)
+		return nil, nil, r.wrap(op, key, err)
+	}
+	return l, v, nil
+}
+
 // decorated returns next, a new state of the revision of view old, with
 // old's metadata.
 func (r *Repository) decorated(next view, old *view) revision.PackageRevision {
@@ -392,33 +407,12 @@ func (r *Repository) decorated(next view, old *view) revision.PackageRevision {
 // (also when the registry does not allow deletes).
 func (r *Repository) Delete(ctx context.Context, key revision.Key, opts repository.UpdateOptions) error {
 	const op = "delete"
-	if err := r.enter(ctx, op, key); err != nil {
-		return err
-	}
-	if err := key.ValidateLookup(); err != nil {
-		return r.errorf(op, key, repository.ErrInvalidInput, "%w", err)
-	}
-	repo, err := r.repoOf(key.Package)
-	if err != nil {
-		return r.errorf(op, key, repository.ErrNotFound, "%w", err)
-	}
-	if err := r.exists(ctx, op, key, repo); err != nil {
-		return err
-	}
-	l, err := r.lock(ctx, op, key, repo)
+	l, v, err := r.lockRevision(ctx, op, key, opts.Version)
 	if err != nil {
 		return err
 	}
 	defer l.unlock(ctx)
-	r.repair(ctx, l)
-	v, err := r.lookup(ctx, key)
-	if err != nil {
-		return r.wrap(op, key, err)
-	}
-	k := v.meta.Key
-	if opts.Version != "" && opts.Version != v.meta.Version {
-		return r.errorf(op, k, repository.ErrConflict, "revision changed since version %s", opts.Version)
-	}
+	repo, k := l.repo, v.meta.Key
 	switch v.meta.Lifecycle {
 	case revision.LifecyclePublished:
 		return r.errorf(op, k, repository.ErrImmutable, "a published revision must be proposed for deletion before it is deleted")
