@@ -121,7 +121,7 @@ func (r *Repository) planMetadata(v *view, t *txn, edits map[string]revision.Met
 				return err
 			}
 		}
-		if root, err = v.replaceFile(root, strings.Split(p, "/"), blob); err != nil {
+		if root, err = v.replaceEntry(root, strings.Split(p, "/"), blob, modeRegular); err != nil {
 			return err
 		}
 	}
@@ -143,46 +143,6 @@ func (r *Repository) planMetadata(v *view, t *txn, edits map[string]revision.Met
 	}
 	t.set(metadataRef, old, h)
 	return nil
-}
-
-// replaceFile returns tree root with the regular file at segs set to blob,
-// or removed when blob is zero; directories left empty are removed, and an
-// empty result is the zero hash.
-func (v *view) replaceFile(root plumbing.Hash, segs []string, blob plumbing.Hash) (plumbing.Hash, error) {
-	var entries []treeEntry
-	if !root.IsZero() {
-		var err error
-		if entries, err = v.tree(root); err != nil {
-			return plumbing.ZeroHash, err
-		}
-	}
-	name := segs[0]
-	mode := modeRegular
-	child := blob
-	if len(segs) > 1 {
-		mode = modeDir
-		var sub plumbing.Hash
-		if e, ok := findEntry(entries, name); ok && e.mode == modeDir {
-			sub = e.hash
-		}
-		var err error
-		if child, err = v.replaceFile(sub, segs[1:], blob); err != nil {
-			return plumbing.ZeroHash, err
-		}
-	}
-	out := make([]treeEntry, 0, len(entries)+1)
-	for _, e := range entries {
-		if e.name != name {
-			out = append(out, e)
-		}
-	}
-	if !child.IsZero() {
-		out = append(out, treeEntry{name: name, mode: mode, hash: child})
-	}
-	if len(out) == 0 {
-		return plumbing.ZeroHash, nil
-	}
-	return v.putTree(out)
 }
 
 // SetMetadata replaces the labels and annotations of the revision key

@@ -392,6 +392,14 @@ func (v *view) replaceSubtree(root plumbing.Hash, p string, sub plumbing.Hash) (
 }
 
 func (v *view) replaceAt(root plumbing.Hash, segs []string, sub plumbing.Hash) (plumbing.Hash, error) {
+	return v.replaceEntry(root, segs, sub, modeDir)
+}
+
+// replaceEntry returns tree root with the entry at segs set to leaf, of
+// mode mode (a directory or a regular file), or removed when leaf is zero
+// (or, for a directory, the empty tree). Directories left empty are
+// removed; an empty result is the zero hash.
+func (v *view) replaceEntry(root plumbing.Hash, segs []string, leaf plumbing.Hash, mode filemode.FileMode) (plumbing.Hash, error) {
 	var entries []treeEntry
 	if !root.IsZero() {
 		var err error
@@ -400,19 +408,20 @@ func (v *view) replaceAt(root plumbing.Hash, segs []string, sub plumbing.Hash) (
 		}
 	}
 	name := segs[0]
-	newChild := sub
+	child, childMode := leaf, mode
 	if len(segs) > 1 {
-		var child plumbing.Hash
+		childMode = modeDir
+		var sub plumbing.Hash
 		if e, ok := findEntry(entries, name); ok && e.mode == modeDir {
-			child = e.hash
+			sub = e.hash
 		}
 		var err error
-		if newChild, err = v.replaceAt(child, segs[1:], sub); err != nil {
+		if child, err = v.replaceEntry(sub, segs[1:], leaf, mode); err != nil {
 			return plumbing.ZeroHash, err
 		}
 	}
-	if newChild == emptyTree {
-		newChild = plumbing.ZeroHash
+	if childMode == modeDir && child == emptyTree {
+		child = plumbing.ZeroHash
 	}
 	out := make([]treeEntry, 0, len(entries)+1)
 	for _, e := range entries {
@@ -420,8 +429,8 @@ func (v *view) replaceAt(root plumbing.Hash, segs []string, sub plumbing.Hash) (
 			out = append(out, e)
 		}
 	}
-	if !newChild.IsZero() {
-		out = append(out, treeEntry{name: name, mode: modeDir, hash: newChild})
+	if !child.IsZero() {
+		out = append(out, treeEntry{name: name, mode: childMode, hash: child})
 	}
 	if len(out) == 0 {
 		return plumbing.ZeroHash, nil
