@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"path"
 	"strconv"
@@ -105,16 +106,7 @@ func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, o
 			strategy = localKf.Upstream.UpdateStrategy
 		}
 	}
-	// The local package carries the merge keys Clone and Upgrade stamp on
-	// every resource; stamp both upstreams the same way (kpt's update adds
-	// merge comments to all three packages), or every resource looks
-	// changed locally and one deleted upstream is never removed.
-	if stamped, err := upstreamid.StampFiles(oldFiles); err == nil {
-		oldFiles = stamped
-	}
-	if stamped, err := upstreamid.StampFiles(newFiles); err == nil {
-		newFiles = stamped
-	}
+	oldFiles, newFiles = stampUpstreams(oldFiles, newFiles)
 	merged, err := update.Merge(oldFiles, newFiles, localFiles, strategy)
 	if err != nil {
 		return nil, wrap(op, localMeta.Key, err)
@@ -134,6 +126,48 @@ func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, o
 		return nil, err
 	}
 	return e.create(ctx, op, r, key, merged, MessageUpgrade, opts.Metadata)
+}
+
+// stampUpstreams returns original and updated with kpt's merge keys on the
+// resources of every file that differs between them. The local package
+// carries the merge keys Clone and Upgrade stamp on every resource; kpt's
+// update adds them to all three packages before it merges. Without them
+// every resource of local would look changed, so one deleted upstream
+// would never be removed. A file equal in both upstreams merges to the
+// local copy whatever its merge keys, so it is left alone, sparing the
+// parse of the files an upgrade does not touch. Stamping is best effort,
+// as in Clone: a file that does not parse is left as it is.
+func stampUpstreams(original, updated revision.Files) (revision.Files, revision.Files) {
+	o, u := original.Map(), updated.Map()
+	stamp := func(m map[string][]byte, p string) {
+		if data, ok := m[p]; ok {
+			if s, changed, err := upstreamid.Stamp(data); err == nil && changed {
+				m[p] = s
+			}
+		}
+	}
+	n := 0
+	seen := make(map[string]bool, len(o)+len(u))
+	for _, p := range append(original.Paths(), updated.Paths()...) {
+		ob, inO := original.Get(p)
+		ub, inU := updated.Get(p)
+		if seen[p] || !upstreamid.IsResourceFile(p) || (inO && inU && bytes.Equal(ob, ub)) {
+			continue
+		}
+		seen[p] = true
+		stamp(o, p)
+		stamp(u, p)
+		n++
+	}
+	if n == 0 {
+		return original, updated
+	}
+	so, err1 := revision.NewFiles(o)
+	su, err2 := revision.NewFiles(u)
+	if err1 != nil || err2 != nil {
+		return original, updated // the paths came from Files: cannot happen
+	}
+	return so, su
 }
 
 // UpgradeOptions configure Upgrade.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -37,6 +38,8 @@ type GitServer struct {
 	URL string
 	// Root is the directory whose bare repositories are served.
 	Root string
+
+	requests atomic.Int64
 }
 
 // NewGitServer starts a GitServer over the bare repositories under root
@@ -71,18 +74,19 @@ func NewGitServer(t testing.TB, root string, opts *GitServerOptions) *GitServer 
 			"REMOTE_USER=" + remoteUser(o.User),
 		}, gitEnv...),
 	}
-	var h http.Handler = cgiHandler
-	if o.User != "" {
-		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	s := &GitServer{Root: abs}
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.requests.Add(1)
+		if o.User != "" {
 			u, p, ok := r.BasicAuth()
 			if !ok || u != o.User || p != o.Password {
 				w.Header().Set("WWW-Authenticate", `Basic realm="git"`)
 				http.Error(w, "unauthorized", http.StatusUnauthorized)
 				return
 			}
-			cgiHandler.ServeHTTP(w, r)
-		})
-	}
+		}
+		cgiHandler.ServeHTTP(w, r)
+	})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("repotest: git server: listen on loopback: %v", err)
@@ -92,7 +96,14 @@ func NewGitServer(t testing.TB, root string, opts *GitServerOptions) *GitServer 
 	srv.Listener = l
 	srv.Start()
 	t.Cleanup(srv.Close)
-	return &GitServer{URL: srv.URL, Root: abs}
+	s.URL = srv.URL
+	return s
+}
+
+// Requests returns the number of HTTP requests the server has received,
+// refused ones included: a witness of how many round trips a client makes.
+func (s *GitServer) Requests() int64 {
+	return s.requests.Load()
 }
 
 // RepoURL returns the URL of the repository Root/name.
@@ -123,15 +134,25 @@ func (s *GitServer) InitBare(t testing.TB, name string) string {
 }
 
 // gitEnv isolates the git processes from the user's and the system's git
-// configuration, and enables receive-pack (push) over HTTP for every
+// configuration, enables receive-pack (push) over HTTP for every
 // repository, which git http-backend otherwise allows only to
-// authenticated users.
+// authenticated users, and spares the test machine git's housekeeping: no
+// automatic gc or maintenance after a push, no fsync (git 2.36 and later;
+// older versions ignore the key).
 var gitEnv = []string{
 	"GIT_CONFIG_NOSYSTEM=1",
 	"GIT_CONFIG_GLOBAL=" + os.DevNull,
-	"GIT_CONFIG_COUNT=1",
+	"GIT_CONFIG_COUNT=5",
 	"GIT_CONFIG_KEY_0=http.receivepack",
 	"GIT_CONFIG_VALUE_0=true",
+	"GIT_CONFIG_KEY_1=receive.autogc",
+	"GIT_CONFIG_VALUE_1=false",
+	"GIT_CONFIG_KEY_2=gc.auto",
+	"GIT_CONFIG_VALUE_2=0",
+	"GIT_CONFIG_KEY_3=core.fsync",
+	"GIT_CONFIG_VALUE_3=none",
+	"GIT_CONFIG_KEY_4=maintenance.auto",
+	"GIT_CONFIG_VALUE_4=false",
 }
 
 func remoteUser(user string) string {

@@ -65,6 +65,9 @@ func TestGitServer(t *testing.T) {
 		t.Fatalf("bare refs %q, want main and pkg/v1 at %s", got, head)
 	}
 
+	if s.Requests() == 0 {
+		t.Fatal("Requests() is 0 after a clone and a push")
+	}
 	// A second clone fetches what was pushed.
 	other := filepath.Join(t.TempDir(), "other")
 	mustGit(t, "", "clone", "--quiet", url, other)
