@@ -245,7 +245,7 @@ type unrolled struct {
 // repository that is not among the repositories, and the ObjectSource's
 // errors.
 func Unroll(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, opts *Options) ([]*PackageVariant, error) {
-	o, err := opts.withDefaults()
+	o, err := opts.withDefaults(e)
 	if err != nil {
 		return nil, err
 	}
@@ -570,7 +570,7 @@ func overlay(ctx context.Context, env *celEnv, field string, in map[string]strin
 // its Result. The SetResult is never nil.
 func SyncSet(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, opts *Options) (*SetResult, error) {
 	res := &SetResult{Set: setName(pvs)}
-	o, err := opts.withDefaults()
+	o, err := opts.withDefaults(e)
 	if err != nil {
 		return res, err
 	}
@@ -652,7 +652,7 @@ func SyncSet(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, opts
 // revision.
 func RemoveSet(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, opts *Options) (*SetResult, error) {
 	res := &SetResult{Set: setName(pvs)}
-	o, err := opts.withDefaults()
+	o, err := opts.withDefaults(e)
 	if err != nil {
 		return res, err
 	}

@@ -18,14 +18,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// Options configure Sync, Remove and SyncSet. Repositories is required;
-// every other field has a documented default. The calls only read Options,
+// Options configure Sync, Remove and SyncSet. Every field has a documented
+// default, and nil Options are all defaults. The calls only read Options,
 // so one value may be shared by concurrent calls.
 type Options struct {
-	// Repositories must be the repositories the Engine was built with.
-	// Sync lists the downstream package's revisions through it (the engine
-	// offers no listing) and Remove and SyncSet search it for the revisions
-	// a variant owns.
+	// Repositories are the repositories Sync lists the downstream
+	// package's revisions in and Remove and SyncSet search for the
+	// revisions a variant owns; nil means the Engine's (its
+	// Repositories()), which is what they should be.
 	Repositories engine.Repositories
 	// Objects supplies the objects of injection, bindings and a
 	// PackageVariantSet's objectSelector. Nil means none: injection points
@@ -49,13 +49,16 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-func (o *Options) withDefaults() (Options, error) {
+func (o *Options) withDefaults(e *engine.Engine) (Options, error) {
 	var out Options
 	if o != nil {
 		out = *o
 	}
+	if out.Repositories == nil && e != nil {
+		out.Repositories = e.Repositories()
+	}
 	if out.Repositories == nil {
-		return out, fmt.Errorf("variant: %w: Options.Repositories is required", repository.ErrInvalidInput)
+		return out, fmt.Errorf("variant: %w: an Engine is required", repository.ErrInvalidInput)
 	}
 	if out.Concurrency <= 0 {
 		out.Concurrency = 4
@@ -108,7 +111,7 @@ func (o *Options) withDefaults() (Options, error) {
 // Conflicts with concurrent writers are retried (Options.Attempts). The
 // Result is never nil.
 func Sync(ctx context.Context, e *engine.Engine, pv *PackageVariant, opts *Options) (*Result, error) {
-	o, err := opts.withDefaults()
+	o, err := opts.withDefaults(e)
 	if err != nil {
 		res := &Result{Variant: ownerID(pv), Action: ActionUnchanged}
 		res.stalled(time.Now(), ReasonValidationError, err)
@@ -164,7 +167,7 @@ func syncVariant(ctx context.Context, e *engine.Engine, pv *PackageVariant, o Op
 // every revision.
 func Remove(ctx context.Context, e *engine.Engine, pv *PackageVariant, opts *Options) (*Result, error) {
 	res := &Result{Variant: ownerID(pv)}
-	o, err := opts.withDefaults()
+	o, err := opts.withDefaults(e)
 	if err != nil {
 		res.Action = ActionUnchanged
 		res.stalled(time.Now(), ReasonValidationError, err)

@@ -100,6 +100,20 @@ func TestSyncCreatesAndIsIdempotent(t *testing.T) {
 	})
 }
 
+// Nil Options mean the defaults, with the Engine's repositories.
+func TestSyncNilOptions(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		v.publish("blueprints", "bucket", upstreamFiles())
+		res, err := variant.Sync(v.ctx, v.e, newPV("pv"), nil)
+		require.NoError(t, err)
+		assert.Equal(t, variant.ActionCreated, res.Action)
+		again, err := variant.Sync(v.ctx, v.e, newPV("pv"), nil)
+		require.NoError(t, err)
+		assert.Equal(t, variant.ActionUnchanged, again.Action)
+	})
+}
+
 func TestSyncUpgradesWhenUpstreamMoves(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
@@ -411,10 +425,11 @@ func TestSyncBadSpecWritesNothing(t *testing.T) {
 			assert.Equal(t, variant.ReasonUpstreamNotFound, findCondition(res.Conditions, variant.ConditionStalled).Reason)
 			assert.Equal(t, before, v.version())
 		})
-		t.Run("no repositories", func(t *testing.T) {
-			_, err := variant.Sync(v.ctx, v.e, newPV("pv"), nil)
+		t.Run("no engine", func(t *testing.T) {
+			_, err := variant.Sync(v.ctx, nil, newPV("pv"), nil)
 			require.ErrorIs(t, err, repository.ErrInvalidInput)
 		})
+
 	})
 }
 
