@@ -252,21 +252,23 @@ func (e *Engine) referencedBy(ctx context.Context, target revision.Meta) ([]revi
 }
 
 func namesUpstream(info revision.Info, target revision.Meta, ref string) bool {
-	var dir, gitRef string
+	var dir, gitRef, commit string
 	switch {
 	case info.UpstreamLock != nil && info.UpstreamLock.Git != nil:
 		l := info.UpstreamLock.Git
-		if l.Commit != "" && (l.Commit == contentID(target) || l.Commit == target.Version) {
-			return true
-		}
-		dir, gitRef = l.Directory, l.Ref
+		dir, gitRef, commit = l.Directory, l.Ref, l.Commit
 	case info.Upstream != nil && info.Upstream.Git != nil:
 		dir, gitRef = info.Upstream.Git.Directory, info.Upstream.Git.Ref
 	default:
 		return false
 	}
+	// The lock names the package's directory; its commit (or its ref)
+	// names the revision.
 	dir = strings.Trim(path.Clean("/"+dir), "/")
-	return dir == target.Key.Package && gitRef == ref
+	if dir != target.Key.Package {
+		return false
+	}
+	return gitRef == ref || (commit != "" && (commit == contentID(target) || commit == target.Version))
 }
 
 // Latest returns the published revision (Published or DeletionProposed, as

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/configasdata/cad/repository"
@@ -52,12 +53,13 @@ type Repository struct {
 	name string
 	opts Options
 
-	mu      sync.Mutex
-	closed  bool
-	seq     uint64             // bumped on every write; the Versioner token
-	revs    map[string]*record // by package + "\x00" + workspace
-	branch  map[string]*record // placeholder per package
-	watches map[*watch]struct{}
+	mu       sync.Mutex
+	closed   bool
+	seq      uint64             // bumped on every write; the Versioner token
+	instance uint64             // this repository's number in the process
+	revs     map[string]*record // by package + "\x00" + workspace
+	branch   map[string]*record // placeholder per package
+	watches  map[*watch]struct{}
 }
 
 var (
@@ -84,11 +86,12 @@ func (r *record) revision() revision.PackageRevision {
 // New returns an empty in-memory repository called name.
 func New(name string, opts *Options) *Repository {
 	return &Repository{
-		name:    name,
-		opts:    opts.withDefaults(),
-		revs:    map[string]*record{},
-		branch:  map[string]*record{},
-		watches: map[*watch]struct{}{},
+		name:     name,
+		instance: instances.Add(1),
+		opts:     opts.withDefaults(),
+		revs:     map[string]*record{},
+		branch:   map[string]*record{},
+		watches:  map[*watch]struct{}{},
 	}
 }
 
@@ -116,10 +119,15 @@ func (r *Repository) enter(ctx context.Context, op string, key revision.Key) err
 }
 
 // nextVersion returns a fresh version token; r.mu must be held.
+// Tokens name the repository too, so that commits of two memrepos never
+// look alike (an upstream lock records one).
 func (r *Repository) nextVersion() string {
 	r.seq++
-	return "mem-" + strconv.FormatUint(r.seq, 10)
+	return "mem-" + strconv.FormatUint(r.instance, 10) + "-" + strconv.FormatUint(r.seq, 10)
 }
+
+// instances numbers the Repositories of the process.
+var instances atomic.Uint64
 
 // List returns the revisions opts selects, in repository.SortRevisions
 // order. It returns ErrClosed after Close.
