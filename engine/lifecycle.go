@@ -15,8 +15,28 @@ import (
 	"github.com/configasdata/cad/revision"
 )
 
-// get reads the revision key selects in repo.
-func (e *Engine) get(ctx context.Context, op, repo string, key revision.Key) (repository.Repository, revision.PackageRevision, error) {
+// Precondition is an optional guard of a lifecycle operation (Propose,
+// Reject, Approve, ProposeDelete, Delete): the operation fails with an
+// error matching repository.ErrConflict, writing nothing, unless every
+// Precondition accepts the revision as the operation read it. The write is
+// a compare-and-swap against that read, so check and write are one atomic
+// step. A Precondition returns nil to accept and an error saying why not.
+type Precondition func(m revision.Meta) error
+
+// IfVersion is the Precondition that the revision's Meta.Version is version,
+// the token a caller last read (a Kubernetes resourceVersion): optimistic
+// concurrency for a server or CLI. An empty version always holds.
+func IfVersion(version string) Precondition {
+	return func(m revision.Meta) error {
+		if version != "" && m.Version != version {
+			return fmt.Errorf("the revision changed since version %s", version)
+		}
+		return nil
+	}
+}
+
+// get reads the revision key selects in repo and checks pre on it.
+func (e *Engine) get(ctx context.Context, op, repo string, key revision.Key, pre ...Precondition) (repository.Repository, revision.PackageRevision, error) {
 	key.Repository = repo
 	r, err := e.repo(ctx, op, key)
 	if err != nil {
@@ -25,6 +45,14 @@ func (e *Engine) get(ctx context.Context, op, repo string, key revision.Key) (re
 	pr, err := r.Get(ctx, key)
 	if err != nil {
 		return nil, nil, wrap(op, key, err)
+	}
+	for _, p := range pre {
+		if p == nil {
+			continue
+		}
+		if err := p(pr.Meta()); err != nil {
+			return nil, nil, repository.Errorf(op, repo, pr.Meta().Key, repository.ErrConflict, "%v", err)
+		}
 	}
 	return r, pr, nil
 }
@@ -41,8 +69,8 @@ func (e *Engine) move(ctx context.Context, op string, r repository.Repository, p
 }
 
 // transition reads key and moves it from lifecycle from to to.
-func (e *Engine) transition(ctx context.Context, op, repo string, key revision.Key, from, to revision.Lifecycle) (revision.PackageRevision, error) {
-	r, pr, err := e.get(ctx, op, repo, key)
+func (e *Engine) transition(ctx context.Context, op, repo string, key revision.Key, from, to revision.Lifecycle, pre []Precondition) (revision.PackageRevision, error) {
+	r, pr, err := e.get(ctx, op, repo, key, pre...)
 	if err != nil {
 		return nil, err
 	}
@@ -59,9 +87,9 @@ func (e *Engine) transition(ctx context.Context, op, repo string, key revision.K
 // Errors: repository.ErrNotFound, repository.ErrInvalidTransition when it is
 // not a Draft, repository.ErrConflict when it changed meanwhile, the
 // *pipeline.RenderError (errors.As) when the render fails.
-func (e *Engine) Propose(ctx context.Context, repo string, key revision.Key) (revision.PackageRevision, error) {
+func (e *Engine) Propose(ctx context.Context, repo string, key revision.Key, pre ...Precondition) (revision.PackageRevision, error) {
 	const op = "propose"
-	r, pr, err := e.get(ctx, op, repo, key)
+	r, pr, err := e.get(ctx, op, repo, key, pre...)
 	if err != nil {
 		return nil, err
 	}
@@ -95,9 +123,9 @@ func (e *Engine) Propose(ctx context.Context, repo string, key revision.Key) (re
 //
 // Errors: repository.ErrNotFound, repository.ErrInvalidTransition for any
 // other lifecycle, repository.ErrConflict when it changed meanwhile.
-func (e *Engine) Reject(ctx context.Context, repo string, key revision.Key) (revision.PackageRevision, error) {
+func (e *Engine) Reject(ctx context.Context, repo string, key revision.Key, pre ...Precondition) (revision.PackageRevision, error) {
 	const op = "reject"
-	r, pr, err := e.get(ctx, op, repo, key)
+	r, pr, err := e.get(ctx, op, repo, key, pre...)
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +151,9 @@ func (e *Engine) Reject(ctx context.Context, repo string, key revision.Key) (rev
 // was read, or another approval took the number (retry with
 // [RetryOnConflict]); repository.ErrInvalidInput when its Kptfile does not
 // parse.
-func (e *Engine) Approve(ctx context.Context, repo string, key revision.Key) (revision.PackageRevision, error) {
+func (e *Engine) Approve(ctx context.Context, repo string, key revision.Key, pre ...Precondition) (revision.PackageRevision, error) {
 	const op = "approve"
-	r, pr, err := e.get(ctx, op, repo, key)
+	r, pr, err := e.get(ctx, op, repo, key, pre...)
 	if err != nil {
 		return nil, err
 	}
@@ -167,8 +195,8 @@ func unsatisfied(info revision.Info) []string {
 //
 // Errors: repository.ErrNotFound, repository.ErrInvalidTransition when it is
 // not Published, repository.ErrConflict when it changed meanwhile.
-func (e *Engine) ProposeDelete(ctx context.Context, repo string, key revision.Key) (revision.PackageRevision, error) {
-	return e.transition(ctx, "propose delete", repo, key, revision.LifecyclePublished, revision.LifecycleDeletionProposed)
+func (e *Engine) ProposeDelete(ctx context.Context, repo string, key revision.Key, pre ...Precondition) (revision.PackageRevision, error) {
+	return e.transition(ctx, "propose delete", repo, key, revision.LifecyclePublished, revision.LifecycleDeletionProposed, pre)
 }
 
 // Delete removes the revision key selects. Drafts and proposals are deleted
@@ -179,19 +207,20 @@ func (e *Engine) ProposeDelete(ctx context.Context, repo string, key revision.Ke
 // any repository of the Engine's Repositories, names it as upstream. The
 // check is deliberately simple: a non-placeholder revision names it when
 // its Kptfile upstreamLock.git (or, without a lock, upstream.git) has
-// directory equal to the package path and ref "<package>/v<N>", or when the
-// lock's commit equals the revision's Meta.Commit or Version. The repository URL is not
-// compared, so a same-named package elsewhere can block a delete; that errs
-// on the side of keeping data. It reads every revision's Kptfile.
+// directory equal to the package path and either ref "<package>/v<N>" or
+// a commit equal to the revision's Meta.Commit or Version. The repository
+// URL is not compared, so a same-named package elsewhere can block a
+// delete; that errs on the side of keeping data. It reads every revision's
+// Kptfile.
 //
 // Errors: repository.ErrImmutable for a Published revision not proposed
 // for deletion; a *ReferencedError (matching repository.ErrImmutable) when
 // it is referenced; repository.ErrNotFound; repository.ErrConflict when it
 // changed meanwhile. A failure to read any repository during the upstream
 // check refuses the delete with that error.
-func (e *Engine) Delete(ctx context.Context, repo string, key revision.Key) error {
+func (e *Engine) Delete(ctx context.Context, repo string, key revision.Key, pre ...Precondition) error {
 	const op = "delete"
-	r, pr, err := e.get(ctx, op, repo, key)
+	r, pr, err := e.get(ctx, op, repo, key, pre...)
 	if err != nil {
 		return err
 	}

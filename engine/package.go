@@ -254,6 +254,11 @@ type UpdateOptions struct {
 	// in the same write as the content (see [Engine.SetMetadata]); when
 	// only the metadata changes, only it is written.
 	Metadata *revision.Metadata
+	// Version, when set, is the draft's Meta.Version the caller last read
+	// (a Kubernetes resourceVersion): Update fails with an error matching
+	// repository.ErrConflict, writing nothing, when the draft changed
+	// since. The check and the commit are one compare-and-swap.
+	Version string
 }
 
 // Update replaces the content of the Draft revision key selects with files
@@ -286,6 +291,9 @@ func (e *Engine) Update(ctx context.Context, repo string, key revision.Key, file
 	d, err := r.OpenDraft(ctx, key)
 	if err != nil {
 		return nil, wrap(op, key, err)
+	}
+	if err := IfVersion(opts.Version)(d.Base()); err != nil {
+		return nil, repository.Errorf(op, repo, d.Key(), repository.ErrConflict, "%v", err)
 	}
 	return e.save(ctx, op, r, d, keepComments(d.Files(), files), opts)
 }

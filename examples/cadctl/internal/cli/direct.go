@@ -419,11 +419,11 @@ func (d *DirectClient) UpdatePackageRevision(ctx context.Context, pr *porchapi.P
 			rev, err = d.eng.SetMetadata(ctx, repo, key, md, m.Version)
 		}
 	case from == revision.LifecycleDraft && to == revision.LifecycleProposed:
-		rev, err = d.eng.Propose(ctx, repo, key)
+		rev, err = d.eng.Propose(ctx, repo, key, engine.IfVersion(m.Version))
 	case from == revision.LifecyclePublished && to == revision.LifecycleDeletionProposed:
-		rev, err = d.eng.ProposeDelete(ctx, repo, key)
+		rev, err = d.eng.ProposeDelete(ctx, repo, key, engine.IfVersion(m.Version))
 	case from == revision.LifecycleDeletionProposed && to == revision.LifecyclePublished:
-		rev, err = d.eng.Reject(ctx, repo, key)
+		rev, err = d.eng.Reject(ctx, repo, key, engine.IfVersion(m.Version))
 	default:
 		return nil, statusErrorf(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
 			"cannot change the lifecycle of %s from %s to %s with an update", pr.Name, from, to)
@@ -447,10 +447,10 @@ func (d *DirectClient) UpdateApproval(ctx context.Context, pr *porchapi.PackageR
 	from, to := m.Lifecycle, revision.Lifecycle(pr.Spec.Lifecycle)
 	switch {
 	case from == revision.LifecycleProposed && to == revision.LifecyclePublished:
-		rev, err = d.eng.Approve(ctx, m.Key.Repository, m.Key)
+		rev, err = d.eng.Approve(ctx, m.Key.Repository, m.Key, engine.IfVersion(m.Version))
 	case from == revision.LifecycleProposed && to == revision.LifecycleDraft,
 		from == revision.LifecycleDeletionProposed && to == revision.LifecyclePublished:
-		rev, err = d.eng.Reject(ctx, m.Key.Repository, m.Key)
+		rev, err = d.eng.Reject(ctx, m.Key.Repository, m.Key, engine.IfVersion(m.Version))
 	default:
 		return nil, statusErrorf(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
 			"cannot change approval from %s to %s", from, to)
@@ -473,7 +473,7 @@ func (d *DirectClient) DeletePackageRevision(ctx context.Context, name string) e
 		return statusErrorf(http.StatusForbidden, metav1.StatusReasonForbidden,
 			"failed to delete package revision %q: published PackageRevisions must be proposed for deletion by setting spec.lifecycle to 'DeletionProposed' prior to deletion", name)
 	}
-	return apiError(d.eng.Delete(ctx, m.Key.Repository, m.Key))
+	return apiError(d.eng.Delete(ctx, m.Key.Repository, m.Key, engine.IfVersion(m.Version)))
 }
 
 // GetResources returns the files of the revision called name.
@@ -514,7 +514,7 @@ func (d *DirectClient) UpdateResources(ctx context.Context, prr *porchapi.Packag
 	}
 	save := m.Annotations[porchapi.PushOnRenderFailureAnnotation] == "true"
 	d.pipe.reset()
-	saved, err := d.eng.Update(ctx, m.Key.Repository, m.Key, files, engine.UpdateOptions{SaveOnRenderFailure: save})
+	saved, err := d.eng.Update(ctx, m.Key.Repository, m.Key, files, engine.UpdateOptions{SaveOnRenderFailure: save, Version: m.Version})
 	var re *pipeline.RenderError
 	if errors.As(err, &re) {
 		if saved == nil {

@@ -689,7 +689,7 @@ func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOpt
 		return nil, errForbidden(grPackageRevisions, rq.name,
 			"published PackageRevisions must be proposed for deletion by setting spec.lifecycle to 'DeletionProposed' prior to deletion")
 	}
-	if err := s.engine(rq.ns).Delete(ctx, e.name, m.Key); err != nil {
+	if err := s.engine(rq.ns).Delete(ctx, e.name, m.Key, engine.IfVersion(m.Version)); err != nil {
 		return nil, err
 	}
 	return nil, nil
@@ -716,17 +716,19 @@ func (p *prImpl) updateSub(ctx context.Context, rq *request, body []byte) (metav
 	}
 	eng := s.engine(rq.ns)
 	key := rev.Meta().Key
+	// The change applies to the revision as read here, or not at all.
+	at := engine.IfVersion(rev.Meta().Version)
 	from, to := rev.Meta().Lifecycle, revision.Lifecycle(in.Spec.Lifecycle)
 	switch {
 	case to == from:
 		return cur, nil
 	case from == revision.LifecycleProposed && to == revision.LifecyclePublished:
-		_, err = eng.Approve(ctx, e.name, key)
+		_, err = eng.Approve(ctx, e.name, key, at)
 	case from == revision.LifecycleProposed && to == revision.LifecycleDraft,
 		from == revision.LifecycleDeletionProposed && to == revision.LifecyclePublished:
-		_, err = eng.Reject(ctx, e.name, key)
+		_, err = eng.Reject(ctx, e.name, key, at)
 	case from == revision.LifecyclePublished && to == revision.LifecycleDeletionProposed:
-		_, err = eng.ProposeDelete(ctx, e.name, key)
+		_, err = eng.ProposeDelete(ctx, e.name, key, at)
 	default:
 		return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, rq.name, "spec.lifecycle",
 			fmt.Sprintf("Invalid value: %q: cannot change approval from %s to %s", to, from, to))
