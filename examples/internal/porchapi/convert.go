@@ -350,3 +350,32 @@ func RenderStatusFrom(steps []pipeline.StepResult, err error) RenderStatus {
 	}
 	return rs
 }
+
+// RenderStatusFromKptfile returns the render status the root Kptfile of
+// files records (status.renderStatus, which the pipeline writes on every
+// render), as a PackageRevisionResources status shows it; an empty one
+// when there is none.
+func RenderStatusFromKptfile(files revision.Files) RenderStatus {
+	rs := RenderStatusFrom(nil, nil)
+	data, ok := files.Get(revision.KptfileName)
+	if !ok {
+		return rs
+	}
+	kf, err := revision.ParseKptfile(data)
+	if err != nil || kf.Status == nil || kf.Status.RenderStatus == nil {
+		return rs
+	}
+	st := kf.Status.RenderStatus
+	rs.Err = st.ErrorSummary
+	for _, steps := range [][]revision.PipelineStepResult{st.MutationSteps, st.ValidationSteps} {
+		for _, s := range steps {
+			r := &Result{Image: s.Image, ExecPath: s.Exec, Stderr: s.Stderr, ExitCode: s.ExitCode}
+			r.Results = append(append(r.Results, s.Results...), s.ErrorResults...)
+			if s.ExitCode != 0 {
+				rs.Result.ExitCode = 1
+			}
+			rs.Result.Items = append(rs.Result.Items, r)
+		}
+	}
+	return rs
+}

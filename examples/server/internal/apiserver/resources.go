@@ -26,7 +26,7 @@ func (p *prrImpl) object(ctx context.Context, ns string, rev revision.PackageRev
 		return nil, err
 	}
 	o := porchapi.FromFiles(ns, rev.Meta(), files)
-	o.Status.RenderStatus = porchapi.RenderStatusFrom(nil, nil)
+	o.Status.RenderStatus = porchapi.RenderStatusFromKptfile(files)
 	return &o, nil
 }
 

@@ -253,3 +253,30 @@ func TestWatchOutlivesTimeouts(t *testing.T) {
 		t.Fatal("no event")
 	}
 }
+
+// An update of a draft's resources renders its pipeline and reports each
+// function in status.renderStatus, as Porch does.
+func TestResourcesRenderStatus(t *testing.T) {
+	ts := startServer(t, "", nil)
+	var created porchapi.PackageRevision
+	if code := ts.doJSON("POST", prPath, initPR("rs", "ws"), &created); code != http.StatusCreated {
+		t.Fatalf("create: %d", code)
+	}
+	var prr porchapi.PackageRevisionResources
+	if code := ts.doJSON("GET", prrPath+"/default.rs.ws", nil, &prr); code != 200 {
+		t.Fatalf("get prr: %d", code)
+	}
+	prr.Spec.Resources["Kptfile"] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: rs\npipeline:\n  mutators:\n    - image: set-labels:v0.2.0\n      configMap:\n        tier: web\n"
+	prr.Spec.Resources["cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm\n"
+	var out porchapi.PackageRevisionResources
+	if code := ts.doJSON("PUT", prrPath+"/default.rs.ws", prr, &out); code != 200 {
+		t.Fatalf("update prr: %d %+v", code, out)
+	}
+	items := out.Status.RenderStatus.Result.Items
+	if len(items) != 1 || !strings.Contains(items[0].Image, "set-labels") || items[0].ExitCode != 0 {
+		t.Fatalf("renderStatus after a render: %+v", out.Status.RenderStatus)
+	}
+	if !strings.Contains(out.Spec.Resources["cm.yaml"], "tier: web") {
+		t.Fatalf("cm.yaml not rendered:\n%s", out.Spec.Resources["cm.yaml"])
+	}
+}
