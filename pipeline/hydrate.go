@@ -106,7 +106,7 @@ func newHydration(ctx context.Context, r *Renderer, files revision.Files) (*hydr
 	}
 	if r.root != nil {
 		root.steps = *r.root
-	} else if err := validateKptfile(root.kf, files, ""); err != nil {
+	} else if err := validateKptfile(root.kf, files, "", r.opts.Path); err != nil {
 		return nil, wrapE("pkg.read", ".", err)
 	}
 	h.saveOnFailure = h.saveOnFailure || r.opts.SaveOnFailure
@@ -134,7 +134,11 @@ func readKptfile(data []byte, rel string) (*revision.Kptfile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&probe); err != nil && !errors.Is(err, io.EOF) {
-		return nil, invalidf("error reading Kptfile at %q: %v", rel, err)
+		// With kpt's API package's Go type names in the decoder's
+		// message (cad's types have the same names), as kpt reports it.
+		msg := strings.ReplaceAll(err.Error(), " in type revision.ObjectMeta", " in type yaml.ObjectMeta")
+		msg = strings.ReplaceAll(msg, " in type revision.", " in type v1.")
+		return nil, invalidf("error reading Kptfile at %q: %s", rel, msg)
 	}
 	kf, err := revision.ParseKptfile(data)
 	if err != nil {
@@ -156,7 +160,10 @@ func (e *validateError) Is(target error) bool { return target == ErrInvalidPacka
 
 // validateKptfile checks the pipeline as kpt's Kptfile.Validate does. dir is
 // the package's directory in files ("" for the root).
-func validateKptfile(kf *revision.Kptfile, files revision.Files, dir string) error {
+//
+// shown is how the package directory appears in messages (see
+// Options.Path).
+func validateKptfile(kf *revision.Kptfile, files revision.Files, dir, shown string) error {
 	if kf == nil || kf.Pipeline == nil {
 		return nil
 	}
@@ -183,7 +190,7 @@ func validateKptfile(kf *revision.Kptfile, files revision.Files, dir string) err
 			data, ok := files.Get(path.Join(dir, clean))
 			if !ok {
 				return &validateError{field: field, value: f.ConfigPath,
-					reason: fmt.Sprintf("failed to open functionConfig from path %q: open %s: no such file or directory", f.ConfigPath, f.ConfigPath)}
+					reason: fmt.Sprintf("failed to open functionConfig from path %q: open %s: no such file or directory", f.ConfigPath, path.Join(shown, f.ConfigPath))}
 			}
 			nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}).Read()
 			if err != nil {
@@ -501,7 +508,7 @@ func (h *hydration) directSubpackages(pn *pkgNode) ([]*pkgNode, error) {
 		if err != nil {
 			return nil, wrapE("pkg.Subpackages", rel, err)
 		}
-		if err := validateKptfile(kf, h.files, d); err != nil {
+		if err := validateKptfile(kf, h.files, d, path.Join(h.r.opts.Path, d)); err != nil {
 			return nil, wrapE("pkg.read", rel, err)
 		}
 		out = append(out, &pkgNode{abs: path.Join(rootAbs, d), rel: rel, dir: d, kf: kf, steps: StepsFromKptfile(kf)})

@@ -36,6 +36,11 @@ type Options struct {
 	// root Kptfile is rewritten as kpt writes it after a render: canonical
 	// field order, wide sequence indent, no comments.
 	KeepKptfileFormat bool
+	// Path is where the caller read the package from, as messages should
+	// show it: kpt prints the paths of files it cannot open under the
+	// directory given on its command line. Empty means paths relative to
+	// the package.
+	Path string
 }
 
 func (o *Options) withDefaults() Options {

@@ -99,7 +99,8 @@ says otherwise. Functions are cad's builtins, exec functions with
 		return err
 	}
 	rec := &recorder{inner: c.registry(*allowExec, *allowNetwork)}
-	res, rerr := pipeline.NewKptfile(rec, &pipeline.Options{NoRenderStatus: out.kind != ""}).Render(c.ctx, files)
+	// Messages show paths under the directory as given, as kpt's do.
+	res, rerr := pipeline.NewKptfile(rec, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg))}).Render(c.ctx, files)
 	var steps []pipeline.StepResult
 	result := files
 	var re *pipeline.RenderError

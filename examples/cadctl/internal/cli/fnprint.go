@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path"
 	"regexp"
 	"strings"
 	"time"
@@ -166,5 +167,19 @@ func renderCause(err error) (string, bool) {
 		}
 		err = u
 	}
-	return err.Error(), false
+	return kptfileReadText(err.Error()), false
+}
+
+// unreadableKptfile is the library's text for a Kptfile its YAML decoder
+// refused.
+var unreadableKptfile = regexp.MustCompile(`(?s)^error reading Kptfile at "([^"]*)": (yaml: .*)$`)
+
+// kptfileReadText rewrites a Kptfile decoding error as kpt's CLI prints
+// it; other messages are returned as they are.
+func kptfileReadText(msg string) string {
+	m := unreadableKptfile.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	return fmt.Sprintf("Kptfile at %q can't be read.\n\nDetails:\n%s", path.Join(m[1], "Kptfile"), m[2])
 }
