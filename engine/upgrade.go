@@ -71,21 +71,10 @@ func (r Ref) key() revision.Key {
 func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, oldUpstream, newUpstream Ref, workspace string, opts UpgradeOptions) (revision.PackageRevision, error) {
 	const op = "upgrade"
 	local.Repository = repo
-	strategy := opts.Strategy
-	switch strategy {
-	case "", revision.ResourceMerge, revision.FastForward, revision.ForceDeleteReplace, revision.CopyMerge:
-	default:
-		return nil, invalid(op, local, "unknown update strategy %q", strategy)
+	if err := checkStrategy(op, local, opts.Strategy); err != nil {
+		return nil, err
 	}
 	localMeta, localFiles, err := e.publishedFiles(ctx, op, local)
-	if err != nil {
-		return nil, err
-	}
-	_, oldFiles, err := e.publishedFiles(ctx, op, oldUpstream.key())
-	if err != nil {
-		return nil, err
-	}
-	newMeta, newFiles, err := e.publishedFiles(ctx, op, newUpstream.key())
 	if err != nil {
 		return nil, err
 	}
@@ -93,13 +82,96 @@ func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, o
 	if err := key.ValidateNew(); err != nil {
 		return nil, wrap(op, key, err)
 	}
+	merged, err := e.merge(ctx, op, key, localMeta.Key, localFiles, oldUpstream, newUpstream, opts)
+	if err != nil {
+		return nil, err
+	}
+	r, err := e.repo(ctx, op, key)
+	if err != nil {
+		return nil, err
+	}
+	return e.create(ctx, op, r, key, merged, MessageUpgrade, opts.Metadata)
+}
 
+// UpgradeDraft upgrades the Draft revision key selects in place: its
+// content, edits included, is three-way merged from oldUpstream to
+// newUpstream exactly as [Engine.Upgrade] merges a published revision,
+// then rendered and committed onto the draft with the message
+// [MessageUpgrade], in one compare-and-swap against the draft as read (a
+// draft changed meanwhile is a conflict). opts.Metadata, when not zero,
+// replaces the draft's metadata in the same write; zero keeps it. It is
+// how a draft follows its upstream without losing the edits made to it
+// (Porch's PackageVariant controller upgrades drafts so).
+//
+// Errors: as Upgrade's for the upstreams and the strategy;
+// repository.ErrNotFound for an unknown draft; repository.ErrImmutable when
+// key is not a Draft; repository.ErrConflict when it changed meanwhile.
+func (e *Engine) UpgradeDraft(ctx context.Context, repo string, key revision.Key, oldUpstream, newUpstream Ref, opts UpgradeOptions) (revision.PackageRevision, error) {
+	const op = "upgrade draft"
+	key.Repository = repo
+	if err := checkStrategy(op, key, opts.Strategy); err != nil {
+		return nil, err
+	}
+	r, err := e.repo(ctx, op, key)
+	if err != nil {
+		return nil, err
+	}
+	d, err := r.OpenDraft(ctx, key)
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
+	merged, err := e.merge(ctx, op, d.Key(), d.Key(), d.Files(), oldUpstream, newUpstream, opts)
+	if err != nil {
+		return nil, err
+	}
+	if merged.Equal(d.Files()) && opts.Metadata.IsZero() {
+		return revision.NewWithFiles(d.Base(), d.Files()), nil
+	}
+	d.SetFiles(merged)
+	co := e.commitOptions(MessageUpgrade)
+	if !opts.Metadata.IsZero() {
+		if err := opts.Metadata.Validate(); err != nil {
+			return nil, wrap(op, key, err)
+		}
+		md := opts.Metadata.Clone()
+		co.Metadata = &md
+	}
+	pr, err := d.Commit(ctx, co)
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
+	e.opts.Logger.DebugContext(ctx, "upgraded draft", "key", pr.Meta().Key.String(), "version", pr.Meta().Version)
+	return pr, nil
+}
+
+func checkStrategy(op string, key revision.Key, s revision.UpdateStrategy) error {
+	switch s {
+	case "", revision.ResourceMerge, revision.FastForward, revision.ForceDeleteReplace, revision.CopyMerge:
+		return nil
+	}
+	return invalid(op, key, "unknown update strategy %q", s)
+}
+
+// merge returns the content of an upgrade of localFiles (of revision
+// localKey) from oldUpstream to newUpstream, for the revision key: merged
+// with the strategy, the Kptfile's upstream and lock naming newUpstream,
+// merge keys on every resource, mutated and rendered.
+func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Key, localFiles revision.Files, oldUpstream, newUpstream Ref, opts UpgradeOptions) (revision.Files, error) {
+	_, oldFiles, err := e.publishedFiles(ctx, op, oldUpstream.key())
+	if err != nil {
+		return revision.Files{}, err
+	}
+	newMeta, newFiles, err := e.publishedFiles(ctx, op, newUpstream.key())
+	if err != nil {
+		return revision.Files{}, err
+	}
 	var localKf *revision.Kptfile
 	if b, ok := localFiles.Get(revision.KptfileName); ok {
 		if localKf, err = revision.ParseKptfile(b); err != nil {
-			return nil, invalid(op, localMeta.Key, "local Kptfile: %v", err)
+			return revision.Files{}, invalid(op, localKey, "local Kptfile: %v", err)
 		}
 	}
+	strategy := opts.Strategy
 	if strategy == "" {
 		strategy = revision.ResourceMerge
 		if localKf != nil && localKf.Upstream != nil && localKf.Upstream.UpdateStrategy != "" {
@@ -109,23 +181,16 @@ func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, o
 	oldFiles, newFiles = stampUpstreams(oldFiles, newFiles)
 	merged, err := update.Merge(oldFiles, newFiles, localFiles, strategy)
 	if err != nil {
-		return nil, wrap(op, localMeta.Key, err)
+		return revision.Files{}, wrap(op, localKey, err)
 	}
 	merged, err = e.setUpstream(merged, localKf, oldUpstream, newMeta, strategy)
 	if err != nil {
-		return nil, wrap(op, key, err)
+		return revision.Files{}, wrap(op, key, err)
 	}
 	if merged, err = upstreamid.StampFiles(merged); err != nil {
-		return nil, wrap(op, key, err)
+		return revision.Files{}, wrap(op, key, err)
 	}
-	if merged, err = e.finish(ctx, op, key, merged, opts.Mutate); err != nil {
-		return nil, err
-	}
-	r, err := e.repo(ctx, op, key)
-	if err != nil {
-		return nil, err
-	}
-	return e.create(ctx, op, r, key, merged, MessageUpgrade, opts.Metadata)
+	return e.finish(ctx, op, key, merged, opts.Mutate)
 }
 
 // stampUpstreams returns original and updated with kpt's merge keys on the

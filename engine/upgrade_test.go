@@ -288,3 +288,67 @@ func TestUpgradeRefusals(t *testing.T) {
 		t.Errorf("refused upgrades wrote revisions: %d (%v)", len(revs), err)
 	}
 }
+
+// UpgradeDraft merges a draft in place, keeping the edits made to it.
+func TestUpgradeDraft(t *testing.T) {
+	ctx := context.Background()
+	f := newUpgFixture(t)
+	oldRef, newRef := f.refs()
+	local := f.downstream.Meta().Key
+	d, err := f.e.Copy(ctx, "deploy", local, "edit", engine.CopyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := d.Files(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err = files.With("notes.txt", []byte("edited in the draft\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err = f.e.Update(ctx, "deploy", d.Meta().Key, files, engine.UpdateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := revision.Metadata{Labels: map[string]string{"upgraded": "yes"}}
+	up, err := f.e.UpgradeDraft(ctx, "deploy", d.Meta().Key, oldRef, newRef, engine.UpgradeOptions{Metadata: md})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if up.Meta().Key != d.Meta().Key || up.Meta().Lifecycle != revision.LifecycleDraft {
+		t.Fatalf("UpgradeDraft made %s (%s), want the draft %s", up.Meta().Key, up.Meta().Lifecycle, d.Meta().Key)
+	}
+	got, err := up.Files(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Has("notes.txt") || !got.Has("quota.yaml") || !got.Has("local.txt") {
+		t.Fatalf("upgraded draft files: %v", got.Paths())
+	}
+	cm := upgResource(t, got, "configmap.yaml")
+	if upgValue(t, cm, "data", "size") != "large" || upgValue(t, cm, "data", "owner") != "team-a" {
+		t.Fatalf("configmap after the draft upgrade:\n%s", cm.MustString())
+	}
+	info, err := up.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.UpstreamLock == nil || info.UpstreamLock.Git.Ref != "basens/v2" {
+		t.Fatalf("upstream lock after the draft upgrade: %+v", info.UpstreamLock)
+	}
+	if !up.Meta().Metadata.Equal(md) {
+		t.Fatalf("metadata after the draft upgrade: %+v", up.Meta().Metadata)
+	}
+	// Again: nothing to change, nothing written.
+	again, err := f.e.UpgradeDraft(ctx, "deploy", d.Meta().Key, newRef, newRef, engine.UpgradeOptions{})
+	if err != nil || again.Meta().Version != up.Meta().Version {
+		t.Fatalf("a second UpgradeDraft to the same upstream: %v, %v", again, err)
+	}
+	if _, err := f.e.UpgradeDraft(ctx, "deploy", local, oldRef, newRef, engine.UpgradeOptions{}); !errors.Is(err, repository.ErrImmutable) {
+		t.Fatalf("UpgradeDraft of a published revision: %v, want ErrImmutable", err)
+	}
+	if _, err := f.e.UpgradeDraft(ctx, "deploy", d.Meta().Key, oldRef, newRef, engine.UpgradeOptions{Strategy: "bogus"}); !errors.Is(err, repository.ErrInvalidInput) {
+		t.Fatalf("UpgradeDraft with a bad strategy: %v", err)
+	}
+}

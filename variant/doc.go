@@ -81,12 +81,11 @@
 // config.porch.kpt.dev/packagevariantset on their downstream revisions, so
 // nothing needs to be remembered between calls.
 //
-// # Limitations
-//
-// The engine upgrades only published revisions. A downstream draft whose
-// upstream moved is therefore replaced: by a draft upgraded from the latest
-// published downstream, or cloned anew when there is none. Edits made to
-// the stale draft itself are not carried over.
+// A downstream draft whose upstream moved is upgraded in place
+// (Engine.UpgradeDraft): its edits survive the three-way merge, as with
+// Porch's controller. Only a draft whose old upstream cannot be read (its
+// lock names no revision of a known repository) is replaced: by a draft
+// upgraded from the latest published downstream, or cloned anew.
 //
 // # Concurrency
 //

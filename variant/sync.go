@@ -90,9 +90,10 @@ func (o *Options) withDefaults(e *engine.Engine) (Options, error) {
 //     latest owned published revision is the downstream.
 //   - The downstream's upstream lock names another revision than the
 //     upstream selects: a published downstream gets a new draft by
-//     Engine.Upgrade; a stale draft is replaced by one upgraded from the
-//     latest published downstream (or cloned anew when there is none),
-//     because the engine upgrades only published revisions.
+//     Engine.Upgrade; a stale draft is upgraded in place by
+//     Engine.UpgradeDraft, keeping its edits (or, when its old upstream
+//     cannot be read, replaced by one upgraded from the latest published
+//     downstream, or cloned anew when there is none).
 //   - The published downstream differs from the desired mutations: a new
 //     draft by Engine.Copy.
 //
@@ -687,12 +688,23 @@ func (s *syncer) ensureDraft(ctx context.Context, d, latest revision.PackageRevi
 	return nil
 }
 
-// replaceDraft replaces the draft d, whose upstream is stale, by a new
-// draft of the resolved upstream: upgraded from latest when there is a
-// published downstream, cloned anew otherwise. Edits made to d are not
-// carried over (see the package documentation).
+// replaceDraft brings the draft d, whose upstream is stale, to the
+// resolved upstream: upgraded in place when its old upstream can be read,
+// keeping its edits; else replaced by a new draft upgraded from latest
+// when there is a published downstream, cloned anew otherwise.
 func (s *syncer) replaceDraft(ctx context.Context, d, latest revision.PackageRevision) error {
 	m := d.Meta()
+	if old, ok := s.oldUpstream(ctx, d); ok {
+		pr, err := s.e.UpgradeDraft(ctx, m.Key.Repository, m.Key, old, s.upstreamRef(),
+			engine.UpgradeOptions{Metadata: s.desiredMetadata(m.Metadata), Mutate: s.mutation()})
+		if err != nil {
+			return fmt.Errorf("variant: %s: upgrade draft %s to %s: %w", s.owner, m.Key, s.upstream.Meta().Key, err)
+		}
+		s.log(ctx, ActionUpgraded, pr.Meta().Key)
+		s.res.record(ActionUpgraded, pr.Meta().Key)
+		s.target(pr.Meta().Key)
+		return nil
+	}
 	if latest != nil {
 		var next revision.PackageRevision
 		ok, err := s.upToDate(ctx, latest)

@@ -162,7 +162,9 @@ func TestSyncUpgradesWhenUpstreamMoves(t *testing.T) {
 	})
 }
 
-func TestSyncStaleDraftIsReplaced(t *testing.T) {
+// A draft whose upstream moved is upgraded in place: the edits made to it
+// survive, as with Porch's controller.
+func TestSyncStaleDraftIsUpgradedInPlace(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b backend) {
 		v := newEnv(t, b)
 		v.publish("blueprints", "bucket", upstreamFiles())
@@ -170,14 +172,29 @@ func TestSyncStaleDraftIsReplaced(t *testing.T) {
 		res, err := variant.Sync(v.ctx, v.e, pv, v.opts)
 		require.NoError(t, err)
 		first := res.Key
+		// Someone edits the draft.
+		pr, err := v.e.Get(v.ctx, "deployments", first)
+		require.NoError(t, err)
+		files, err := pr.Files(v.ctx)
+		require.NoError(t, err)
+		files, err = files.With("notes.txt", []byte("hand edit\n"))
+		require.NoError(t, err)
+		_, err = v.e.Update(v.ctx, "deployments", first, files, engine.UpdateOptions{})
+		require.NoError(t, err)
+
 		v.publish("blueprints", "bucket", upstreamFiles())
 		res, err = variant.Sync(v.ctx, v.e, pv, v.opts)
 		require.NoError(t, err)
 		assert.Equal(t, variant.ActionUpgraded, res.Action)
+		assert.Equal(t, first, res.Key)
 		assert.Equal(t, "bucket/v2", v.kptfile(res.Key).UpstreamLock.Git.Ref)
+		assert.Equal(t, "hand edit\n", v.file(res.Key, "notes.txt"))
 		revs := v.revisions("deployments", "my-bucket")
 		require.Len(t, revs, 1)
-		assert.NotEqual(t, first, revs[0].Meta().Key)
+		// And it is in sync now.
+		res, err = variant.Sync(v.ctx, v.e, pv, v.opts)
+		require.NoError(t, err)
+		assert.Equal(t, variant.ActionUnchanged, res.Action)
 	})
 }
 
