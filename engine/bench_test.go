@@ -274,6 +274,45 @@ func BenchmarkApproveHistory(b *testing.B) {
 	}
 }
 
+// BenchmarkDeleteHistory measures Engine.Delete of a revision proposed for
+// deletion in a repository of n published revisions: before it deletes,
+// the engine reads every revision's upstream lock to refuse deleting a
+// revision another names as upstream.
+//
+// Rerun: go test ./engine -run '^$' -bench DeleteHistory -benchtime 20x -count 3
+func BenchmarkDeleteHistory(b *testing.B) {
+	root := b.TempDir()
+	for _, n := range []int{100, 1000, 5000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			dir := filepath.Join(root, fmt.Sprintf("history-%d.git", n))
+			benchHistory(b, dir, n)
+			r := benchOpen(b, "history", dir)
+			e := benchEngine(b, engine.Repos{"history": r})
+			pkg := benchPkg(0)
+			var took []time.Duration
+			for i := 0; b.Loop(); i++ {
+				b.StopTimer()
+				key := benchProposal(b, e, r, pkg, benchRevsPerPkg, fmt.Sprintf("bench-%d", i))
+				pr, err := e.Approve(e2eCtx, "history", key)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if pr, err = e.ProposeDelete(e2eCtx, "history", pr.Meta().Key); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := time.Now()
+				err = e.Delete(e2eCtx, "history", pr.Meta().Key)
+				took = append(took, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(benchMedianMS(took), "p50-ms")
+		})
+	}
+}
+
 func benchMedianMS(d []time.Duration) float64 {
 	if len(d) == 0 {
 		return 0

@@ -100,12 +100,27 @@ func NewWithFiles(meta Meta, files Files) PackageRevision {
 	return &lazyRevision{meta: meta, files: &files}
 }
 
+// InfoLoader reads a revision's Info without reading all its files.
+type InfoLoader func(ctx context.Context) (Info, error)
+
+// NewWithInfo is New with a cheaper way to the Info: until the files have
+// been read, Info calls info (once, keeping a success) instead of loading
+// every file. Backends that can read the root Kptfile alone use it, so
+// that callers going through many revisions' upstream locks and readiness
+// (an upstream-reference check, a server listing) do not read whole
+// packages. info must agree with InfoFromFiles on the same content.
+func NewWithInfo(meta Meta, load Loader, info InfoLoader) PackageRevision {
+	return &lazyRevision{meta: meta, load: load, loadInfo: info}
+}
+
 type lazyRevision struct {
-	meta Meta
-	load Loader
+	meta     Meta
+	load     Loader
+	loadInfo InfoLoader
 
 	mu    sync.Mutex
 	files *Files
+	info  *Info
 }
 
 func (r *lazyRevision) Meta() Meta { return r.meta }
@@ -128,6 +143,24 @@ func (r *lazyRevision) Files(ctx context.Context) (Files, error) {
 }
 
 func (r *lazyRevision) Info(ctx context.Context) (Info, error) {
+	r.mu.Lock()
+	if r.info != nil {
+		defer r.mu.Unlock()
+		return *r.info, nil
+	}
+	if r.files == nil && r.loadInfo != nil {
+		defer r.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return Info{}, err
+		}
+		info, err := r.loadInfo(ctx)
+		if err != nil {
+			return Info{}, fmt.Errorf("%s: %w", r.meta.Key, err)
+		}
+		r.info = &info
+		return info, nil
+	}
+	r.mu.Unlock()
 	f, err := r.Files(ctx)
 	if err != nil {
 		return Info{}, err

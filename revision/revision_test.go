@@ -251,3 +251,32 @@ func TestNewDraftOverlay(t *testing.T) {
 		t.Error("Commit without a commit function succeeded")
 	}
 }
+
+func TestNewWithInfo(t *testing.T) {
+	ctx := context.Background()
+	loads, infos := 0, 0
+	files := MustFiles(map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: x\ninfo:\n  readinessGates:\n    - conditionType: A\n"})
+	pr := NewWithInfo(testMeta(), func(context.Context) (Files, error) { loads++; return files, nil },
+		func(context.Context) (Info, error) {
+			infos++
+			if infos == 1 {
+				return Info{}, errors.New("transient")
+			}
+			return InfoFromFiles(files)
+		})
+	if _, err := pr.Info(ctx); err == nil {
+		t.Fatal("a failed info load was not returned")
+	}
+	for range 2 {
+		info, err := pr.Info(ctx)
+		if err != nil || len(info.ReadinessGates) != 1 {
+			t.Fatalf("Info = %+v, %v", info, err)
+		}
+	}
+	if loads != 0 || infos != 2 {
+		t.Fatalf("files loaded %d times, info %d times; want 0 and 2 (a failure is not kept, a success is)", loads, infos)
+	}
+	if _, err := pr.Files(ctx); err != nil || loads != 1 {
+		t.Fatalf("Files: %v, loads %d", err, loads)
+	}
+}

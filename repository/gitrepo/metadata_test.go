@@ -95,3 +95,45 @@ func gitWithInput(t testing.TB, dir, stdin string, args ...string) string {
 	}
 	return strings.TrimSpace(string(out))
 }
+
+// Info reads only the Kptfile and agrees with InfoFromFiles; what it
+// returns is the caller's own.
+func TestInfoWithoutFiles(t *testing.T) {
+	ctx := context.Background()
+	r := mustOpen(t, gitSpec(newBare(t)), nil)
+	defer r.Close()
+	kf := "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\nupstream:\n  type: git\n  git:\n    repo: https://example.com/r.git\n    directory: app\n    ref: app/v1\nupstreamLock:\n  type: git\n  git:\n    repo: https://example.com/r.git\n    directory: app\n    ref: app/v1\n    commit: abc\ninfo:\n  readinessGates:\n    - conditionType: Ready\nstatus:\n  conditions:\n    - type: Ready\n      status: \"True\"\n"
+	key := revision.Key{Package: "app", Workspace: "ws"}
+	d, err := r.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: revision.MustFiles(map[string]string{"Kptfile": kf, "big.yaml": "a: 1\n"})})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ { // the second read comes from the cache
+		pr, err := r.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		info, err := pr.Info(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files, err := pr.Files(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := revision.InfoFromFiles(files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if info.UpstreamLock == nil || info.UpstreamLock.Git.Commit != "abc" || info.Upstream.Git.Ref != "app/v1" ||
+			len(info.ReadinessGates) != 1 || len(info.Conditions) != 1 ||
+			*info.UpstreamLock.Git != *want.UpstreamLock.Git || info.ReadinessGates[0] != want.ReadinessGates[0] {
+			t.Fatalf("Info %+v, want %+v", info, want)
+		}
+		info.UpstreamLock.Git.Commit = "changed by the caller"
+		info.Conditions[0].Status = "False"
+	}
+}

@@ -52,6 +52,7 @@ const (
 	kindPackages     // packages under a tree, the tree being a package candidate
 	kindPackagesRoot // packages under a tree at the top of the directory
 	kindFiles
+	kindInfo
 )
 
 var errNotCommit = errors.New("not a commit")
@@ -436,4 +437,63 @@ func (v *view) replaceEntry(root plumbing.Hash, segs []string, leaf plumbing.Has
 		return plumbing.ZeroHash, nil
 	}
 	return v.putTree(out)
+}
+
+// info returns the Info the root Kptfile of package tree h records,
+// reading only that file (cached by the Kptfile's blob id); a zero Info
+// when there is no Kptfile.
+func (v *view) info(h plumbing.Hash) (revision.Info, error) {
+	entries, err := v.tree(h)
+	if err != nil {
+		return revision.Info{}, err
+	}
+	e, ok := findEntry(entries, kptfileName)
+	if !ok || e.mode != modeRegular {
+		return revision.Info{}, nil
+	}
+	if c, ok := v.cache.get(kindInfo, e.hash); ok {
+		return cloneInfo(c.(revision.Info)), nil
+	}
+	data, err := v.blob(e.hash)
+	if err != nil {
+		return revision.Info{}, err
+	}
+	files, err := revision.NewFiles(map[string][]byte{kptfileName: data})
+	if err != nil {
+		return revision.Info{}, err
+	}
+	info, err := revision.InfoFromFiles(files)
+	if err != nil {
+		return revision.Info{}, err
+	}
+	v.cache.put(kindInfo, e.hash, info, int64(256+len(data)))
+	return cloneInfo(info), nil
+}
+
+// cloneInfo returns a copy of i that shares nothing a caller could change
+// with the cached one.
+func cloneInfo(i revision.Info) revision.Info {
+	if i.Upstream != nil {
+		u := *i.Upstream
+		if u.Git != nil {
+			g := *u.Git
+			u.Git = &g
+		}
+		i.Upstream = &u
+	}
+	if i.UpstreamLock != nil {
+		l := *i.UpstreamLock
+		if l.Git != nil {
+			g := *l.Git
+			l.Git = &g
+		}
+		if l.Generic != nil {
+			g := *l.Generic
+			l.Generic = &g
+		}
+		i.UpstreamLock = &l
+	}
+	i.ReadinessGates = slices.Clone(i.ReadinessGates)
+	i.Conditions = slices.Clone(i.Conditions)
+	return i
 }

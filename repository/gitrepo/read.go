@@ -61,7 +61,22 @@ func (x *rev) meta() revision.Meta {
 func (r *Repository) revision(x *rev) revision.PackageRevision {
 	tree := x.pkgTree
 	key := x.key
-	return revision.New(x.meta(), func(ctx context.Context) (revision.Files, error) {
+	info := func(ctx context.Context) (revision.Info, error) {
+		if err := r.enter(ctx, "read info", key); err != nil {
+			return revision.Info{}, err
+		}
+		var out revision.Info
+		err := r.st.read(ctx, func() error {
+			var err error
+			out, err = r.newView().info(tree)
+			return err
+		})
+		if err != nil {
+			return revision.Info{}, r.wrapErr("read info", key, err)
+		}
+		return out, nil
+	}
+	return revision.NewWithInfo(x.meta(), func(ctx context.Context) (revision.Files, error) {
 		if err := r.enter(ctx, "read files", key); err != nil {
 			return revision.Files{}, err
 		}
@@ -75,7 +90,7 @@ func (r *Repository) revision(x *rev) revision.PackageRevision {
 			return revision.Files{}, r.wrapErr("read files", key, err)
 		}
 		return f, nil
-	})
+	}, info)
 }
 
 // List returns the revisions opts selects, in repository.SortRevisions
