@@ -59,19 +59,7 @@ func (e *Engine) DiscoverUpgrades(ctx context.Context, repos []string) ([]Upgrad
 	if len(repos) == 0 {
 		repos = all
 	}
-	// Where an upstream repo string can point: a repository name or URL.
-	byRef := map[string]string{}
-	for _, name := range all {
-		byRef[name] = name
-	}
-	if u, ok := e.opts.Repositories.(URLer); ok {
-		for _, name := range all {
-			if url := u.URL(name); url != "" {
-				byRef[url] = name
-				byRef[strings.TrimSuffix(url, ".git")] = name
-			}
-		}
-	}
+	byRef := e.repoIndex(all)
 	published := map[string][]revision.Key{} // per repository, sorted
 	listPublished := func(name string) ([]revision.Key, error) {
 		if keys, ok := published[name]; ok {
@@ -161,18 +149,60 @@ func latestPerPackage(keys []revision.Key) []revision.Key {
 	return out
 }
 
-// upstreamOf returns the registered upstream revision info's lock (else
-// upstream) names, resolving its repo through byRef.
-func upstreamOf(info revision.Info, byRef map[string]string) (revision.Key, bool) {
-	var repo, dir, ref string
+// UpstreamOf returns the revision of a repository of the Engine that
+// info's upstream lock (else its upstream) names: a git lock whose repo is
+// the repository's name or, when the Repositories implement [URLer], its
+// URL (with or without ".git"), whose directory is the package path and
+// whose ref is "<package>/v<N>", as Clone and Upgrade write them. ok is
+// false when it names nothing the Engine knows: no upstream, or a package
+// cloned from an unregistered git repository. It does not check that the
+// revision still exists. The error is the Repositories' Names error.
+func (e *Engine) UpstreamOf(ctx context.Context, info revision.Info) (Ref, bool, error) {
+	names, err := e.opts.Repositories.Names(ctx)
+	if err != nil {
+		return Ref{}, false, err
+	}
+	k, ok := upstreamOf(info, e.repoIndex(names))
+	return Ref{Repository: k.Repository, Key: revision.Key{Package: k.Package, Revision: k.Revision}}, ok, nil
+}
+
+// repoIndex maps what an upstream lock's repo may say (a repository name,
+// or its URL with or without ".git") to the repository's name.
+func (e *Engine) repoIndex(names []string) map[string]string {
+	byRef := make(map[string]string, 3*len(names))
+	u, hasURL := e.opts.Repositories.(URLer)
+	for _, name := range names {
+		byRef[name] = name
+		if !hasURL {
+			continue
+		}
+		if url := u.URL(name); url != "" {
+			byRef[url] = name
+			byRef[strings.TrimSuffix(url, ".git")] = name
+		}
+	}
+	return byRef
+}
+
+// upstreamGit returns the git upstream info records: its lock, else its
+// upstream (commit empty then).
+func upstreamGit(info revision.Info) (repo, dir, ref, commit string, ok bool) {
 	switch {
 	case info.UpstreamLock != nil && info.UpstreamLock.Git != nil:
 		g := info.UpstreamLock.Git
-		repo, dir, ref = g.Repo, g.Directory, g.Ref
+		return g.Repo, g.Directory, g.Ref, g.Commit, true
 	case info.Upstream != nil && info.Upstream.Git != nil:
 		g := info.Upstream.Git
-		repo, dir, ref = g.Repo, g.Directory, g.Ref
-	default:
+		return g.Repo, g.Directory, g.Ref, "", true
+	}
+	return "", "", "", "", false
+}
+
+// upstreamOf returns the registered upstream revision info names,
+// resolving its repo through byRef (see UpstreamOf).
+func upstreamOf(info revision.Info, byRef map[string]string) (revision.Key, bool) {
+	repo, dir, ref, _, ok := upstreamGit(info)
+	if !ok {
 		return revision.Key{}, false
 	}
 	name, ok := byRef[repo]

@@ -92,6 +92,28 @@ func TestDiscoverUpgrades(t *testing.T) {
 		t.Fatalf("candidates after upgrading team-a: %+v", got)
 	}
 
+	// UpstreamOf resolves a clone's lock to the registered revision, and
+	// nothing for a package without an upstream.
+	teamB, err := e.Latest(ctx, "deploy", "team-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := teamB.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref, ok, err := e.UpstreamOf(ctx, info)
+	if err != nil || !ok || ref.Repository != "catalog" || ref.Key != (revision.Key{Package: "basens", Revision: 1}) {
+		t.Fatalf("UpstreamOf(team-b) = %+v, %v, %v", ref, ok, err)
+	}
+	plain, err := e.Latest(ctx, "deploy", "plain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pinfo, _ := plain.Info(ctx)
+	if _, ok, err := e.UpstreamOf(ctx, pinfo); ok || err != nil {
+		t.Fatalf("UpstreamOf(plain) = %v, %v; want nothing", ok, err)
+	}
 	if _, err := e.DiscoverUpgrades(ctx, []string{"nope"}); !errors.Is(err, repository.ErrNotFound) {
 		t.Fatalf("DiscoverUpgrades of an unknown repository: %v, want ErrNotFound", err)
 	}

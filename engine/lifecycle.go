@@ -281,14 +281,8 @@ func (e *Engine) referencedBy(ctx context.Context, target revision.Meta) ([]revi
 }
 
 func namesUpstream(info revision.Info, target revision.Meta, ref string) bool {
-	var dir, gitRef, commit string
-	switch {
-	case info.UpstreamLock != nil && info.UpstreamLock.Git != nil:
-		l := info.UpstreamLock.Git
-		dir, gitRef, commit = l.Directory, l.Ref, l.Commit
-	case info.Upstream != nil && info.Upstream.Git != nil:
-		dir, gitRef = info.Upstream.Git.Directory, info.Upstream.Git.Ref
-	default:
+	_, dir, gitRef, commit, ok := upstreamGit(info)
+	if !ok {
 		return false
 	}
 	// The lock names the package's directory; its commit (or its ref)

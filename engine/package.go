@@ -86,9 +86,9 @@ func checkNewPackage(ctx context.Context, op string, r repository.Repository, ke
 				"package %q already exists in repository %q; make new revisions with copy", key.Package, key.Repository)
 		}
 	}
-	for _, pr := range revs {
+	if len(revs) > 0 { // a package under key's path
 		return repository.Errorf(op, key.Repository, key, repository.ErrInvalidInput,
-			"packages cannot be nested: %q and existing package %q", key.Package, pr.Meta().Key.Package)
+			"packages cannot be nested: %q and existing package %q", key.Package, revs[0].Meta().Key.Package)
 	}
 	for p := path.Dir(key.Package); p != "." && p != "/" && p != ""; p = path.Dir(p) {
 		revs, err := r.List(ctx, repository.ListOptions{Package: p})
@@ -114,8 +114,7 @@ func (e *Engine) create(ctx context.Context, op string, r repository.Repository,
 	}
 	co := e.commitOptions(msg)
 	if !md.IsZero() {
-		md = md.Clone()
-		co.Metadata = &md
+		co = withMetadata(co, md)
 	}
 	pr, err := d.Commit(ctx, co)
 	if err != nil {
@@ -226,6 +225,14 @@ type CopyOptions struct {
 // written; it is returned wrapped.
 type Mutation func(ctx context.Context, files revision.Files) (revision.Files, error)
 
+// withMetadata returns co writing a copy of md (validated by the caller)
+// with the content.
+func withMetadata(co revision.CommitOptions, md revision.Metadata) revision.CommitOptions {
+	c := md.Clone()
+	co.Metadata = &c
+	return co
+}
+
 // finish applies mutate (when set) and then the Engine's render to the
 // content of a revision about to be created.
 func (e *Engine) finish(ctx context.Context, op string, key revision.Key, files revision.Files, mutate Mutation) (revision.Files, error) {
@@ -327,8 +334,7 @@ func (e *Engine) save(ctx context.Context, op string, r repository.Repository, d
 	d.SetFiles(rendered)
 	co := e.commitOptions("")
 	if opts.Metadata != nil {
-		md := opts.Metadata.Clone()
-		co.Metadata = &md
+		co = withMetadata(co, *opts.Metadata)
 	}
 	pr, err := d.Commit(ctx, co)
 	if err != nil {

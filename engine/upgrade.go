@@ -112,6 +112,9 @@ func (e *Engine) UpgradeDraft(ctx context.Context, repo string, key revision.Key
 	if err := checkStrategy(op, key, opts.Strategy); err != nil {
 		return nil, err
 	}
+	if err := opts.Metadata.Validate(); err != nil {
+		return nil, wrap(op, key, err)
+	}
 	r, err := e.repo(ctx, op, key)
 	if err != nil {
 		return nil, err
@@ -130,11 +133,7 @@ func (e *Engine) UpgradeDraft(ctx context.Context, repo string, key revision.Key
 	d.SetFiles(merged)
 	co := e.commitOptions(MessageUpgrade)
 	if !opts.Metadata.IsZero() {
-		if err := opts.Metadata.Validate(); err != nil {
-			return nil, wrap(op, key, err)
-		}
-		md := opts.Metadata.Clone()
-		co.Metadata = &md
+		co = withMetadata(co, opts.Metadata)
 	}
 	pr, err := d.Commit(ctx, co)
 	if err != nil {
@@ -235,14 +234,15 @@ func stampUpstreams(original, updated revision.Files) (revision.Files, revision.
 	return so, su
 }
 
-// UpgradeOptions configure Upgrade.
+// UpgradeOptions configure Upgrade and UpgradeDraft.
 type UpgradeOptions struct {
 	// Strategy is the merge strategy: resource-merge, fast-forward,
 	// force-delete-replace or copy-merge; empty means the local Kptfile's
 	// upstream.updateStrategy, else resource-merge.
 	Strategy revision.UpdateStrategy
 	// Metadata becomes the new draft's labels and annotations, written
-	// with it (see [Engine.SetMetadata]).
+	// with it (see [Engine.SetMetadata]); for UpgradeDraft, non-zero
+	// Metadata replaces the draft's and zero keeps it.
 	Metadata revision.Metadata
 	// Mutate, when set, edits the merged content before it is rendered and
 	// committed (see [Mutation]).

@@ -515,55 +515,29 @@ func (s *syncer) upToDate(ctx context.Context, pr revision.PackageRevision) (boo
 	if lock.Commit != "" && (lock.Commit == um.Commit || lock.Commit == um.Version) {
 		return true, nil
 	}
-	return lock.Directory == um.Key.Package &&
-		lock.Ref == um.Key.Package+"/v"+strconv.Itoa(um.Key.Revision) &&
-		s.repoMatches(lock.Repo, um.Key.Repository), nil
-}
-
-// repoMatches reports whether a lock's repo names the repository called
-// name: its name, or its URL when the Repositories know one.
-func (s *syncer) repoMatches(lockRepo, name string) bool {
-	if lockRepo == name {
-		return true
+	ref, ok, err := s.e.UpstreamOf(ctx, info)
+	if err != nil {
+		return false, fmt.Errorf("variant: resolve the upstream of %s: %w", pr.Meta().Key, err)
 	}
-	if u, ok := s.o.Repositories.(engine.URLer); ok {
-		if url := u.URL(name); url != "" && url == lockRepo {
-			return true
-		}
-	}
-	return false
+	return ok && ref.Repository == um.Key.Repository && ref.Key.Package == um.Key.Package && ref.Key.Revision == um.Key.Revision, nil
 }
 
 // oldUpstream returns the published revision pr's upstream lock names, or
-// false when it cannot be found among the Repositories.
+// false when it is not a revision of the Engine's repositories (see
+// Engine.UpstreamOf) or no longer exists.
 func (s *syncer) oldUpstream(ctx context.Context, pr revision.PackageRevision) (engine.Ref, bool) {
 	info, err := pr.Info(ctx)
-	if err != nil || info.UpstreamLock == nil || info.UpstreamLock.Git == nil {
-		return engine.Ref{}, false
-	}
-	lock := info.UpstreamLock.Git
-	rest, ok := strings.CutPrefix(lock.Ref, lock.Directory+"/v")
-	if !ok {
-		return engine.Ref{}, false
-	}
-	n, err := strconv.Atoi(rest)
-	if err != nil || n <= 0 {
-		return engine.Ref{}, false
-	}
-	names, err := s.o.Repositories.Names(ctx)
 	if err != nil {
 		return engine.Ref{}, false
 	}
-	for _, name := range names {
-		if !s.repoMatches(lock.Repo, name) {
-			continue
-		}
-		ref := engine.Ref{Repository: name, Key: revision.Key{Package: lock.Directory, Revision: n}}
-		if _, err := s.e.Get(ctx, name, ref.Key); err == nil {
-			return ref, true
-		}
+	ref, ok, err := s.e.UpstreamOf(ctx, info)
+	if err != nil || !ok {
+		return engine.Ref{}, false
 	}
-	return engine.Ref{}, false
+	if _, err := s.e.Get(ctx, ref.Repository, ref.Key); err != nil {
+		return engine.Ref{}, false
+	}
+	return ref, true
 }
 
 // upgrade creates a new draft moving the published revision local to the
