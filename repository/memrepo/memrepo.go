@@ -327,17 +327,24 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 			meta.PublishedBy = r.opts.AuthorEmail
 		}
 	}
-	next := &record{meta: meta, files: rec.files}
+	next := r.replace(meta, rec.files)
+	if from == revision.LifecycleProposed && to == revision.LifecyclePublished {
+		r.setBranch(meta.Key.Package, next.files)
+	}
+	return next.revision(), nil
+}
+
+// replace stores meta and files as the new state of an existing revision
+// and reports it to the watches; r.mu must be held.
+func (r *Repository) replace(meta revision.Meta, files revision.Files) *record {
+	next := &record{meta: meta, files: files}
 	if meta.Key.IsPlaceholder() {
 		r.branch[meta.Key.Package] = next
 	} else {
 		r.revs[id(meta.Key.Package, meta.Key.Workspace)] = next
 	}
 	r.notify(repository.Modified, next)
-	if from == revision.LifecycleProposed && to == revision.LifecyclePublished {
-		r.setBranch(meta.Key.Package, next.files)
-	}
-	return next.revision(), nil
+	return next
 }
 
 // nextRevision returns one more than the highest published revision of
@@ -427,13 +434,7 @@ func (r *Repository) SetMetadata(ctx context.Context, key revision.Key, md revis
 	meta := rec.meta
 	meta.Metadata = md.Clone()
 	meta.Version = r.nextVersion()
-	next := &record{meta: meta, files: rec.files}
-	if meta.Key.IsPlaceholder() {
-		r.branch[meta.Key.Package] = next
-	} else {
-		r.revs[id(meta.Key.Package, meta.Key.Workspace)] = next
-	}
-	r.notify(repository.Modified, next)
+	next := r.replace(meta, rec.files)
 	return next.revision(), nil
 }
 
