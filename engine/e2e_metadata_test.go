@@ -23,22 +23,10 @@ func TestE2EMetadata(t *testing.T) {
 			Annotations: map[string]string{"example.com/note": "a note\non two lines", "test-annotation": "true"},
 		}
 		key := revision.Key{Package: "with-metadata", Workspace: "v1"}
+		// Every backend of the matrix keeps metadata (repotest covers the
+		// refusal of one that does not).
 		if _, ok := env.repo[e2eTest].Repository.(repository.MetadataWriter); !ok {
-			// The contract of a backend that keeps no metadata: refuse it,
-			// write nothing.
-			before := env.version(e2eTest)
-			if _, err := env.e.Init(e2eCtx, e2eTest, key, engine.InitOptions{Metadata: md}); !errors.Is(err, repository.ErrNotSupported) {
-				t.Fatalf("init with metadata: %v, want ErrNotSupported", err)
-			}
-			env.gone(e2eTest, key)
-			if env.version(e2eTest) != before {
-				t.Fatal("a refused init changed the repository")
-			}
-			env.init(e2eTest, key, nil)
-			if _, err := env.e.SetMetadata(e2eCtx, e2eTest, key, md, ""); !errors.Is(err, repository.ErrNotSupported) {
-				t.Fatalf("set metadata: %v, want ErrNotSupported", err)
-			}
-			t.Skipf("%s keeps no metadata (not a repository.MetadataWriter)", b.name)
+			t.Fatalf("%s keeps no metadata (not a repository.MetadataWriter)", b.name)
 		}
 		want := func(what string, pr revision.PackageRevision, md revision.Metadata) {
 			t.Helper()
@@ -229,7 +217,7 @@ func TestE2EMetadataDiscovered(t *testing.T) {
 		t.Fatalf("discovered revision has metadata %+v", pr.Meta().Metadata)
 	}
 	if _, ok := r.(repository.MetadataWriter); !ok {
-		t.Skip("gitrepo keeps no metadata (not a repository.MetadataWriter)")
+		t.Fatal("gitrepo keeps no metadata (not a repository.MetadataWriter)")
 	}
 	md := revision.Metadata{Labels: map[string]string{"added": "later"}}
 	if pr, err = e.SetMetadata(e2eCtx, e2eBlueprints, v1, md, pr.Meta().Version); err != nil {

@@ -165,12 +165,12 @@ func (s *suite) testMetadata(t *testing.T) {
 		if err := dr.SetFile("x.yaml", []byte("a: 1\n")); err != nil {
 			t.Fatal(err)
 		}
-		pr, err = dr.Commit(ctx(t), revision.CommitOptions{Metadata: &revision.Metadata{}})
+		cleared, err := dr.Commit(ctx(t), revision.CommitOptions{Metadata: &revision.Metadata{}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		checkMeta(t, "commit with empty metadata", get(t, r, key("meta/d", "ws")), revision.Metadata{})
-		_ = pr
+		checkMeta(t, "commit with empty metadata", cleared.Meta(), revision.Metadata{})
+		checkMeta(t, "Get after a commit with empty metadata", get(t, r, key("meta/d", "ws")), revision.Metadata{})
 	})
 
 	if !s.h.NoPlaceholder {
