@@ -102,28 +102,26 @@ func (r *Repository) attachMetadata(v *view, x *rev) error {
 }
 
 // planMetadata adds to t the update of the metadata ref that sets the
-// metadata of each path in edits (a zero Metadata removes it). It adds
-// nothing when the tree does not change.
-func (r *Repository) planMetadata(v *view, t *txn, edits map[string]revision.Metadata) error {
+// metadata of revision x to md (zero Metadata removes it). It adds nothing
+// when the tree does not change.
+func (r *Repository) planMetadata(v *view, t *txn, x *rev, md revision.Metadata) error {
 	old, tree, err := v.metadataRoot()
 	if err != nil {
 		return err
 	}
-	root := tree
-	for p, md := range edits {
-		var blob plumbing.Hash
-		if !md.IsZero() {
-			data, err := md.Marshal()
-			if err != nil {
-				return err
-			}
-			if blob, err = v.putBlob(data); err != nil {
-				return err
-			}
-		}
-		if root, err = v.replaceEntry(root, strings.Split(p, "/"), blob, modeRegular); err != nil {
+	var blob plumbing.Hash
+	if !md.IsZero() {
+		data, err := md.Marshal()
+		if err != nil {
 			return err
 		}
+		if blob, err = v.putBlob(data); err != nil {
+			return err
+		}
+	}
+	root, err := v.replaceEntry(tree, strings.Split(metadataPath(x), "/"), blob, modeRegular)
+	if err != nil {
+		return err
 	}
 	if root == tree || (tree.IsZero() && root.IsZero()) {
 		return nil
@@ -177,7 +175,7 @@ func (r *Repository) SetMetadata(ctx context.Context, key revision.Key, md revis
 			return nil, nil
 		}
 		t := &txn{}
-		if err := r.planMetadata(v, t, map[string]revision.Metadata{metadataPath(x): md}); err != nil {
+		if err := r.planMetadata(v, t, x, md); err != nil {
 			return nil, err
 		}
 		return t, nil

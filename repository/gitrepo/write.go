@@ -190,7 +190,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 			// A new draft starts with the metadata it was given and with no
 			// leftover of an earlier revision of its workspace.
 			if opts.Metadata != nil || meta.Version == "" {
-				if err := r.planMetadata(v, t, map[string]revision.Metadata{metadataPath(result): md}); err != nil {
+				if err := r.planMetadata(v, t, result, md); err != nil {
 					return nil, err
 				}
 			}
@@ -401,7 +401,7 @@ func (r *Repository) Delete(ctx context.Context, key revision.Key, opts reposito
 		}
 		// The revision's metadata goes with it, in the same update.
 		if !x.md.IsZero() {
-			if err := r.planMetadata(v, t, map[string]revision.Metadata{metadataPath(x): {}}); err != nil {
+			if err := r.planMetadata(v, t, x, revision.Metadata{}); err != nil {
 				return nil, err
 			}
 		}
