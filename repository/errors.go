@@ -36,6 +36,11 @@ var (
 	// ErrUnavailable: the store could not be reached or refused the
 	// credentials.
 	ErrUnavailable = errors.New("unavailable")
+	// ErrCorrupt: what the store holds for the revision is damaged (in
+	// git, a ref file that is empty or not a hash, or a ref naming an
+	// object that does not exist). The rest of the repository stays
+	// readable; a backend never repairs such data by guessing.
+	ErrCorrupt = errors.New("damaged data in the repository")
 )
 
 // Error is the error every backend returns: what was attempted, on which

@@ -40,6 +40,9 @@ var sizes = []struct{ p, r int }{{10, 1}, {100, 10}, {1000, 10}}
 var fixtureRoot string
 
 func TestMain(m *testing.M) {
+	if op := os.Getenv(crashChildEnv); op != "" {
+		os.Exit(crashChild(op)) // a child process of TestCrash
+	}
 	code := m.Run()
 	if fixtureRoot != "" {
 		os.RemoveAll(fixtureRoot)

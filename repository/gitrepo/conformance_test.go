@@ -2,6 +2,7 @@ package gitrepo_test
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -111,5 +112,20 @@ func TestRemoteCacheDir(t *testing.T) {
 	}
 	if strings.Join(got, " ") != "test:q@main/placeholder" {
 		t.Fatalf("after the CLI's push, List = %v", got)
+	}
+	r.Close()
+
+	// A crash during a fetch left a mirror's ref empty: the mirror is a
+	// cache, so the next open drops it and fetches it again.
+	if err := os.WriteFile(filepath.Join(cache, "refs", "heads", "main"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = mustOpen(t, gitSpec(url), &gitrepo.Options{CacheDir: cache})
+	defer r.Close()
+	if revs, err := r.List(ctx, repository.ListOptions{}); err != nil || len(revs) != 1 {
+		t.Fatalf("after a damaged mirror ref: %d revisions, %v", len(revs), err)
+	}
+	if got := git(t, cache, "rev-parse", "refs/heads/main"); got != git(t, dir, "rev-parse", "refs/heads/main") {
+		t.Fatalf("the mirror's main is %s", got)
 	}
 }

@@ -76,10 +76,10 @@
 //     holding a lock: a mutex in the process and, for a repository on
 //     disk, an flock on cad.lock in the git directory (shared by readers,
 //     exclusive by writers, released by the kernel if the process dies).
-//     Under the lock every ref is checked against its expected old value,
-//     then swapped with go-git's CheckAndSetReference; if one swap fails
-//     (a writer that does not take the lock, such as the git CLI, moved a
-//     ref), the swaps already made are rolled back.
+//     In memory every ref is checked against its expected old value, then
+//     swapped with go-git's CheckAndSetReference, and the swaps made are
+//     rolled back if one fails. On disk the refs are written by cad's own
+//     ref store, never by go-git (see Crash safety).
 //   - On a remote a write fetches the refs, plans on them, and pushes the
 //     new objects and all ref updates in one atomic push whose commands
 //     carry the expected old values, so the server applies all or none.
@@ -95,6 +95,39 @@
 // Approvals of one package are serialised by its tag and the branch, so a
 // revision number is never handed out twice. Unreferenced objects of a
 // lost race may remain, as they do in git; git gc removes them.
+//
+// # Crash safety
+//
+// A repository on disk survives a process killed at any instant, and a
+// power loss, in a state git and cad read: every write is all or nothing.
+// A write syncs the objects it stored (syncfs), then writes its intent,
+// cad-journal.lock in the git directory, listing each ref's old and new
+// value; locks each ref as git does, by creating <ref>.lock exclusively
+// (a lock that exists is another program's, such as the git CLI's: the
+// write backs out with ErrConflict); checks each ref's old value; writes
+// and syncs the new values into the lock files; renames the intent to
+// cad-journal (the commit point); renames the lock files over the refs
+// (a deletion rewrites packed-refs through packed-refs.lock first, then
+// removes the loose file); syncs the directories; and removes the
+// journal. The next process to take cad.lock, a reader or a writer, finds
+// what a dead writer left: before the commit point it removes the intent
+// and the lock files; after it, it completes the write, setting every ref
+// still at its old value. So a revision is in exactly one lifecycle state
+// after any crash, and an approval retried after a crash never publishes
+// twice: it either happened or it did not. TestCrash kills a child
+// process at every step of init, save, propose, approve, metadata,
+// propose-delete and delete, and at random moments, and checks all of
+// this with git fsck.
+//
+// A ref that is damaged all the same (empty, not an object id, or naming
+// a missing object, as go-git's in-place writes or other tools can leave
+// one) is a [*DamagedRefError] matching repository.ErrCorrupt for the
+// revisions it holds only: List leaves them out with a warning, Get and
+// writes of them return the error, and cad never rewrites it. The
+// registered branch is created by spec.git.createBranch only when no ref
+// of that name exists at all: a damaged branch is reported, never
+// replaced. A remote's local mirror in Options.CacheDir is a cache: its
+// damaged refs are dropped and fetched again.
 //
 // # Reads
 //

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // fsRefs reads refs of a repository on disk directly, as git does: a
@@ -21,8 +24,8 @@ import (
 // ref, or the refs under one prefix, costs the same with 100 refs as with
 // 100,000: go-git scans the whole packed-refs file for every lookup, so
 // fsRefs parses it once per change of the file and keeps it sorted.
-// Callers hold the store's lock, which makes go-git's in-place ref writes
-// atomic to them.
+// Callers hold the store's lock. cad writes refs on disk only through
+// transact (refstore.go), never through go-git.
 type fsRefs struct {
 	gitDir string
 
@@ -81,7 +84,9 @@ func (f *fsRefs) packed() ([]string, map[string]plumbing.Hash, error) {
 }
 
 // loose reads the loose ref file name; ok is false when there is none or
-// it is not a hash (a symbolic ref).
+// it is a symbolic ref. A file that is neither a hash nor a symbolic ref
+// (empty, cut short, garbage) is a *DamagedRefError: it shadows whatever
+// packed-refs holds for the name, as it does for git.
 func (f *fsRefs) loose(name string) (plumbing.Hash, bool, error) {
 	data, err := os.ReadFile(filepath.Join(f.gitDir, filepath.FromSlash(name)))
 	if err != nil {
@@ -91,10 +96,39 @@ func (f *fsRefs) loose(name string) (plumbing.Hash, bool, error) {
 		return plumbing.ZeroHash, false, err
 	}
 	s := strings.TrimSpace(string(data))
-	if !plumbing.IsHash(s) {
+	switch {
+	case plumbing.IsHash(s):
+		return plumbing.NewHash(s), true, nil
+	case strings.HasPrefix(s, "ref: "):
 		return plumbing.ZeroHash, false, nil
+	case s == "":
+		return plumbing.ZeroHash, false, &DamagedRefError{Ref: name, Reason: "the ref file is empty"}
 	}
-	return plumbing.NewHash(s), true, nil
+	return plumbing.ZeroHash, false, &DamagedRefError{Ref: name, Reason: fmt.Sprintf("the ref file holds %q, not an object id", truncate(s, 60))}
+}
+
+// DamagedRefError reports a ref that cannot be read as git reads it: its
+// file is empty or not an object id, or it names an object the repository
+// does not have. It matches repository.ErrCorrupt. Only the revisions that
+// ref holds are affected: List leaves them out (and logs a warning), Get
+// returns this error for them, and cad never rewrites such a ref by
+// itself (git update-ref or a delete through cad repairs it).
+type DamagedRefError struct {
+	Ref    string // the ref's full name, refs/...
+	Reason string
+}
+
+// Error says which ref is damaged and how.
+func (e *DamagedRefError) Error() string { return "damaged ref " + e.Ref + ": " + e.Reason }
+
+// Unwrap returns repository.ErrCorrupt.
+func (e *DamagedRefError) Unwrap() error { return repository.ErrCorrupt }
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }
 
 // notExist reports whether err says there is no file: none, a directory,
@@ -142,8 +176,9 @@ func (f *fsRefs) childNames(prefix string) ([]string, error) {
 }
 
 // children returns the refs directly under prefix (which ends in a
-// slash), not those further down.
-func (f *fsRefs) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+// slash), not those further down. A damaged ref is left out and passed to
+// damaged.
+func (f *fsRefs) children(prefix string, damaged func(error)) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
 	names, hashes, err := f.packed()
 	if err != nil {
@@ -163,45 +198,32 @@ func (f *fsRefs) children(prefix string) (map[plumbing.ReferenceName]plumbing.Ha
 			continue
 		}
 		name := prefix + e.Name()
-		if h, ok, err := f.loose(name); err != nil {
-			return nil, err
-		} else if ok {
+		h, ok, err := f.loose(name)
+		if err != nil {
+			if !isDamaged(err) {
+				return nil, err
+			}
+			delete(out, plumbing.ReferenceName(name)) // shadows packed-refs
+			damaged(err)
+			continue
+		}
+		if ok {
 			out[plumbing.ReferenceName(name)] = h
 		}
 	}
 	return out, nil
 }
 
-// removeLoose deletes ref name when it is only a loose file, removing
-// directories left empty as git does, and reports whether it did. A ref
-// in packed-refs is left to go-git.
-func (f *fsRefs) removeLoose(name plumbing.ReferenceName) (bool, error) {
-	_, hashes, err := f.packed()
-	if err != nil {
-		return false, err
-	}
-	if _, ok := hashes[string(name)]; ok {
-		return false, nil
-	}
-	p := filepath.Join(f.gitDir, filepath.FromSlash(string(name)))
-	if err := os.Remove(p); err != nil {
-		if notExist(err) {
-			return true, nil
-		}
-		return false, err
-	}
-	stop := filepath.Join(f.gitDir, "refs")
-	for dir := filepath.Dir(p); len(dir) > len(stop) && strings.HasPrefix(dir, stop); dir = filepath.Dir(dir) {
-		if os.Remove(dir) != nil {
-			break // not empty
-		}
-	}
-	return true, nil
+// isDamaged reports whether err is a *DamagedRefError.
+func isDamaged(err error) bool {
+	var d *DamagedRefError
+	return errors.As(err, &d)
 }
 
 // under returns every ref below prefix (which ends in a slash), at any
 // depth, reading only that part of the refs directory and of packed-refs.
-func (f *fsRefs) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+// A damaged ref is left out and passed to damaged.
+func (f *fsRefs) under(prefix string, damaged func(error)) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
 	names, hashes, err := f.packed()
 	if err != nil {
@@ -226,9 +248,16 @@ func (f *fsRefs) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash,
 			return err
 		}
 		name := filepath.ToSlash(rel)
-		if h, ok, err := f.loose(name); err != nil {
-			return err
-		} else if ok {
+		h, ok, err := f.loose(name)
+		if err != nil {
+			if !isDamaged(err) {
+				return err
+			}
+			delete(out, plumbing.ReferenceName(name))
+			damaged(err)
+			return nil
+		}
+		if ok {
 			out[plumbing.ReferenceName(name)] = h
 		}
 		return nil
@@ -237,4 +266,25 @@ func (f *fsRefs) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash,
 		return nil, err
 	}
 	return out, nil
+}
+
+// dropDamaged removes every damaged loose ref (a mirror's, which the next
+// fetch restores) and returns how many it removed.
+func (f *fsRefs) dropDamaged() (int, error) {
+	var bad []string
+	_, err := f.under("refs/", func(err error) {
+		var d *DamagedRefError
+		if errors.As(err, &d) {
+			bad = append(bad, d.Ref)
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	for _, name := range bad {
+		if err := os.Remove(f.refPath(plumbing.ReferenceName(name))); err != nil && !notExist(err) {
+			return 0, err
+		}
+	}
+	return len(bad), nil
 }

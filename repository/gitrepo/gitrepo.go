@@ -215,7 +215,7 @@ func (r *Repository) openStore(ctx context.Context) error {
 		if s == nil {
 			s = memory.NewStorage()
 		}
-		r.st = newStore(s, "")
+		r.st = newStore(s, "", r.log.Warn)
 		return nil
 	case urlLocal:
 		if r.opts.Storage != nil {
@@ -227,7 +227,7 @@ func (r *Repository) openStore(ctx context.Context) error {
 			return r.errorf("open", revision.Key{}, repository.ErrNotFound, "local repository %q: %w", p, err)
 		}
 		fs := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{MaxOpenDescriptors: 32})
-		r.st = newStore(fs, gitDir)
+		r.st = newStore(fs, gitDir, r.log.Warn)
 		return nil
 	case urlRemote:
 		rm, err := newRemote(u, r.opts)
@@ -247,7 +247,7 @@ func (r *Repository) openStore(ctx context.Context) error {
 		if s == nil {
 			s = memory.NewStorage()
 		}
-		r.st = newStore(s, gitDir)
+		r.st = newStore(s, gitDir, r.log.Warn)
 		r.log.Debug("opening remote", "url", rm.redactedURL)
 		// Fetch once now, so that a bad URL or credentials fail here.
 		if err := r.st.write(ctx, func() error { return r.remote.sync(ctx, r.st) }); err != nil {
@@ -353,6 +353,13 @@ func (r *Repository) ensureBranch(ctx context.Context) error {
 		exists = ok
 		return err
 	})
+	if isDamaged(err) {
+		// The branch exists, damaged: never create it anew over what is
+		// on disk. Drafts, proposals and tags stay readable; what needs
+		// the branch fails with the damaged-ref error.
+		r.log.Warn("the registered branch is damaged", "error", err)
+		return nil
+	}
 	if err != nil {
 		return r.wrapErr("open", revision.Key{}, err)
 	}
@@ -365,7 +372,7 @@ func (r *Repository) ensureBranch(ctx context.Context) error {
 	r.log.Info("creating branch", "branch", r.branch)
 	err = r.update(ctx, func(v *view) (*txn, error) {
 		if _, ok, err := v.ref(branchRef(r.branch)); err != nil || ok {
-			return nil, err // created meanwhile: nothing to do
+			return nil, err // created meanwhile (or damaged): nothing to do
 		}
 		blob, err := v.putBlob([]byte(initialFileContent))
 		if err != nil {

@@ -182,6 +182,10 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 				continue
 			}
 			x, err := r.draftRev(v, pkg, ws, lc, name, h)
+			if isDamaged(err) {
+				v.damaged(err)
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -199,6 +203,10 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 				continue
 			}
 			x, err := r.tagRev(v, pkg, ver, name, h)
+			if isDamaged(err) {
+				v.damaged(err)
+				continue
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -208,6 +216,11 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 	if opts.Revision == 0 || opts.Revision == revision.Placeholder {
 		if opts.Workspace == "" || opts.Workspace == r.branch {
 			phs, err := r.placeholders(v, opts.Package, opts.PackagePrefix)
+			if isDamaged(err) {
+				// The other revisions are listed all the same.
+				v.damaged(err)
+				phs, err = nil, nil
+			}
 			if err != nil {
 				return nil, err
 			}
@@ -264,11 +277,11 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 		if errors.Is(err, errNotCommit) {
 			return nil, nil
 		}
-		return nil, err
+		return nil, dangling(name, err)
 	}
 	tree, ok, err := v.packageTree(c, full)
 	if err != nil {
-		return nil, err
+		return nil, dangling(name, err)
 	}
 	if !ok {
 		r.log.Debug("ignoring branch without a package", "ref", name.String())
@@ -293,11 +306,11 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 		if errors.Is(err, errNotCommit) {
 			return nil, nil
 		}
-		return nil, err
+		return nil, dangling(name, err)
 	}
 	tree, ok, err := v.packageTree(c, full)
 	if err != nil || !ok {
-		return nil, err
+		return nil, dangling(name, err)
 	}
 	ws := workspaceOf(c, full)
 	if ws == "" {
@@ -338,7 +351,7 @@ func (r *Repository) placeholders(v *view, pkg, prefix string) ([]*rev, error) {
 	}
 	c, err := v.commit(head)
 	if err != nil {
-		return nil, err
+		return nil, dangling(branchRef(r.branch), err)
 	}
 	var found []pkgEntry
 	if pkg != "" {
@@ -389,6 +402,15 @@ func (r *Repository) placeholders(v *view, pkg, prefix string) ([]*rev, error) {
 		out = append(out, x)
 	}
 	return out, nil
+}
+
+// dangling returns err as a *DamagedRefError for ref name when it says
+// an object the ref leads to is missing, and err as it is otherwise.
+func dangling(name plumbing.ReferenceName, err error) error {
+	if err != nil && errors.Is(err, plumbing.ErrObjectNotFound) {
+		return &DamagedRefError{Ref: string(name), Reason: "it leads to a missing object: " + err.Error()}
+	}
+	return err
 }
 
 // tagsOf returns the tags full/<ver> of package full, by name.

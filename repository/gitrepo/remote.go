@@ -90,8 +90,23 @@ func (e *redactedError) Error() string {
 func (e *redactedError) Unwrap() error { return e.err }
 
 // sync brings the local mirror up to date: refs always, objects only
-// those it lacks. The store must be locked for writing.
+// those it lacks. The store must be locked for writing. A mirror on disk
+// whose refs a crash damaged (go-git's fetch writes them in place) is a
+// cache: its damaged refs are dropped and the fetch brings them back.
 func (rm *remote) sync(ctx context.Context, st *store) error {
+	err := rm.fetch(ctx, st)
+	if err == nil || st.fsrefs == nil || errors.Is(err, ctx.Err()) {
+		return err
+	}
+	dropped, derr := st.fsrefs.dropDamaged()
+	if derr != nil || dropped == 0 {
+		return err
+	}
+	st.warn("dropped damaged refs of the local mirror", "refs", dropped)
+	return rm.fetch(ctx, st)
+}
+
+func (rm *remote) fetch(ctx context.Context, st *store) error {
 	rem := git.NewRemote(st.s, &config.RemoteConfig{Name: "origin", URLs: []string{rm.url}})
 	err := rem.FetchContext(ctx, &git.FetchOptions{
 		RemoteName:      "origin",

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -34,6 +36,7 @@ type store struct {
 	gitDir      string
 	fsrefs      *fsRefs // refs read directly from gitDir, nil in memory
 	release     func()
+	warn        func(msg string, args ...any)
 }
 
 // shared locks of storage values used by several Repositories at once.
@@ -47,8 +50,8 @@ type sharedLock struct {
 	refs int
 }
 
-func newStore(s storage.Storer, gitDir string) *store {
-	st := &store{s: s, gitDir: gitDir}
+func newStore(s storage.Storer, gitDir string, warn func(msg string, args ...any)) *store {
+	st := &store{s: s, gitDir: gitDir, warn: warn}
 	_, st.sharedReads = s.(*memory.Storage)
 	if gitDir != "" {
 		st.fsrefs = &fsRefs{gitDir: gitDir}
@@ -95,8 +98,16 @@ func (st *store) close() {
 	}
 }
 
-// read runs fn with the storage locked for reading.
+// read runs fn with the storage locked for reading. When a process died
+// in the middle of a write, its journal is rolled forward first, so that
+// fn never sees a write half done.
 func (st *store) read(ctx context.Context, fn func() error) error {
+	if st.fsrefs != nil && st.fsrefs.pending() {
+		err := st.write(ctx, func() error { return nil })
+		if err != nil && !errors.Is(err, os.ErrPermission) {
+			return err
+		}
+	}
 	if st.sharedReads {
 		st.mu.RLock()
 		defer st.mu.RUnlock()
@@ -114,7 +125,8 @@ func (st *store) read(ctx context.Context, fn func() error) error {
 }
 
 // write runs fn with the storage locked for writing, in this process and
-// across processes.
+// across processes. A write a dead process left half done is completed
+// first.
 func (st *store) write(ctx context.Context, fn func() error) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -123,6 +135,11 @@ func (st *store) write(ctx context.Context, fn func() error) error {
 			return err
 		}
 		defer st.flock.unlock()
+	}
+	if st.fsrefs != nil {
+		if err := st.fsrefs.recover(st.warn); err != nil {
+			return err
+		}
 	}
 	return fn()
 }
@@ -138,9 +155,15 @@ type view struct {
 	refs map[plumbing.ReferenceName]plumbing.Hash
 	// md, when set, is the metadata ref as read once.
 	md *mdState
+	// damaged receives the damaged refs that listing the refs left out.
+	damaged func(error)
 }
 
-func (r *Repository) newView() *view { return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache} }
+func (r *Repository) newView() *view {
+	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, damaged: func(err error) {
+		r.log.Warn("leaving out a damaged ref", "error", err)
+	}}
+}
 
 // read runs fn on a view of the local storage locked for reading. For a
 // remote, it first brings the local clone up to date.
@@ -184,7 +207,7 @@ func (v *view) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 // children returns the refs directly under prefix, which ends in a slash.
 func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if v.refs == nil && v.fr != nil {
-		return v.fr.children(prefix)
+		return v.fr.children(prefix, v.damaged)
 	}
 	refs, err := v.allRefs()
 	if err != nil {
@@ -203,7 +226,7 @@ func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash
 // depth.
 func (v *view) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if v.refs == nil && v.fr != nil {
-		return v.fr.under(prefix)
+		return v.fr.under(prefix, v.damaged)
 	}
 	refs, err := v.allRefs()
 	if err != nil {
@@ -223,6 +246,30 @@ func (v *view) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, e
 func (v *view) allRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if v.refs != nil {
 		return v.refs, nil
+	}
+	if v.fr != nil {
+		// On disk the refs are read directly, so that a damaged ref is
+		// left out instead of failing the whole read as go-git does.
+		out, err := v.fr.under("refs/heads/", v.damaged)
+		if err != nil {
+			return nil, err
+		}
+		tags, err := v.fr.under("refs/tags/", v.damaged)
+		if err != nil {
+			return nil, err
+		}
+		maps.Copy(out, tags)
+		h, ok, err := v.fr.ref(metadataRef)
+		switch {
+		case isDamaged(err):
+			v.damaged(err)
+		case err != nil:
+			return nil, err
+		case ok:
+			out[metadataRef] = h
+		}
+		v.refs = out
+		return out, nil
 	}
 	iter, err := v.s.IterReferences()
 	if err != nil {

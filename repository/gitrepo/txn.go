@@ -98,10 +98,15 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 	}
 }
 
-// applyRefs applies updates to local storage. With check, every ref must
-// be at its old value first, each set is a check-and-set, and a failure
-// rolls back the updates already made.
+// applyRefs applies updates to local storage, all or nothing. With
+// check, every ref must be at its old value (else it returns an error
+// matching errConflictRef and changes nothing). On disk this is a
+// crash-safe transaction (refstore.go); in memory each ref is swapped with
+// go-git's check-and-set and the swaps made are rolled back on a failure.
 func applyRefs(v *view, updates []refUpdate, check bool) error {
+	if v.fr != nil {
+		return v.fr.transact(updates, check)
+	}
 	if check {
 		for _, u := range updates {
 			cur, _, err := v.ref(u.name)
@@ -128,7 +133,8 @@ func applyRefs(v *view, updates []refUpdate, check bool) error {
 // errConflictRef: a local ref was not at its expected value.
 var errConflictRef = fmt.Errorf("%w: ref changed", repository.ErrConflict)
 
-// swapRef moves ref name from old to new (zero: absent).
+// swapRef moves ref name from old to new (zero: absent) in go-git
+// storage (memory).
 func swapRef(v *view, name plumbing.ReferenceName, old, new plumbing.Hash, check bool) error {
 	if check {
 		cur, _, err := v.ref(name)
@@ -140,13 +146,6 @@ func swapRef(v *view, name plumbing.ReferenceName, old, new plumbing.Hash, check
 		}
 	}
 	if new.IsZero() {
-		if v.fr != nil {
-			// A ref that is only loose is deleted as git deletes it; go-git
-			// would rewrite all of packed-refs.
-			if done, err := v.fr.removeLoose(name); done || err != nil {
-				return err
-			}
-		}
 		if err := v.s.RemoveReference(name); err != nil && !errors.Is(err, plumbing.ErrReferenceNotFound) {
 			return err
 		}

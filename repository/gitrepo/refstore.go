@@ -1,0 +1,479 @@
+package gitrepo
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// The ref store of a repository on disk. Every ref write of cad to a git
+// directory goes through transact, never through go-git, which rewrites a
+// loose ref in place (a crash leaves it empty) and changes several refs
+// one after another (a crash leaves a revision in two states).
+//
+// A transaction runs under the exclusive cad.lock, after the objects it
+// refers to are written and synced:
+//
+//  1. the intent, cad-journal.lock, lists every update as
+//     "<old> <new> <ref>" and is synced;
+//  2. each ref is locked as git locks it, by creating <ref>.lock
+//     exclusively; a lock that exists belongs to another program (the git
+//     CLI) and the transaction backs out with a conflict;
+//  3. each ref is checked against its expected old value, and each lock
+//     file gets the new value and is synced;
+//  4. the commit point: the intent is renamed to cad-journal;
+//  5. the lock files are renamed over the refs; deletions rewrite
+//     packed-refs (through packed-refs.lock, synced, renamed) before the
+//     loose file is removed, so that an older packed value never shows;
+//  6. the directories are synced and the journal is removed.
+//
+// A crash before step 4 leaves the refs as they were; the next process
+// that takes the lock removes the intent and the lock files it made. After
+// step 4, that process rolls the journal forward: every ref still at its
+// old value is set to its new one. So every transaction is all or
+// nothing, whatever the moment the process dies, and git reads the refs
+// at every moment.
+
+const (
+	journalName = "cad-journal"
+	journalHead = "cad-journal v1"
+)
+
+// faultHook, when set (by tests only), is called at every step of a ref
+// transaction on disk with the step's name, so that a test can kill the
+// process exactly there.
+var faultHook func(step string)
+
+func fault(step string) {
+	if faultHook != nil {
+		faultHook(step)
+	}
+}
+
+// errRefLocked: a ref's lock file exists, held by a program that does
+// not take cad.lock.
+var errRefLocked = errors.New("ref is locked by another program")
+
+// journalPath returns the path of the journal.
+func (f *fsRefs) journalPath() string { return filepath.Join(f.gitDir, journalName) }
+
+// intentPath returns the path of the intent, the journal before it is
+// committed.
+func (f *fsRefs) intentPath() string { return f.journalPath() + ".lock" }
+
+// pending reports whether a journal or an intent of a transaction that did
+// not finish is on disk.
+func (f *fsRefs) pending() bool {
+	if _, err := os.Lstat(f.journalPath()); err == nil {
+		return true
+	}
+	_, err := os.Lstat(f.intentPath())
+	return err == nil
+}
+
+// transact applies updates all or nothing (see above). When check is
+// set, every ref must be at its old value, else it returns an error
+// matching errConflictRef and changes nothing. The caller holds the
+// exclusive lock.
+func (f *fsRefs) transact(updates []refUpdate, check bool) (err error) {
+	if len(updates) == 0 {
+		return nil
+	}
+	if err := f.recover(nil); err != nil {
+		return err
+	}
+	if err := syncFS(f.gitDir); err != nil {
+		return fmt.Errorf("sync objects: %w", err)
+	}
+	fault("objects-synced")
+	if err := writeSynced(f.intentPath(), journalBytes(updates)); err != nil {
+		return fmt.Errorf("write %s: %w", journalName, err)
+	}
+	fault("intent-written")
+	var locked []string
+	committed := false
+	defer func() {
+		if committed {
+			return
+		}
+		for _, l := range locked {
+			_ = os.Remove(l)
+		}
+		_ = os.Remove(f.intentPath())
+	}()
+	for _, u := range updates {
+		l, err := f.lockRef(u.name)
+		if err != nil {
+			return err
+		}
+		locked = append(locked, l)
+		fault("locked " + string(u.name))
+	}
+	if check {
+		for _, u := range updates {
+			cur, _, err := f.ref(u.name)
+			if err != nil {
+				return err
+			}
+			if cur != u.old {
+				return fmt.Errorf("%w: %s is %s, expected %s", errConflictRef, u.name, hashOrNone(cur), hashOrNone(u.old))
+			}
+		}
+	}
+	for i, u := range updates {
+		if u.new.IsZero() {
+			continue
+		}
+		if err := writeSynced(locked[i], []byte(u.new.String()+"\n")); err != nil {
+			return err
+		}
+		fault("lock-written " + string(u.name))
+	}
+	if err := os.Rename(f.intentPath(), f.journalPath()); err != nil {
+		return fmt.Errorf("commit %s: %w", journalName, err)
+	}
+	committed = true
+	if err := syncDir(f.gitDir); err != nil {
+		return fmt.Errorf("%w (the journal %s completes the write)", err, journalName)
+	}
+	fault("journal-committed")
+	if err := f.apply(updates); err != nil {
+		return fmt.Errorf("%w (the journal %s completes the write)", err, journalName)
+	}
+	return nil
+}
+
+// apply moves every ref of updates to its new value, from lock files that
+// hold it (for sets), and removes the journal. It is the second half of
+// transact and what recover runs: updates whose ref is no longer at its
+// old value are left alone.
+func (f *fsRefs) apply(updates []refUpdate) error {
+	var deletes []refUpdate
+	dirs := map[string]bool{}
+	for _, u := range updates {
+		p := f.refPath(u.name)
+		if u.new.IsZero() {
+			deletes = append(deletes, u)
+			continue
+		}
+		if err := os.Rename(p+".lock", p); err != nil {
+			return fmt.Errorf("set ref %s: %w", u.name, err)
+		}
+		dirs[filepath.Dir(p)] = true
+		fault("renamed " + string(u.name))
+	}
+	if len(deletes) > 0 {
+		// packed-refs first, then the loose files: the other order would
+		// let a stale packed value show between the two.
+		if err := f.rewritePacked(deletes); err != nil {
+			return err
+		}
+		for _, u := range deletes {
+			p := f.refPath(u.name)
+			if err := os.Remove(p); err != nil && !notExist(err) {
+				return fmt.Errorf("delete ref %s: %w", u.name, err)
+			}
+			fault("deleted " + string(u.name))
+			if err := os.Remove(p + ".lock"); err != nil && !notExist(err) {
+				return err
+			}
+			dirs[filepath.Dir(p)] = true
+		}
+	}
+	for d := range dirs {
+		if err := syncDir(d); err != nil && !notExist(err) {
+			return err
+		}
+	}
+	fault("refs-synced")
+	if err := os.Remove(f.journalPath()); err != nil && !notExist(err) {
+		return err
+	}
+	if err := syncDir(f.gitDir); err != nil {
+		return err
+	}
+	fault("journal-removed")
+	// Directories left empty by deletions go, as git removes them.
+	for _, u := range deletes {
+		f.pruneDirs(f.refPath(u.name))
+	}
+	return nil
+}
+
+// recover completes a transaction a dead process left: it reads the
+// journal and, for every ref still at its old value (or locked by that
+// transaction), sets the new value. A ref at neither value was changed by
+// another program since and is left as it is, reported through warn when
+// set. The caller holds the exclusive lock.
+func (f *fsRefs) recover(warn func(msg string, args ...any)) error {
+	if err := f.dropIntent(); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(f.journalPath())
+	if notExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("read %s: %w", journalName, err)
+	}
+	updates, err := parseJournal(data)
+	if err != nil {
+		// The journal is written whole through a rename, so this is not
+		// cad's: leave it for a person to look at.
+		return fmt.Errorf("%s: %w", journalName, err)
+	}
+	for _, u := range updates {
+		if u.new.IsZero() {
+			// The dead writer may have been rewriting packed-refs: its
+			// lock is the writer's, since the journal names a deletion.
+			if err := os.Remove(filepath.Join(f.gitDir, "packed-refs.lock")); err != nil && !notExist(err) {
+				return err
+			}
+			break
+		}
+	}
+	var todo []refUpdate
+	for _, u := range updates {
+		lock := f.refPath(u.name) + ".lock"
+		cur, _, err := f.ref(u.name)
+		var damaged *DamagedRefError
+		if errors.As(err, &damaged) {
+			// Only go-git's in-place writes damage a ref, never
+			// transact's; but a ref the journal names is rewritten all
+			// the same.
+			cur, err = plumbing.ZeroHash, nil
+		}
+		if err != nil {
+			return err
+		}
+		switch {
+		case cur == u.new:
+			_ = os.Remove(lock)
+			continue
+		case cur != u.old && !damaged.is():
+			if warn != nil {
+				warn("ref changed by another program during an interrupted write; left as it is", "ref", u.name.String(), "expected", hashOrNone(u.old), "found", hashOrNone(cur))
+			}
+			_ = os.Remove(lock)
+			continue
+		}
+		if !u.new.IsZero() {
+			if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+				return err
+			}
+			if err := writeSynced(lock, []byte(u.new.String()+"\n")); err != nil {
+				return err
+			}
+		}
+		todo = append(todo, u)
+	}
+	if err := f.apply(todo); err != nil {
+		return fmt.Errorf("complete interrupted write: %w", err)
+	}
+	return nil
+}
+
+func (e *DamagedRefError) is() bool { return e != nil }
+
+// lockRef creates the lock file of ref name exclusively and returns its
+// path.
+func (f *fsRefs) lockRef(name plumbing.ReferenceName) (string, error) {
+	p := f.refPath(name) + ".lock"
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return "", fmt.Errorf("lock ref %s: %w", name, err)
+	}
+	fl, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return "", fmt.Errorf("%w: %w: %s exists", errRetry, errRefLocked, filepath.Base(p))
+		}
+		return "", fmt.Errorf("lock ref %s: %w", name, err)
+	}
+	return p, fl.Close()
+}
+
+// journalBytes returns the journal of updates.
+func journalBytes(updates []refUpdate) []byte {
+	var b bytes.Buffer
+	b.WriteString(journalHead + "\n")
+	for _, u := range updates {
+		fmt.Fprintf(&b, "%s %s %s\n", u.old, u.new, u.name)
+	}
+	return b.Bytes()
+}
+
+// dropIntent undoes a transaction that died before its commit point: it
+// removes the lock files the intent's transaction made (empty, or holding
+// the value it meant to write; a lock file holding anything else is
+// another program's) and the intent.
+func (f *fsRefs) dropIntent() error {
+	data, err := os.ReadFile(f.intentPath())
+	if notExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	// An intent cut short by the crash is read as far as it goes.
+	updates, _ := parseJournal(data)
+	for _, u := range updates {
+		lock := f.refPath(u.name) + ".lock"
+		b, err := os.ReadFile(lock)
+		if err != nil {
+			continue
+		}
+		if s := strings.TrimSpace(string(b)); s == "" || s == u.new.String() {
+			if err := os.Remove(lock); err != nil && !notExist(err) {
+				return err
+			}
+		}
+	}
+	if err := os.Remove(f.intentPath()); err != nil && !notExist(err) {
+		return err
+	}
+	return syncDir(f.gitDir)
+}
+
+// parseJournal reads what journalBytes wrote. On an error it returns
+// the updates before the bad line.
+func parseJournal(data []byte) ([]refUpdate, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 4096), 1<<20)
+	if !sc.Scan() || sc.Text() != journalHead {
+		return nil, errors.New("not a cad journal")
+	}
+	var out []refUpdate
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 3 || !plumbing.IsHash(fields[0]) || !plumbing.IsHash(fields[1]) || !strings.HasPrefix(fields[2], "refs/") || strings.Contains(fields[2], "..") {
+			return out, fmt.Errorf("bad line %q", sc.Text())
+		}
+		out = append(out, refUpdate{name: plumbing.ReferenceName(fields[2]), old: plumbing.NewHash(fields[0]), new: plumbing.NewHash(fields[1])})
+	}
+	return out, sc.Err()
+}
+
+// rewritePacked removes the refs of deletes from packed-refs, when it
+// holds any of them, by writing packed-refs.lock, syncing and renaming it
+// as git does.
+func (f *fsRefs) rewritePacked(deletes []refUpdate) error {
+	p := filepath.Join(f.gitDir, "packed-refs")
+	data, err := os.ReadFile(p)
+	if notExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	drop := map[string]bool{}
+	for _, u := range deletes {
+		drop[string(u.name)] = true
+	}
+	var out bytes.Buffer
+	changed, skipping := false, false
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if line == "" {
+			continue
+		}
+		if line[0] == '^' { // the peeled value of the ref above
+			if !skipping {
+				out.WriteString(line)
+			}
+			continue
+		}
+		skipping = false
+		if line[0] != '#' {
+			if _, name, ok := strings.Cut(strings.TrimRight(line, "\n"), " "); ok && drop[name] {
+				skipping, changed = true, true
+				continue
+			}
+		}
+		out.WriteString(line)
+	}
+	if !changed {
+		return nil
+	}
+	lock := p + ".lock"
+	fl, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fmt.Errorf("%w: %w: packed-refs.lock exists", errRetry, errRefLocked)
+		}
+		return err
+	}
+	if _, err := fl.Write(out.Bytes()); err != nil {
+		fl.Close()
+		os.Remove(lock)
+		return err
+	}
+	if err := fl.Sync(); err != nil {
+		fl.Close()
+		os.Remove(lock)
+		return err
+	}
+	if err := fl.Close(); err != nil {
+		os.Remove(lock)
+		return err
+	}
+	fault("packed-written")
+	if err := os.Rename(lock, p); err != nil {
+		os.Remove(lock)
+		return err
+	}
+	fault("packed-renamed")
+	return nil
+}
+
+// refPath returns the file of ref name.
+func (f *fsRefs) refPath(name plumbing.ReferenceName) string {
+	return filepath.Join(f.gitDir, filepath.FromSlash(string(name)))
+}
+
+// pruneDirs removes the empty directories above p, up to refs/.
+func (f *fsRefs) pruneDirs(p string) {
+	stop := filepath.Join(f.gitDir, "refs")
+	for dir := filepath.Dir(p); len(dir) > len(stop) && strings.HasPrefix(dir, stop); dir = filepath.Dir(dir) {
+		if os.Remove(dir) != nil {
+			return // not empty
+		}
+	}
+}
+
+// writeSynced writes data to the file p, creating or truncating it, and
+// syncs it to disk.
+func writeSynced(p string, data []byte) error {
+	fl, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := fl.Write(data); err != nil {
+		fl.Close()
+		return err
+	}
+	if err := fl.Sync(); err != nil {
+		fl.Close()
+		return err
+	}
+	return fl.Close()
+}
+
+// syncDir syncs the directory entries of dir, so that a rename or
+// removal in it survives a power loss.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil && !errors.Is(err, errSyncUnsupported) {
+		return err
+	}
+	return nil
+}
