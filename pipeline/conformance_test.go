@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/internal/fixtures"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -60,7 +61,7 @@ type tally struct {
 func TestConformanceFnRender(t *testing.T) {
 	root := filepath.Join(conformanceRoot, "testdata", "fn-render")
 	if _, err := os.Stat(root); err != nil {
-		t.Skipf("conformance fixtures not found at %s", root)
+		fixtures.Require(t, root)
 	}
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git CLI not on PATH (used as the diff witness)")

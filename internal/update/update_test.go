@@ -12,6 +12,7 @@ import (
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/configasdata/cad/internal/fixtures"
 	"github.com/configasdata/cad/internal/upstreamid"
 	"github.com/configasdata/cad/revision"
 )
@@ -25,7 +26,7 @@ func conformanceDir(t *testing.T) string {
 		dir = filepath.Join("..", "..", "..", "shared", "conformance")
 	}
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("conformance fixtures not found at %s (set CAD_CONFORMANCE)", dir)
+		fixtures.Require(t, dir)
 	}
 	return dir
 }

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/configasdata/cad/examples/cadctl/internal/cli"
+	"github.com/configasdata/cad/internal/fixtures"
 )
 
 // The kpt e2e fixtures (see /work/shared/conformance/README.md), relative
@@ -74,7 +75,7 @@ const envConformanceAll = "CADCTL_CONFORMANCE"
 func TestConformanceFnRender(t *testing.T) {
 	root := filepath.Join(conformanceE2E, "testdata", "fn-render")
 	if _, err := os.Stat(root); err != nil {
-		t.Skipf("conformance fixtures not found at %s", root)
+		fixtures.Require(t, root)
 	}
 	for _, tool := range []string{"git", "bash"} {
 		if _, err := exec.LookPath(tool); err != nil {
