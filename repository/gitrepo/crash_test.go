@@ -31,7 +31,7 @@ import (
 // no revision number twice, and the write, retried when it did not
 // happen, must complete.
 //
-//	go test -run TestCrash ./repository/gitrepo/ -crash.trials 50   (the full run in README.md)
+//	go test -run TestCrash ./repository/gitrepo/ -args -crash.trials=50  (the full run in README.md)
 
 var crashTrials = flag.Int("crash.trials", 3, "random SIGKILLs per operation in TestCrash")
 
@@ -490,7 +490,7 @@ func TestCrash(t *testing.T) {
 			}
 
 			// Kills at random moments.
-			killed := 0
+			killed, mid := 0, 0
 			for i := range *crashTrials {
 				dir := copyRepo(t, base)
 				delay := time.Duration(rand.Int64N(int64(took)*3/2 + 1))
@@ -498,11 +498,25 @@ func TestCrash(t *testing.T) {
 				if c.killed {
 					killed++
 				}
+				if halfDone(dir) {
+					mid++
+				}
 				checkCrashed(t, dir, op, fmt.Sprintf("random kill %d after %v", i, delay))
 			}
-			t.Logf("%s: %d steps, each killed; %d of %d random kills landed (the write takes %v)", op.name, steps, killed, *crashTrials, took)
+			t.Logf("%s: %d steps, each killed; %d random kills, %d before the write ended, %d of them in a ref transaction (the write takes %v)", op.name, steps, *crashTrials, killed, mid, took)
 		})
 	}
+}
+
+// halfDone reports whether a ref transaction was cut short at dir: its
+// intent or journal is there.
+func halfDone(dir string) bool {
+	for _, f := range []string{"cad-journal", "cad-journal.lock"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // crashRecovery kills readers that complete the interrupted write at dir

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -19,7 +20,8 @@ import (
 // one after another (a crash leaves a revision in two states).
 //
 // A transaction runs under the exclusive cad.lock, after the objects it
-// refers to are written and synced:
+// refers to are written and synced (each new loose object file and its
+// directory, as git's core.fsync does):
 //
 //  1. the intent, cad-journal.lock, lists every update as
 //     "<old> <new> <ref>" and is synced;
@@ -78,18 +80,19 @@ func (f *fsRefs) pending() bool {
 	return err == nil
 }
 
-// transact applies updates all or nothing (see above). When check is
+// transact applies updates all or nothing (see above), after syncing the
+// loose objects among objects (those the write stored). When check is
 // set, every ref must be at its old value, else it returns an error
 // matching errConflictRef and changes nothing. The caller holds the
 // exclusive lock.
-func (f *fsRefs) transact(updates []refUpdate, check bool) (err error) {
+func (f *fsRefs) transact(updates []refUpdate, check bool, objects []plumbing.Hash) (err error) {
 	if len(updates) == 0 {
 		return nil
 	}
 	if err := f.recover(nil); err != nil {
 		return err
 	}
-	if err := syncFS(f.gitDir); err != nil {
+	if err := f.syncObjects(objects); err != nil {
 		return fmt.Errorf("sync objects: %w", err)
 	}
 	fault("objects-synced")
@@ -472,8 +475,38 @@ func syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, errSyncUnsupported) {
-		return err
+	if err := d.Sync(); err != nil && runtime.GOOS != "windows" {
+		return err // Windows cannot sync a directory: its entries reach the disk in time
+	}
+	return nil
+}
+
+// syncObjects syncs the loose object files of objects, and their
+// directories, so that they are on disk before a ref names them. Objects
+// in packs were synced when the pack was written.
+func (f *fsRefs) syncObjects(objects []plumbing.Hash) error {
+	dirs := map[string]bool{}
+	for _, h := range objects {
+		hex := h.String()
+		dir := filepath.Join(f.gitDir, "objects", hex[:2])
+		fl, err := os.Open(filepath.Join(dir, hex[2:]))
+		if err != nil {
+			if notExist(err) {
+				continue
+			}
+			return err
+		}
+		err = fl.Sync()
+		fl.Close()
+		if err != nil {
+			return err
+		}
+		dirs[dir] = true
+	}
+	for d := range dirs {
+		if err := syncDir(d); err != nil {
+			return err
+		}
 	}
 	return nil
 }

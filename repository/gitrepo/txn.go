@@ -105,7 +105,7 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 // go-git's check-and-set and the swaps made are rolled back on a failure.
 func applyRefs(v *view, updates []refUpdate, check bool) error {
 	if v.fr != nil {
-		return v.fr.transact(updates, check)
+		return v.fr.transact(updates, check, v.written)
 	}
 	if check {
 		for _, u := range updates {
