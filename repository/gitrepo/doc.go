@@ -100,9 +100,9 @@
 //
 // A repository on disk survives a process killed at any instant, and a
 // power loss, in a state git and cad read: every write is all or nothing.
-// A write syncs the loose objects it stored and their directories, then writes its intent,
-// cad-journal.lock in the git directory, listing each ref's old and new
-// value; locks each ref as git does, by creating <ref>.lock exclusively
+// A write syncs the loose objects it stored and their directories, then
+// writes its intent, cad-journal.lock in the git directory, listing each
+// ref's old and new value; locks each ref as git does, by creating <ref>.lock exclusively
 // (a lock that exists is another program's, such as the git CLI's: the
 // write backs out with ErrConflict); checks each ref's old value; writes
 // and syncs the new values into the lock files; renames the intent to
