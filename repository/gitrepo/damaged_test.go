@@ -195,3 +195,33 @@ func TestRefWritesLeaveNothingBehind(t *testing.T) {
 	}
 	fsck(t, dir, "after the writes")
 }
+
+// Every SyncMode writes the same refs; an unknown one is refused.
+func TestSyncModes(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []gitrepo.SyncMode{gitrepo.SyncFiles, gitrepo.SyncAll, gitrepo.SyncNone} {
+		dir := newBare(t)
+		r, err := gitrepo.Open(ctx, crashSpec(dir), &gitrepo.Options{Sync: mode})
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := revision.Key{Package: "p", Workspace: "w"}
+		if err := writeDraft(ctx, r, key, "x", true); err != nil {
+			t.Fatal(err)
+		}
+		for _, lc := range []revision.Lifecycle{revision.LifecycleProposed, revision.LifecyclePublished} {
+			if _, err := r.UpdateLifecycle(ctx, key, lc, repository.UpdateOptions{}); err != nil {
+				t.Fatalf("mode %d: %v", mode, err)
+			}
+		}
+		r.Close()
+		if got := git(t, dir, "for-each-ref", "--format=%(refname)"); got != "refs/heads/main\nrefs/tags/p/v1" {
+			t.Fatalf("mode %d: refs %q", mode, got)
+		}
+		fsck(t, dir, "sync mode")
+	}
+	_, err := gitrepo.Open(ctx, crashSpec(newBare(t)), &gitrepo.Options{Sync: 7})
+	if !errors.Is(err, repository.ErrInvalidInput) {
+		t.Fatalf("Sync 7: %v, want ErrInvalidInput", err)
+	}
+}

@@ -28,6 +28,7 @@ import (
 // transact (refstore.go), never through go-git.
 type fsRefs struct {
 	gitDir string
+	sync   SyncMode
 
 	mu      sync.Mutex
 	modTime time.Time

@@ -74,6 +74,9 @@ type Options struct {
 	Clock func() time.Time
 	// PollInterval is how often Watch re-reads the refs. Default: 1s.
 	PollInterval time.Duration
+	// Sync says what a write to a repository on disk (a local path, or
+	// CacheDir) flushes to the disk; see SyncMode. Default: SyncFiles.
+	Sync SyncMode
 	// InsecureSkipTLS and CABundle configure TLS to an https remote.
 	InsecureSkipTLS bool
 	CABundle        []byte
@@ -103,6 +106,14 @@ func (o *Options) withDefaults() Options {
 		out.PollInterval = time.Second
 	}
 	return out
+}
+
+// validate reports options that cannot work.
+func (o *Options) validate() error {
+	if o.Sync < SyncFiles || o.Sync > SyncNone {
+		return fmt.Errorf("Options.Sync %d is not a SyncMode", o.Sync)
+	}
+	return nil
 }
 
 // Repository is a package repository in git, in Porch's layout (see the
@@ -180,6 +191,9 @@ func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository
 	if spec.Type != repository.TypeGit {
 		return nil, repository.Errorf("open", spec.Name, revision.Key{}, repository.ErrInvalidInput, "type %q is not git", spec.Type)
 	}
+	if err := o.validate(); err != nil {
+		return nil, repository.Errorf("open", spec.Name, revision.Key{}, repository.ErrInvalidInput, "%w", err)
+	}
 	spec = spec.Defaulted()
 	r := &Repository{
 		name:   spec.Name,
@@ -215,7 +229,7 @@ func (r *Repository) openStore(ctx context.Context) error {
 		if s == nil {
 			s = memory.NewStorage()
 		}
-		r.st = newStore(s, "", r.log.Warn)
+		r.st = newStore(s, "", r.opts.Sync, r.log.Warn)
 		return nil
 	case urlLocal:
 		if r.opts.Storage != nil {
@@ -227,7 +241,7 @@ func (r *Repository) openStore(ctx context.Context) error {
 			return r.errorf("open", revision.Key{}, repository.ErrNotFound, "local repository %q: %w", p, err)
 		}
 		fs := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{MaxOpenDescriptors: 32})
-		r.st = newStore(fs, gitDir, r.log.Warn)
+		r.st = newStore(fs, gitDir, r.opts.Sync, r.log.Warn)
 		return nil
 	case urlRemote:
 		rm, err := newRemote(u, r.opts)
@@ -247,7 +261,7 @@ func (r *Repository) openStore(ctx context.Context) error {
 		if s == nil {
 			s = memory.NewStorage()
 		}
-		r.st = newStore(s, gitDir, r.log.Warn)
+		r.st = newStore(s, gitDir, r.opts.Sync, r.log.Warn)
 		r.log.Debug("opening remote", "url", rm.redactedURL)
 		// Fetch once now, so that a bad URL or credentials fail here.
 		if err := r.st.write(ctx, func() error { return r.remote.sync(ctx, r.st) }); err != nil {

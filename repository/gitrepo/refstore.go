@@ -20,8 +20,7 @@ import (
 // one after another (a crash leaves a revision in two states).
 //
 // A transaction runs under the exclusive cad.lock, after the objects it
-// refers to are written and synced (each new loose object file and its
-// directory, as git's core.fsync does):
+// refers to are written and synced (see SyncMode for what is synced):
 //
 //  1. the intent, cad-journal.lock, lists every update as
 //     "<old> <new> <ref>" and is synced;
@@ -96,7 +95,7 @@ func (f *fsRefs) transact(updates []refUpdate, check bool, objects []plumbing.Ha
 		return fmt.Errorf("sync objects: %w", err)
 	}
 	fault("objects-synced")
-	if err := writeSynced(f.intentPath(), journalBytes(updates)); err != nil {
+	if err := f.writeSynced(f.intentPath(), journalBytes(updates)); err != nil {
 		return fmt.Errorf("write %s: %w", journalName, err)
 	}
 	fault("intent-written")
@@ -134,7 +133,7 @@ func (f *fsRefs) transact(updates []refUpdate, check bool, objects []plumbing.Ha
 		if u.new.IsZero() {
 			continue
 		}
-		if err := writeSynced(locked[i], []byte(u.new.String()+"\n")); err != nil {
+		if err := f.writeSynced(locked[i], []byte(u.new.String()+"\n")); err != nil {
 			return err
 		}
 		fault("lock-written " + string(u.name))
@@ -143,7 +142,7 @@ func (f *fsRefs) transact(updates []refUpdate, check bool, objects []plumbing.Ha
 		return fmt.Errorf("commit %s: %w", journalName, err)
 	}
 	committed = true
-	if err := syncDir(f.gitDir); err != nil {
+	if err := f.syncDir(f.gitDir); err != nil {
 		return fmt.Errorf("%w (the journal %s completes the write)", err, journalName)
 	}
 	fault("journal-committed")
@@ -191,7 +190,7 @@ func (f *fsRefs) apply(updates []refUpdate) error {
 		}
 	}
 	for d := range dirs {
-		if err := syncDir(d); err != nil && !notExist(err) {
+		if err := f.syncDir(d); err != nil && !notExist(err) {
 			return err
 		}
 	}
@@ -199,7 +198,7 @@ func (f *fsRefs) apply(updates []refUpdate) error {
 	if err := os.Remove(f.journalPath()); err != nil && !notExist(err) {
 		return err
 	}
-	if err := syncDir(f.gitDir); err != nil {
+	if err := f.syncDir(f.gitDir); err != nil {
 		return err
 	}
 	fault("journal-removed")
@@ -271,7 +270,7 @@ func (f *fsRefs) recover(warn func(msg string, args ...any)) error {
 			if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
 				return err
 			}
-			if err := writeSynced(lock, []byte(u.new.String()+"\n")); err != nil {
+			if err := f.writeSynced(lock, []byte(u.new.String()+"\n")); err != nil {
 				return err
 			}
 		}
@@ -341,7 +340,7 @@ func (f *fsRefs) dropIntent() error {
 	if err := os.Remove(f.intentPath()); err != nil && !notExist(err) {
 		return err
 	}
-	return syncDir(f.gitDir)
+	return f.syncDir(f.gitDir)
 }
 
 // parseJournal reads what journalBytes wrote. On an error it returns
@@ -416,7 +415,7 @@ func (f *fsRefs) rewritePacked(deletes []refUpdate) error {
 		os.Remove(lock)
 		return err
 	}
-	if err := fl.Sync(); err != nil {
+	if err := f.syncFile(fl); err != nil {
 		fl.Close()
 		os.Remove(lock)
 		return err
@@ -451,7 +450,7 @@ func (f *fsRefs) pruneDirs(p string) {
 
 // writeSynced writes data to the file p, creating or truncating it, and
 // syncs it to disk.
-func writeSynced(p string, data []byte) error {
+func (f *fsRefs) writeSynced(p string, data []byte) error {
 	fl, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
@@ -460,16 +459,27 @@ func writeSynced(p string, data []byte) error {
 		fl.Close()
 		return err
 	}
-	if err := fl.Sync(); err != nil {
+	if err := f.syncFile(fl); err != nil {
 		fl.Close()
 		return err
 	}
 	return fl.Close()
 }
 
+// syncFile syncs fl to disk, unless f.sync is SyncNone.
+func (f *fsRefs) syncFile(fl *os.File) error {
+	if f.sync == SyncNone {
+		return nil
+	}
+	return fl.Sync()
+}
+
 // syncDir syncs the directory entries of dir, so that a rename or
-// removal in it survives a power loss.
-func syncDir(dir string) error {
+// removal in it survives a power loss, when f.sync is SyncAll.
+func (f *fsRefs) syncDir(dir string) error {
+	if f.sync != SyncAll {
+		return nil
+	}
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
@@ -485,6 +495,9 @@ func syncDir(dir string) error {
 // directories, so that they are on disk before a ref names them. Objects
 // in packs were synced when the pack was written.
 func (f *fsRefs) syncObjects(objects []plumbing.Hash) error {
+	if f.sync == SyncNone {
+		return nil
+	}
 	dirs := map[string]bool{}
 	for _, h := range objects {
 		hex := h.String()
@@ -504,9 +517,32 @@ func (f *fsRefs) syncObjects(objects []plumbing.Hash) error {
 		dirs[dir] = true
 	}
 	for d := range dirs {
-		if err := syncDir(d); err != nil {
+		if err := f.syncDir(d); err != nil {
 			return err
 		}
 	}
 	return nil
 }
+
+// SyncMode says what a write to a repository on disk flushes to the disk
+// before it counts as done (Options.Sync). Every mode is safe against a
+// process killed at any moment: that needs only the order of renames and
+// the journal. The modes differ on a power loss or a kernel crash.
+type SyncMode int
+
+const (
+	// SyncFiles, the default, syncs every file a write creates before it
+	// is renamed into place: the new loose objects, the journal and each
+	// ref. It is what git does with core.fsync=committed and
+	// core.fsyncMethod=fsync. On file systems that order metadata (ext4
+	// with data=ordered, xfs) it survives a power loss.
+	SyncFiles SyncMode = iota
+	// SyncAll also syncs every directory whose entries changed (a rename
+	// or removal), so that a write survives a power loss on any POSIX file
+	// system. It costs several times SyncFiles on most disks.
+	SyncAll
+	// SyncNone syncs nothing: a write is still all or nothing when the
+	// process dies, but a power loss may lose or damage recent writes.
+	// For tests and repositories on tmpfs.
+	SyncNone
+)

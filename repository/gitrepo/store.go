@@ -50,11 +50,11 @@ type sharedLock struct {
 	refs int
 }
 
-func newStore(s storage.Storer, gitDir string, warn func(msg string, args ...any)) *store {
+func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg string, args ...any)) *store {
 	st := &store{s: s, gitDir: gitDir, warn: warn}
 	_, st.sharedReads = s.(*memory.Storage)
 	if gitDir != "" {
-		st.fsrefs = &fsRefs{gitDir: gitDir}
+		st.fsrefs = &fsRefs{gitDir: gitDir, sync: mode}
 		st.mu = &sync.RWMutex{}
 		st.flock = newFileLock(filepath.Join(gitDir, "cad.lock"))
 		st.release = func() {
