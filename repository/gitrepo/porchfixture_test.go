@@ -1,0 +1,174 @@
+package gitrepo_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/configasdata/cad/repository"
+)
+
+// porchShape describes a repository as Porch writes it: every approval
+// is a commit on main whose tree holds every package published so far,
+// tagged <pkg>/v<N>; drafts and proposals are branches on top.
+type porchShape struct {
+	// Packages is the number of packages; Revisions the number of
+	// approvals, spread round-robin over the packages.
+	Packages, Revisions int
+	// Dirs, when above 1, spreads the packages over that many directories
+	// (team-XX/pkg-NNNNN); otherwise they all sit at the root, the
+	// costliest layout for git and for cad.
+	Dirs int
+	// Drafts and Proposals are how many packages also have a draft and a
+	// proposal branch.
+	Drafts, Proposals int
+}
+
+func (s porchShape) String() string {
+	return fmt.Sprintf("P=%d,R=%d,D=%d", s.Packages, s.Revisions, s.Dirs)
+}
+
+// pkg returns the path of package i.
+func (s porchShape) pkg(i int) string {
+	if s.Dirs > 1 {
+		return fmt.Sprintf("team-%03d/pkg-%05d", i%s.Dirs, i)
+	}
+	return fmt.Sprintf("pkg-%05d", i)
+}
+
+var (
+	porchMu       sync.Mutex
+	porchFixtures = map[porchShape]string{}
+)
+
+// porchFixture returns a bare repository of shape s, built once per
+// process with git fast-import (one pack, refs packed as git gc leaves
+// them). Its commits carry Porch's messages and kpt: annotations, its
+// committer is Porch's.
+func porchFixture(tb testing.TB, s porchShape) string {
+	tb.Helper()
+	porchMu.Lock()
+	defer porchMu.Unlock()
+	if dir, ok := porchFixtures[s]; ok {
+		return dir
+	}
+	if fixtureRoot == "" {
+		var err error
+		if fixtureRoot, err = os.MkdirTemp("", "gitrepo-bench-"); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	dir := filepath.Join(fixtureRoot, strings.NewReplacer("=", "", ",", "-").Replace(s.String())+".git")
+	git(tb, "", "init", "--quiet", "--bare", "-b", "main", dir)
+	cmd := exec.Command("git", "fast-import", "--quiet", "--done")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := &strings.Builder{}
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	w := bufio.NewWriterSize(in, 1<<20)
+	blob := func(mark int, data string) {
+		fmt.Fprintf(w, "blob\nmark :%d\ndata %d\n%s\n", mark, len(data), data)
+	}
+	const when = 1767225600 // 2026-01-01
+	commit := func(ref string, mark, from int, msg string, t int, files ...string) {
+		fmt.Fprintf(w, "commit %s\nmark :%d\ncommitter Package Orchestration Service <porch@kpt.dev> %d +0000\ndata %d\n%s\n", ref, mark, when+t, len(msg), msg)
+		if from > 0 {
+			fmt.Fprintf(w, "from :%d\n", from)
+		}
+		for _, f := range files {
+			w.WriteString(f + "\n")
+		}
+	}
+	deploy := "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: app\nspec:\n  replicas: 1\n"
+	blob(1, deploy)
+	// Marks: 2.. Kptfiles, then per revision a ConfigMap blob and a commit.
+	next := 2
+	kptfile := make([]int, s.Packages)
+	for i := range s.Packages {
+		kptfile[i] = next
+		blob(next, "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: "+filepath.Base(s.pkg(i))+"\ninfo:\n  description: a package\n")
+		next++
+	}
+	head := 0
+	version := make([]int, s.Packages)
+	for r := range s.Revisions {
+		i := r % s.Packages
+		p := s.pkg(i)
+		version[i]++
+		n := version[i]
+		cm := next
+		blob(cm, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  revision: \"%d\"\n", filepath.Base(p), n))
+		c := next + 1
+		next += 2
+		msg := fmt.Sprintf("Approving package revision %s/%d\n\nkpt:{\"package\":%q,\"workspaceName\":\"ws%d\",\"revision\":\"%d\"}\n", p, n, p, n, n)
+		files := []string{fmt.Sprintf("M 100644 :%d %s/cm.yaml", cm, p)}
+		if n == 1 {
+			files = append(files, fmt.Sprintf("M 100644 :%d %s/Kptfile", kptfile[i], p), fmt.Sprintf("M 100644 :1 %s/deploy.yaml", p))
+		}
+		commit("refs/heads/main", c, head, msg, r, files...)
+		head = c
+		fmt.Fprintf(w, "reset refs/tags/%s/v%d\nfrom :%d\n\n", p, n, c)
+	}
+	for k, kind := range []string{"drafts", "proposed"} {
+		count := s.Drafts
+		if k == 1 {
+			count = s.Proposals
+		}
+		for j := range count {
+			i := (j*7 + k) % s.Packages
+			p := s.pkg(i)
+			ws := fmt.Sprintf("%s-%d", kind, j)
+			cm := next
+			blob(cm, fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s\ndata:\n  revision: %q\n", filepath.Base(p), ws))
+			c := next + 1
+			next += 2
+			msg := fmt.Sprintf("Intermediate commit\n\n\nkpt:{\"package\":%q,\"workspaceName\":%q,\"revision\":\"0\"}\n", p, ws)
+			commit(fmt.Sprintf("refs/heads/%s/%s/%s", kind, p, ws), c, head, msg, s.Revisions+j,
+				fmt.Sprintf("M 100644 :%d %s/cm.yaml", cm, p), fmt.Sprintf("M 100644 :%d %s/Kptfile", kptfile[i], p), fmt.Sprintf("M 100644 :1 %s/deploy.yaml", p))
+		}
+	}
+	w.WriteString("done\n")
+	if err := w.Flush(); err != nil {
+		tb.Fatal(err)
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		tb.Fatalf("git fast-import: %v\n%s", err, out)
+	}
+	git(tb, dir, "pack-refs", "--all")
+	porchFixtures[s] = dir
+	return dir
+}
+
+// Porch's layout, as the fixture writes it, is what gitrepo lists.
+func TestPorchFixture(t *testing.T) {
+	s := porchShape{Packages: 7, Revisions: 20, Dirs: 3, Drafts: 2, Proposals: 1}
+	dir := porchFixture(t, s)
+	r := mustOpen(t, benchSpec(dir), nil)
+	defer r.Close()
+	revs, err := r.List(context.Background(), repository.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 20 published, one placeholder per package, 2 drafts, 1 proposal.
+	if len(revs) != 20+7+2+1 {
+		t.Fatalf("listed %d revisions", len(revs))
+	}
+	// The last approval's commit holds every package.
+	if got := git(t, dir, "ls-tree", "-r", "--name-only", "main"); strings.Count(got, "Kptfile") != 7 {
+		t.Fatalf("main holds:\n%s", got)
+	}
+}
