@@ -260,7 +260,9 @@ var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
 // ends.
 func startServer(t *testing.T, bin, dataDir string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+	// The cases' repositories live in the work directory, beside the
+	// data directory.
+	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--data-dir", dataDir, "--repository-root", filepath.Dir(dataDir))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -32,7 +32,10 @@ func startServer(t *testing.T, dataDir string, mod func(*Options)) *testServer {
 	if dataDir == "" {
 		dataDir = filepath.Join(t.TempDir(), "data")
 	}
-	opts := &Options{DataDir: dataDir, GitPollInterval: 50 * time.Millisecond}
+	// Local repositories may live anywhere in the test's temporary
+	// directories (every t.TempDir of a test shares a parent).
+	opts := &Options{DataDir: dataDir, GitPollInterval: 50 * time.Millisecond,
+		RepositoryRoots: []string{filepath.Dir(t.TempDir())}}
 	if mod != nil {
 		mod(opts)
 	}
