@@ -3,7 +3,6 @@ package apiserver
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/urlcred"
 	"github.com/configasdata/cad/repository"
 )
 
@@ -125,15 +125,15 @@ func (s *Server) checkLocalPath(p string) error {
 // checkGitURL checks a git URL a client gave: no credentials in it, and
 // a local path only under the roots. what names it in messages.
 func (s *Server) checkGitURL(u string) error {
-	if urlHasCredentials(u) {
+	if urlcred.Has(u) {
 		return fmt.Errorf("%w: the URL embeds credentials (%s); they are never stored: register the URL without them and name a secret in secretRef",
-			repository.ErrInvalidInput, redactGitURL(u))
+			repository.ErrInvalidInput, urlcred.Redact(u))
 	}
 	switch classifyGitURL(u) {
 	case gitURLLocal:
 		return s.checkLocalPath(strings.TrimPrefix(u, "file://"))
 	case gitURLUnknown:
-		return fmt.Errorf("%w: unsupported URL scheme in %q", repository.ErrInvalidInput, redactGitURL(u))
+		return fmt.Errorf("%w: unsupported URL scheme in %q", repository.ErrInvalidInput, urlcred.Redact(u))
 	}
 	return nil
 }
@@ -144,73 +144,21 @@ func (s *Server) checkRepositorySpec(spec repository.Spec) error {
 	if spec.Git != nil {
 		return s.checkGitURL(spec.Git.Repo)
 	}
-	if spec.OCI != nil && urlHasCredentials("oci://"+spec.OCI.Registry) {
+	if spec.OCI != nil && urlcred.Has("oci://"+spec.OCI.Registry) {
 		return fmt.Errorf("%w: the registry embeds credentials; name a secret in secretRef", repository.ErrInvalidInput)
 	}
 	return nil
 }
 
-// urlHasCredentials reports whether a URL carries user information that
-// is a secret: any in http(s) (gitrepo takes a lone user name as a
-// token), a password in other schemes (ssh://git@host is a user name).
-func urlHasCredentials(u string) bool {
-	if !strings.Contains(u, "://") {
-		return false
-	}
-	pu, err := url.Parse(u)
-	if err != nil {
-		// An unparsable URL may still hide user:password@.
-		rest := u[strings.Index(u, "://")+3:]
-		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
-			rest = rest[:i]
-		}
-		return strings.Contains(rest, "@")
-	}
-	if pu.User == nil {
-		return false
-	}
-	if pu.Scheme == "http" || pu.Scheme == "https" {
-		return true
-	}
-	_, hasPassword := pu.User.Password()
-	return hasPassword
-}
-
-// redactGitURL returns u without its user information.
-func redactGitURL(u string) string {
-	pu, err := url.Parse(u)
-	if err != nil || pu.User == nil {
-		if i := strings.Index(u, "://"); i >= 0 {
-			rest := u[i+3:]
-			if at := strings.LastIndex(strings.SplitN(rest, "/", 2)[0], "@"); at >= 0 {
-				return u[:i+3] + "REDACTED@" + rest[at+1:]
-			}
-		}
-		return u
-	}
-	pu.User = url.User("REDACTED")
-	return pu.String()
-}
-
-// stripGitURL returns u without user information.
-func stripGitURL(u string) string {
-	pu, err := url.Parse(u)
-	if err != nil || pu.User == nil {
-		return u
-	}
-	pu.User = nil
-	return pu.String()
-}
-
 // stripStoredCredentials removes credentials that an earlier version let
 // a client store in a repository's URL, from the store and from r.
 func (s *Server) stripStoredCredentials(u *unstructured.Unstructured, r *porchapi.Repository) (*porchapi.Repository, error) {
-	if r.Spec.Git == nil || !urlHasCredentials(r.Spec.Git.Repo) {
+	if r.Spec.Git == nil || !urlcred.Has(r.Spec.Git.Repo) {
 		return r, nil
 	}
 	s.log.Warn("removed the credentials embedded in a registered repository's URL; give them in a secretRef",
-		"namespace", r.Namespace, "name", r.Name, "url", redactGitURL(r.Spec.Git.Repo))
-	r.Spec.Git.Repo = stripGitURL(r.Spec.Git.Repo)
+		"namespace", r.Namespace, "name", r.Name, "url", urlcred.Redact(r.Spec.Git.Repo))
+	r.Spec.Git.Repo = urlcred.Strip(r.Spec.Git.Repo)
 	if err := unstructured.SetNestedField(u.Object, r.Spec.Git.Repo, "spec", "git", "repo"); err != nil {
 		return nil, err
 	}
