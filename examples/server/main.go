@@ -20,7 +20,8 @@
 // Authentication and authorization:
 //
 //	--token-file FILE        bearer tokens, kube-apiserver's static token CSV:
-//	                         token,user,uid,"group1,group2" (# comments)
+//	                         token,user,uid,"group1,group2" (# comments);
+//	                         needs TLS: kubectl sends tokens only over HTTPS
 //	--tls-cert-file FILE     serve HTTPS with this certificate ...
 //	--tls-private-key-file F ... and key
 //	--client-ca-file FILE    authenticate TLS client certificates signed by
@@ -126,6 +127,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if opts.Tokens != nil && tlsConfig == nil {
+		// kubectl (client-go) does not send a bearer token over plain HTTP.
+		return errors.New("--token-file needs --tls-cert-file and --tls-private-key-file: bearer tokens are only sent over HTTPS")
+	}
 	opts.ClientCertificates = *clientCA != ""
 	authenticated := opts.Tokens != nil || opts.ClientCertificates
 	if host, _, err := net.SplitHostPort(*listen); err != nil {
@@ -171,8 +176,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	switch {
 	case !authenticated:
 		fmt.Fprintln(stdout, "no authentication: anyone who can reach this address can change every repository it serves")
-	case opts.Tokens != nil && tlsConfig == nil && !isLoopback(host):
-		fmt.Fprintln(stdout, "WARNING: bearer tokens over plain HTTP on a non-loopback address; give --tls-cert-file")
 	}
 	if !isLoopback(host) && !authenticated {
 		fmt.Fprintln(stdout, "WARNING: listening on a non-loopback address without authentication")

@@ -252,9 +252,9 @@ func errDenied(rq *request, u *User, what string, roles ...Role) *apiError {
 	return e
 }
 
-// require returns nil when the request's user holds one of roles (or the
+// requireRole returns nil when the request's user holds one of roles (or the
 // server has no authentication), else the 403 for doing what.
-func require(ctx context.Context, rq *request, what string, roles ...Role) error {
+func requireRole(ctx context.Context, rq *request, what string, roles ...Role) error {
 	u := userFrom(ctx)
 	if u == nil {
 		return nil
@@ -285,24 +285,24 @@ func (s *Server) authorize(rq *request) error {
 	}
 	switch verb {
 	case "get", "list", "watch":
-		return require(ctx, rq, what, RoleViewer)
+		return requireRole(ctx, rq, what, RoleViewer)
 	}
 	switch rq.def.gr.resource {
 	case "namespaces", "repositories":
-		return require(ctx, rq, what, RoleAdmin)
+		return requireRole(ctx, rq, what, RoleAdmin)
 	case "packagevariants", "packagevariantsets", "packagerevisionresources":
-		return require(ctx, rq, what, RoleEditor)
+		return requireRole(ctx, rq, what, RoleEditor)
 	case "packagerevisions":
 		switch {
 		case rq.sub != "":
-			return require(ctx, rq, what, RoleApprover)
+			return requireRole(ctx, rq, what, RoleApprover)
 		case verb == "create":
-			return require(ctx, rq, what, RoleEditor)
+			return requireRole(ctx, rq, what, RoleEditor)
 		}
 		// update, patch, delete: which role depends on the lifecycle.
-		return require(ctx, rq, what, RoleEditor, RoleApprover)
+		return requireRole(ctx, rq, what, RoleEditor, RoleApprover)
 	}
-	return require(ctx, rq, what, RoleAdmin)
+	return requireRole(ctx, rq, what, RoleAdmin)
 }
 
 // verbOf is the Kubernetes verb of a resource request.

@@ -572,7 +572,7 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 	contentChange := m.Lifecycle == revision.LifecycleDraft && (gatesChanged || pmChanged || len(conds) > 0)
 	propose := from == revision.LifecycleDraft && to == revision.LifecycleProposed
 	if contentChange || !md.Equal(m.Metadata) {
-		if err := require(ctx, rq, "update package revisions", RoleEditor); err != nil {
+		if err := requireRole(ctx, rq, "update package revisions", RoleEditor); err != nil {
 			return nil, err
 		}
 	}
@@ -581,7 +581,7 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 		if propose {
 			role = RoleEditor
 		}
-		if err := require(ctx, rq, fmt.Sprintf("change the lifecycle of a package revision from %s to %s", from, to), role); err != nil {
+		if err := requireRole(ctx, rq, fmt.Sprintf("change the lifecycle of a package revision from %s to %s", from, to), role); err != nil {
 			return nil, err
 		}
 	}
@@ -735,7 +735,7 @@ func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOpt
 	if m.Lifecycle == revision.LifecycleDeletionProposed {
 		role = RoleApprover
 	}
-	if err := require(ctx, rq, fmt.Sprintf("delete a %s package revision", m.Lifecycle), role); err != nil {
+	if err := requireRole(ctx, rq, fmt.Sprintf("delete a %s package revision", m.Lifecycle), role); err != nil {
 		return nil, err
 	}
 	if err := s.engineFor(ctx, rq.ns).Delete(ctx, e.name, m.Key, engine.IfVersion(m.Version)); err != nil {
