@@ -40,7 +40,8 @@
 //
 //	--repository-root DIR    local git repositories (and local or file://
 //	                         clone sources) may only be opened under DIR;
-//	                         repeatable; default the data directory
+//	                         repeatable; default the data directory (its
+//	                         git/ directory is always allowed)
 //	--secrets-dir DIR        secretRefs resolve to DIR/<namespace>/<name>/,
 //	                         one file a key: username and password, or
 //	                         bearerToken, or ssh-privatekey (with optional

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -48,12 +49,14 @@ func classifyGitURL(u string) gitURLKind {
 }
 
 // resolveRoots returns the repository roots, absolute and with symbolic
-// links resolved; the data directory when roots is empty. Roots are
-// created when missing.
+// links resolved: roots, or the data directory when roots is empty, and
+// always the data directory's git directory, where the server keeps its
+// own default repository. Roots are created when missing.
 func resolveRoots(dataDir string, roots []string) ([]string, error) {
 	if len(roots) == 0 {
 		roots = []string{dataDir}
 	}
+	roots = append(slices.Clone(roots), filepath.Join(dataDir, "git"))
 	var out []string
 	for _, r := range roots {
 		abs, err := filepath.Abs(r)

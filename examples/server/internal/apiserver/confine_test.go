@@ -253,3 +253,19 @@ func TestKubectlLimits(t *testing.T) {
 	// Nothing was saved.
 	assert.NotContains(t, k.ok("", "get", "prr", name, "-o", "yaml"), "pipeline:")
 }
+
+// Configured roots replace the data directory, but the server's own git
+// directory stays allowed: the default repository opens.
+func TestRepositoryRootsKeepDefault(t *testing.T) {
+	root := t.TempDir()
+	ts := startServer(t, "", func(o *Options) { o.RepositoryRoots = []string{root} })
+	k := newKubectl(t, ts.URL)
+	waitReady(t, k, "default", "True")
+	other := filepath.Join(ts.dataDir, "other.git")
+	gitInitBare(t, other)
+	assert.Contains(t, k.fails(repoYAML("other", other, ""), "create", "-f", "-"), "outside the server's repository roots")
+	inRoot := filepath.Join(root, "team.git")
+	gitInitBare(t, inRoot)
+	k.ok(repoYAML("team", inRoot, ""), "create", "-f", "-")
+	waitReady(t, k, "team", "True")
+}

@@ -148,8 +148,9 @@ type Options struct {
 	RefuseSelfApproval bool
 	// RepositoryRoots are the directories under which local git
 	// repositories and local clone sources may be opened. Default: the
-	// data directory, except its object store and its caches of remote
-	// repositories.
+	// data directory. The data directory's git directory (the default
+	// repository's) is always allowed, its object store and its caches of
+	// remote repositories never.
 	RepositoryRoots []string
 	// SecretsDir holds the credentials that secretRefs name, as
 	// <SecretsDir>/<namespace>/<secret name>/<key> files (see
