@@ -223,7 +223,7 @@ func (c *cmdEnv) dispatch(args []string) error {
 
 func (c *cmdEnv) printTopUsage(w io.Writer) {
 	fmt.Fprintf(w, "cadctl manages kpt packages in git repositories with the cad library, as porchctl does with Porch.\n\n")
-	fmt.Fprintf(w, "Usage:\n  cadctl [--config FILE | --server URL [--token T] [--certificate-authority F]] [-n NAMESPACE] COMMAND SUBCOMMAND [flags]\n\nCommands:\n")
+	fmt.Fprintf(w, "Usage:\n  cadctl [--config FILE | --server URL] [-n NAMESPACE] COMMAND SUBCOMMAND [flags]\n\nCommands:\n")
 	for _, g := range groups() {
 		var names []string
 		for _, cmd := range g.cmds {

@@ -48,13 +48,15 @@ func withAuthor(md revision.Metadata, user string) (revision.Metadata, bool) {
 }
 
 // keepManaged returns md with the managed annotation of cur, whatever the
-// client sent for it, and whether the client's value differed.
+// client sent for it, and whether the client sent another value (leaving
+// it out is not sending one).
 func keepManaged(md, cur revision.Metadata) (revision.Metadata, bool) {
 	v, had := cur.Annotations[AuthorsAnnotation]
 	got, sent := md.Annotations[AuthorsAnnotation]
 	if had == sent && v == got {
 		return md, false
 	}
+	differs := sent && got != v
 	out := md.Clone()
 	out.Annotations = maps.Clone(out.Annotations)
 	if had {
@@ -65,7 +67,7 @@ func keepManaged(md, cur revision.Metadata) (revision.Metadata, bool) {
 	} else {
 		delete(out.Annotations, AuthorsAnnotation)
 	}
-	return out, true
+	return out, differs
 }
 
 // recordAuthor adds the request's user to the authors of rev before an

@@ -1,6 +1,11 @@
 package apiserver
 
 import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/pem"
 	"fmt"
 	"os"
 	"os/exec"
@@ -9,6 +14,9 @@ import (
 	"testing"
 	"time"
 
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -268,4 +276,71 @@ func TestRepositoryRootsKeepDefault(t *testing.T) {
 	gitInitBare(t, inRoot)
 	k.ok(repoYAML("team", inRoot, ""), "create", "-f", "-")
 	waitReady(t, k, "team", "True")
+}
+
+func TestSecretsResolve(t *testing.T) {
+	secrets := t.TempDir()
+	write := func(name string, files map[string]string) {
+		dir := filepath.Join(secrets, "team", name)
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		for k, v := range files {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600))
+		}
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	der, err := x509.MarshalPKCS8PrivateKey(key)
+	require.NoError(t, err)
+	keyPEM := string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
+	write("basic", map[string]string{"username": "nephio\n", "password": "s3cret\n"})
+	write("token", map[string]string{"bearerToken": "tok-123"})
+	write("ssh", map[string]string{"ssh-privatekey": keyPEM, "known_hosts": "git.example ecdsa-sha2-nistp256 AAAAE2VjZHNhLXNoYTItbmlzdHAyNTYAAAAIbmlzdHAyNTYAAABBBEmKSENjQEezOmxkZMy7opKgwFB9nkt5YRrYMjNuG5N87uRgg6CLrbo5wAdT/y6v0mKV0U2w0WZ2YB/++Tpockg=\n"})
+	write("badssh", map[string]string{"ssh-privatekey": "not a key"})
+	write("empty", map[string]string{"other": "x"})
+	s := &Server{opts: Options{SecretsDir: secrets}}
+
+	a, err := s.gitAuth("team", "basic", "https://h/r.git")
+	require.NoError(t, err)
+	assert.Equal(t, &githttp.BasicAuth{Username: "nephio", Password: "s3cret"}, a)
+	a, err = s.gitAuth("team", "token", "https://h/r.git")
+	require.NoError(t, err)
+	assert.Equal(t, &githttp.TokenAuth{Token: "tok-123"}, a)
+	a, err = s.gitAuth("team", "ssh", "ssh://deploy@h/r.git")
+	require.NoError(t, err)
+	pk, ok := a.(*gitssh.PublicKeys)
+	require.True(t, ok, "%T", a)
+	assert.Equal(t, "deploy", pk.User)
+	assert.NotNil(t, pk.HostKeyCallback)
+	a, err = s.gitAuth("team", "ssh", "git@h:r.git")
+	require.NoError(t, err)
+	assert.Equal(t, "git", a.(*gitssh.PublicKeys).User)
+	a, err = s.gitAuth("team", "", "https://h/r.git")
+	assert.NoError(t, err)
+	assert.Nil(t, a)
+
+	for _, bad := range []struct{ ns, name, want string }{
+		{"team", "badssh", "the ssh key does not parse"},
+		{"team", "empty", "has none of the keys"},
+		{"team", "missing", `secret "missing" of namespace "team" not found`},
+		{"other", "basic", `secret "basic" of namespace "other" not found`},
+		{"team", "../team/basic", "DNS-1123"},
+		{"team", "..", "DNS-1123"},
+	} {
+		_, err := s.gitAuth(bad.ns, bad.name, "https://h/r.git")
+		if assert.Error(t, err, bad.name) {
+			assert.Contains(t, err.Error(), bad.want)
+			assert.NotContains(t, err.Error(), "s3cret")
+		}
+	}
+	_, err = (&Server{}).gitAuth("team", "basic", "https://h/r.git")
+	assert.ErrorContains(t, err, "no secrets directory")
+
+	o, err := s.ociAuth("team", "basic")
+	require.NoError(t, err)
+	assert.Equal(t, &authn.Basic{Username: "nephio", Password: "s3cret"}, o)
+	o, err = s.ociAuth("team", "token")
+	require.NoError(t, err)
+	assert.Equal(t, &authn.Bearer{Token: "tok-123"}, o)
+	_, err = s.ociAuth("team", "ssh")
+	assert.ErrorContains(t, err, "has none of the keys")
 }

@@ -553,8 +553,8 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 	if err := md.Validate(); err != nil {
 		return nil, inv("metadata", err.Error())
 	}
-	if kept, changed := keepManaged(md, m.Metadata); changed {
-		md = kept
+	md, overridden := keepManaged(md, m.Metadata)
+	if overridden {
 		rq.warn("annotation %s is managed by the server: the value sent is ignored", AuthorsAnnotation)
 	}
 	// Content: readiness gates, package metadata and conditions of a Draft.
