@@ -39,8 +39,8 @@
 // only under Options.RepositoryRoots (the data directory by default, less
 // the server's own caches). A repository or clone URL that embeds
 // credentials is refused: credentials come from a secretRef, resolved in
-// Options.SecretsDir (see SecretsDir for its layout). Request bodies are
-// capped by Options.MaxBodyBytes.
+// Options.SecretsDir (see its layout there). Request bodies are capped by
+// Options.MaxBodyBytes. Roles are server-wide, not scoped to namespaces.
 //
 // A Server is safe for concurrent use. Build it with New, serve its Handler
 // and run its background work (repository watches, reopening repositories
@@ -152,9 +152,14 @@ type Options struct {
 	// repository's) is always allowed, its object store and its caches of
 	// remote repositories never.
 	RepositoryRoots []string
-	// SecretsDir holds the credentials that secretRefs name, as
-	// <SecretsDir>/<namespace>/<secret name>/<key> files (see
-	// resolveSecret). Empty means none: a secretRef fails to resolve.
+	// SecretsDir holds the credentials that the secretRefs of
+	// repositories and git clone upstreams name, as
+	// <SecretsDir>/<namespace>/<secret name>/<key> files, the layout of a
+	// Kubernetes Secret mounted as a volume. The keys are those of
+	// Porch's Secrets: username and password (basic auth), bearerToken,
+	// or ssh-privatekey with the optional ssh-passphrase and known_hosts.
+	// Empty means none: a secretRef fails to resolve, and the repository
+	// reports it in its Ready condition.
 	SecretsDir string
 }
 
