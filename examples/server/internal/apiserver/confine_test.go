@@ -344,3 +344,20 @@ func TestSecretsResolve(t *testing.T) {
 	_, err = s.ociAuth("team", "ssh")
 	assert.ErrorContains(t, err, "has none of the keys")
 }
+
+// A repository registered outside the roots by an earlier version (or
+// before the roots were narrowed) is not opened on start.
+func TestStoredRepositoryOutsideRoots(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	outside := filepath.Join(t.TempDir(), "outside.git")
+	gitInitBare(t, outside)
+	ts := startServer(t, dir, nil) // roots: the test's temporary directories
+	code, body := ts.do("POST", repoPath, "application/yaml", []byte(repoYAML("outside", outside, "")))
+	require.Equal(t, 201, code, "%s", body)
+	ts.stop()
+
+	ts2 := startServer(t, dir, func(o *Options) { o.RepositoryRoots = nil })
+	k := newKubectl(t, ts2.URL)
+	assert.Contains(t, waitReady(t, k, "outside", "False"), "outside the server's repository roots")
+	assert.NotContains(t, k.ok("", "get", "rpkg", "-o", "name"), "outside.")
+}
