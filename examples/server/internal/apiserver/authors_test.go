@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/configasdata/cad/revision"
 )
@@ -33,4 +34,20 @@ func TestAuthorsAnnotation(t *testing.T) {
 	assert.True(t, overridden)
 	assert.Equal(t, map[string]string{"x": "y"}, kept.Annotations)
 	assert.Empty(t, authorsOf(revision.Metadata{Annotations: map[string]string{AuthorsAnnotation: "not json"}}))
+}
+
+// An update refused for its lifecycle or an immutable field writes
+// nothing, not even its labels or the authors record.
+func TestRefusedUpdateWritesNothing(t *testing.T) {
+	ts := startServer(t, "", nil)
+	require.Equal(t, 201, ts.doJSON("POST", prPath, initPR("p", "ws"), nil))
+	var pr map[string]any
+	require.Equal(t, 200, ts.doJSON("GET", prPath+"/default.p.ws", nil, &pr))
+	pr["metadata"].(map[string]any)["labels"] = map[string]any{"stage": "prod"}
+	pr["spec"].(map[string]any)["lifecycle"] = "Published"
+	assert.Equal(t, 422, ts.doJSON("PUT", prPath+"/default.p.ws", pr, nil))
+	var after map[string]any
+	require.Equal(t, 200, ts.doJSON("GET", prPath+"/default.p.ws", nil, &after))
+	assert.Nil(t, after["metadata"].(map[string]any)["labels"])
+	assert.Equal(t, "Draft", after["spec"].(map[string]any)["lifecycle"])
 }

@@ -568,7 +568,28 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 			conds = append(conds, porchapi.ConditionsTo([]porchapi.Condition{c})...)
 		}
 	}
+	// Refuse what cannot be done before anything is written.
+	if m.Lifecycle != revision.LifecycleDraft {
+		if gatesChanged {
+			return nil, inv("spec.readinessGates", fmt.Sprintf("field is immutable for a %s package revision", m.Lifecycle))
+		}
+		if pmChanged {
+			return nil, inv("spec.packageMetadata", fmt.Sprintf("field is immutable for a %s package revision", m.Lifecycle))
+		}
+	}
 	from, to := m.Lifecycle, revision.Lifecycle(in.Spec.Lifecycle)
+	if to != "" && to != from {
+		switch {
+		case from == revision.LifecycleDraft && to == revision.LifecycleProposed,
+			from == revision.LifecycleProposed && to == revision.LifecycleDraft,
+			from == revision.LifecycleDeletionProposed && to == revision.LifecyclePublished,
+			from == revision.LifecyclePublished && to == revision.LifecycleDeletionProposed:
+		case to == revision.LifecyclePublished:
+			return nil, inv("spec.lifecycle", fmt.Sprintf("Invalid value: %q: a package revision is published through the approval subresource", to))
+		default:
+			return nil, inv("spec.lifecycle", fmt.Sprintf("Invalid value: %q: cannot change lifecycle from %s to %s", to, from, to))
+		}
+	}
 	contentChange := m.Lifecycle == revision.LifecycleDraft && (gatesChanged || pmChanged || len(conds) > 0)
 	propose := from == revision.LifecycleDraft && to == revision.LifecycleProposed
 	if contentChange || !md.Equal(m.Metadata) {
@@ -604,12 +625,6 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 		}
 	}
 	if m.Lifecycle != revision.LifecycleDraft {
-		if gatesChanged {
-			return nil, inv("spec.readinessGates", fmt.Sprintf("field is immutable for a %s package revision", m.Lifecycle))
-		}
-		if pmChanged {
-			return nil, inv("spec.packageMetadata", fmt.Sprintf("field is immutable for a %s package revision", m.Lifecycle))
-		}
 		if len(conds) > 0 {
 			rq.warn("status.conditions are ignored: only a Draft's conditions can change")
 		}
@@ -652,10 +667,6 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 			_, err = eng.Reject(ctx, e.name, key)
 		case from == revision.LifecyclePublished && to == revision.LifecycleDeletionProposed:
 			_, err = eng.ProposeDelete(ctx, e.name, key)
-		case to == revision.LifecyclePublished:
-			return nil, inv("spec.lifecycle", fmt.Sprintf("Invalid value: %q: a package revision is published through the approval subresource", to))
-		default:
-			return nil, inv("spec.lifecycle", fmt.Sprintf("Invalid value: %q: cannot change lifecycle from %s to %s", to, from, to))
 		}
 		if err != nil {
 			return nil, err
