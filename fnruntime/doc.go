@@ -19,6 +19,10 @@
 // set-annotations, set-image, search-replace, starlark (go.starlark.net),
 // apply-replacements (kustomize's replacements on kyaml), apply-setters,
 // ensure-name-substring, kpt's builtins/gen-pkg-context, and the test
-// images no-op and drop-comments. Other images run in a container ([ContainerFunction]) only when Options.Containers is set;
+// images no-op and drop-comments. The starlark builtin is bounded in steps
+// and, by a heap watchdog, in memory ([StarlarkFunction],
+// Options.StarlarkMaxSteps and StarlarkMaxMemory); an exec function over
+// its output cap fails with [ErrOutputTooLarge], which the renderer's
+// *pipeline.RenderError carries. Other images run in a container ([ContainerFunction]) only when Options.Containers is set;
 // otherwise resolving them gives a *NotFoundError.
 package fnruntime

@@ -34,6 +34,10 @@ type ExecFunction struct {
 var _ pipeline.StreamFunction = (*ExecFunction)(nil)
 
 // ErrOutputTooLarge matches a run whose stdout or stderr exceeded its cap.
+// Such a run writes nothing to its output: the error (a
+// *pipeline.FunctionError whose Stderr says which stream and which cap)
+// reaches the caller through the pipeline's *pipeline.RenderError, where
+// errors.Is finds it.
 var ErrOutputTooLarge = errors.New("function output too large")
 
 // Run implements pipeline.Function by encoding rl, running the program and
@@ -73,7 +77,15 @@ func (e *ExecFunction) RunStream(ctx context.Context, in io.Reader, out io.Write
 		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")}
 	}
 	cmd.Stdin = in
-	stdout := &capWriter{w: out, max: e.MaxOutput}
+	// With a cap, stdout is held until the program ends so that a run
+	// over the cap writes nothing to out: a truncated ResourceList would
+	// otherwise reach the caller's parser and hide the real failure.
+	var outBuf bytes.Buffer
+	stdoutTarget := out
+	if e.MaxOutput > 0 {
+		stdoutTarget = &outBuf
+	}
+	stdout := &capWriter{w: stdoutTarget, max: e.MaxOutput}
 	var errBuf bytes.Buffer
 	stderrW := &capWriter{w: &errBuf, max: e.MaxStderr}
 	cmd.Stdout = stdout
@@ -83,11 +95,31 @@ func (e *ExecFunction) RunStream(ctx context.Context, in io.Reader, out io.Write
 	stderr := errBuf.String()
 	switch {
 	case stdout.over || stderrW.over:
-		return stderr, &pipeline.FunctionError{ExitCode: 1, Stderr: stderr, Err: fmt.Errorf("exec %s: %w", e.Path, ErrOutputTooLarge)}
+		which, limit := "stdout", e.MaxOutput
+		if !stdout.over {
+			which, limit = "stderr", e.MaxStderr
+		}
+		cause := fmt.Errorf("exec %s: %w: %s exceeded its cap of %d bytes", e.Path, ErrOutputTooLarge, which, limit)
+		if stderr != "" && !strings.HasSuffix(stderr, "\n") {
+			stderr += "\n"
+		}
+		stderr += cause.Error()
+		return stderr, &pipeline.FunctionError{ExitCode: 1, Stderr: stderr, Err: cause}
 	case err == nil:
+		if stdoutTarget != out {
+			if _, werr := out.Write(outBuf.Bytes()); werr != nil {
+				return stderr, werr
+			}
+		}
 		return stderr, nil
 	case ctx.Err() != nil:
 		return stderr, &pipeline.FunctionError{ExitCode: 1, Stderr: stderr, Err: fmt.Errorf("exec %s: %w", e.Path, ctx.Err())}
+	}
+	// A failing program's output still carries its results.
+	if stdoutTarget != out {
+		if _, werr := out.Write(outBuf.Bytes()); werr != nil {
+			return stderr, werr
+		}
 	}
 	var ee *exec.ExitError
 	if errors.As(err, &ee) {

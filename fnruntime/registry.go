@@ -49,6 +49,12 @@ type Options struct {
 	Allow, Deny []string
 	// Timeout bounds one function run; zero means DefaultTimeout.
 	Timeout time.Duration
+	// StarlarkMaxSteps and StarlarkMaxMemory bound the builtin starlark
+	// function (StarlarkFunction.MaxSteps and MaxMemory); zero means
+	// DefaultStarlarkSteps and DefaultStarlarkMemory, a negative
+	// StarlarkMaxMemory no memory bound.
+	StarlarkMaxSteps  uint64
+	StarlarkMaxMemory int64
 	// NoBuiltins leaves out the builtin functions.
 	NoBuiltins bool
 	// Containers runs images that have no Go implementation with a
@@ -102,6 +108,7 @@ func NewRegistry(opts *Options) *Registry {
 		for name, fn := range Builtins() {
 			r.fns[name] = fn
 		}
+		r.fns["starlark"] = &StarlarkFunction{MaxSteps: r.opts.StarlarkMaxSteps, MaxMemory: r.opts.StarlarkMaxMemory}
 		for name, v := range BuiltinVersions() {
 			r.versions[name], _ = parseVersion(v)
 		}

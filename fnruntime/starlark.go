@@ -5,7 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"runtime/metrics"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/configasdata/cad/pipeline"
 	"go.starlark.net/starlark"
@@ -17,6 +21,17 @@ import (
 // DefaultStarlarkSteps bounds a starlark script when
 // StarlarkFunction.MaxSteps is zero: about a second or two of CPU.
 const DefaultStarlarkSteps = 100_000_000
+
+// DefaultStarlarkMemory bounds the heap growth of a starlark run when
+// StarlarkFunction.MaxMemory is zero.
+const DefaultStarlarkMemory = 256 << 20
+
+// ErrMemoryLimit matches the failure of a starlark run stopped because the
+// heap grew beyond StarlarkFunction.MaxMemory.
+var ErrMemoryLimit = errors.New("starlark memory limit exceeded")
+
+// memoryCheckInterval is how often a run's memory watchdog samples the heap.
+const memoryCheckInterval = 5 * time.Millisecond
 
 // StarlarkFunction is the catalog's starlark function: it runs the
 // Starlark script of its functionConfig over the resources.
@@ -44,12 +59,34 @@ const DefaultStarlarkSteps = 100_000_000
 //
 // print writes to the function's standard error. A script error (syntax,
 // runtime, fail()) is a failure with the error message as an error result,
-// as the catalog reports it. The run is bounded by MaxSteps and cancelled
-// with ctx. A StarlarkFunction is safe for concurrent use.
+// as the catalog reports it. The run is bounded by MaxSteps and MaxMemory
+// and cancelled with ctx. A StarlarkFunction is safe for concurrent use.
+//
+// # Memory
+//
+// Steps do not bound memory: one step may build a string or list of up to
+// a GiB, and a few doublings (x = x + x) need only a handful of steps.
+// go.starlark.net has no allocation accounting (its Thread offers only a
+// step limit and Cancel), so the run is watched from outside: every 5ms
+// a watchdog reads the process's heap size (runtime/metrics) and, when it
+// has grown by more than MaxMemory since the run started, forces a garbage
+// collection (at most every 50ms) to tell live data from garbage; if the
+// live heap is still over, it cancels the thread. The script then fails
+// with an error matching ErrMemoryLimit, at its next step. The bound is
+// approximate: it is on the whole process's heap, so allocations of other
+// goroutines during the run count against it (in a server, a concurrent
+// large request can stop a script); a single step can overshoot it by what
+// that step allocates (at most about 1 GiB, starlark's own cap on one
+// repetition, or the size of one concatenation); and memory that the
+// script holds only briefly, between two samples, is not seen.
 type StarlarkFunction struct {
 	// MaxSteps bounds the Starlark computation steps of one run; zero
 	// means DefaultStarlarkSteps.
 	MaxSteps uint64
+	// MaxMemory bounds, in bytes, how much the heap may grow during one
+	// run (see Memory above); zero means DefaultStarlarkMemory, negative
+	// means no bound.
+	MaxMemory int64
 }
 
 var _ pipeline.StreamFunction = (*StarlarkFunction)(nil)
@@ -140,9 +177,24 @@ func (s *StarlarkFunction) run(ctx context.Context, rl *pipeline.ResourceList) (
 	thread.SetMaxExecutionSteps(steps)
 	stop := context.AfterFunc(ctx, func() { thread.Cancel(context.Cause(ctx).Error()) })
 	defer stop()
+	maxMem := s.MaxMemory
+	if maxMem == 0 {
+		maxMem = DefaultStarlarkMemory
+	}
+	var overMemory atomic.Bool
+	if maxMem > 0 {
+		done := watchMemory(uint64(maxMem), func() {
+			overMemory.Store(true)
+			thread.Cancel(fmt.Sprintf("the heap grew by more than the memory limit of %d bytes", maxMem))
+		})
+		defer done()
+	}
 	opts := &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
 	if _, err := starlark.ExecFileOptions(opts, thread, name, source, predeclared); err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case overMemory.Load():
+			return fail(err.Error(), ErrMemoryLimit)
+		case ctx.Err() != nil:
 			return fail(err.Error(), context.Cause(ctx))
 		}
 		return fail(err.Error(), nil)
@@ -344,4 +396,53 @@ func starlarkToData(v starlark.Value) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("cannot convert a starlark %s to YAML", v.Type())
+}
+
+// heapMetric is the bytes of heap objects, live or not yet swept.
+const heapMetric = "/memory/classes/heap/objects:bytes"
+
+// watchMemory starts a watchdog that calls over once, when the heap has
+// grown by more than limit bytes since the call (see StarlarkFunction's
+// Memory section). The returned function stops the watchdog and waits for
+// it.
+func watchMemory(limit uint64, over func()) (stop func()) {
+	sample := []metrics.Sample{{Name: heapMetric}}
+	read := func() uint64 {
+		metrics.Read(sample)
+		if sample[0].Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+		return sample[0].Value.Uint64()
+	}
+	base := read()
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(memoryCheckInterval)
+		defer t.Stop()
+		var lastGC time.Time
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+			}
+			if read() <= base+limit || time.Since(lastGC) < 10*memoryCheckInterval {
+				continue
+			}
+			// Over, perhaps with garbage: count only what survives a
+			// collection.
+			runtime.GC()
+			lastGC = time.Now()
+			if read() > base+limit {
+				over()
+				return
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }

@@ -2,7 +2,7 @@
 // config.porch.kpt.dev) over HTTP in the Kubernetes API conventions, so that
 // kubectl and client-go work against it, over cad's engine.
 //
-//	go run ./examples/server [--listen 127.0.0.1:7007] [--data-dir ./.cad-server]
+//	go run ./examples/server [--listen 127.0.0.1:7007] [--data-dir ./.cad-server] [flags]
 //
 // On the first start it creates a local bare git repository under the data
 // directory and registers it as Repository "default" in namespace "default".
@@ -10,14 +10,53 @@
 // data directory and survive a restart; package revisions live in their
 // repositories.
 //
-// The server has no authentication: it listens on loopback unless told
-// otherwise. Point kubectl at it with
+// Without --token-file and --client-ca-file the server has no
+// authentication: it listens on loopback, and refuses a non-loopback
+// --listen unless --insecure-allow-unauthenticated is given. Point kubectl
+// at it with
 //
 //	kubectl --server http://127.0.0.1:7007 get packagerevisions
+//
+// Authentication and authorization:
+//
+//	--token-file FILE        bearer tokens, kube-apiserver's static token CSV:
+//	                         token,user,uid,"group1,group2" (# comments);
+//	                         needs TLS: kubectl sends tokens only over HTTPS
+//	--tls-cert-file FILE     serve HTTPS with this certificate ...
+//	--tls-private-key-file F ... and key
+//	--client-ca-file FILE    authenticate TLS client certificates signed by
+//	                         these CAs: user = subject CN, groups = subject O
+//	--refuse-self-approval   refuse the approval of a revision by a user who
+//	                         created, edited or proposed it
+//
+// A user's roles are its groups named cad:viewer (get, list, watch),
+// cad:editor (create and edit drafts, propose, delete drafts, manage
+// PackageVariants), cad:approver (approve, reject, propose deletion, delete
+// revisions proposed for deletion) and cad:admin (everything, including
+// repositories and namespaces). Every role reads. Unauthenticated requests
+// get 401, forbidden ones 403, as Kubernetes Status objects.
+//
+// Repositories, credentials and limits:
+//
+//	--repository-root DIR    local git repositories (and local or file://
+//	                         clone sources) may only be opened under DIR;
+//	                         repeatable; default the data directory (its
+//	                         git/ directory is always allowed)
+//	--secrets-dir DIR        secretRefs resolve to DIR/<namespace>/<name>/,
+//	                         one file a key: username and password, or
+//	                         bearerToken, or ssh-privatekey (with optional
+//	                         ssh-passphrase and known_hosts)
+//	--max-body-bytes N       request body cap (default 6 MiB, as Porch)
+//	--starlark-max-steps N   step cap of the starlark function
+//	--starlark-max-memory N  heap growth cap of one starlark run, in bytes
+//
+// URLs with embedded credentials (https://user:pass@host/...) are refused.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -27,10 +66,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/configasdata/cad/examples/server/internal/apiserver"
+	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/pipeline"
 )
 
 func main() {
@@ -44,11 +86,58 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	listen := fs.String("listen", "127.0.0.1:7007", "address to listen on; the server has no authentication, keep it on loopback")
+	listen := fs.String("listen", "127.0.0.1:7007", "address to listen on; without authentication only loopback addresses are accepted")
 	dataDir := fs.String("data-dir", ".cad-server", "directory of the server's objects, default repository and caches")
 	verbose := fs.Bool("v", false, "log requests that fail and background work")
+	tokenFile := fs.String("token-file", "", `bearer tokens: CSV lines token,user,uid,"group1,group2"; groups cad:viewer, cad:editor, cad:approver, cad:admin grant roles`)
+	certFile := fs.String("tls-cert-file", "", "serve HTTPS with this PEM certificate (chain)")
+	keyFile := fs.String("tls-private-key-file", "", "the PEM private key of --tls-cert-file")
+	clientCA := fs.String("client-ca-file", "", "authenticate TLS client certificates signed by these PEM CAs: user from the subject CN, groups from O (needs --tls-cert-file)")
+	selfApproval := fs.Bool("refuse-self-approval", false, "refuse the approval of a package revision by a user who created, edited or proposed it (needs authentication)")
+	insecure := fs.Bool("insecure-allow-unauthenticated", false, "allow listening on a non-loopback address without authentication: anyone who reaches it can change every repository it serves")
+	var roots stringList
+	fs.Var(&roots, "repository-root", "directory under which local git repositories and local clone sources may be opened; repeatable (default the data directory)")
+	secretsDir := fs.String("secrets-dir", "", "directory of the credentials secretRefs name: <dir>/<namespace>/<secret>/<key> files (username, password, bearerToken, ssh-privatekey, ssh-passphrase, known_hosts)")
+	maxBody := fs.Int64("max-body-bytes", apiserver.DefaultMaxBodyBytes, "largest request body accepted, in bytes")
+	starlarkSteps := fs.Uint64("starlark-max-steps", fnruntime.DefaultStarlarkSteps, "computation steps a starlark function may take")
+	starlarkMemory := fs.Int64("starlark-max-memory", fnruntime.DefaultStarlarkMemory, "bytes by which the heap may grow during one starlark run; negative for no cap")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	opts := &apiserver.Options{
+		DataDir:            *dataDir,
+		RefuseSelfApproval: *selfApproval,
+		RepositoryRoots:    roots,
+		SecretsDir:         *secretsDir,
+		MaxBodyBytes:       *maxBody,
+		Pipeline: pipeline.NewKptfile(fnruntime.NewRegistry(&fnruntime.Options{
+			StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,
+		}), nil),
+	}
+	if *tokenFile != "" {
+		tokens, err := apiserver.LoadTokenFile(*tokenFile)
+		if err != nil {
+			return err
+		}
+		opts.Tokens = tokens
+	}
+	tlsConfig, err := serverTLS(*certFile, *keyFile, *clientCA)
+	if err != nil {
+		return err
+	}
+	if opts.Tokens != nil && tlsConfig == nil {
+		// kubectl (client-go) does not send a bearer token over plain HTTP.
+		return errors.New("--token-file needs --tls-cert-file and --tls-private-key-file: bearer tokens are only sent over HTTPS")
+	}
+	opts.ClientCertificates = *clientCA != ""
+	authenticated := opts.Tokens != nil || opts.ClientCertificates
+	if host, _, err := net.SplitHostPort(*listen); err != nil {
+		return fmt.Errorf("--listen %q: %w", *listen, err)
+	} else if !isLoopback(host) && !authenticated && !*insecure {
+		return fmt.Errorf("refusing to listen on %s without authentication: give --token-file or --client-ca-file, listen on loopback, or pass --insecure-allow-unauthenticated", *listen)
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -59,7 +148,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	} else {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
-	srv, err := apiserver.New(ctx, &apiserver.Options{DataDir: *dataDir, Logger: logger})
+	opts.Logger = logger
+	srv, err := apiserver.New(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -76,19 +166,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		WriteTimeout:      5 * time.Minute, // watches lift it for themselves
 		IdleTimeout:       2 * time.Minute,
 		MaxHeaderBytes:    1 << 20,
+		TLSConfig:         tlsConfig,
 	}
-	fmt.Fprintf(stdout, "cad reference server listening on http://%s (data in %s)\n", ln.Addr(), *dataDir)
-	fmt.Fprintln(stdout, "no authentication: anyone who can reach this address can change every repository it serves")
-	if host, _, _ := net.SplitHostPort(ln.Addr().String()); !net.ParseIP(host).IsLoopback() {
-		fmt.Fprintln(stdout, "WARNING: listening on a non-loopback address")
+	scheme := "http"
+	if tlsConfig != nil {
+		scheme = "https"
 	}
-	fmt.Fprintf(stdout, "try: kubectl --server http://%s get packagerevisions\n", ln.Addr())
+	host, _, _ := net.SplitHostPort(ln.Addr().String())
+	fmt.Fprintf(stdout, "cad reference server listening on %s://%s (data in %s)\n", scheme, ln.Addr(), *dataDir)
+	switch {
+	case !authenticated:
+		fmt.Fprintln(stdout, "no authentication: anyone who can reach this address can change every repository it serves")
+	}
+	if !isLoopback(host) && !authenticated {
+		fmt.Fprintln(stdout, "WARNING: listening on a non-loopback address without authentication")
+	}
+	fmt.Fprintf(stdout, "try: kubectl --server %s://%s get packagerevisions\n", scheme, ln.Addr())
 
 	runCtx, cancelRun := context.WithCancel(ctx)
 	runDone := make(chan error, 1)
 	go func() { runDone <- srv.Run(runCtx) }()
 	serveDone := make(chan error, 1)
-	go func() { serveDone <- hs.Serve(ln) }()
+	go func() {
+		if tlsConfig != nil {
+			serveDone <- hs.ServeTLS(ln, "", "")
+			return
+		}
+		serveDone <- hs.Serve(ln)
+	}()
 
 	select {
 	case <-ctx.Done():
@@ -106,4 +211,53 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "server stopped")
 	return nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string     { return strings.Join(*l, ",") }
+func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
+
+// isLoopback reports whether a listen host is a loopback address or
+// localhost.
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// serverTLS builds the TLS configuration of the flags: nil without a
+// certificate. With client CAs, client certificates are verified when
+// given (a request without one may still use a bearer token).
+func serverTLS(certFile, keyFile, clientCAFile string) (*tls.Config, error) {
+	if certFile == "" && keyFile == "" {
+		if clientCAFile != "" {
+			return nil, errors.New("--client-ca-file needs --tls-cert-file and --tls-private-key-file")
+		}
+		return nil, nil
+	}
+	if certFile == "" || keyFile == "" {
+		return nil, errors.New("--tls-cert-file and --tls-private-key-file go together")
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if clientCAFile != "" {
+		pem, err := os.ReadFile(clientCAFile)
+		if err != nil {
+			return nil, fmt.Errorf("client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("client CA %s holds no PEM certificate", clientCAFile)
+		}
+		cfg.ClientCAs = pool
+		cfg.ClientAuth = tls.VerifyClientCertIfGiven
+	}
+	return cfg, nil
 }

@@ -3,8 +3,18 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"io"
+	"math/big"
+	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,5 +71,99 @@ func TestRun(t *testing.T) {
 	}
 	if out := <-rest; !strings.Contains(out, "no authentication") || !strings.Contains(out, "server stopped") {
 		t.Errorf("output: %q", out)
+	}
+}
+
+// TestRunRefusals: the flag combinations the server refuses to start with.
+func TestRunRefusals(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	tokens := filepath.Join(t.TempDir(), "tokens.csv")
+	if err := os.WriteFile(tokens, []byte("tok,alice,1,cad:admin\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--listen", "0.0.0.0:0"}, "refusing to listen on 0.0.0.0:0 without authentication"},
+		{[]string{"--listen", "[::]:0"}, "refusing to listen"},
+		{[]string{"--listen", "127.0.0.1:0", "--token-file", tokens}, "--token-file needs --tls-cert-file"},
+		{[]string{"--listen", "127.0.0.1:0", "--client-ca-file", tokens}, "--client-ca-file needs --tls-cert-file"},
+		{[]string{"--listen", "127.0.0.1:0", "--refuse-self-approval"}, "needs authentication"},
+		{[]string{"--listen", "127.0.0.1:0", "--token-file", filepath.Join(dir, "missing")}, "token file"},
+	} {
+		err := run(context.Background(), append(tc.args, "--data-dir", dir), io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+// TestRunTLSTokens starts the binary's run with TLS and a token file, and
+// checks that a request needs the token.
+func TestRunTLSTokens(t *testing.T) {
+	tmp := t.TempDir()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kder, _ := x509.MarshalECPrivateKey(key)
+	certFile, keyFile, tokenFile := filepath.Join(tmp, "tls.crt"), filepath.Join(tmp, "tls.key"), filepath.Join(tmp, "tokens.csv")
+	os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600)
+	os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600)
+	os.WriteFile(tokenFile, []byte("s3cret-token,alice,1,cad:viewer\n"), 0o600)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, []string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(tmp, "data"),
+			"--tls-cert-file", certFile, "--tls-private-key-file", keyFile, "--token-file", tokenFile}, pw, io.Discard)
+		pw.Close()
+	}()
+	sc := bufio.NewScanner(pr)
+	if !sc.Scan() {
+		t.Fatalf("no output: %v", <-done)
+	}
+	first := sc.Text()
+	i := strings.Index(first, "https://")
+	if i < 0 {
+		t.Fatalf("first line: %q", first)
+	}
+	url := strings.Fields(first[i:])[0]
+	go io.Copy(io.Discard, pr)
+	cert, _ := x509.ParseCertificate(der)
+	pool := x509.NewCertPool()
+	pool.AddCert(cert)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	get := func(token string) int {
+		req, _ := http.NewRequest("GET", url+"/apis/porch.kpt.dev/v1alpha1/packagerevisions", nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if code := get(""); code != http.StatusUnauthorized {
+		t.Errorf("without a token: %d", code)
+	}
+	if code := get("s3cret-token"); code != http.StatusOK {
+		t.Errorf("with the token: %d", code)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -21,6 +21,9 @@ const (
 	EnvServer = "CADCTL_SERVER"
 	// EnvNamespace is the namespace (--namespace).
 	EnvNamespace = "CADCTL_NAMESPACE"
+	// EnvToken is the bearer token sent to the server (--token); the
+	// environment keeps it out of process listings.
+	EnvToken = "CADCTL_TOKEN"
 )
 
 // DefaultNamespace is the namespace of objects when none is given.
@@ -104,6 +107,8 @@ type globalFlags struct {
 	config    string
 	server    string
 	namespace string
+	// Server mode's credentials and TLS.
+	token, caFile, certFile, keyFile string
 }
 
 // errHelp is returned after help was printed: exit code 0.
@@ -252,6 +257,10 @@ func (c *cmdEnv) newFlagSet(name string) *flag.FlagSet {
 	fs.StringVar(&c.global.server, "server", c.global.server, "server mode: the URL of cad's reference server (default $"+EnvServer+")")
 	fs.StringVar(&c.global.namespace, "namespace", c.global.namespace, "the namespace of the objects (default $"+EnvNamespace+" or \""+DefaultNamespace+"\")")
 	fs.StringVar(&c.global.namespace, "n", c.global.namespace, "shorthand for --namespace")
+	fs.StringVar(&c.global.token, "token", c.global.token, "server mode: bearer token for the server (default $"+EnvToken+")")
+	fs.StringVar(&c.global.caFile, "certificate-authority", c.global.caFile, "server mode: PEM CAs that verify the https server")
+	fs.StringVar(&c.global.certFile, "client-certificate", c.global.certFile, "server mode: PEM client certificate for TLS client authentication")
+	fs.StringVar(&c.global.keyFile, "client-key", c.global.keyFile, "server mode: the PEM key of --client-certificate")
 	return fs
 }
 
@@ -356,7 +365,22 @@ func (c *cmdEnv) client() (Client, error) {
 		if c.global.config != "" {
 			return nil, usagef("--config and --server cannot be used together")
 		}
-		c.cl, err = NewServerClient(server, c.namespace(), nil)
+		token := c.global.token
+		if token == "" {
+			token = c.getenv(EnvToken)
+		}
+		abs := func(p string) string {
+			if p == "" {
+				return ""
+			}
+			return c.abs(p)
+		}
+		var sc *ServerClient
+		sc, err = NewServerClient(server, c.namespace(), &ServerOptions{
+			Token: token, CAFile: abs(c.global.caFile), CertFile: abs(c.global.certFile), KeyFile: abs(c.global.keyFile)})
+		if err == nil {
+			c.cl = sc // never a typed nil
+		}
 	} else {
 		var path string
 		path, err = c.configPath()

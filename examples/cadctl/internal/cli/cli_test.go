@@ -253,14 +253,16 @@ func serverBinary(t *testing.T) string {
 	return serverBin
 }
 
-var listenLine = regexp.MustCompile(`listening on (http://\S+)`)
+var listenLine = regexp.MustCompile(`listening on (https?://\S+)`)
 
 // startServer starts the reference server on a free loopback port with
 // its own data directory and returns its URL; it is stopped when the test
 // ends.
-func startServer(t *testing.T, bin, dataDir string) string {
+func startServer(t *testing.T, bin, dataDir string, extra ...string) string {
 	t.Helper()
-	cmd := exec.Command(bin, "--listen", "127.0.0.1:0", "--data-dir", dataDir)
+	// The cases' repositories live in the work directory, beside the
+	// data directory.
+	cmd := exec.Command(bin, append([]string{"--listen", "127.0.0.1:0", "--data-dir", dataDir, "--repository-root", filepath.Dir(dataDir)}, extra...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"sort"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/urlcred"
 )
 
 // configFile is direct mode's configuration: the registered repositories,
@@ -38,8 +39,16 @@ func loadConfig(path string) (configFile, error) {
 }
 
 // save writes the configuration to path atomically, creating its
-// directory.
+// directory. Credentials that an earlier version kept in a repository URL
+// are left out.
 func (cfg *configFile) save(path string) error {
+	for i, r := range cfg.Repositories {
+		if r.Spec.Git != nil && urlcred.Has(r.Spec.Git.Repo) {
+			g := *r.Spec.Git
+			g.Repo = urlcred.Strip(g.Repo)
+			cfg.Repositories[i].Spec.Git = &g
+		}
+	}
 	sort.Slice(cfg.Repositories, func(i, j int) bool {
 		a, b := cfg.Repositories[i], cfg.Repositories[j]
 		if a.Namespace != b.Namespace {

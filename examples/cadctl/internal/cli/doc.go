@@ -11,7 +11,13 @@
 //     engine.Engine; no server is involved;
 //   - server mode (--server URL): the same objects are read and written over
 //     the reference server's Kubernetes-style HTTP API with plain net/http and
-//     JSON.
+//     JSON; --token (or $CADCTL_TOKEN) authenticates with a bearer token,
+//     --client-certificate and --client-key with a TLS client certificate,
+//     and --certificate-authority verifies an https server.
+//
+// Neither mode stores or prints credentials embedded in a repository URL:
+// repo reg and rpkg clone refuse such URLs, and repo get redacts what an
+// earlier version's configuration file holds.
 //
 // The fn commands never need a mode: they render or evaluate a directory or
 // a ResourceList with the pipeline and fnruntime packages, printing what

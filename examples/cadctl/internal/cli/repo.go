@@ -1,12 +1,14 @@
 package cli
 
 import (
+	"fmt"
 	"path"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/urlcred"
 	"github.com/configasdata/cad/repository"
 )
 
@@ -49,6 +51,9 @@ the configuration file.`}
 		return usagef("repository credentials (--repo-basic-username, --repo-basic-password, --repo-workload-identity) are not supported by cadctl; use a URL or a git credential helper the git backend can read")
 	}
 	addr := pos[0]
+	if urlcred.Has(addr) {
+		return errURLCredentials(addr)
+	}
 	repo := porchapi.Repository{
 		ObjectMeta: metav1.ObjectMeta{Name: *name},
 		Spec: porchapi.RepositorySpec{
@@ -128,6 +133,9 @@ func runRepoGet(c *cmdEnv, args []string) error {
 		}
 		repos = sel
 	}
+	for i := range repos {
+		repos[i] = redactRepository(repos[i])
+	}
 	if f.kind != "" && f.kind != "wide" {
 		return printObjects(c.stdout, f, repos, len(pos) == 1, "repository."+porchapi.ConfigGroup, *noHeaders,
 			func(r porchapi.Repository) string { return r.Name })
@@ -185,4 +193,22 @@ func runRepoUnreg(c *cmdEnv, args []string) error {
 		return err
 	}
 	return cl.DeleteRepository(c.ctx, pos[0])
+}
+
+// errURLCredentials refuses a URL that embeds credentials, without
+// repeating them.
+func errURLCredentials(addr string) error {
+	return fmt.Errorf("%s embeds credentials in the URL; cadctl never stores or prints them: give the URL without them (a server resolves credentials from a secretRef)",
+		urlcred.Redact(addr))
+}
+
+// redactRepository returns r with the credentials its URL may embed
+// (registered by an earlier version) redacted.
+func redactRepository(r porchapi.Repository) porchapi.Repository {
+	if r.Spec.Git != nil && urlcred.Has(r.Spec.Git.Repo) {
+		g := *r.Spec.Git
+		g.Repo = urlcred.Redact(g.Repo)
+		r.Spec.Git = &g
+	}
+	return r
 }

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/urlcred"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -159,6 +160,9 @@ with --directory and --ref (defaults "/" and main).`}
 		repoURL, dir, r, err := parseGitSource(source)
 		if err != nil {
 			return err
+		}
+		if urlcred.Has(repoURL) {
+			return errURLCredentials(repoURL)
 		}
 		if *directory != "" && dir != "" && *directory != dir {
 			return usagef("directory %s specified by --directory contradicts directory %s specified by SOURCE_PACKAGE", *directory, dir)

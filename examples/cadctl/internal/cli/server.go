@@ -3,11 +3,15 @@ package cli
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"time"
 
@@ -23,8 +27,57 @@ const maxResponseBytes = 256 << 20
 // the defaults.
 type ServerOptions struct {
 	// HTTPClient makes the requests; default a client with a 5 minute
-	// timeout (renders run during requests).
+	// timeout (renders run during requests) and the TLS settings below.
 	HTTPClient *http.Client
+	// Token is sent as "Authorization: Bearer <token>"; empty sends none.
+	Token string
+	// CAFile, when set, holds the PEM CAs that verify an https server
+	// instead of the system's.
+	CAFile string
+	// CertFile and KeyFile, when set, are the PEM client certificate and
+	// key of TLS client authentication.
+	CertFile, KeyFile string
+}
+
+// tlsConfig returns the TLS configuration of o; nil for the defaults.
+func (o *ServerOptions) tlsConfig() (*tls.Config, error) {
+	if o.CAFile == "" && o.CertFile == "" && o.KeyFile == "" {
+		return nil, nil
+	}
+	cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+	if o.CAFile != "" {
+		data, err := os.ReadFile(o.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("--certificate-authority: %w", err)
+		}
+		cfg.RootCAs = x509.NewCertPool()
+		if !cfg.RootCAs.AppendCertsFromPEM(data) {
+			return nil, fmt.Errorf("--certificate-authority %s holds no PEM certificate", o.CAFile)
+		}
+	}
+	if o.CertFile != "" || o.KeyFile != "" {
+		if o.CertFile == "" || o.KeyFile == "" {
+			return nil, usagef("--client-certificate and --client-key go together")
+		}
+		cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("client certificate: %w", err)
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct {
+	token string
+	next  http.RoundTripper
+}
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return b.next.RoundTrip(r)
 }
 
 // ServerClient is the Client of server mode: the reference server's
@@ -46,9 +99,33 @@ func NewServerClient(rawURL, ns string, opts *ServerOptions) (*ServerClient, err
 		return nil, usagef("--server must be an http:// or https:// URL, got %q", rawURL)
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/")
-	hc := &http.Client{Timeout: 5 * time.Minute}
-	if opts != nil && opts.HTTPClient != nil {
-		hc = opts.HTTPClient
+	var o ServerOptions
+	if opts != nil {
+		o = *opts
+	}
+	hc := o.HTTPClient
+	if hc == nil {
+		tr := http.DefaultTransport.(*http.Transport).Clone()
+		cfg, err := o.tlsConfig()
+		if err != nil {
+			return nil, err
+		}
+		if cfg != nil {
+			tr.TLSClientConfig = cfg
+		}
+		hc = &http.Client{Timeout: 5 * time.Minute, Transport: tr}
+	}
+	if o.Token != "" {
+		if u.Scheme != "https" && !isLoopbackHost(u.Hostname()) {
+			return nil, usagef("a bearer token is sent only over https (or to a loopback server), not to %s", u.Host)
+		}
+		c := *hc
+		next := c.Transport
+		if next == nil {
+			next = http.DefaultTransport
+		}
+		c.Transport = &bearer{token: o.Token, next: next}
+		hc = &c
 	}
 	return &ServerClient{base: u, ns: ns, http: hc}, nil
 }
@@ -265,4 +342,12 @@ func (s *ServerClient) UpdateResources(ctx context.Context, prr *porchapi.Packag
 		return nil, err
 	}
 	return &out, nil
+}
+
+func isLoopbackHost(h string) bool {
+	if h == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }

@@ -103,9 +103,24 @@ func toAPIError(gr groupResource, name string, err error) *apiError {
 			"error rendering package in kpt function pipeline. Package NOT pushed to remote. Fix locally (until 'kpt fn render' succeeds) and retry: "+msg)
 		e.status.Details = &metav1.StatusDetails{Name: name, Group: gr.group, Kind: gr.resource}
 		for _, st := range re.Steps() {
-			for _, r := range st.Results.Errors() {
+			errs := st.Results.Errors()
+			for _, r := range errs {
 				e.status.Details.Causes = append(e.status.Details.Causes, metav1.StatusCause{
 					Type: "FunctionResult", Message: st.ID() + ": " + r.String()})
+			}
+			if len(errs) == 0 && (st.ExitCode != 0 || st.ExecutionError != "") {
+				// A failure without results (an exec function over its
+				// output cap, a crash): kubectl prints the causes of an
+				// Invalid status, so say why here.
+				why := strings.TrimSpace(st.ExecutionError)
+				if why == "" {
+					why = strings.TrimSpace(st.Stderr)
+				}
+				if why == "" {
+					why = fmt.Sprintf("exit code %d", st.ExitCode)
+				}
+				e.status.Details.Causes = append(e.status.Details.Causes, metav1.StatusCause{
+					Type: "FunctionResult", Message: st.ID() + ": " + why})
 			}
 		}
 		e.err = err

@@ -3,8 +3,10 @@ package apiserver
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
+	"log"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -29,10 +31,20 @@ type testServer struct {
 // startServer starts a server over dataDir ("" for a new temporary one).
 func startServer(t *testing.T, dataDir string, mod func(*Options)) *testServer {
 	t.Helper()
+	return startServerTLS(t, dataDir, mod, nil)
+}
+
+// startServerTLS is startServer serving HTTPS with tlsConfig when it is
+// not nil.
+func startServerTLS(t *testing.T, dataDir string, mod func(*Options), tlsConfig *tls.Config) *testServer {
+	t.Helper()
 	if dataDir == "" {
 		dataDir = filepath.Join(t.TempDir(), "data")
 	}
-	opts := &Options{DataDir: dataDir, GitPollInterval: 50 * time.Millisecond}
+	// Local repositories may live anywhere in the test's temporary
+	// directories (every t.TempDir of a test shares a parent).
+	opts := &Options{DataDir: dataDir, GitPollInterval: 50 * time.Millisecond,
+		RepositoryRoots: []string{filepath.Dir(t.TempDir())}}
 	if mod != nil {
 		mod(opts)
 	}
@@ -46,7 +58,15 @@ func startServer(t *testing.T, dataDir string, mod func(*Options)) *testServer {
 		srv.Run(ctx)
 		close(done)
 	}()
-	hs := httptest.NewServer(srv.Handler())
+	hs := httptest.NewUnstartedServer(srv.Handler())
+	if tlsConfig != nil {
+		// Handshakes that tests make fail on purpose are not news.
+		hs.Config.ErrorLog = log.New(io.Discard, "", 0)
+		hs.TLS = tlsConfig
+		hs.StartTLS()
+	} else {
+		hs.Start()
+	}
 	ts := &testServer{Server: srv, t: t, dataDir: dataDir, http: hs, URL: hs.URL, cancel: cancel, done: done}
 	t.Cleanup(ts.stop)
 	return ts

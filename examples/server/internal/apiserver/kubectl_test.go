@@ -27,21 +27,32 @@ type kubectl struct {
 
 func newKubectl(t *testing.T, url string) *kubectl {
 	t.Helper()
+	return newKubectlAs(t, url, "{}", "")
+}
+
+// newKubectlAs is newKubectl with the kubeconfig's user (a YAML flow
+// mapping such as {token: abc}) and extra cluster fields (such as
+// "certificate-authority-data: ...").
+func newKubectlAs(t *testing.T, url, user, cluster string) *kubectl {
+	t.Helper()
 	bin, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Skip("kubectl is not installed (not on PATH); install it to run the kubectl tests")
 	}
 	home := t.TempDir()
 	cfg := filepath.Join(home, "kubeconfig")
+	if cluster != "" {
+		cluster = "\n    " + cluster
+	}
 	data := fmt.Sprintf(`apiVersion: v1
 kind: Config
 clusters:
 - name: cad
   cluster:
-    server: %s
+    server: %s%s
 users:
 - name: cad
-  user: {}
+  user: %s
 contexts:
 - name: cad
   context:
@@ -49,7 +60,7 @@ contexts:
     user: cad
     namespace: default
 current-context: cad
-`, url)
+`, url, cluster, user)
 	if err := os.WriteFile(cfg, []byte(data), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -348,6 +348,13 @@ func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *uns
 	if err := spec.Validate(); err != nil {
 		return inv("spec", err.Error())
 	}
+	if err := s.checkRepositorySpec(spec); err != nil {
+		field := "spec.git.repo"
+		if spec.Git == nil {
+			field = "spec.oci.registry"
+		}
+		return inv(field, strings.TrimPrefix(err.Error(), repository.ErrInvalidInput.Error()+": "))
+	}
 	if old != nil {
 		o, err := repositoryFrom(old)
 		if err == nil {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -353,9 +354,16 @@ func (p *prImpl) create(ctx context.Context, rq *request, body []byte) (metav1.O
 	if err != nil {
 		return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks", err.Error())
 	}
-	eng := s.engine(rq.ns)
+	eng := s.engineFor(ctx, rq.ns)
 	mutate := createMutation(&in)
 	md := in.Metadata()
+	if _, sent := md.Annotations[AuthorsAnnotation]; sent {
+		md, _ = keepManaged(md, revision.Metadata{})
+		rq.warn("annotation %s is managed by the server: the value sent is ignored", AuthorsAnnotation)
+	}
+	if u := userFrom(ctx); u != nil {
+		md, _ = withAuthor(md, u.Name)
+	}
 	var rev revision.PackageRevision
 	run := func(md revision.Metadata) (revision.PackageRevision, error) {
 		switch task.Type {
@@ -378,12 +386,18 @@ func (p *prImpl) create(ctx context.Context, rq *request, body []byte) (metav1.O
 				sk.Repository = se.name
 				src.Revision = &sk
 			case u.Git != nil:
-				if u.Git.SecretRef.Name != "" {
-					rq.warn("clone secretRef %q is ignored: cad's server does not resolve Secrets", u.Git.SecretRef.Name)
+				if err := s.checkGitURL(u.Git.Repo); err != nil {
+					return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0].clone.upstreamRef.git.repo",
+						strings.TrimPrefix(err.Error(), repository.ErrInvalidInput.Error()+": "))
+				}
+				auth, err := s.gitAuth(rq.ns, u.Git.SecretRef.Name, u.Git.Repo)
+				if err != nil {
+					return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0].clone.upstreamRef.git.secretRef",
+						err.Error())
 				}
 				g := u.Git.GitUpstream()
 				src.Git = &g
-				opts.Fetcher = &gitrepo.Fetcher{}
+				opts.Fetcher = &gitrepo.Fetcher{Auth: auth}
 			default:
 				return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0].clone.upstreamRef.oci",
 					"clone from OCI is not implemented")
@@ -455,7 +469,7 @@ func (s *Server) mutateDraft(ctx context.Context, ns string, rev revision.Packag
 		return rev, nil
 	}
 	k := rev.Meta().Key
-	return s.engine(ns).Update(ctx, k.Repository, k, out, engine.UpdateOptions{})
+	return s.engineFor(ctx, ns).Update(ctx, k.Repository, k, out, engine.UpdateOptions{})
 }
 
 // createMutation merges a new revision's readiness gates and package
@@ -529,25 +543,19 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 	if err := checkUpdate(rq, &in, cur); err != nil {
 		return nil, err
 	}
-	eng := s.engine(rq.ns)
+	eng := s.engineFor(ctx, rq.ns)
 	m := rev.Meta()
 	key := m.Key
 	inv := func(field, msg string) error {
 		return errInvalid(grPackageRevisions, porchapi.KindPackageRevision, rq.name, field, msg)
 	}
-	// Metadata first: it is the only change with a version check in the
-	// same write.
 	md := in.Metadata()
 	if err := md.Validate(); err != nil {
 		return nil, inv("metadata", err.Error())
 	}
-	if !md.Equal(m.Metadata) {
-		if _, err := eng.SetMetadata(ctx, e.name, key, md, m.Version); err != nil {
-			if errors.Is(err, repository.ErrNotSupported) {
-				return nil, notSupportedMetadata(rq.name, e.name, err)
-			}
-			return nil, err
-		}
+	md, overridden := keepManaged(md, m.Metadata)
+	if overridden {
+		rq.warn("annotation %s is managed by the server: the value sent is ignored", AuthorsAnnotation)
 	}
 	// Content: readiness gates, package metadata and conditions of a Draft.
 	// An absent readinessGates or packageMetadata keeps what there is;
@@ -560,6 +568,7 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 			conds = append(conds, porchapi.ConditionsTo([]porchapi.Condition{c})...)
 		}
 	}
+	// Refuse what cannot be done before anything is written.
 	if m.Lifecycle != revision.LifecycleDraft {
 		if gatesChanged {
 			return nil, inv("spec.readinessGates", fmt.Sprintf("field is immutable for a %s package revision", m.Lifecycle))
@@ -567,6 +576,55 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 		if pmChanged {
 			return nil, inv("spec.packageMetadata", fmt.Sprintf("field is immutable for a %s package revision", m.Lifecycle))
 		}
+	}
+	from, to := m.Lifecycle, revision.Lifecycle(in.Spec.Lifecycle)
+	if to != "" && to != from {
+		switch {
+		case from == revision.LifecycleDraft && to == revision.LifecycleProposed,
+			from == revision.LifecycleProposed && to == revision.LifecycleDraft,
+			from == revision.LifecycleDeletionProposed && to == revision.LifecyclePublished,
+			from == revision.LifecyclePublished && to == revision.LifecycleDeletionProposed:
+		case to == revision.LifecyclePublished:
+			return nil, inv("spec.lifecycle", fmt.Sprintf("Invalid value: %q: a package revision is published through the approval subresource", to))
+		default:
+			return nil, inv("spec.lifecycle", fmt.Sprintf("Invalid value: %q: cannot change lifecycle from %s to %s", to, from, to))
+		}
+	}
+	contentChange := m.Lifecycle == revision.LifecycleDraft && (gatesChanged || pmChanged || len(conds) > 0)
+	propose := from == revision.LifecycleDraft && to == revision.LifecycleProposed
+	if contentChange || !md.Equal(m.Metadata) {
+		if err := requireRole(ctx, rq, "update package revisions", RoleEditor); err != nil {
+			return nil, err
+		}
+	}
+	if to != "" && to != from {
+		role := RoleApprover
+		if propose {
+			role = RoleEditor
+		}
+		if err := requireRole(ctx, rq, fmt.Sprintf("change the lifecycle of a package revision from %s to %s", from, to), role); err != nil {
+			return nil, err
+		}
+	}
+	clientMD := md
+	if u := userFrom(ctx); u != nil && (contentChange || propose) {
+		md, _ = withAuthor(md, u.Name)
+	}
+	// Metadata first: it is the only change with a version check in the
+	// same write, and it records the authors before their change.
+	if !md.Equal(m.Metadata) {
+		if _, err := eng.SetMetadata(ctx, e.name, key, md, m.Version); err != nil {
+			if errors.Is(err, repository.ErrNotSupported) {
+				if !clientMD.Equal(m.Metadata) {
+					return nil, notSupportedMetadata(rq.name, e.name, err)
+				}
+				rq.warn("the authors of this revision are not recorded: repository %q keeps no package revision metadata", e.name)
+			} else {
+				return nil, err
+			}
+		}
+	}
+	if m.Lifecycle != revision.LifecycleDraft {
 		if len(conds) > 0 {
 			rq.warn("status.conditions are ignored: only a Draft's conditions can change")
 		}
@@ -599,7 +657,6 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 		}
 	}
 	// Lifecycle.
-	from, to := m.Lifecycle, revision.Lifecycle(in.Spec.Lifecycle)
 	if to != "" && to != from {
 		var err error
 		switch {
@@ -610,10 +667,6 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 			_, err = eng.Reject(ctx, e.name, key)
 		case from == revision.LifecyclePublished && to == revision.LifecycleDeletionProposed:
 			_, err = eng.ProposeDelete(ctx, e.name, key)
-		case to == revision.LifecyclePublished:
-			return nil, inv("spec.lifecycle", fmt.Sprintf("Invalid value: %q: a package revision is published through the approval subresource", to))
-		default:
-			return nil, inv("spec.lifecycle", fmt.Sprintf("Invalid value: %q: cannot change lifecycle from %s to %s", to, from, to))
 		}
 		if err != nil {
 			return nil, err
@@ -689,7 +742,14 @@ func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOpt
 		return nil, errForbidden(grPackageRevisions, rq.name,
 			"published PackageRevisions must be proposed for deletion by setting spec.lifecycle to 'DeletionProposed' prior to deletion")
 	}
-	if err := s.engine(rq.ns).Delete(ctx, e.name, m.Key, engine.IfVersion(m.Version)); err != nil {
+	role := RoleEditor
+	if m.Lifecycle == revision.LifecycleDeletionProposed {
+		role = RoleApprover
+	}
+	if err := requireRole(ctx, rq, fmt.Sprintf("delete a %s package revision", m.Lifecycle), role); err != nil {
+		return nil, err
+	}
+	if err := s.engineFor(ctx, rq.ns).Delete(ctx, e.name, m.Key, engine.IfVersion(m.Version)); err != nil {
 		return nil, err
 	}
 	return nil, nil
@@ -714,7 +774,7 @@ func (p *prImpl) updateSub(ctx context.Context, rq *request, body []byte) (metav
 	if in.ResourceVersion != "" && in.ResourceVersion != cur.ResourceVersion {
 		return nil, errConflict(grPackageRevisions, rq.name, staleMessage)
 	}
-	eng := s.engine(rq.ns)
+	eng := s.engineFor(ctx, rq.ns)
 	key := rev.Meta().Key
 	// The change applies to the revision as read here, or not at all.
 	at := engine.IfVersion(rev.Meta().Version)
@@ -723,6 +783,9 @@ func (p *prImpl) updateSub(ctx context.Context, rq *request, body []byte) (metav
 	case to == from:
 		return cur, nil
 	case from == revision.LifecycleProposed && to == revision.LifecyclePublished:
+		if err := s.checkSelfApproval(ctx, rq, rev.Meta()); err != nil {
+			return nil, err
+		}
 		_, err = eng.Approve(ctx, e.name, key, at)
 	case from == revision.LifecycleProposed && to == revision.LifecycleDraft,
 		from == revision.LifecycleDeletionProposed && to == revision.LifecyclePublished:

@@ -107,7 +107,10 @@ func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.
 		return nil, inv("spec.resources", "Required value: a package revision keeps at least one file")
 	}
 	saveOnFailure := m.Annotations[porchapi.PushOnRenderFailureAnnotation] == "true"
-	updated, err := s.engine(rq.ns).Update(ctx, e.name, m.Key, files, engine.UpdateOptions{SaveOnRenderFailure: saveOnFailure, Version: m.Version})
+	if rev, err = s.recordAuthor(ctx, rq, e.name, rev); err != nil {
+		return nil, err
+	}
+	updated, err := s.engineFor(ctx, rq.ns).Update(ctx, e.name, m.Key, files, engine.UpdateOptions{SaveOnRenderFailure: saveOnFailure, Version: rev.Meta().Version})
 	var re *pipeline.RenderError
 	if err != nil && updated != nil && errors.As(err, &re) {
 		ae := toAPIError(grPackageRevisionResources, rq.name, err)

@@ -38,7 +38,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		s.serveAPI(w, r, defs)
 	})
-	return s.limits(mux)
+	return s.authenticate(s.limits(mux))
 }
 
 func healthz(w http.ResponseWriter, r *http.Request) {
@@ -150,6 +150,10 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request, defs []*resour
 func (s *Server) dispatch(rq *request) {
 	ctx := rq.r.Context()
 	d := rq.def
+	if err := s.authorize(rq); err != nil {
+		s.writeError(rq, err)
+		return
+	}
 	if rq.r.Method != http.MethodGet && rq.r.URL.Query().Get("dryRun") != "" {
 		s.writeError(rq, errBadRequest("dry run is not supported by cad's reference server"))
 		return

@@ -25,8 +25,22 @@
 // synced by a VariantSyncer, by default cad's variant package, on every
 // change and periodically.
 //
-// The server has no authentication and no authorization: bind it to
-// loopback unless something in front of it provides them.
+// # Security
+//
+// Without Options.Tokens and Options.ClientCertificates the server has no
+// authentication and no authorization: bind it to loopback. With either,
+// every request but /healthz, /livez, /readyz and /version must
+// authenticate (401 otherwise) and is authorized by the roles of its user
+// (see Role; 403 otherwise). Options.RefuseSelfApproval refuses the
+// approval of a revision by a user who created, edited or proposed it;
+// the server records those users in the revision's AuthorsAnnotation.
+//
+// Local git repositories, and local or file:// clone sources, are opened
+// only under Options.RepositoryRoots (the data directory by default, less
+// the server's own caches). A repository or clone URL that embeds
+// credentials is refused: credentials come from a secretRef, resolved in
+// Options.SecretsDir (see its layout there). Request bodies are capped by
+// Options.MaxBodyBytes. Roles are server-wide, not scoped to namespaces.
 //
 // A Server is safe for concurrent use. Build it with New, serve its Handler
 // and run its background work (repository watches, reopening repositories
@@ -61,7 +75,7 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxBodyBytes      = 16 << 20
+	DefaultMaxBodyBytes      = 6 << 20 // Porch's figure
 	DefaultGitPollInterval   = time.Second
 	DefaultVariantResync     = 5 * time.Minute
 	DefaultMaxWatch          = time.Hour
@@ -120,6 +134,33 @@ type Options struct {
 	AuthorName, AuthorEmail string
 	// Logger receives the server's log; nil is silent.
 	Logger *slog.Logger
+
+	// Tokens, when not nil, authenticates requests that carry an
+	// "Authorization: Bearer <token>" header (see LoadTokenFile).
+	Tokens Tokens
+	// ClientCertificates authenticates requests by the TLS client
+	// certificate that the http.Server verified (its tls.Config's
+	// ClientCAs and ClientAuth): the user is the subject's common name,
+	// its groups the subject's organizations.
+	ClientCertificates bool
+	// RefuseSelfApproval refuses (403) the approval of a revision by a
+	// user who created, edited or proposed it. It needs authentication.
+	RefuseSelfApproval bool
+	// RepositoryRoots are the directories under which local git
+	// repositories and local clone sources may be opened. Default: the
+	// data directory. The data directory's git directory (the default
+	// repository's) is always allowed, its object store and its caches of
+	// remote repositories never.
+	RepositoryRoots []string
+	// SecretsDir holds the credentials that the secretRefs of
+	// repositories and git clone upstreams name, as
+	// <SecretsDir>/<namespace>/<secret name>/<key> files, the layout of a
+	// Kubernetes Secret mounted as a volume. The keys are those of
+	// Porch's Secrets: username and password (basic auth), bearerToken,
+	// or ssh-privatekey with the optional ssh-passphrase and known_hosts.
+	// Empty means none: a secretRef fails to resolve, and the repository
+	// reports it in its Ready condition.
+	SecretsDir string
 }
 
 // Server is the reference server. See the package documentation.
@@ -140,6 +181,7 @@ type Server struct {
 	variants VariantSyncer // nil when variants are not synced
 	handler  http.Handler
 	closeOne sync.Once
+	roots    []string // resolved RepositoryRoots
 }
 
 type nsName struct{ ns, name string }
@@ -186,6 +228,13 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		return nil, fmt.Errorf("apiserver: %w", err)
 	}
 	o.DataDir = dir
+	if o.RefuseSelfApproval && o.Tokens == nil && !o.ClientCertificates {
+		return nil, errors.New("apiserver: Options.RefuseSelfApproval needs authentication (Tokens or ClientCertificates)")
+	}
+	roots, err := resolveRoots(dir, o.RepositoryRoots)
+	if err != nil {
+		return nil, err
+	}
 	st, err := store.Open(filepath.Join(dir, "objects"), nil)
 	if err != nil {
 		return nil, fmt.Errorf("apiserver: %w", err)
@@ -199,6 +248,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		hub:      newHub(),
 		snaps:    newSnapshots(64),
 		variantQ: make(chan variantWork, 1024),
+		roots:    roots,
 	}
 	if !o.NoVariantSync {
 		s.variants = o.Variants
@@ -222,6 +272,9 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		if err != nil {
 			log.Warn("stored repository does not decode", "namespace", u.GetNamespace(), "name", u.GetName(), "err", err)
 			continue
+		}
+		if r, err = s.stripStoredCredentials(u, r); err != nil {
+			return nil, err
 		}
 		s.setRepositoryStatus(s.register(ctx, r))
 	}
@@ -287,6 +340,11 @@ func (s *Server) defaultOpen(ctx context.Context, ns string, spec repository.Spe
 			if isRemote(spec.Git.Repo) {
 				o.CacheDir = filepath.Join(s.opts.DataDir, "cache", ns, spec.Name)
 			}
+			auth, err := s.gitAuth(ns, spec.Git.SecretRef.Name, spec.Git.Repo)
+			if err != nil {
+				return nil, err
+			}
+			o.Auth = auth
 			r, err := gitrepo.Open(ctx, spec, o)
 			if err != nil {
 				return nil, err // not a typed nil in the interface
@@ -294,7 +352,13 @@ func (s *Server) defaultOpen(ctx context.Context, ns string, spec repository.Spe
 			return r, nil
 		},
 		repository.TypeOCI: func(ctx context.Context, spec cad.Spec) (cad.Repository, error) {
-			r, err := ocirepo.Open(ctx, spec, &ocirepo.Options{PollInterval: s.opts.GitPollInterval, Logger: s.log})
+			o := &ocirepo.Options{PollInterval: s.opts.GitPollInterval, Logger: s.log}
+			auth, err := s.ociAuth(ns, spec.OCI.SecretRef.Name)
+			if err != nil {
+				return nil, err
+			}
+			o.Auth = auth
+			r, err := ocirepo.Open(ctx, spec, o)
 			if err != nil {
 				return nil, err
 			}
@@ -310,6 +374,8 @@ func (s *Server) register(ctx context.Context, r *porchapi.Repository) *repoEntr
 	spec := r.ToSpec()
 	e := &repoEntry{ns: r.Namespace, name: r.Name, spec: spec}
 	if err := spec.Validate(); err != nil {
+		e.err = err
+	} else if err := s.checkRepositorySpec(spec); err != nil {
 		e.err = err
 	} else {
 		octx, cancel := context.WithTimeout(ctx, defaultOpenTimeout)
@@ -380,6 +446,27 @@ func (s *Server) entries(ns string) []*repoEntry {
 	}
 	sortEntries(out)
 	return out
+}
+
+// engineFor returns the Engine over the repositories of namespace ns that
+// acts for the user of ctx: its commits and approvals are authored by the
+// user. Without authentication it is engine(ns).
+func (s *Server) engineFor(ctx context.Context, ns string) *engine.Engine {
+	u := userFrom(ctx)
+	if u == nil {
+		return s.engine(ns)
+	}
+	e, err := engine.New(&engine.Options{
+		Repositories: nsRepos{s: s, ns: ns},
+		Pipeline:     s.pipe,
+		Logger:       s.log,
+		AuthorName:   u.Name,
+		AuthorEmail:  u.Name,
+	})
+	if err != nil {
+		panic(err) // only for missing Repositories
+	}
+	return e
 }
 
 // engine returns the Engine over the repositories of namespace ns.

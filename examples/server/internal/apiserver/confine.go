@@ -1,0 +1,301 @@
+package apiserver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/urlcred"
+	"github.com/configasdata/cad/repository"
+)
+
+// gitURLKind is what a git URL names, as gitrepo reads it.
+type gitURLKind int
+
+const (
+	gitURLLocal   gitURLKind = iota // a path or file:// URL on this host
+	gitURLMemory                    // mem://
+	gitURLRemote                    // http(s)://, ssh://, git://, scp-like
+	gitURLUnknown                   // another scheme
+)
+
+func classifyGitURL(u string) gitURLKind {
+	switch {
+	case strings.HasPrefix(u, "mem://"):
+		return gitURLMemory
+	case strings.HasPrefix(u, "file://"):
+		return gitURLLocal
+	case strings.HasPrefix(u, "http://"), strings.HasPrefix(u, "https://"), strings.HasPrefix(u, "ssh://"), strings.HasPrefix(u, "git://"):
+		return gitURLRemote
+	case strings.Contains(u, "://"):
+		return gitURLUnknown
+	case filepath.IsAbs(u) || strings.HasPrefix(u, "."):
+		return gitURLLocal
+	}
+	if i := strings.IndexByte(u, ':'); i > 0 && !strings.Contains(u[:i], "/") {
+		return gitURLRemote
+	}
+	return gitURLLocal
+}
+
+// resolveRoots returns the repository roots, absolute and with symbolic
+// links resolved: roots, or the data directory when roots is empty, and
+// always the data directory's git directory, where the server keeps its
+// own default repository. Roots are created when missing.
+func resolveRoots(dataDir string, roots []string) ([]string, error) {
+	if len(roots) == 0 {
+		roots = []string{dataDir}
+	}
+	roots = append(slices.Clone(roots), filepath.Join(dataDir, "git"))
+	var out []string
+	for _, r := range roots {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, fmt.Errorf("apiserver: repository root %s: %w", r, err)
+		}
+		if err := os.MkdirAll(abs, 0o755); err != nil {
+			return nil, fmt.Errorf("apiserver: repository root: %w", err)
+		}
+		real, err := filepath.EvalSymlinks(abs)
+		if err != nil {
+			return nil, fmt.Errorf("apiserver: repository root: %w", err)
+		}
+		out = append(out, real)
+	}
+	return out, nil
+}
+
+// realPath returns p absolute with the symbolic links of its longest
+// existing prefix resolved.
+func realPath(p string) (string, error) {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for cur := abs; ; {
+		if real, err := filepath.EvalSymlinks(cur); err == nil {
+			return filepath.Join(real, rest), nil
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(cur), rest)
+		cur = parent
+	}
+}
+
+func within(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+}
+
+// checkLocalPath refuses a local repository path outside the repository
+// roots, or inside the server's object store or caches.
+func (s *Server) checkLocalPath(p string) error {
+	real, err := realPath(p)
+	if err != nil {
+		return fmt.Errorf("%w: local repository %q: %v", repository.ErrInvalidInput, p, err)
+	}
+	dataDir, err := realPath(s.opts.DataDir)
+	if err != nil {
+		return err
+	}
+	for _, private := range []string{"objects", "cache"} {
+		if within(real, filepath.Join(dataDir, private)) {
+			return fmt.Errorf("%w: local repository %q is inside the server's private %s directory", repository.ErrInvalidInput, p, private)
+		}
+	}
+	for _, root := range s.roots {
+		if within(real, root) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w: local repository %q is outside the server's repository roots (%s); a server opens local repositories only under them",
+		repository.ErrInvalidInput, p, strings.Join(s.roots, ", "))
+}
+
+// checkGitURL checks a git URL a client gave: no credentials in it, and
+// a local path only under the roots. what names it in messages.
+func (s *Server) checkGitURL(u string) error {
+	if urlcred.Has(u) {
+		return fmt.Errorf("%w: the URL embeds credentials (%s); they are never stored: register the URL without them and name a secret in secretRef",
+			repository.ErrInvalidInput, urlcred.Redact(u))
+	}
+	switch classifyGitURL(u) {
+	case gitURLLocal:
+		return s.checkLocalPath(strings.TrimPrefix(u, "file://"))
+	case gitURLUnknown:
+		return fmt.Errorf("%w: unsupported URL scheme in %q", repository.ErrInvalidInput, urlcred.Redact(u))
+	}
+	return nil
+}
+
+// checkRepositorySpec checks a repository spec against the server's rules
+// (see checkGitURL).
+func (s *Server) checkRepositorySpec(spec repository.Spec) error {
+	if spec.Git != nil {
+		return s.checkGitURL(spec.Git.Repo)
+	}
+	if spec.OCI != nil && urlcred.Has("oci://"+spec.OCI.Registry) {
+		return fmt.Errorf("%w: the registry embeds credentials; name a secret in secretRef", repository.ErrInvalidInput)
+	}
+	return nil
+}
+
+// stripStoredCredentials removes credentials that an earlier version let
+// a client store in a repository's URL, from the store and from r.
+func (s *Server) stripStoredCredentials(u *unstructured.Unstructured, r *porchapi.Repository) (*porchapi.Repository, error) {
+	if r.Spec.Git == nil || !urlcred.Has(r.Spec.Git.Repo) {
+		return r, nil
+	}
+	s.log.Warn("removed the credentials embedded in a registered repository's URL; give them in a secretRef",
+		"namespace", r.Namespace, "name", r.Name, "url", urlcred.Redact(r.Spec.Git.Repo))
+	r.Spec.Git.Repo = urlcred.Strip(r.Spec.Git.Repo)
+	if err := unstructured.SetNestedField(u.Object, r.Spec.Git.Repo, "spec", "git", "repo"); err != nil {
+		return nil, err
+	}
+	if _, err := s.store.Update(resRepositories, u); err != nil {
+		return nil, fmt.Errorf("apiserver: remove credentials from repository %s/%s: %w", r.Namespace, r.Name, err)
+	}
+	return r, nil
+}
+
+// Secret keys, as in Kubernetes' basic-auth and ssh-auth Secrets and
+// Porch's bearer token Secret.
+const (
+	secretUsername    = "username"
+	secretPassword    = "password"
+	secretBearerToken = "bearerToken"
+	secretSSHKey      = "ssh-privatekey"
+	secretSSHPass     = "ssh-passphrase"
+	secretKnownHosts  = "known_hosts"
+)
+
+// secret is a resolved secretRef: its keys and values.
+type secret struct {
+	dir  string
+	data map[string][]byte
+}
+
+// resolveSecret reads secret name of namespace ns from the secrets
+// directory: the directory <SecretsDir>/<ns>/<name>, one file a key (the
+// layout of a Kubernetes Secret mounted as a volume). Errors name the
+// secret, never its content.
+func (s *Server) resolveSecret(ns, name string) (*secret, error) {
+	if s.opts.SecretsDir == "" {
+		return nil, fmt.Errorf("%w: secretRef %q: the server has no secrets directory (--secrets-dir)", repository.ErrInvalidInput, name)
+	}
+	if reason := dnsSubdomain(name); reason != "" {
+		return nil, fmt.Errorf("%w: secretRef %q: %s", repository.ErrInvalidInput, name, reason)
+	}
+	dir := filepath.Join(s.opts.SecretsDir, ns, name)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%w: secret %q of namespace %q not found in the secrets directory", repository.ErrNotFound, name, ns)
+		}
+		return nil, fmt.Errorf("secret %q of namespace %q: %w", name, ns, err)
+	}
+	sec := &secret{dir: dir, data: map[string][]byte{}}
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), ".") {
+			continue // Kubernetes' ..data links
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			continue // a directory
+		}
+		sec.data[e.Name()] = data
+	}
+	return sec, nil
+}
+
+func dnsSubdomain(s string) string {
+	if s == "" || len(s) > 253 {
+		return "must be 1 to 253 characters"
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
+			return "must be a DNS-1123 subdomain (lower-case letters, digits, '-', '.')"
+		}
+	}
+	if s[0] == '.' || s[0] == '-' || strings.Contains(s, "..") {
+		return "must be a DNS-1123 subdomain"
+	}
+	return ""
+}
+
+func (sec *secret) get(key string) string {
+	return strings.TrimRight(string(sec.data[key]), "\r\n")
+}
+
+// gitAuth resolves secretRef name of namespace ns into go-git credentials
+// for repoURL: basic auth (username and password), a bearer token
+// (bearerToken) or an ssh key (ssh-privatekey, with ssh-passphrase and
+// known_hosts when present). Nil for no secretRef.
+func (s *Server) gitAuth(ns, name, repoURL string) (transport.AuthMethod, error) {
+	if name == "" {
+		return nil, nil
+	}
+	sec, err := s.resolveSecret(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case sec.data[secretSSHKey] != nil:
+		user := "git"
+		if ep, err := transport.NewEndpoint(repoURL); err == nil && ep.User != "" {
+			user = ep.User
+		}
+		keys, err := gitssh.NewPublicKeys(user, sec.data[secretSSHKey], sec.get(secretSSHPass))
+		if err != nil {
+			return nil, fmt.Errorf("%w: secret %q: the ssh key does not parse", repository.ErrInvalidInput, name)
+		}
+		if _, ok := sec.data[secretKnownHosts]; ok {
+			cb, err := gitssh.NewKnownHostsCallback(filepath.Join(sec.dir, secretKnownHosts))
+			if err != nil {
+				return nil, fmt.Errorf("%w: secret %q: known_hosts: %v", repository.ErrInvalidInput, name, err)
+			}
+			keys.HostKeyCallback = cb
+		}
+		return keys, nil
+	case sec.data[secretBearerToken] != nil:
+		return &githttp.TokenAuth{Token: sec.get(secretBearerToken)}, nil
+	case sec.data[secretUsername] != nil || sec.data[secretPassword] != nil:
+		return &githttp.BasicAuth{Username: sec.get(secretUsername), Password: sec.get(secretPassword)}, nil
+	}
+	return nil, fmt.Errorf("%w: secret %q has none of the keys %s, %s, %s, %s", repository.ErrInvalidInput, name,
+		secretUsername, secretPassword, secretBearerToken, secretSSHKey)
+}
+
+// ociAuth resolves secretRef name of namespace ns into registry
+// credentials: basic auth or a bearer token. Nil for no secretRef.
+func (s *Server) ociAuth(ns, name string) (authn.Authenticator, error) {
+	if name == "" {
+		return nil, nil
+	}
+	sec, err := s.resolveSecret(ns, name)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case sec.data[secretBearerToken] != nil:
+		return &authn.Bearer{Token: sec.get(secretBearerToken)}, nil
+	case sec.data[secretUsername] != nil || sec.data[secretPassword] != nil:
+		return &authn.Basic{Username: sec.get(secretUsername), Password: sec.get(secretPassword)}, nil
+	}
+	return nil, fmt.Errorf("%w: secret %q has none of the keys %s, %s, %s", repository.ErrInvalidInput, name,
+		secretUsername, secretPassword, secretBearerToken)
+}
