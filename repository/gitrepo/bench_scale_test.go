@@ -1,0 +1,137 @@
+package gitrepo_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
+	"github.com/configasdata/cad/revision"
+)
+
+// Benchmarks on repositories shaped as Porch writes them (porchFixture):
+// every approval commit holds every package. By default the shapes are
+// small, so that CI's run of every benchmark once stays quick; with
+// -scale they are the sizes of issue 14 (fixtures of up to 50,000
+// revisions take minutes to build, once per process):
+//
+//	go test -run '^$' -bench Porch -benchtime 20x -count 6 ./repository/gitrepo/ -args -scale
+
+var scale = flag.Bool("scale", false, "benchmark Porch-shaped repositories at full size (10,000 and 50,000 revisions)")
+
+// readShapes are a small and a large repository for reading one revision.
+func readShapes() []porchShape {
+	if *scale {
+		return []porchShape{{Packages: 100, Revisions: 100}, {Packages: 2000, Revisions: 10000}}
+	}
+	return []porchShape{{Packages: 10, Revisions: 10}, {Packages: 100, Revisions: 500}}
+}
+
+// listShapes are a tiny repository and two sizes, one five times the
+// other, for listing and approving; the packages sit in directories.
+func listShapes() []porchShape {
+	if *scale {
+		return []porchShape{{Packages: 10, Revisions: 10, Dirs: 1}, {Packages: 2000, Revisions: 10000, Dirs: 20, Drafts: 100, Proposals: 100}, {Packages: 10000, Revisions: 50000, Dirs: 100, Drafts: 500, Proposals: 500}}
+	}
+	return []porchShape{{Packages: 10, Revisions: 10, Dirs: 1}, {Packages: 100, Revisions: 400, Dirs: 4, Drafts: 5, Proposals: 5}, {Packages: 250, Revisions: 1000, Dirs: 5, Drafts: 25, Proposals: 25}}
+}
+
+// cpuTime returns the user and system CPU time of the process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkPorchReadCold reads one revision's files through a new
+// Repository each time (no cache): the cost of the first read of a
+// process.
+func BenchmarkPorchReadCold(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range readShapes() {
+		dir := porchFixture(b, s)
+		// A package in the middle, at its last revision.
+		i := s.Packages / 2
+		n := s.Revisions / s.Packages
+		key := revision.Key{Package: s.pkg(i), Revision: n}
+		b.Run(s.String()+"/cad", func(b *testing.B) {
+			for b.Loop() {
+				r := mustOpen(b, benchSpec(dir), nil)
+				pr, err := r.Get(ctx, key)
+				if err != nil {
+					b.Fatal(err)
+				}
+				files, err := pr.Files(ctx)
+				if err != nil || len(files.Paths()) != 3 {
+					b.Fatalf("files: %v, %v", files.Paths(), err)
+				}
+				r.Close()
+			}
+		})
+		b.Run(s.String()+"/git-ls-tree", func(b *testing.B) {
+			for b.Loop() {
+				runGit(b, dir, "", "ls-tree", "-r", fmt.Sprintf("%s/v%d:%s", key.Package, n, key.Package))
+			}
+		})
+	}
+}
+
+// BenchmarkPorchList lists every revision through a new Repository, and
+// reports the CPU it took (cpu-ns/op) beside the wall time.
+func BenchmarkPorchList(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range listShapes() {
+		dir := porchFixture(b, s)
+		want := s.Revisions + s.Packages + s.Drafts + s.Proposals
+		b.Run(s.String()+"/cad-cold", func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				r := mustOpen(b, benchSpec(dir), nil)
+				revs, err := r.List(ctx, repository.ListOptions{})
+				if err != nil || len(revs) != want {
+					b.Fatalf("List: %d revisions, %v; want %d", len(revs), err, want)
+				}
+				r.Close()
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+		b.Run(s.String()+"/git-for-each-ref", func(b *testing.B) {
+			for b.Loop() {
+				runGit(b, dir, "", "for-each-ref", "--format=%(objectname) %(refname)")
+			}
+		})
+	}
+}
+
+// BenchmarkPorchApprove approves one proposal of a package in the middle.
+func BenchmarkPorchApprove(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range listShapes() {
+		b.Run(s.String()+"/cad", func(b *testing.B) {
+			dir := copyDir(b, porchFixture(b, s))
+			r := mustOpen(b, benchSpec(dir), &gitrepo.Options{})
+			defer r.Close()
+			pkg := s.pkg(s.Packages / 2)
+			n := 0
+			approve := func() {
+				n++
+				ws := fmt.Sprintf("bench%d", n)
+				b.StopTimer()
+				propose(b, r, pkg, ws)
+				b.StartTimer()
+				if _, err := r.UpdateLifecycle(ctx, revision.Key{Package: pkg, Workspace: ws}, revision.LifecyclePublished, repository.UpdateOptions{}); err != nil {
+					b.Fatalf("approve: %v", err)
+				}
+			}
+			approve() // the first write loads the pack index
+			for b.Loop() {
+				approve()
+			}
+		})
+	}
+}
