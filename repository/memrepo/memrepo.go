@@ -6,7 +6,9 @@
 // are keyed by workspace, approving assigns the next revision number and
 // updates the package's placeholder revision (revision -1, workspace = the
 // branch name) to the approved content, and a revision proposed for
-// deletion keeps its content until deleted. Nothing survives the process.
+// deletion keeps its content until deleted. Adopt registers the content
+// of an existing revision's commit (Meta.Commit), or a directory inside it,
+// as a new revision. Nothing survives the process.
 package memrepo
 
 import (
