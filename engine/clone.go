@@ -92,16 +92,22 @@ type CloneOptions struct {
 	// package context in place) before it is rendered and committed, so
 	// that the draft is written only fully specialised (see [Mutation]).
 	Mutate Mutation
+	// Kptfile creates a Kptfile in a clone of an upstream that has none.
+	// By default such a clone stays without one and records its upstream
+	// and lock in cad's package file (revision.PackageFileName) instead.
+	Kptfile bool
 }
 
 // Clone creates a new package as a draft in repository repo, with the
 // package path and workspace of key, from src, as Porch's clone task does:
 //
 //   - the content is the upstream's;
-//   - the Kptfile (created when the upstream has none) gets metadata.name
-//     the last element of the package path, upstream {type git, git{repo,
-//     directory, ref}, updateStrategy} and upstreamLock {type git,
-//     git{repo, directory, ref, commit}}; for a registered source repo is
+//   - the Kptfile gets metadata.name the last element of the package
+//     path, upstream {type git, git{repo, directory, ref}, updateStrategy}
+//     and upstreamLock {type git, git{repo, directory, ref, commit}}; an
+//     upstream without a Kptfile gets no Kptfile (unless
+//     [CloneOptions].Kptfile): the same name, upstream and lock go into
+//     cad's package file (revision.PackageFileName), created or edited; for a registered source repo is
 //     its URL when the Repositories implement [URLer], else its name,
 //     directory the package path, ref "<package>/v<N>" and commit the
 //     revision's Meta.Commit (else Version); for a git source they are as given and the
@@ -162,7 +168,7 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 	if strategy == "" {
 		strategy = revision.ResourceMerge
 	}
-	files, err = cloneFiles(key.Package, files, lock, strategy)
+	files, err = cloneFiles(key.Package, files, lock, strategy, opts.Kptfile)
 	if err != nil {
 		return nil, wrap(op, key, err)
 	}
@@ -228,11 +234,23 @@ func (e *Engine) deployment(repo string) bool {
 }
 
 // cloneFiles rewrites upstream content for the package at pkgPath: the
-// Kptfile's name, upstream and lock, and the resources' merge keys.
-func cloneFiles(pkgPath string, files revision.Files, lock revision.GitLock, strategy revision.UpdateStrategy) (revision.Files, error) {
+// Kptfile's name, upstream and lock (or, for an upstream without a
+// Kptfile, unless addKptfile, the package file's), and the resources'
+// merge keys.
+func cloneFiles(pkgPath string, files revision.Files, lock revision.GitLock, strategy revision.UpdateStrategy, addKptfile bool) (revision.Files, error) {
 	files, err := upstreamid.StampFiles(files)
 	if err != nil {
 		return revision.Files{}, err
+	}
+	up := &revision.Upstream{
+		Type:           revision.GitOrigin,
+		Git:            &revision.Git{Repo: lock.Repo, Directory: lock.Directory, Ref: lock.Ref},
+		UpdateStrategy: strategy,
+	}
+	l := lock
+	upLock := &revision.UpstreamLock{Type: revision.GitOrigin, Git: &l}
+	if !files.Has(revision.KptfileName) && !addKptfile {
+		return withPackageFile(files, path.Base(pkgPath), up, upLock)
 	}
 	m := files.Map()
 	kf := revision.NewKptfile("")
@@ -244,19 +262,47 @@ func cloneFiles(pkgPath string, files revision.Files, lock revision.GitLock, str
 		kf = parsed
 	}
 	kf.Metadata.Name = path.Base(pkgPath)
-	kf.Upstream = &revision.Upstream{
-		Type:           revision.GitOrigin,
-		Git:            &revision.Git{Repo: lock.Repo, Directory: lock.Directory, Ref: lock.Ref},
-		UpdateStrategy: strategy,
-	}
-	l := lock
-	kf.UpstreamLock = &revision.UpstreamLock{Type: revision.GitOrigin, Git: &l}
+	kf.Upstream = up
+	kf.UpstreamLock = upLock
 	data, err := kf.Encode()
 	if err != nil {
 		return revision.Files{}, err
 	}
 	m[revision.KptfileName] = data
 	return revision.NewFiles(m)
+}
+
+// withPackageFile returns files with the root package file (created when
+// missing, else edited in place) naming the package name and recording up
+// and lock.
+func withPackageFile(files revision.Files, name string, up *revision.Upstream, lock *revision.UpstreamLock) (revision.Files, error) {
+	pf := revision.NewPackageFile(name)
+	if data, ok := files.Get(revision.PackageFileName); ok {
+		parsed, err := revision.ParsePackageFile(data)
+		if err != nil {
+			return revision.Files{}, fmt.Errorf("%w: %w", repository.ErrInvalidInput, err)
+		}
+		pf = parsed
+	}
+	pf.Name = name
+	pf.Upstream, pf.UpstreamLock = up, lock
+	data, err := pf.Encode()
+	if err != nil {
+		return revision.Files{}, err
+	}
+	return files.With(revision.PackageFileName, data)
+}
+
+// upstreamRecord returns the upstream files record: the root Kptfile's,
+// else the package file's; nil when there is none. It returns an error
+// matching repository.ErrInvalidInput when the file it reads does not
+// parse.
+func upstreamRecord(files revision.Files) (*revision.Upstream, error) {
+	info, err := revision.InfoFromFiles(files)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", repository.ErrInvalidInput, err)
+	}
+	return info.Upstream, nil
 }
 
 // packageContextFor is the package-context.yaml of kpt's

@@ -794,9 +794,6 @@ func TestSetReadiness(t *testing.T) {
 				t.Fatalf("get v1: %v", err)
 			}
 
-			if b.name == "gitrepo" {
-				return // gitrepo keeps only packages with a Kptfile
-			}
 			bare := revision.Key{Package: "bare", Workspace: "ws"}
 			if _, err := e.Init(ctx, repoName, bare, engine.InitOptions{NoKptfile: true}); err != nil {
 				t.Fatal(err)

@@ -47,8 +47,10 @@ func (r Ref) key() revision.Key {
 //     local Kptfile's upstream.updateStrategy, else resource-merge). See
 //     kpt's pkg update; Kptfiles are merged keeping local metadata, with
 //     pipelines merged per function;
-//   - the Kptfile's upstream and upstreamLock then name newUpstream, as
-//     Clone writes them: repo the repository's URL when the Engine's
+//   - the Kptfile's upstream and upstreamLock (for a package without a
+//     Kptfile, its package file's, created when missing; the root package
+//     file is kept out of the merge) then name newUpstream, as Clone
+//     writes them: repo the repository's URL when the Engine's
 //     Repositories have a URL(name) string method, else the local
 //     Kptfile's upstream repo when both upstreams are in one repository,
 //     else the repository name; directory the package path, ref
@@ -164,25 +166,33 @@ func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Ke
 	if err != nil {
 		return revision.Files{}, err
 	}
-	var localKf *revision.Kptfile
-	if b, ok := localFiles.Get(revision.KptfileName); ok {
-		if localKf, err = revision.ParseKptfile(b); err != nil {
-			return revision.Files{}, invalid(op, localKey, "local Kptfile: %v", err)
-		}
+	localUp, err := upstreamRecord(localFiles)
+	if err != nil {
+		return revision.Files{}, invalid(op, localKey, "local package: %v", err)
 	}
 	strategy := opts.Strategy
 	if strategy == "" {
 		strategy = revision.ResourceMerge
-		if localKf != nil && localKf.Upstream != nil && localKf.Upstream.UpdateStrategy != "" {
-			strategy = localKf.Upstream.UpdateStrategy
+		if localUp != nil && localUp.UpdateStrategy != "" {
+			strategy = localUp.UpdateStrategy
 		}
 	}
 	oldFiles, newFiles = stampUpstreams(oldFiles, newFiles)
-	merged, err := update.Merge(oldFiles, newFiles, localFiles, strategy)
+	// The root package file is the local package's own record, like the
+	// root Kptfile's upstream: it is kept out of the merge and kept as it
+	// is (its upstream and lock are set below).
+	localPF, hasPF := localFiles.Get(revision.PackageFileName)
+	merged, err := update.Merge(oldFiles.Without(revision.PackageFileName), newFiles.Without(revision.PackageFileName),
+		localFiles.Without(revision.PackageFileName), strategy)
 	if err != nil {
 		return revision.Files{}, wrap(op, localKey, err)
 	}
-	merged, err = e.setUpstream(merged, localKf, oldUpstream, newMeta, strategy)
+	if hasPF {
+		if merged, err = merged.With(revision.PackageFileName, localPF); err != nil {
+			return revision.Files{}, wrap(op, localKey, err)
+		}
+	}
+	merged, err = e.setUpstream(merged, key.Package, localUp, oldUpstream, newMeta, strategy)
 	if err != nil {
 		return revision.Files{}, wrap(op, key, err)
 	}
@@ -277,20 +287,14 @@ func (e *Engine) publishedFiles(ctx context.Context, op string, key revision.Key
 	return m, files, nil
 }
 
-// setUpstream points the Kptfile of files at the published revision up.
-func (e *Engine) setUpstream(files revision.Files, localKf *revision.Kptfile, oldUpstream Ref, up revision.Meta, strategy revision.UpdateStrategy) (revision.Files, error) {
-	kf := revision.NewKptfile(path.Base(up.Key.Package))
-	if b, ok := files.Get(revision.KptfileName); ok {
-		parsed, err := revision.ParseKptfile(b)
-		if err != nil {
-			return revision.Files{}, err
-		}
-		kf = parsed
-	}
+// setUpstream points the Kptfile of files at the published revision up;
+// without a Kptfile, the package file of the package at pkgPath (created
+// when missing). localUp is the upstream the local package recorded.
+func (e *Engine) setUpstream(files revision.Files, pkgPath string, localUp *revision.Upstream, oldUpstream Ref, up revision.Meta, strategy revision.UpdateStrategy) (revision.Files, error) {
 	url := up.Key.Repository
-	if localKf != nil && localKf.Upstream != nil && localKf.Upstream.Git != nil &&
-		localKf.Upstream.Git.Repo != "" && oldUpstream.key().Repository == up.Key.Repository {
-		url = localKf.Upstream.Git.Repo
+	if localUp != nil && localUp.Git != nil &&
+		localUp.Git.Repo != "" && oldUpstream.key().Repository == up.Key.Repository {
+		url = localUp.Git.Repo
 	}
 	if u, ok := e.opts.Repositories.(interface{ URL(name string) string }); ok {
 		if s := u.URL(up.Key.Repository); s != "" {
@@ -298,18 +302,33 @@ func (e *Engine) setUpstream(files revision.Files, localKf *revision.Kptfile, ol
 		}
 	}
 	ref := up.Key.Package + "/v" + strconv.Itoa(up.Key.Revision)
-	if localKf != nil && localKf.Upstream != nil && localKf.Upstream.UpdateStrategy != "" {
-		strategy = localKf.Upstream.UpdateStrategy
+	if localUp != nil && localUp.UpdateStrategy != "" {
+		strategy = localUp.UpdateStrategy
 	}
-	kf.Upstream = &revision.Upstream{
+	upstream := &revision.Upstream{
 		Type:           revision.GitOrigin,
 		Git:            &revision.Git{Repo: url, Directory: up.Key.Package, Ref: ref},
 		UpdateStrategy: strategy,
 	}
-	kf.UpstreamLock = &revision.UpstreamLock{
+	lock := &revision.UpstreamLock{
 		Type: revision.GitOrigin,
 		Git:  &revision.GitLock{Repo: url, Directory: up.Key.Package, Ref: ref, Commit: contentID(up)},
 	}
+	b, ok := files.Get(revision.KptfileName)
+	if !ok {
+		name := path.Base(pkgPath)
+		if data, ok := files.Get(revision.PackageFileName); ok {
+			if pf, err := revision.ParsePackageFile(data); err == nil && pf.Name != "" {
+				name = pf.Name
+			}
+		}
+		return withPackageFile(files, name, upstream, lock)
+	}
+	kf, err := revision.ParseKptfile(b)
+	if err != nil {
+		return revision.Files{}, err
+	}
+	kf.Upstream, kf.UpstreamLock = upstream, lock
 	data, err := kf.Encode()
 	if err != nil {
 		return revision.Files{}, err
