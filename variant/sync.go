@@ -540,6 +540,14 @@ func (s *syncer) oldUpstream(ctx context.Context, pr revision.PackageRevision) (
 	return ref, true
 }
 
+// untracked reports whether pr records no upstream lock at all (in its
+// Kptfile or package file). A revision whose content cannot be read is
+// not reported as untracked.
+func (s *syncer) untracked(ctx context.Context, pr revision.PackageRevision) bool {
+	info, err := pr.Info(ctx)
+	return err == nil && info.UpstreamLock == nil
+}
+
 // upgrade creates a new draft moving the published revision local to the
 // resolved upstream.
 func (s *syncer) upgrade(ctx context.Context, local revision.PackageRevision) (revision.PackageRevision, error) {
@@ -673,6 +681,22 @@ func (s *syncer) replaceDraft(ctx context.Context, d, latest revision.PackageRev
 			engine.UpgradeOptions{Metadata: s.desiredMetadata(m.Metadata), Mutate: s.mutation()})
 		if err != nil {
 			return fmt.Errorf("variant: %s: upgrade draft %s to %s: %w", s.owner, m.Key, s.upstream.Meta().Key, err)
+		}
+		s.log(ctx, ActionUpgraded, pr.Meta().Key)
+		s.res.record(ActionUpgraded, pr.Meta().Key)
+		s.target(pr.Meta().Key)
+		return nil
+	}
+	if s.untracked(ctx, d) {
+		// A draft that never had an upstream lock (adopted with
+		// adoptExisting, or made by hand): it starts tracking the upstream
+		// in place. The three-way merge's original is the upstream itself,
+		// so every local file and edit stays; only the upstream record and
+		// the mutations are written.
+		pr, err := s.e.UpgradeDraft(ctx, m.Key.Repository, m.Key, s.upstreamRef(), s.upstreamRef(),
+			engine.UpgradeOptions{Strategy: revision.ResourceMerge, Metadata: s.desiredMetadata(m.Metadata), Mutate: s.mutation()})
+		if err != nil {
+			return fmt.Errorf("variant: %s: track %s from %s: %w", s.owner, m.Key, s.upstream.Meta().Key, err)
 		}
 		s.log(ctx, ActionUpgraded, pr.Meta().Key)
 		s.res.record(ActionUpgraded, pr.Meta().Key)
