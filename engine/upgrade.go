@@ -192,7 +192,7 @@ func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Ke
 			return revision.Files{}, wrap(op, localKey, err)
 		}
 	}
-	merged, err = e.setUpstream(merged, key.Package, localUp, oldUpstream, newMeta, strategy)
+	merged, err = e.setUpstream(ctx, merged, key.Package, localUp, oldUpstream, newMeta, strategy)
 	if err != nil {
 		return revision.Files{}, wrap(op, key, err)
 	}
@@ -290,30 +290,19 @@ func (e *Engine) publishedFiles(ctx context.Context, op string, key revision.Key
 // setUpstream points the Kptfile of files at the published revision up;
 // without a Kptfile, the package file of the package at pkgPath (created
 // when missing). localUp is the upstream the local package recorded.
-func (e *Engine) setUpstream(files revision.Files, pkgPath string, localUp *revision.Upstream, oldUpstream Ref, up revision.Meta, strategy revision.UpdateStrategy) (revision.Files, error) {
-	url := up.Key.Repository
-	if localUp != nil && localUp.Git != nil &&
+func (e *Engine) setUpstream(ctx context.Context, files revision.Files, pkgPath string, localUp *revision.Upstream, oldUpstream Ref, up revision.Meta, strategy revision.UpdateStrategy) (revision.Files, error) {
+	id, generic := e.locate(ctx, up.Key.Repository)
+	if id == up.Key.Repository && localUp != nil && localUp.Git != nil &&
 		localUp.Git.Repo != "" && oldUpstream.key().Repository == up.Key.Repository {
-		url = localUp.Git.Repo
+		id = localUp.Git.Repo
 	}
-	if u, ok := e.opts.Repositories.(interface{ URL(name string) string }); ok {
-		if s := u.URL(up.Key.Repository); s != "" {
-			url = s
-		}
-	}
-	ref := up.Key.Package + "/v" + strconv.Itoa(up.Key.Revision)
 	if localUp != nil && localUp.UpdateStrategy != "" {
 		strategy = localUp.UpdateStrategy
 	}
-	upstream := &revision.Upstream{
-		Type:           revision.GitOrigin,
-		Git:            &revision.Git{Repo: url, Directory: up.Key.Package, Ref: ref},
-		UpdateStrategy: strategy,
-	}
-	lock := &revision.UpstreamLock{
-		Type: revision.GitOrigin,
-		Git:  &revision.GitLock{Repo: url, Directory: up.Key.Package, Ref: ref, Commit: contentID(up)},
-	}
+	upstream, lock := origin{
+		generic: generic, repo: id, dir: up.Key.Package,
+		ref: up.Key.Package + "/v" + strconv.Itoa(up.Key.Revision), commit: contentID(up),
+	}.records(strategy)
 	b, ok := files.Get(revision.KptfileName)
 	if !ok {
 		name := path.Base(pkgPath)

@@ -178,3 +178,22 @@ func Adopt(ctx context.Context, r Repository, key revision.Key, opts AdoptOption
 	}
 	return nil, &Error{Op: "adopt", Repo: r.Name(), Key: key, Err: ErrNotSupported}
 }
+
+// Locator is implemented by repositories that can say what kind of store
+// they are and where, so that what cad records about them (a clone's
+// upstream lock) is something other tools can follow.
+type Locator interface {
+	// Location returns the repository's type (TypeGit, TypeOCI) and its
+	// address without credentials: the git URL, the OCI image prefix
+	// "host[:port][/path]".
+	Location() (typ Type, address string)
+}
+
+// LocationOf returns r's Location when r implements [Locator], and two
+// empty strings otherwise.
+func LocationOf(r Repository) (typ Type, address string) {
+	if l, ok := r.(Locator); ok {
+		return l.Location()
+	}
+	return "", ""
+}

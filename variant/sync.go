@@ -507,12 +507,19 @@ func (s *syncer) upToDate(ctx context.Context, pr revision.PackageRevision) (boo
 	if err != nil {
 		return false, fmt.Errorf("variant: read %s: %w", pr.Meta().Key, err)
 	}
-	if info.UpstreamLock == nil || info.UpstreamLock.Git == nil {
+	var commit string
+	switch l := info.UpstreamLock; {
+	case l == nil:
+		return false, nil
+	case l.Git != nil:
+		commit = l.Git.Commit
+	case l.Generic != nil: // an upstream in a repository that is not git
+		commit = l.Generic.ResourceVersion
+	default:
 		return false, nil
 	}
-	lock := info.UpstreamLock.Git
 	um := s.upstream.Meta()
-	if lock.Commit != "" && (lock.Commit == um.Commit || lock.Commit == um.Version) {
+	if commit != "" && (commit == um.Commit || commit == um.Version) {
 		return true, nil
 	}
 	ref, ok, err := s.e.UpstreamOf(ctx, info)

@@ -171,3 +171,11 @@ func (r *Repository) resolveContent(v *view, ref string) (*commitInfo, error) {
 	}
 	return nil, fmt.Errorf("%w: no commit, branch or tag %q", errNoContent, ref)
 }
+
+var _ repository.Locator = (*Repository)(nil)
+
+// Location returns repository.TypeGit and spec.git.repo without
+// credentials.
+func (r *Repository) Location() (typ repository.Type, address string) {
+	return repository.TypeGit, redactURL(r.spec.Git.Repo)
+}

@@ -131,3 +131,11 @@ func (r *Repository) Adopt(ctx context.Context, key revision.Key, opts repositor
 	}
 	return revision.NewWithFiles(r.publishedView(k.Package, repo, k.Revision, pub, nil).meta, files), nil
 }
+
+var _ repository.Locator = (*Repository)(nil)
+
+// Location returns repository.TypeOCI and the image prefix
+// (spec.oci.registry).
+func (r *Repository) Location() (typ repository.Type, address string) {
+	return repository.TypeOCI, r.spec.OCI.Registry
+}
