@@ -19,6 +19,11 @@
 //   - [Engine.Upgrade]: a new draft three-way merging local with a new
 //     upstream (kpt's update strategies), and [Engine.DiscoverUpgrades],
 //     which packages have a newer upstream (porchctl upgrade --discover);
+//     for packages cloned from a plain git URL, [Ref].Git upstreams and
+//     [Engine.DiscoverGitUpgrades] (newer tags, or a moved branch, listed
+//     with an [UpstreamLister]). An upstream in a repository that is not
+//     git (OCI, see repository.Locator) is recorded as kpt's generic
+//     upstream lock;
 //   - a [Mutation] on Clone, Copy and Upgrade: the caller's edits applied
 //     before the render and the single commit, so that a specialised
 //     package is never seen half done (the variant package uses it);

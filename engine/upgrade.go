@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"path"
-	"strconv"
 
 	"github.com/configasdata/cad/internal/update"
 	"github.com/configasdata/cad/internal/upstreamid"
@@ -20,13 +19,19 @@ const MessageUpgrade = "Upgrading revision"
 // files have been modified: [...]".
 var ErrLocalModified = update.ErrLocalModified
 
-// Ref names a published revision in one of the Engine's repositories.
+// Ref names a published revision in one of the Engine's repositories, or
+// a package in a git repository the Engine does not manage.
 type Ref struct {
 	// Repository is the repository's name; when set it overrides
 	// Key.Repository.
 	Repository string
 	// Key selects the revision; it must be a numbered published revision.
 	Key revision.Key
+	// Git, when set, is a package in a git repository the Engine does not
+	// manage (as in CloneSource), read with UpgradeOptions.Fetcher;
+	// Repository and Key are unused then. It is how a package cloned from
+	// a plain git URL is upgraded (see [Engine.DiscoverGitUpgrades]).
+	Git *GitUpstream
 }
 
 func (r Ref) key() revision.Key {
@@ -158,11 +163,11 @@ func checkStrategy(op string, key revision.Key, s revision.UpdateStrategy) error
 // with the strategy, the Kptfile's upstream and lock naming newUpstream,
 // merge keys on every resource, mutated and rendered.
 func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Key, localFiles revision.Files, oldUpstream, newUpstream Ref, opts UpgradeOptions) (revision.Files, error) {
-	_, oldFiles, err := e.publishedFiles(ctx, op, oldUpstream.key())
+	oldFiles, _, err := e.readRef(ctx, op, key, oldUpstream, opts.Fetcher)
 	if err != nil {
 		return revision.Files{}, err
 	}
-	newMeta, newFiles, err := e.publishedFiles(ctx, op, newUpstream.key())
+	newFiles, newFrom, err := e.readRef(ctx, op, key, newUpstream, opts.Fetcher)
 	if err != nil {
 		return revision.Files{}, err
 	}
@@ -192,7 +197,13 @@ func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Ke
 			return revision.Files{}, wrap(op, localKey, err)
 		}
 	}
-	merged, err = e.setUpstream(ctx, merged, key.Package, localUp, oldUpstream, newMeta, strategy)
+	if !newFrom.generic && newUpstream.Git == nil && newFrom.repo == newUpstream.key().Repository && localUp != nil && localUp.Git != nil &&
+		localUp.Git.Repo != "" && oldUpstream.Git == nil && oldUpstream.key().Repository == newUpstream.key().Repository {
+		// Both upstreams in one repository the Engine knows only by name:
+		// keep the repo the local package recorded for it.
+		newFrom.repo = localUp.Git.Repo
+	}
+	merged, err = setUpstream(merged, key.Package, localUp, newFrom, strategy)
 	if err != nil {
 		return revision.Files{}, wrap(op, key, err)
 	}
@@ -257,6 +268,8 @@ type UpgradeOptions struct {
 	// Mutate, when set, edits the merged content before it is rendered and
 	// committed (see [Mutation]).
 	Mutate Mutation
+	// Fetcher reads the upstreams given as Ref.Git; required for them.
+	Fetcher UpstreamFetcher
 }
 
 // publishedFiles reads the files of the numbered published revision key of
@@ -287,22 +300,24 @@ func (e *Engine) publishedFiles(ctx context.Context, op string, key revision.Key
 	return m, files, nil
 }
 
-// setUpstream points the Kptfile of files at the published revision up;
-// without a Kptfile, the package file of the package at pkgPath (created
-// when missing). localUp is the upstream the local package recorded.
-func (e *Engine) setUpstream(ctx context.Context, files revision.Files, pkgPath string, localUp *revision.Upstream, oldUpstream Ref, up revision.Meta, strategy revision.UpdateStrategy) (revision.Files, error) {
-	id, generic := e.locate(ctx, up.Key.Repository)
-	if id == up.Key.Repository && localUp != nil && localUp.Git != nil &&
-		localUp.Git.Repo != "" && oldUpstream.key().Repository == up.Key.Repository {
-		id = localUp.Git.Repo
+// readRef reads the upstream r for op: a published revision of a
+// registered repository, or a package in a git repository read with f.
+func (e *Engine) readRef(ctx context.Context, op string, key revision.Key, r Ref, f UpstreamFetcher) (revision.Files, origin, error) {
+	if r.Git != nil {
+		return fetchGit(ctx, op, key, *r.Git, f)
 	}
+	return e.fetchRevision(ctx, op, r.key())
+}
+
+// setUpstream points the Kptfile of files at the upstream from; without a
+// Kptfile, the package file of the package at pkgPath (created when
+// missing). localUp is the upstream the local package recorded; its
+// update strategy is kept.
+func setUpstream(files revision.Files, pkgPath string, localUp *revision.Upstream, from origin, strategy revision.UpdateStrategy) (revision.Files, error) {
 	if localUp != nil && localUp.UpdateStrategy != "" {
 		strategy = localUp.UpdateStrategy
 	}
-	upstream, lock := origin{
-		generic: generic, repo: id, dir: up.Key.Package,
-		ref: up.Key.Package + "/v" + strconv.Itoa(up.Key.Revision), commit: contentID(up),
-	}.records(strategy)
+	upstream, lock := from.records(strategy)
 	b, ok := files.Get(revision.KptfileName)
 	if !ok {
 		name := path.Base(pkgPath)
