@@ -13,6 +13,7 @@ import (
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
+	"github.com/configasdata/cad/repository/memrepo"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -159,4 +160,41 @@ func publishIn(t *testing.T, e *engine.Engine, repo string, k revision.Key) revi
 		t.Fatal(err)
 	}
 	return pr
+}
+
+// noAdopter is a repository without the Adopter capability.
+type noAdopter struct{ repository.Repository }
+
+func TestAdoptErrors(t *testing.T) {
+	ctx := context.Background()
+	r := memrepo.New(repoName, nil)
+	defer r.Close()
+	e := newEngineFor(t, r)
+	pr, err := e.Init(ctx, repoName, revision.Key{Package: "app", Workspace: "ws"}, engine.InitOptions{NoKptfile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := pr.Meta().Commit
+	for _, tc := range []struct {
+		what string
+		repo string
+		key  revision.Key
+		want error
+	}{
+		{"unknown repository", "nope", revision.Key{Package: "x", Revision: 1}, repository.ErrNotFound},
+		{"nested in a package", repoName, revision.Key{Package: "app/sub", Revision: 1}, repository.ErrInvalidInput},
+		{"bad path", repoName, revision.Key{Package: "/abs", Revision: 1}, repository.ErrInvalidInput},
+	} {
+		if _, err := e.Adopt(ctx, tc.repo, tc.key, repository.AdoptOptions{Ref: ref}); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", tc.what, err, tc.want)
+		}
+	}
+	// A further revision of an existing package is fine.
+	if _, err := e.Adopt(ctx, repoName, revision.Key{Package: "app", Revision: 2}, repository.AdoptOptions{Ref: ref}); err != nil {
+		t.Fatal(err)
+	}
+	plain := newEngineFor(t, noAdopter{r})
+	if _, err := plain.Adopt(ctx, repoName, revision.Key{Package: "b", Revision: 1}, repository.AdoptOptions{Ref: ref}); !errors.Is(err, repository.ErrNotSupported) {
+		t.Fatalf("a backend without Adopter: %v", err)
+	}
 }
