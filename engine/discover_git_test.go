@@ -198,3 +198,50 @@ func TestAdoptErrors(t *testing.T) {
 		t.Fatalf("a backend without Adopter: %v", err)
 	}
 }
+
+// CloneOptions.Kptfile adds a Kptfile to a clone of an upstream without
+// one; an upstream's package file is carried and its name, upstream and
+// lock rewritten, keeping its other fields.
+func TestCloneWithoutKptfileOptions(t *testing.T) {
+	ctx := context.Background()
+	r := memrepo.New(repoName, nil)
+	defer r.Close()
+	e := newEngineFor(t, r)
+	pf := "apiVersion: cad.configasdata.dev/v1alpha1\nkind: Package\nmetadata:\n  name: base # the blueprint\nspec:\n  pipeline:\n    mutators:\n    - image: set-labels:v0.1.5\n"
+	base := revision.Key{Package: "base", Workspace: "ws"}
+	if _, err := e.Init(ctx, repoName, base, engine.InitOptions{NoKptfile: true}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := e.Get(ctx, repoName, base)
+	f, _ := files(t, d).With(revision.PackageFileName, []byte(pf))
+	if _, err := e.Update(ctx, repoName, base, f, engine.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	publishIn(t, e, repoName, base)
+	src := &revision.Key{Package: "base", Revision: 1}
+
+	pr, err := e.Clone(ctx, repoName, revision.Key{Package: "a", Workspace: "ws"}, engine.CloneSource{Revision: src}, engine.CloneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := files(t, pr).Get(revision.PackageFileName)
+	for _, want := range []string{"name: a", "# the blueprint", "image: set-labels:v0.1.5", "ref: base/v1"} {
+		if !strings.Contains(string(got), want) {
+			t.Fatalf("clone's package file lacks %q:\n%s", want, got)
+		}
+	}
+	if files(t, pr).Has(revision.KptfileName) {
+		t.Fatal("clone got a Kptfile")
+	}
+	pr, err = e.Clone(ctx, repoName, revision.Key{Package: "b", Workspace: "ws"}, engine.CloneSource{Revision: src}, engine.CloneOptions{Kptfile: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kf, ok := files(t, pr).Get(revision.KptfileName)
+	if !ok || !strings.Contains(string(kf), "ref: base/v1") {
+		t.Fatalf("CloneOptions.Kptfile: Kptfile %q", kf)
+	}
+	if info, _ := pr.Info(ctx); info.UpstreamLock == nil || info.UpstreamLock.Git.Ref != "base/v1" {
+		t.Fatalf("the Kptfile's lock wins: %+v", info.UpstreamLock)
+	}
+}

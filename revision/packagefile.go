@@ -180,7 +180,16 @@ func (p *PackageFile) Encode() ([]byte, error) {
 		if err != nil {
 			return err
 		}
-		return rn.PipeE(yaml.LookupCreate(yaml.MappingNode, parent...), yaml.SetField(field, v))
+		m, err := rn.Pipe(yaml.LookupCreate(yaml.MappingNode, parent...))
+		if err != nil {
+			return err
+		}
+		if cur := m.Field(field); cur != nil && cur.Value != nil {
+			// Keep the comments around the value it replaces.
+			o, n := cur.Value.YNode(), v.YNode()
+			n.HeadComment, n.LineComment, n.FootComment = o.HeadComment, o.LineComment, o.FootComment
+		}
+		return m.PipeE(yaml.SetField(field, v))
 	}
 	steps := []error{
 		set([]string{"metadata"}, "name", old.Metadata.Name, p.Name, p.Name == ""),
