@@ -56,33 +56,3 @@ func (e *Engine) Adopt(ctx context.Context, repo string, key revision.Key, opts 
 	e.opts.Logger.DebugContext(ctx, "adopted", "key", pr.Meta().Key.String(), "ref", opts.Ref, "dir", path.Clean(key.Package))
 	return pr, nil
 }
-
-// editPackageFile applies edit, an edit of a Kptfile's readiness gates
-// and conditions, to the package file of files (created when missing),
-// for a package without a Kptfile.
-func editPackageFile(files revision.Files, key revision.Key, edit func(*revision.Kptfile)) (revision.Files, error) {
-	pf := revision.NewPackageFile(path.Base(key.Package))
-	if data, ok := files.Get(revision.PackageFileName); ok {
-		parsed, err := revision.ParsePackageFile(data)
-		if err != nil {
-			return revision.Files{}, err
-		}
-		pf = parsed
-	}
-	kf := revision.NewKptfile(pf.Name)
-	kf.Info = &revision.PackageInfo{ReadinessGates: pf.ReadinessGates}
-	kf.Status = &revision.Status{Conditions: pf.Conditions}
-	edit(kf)
-	pf.ReadinessGates, pf.Conditions = nil, nil
-	if kf.Info != nil {
-		pf.ReadinessGates = kf.Info.ReadinessGates
-	}
-	if kf.Status != nil {
-		pf.Conditions = kf.Status.Conditions
-	}
-	data, err := pf.Encode()
-	if err != nil {
-		return revision.Files{}, err
-	}
-	return files.With(revision.PackageFileName, data)
-}

@@ -309,39 +309,6 @@ func cloneFiles(pkgPath string, files revision.Files, from origin, strategy revi
 	return revision.NewFiles(m)
 }
 
-// withPackageFile returns files with the root package file (created when
-// missing, else edited in place) naming the package name and recording up
-// and lock.
-func withPackageFile(files revision.Files, name string, up *revision.Upstream, lock *revision.UpstreamLock) (revision.Files, error) {
-	pf := revision.NewPackageFile(name)
-	if data, ok := files.Get(revision.PackageFileName); ok {
-		parsed, err := revision.ParsePackageFile(data)
-		if err != nil {
-			return revision.Files{}, fmt.Errorf("%w: %w", repository.ErrInvalidInput, err)
-		}
-		pf = parsed
-	}
-	pf.Name = name
-	pf.Upstream, pf.UpstreamLock = up, lock
-	data, err := pf.Encode()
-	if err != nil {
-		return revision.Files{}, err
-	}
-	return files.With(revision.PackageFileName, data)
-}
-
-// upstreamRecord returns the upstream files record: the root Kptfile's,
-// else the package file's; nil when there is none. It returns an error
-// matching repository.ErrInvalidInput when the file it reads does not
-// parse.
-func upstreamRecord(files revision.Files) (*revision.Upstream, error) {
-	info, err := revision.InfoFromFiles(files)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", repository.ErrInvalidInput, err)
-	}
-	return info.Upstream, nil
-}
-
 // packageContextFor is the package-context.yaml of kpt's
 // builtins/gen-pkg-context for a package called name (a DNS label, so
 // plain YAML).

@@ -220,11 +220,3 @@ func (p *PackageFile) PackageRevisionInfo() Info {
 	return Info{Upstream: p.Upstream, UpstreamLock: p.UpstreamLock,
 		ReadinessGates: slices.Clone(p.ReadinessGates), Conditions: slices.Clone(p.Conditions)}
 }
-
-// IsPackageMarker reports whether name, a file name at the root of a
-// directory, makes the directory a package: a Kptfile or a PackageFile.
-func IsPackageMarker(name string) bool { return name == KptfileName || name == PackageFileName }
-
-// HasPackageMarker reports whether files has a Kptfile or a PackageFile at
-// its root.
-func HasPackageMarker(files Files) bool { return files.Has(KptfileName) || files.Has(PackageFileName) }
