@@ -3,12 +3,19 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/google/go-containerregistry/pkg/crane"
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/configasdata/cad/engine"
@@ -17,6 +24,7 @@ import (
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/repository/memrepo"
+	"github.com/configasdata/cad/repository/ocirepo"
 	"github.com/configasdata/cad/revision"
 	"github.com/configasdata/cad/variant"
 )
@@ -54,6 +62,31 @@ var noKptBackends = []noKptBackend{
 			t.Fatal(err)
 		}
 		return up, down, pr.Meta().Commit
+	}},
+	{"ocirepo", func(t *testing.T) (repository.Repository, repository.Repository, string) {
+		// An image pushed by another tool (crane), one tar layer of files.
+		srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+		t.Cleanup(srv.Close)
+		host := strings.TrimPrefix(srv.URL, "http://")
+		layer, err := crane.Layer(map[string][]byte{"deploy.yaml": []byte(noKptDeploy), "README.md": []byte("base\n")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		img, err := mutate.AppendLayers(empty.Image, layer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := crane.Push(img, host+"/blueprints/base:imported", crane.Insecure); err != nil {
+			t.Fatal(err)
+		}
+		up, err := ocirepo.Open(context.Background(), repository.Spec{Name: "blueprints", Type: repository.TypeOCI,
+			OCI: &repository.OCISpec{Registry: host + "/blueprints"}}, &ocirepo.Options{Insecure: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		down := memrepo.New("deploy", nil)
+		t.Cleanup(func() { up.Close(); down.Close() })
+		return up, down, "imported"
 	}},
 	{"gitrepo", func(t *testing.T) (repository.Repository, repository.Repository, string) {
 		if _, err := exec.LookPath("git"); err != nil {
@@ -162,7 +195,7 @@ func TestE2ENoKptfile(t *testing.T) {
 				t.Fatalf("clone has no package file: %v", f.Paths())
 			}
 			info, err := cl.Info(ctx)
-			if err != nil || info.UpstreamLock == nil || info.UpstreamLock.Git.Ref != "base/v1" || info.UpstreamLock.Git.Commit != base1.Meta().Commit {
+			if ref, commit := lockOf(info); err != nil || ref != "base/v1" || commit != base1.Meta().Commit {
 				t.Fatalf("clone's upstream lock %+v, %v", info.UpstreamLock, err)
 			}
 			web1 := approve("deploy", web)
@@ -199,7 +232,7 @@ func TestE2ENoKptfile(t *testing.T) {
 			if d, _ := uf.Get("deploy.yaml"); !strings.Contains(string(d), "replicas: 3") {
 				t.Fatalf("upgrade did not merge the upstream change:\n%s", d)
 			}
-			if info, _ := upg.Info(ctx); info.UpstreamLock == nil || info.UpstreamLock.Git.Ref != "base/v2" {
+			if info, _ := upg.Info(ctx); refOf(info) != "base/v2" {
 				t.Fatalf("upgraded lock %+v", info.UpstreamLock)
 			}
 			approve("deploy", upg.Meta().Key)
@@ -302,7 +335,7 @@ func TestE2ENoKptfile(t *testing.T) {
 			if !gf.Has("local.yaml") {
 				t.Fatalf("the adopted draft lost its edit: %v", gf.Paths())
 			}
-			if info, _ := got.Info(ctx); info.UpstreamLock == nil || info.UpstreamLock.Git.Ref != "base/v2" {
+			if info, _ := got.Info(ctx); refOf(info) != "base/v2" {
 				t.Fatalf("the adopted draft does not track the upstream: %+v", info.UpstreamLock)
 			}
 			if got.Meta().Metadata.Annotations[variant.OwnerAnnotation] == "" {
@@ -311,4 +344,22 @@ func TestE2ENoKptfile(t *testing.T) {
 			approve("deploy", ek)
 		})
 	}
+}
+
+// lockOf returns the ref and commit of info's upstream lock, git or
+// generic (an OCI upstream).
+func lockOf(info revision.Info) (ref, commit string) {
+	switch l := info.UpstreamLock; {
+	case l == nil:
+	case l.Git != nil:
+		return l.Git.Ref, l.Git.Commit
+	case l.Generic != nil:
+		return l.Generic.ResourceID, l.Generic.ResourceVersion
+	}
+	return "", ""
+}
+
+func refOf(info revision.Info) string {
+	ref, _ := lockOf(info)
+	return ref
 }
