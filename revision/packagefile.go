@@ -152,10 +152,15 @@ func (p *PackageFile) Encode() ([]byte, error) {
 		if err := rn.PipeE(yaml.SetField("kind", yaml.NewStringRNode(PackageFileKind))); err != nil {
 			return nil, err
 		}
+		if p.Name != "" {
+			if err := rn.PipeE(yaml.LookupCreate(yaml.MappingNode, "metadata"), yaml.SetField("name", yaml.NewStringRNode(p.Name))); err != nil {
+				return nil, err
+			}
+		}
 		if err := rn.SetAnnotations(map[string]string{localConfigAnnotation: "true"}); err != nil {
 			return nil, err
 		}
-		old.Metadata.Name = "\x00" // always written
+		old.Metadata.Name = p.Name // written above
 	} else {
 		rn = rn.Copy()
 		old = p.old
