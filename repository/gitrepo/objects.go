@@ -105,9 +105,11 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 			return nil, fmt.Errorf("tag %s: %w", h, err)
 		}
 		v.cache.put(kindPeel, h, tag.Target, 64)
-		if anns := annotations(tag.Message); len(anns) > 0 {
-			v.cache.put(kindTagAnnotations, h, anns, int64(64+len(tag.Message)))
+		anns := annotations(tag.Message)
+		if anns == nil {
+			anns = []annotation{} // cached too: "none" is an answer
 		}
+		v.cache.put(kindTagAnnotations, h, anns, int64(64+len(tag.Message)))
 		return v.commit(tag.Target)
 	default:
 		return nil, fmt.Errorf("object %s is a %s: %w", h, o.Type(), errNotCommit)
