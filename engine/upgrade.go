@@ -183,12 +183,17 @@ func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Ke
 		}
 	}
 	oldFiles, newFiles = stampUpstreams(oldFiles, newFiles)
-	// The root package file is the local package's own record, like the
-	// root Kptfile's upstream: it is kept out of the merge and kept as it
-	// is (its upstream and lock are set below).
+	// Without a Kptfile, the root package file is the local package's own
+	// record, like a root Kptfile's upstream: it is kept out of the merge
+	// and kept as it is (its upstream and lock are set below). Beside a
+	// Kptfile it is an ordinary resource.
 	localPF, hasPF := localFiles.Get(revision.PackageFileName)
-	merged, err := update.Merge(oldFiles.Without(revision.PackageFileName), newFiles.Without(revision.PackageFileName),
-		localFiles.Without(revision.PackageFileName), strategy)
+	hasPF = hasPF && !localFiles.Has(revision.KptfileName)
+	if !localFiles.Has(revision.KptfileName) {
+		oldFiles, newFiles = oldFiles.Without(revision.PackageFileName), newFiles.Without(revision.PackageFileName)
+		localFiles = localFiles.Without(revision.PackageFileName)
+	}
+	merged, err := update.Merge(oldFiles, newFiles, localFiles, strategy)
 	if err != nil {
 		return revision.Files{}, wrap(op, localKey, err)
 	}
