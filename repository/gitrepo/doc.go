@@ -28,7 +28,9 @@
 //     Porch) writes carries that line, so packages without a Kptfile work
 //     through the whole lifecycle; a hand-made tag on a plain directory is
 //     still ignored, as Porch ignores it. An empty package cannot be
-//     committed (git keeps no empty directory).
+//     committed (git keeps no empty directory). Porch itself lists only
+//     packages with a Kptfile: it reads cad's Kptfile packages, adopted
+//     ones included, and skips the others.
 //   - A Draft is the branch drafts/<path>/<workspace>; each commit
 //     replaces the whole package directory of its parent's tree, the
 //     first commit's parent being the branch head (none in an empty
