@@ -92,16 +92,22 @@ type CloneOptions struct {
 	// package context in place) before it is rendered and committed, so
 	// that the draft is written only fully specialised (see [Mutation]).
 	Mutate Mutation
+	// Kptfile creates a Kptfile in a clone of an upstream that has none.
+	// By default such a clone stays without one and records its upstream
+	// and lock in cad's package file (revision.PackageFileName) instead.
+	Kptfile bool
 }
 
 // Clone creates a new package as a draft in repository repo, with the
 // package path and workspace of key, from src, as Porch's clone task does:
 //
 //   - the content is the upstream's;
-//   - the Kptfile (created when the upstream has none) gets metadata.name
-//     the last element of the package path, upstream {type git, git{repo,
-//     directory, ref}, updateStrategy} and upstreamLock {type git,
-//     git{repo, directory, ref, commit}}; for a registered source repo is
+//   - the Kptfile gets metadata.name the last element of the package
+//     path, upstream {type git, git{repo, directory, ref}, updateStrategy}
+//     and upstreamLock {type git, git{repo, directory, ref, commit}}; an
+//     upstream without a Kptfile gets no Kptfile (unless
+//     [CloneOptions].Kptfile): the same name, upstream and lock go into
+//     cad's package file (revision.PackageFileName), created or edited; for a registered source repo is
 //     its URL when the Repositories implement [URLer], else its name,
 //     directory the package path, ref "<package>/v<N>" and commit the
 //     revision's Meta.Commit (else Version); for a git source they are as given and the
@@ -144,16 +150,16 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 	}
 	var (
 		files revision.Files
-		lock  revision.GitLock
+		from  origin
 	)
 	if src.Revision != nil {
 		sk := *src.Revision
 		if sk.Repository == "" {
 			sk.Repository = repo
 		}
-		files, lock, err = e.fetchRevision(ctx, op, sk)
+		files, from, err = e.fetchRevision(ctx, op, sk)
 	} else {
-		files, lock, err = fetchGit(ctx, op, key, *src.Git, opts.Fetcher)
+		files, from, err = fetchGit(ctx, op, key, *src.Git, opts.Fetcher)
 	}
 	if err != nil {
 		return nil, err
@@ -162,7 +168,7 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 	if strategy == "" {
 		strategy = revision.ResourceMerge
 	}
-	files, err = cloneFiles(key.Package, files, lock, strategy)
+	files, err = cloneFiles(key.Package, files, from, strategy, opts.Kptfile)
 	if err != nil {
 		return nil, wrap(op, key, err)
 	}
@@ -178,48 +184,91 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 	return e.create(ctx, op, r, key, files, MessageClone, opts.Metadata)
 }
 
-// fetchRevision reads the published revision src of a registered
-// repository and the lock that names it.
-func (e *Engine) fetchRevision(ctx context.Context, op string, src revision.Key) (revision.Files, revision.GitLock, error) {
-	sm, files, err := e.publishedFiles(ctx, op, src)
-	if err != nil {
-		return revision.Files{}, revision.GitLock{}, err
+// origin is where a clone or an upgrade takes its content from, as the
+// package's upstream and lock record it.
+type origin struct {
+	// generic is set for a repository that is not a git repository (an
+	// OCI registry): the lock is kpt's generic lock, storeID repo,
+	// resourceID ref and resourceVersion commit.
+	generic bool
+	repo    string // the git URL or repository name; a generic lock's store id
+	dir     string // the package directory
+	ref     string // "<package>/v<N>", a tag or a branch
+	commit  string // the content id
+}
+
+// records returns the upstream and the lock that name o.
+func (o origin) records(strategy revision.UpdateStrategy) (*revision.Upstream, *revision.UpstreamLock) {
+	if o.generic {
+		return &revision.Upstream{Type: revision.GenericOrigin, UpdateStrategy: strategy},
+			&revision.UpstreamLock{Type: revision.GenericOrigin, Generic: &revision.GenericLock{StoreID: o.repo, ResourceID: o.ref, ResourceVersion: o.commit}}
 	}
-	url := src.Repository
+	return &revision.Upstream{Type: revision.GitOrigin, Git: &revision.Git{Repo: o.repo, Directory: o.dir, Ref: o.ref}, UpdateStrategy: strategy},
+		&revision.UpstreamLock{Type: revision.GitOrigin, Git: &revision.GitLock{Repo: o.repo, Directory: o.dir, Ref: o.ref, Commit: o.commit}}
+}
+
+// locate returns what an upstream record names repository name by: its
+// URL when the Repositories implement [URLer] and have one, else for a
+// repository that is not git (repository.Locator) "<type>://<address>",
+// else its name; and whether it is not a git repository.
+func (e *Engine) locate(ctx context.Context, name string) (id string, generic bool) {
+	id = name
 	if u, ok := e.opts.Repositories.(URLer); ok {
-		if s := u.URL(src.Repository); s != "" {
-			url = s
+		if s := u.URL(name); s != "" {
+			id = s
 		}
 	}
-	return files, revision.GitLock{
-		Repo:      url,
-		Directory: sm.Key.Package,
-		Ref:       sm.Key.Package + "/v" + strconv.Itoa(sm.Key.Revision),
-		Commit:    contentID(sm),
+	r, err := e.opts.Repositories.Repository(ctx, name)
+	if err != nil {
+		return id, false
+	}
+	if typ, addr := repository.LocationOf(r); typ != "" && typ != repository.TypeGit {
+		generic = true
+		if id == name && addr != "" {
+			id = string(typ) + "://" + addr
+		}
+	}
+	return id, generic
+}
+
+// fetchRevision reads the published revision src of a registered
+// repository and the origin that names it.
+func (e *Engine) fetchRevision(ctx context.Context, op string, src revision.Key) (revision.Files, origin, error) {
+	sm, files, err := e.publishedFiles(ctx, op, src)
+	if err != nil {
+		return revision.Files{}, origin{}, err
+	}
+	id, generic := e.locate(ctx, src.Repository)
+	return files, origin{
+		generic: generic,
+		repo:    id,
+		dir:     sm.Key.Package,
+		ref:     sm.Key.Package + "/v" + strconv.Itoa(sm.Key.Revision),
+		commit:  contentID(sm),
 	}, nil
 }
 
-// fetchGit reads up with f and returns the lock that names it.
-func fetchGit(ctx context.Context, op string, key revision.Key, up GitUpstream, f UpstreamFetcher) (revision.Files, revision.GitLock, error) {
+// fetchGit reads up with f and returns the origin that names it.
+func fetchGit(ctx context.Context, op string, key revision.Key, up GitUpstream, f UpstreamFetcher) (revision.Files, origin, error) {
 	switch {
 	case f == nil:
-		return revision.Files{}, revision.GitLock{}, invalid(op, key, "cloning from a git upstream needs CloneOptions.Fetcher")
+		return revision.Files{}, origin{}, invalid(op, key, "cloning from a git upstream needs CloneOptions.Fetcher")
 	case up.Repo == "" || up.Ref == "":
-		return revision.Files{}, revision.GitLock{}, invalid(op, key, "git upstream needs a repo and a ref")
+		return revision.Files{}, origin{}, invalid(op, key, "git upstream needs a repo and a ref")
 	}
 	files, commit, err := f.Fetch(ctx, up)
 	if err != nil {
-		return revision.Files{}, revision.GitLock{}, wrap(op, key, err)
+		return revision.Files{}, origin{}, wrap(op, key, err)
 	}
 	if files.Len() == 0 {
-		return revision.Files{}, revision.GitLock{}, repository.Errorf(op, key.Repository, key, repository.ErrNotFound,
+		return revision.Files{}, origin{}, repository.Errorf(op, key.Repository, key, repository.ErrNotFound,
 			"no files in directory %q of %s at %q", up.Directory, up.Repo, up.Ref)
 	}
 	dir := up.Directory
 	if dir == "" {
 		dir = "/"
 	}
-	return files, revision.GitLock{Repo: up.Repo, Directory: dir, Ref: up.Ref, Commit: commit}, nil
+	return files, origin{repo: up.Repo, dir: dir, ref: up.Ref, commit: commit}, nil
 }
 
 func (e *Engine) deployment(repo string) bool {
@@ -228,11 +277,17 @@ func (e *Engine) deployment(repo string) bool {
 }
 
 // cloneFiles rewrites upstream content for the package at pkgPath: the
-// Kptfile's name, upstream and lock, and the resources' merge keys.
-func cloneFiles(pkgPath string, files revision.Files, lock revision.GitLock, strategy revision.UpdateStrategy) (revision.Files, error) {
+// Kptfile's name, upstream and lock (or, for an upstream without a
+// Kptfile, unless addKptfile, the package file's), and the resources'
+// merge keys.
+func cloneFiles(pkgPath string, files revision.Files, from origin, strategy revision.UpdateStrategy, addKptfile bool) (revision.Files, error) {
 	files, err := upstreamid.StampFiles(files)
 	if err != nil {
 		return revision.Files{}, err
+	}
+	up, upLock := from.records(strategy)
+	if !files.Has(revision.KptfileName) && !addKptfile {
+		return withPackageFile(files, path.Base(pkgPath), up, upLock)
 	}
 	m := files.Map()
 	kf := revision.NewKptfile("")
@@ -244,13 +299,8 @@ func cloneFiles(pkgPath string, files revision.Files, lock revision.GitLock, str
 		kf = parsed
 	}
 	kf.Metadata.Name = path.Base(pkgPath)
-	kf.Upstream = &revision.Upstream{
-		Type:           revision.GitOrigin,
-		Git:            &revision.Git{Repo: lock.Repo, Directory: lock.Directory, Ref: lock.Ref},
-		UpdateStrategy: strategy,
-	}
-	l := lock
-	kf.UpstreamLock = &revision.UpstreamLock{Type: revision.GitOrigin, Git: &l}
+	kf.Upstream = up
+	kf.UpstreamLock = upLock
 	data, err := kf.Encode()
 	if err != nil {
 		return revision.Files{}, err

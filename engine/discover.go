@@ -59,7 +59,7 @@ func (e *Engine) DiscoverUpgrades(ctx context.Context, repos []string) ([]Upgrad
 	if len(repos) == 0 {
 		repos = all
 	}
-	byRef := e.repoIndex(all)
+	byRef := e.repoIndex(ctx, all)
 	published := map[string][]revision.Key{} // per repository, sorted
 	listPublished := func(name string) ([]revision.Key, error) {
 		if keys, ok := published[name]; ok {
@@ -162,17 +162,21 @@ func (e *Engine) UpstreamOf(ctx context.Context, info revision.Info) (Ref, bool,
 	if err != nil {
 		return Ref{}, false, err
 	}
-	k, ok := upstreamOf(info, e.repoIndex(names))
+	k, ok := upstreamOf(info, e.repoIndex(ctx, names))
 	return Ref{Repository: k.Repository, Key: revision.Key{Package: k.Package, Revision: k.Revision}}, ok, nil
 }
 
 // repoIndex maps what an upstream lock's repo may say (a repository name,
-// or its URL with or without ".git") to the repository's name.
-func (e *Engine) repoIndex(names []string) map[string]string {
+// its URL with or without ".git", or the store id of a generic lock) to
+// the repository's name.
+func (e *Engine) repoIndex(ctx context.Context, names []string) map[string]string {
 	byRef := make(map[string]string, 3*len(names))
 	u, hasURL := e.opts.Repositories.(URLer)
 	for _, name := range names {
 		byRef[name] = name
+		if id, generic := e.locate(ctx, name); generic {
+			byRef[id] = name
+		}
 		if !hasURL {
 			continue
 		}
@@ -184,13 +188,23 @@ func (e *Engine) repoIndex(names []string) map[string]string {
 	return byRef
 }
 
-// upstreamGit returns the git upstream info records: its lock, else its
-// upstream (commit empty then).
+// upstreamGit returns the upstream info records in git terms: its git
+// lock, or its generic lock (store id as repo, resource id as ref), else
+// its git upstream (commit empty then).
 func upstreamGit(info revision.Info) (repo, dir, ref, commit string, ok bool) {
 	switch {
 	case info.UpstreamLock != nil && info.UpstreamLock.Git != nil:
 		g := info.UpstreamLock.Git
 		return g.Repo, g.Directory, g.Ref, g.Commit, true
+	case info.UpstreamLock != nil && info.UpstreamLock.Generic != nil:
+		// A lock the engine wrote for a repository that is not git:
+		// resourceID "<package>/v<N>", resourceVersion the content id.
+		g := info.UpstreamLock.Generic
+		i := strings.LastIndex(g.ResourceID, "/v")
+		if i <= 0 {
+			return "", "", "", "", false
+		}
+		return g.StoreID, g.ResourceID[:i], g.ResourceID, g.ResourceVersion, true
 	case info.Upstream != nil && info.Upstream.Git != nil:
 		g := info.Upstream.Git
 		return g.Repo, g.Directory, g.Ref, "", true

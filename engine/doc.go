@@ -13,10 +13,17 @@
 //   - [Engine.Clone]: a new package from an upstream [CloneSource] (a
 //     published revision of any registered repository, git or OCI, or a
 //     package in an unregistered git repository), with Kptfile upstream,
-//     lock and merge keys;
+//     lock and merge keys (for an upstream without a Kptfile, upstream and
+//     lock go into cad's package file, revision.PackageFileName, and no
+//     Kptfile is added unless [CloneOptions].Kptfile asks);
 //   - [Engine.Upgrade]: a new draft three-way merging local with a new
 //     upstream (kpt's update strategies), and [Engine.DiscoverUpgrades],
 //     which packages have a newer upstream (porchctl upgrade --discover);
+//     for packages cloned from a plain git URL, [Ref].Git upstreams and
+//     [Engine.DiscoverGitUpgrades] (newer tags, or a moved branch, listed
+//     with an [UpstreamLister]). An upstream in a repository that is not
+//     git (OCI, see repository.Locator) is recorded as kpt's generic
+//     upstream lock;
 //   - a [Mutation] on Clone, Copy and Upgrade: the caller's edits applied
 //     before the render and the single commit, so that a specialised
 //     package is never seen half done (the variant package uses it);
@@ -25,8 +32,11 @@
 //     not satisfied), [Engine.ProposeDelete] and [Engine.Delete] (which
 //     refuses revisions named as upstream by others);
 //   - readiness: [Engine.SetReadinessGates] and [Engine.SetConditions] edit
-//     a draft's Kptfile (keeping its comments); [revision.PackageRevision]'s
-//     Info reads them back;
+//     a draft's Kptfile (keeping its comments), or without one cad's
+//     package file; [revision.PackageRevision]'s Info reads them back;
+//   - [Engine.Adopt]: a revision that points at an existing directory at a
+//     commit, tag or branch (repository.Adopter), Published or Draft,
+//     without rewriting its files, Kptfile or not;
 //   - metadata: [Engine.SetMetadata] and the Metadata of the options of
 //     Init, Clone, Copy and Upgrade: labels and annotations kept in the
 //     repository beside the revision (repository.MetadataWriter);

@@ -794,16 +794,31 @@ func TestSetReadiness(t *testing.T) {
 				t.Fatalf("get v1: %v", err)
 			}
 
-			if b.name == "gitrepo" {
-				return // gitrepo keeps only packages with a Kptfile
-			}
 			bare := revision.Key{Package: "bare", Workspace: "ws"}
 			if _, err := e.Init(ctx, repoName, bare, engine.InitOptions{NoKptfile: true}); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.SetReadinessGates(ctx, repoName, bare, nil); !errors.Is(err, repository.ErrInvalidInput) {
-				t.Fatalf("gates without a Kptfile: %v, want ErrInvalidInput", err)
+			// Without a Kptfile, readiness lives in cad's package file.
+			if _, err := e.SetReadinessGates(ctx, repoName, bare, []revision.ReadinessGate{{ConditionType: "Tested"}}); err != nil {
+				t.Fatalf("gates without a Kptfile: %v", err)
 			}
+			if _, err := e.Propose(ctx, repoName, bare); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := e.Approve(ctx, repoName, bare); !errors.Is(err, engine.ErrNotReady) {
+				t.Fatalf("approve with an unsatisfied gate in the package file: %v", err)
+			}
+			if _, err := e.Reject(ctx, repoName, bare); err != nil {
+				t.Fatal(err)
+			}
+			pr, err = e.SetConditions(ctx, repoName, bare, revision.Condition{Type: "Tested", Status: revision.ConditionTrue})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f := files(t, pr); f.Has(revision.KptfileName) || !f.Has(revision.PackageFileName) {
+				t.Fatalf("readiness of a package without a Kptfile went to %v", f.Paths())
+			}
+			publish(t, e, bare)
 		})
 	}
 }

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -75,9 +76,14 @@ func TestCloneAndUpgradeFromOCI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if info.UpstreamLock == nil || info.UpstreamLock.Git.Commit != v1.Meta().Commit || !strings.HasPrefix(v1.Meta().Commit, "sha256:") ||
-		info.UpstreamLock.Git.Ref != "basens/v1" || info.UpstreamLock.Git.Repo != "catalog" {
+	// kpt's generic lock, not a git lock naming a registry as a git repo.
+	wantLock := revision.GenericLock{StoreID: "oci://" + host + "/blueprints", ResourceID: "basens/v1", ResourceVersion: v1.Meta().Commit}
+	if info.UpstreamLock == nil || info.UpstreamLock.Type != revision.GenericOrigin || info.UpstreamLock.Git != nil ||
+		info.UpstreamLock.Generic == nil || *info.UpstreamLock.Generic != wantLock || !strings.HasPrefix(v1.Meta().Commit, "sha256:") {
 		t.Fatalf("upstream lock of a clone from OCI: %+v (published digest %s)", info.UpstreamLock, v1.Meta().Commit)
+	}
+	if info.Upstream == nil || info.Upstream.Type != revision.GenericOrigin || info.Upstream.Git != nil || info.Upstream.UpdateStrategy != revision.ResourceMerge {
+		t.Fatalf("upstream of a clone from OCI: %+v", info.Upstream)
 	}
 	cf, err := clone.Files(ctx)
 	if err != nil {
@@ -119,7 +125,21 @@ func TestCloneAndUpgradeFromOCI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ui.UpstreamLock.Git.Commit != v2.Meta().Commit || ui.UpstreamLock.Git.Ref != "basens/v2" {
-		t.Fatalf("upstream lock after upgrade: %+v", ui.UpstreamLock.Git)
+	if g := ui.UpstreamLock.Generic; g == nil || g.ResourceVersion != v2.Meta().Commit || g.ResourceID != "basens/v2" || g.StoreID != wantLock.StoreID {
+		t.Fatalf("upstream lock after upgrade: %+v", ui.UpstreamLock)
+	}
+	// The OCI upstream cannot be deleted while the upgraded package names it.
+	if _, err := e.ProposeDelete(ctx, "catalog", v2.Meta().Key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Propose(ctx, "deploy", up.Meta().Key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Approve(ctx, "deploy", up.Meta().Key); err != nil {
+		t.Fatal(err)
+	}
+	var refErr *engine.ReferencedError
+	if err := e.Delete(ctx, "catalog", v2.Meta().Key); !errors.As(err, &refErr) {
+		t.Fatalf("deleting an OCI upstream named by a generic lock: %v, want a *ReferencedError", err)
 	}
 }

@@ -20,11 +20,12 @@ func (e *Engine) Get(ctx context.Context, repo string, key revision.Key) (revisi
 // added. Conditions are what readiness gates wait for (see Approve). The
 // package is rendered when the Engine has a Pipeline and saved; when
 // nothing changes nothing is written. The Kptfile keeps its formatting and
-// comments.
+// comments. A package without a Kptfile keeps them in cad's package file
+// (status.conditions, spec.readinessGates), created when missing.
 //
 // Errors: repository.ErrInvalidInput for a condition without a type or
-// with a status other than True, False or Unknown, or a package without a
-// Kptfile; otherwise as [Engine.Update].
+// with a status other than True, False or Unknown, or a Kptfile or package
+// file that does not parse; otherwise as [Engine.Update].
 func (e *Engine) SetConditions(ctx context.Context, repo string, key revision.Key, conditions ...revision.Condition) (revision.PackageRevision, error) {
 	const op = "set conditions"
 	key.Repository = repo
@@ -82,7 +83,10 @@ func (e *Engine) editKptfile(ctx context.Context, op string, key revision.Key, e
 	files := d.Files()
 	data, ok := files.Get(revision.KptfileName)
 	if !ok {
-		return nil, invalid(op, key, "the package has no Kptfile to record readiness in")
+		if files, err = editPackageFile(files, key, edit); err != nil {
+			return nil, wrap(op, key, err)
+		}
+		return e.save(ctx, op, r, d, files, UpdateOptions{})
 	}
 	kf, err := revision.ParseKptfile(data)
 	if err != nil {

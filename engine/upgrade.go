@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"path"
-	"strconv"
 
 	"github.com/configasdata/cad/internal/update"
 	"github.com/configasdata/cad/internal/upstreamid"
@@ -20,13 +19,19 @@ const MessageUpgrade = "Upgrading revision"
 // files have been modified: [...]".
 var ErrLocalModified = update.ErrLocalModified
 
-// Ref names a published revision in one of the Engine's repositories.
+// Ref names a published revision in one of the Engine's repositories, or
+// a package in a git repository the Engine does not manage.
 type Ref struct {
 	// Repository is the repository's name; when set it overrides
 	// Key.Repository.
 	Repository string
 	// Key selects the revision; it must be a numbered published revision.
 	Key revision.Key
+	// Git, when set, is a package in a git repository the Engine does not
+	// manage (as in CloneSource), read with UpgradeOptions.Fetcher;
+	// Repository and Key are unused then. It is how a package cloned from
+	// a plain git URL is upgraded (see [Engine.DiscoverGitUpgrades]).
+	Git *GitUpstream
 }
 
 func (r Ref) key() revision.Key {
@@ -47,8 +52,10 @@ func (r Ref) key() revision.Key {
 //     local Kptfile's upstream.updateStrategy, else resource-merge). See
 //     kpt's pkg update; Kptfiles are merged keeping local metadata, with
 //     pipelines merged per function;
-//   - the Kptfile's upstream and upstreamLock then name newUpstream, as
-//     Clone writes them: repo the repository's URL when the Engine's
+//   - the Kptfile's upstream and upstreamLock (for a package without a
+//     Kptfile, its package file's, created when missing; the root package
+//     file is kept out of the merge) then name newUpstream, as Clone
+//     writes them: repo the repository's URL when the Engine's
 //     Repositories have a URL(name) string method, else the local
 //     Kptfile's upstream repo when both upstreams are in one repository,
 //     else the repository name; directory the package path, ref
@@ -156,33 +163,52 @@ func checkStrategy(op string, key revision.Key, s revision.UpdateStrategy) error
 // with the strategy, the Kptfile's upstream and lock naming newUpstream,
 // merge keys on every resource, mutated and rendered.
 func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Key, localFiles revision.Files, oldUpstream, newUpstream Ref, opts UpgradeOptions) (revision.Files, error) {
-	_, oldFiles, err := e.publishedFiles(ctx, op, oldUpstream.key())
+	oldFiles, _, err := e.readRef(ctx, op, key, oldUpstream, opts.Fetcher)
 	if err != nil {
 		return revision.Files{}, err
 	}
-	newMeta, newFiles, err := e.publishedFiles(ctx, op, newUpstream.key())
+	newFiles, newFrom, err := e.readRef(ctx, op, key, newUpstream, opts.Fetcher)
 	if err != nil {
 		return revision.Files{}, err
 	}
-	var localKf *revision.Kptfile
-	if b, ok := localFiles.Get(revision.KptfileName); ok {
-		if localKf, err = revision.ParseKptfile(b); err != nil {
-			return revision.Files{}, invalid(op, localKey, "local Kptfile: %v", err)
-		}
+	localUp, err := upstreamRecord(localFiles)
+	if err != nil {
+		return revision.Files{}, invalid(op, localKey, "local package: %v", err)
 	}
 	strategy := opts.Strategy
 	if strategy == "" {
 		strategy = revision.ResourceMerge
-		if localKf != nil && localKf.Upstream != nil && localKf.Upstream.UpdateStrategy != "" {
-			strategy = localKf.Upstream.UpdateStrategy
+		if localUp != nil && localUp.UpdateStrategy != "" {
+			strategy = localUp.UpdateStrategy
 		}
 	}
 	oldFiles, newFiles = stampUpstreams(oldFiles, newFiles)
+	// Without a Kptfile, the root package file is the local package's own
+	// record, like a root Kptfile's upstream: it is kept out of the merge
+	// and kept as it is (its upstream and lock are set below). Beside a
+	// Kptfile it is an ordinary resource.
+	localPF, hasPF := localFiles.Get(revision.PackageFileName)
+	hasPF = hasPF && !localFiles.Has(revision.KptfileName)
+	if !localFiles.Has(revision.KptfileName) {
+		oldFiles, newFiles = oldFiles.Without(revision.PackageFileName), newFiles.Without(revision.PackageFileName)
+		localFiles = localFiles.Without(revision.PackageFileName)
+	}
 	merged, err := update.Merge(oldFiles, newFiles, localFiles, strategy)
 	if err != nil {
 		return revision.Files{}, wrap(op, localKey, err)
 	}
-	merged, err = e.setUpstream(merged, localKf, oldUpstream, newMeta, strategy)
+	if hasPF {
+		if merged, err = merged.With(revision.PackageFileName, localPF); err != nil {
+			return revision.Files{}, wrap(op, localKey, err)
+		}
+	}
+	if !newFrom.generic && newUpstream.Git == nil && newFrom.repo == newUpstream.key().Repository && localUp != nil && localUp.Git != nil &&
+		localUp.Git.Repo != "" && oldUpstream.Git == nil && oldUpstream.key().Repository == newUpstream.key().Repository {
+		// Both upstreams in one repository the Engine knows only by name:
+		// keep the repo the local package recorded for it.
+		newFrom.repo = localUp.Git.Repo
+	}
+	merged, err = setUpstream(merged, key.Package, localUp, newFrom, strategy)
 	if err != nil {
 		return revision.Files{}, wrap(op, key, err)
 	}
@@ -247,6 +273,8 @@ type UpgradeOptions struct {
 	// Mutate, when set, edits the merged content before it is rendered and
 	// committed (see [Mutation]).
 	Mutate Mutation
+	// Fetcher reads the upstreams given as Ref.Git; required for them.
+	Fetcher UpstreamFetcher
 }
 
 // publishedFiles reads the files of the numbered published revision key of
@@ -277,39 +305,39 @@ func (e *Engine) publishedFiles(ctx context.Context, op string, key revision.Key
 	return m, files, nil
 }
 
-// setUpstream points the Kptfile of files at the published revision up.
-func (e *Engine) setUpstream(files revision.Files, localKf *revision.Kptfile, oldUpstream Ref, up revision.Meta, strategy revision.UpdateStrategy) (revision.Files, error) {
-	kf := revision.NewKptfile(path.Base(up.Key.Package))
-	if b, ok := files.Get(revision.KptfileName); ok {
-		parsed, err := revision.ParseKptfile(b)
-		if err != nil {
-			return revision.Files{}, err
+// readRef reads the upstream r for op: a published revision of a
+// registered repository, or a package in a git repository read with f.
+func (e *Engine) readRef(ctx context.Context, op string, key revision.Key, r Ref, f UpstreamFetcher) (revision.Files, origin, error) {
+	if r.Git != nil {
+		return fetchGit(ctx, op, key, *r.Git, f)
+	}
+	return e.fetchRevision(ctx, op, r.key())
+}
+
+// setUpstream points the Kptfile of files at the upstream from; without a
+// Kptfile, the package file of the package at pkgPath (created when
+// missing). localUp is the upstream the local package recorded; its
+// update strategy is kept.
+func setUpstream(files revision.Files, pkgPath string, localUp *revision.Upstream, from origin, strategy revision.UpdateStrategy) (revision.Files, error) {
+	if localUp != nil && localUp.UpdateStrategy != "" {
+		strategy = localUp.UpdateStrategy
+	}
+	upstream, lock := from.records(strategy)
+	b, ok := files.Get(revision.KptfileName)
+	if !ok {
+		name := path.Base(pkgPath)
+		if data, ok := files.Get(revision.PackageFileName); ok {
+			if pf, err := revision.ParsePackageFile(data); err == nil && pf.Name != "" {
+				name = pf.Name
+			}
 		}
-		kf = parsed
+		return withPackageFile(files, name, upstream, lock)
 	}
-	url := up.Key.Repository
-	if localKf != nil && localKf.Upstream != nil && localKf.Upstream.Git != nil &&
-		localKf.Upstream.Git.Repo != "" && oldUpstream.key().Repository == up.Key.Repository {
-		url = localKf.Upstream.Git.Repo
+	kf, err := revision.ParseKptfile(b)
+	if err != nil {
+		return revision.Files{}, err
 	}
-	if u, ok := e.opts.Repositories.(interface{ URL(name string) string }); ok {
-		if s := u.URL(up.Key.Repository); s != "" {
-			url = s
-		}
-	}
-	ref := up.Key.Package + "/v" + strconv.Itoa(up.Key.Revision)
-	if localKf != nil && localKf.Upstream != nil && localKf.Upstream.UpdateStrategy != "" {
-		strategy = localKf.Upstream.UpdateStrategy
-	}
-	kf.Upstream = &revision.Upstream{
-		Type:           revision.GitOrigin,
-		Git:            &revision.Git{Repo: url, Directory: up.Key.Package, Ref: ref},
-		UpdateStrategy: strategy,
-	}
-	kf.UpstreamLock = &revision.UpstreamLock{
-		Type: revision.GitOrigin,
-		Git:  &revision.GitLock{Repo: url, Directory: up.Key.Package, Ref: ref, Commit: contentID(up)},
-	}
+	kf.Upstream, kf.UpstreamLock = upstream, lock
 	data, err := kf.Encode()
 	if err != nil {
 		return revision.Files{}, err

@@ -14,6 +14,16 @@
 // [NewKptfile] for kpt packages and [New] for packages whose steps come
 // from code.
 //
+// Where a package's steps come from, first match wins: steps given in code
+// ([New]) for the root; else the root Kptfile's pipeline; else, for a
+// package without a Kptfile, spec.pipeline of cad's package file
+// (revision.PackageFileName, see [StepsFromPackageFile]), which may use
+// conditions and computed inputs; else no step. A Kptfile and a package
+// file are never merged: beside a Kptfile, the package file is an ordinary
+// local-config resource. A package with no Kptfile, no package file and no
+// subpackage is returned unparsed; [Options].RequireKptfile restores kpt's
+// refusal of a root without a Kptfile.
+//
 // Beyond kpt, a step may carry expressions the caller's evaluators run over
 // the package's resources: a Condition that skips the step
 // (Options.Conditions, a [ConditionEvaluator]) and ConfigMapExprs, computed

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -125,6 +126,47 @@ func StepsFromKptfile(kf *revision.Kptfile) Steps {
 		s.Validators = append(s.Validators, StepFromKptfile(f))
 	}
 	return s
+}
+
+// StepsFromPackageFile returns the pipeline of cad's package file
+// (revision.PackageFileName), spec.pipeline: mutators and validators in
+// the shape of [Step], conditions and computed inputs included. An absent
+// pipeline is empty. It returns an error matching [ErrInvalidPackage] when
+// data is not a package file or its pipeline does not decode, names an
+// unknown field, or has a step with not exactly one of image and exec.
+func StepsFromPackageFile(data []byte) (Steps, error) {
+	if _, err := revision.ParsePackageFile(data); err != nil {
+		return Steps{}, err
+	}
+	var doc struct {
+		Spec struct {
+			Pipeline yaml.Node `yaml:"pipeline"`
+		} `yaml:"spec"`
+	}
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return Steps{}, invalidf("%s: %v", revision.PackageFileName, err)
+	}
+	var steps Steps
+	if doc.Spec.Pipeline.Kind == 0 {
+		return steps, nil
+	}
+	b, err := yaml.Marshal(&doc.Spec.Pipeline)
+	if err != nil {
+		return Steps{}, invalidf("%s: %v", revision.PackageFileName, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	if err := dec.Decode(&steps); err != nil {
+		return Steps{}, invalidf("%s: spec.pipeline: %v", revision.PackageFileName, err)
+	}
+	for kind, list := range map[string][]Step{"mutators": steps.Mutators, "validators": steps.Validators} {
+		for i, st := range list {
+			if (st.Image == "") == (st.Exec == "") {
+				return Steps{}, invalidf("%s: spec.pipeline.%s[%d]: must specify exactly one of `image` or `exec`", revision.PackageFileName, kind, i)
+			}
+		}
+	}
+	return steps, nil
 }
 
 // Resolver turns a step into code. fnruntime.Registry is the standard

@@ -101,9 +101,17 @@ func newHydration(ctx context.Context, r *Renderer, files revision.Files) (*hydr
 				h.bfs = true
 			}
 		}
-	} else if r.root == nil {
+	} else if r.root == nil && r.opts.RequireKptfile {
 		return nil, invalidf("No Kptfile found at %q", ".")
+	} else if data, ok := files.Get(revision.PackageFileName); ok && r.root == nil {
+		steps, err := StepsFromPackageFile(data)
+		if err != nil {
+			return nil, wrapE("pkg.read", ".", err)
+		}
+		root.steps = steps
 	}
+	// A root with neither a Kptfile nor a package file runs no step of its
+	// own; its subpackages with a Kptfile still run theirs.
 	if r.root != nil {
 		root.steps = *r.root
 	} else if err := validateKptfile(root.kf, files, "", r.opts.Path); err != nil {

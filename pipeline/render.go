@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 
 	"github.com/configasdata/cad/revision"
@@ -36,6 +37,13 @@ type Options struct {
 	// root Kptfile is rewritten as kpt writes it after a render: canonical
 	// field order, wide sequence indent, no comments.
 	KeepKptfileFormat bool
+	// RequireKptfile makes a Renderer from NewKptfile refuse a root
+	// without a Kptfile ("No Kptfile found", matching ErrInvalidPackage),
+	// as kpt fn render does. By default such a root runs the pipeline of
+	// its package file (revision.PackageFileName) when it has one, and
+	// otherwise no step of its own: a package with no Kptfile, no package
+	// file and no subpackage is returned as it is, unparsed.
+	RequireKptfile bool
 	// Path is where the caller read the package from, as messages should
 	// show it: kpt prints the paths of files it cannot open under the
 	// directory given on its command line. Empty means paths relative to
@@ -194,7 +202,9 @@ type Renderer struct {
 var _ Pipeline = (*Renderer)(nil)
 
 // NewKptfile returns a Renderer for kpt packages: every package's steps come
-// from its Kptfile, and the root must have one.
+// from its Kptfile. A root without a Kptfile runs the steps of its package
+// file (revision.PackageFileName), or none; Options.RequireKptfile refuses
+// it instead, as kpt does.
 func NewKptfile(resolver Resolver, opts *Options) *Renderer {
 	return &Renderer{resolver: resolver, opts: opts.withDefaults()}
 }
@@ -214,6 +224,9 @@ func (r *Renderer) Render(ctx context.Context, files revision.Files) (*Output, e
 	if err != nil {
 		return nil, &RenderError{Package: ".", Err: err, Output: &Output{Files: files}}
 	}
+	if h.root.kf == nil && h.root.steps.Empty() && !hasSubpackage(files) {
+		return &Output{Files: files}, nil // nothing to run
+	}
 	out, err := h.run(ctx)
 	if err != nil {
 		var re *RenderError
@@ -223,6 +236,16 @@ func (r *Renderer) Render(ctx context.Context, files revision.Files) (*Output, e
 		return nil, &RenderError{Package: ".", Err: err, Output: out}
 	}
 	return out, nil
+}
+
+// hasSubpackage reports whether files has a Kptfile below the root.
+func hasSubpackage(files revision.Files) bool {
+	for _, p := range files.Paths() {
+		if p != revision.KptfileName && path.Base(p) == revision.KptfileName {
+			return true
+		}
+	}
+	return false
 }
 
 // normaliseImage applies kpt's image defaults: the catalog prefix for names

@@ -228,9 +228,46 @@ func TestSelectorsAndExclude(t *testing.T) {
 }
 
 func TestMissingKptfile(t *testing.T) {
-	_, err := pipeline.NewKptfile(fns{}, nil).Render(context.Background(), revision.MustFiles(map[string]string{"a.yaml": "x: 1\n"}))
+	_, err := pipeline.NewKptfile(fns{}, &pipeline.Options{RequireKptfile: true}).Render(context.Background(), revision.MustFiles(map[string]string{"a.yaml": "x: 1\n"}))
 	if !errors.Is(err, pipeline.ErrInvalidPackage) {
 		t.Fatalf("want ErrInvalidPackage, got %v", err)
+	}
+	// By default a package with no Kptfile and no package file is left
+	// as it is, even with files kpt would not read.
+	bare := revision.MustFiles(map[string]string{"a.yaml": "x: 1\n"})
+	out, err := pipeline.NewKptfile(fns{}, nil).Render(context.Background(), bare)
+	if err != nil || !out.Files.Equal(bare) {
+		t.Fatalf("bare package: %v", err)
+	}
+}
+
+func TestPackageFilePipeline(t *testing.T) {
+	pf := "apiVersion: cad.configasdata.dev/v1alpha1\nkind: Package\nmetadata:\n  name: p\nspec:\n  pipeline:\n    mutators:\n    - name: set\n      image: set\n      selectors:\n      - name: a\n"
+	files := revision.MustFiles(map[string]string{
+		revision.PackageFileName: pf,
+		"a.yaml":                 strings.ReplaceAll(cm, "%s", "a"),
+		"b.yaml":                 strings.ReplaceAll(cm, "%s", "b"),
+	})
+	out, err := pipeline.NewKptfile(fns{"set": setData("k", "v")}, nil).Render(context.Background(), files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := out.Files.Get("a.yaml"); !strings.Contains(string(a), "k: v") {
+		t.Fatalf("a.yaml not mutated:\n%s", a)
+	}
+	if b, _ := out.Files.Get("b.yaml"); strings.Contains(string(b), "k: v") {
+		t.Fatalf("b.yaml mutated despite the selector:\n%s", b)
+	}
+	if got, _ := out.Files.Get(revision.PackageFileName); string(got) != pf {
+		t.Fatalf("package file changed:\n%s", got)
+	}
+	// A bad pipeline is a package error.
+	bad, _ := files.With(revision.PackageFileName, []byte(strings.Replace(pf, "image: set", "image: set\n      exec: x", 1)))
+	if _, err := pipeline.NewKptfile(fns{}, nil).Render(context.Background(), bad); !errors.Is(err, pipeline.ErrInvalidPackage) {
+		t.Fatalf("step with image and exec: %v", err)
+	}
+	if _, err := pipeline.StepsFromPackageFile([]byte("apiVersion: v1\nkind: ConfigMap\n")); !errors.Is(err, pipeline.ErrInvalidPackage) {
+		t.Fatalf("not a package file: %v", err)
 	}
 }
 

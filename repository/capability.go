@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/configasdata/cad/revision"
 )
@@ -80,4 +81,119 @@ func SetMetadata(ctx context.Context, r Repository, key revision.Key, md revisio
 		return w.SetMetadata(ctx, key, md, opts)
 	}
 	return nil, &Error{Op: "set metadata", Repo: r.Name(), Key: key, Err: ErrNotSupported}
+}
+
+// Adopter is implemented by repositories that can register content already
+// in the repository as a package revision without rewriting it: a revision
+// as a pointer into the repository. The content need not have a Kptfile or
+// any other marker; the registration is what makes it a package revision.
+type Adopter interface {
+	// Adopt registers the directory key.Package of the content opts.Ref
+	// names as the revision key and returns it. With opts.Lifecycle
+	// Published (the default) the revision is published with number
+	// key.Revision (0 means one more than the package's highest); its
+	// workspace is key.Workspace, by default "v<N>". With Draft it is a
+	// new draft of workspace key.Workspace whose content is the
+	// directory's, ready for editing.
+	//
+	// Errors match ErrInvalidInput for a bad key (an unsafe path, a
+	// missing workspace for a draft) or lifecycle, ErrNotFound when opts.Ref
+	// names nothing or holds no directory key.Package, ErrAlreadyExists
+	// when the revision number or workspace is taken, ErrClosed, or wrap
+	// ctx's error. On error nothing is written.
+	Adopt(ctx context.Context, key revision.Key, opts AdoptOptions) (revision.PackageRevision, error)
+}
+
+// AdoptOptions configure Adopt.
+type AdoptOptions struct {
+	// Ref names the content, in the backend's terms: a commit id, tag or
+	// branch in git; a tag or digest of the package's image repository in
+	// OCI; the Meta.Commit of a revision in memrepo. Required.
+	Ref string
+	// Lifecycle is LifecyclePublished (the default when empty) or
+	// LifecycleDraft.
+	Lifecycle revision.Lifecycle
+	// Message is the message a backend records with the registration
+	// where it writes one; empty means a backend default.
+	Message string
+	// AuthorName and AuthorEmail identify who adopted; empty means the
+	// repository's configured author.
+	AuthorName, AuthorEmail string
+}
+
+// Normalize checks key and o for Adopt and returns them with the defaults
+// applied: the lifecycle Published when empty, and for a published
+// revision the workspace "v<N>" when key has none and a number. next
+// returns one more than the package's highest revision number; it is
+// called only when key.Revision is 0 and the lifecycle is Published. It
+// returns an error matching ErrInvalidInput for an empty Ref, another
+// lifecycle, a bad package path or workspace, a negative revision, or a
+// draft with a revision number.
+func (o AdoptOptions) Normalize(key revision.Key, next func() (int, error)) (revision.Key, AdoptOptions, error) {
+	bad := func(format string, args ...any) (revision.Key, AdoptOptions, error) {
+		return key, o, Errorf("adopt", key.Repository, key, ErrInvalidInput, format, args...)
+	}
+	if o.Ref == "" {
+		return bad("adopt needs a ref")
+	}
+	if o.Lifecycle == "" {
+		o.Lifecycle = revision.LifecyclePublished
+	}
+	if err := revision.ValidatePackagePath(key.Package); err != nil {
+		return bad("%w", err)
+	}
+	switch o.Lifecycle {
+	case revision.LifecycleDraft:
+		if err := key.ValidateNew(); err != nil {
+			return bad("%w", err)
+		}
+	case revision.LifecyclePublished:
+		if key.Revision < 0 {
+			return bad("a published revision has a number of 1 or more, not %d", key.Revision)
+		}
+		if key.Revision == 0 {
+			n, err := next()
+			if err != nil {
+				return key, o, err
+			}
+			key.Revision = n
+		}
+		if key.Workspace == "" {
+			key.Workspace = "v" + strconv.Itoa(key.Revision)
+		}
+		if err := revision.ValidateWorkspace(key.Workspace); err != nil {
+			return bad("%w", err)
+		}
+	default:
+		return bad("can adopt only as Published or Draft, not %s", o.Lifecycle)
+	}
+	return key, o, nil
+}
+
+// Adopt calls r's Adopt when r implements [Adopter] and returns an *Error
+// wrapping ErrNotSupported otherwise.
+func Adopt(ctx context.Context, r Repository, key revision.Key, opts AdoptOptions) (revision.PackageRevision, error) {
+	if a, ok := r.(Adopter); ok {
+		return a.Adopt(ctx, key, opts)
+	}
+	return nil, &Error{Op: "adopt", Repo: r.Name(), Key: key, Err: ErrNotSupported}
+}
+
+// Locator is implemented by repositories that can say what kind of store
+// they are and where, so that what cad records about them (a clone's
+// upstream lock) is something other tools can follow.
+type Locator interface {
+	// Location returns the repository's type (TypeGit, TypeOCI) and its
+	// address without credentials: the git URL, the OCI image prefix
+	// "host[:port][/path]".
+	Location() (typ Type, address string)
+}
+
+// LocationOf returns r's Location when r implements [Locator], and two
+// empty strings otherwise.
+func LocationOf(r Repository) (typ Type, address string) {
+	if l, ok := r.(Locator); ok {
+		return l.Location()
+	}
+	return "", ""
 }

@@ -8,7 +8,15 @@
 // handed out twice); package operations such as clone and upgrade live in
 // the engine. Optional capabilities are separate interfaces with helpers
 // that fall back to [ErrNotSupported]: [Watcher] with [Watch], [Versioner]
-// with [Version].
+// with [Version], [MetadataWriter] with [SetMetadata], and [Adopter] with
+// [Adopt], which registers content already in the repository (a directory
+// at a commit, tag or branch) as a package revision without rewriting it.
+//
+// A package needs no Kptfile: a backend stores any non-empty set of files.
+// Where a backend discovers packages by scanning (the git branch), a
+// directory is a package when it holds a Kptfile or cad's package file
+// (revision.PackageFileName), found by name; revisions the backend
+// registers itself (drafts, tags, adoptions) need neither.
 //
 // # Errors
 //

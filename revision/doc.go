@@ -1,7 +1,7 @@
 // Package revision is cad's data model for package revisions. It does no I/O.
 //
-// A package is a directory of files, usually Kubernetes resources with a
-// Kptfile at its root. A package revision is one version of a package in one
+// A package is a directory of files, usually Kubernetes resources, with or
+// without a Kptfile at its root. A package revision is one version of a package in one
 // repository, identified by a [Key] and in one [Lifecycle] state. The
 // numbering follows Porch: drafts and proposals have revision 0, published
 // revisions are numbered 1, 2, ... and the package as it stands on the
@@ -17,5 +17,9 @@
 // [NewDraft] builds a Draft from its base files and a commit function.
 //
 // [Kptfile] models the kpt.dev/v1 Kptfile, read and written faithfully:
-// comments and field order survive a round trip.
+// comments and field order survive a round trip. A package needs no
+// Kptfile: [PackageFile] is cad's own small resource (cadpackage.yaml,
+// cad.configasdata.dev/v1alpha1 Package) that records the upstream, lock,
+// pipeline and readiness of a package without one; a Kptfile, when there
+// is one, wins (see [InfoFromFiles]).
 package revision

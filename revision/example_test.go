@@ -146,3 +146,35 @@ func ExampleKptfile_Validate() {
 	// Value: "../labels.yaml"
 	// Reason: path must not be outside the package
 }
+
+// A package without a Kptfile records its upstream in cad's package file;
+// InfoFromFiles reads it back.
+func ExamplePackageFile() {
+	pf := revision.NewPackageFile("web")
+	pf.UpstreamLock = &revision.UpstreamLock{Type: revision.GitOrigin,
+		Git: &revision.GitLock{Repo: "https://example.com/blueprints.git", Directory: "web", Ref: "web/v2", Commit: "3f2a"}}
+	data, err := pf.Encode()
+	if err != nil {
+		panic(err)
+	}
+	fmt.Print(string(data))
+	files := revision.MustFiles(map[string]string{revision.PackageFileName: string(data), "deploy.yaml": "kind: Deployment\n"})
+	info, _ := revision.InfoFromFiles(files)
+	fmt.Println(info.UpstreamLock.Git.Ref)
+	// Output:
+	// apiVersion: cad.configasdata.dev/v1alpha1
+	// kind: Package
+	// metadata:
+	//   name: web
+	//   annotations:
+	//     config.kubernetes.io/local-config: "true"
+	// spec:
+	//   upstreamLock:
+	//     type: git
+	//     git:
+	//       repo: https://example.com/blueprints.git
+	//       directory: web
+	//       ref: web/v2
+	//       commit: 3f2a
+	// web/v2
+}

@@ -34,8 +34,9 @@ type Meta struct {
 
 // Info is the part of a revision's metadata that lives in its content: the
 // upstream it was cloned from, the upstream lock, its readiness gates and
-// conditions. For a kpt package it comes from the root Kptfile; a package
-// without a Kptfile has a zero Info.
+// conditions. For a kpt package it comes from the root Kptfile; for a
+// package without one, from its [PackageFile]; a package with neither has a
+// zero Info.
 type Info struct {
 	Upstream       *Upstream
 	UpstreamLock   *UpstreamLock
@@ -43,13 +44,21 @@ type Info struct {
 	Conditions     []Condition
 }
 
-// InfoFromFiles returns the Info recorded in files' root Kptfile, or a zero
-// Info when there is none. It returns an error matching [ErrInvalid] when
-// the Kptfile does not parse.
+// InfoFromFiles returns the Info recorded in files' root Kptfile; without
+// a Kptfile, in its root [PackageFileName]; with neither, a zero Info. The
+// Kptfile wins whole: a PackageFile beside it is not read. It returns an
+// error matching [ErrInvalid] when the file it reads does not parse.
 func InfoFromFiles(files Files) (Info, error) {
 	data, ok := files.Get(KptfileName)
 	if !ok {
-		return Info{}, nil
+		if data, ok = files.Get(PackageFileName); !ok {
+			return Info{}, nil
+		}
+		p, err := ParsePackageFile(data)
+		if err != nil {
+			return Info{}, err
+		}
+		return p.PackageRevisionInfo(), nil
 	}
 	kf, err := ParseKptfile(data)
 	if err != nil {

@@ -25,6 +25,11 @@
 // downstream draft is only ever written fully specialised and rendered:
 // there is no window in which a half-mutated draft could be approved.
 //
+// A package without a Kptfile stays without one: its pipeline functions,
+// conditions and readiness gates go into cad's package file
+// (revision.PackageFileName, created when needed) under the same names and
+// ownership rules.
+//
 // # Ownership
 //
 // Porch marks a downstream PackageRevision as its PackageVariant's with an
@@ -43,7 +48,11 @@
 // matching repository.ErrNotSupported.
 //
 // Adoption (adoptExisting) takes over the downstream package's revisions
-// that no variant owns. Remove (or Sync of a variant with a
+// that no variant owns. An adopted draft that records no upstream lock
+// (made by hand, or registered with Engine.Adopt) starts tracking the
+// upstream in place, keeping its files and edits: it is upgraded from the
+// upstream to itself, which writes the upstream record and the mutations
+// only. Remove (or Sync of a variant with a
 // DeletionTimestamp) releases what a variant owns per its deletionPolicy:
 // delete deletes drafts and proposes published revisions for deletion;
 // orphan only removes the ownership.

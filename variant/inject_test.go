@@ -3,6 +3,7 @@ package variant_test
 import (
 	"testing"
 
+	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 	"github.com/configasdata/cad/variant"
@@ -122,4 +123,45 @@ func TestInjectionBadPoints(t *testing.T) {
 	assert.Contains(t, err.Error(), `invalid "kpt.dev/config-injection" annotation value of "sometimes"`)
 	assert.False(t, res.Ready())
 	assert.Equal(t, before, v.version(), "a failed mutation writes nothing")
+}
+
+// A package without a Kptfile keeps its injection conditions and gates in
+// cad's package file, and they hold its approval back as in a Kptfile.
+func TestInjectionWithoutKptfile(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b)
+		k := revision.Key{Package: "bucket", Workspace: "ws"}
+		_, err := v.e.Init(v.ctx, "blueprints", k, engine.InitOptions{NoKptfile: true})
+		require.NoError(t, err)
+		files := upstreamFiles()
+		files["points.yaml"] = injectionPoints
+		_, err = v.e.Update(v.ctx, "blueprints", k, revision.MustFiles(files), engine.UpdateOptions{})
+		require.NoError(t, err)
+		_, err = v.e.Propose(v.ctx, "blueprints", k)
+		require.NoError(t, err)
+		_, err = v.e.Approve(v.ctx, "blueprints", k)
+		require.NoError(t, err)
+
+		res, err := variant.Sync(v.ctx, v.e, newPV("pv"), v.opts)
+		require.NoError(t, err)
+		pr, err := v.e.Get(v.ctx, "deployments", res.Key)
+		require.NoError(t, err)
+		f, err := pr.Files(v.ctx)
+		require.NoError(t, err)
+		assert.False(t, f.Has(revision.KptfileName))
+		info, err := pr.Info(v.ctx)
+		require.NoError(t, err)
+		require.Len(t, info.ReadinessGates, 1)
+		assert.Equal(t, "config.injection.ConfigMap.us-east1-endpoints", info.ReadinessGates[0].ConditionType)
+		assert.Len(t, info.Conditions, 2)
+		_, err = v.e.Propose(v.ctx, "deployments", res.Key)
+		require.NoError(t, err)
+		_, err = v.e.Approve(v.ctx, "deployments", res.Key)
+		assert.ErrorIs(t, err, engine.ErrNotReady)
+
+		// Idempotent: a second sync writes nothing.
+		res2, err := variant.Sync(v.ctx, v.e, newPV("pv"), v.opts)
+		require.NoError(t, err)
+		assert.Equal(t, variant.ActionUnchanged, res2.Action)
+	})
 }

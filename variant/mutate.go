@@ -123,16 +123,14 @@ func variantFunctionName(pv, fn string, i int) string {
 	return fmt.Sprintf("%s.%s.%s.%d", FunctionPrefix, pv, fn, i)
 }
 
-// applyFunctions re-owns pv's functions in the Kptfile: those it added
-// before are removed, and p's are prepended to the mutators and validators
-// under their PackageVariant names; the user's functions stay as they are.
+// applyFunctions re-owns pv's functions in the Kptfile (without one, in
+// the package file; see packagefile.go): those it added before are
+// removed, and p's are prepended to the mutators and validators under
+// their PackageVariant names; the user's functions stay as they are.
 func applyFunctions(files revision.Files, pv string, p *revision.Pipeline) (revision.Files, error) {
 	data, ok := files.Get(revision.KptfileName)
 	if !ok {
-		if p == nil || (len(p.Mutators) == 0 && len(p.Validators) == 0) {
-			return files, nil
-		}
-		return revision.Files{}, fmt.Errorf("%w: the package has no Kptfile to add pipeline functions to", repository.ErrInvalidInput)
+		return packageFileFunctions(files, pv, p)
 	}
 	if (p == nil || (len(p.Mutators) == 0 && len(p.Validators) == 0)) && !bytes.Contains(data, []byte(FunctionPrefix+"."+pv+".")) {
 		return files, nil // nothing to add and nothing of pv's to remove
@@ -187,16 +185,14 @@ func reown(existing, add []revision.Function, pv string) []revision.Function {
 }
 
 // kptfileConditions sets the conditions and readiness gates of one family
-// (prefix "config.injection." or "config.binding.") in the Kptfile: conds
+// (prefix "config.injection." or "config.binding.") in the Kptfile (without
+// one, in the package file): conds
 // replace the family's conditions, gates its gates; the family's
 // conditions and gates not listed are removed.
 func kptfileConditions(files revision.Files, prefix string, conds []revision.Condition, gates []string) (revision.Files, error) {
 	data, ok := files.Get(revision.KptfileName)
 	if !ok {
-		if len(conds) == 0 {
-			return files, nil
-		}
-		return revision.Files{}, fmt.Errorf("%w: the package has no Kptfile to record its %s conditions in", repository.ErrInvalidInput, strings.TrimSuffix(prefix, "."))
+		return packageFileConditions(files, prefix, conds, gates)
 	}
 	if len(conds) == 0 && len(gates) == 0 && !bytes.Contains(data, []byte(prefix)) {
 		return files, nil // nothing to set and nothing of the family to remove

@@ -507,12 +507,19 @@ func (s *syncer) upToDate(ctx context.Context, pr revision.PackageRevision) (boo
 	if err != nil {
 		return false, fmt.Errorf("variant: read %s: %w", pr.Meta().Key, err)
 	}
-	if info.UpstreamLock == nil || info.UpstreamLock.Git == nil {
+	var commit string
+	switch l := info.UpstreamLock; {
+	case l == nil:
+		return false, nil
+	case l.Git != nil:
+		commit = l.Git.Commit
+	case l.Generic != nil: // an upstream in a repository that is not git
+		commit = l.Generic.ResourceVersion
+	default:
 		return false, nil
 	}
-	lock := info.UpstreamLock.Git
 	um := s.upstream.Meta()
-	if lock.Commit != "" && (lock.Commit == um.Commit || lock.Commit == um.Version) {
+	if commit != "" && (commit == um.Commit || commit == um.Version) {
 		return true, nil
 	}
 	ref, ok, err := s.e.UpstreamOf(ctx, info)
@@ -538,6 +545,14 @@ func (s *syncer) oldUpstream(ctx context.Context, pr revision.PackageRevision) (
 		return engine.Ref{}, false
 	}
 	return ref, true
+}
+
+// untracked reports whether pr records no upstream lock at all (in its
+// Kptfile or package file). A revision whose content cannot be read is
+// not reported as untracked.
+func (s *syncer) untracked(ctx context.Context, pr revision.PackageRevision) bool {
+	info, err := pr.Info(ctx)
+	return err == nil && info.UpstreamLock == nil
 }
 
 // upgrade creates a new draft moving the published revision local to the
@@ -673,6 +688,22 @@ func (s *syncer) replaceDraft(ctx context.Context, d, latest revision.PackageRev
 			engine.UpgradeOptions{Metadata: s.desiredMetadata(m.Metadata), Mutate: s.mutation()})
 		if err != nil {
 			return fmt.Errorf("variant: %s: upgrade draft %s to %s: %w", s.owner, m.Key, s.upstream.Meta().Key, err)
+		}
+		s.log(ctx, ActionUpgraded, pr.Meta().Key)
+		s.res.record(ActionUpgraded, pr.Meta().Key)
+		s.target(pr.Meta().Key)
+		return nil
+	}
+	if s.untracked(ctx, d) {
+		// A draft that never had an upstream lock (adopted with
+		// adoptExisting, or made by hand): it starts tracking the upstream
+		// in place. The three-way merge's original is the upstream itself,
+		// so every local file and edit stays; only the upstream record and
+		// the mutations are written.
+		pr, err := s.e.UpgradeDraft(ctx, m.Key.Repository, m.Key, s.upstreamRef(), s.upstreamRef(),
+			engine.UpgradeOptions{Strategy: revision.ResourceMerge, Metadata: s.desiredMetadata(m.Metadata), Mutate: s.mutation()})
+		if err != nil {
+			return fmt.Errorf("variant: %s: track %s from %s: %w", s.owner, m.Key, s.upstream.Meta().Key, err)
 		}
 		s.log(ctx, ActionUpgraded, pr.Meta().Key)
 		s.res.record(ActionUpgraded, pr.Meta().Key)

@@ -42,10 +42,11 @@ func Identifier(apiVersion, kind, namespace, name string) string {
 
 // IsResourceFile reports whether a package file at path holds KRM
 // resources that Stamp applies to: a .yaml or .yml file other than a
-// Kptfile, as kpt reads a package.
+// Kptfile or the root package file (revision.PackageFileName), as kpt
+// reads a package.
 func IsResourceFile(path string) bool {
 	base := path[strings.LastIndex(path, "/")+1:]
-	if base == "Kptfile" {
+	if base == "Kptfile" || (base == revision.PackageFileName && base == path) {
 		return false
 	}
 	return strings.HasSuffix(base, ".yaml") || strings.HasSuffix(base, ".yml")
@@ -109,6 +110,9 @@ func stampNode(n *yaml.RNode) (bool, error) {
 	}
 	if meta.Kind == "Kptfile" && strings.HasPrefix(meta.APIVersion, "kpt.dev/") {
 		return false, nil
+	}
+	if meta.Kind == revision.PackageFileKind && meta.APIVersion == revision.PackageFileAPIVersion {
+		return false, nil // cad's package file, like a Kptfile
 	}
 	changed := false
 	if _, ok := meta.Annotations[Annotation]; !ok {

@@ -15,16 +15,30 @@
 // full path in the repository (directory/package) and <branch> the
 // registered branch (spec.git.branch, default main).
 //
-//   - A package is a directory holding a Kptfile (a regular file).
-//     Discovery on the branch does not descend into a package, so nested
-//     Kptfiles are subpackages of their parent.
+//   - On the branch, a package is a directory holding a package marker
+//     (a regular file): a Kptfile, or cad's package file
+//     (revision.PackageFileName) for a package without a Kptfile. Markers
+//     are found by name in the trees, never by reading a file. Discovery
+//     does not descend into a package, so nested Kptfiles are subpackages
+//     of their parent.
+//   - A draft, proposal or tag names its package path in the ref, and its
+//     directory is a package revision when it holds a marker or when it is
+//     registered: the kpt: line of the ref's commit (or, for an annotated
+//     tag, of the tag's message) names that path. Every commit cad (and
+//     Porch) writes carries that line, so packages without a Kptfile work
+//     through the whole lifecycle; a hand-made tag on a plain directory is
+//     still ignored, as Porch ignores it. An empty package cannot be
+//     committed (git keeps no empty directory). Porch itself lists only
+//     packages with a Kptfile: it reads cad's Kptfile packages, adopted
+//     ones included, and skips the others.
 //   - A Draft is the branch drafts/<path>/<workspace>; each commit
 //     replaces the whole package directory of its parent's tree, the
 //     first commit's parent being the branch head (none in an empty
 //     repository). The message is CommitOptions.Message, by default
 //     "Intermediate commit", followed as in Porch by "\n\n\n" and the line
 //     kpt:{"package":"<path>","workspaceName":"<workspace>","revision":"0"}.
-//     A draft branch without a Kptfile at <path> is ignored.
+//     A draft branch with neither a marker nor that line at <path> is
+//     ignored.
 //   - A Proposed revision is the branch proposed/<path>/<workspace>.
 //   - Approving commits onto the branch a merge of the branch head and
 //     the proposal that replaces the package directory with the proposal's,
@@ -32,10 +46,10 @@
 //     line and the kpt: line with "revision":"<N>"; tags it <path>/v<N>
 //     (a lightweight tag); and deletes the proposal, all in one write. N
 //     is one more than the package's highest v<N> tag.
-//   - Every tag <path>/<ver> with a Kptfile at <path> is a published
-//     revision: revision N for v<N>, else -1; its workspace is the
-//     workspaceName of the tagged commit's kpt: line for <path>, else
-//     <ver>. Tags without a slash (release tags) are ignored.
+//   - Every tag <path>/<ver> with a package at <path> (as above) is a
+//     published revision: revision N for v<N>, else -1; its workspace is the
+//     workspaceName of the tag message's kpt: line for <path>, else of
+//     the tagged commit's, else <ver>. Tags without a slash (release tags) are ignored.
 //   - Every package on the branch head is a placeholder revision:
 //     revision -1, workspace <branch>, lifecycle Published.
 //   - DeletionProposed is the extra branch deletionProposed/<path>/v<N>
@@ -47,6 +61,12 @@
 //     <porch@kpt.dev>" (Options.CommitterName/Email); the author is the
 //     one CommitOptions or UpdateOptions name, else spec.git.author and
 //     email, else the committer.
+//   - [Repository.Adopt] registers an existing directory at a commit,
+//     branch or tag without rewriting it: as Published, the annotated tag
+//     <path>/v<N> on that commit, its message "Adopting <path> at <ref>"
+//     and the kpt: line; as a Draft, the branch drafts/<path>/<workspace>
+//     at a new commit with the same tree, the adopted commit as parent, and
+//     that message and line.
 //   - A missing branch is created with spec.git.createBranch by Porch's
 //     commit: README.md "Created by porch", "Initial commit: Creating main
 //     branch".
@@ -133,7 +153,7 @@
 //
 // Reads are proportional to what is read. List reads the refs, the commits
 // they point at and the trees on the path to each package (finding
-// Kptfile entries by name, never reading a blob); a revision's files are
+// package markers by name, never reading a blob); a revision's files are
 // read from its package subtree only when asked for. Trees, commits,
 // package lists and package contents are cached by object id in a
 // bounded LRU (Options.CacheBytes), as they never change. On disk, refs

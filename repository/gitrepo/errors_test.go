@@ -171,13 +171,13 @@ func TestBadInput(t *testing.T) {
 	ctx := context.Background()
 	r := mustOpen(t, gitSpec(newBare(t)), nil)
 	defer r.Close()
-	// A package without a Kptfile cannot be stored: git would not find it.
-	d, err := r.CreateDraft(ctx, revision.Key{Package: "p", Workspace: "ws"}, repository.CreateDraftOptions{Files: revision.MustFiles(map[string]string{"a.yaml": "a: 1\n"})})
+	// An empty package cannot be stored: git keeps no empty directory.
+	d, err := r.CreateDraft(ctx, revision.Key{Package: "p", Workspace: "ws"}, repository.CreateDraftOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, err = d.Commit(ctx, revision.CommitOptions{})
-	wantErr(t, err, repository.ErrInvalidInput, "Commit without a Kptfile")
+	wantErr(t, err, repository.ErrInvalidInput, "Commit of an empty package")
 	for _, k := range []revision.Key{
 		{Package: "p", Workspace: "main"},    // the branch's workspace
 		{Package: "a/../b", Workspace: "ws"}, // unsafe path

@@ -189,3 +189,54 @@ func fetchError(op string, rm *remote, err error) error {
 	}
 	return fmt.Errorf("%s %s: %w", op, rm.redactedURL, rm.redact(err))
 }
+
+var _ engine.UpstreamLister = (*Fetcher)(nil)
+
+// Refs returns the branches and tags of up.Repo by short name, each with
+// the commit it names: an annotated tag is peeled when the server
+// advertises the peeled value, else its tag object id is returned. Only
+// up.Repo and up.Auth are used. Errors are as Fetch's.
+func (f *Fetcher) Refs(ctx context.Context, up engine.GitUpstream) (map[string]string, error) {
+	const op = "list upstream"
+	if up.Repo == "" {
+		return nil, repository.Errorf(op, "", revision.Key{}, repository.ErrInvalidInput, "an upstream needs a repo")
+	}
+	auth := f.Auth
+	if up.Auth != nil {
+		a, ok := up.Auth.(transport.AuthMethod)
+		if !ok {
+			return nil, repository.Errorf(op, redactURL(up.Repo), revision.Key{}, repository.ErrInvalidInput, "credentials of type %T are not a go-git transport.AuthMethod", up.Auth)
+		}
+		auth = a
+	}
+	rm, err := newRemote(up.Repo, Options{Auth: auth, InsecureSkipTLS: f.InsecureSkipTLS, CABundle: f.CABundle})
+	if err != nil {
+		return nil, repository.Errorf(op, redactURL(up.Repo), revision.Key{}, repository.ErrInvalidInput, "%v", err)
+	}
+	rem := git.NewRemote(memory.NewStorage(), &config.RemoteConfig{Name: "origin", URLs: []string{rm.url}})
+	refs, err := rem.ListContext(ctx, &git.ListOptions{Auth: rm.auth, InsecureSkipTLS: rm.insecure, CABundle: rm.caBundle, PeelingOption: git.AppendPeeled})
+	if err != nil {
+		if errors.Is(err, transport.ErrEmptyRemoteRepository) {
+			return map[string]string{}, nil
+		}
+		return nil, fetchError(op, rm, err)
+	}
+	out := make(map[string]string, len(refs))
+	peeled := map[string]string{}
+	for _, r := range refs {
+		name := r.Name()
+		if r.Type() != plumbing.HashReference || !(name.IsBranch() || name.IsTag()) {
+			continue
+		}
+		short := shortName(name)
+		if base, ok := strings.CutSuffix(short, "^{}"); ok {
+			peeled[base] = r.Hash().String()
+			continue
+		}
+		out[short] = r.Hash().String()
+	}
+	for name, h := range peeled {
+		out[name] = h
+	}
+	return out, nil
+}

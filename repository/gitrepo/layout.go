@@ -117,6 +117,28 @@ func workspaceOf(c *commitInfo, full string) string {
 	return ""
 }
 
+// workspaceIn returns the workspace the annotations anns give package
+// full, or "".
+func workspaceIn(anns []annotation, full string) string {
+	for _, a := range anns {
+		if a.PackagePath == full && a.WorkspaceName != "" {
+			return a.WorkspaceName
+		}
+	}
+	return ""
+}
+
+// names reports whether one of anns names package full: the registration
+// that makes a directory without a package marker a package revision.
+func names(anns []annotation, full string) bool {
+	for _, a := range anns {
+		if a.PackagePath == full {
+			return true
+		}
+	}
+	return false
+}
+
 // validBranchName checks a branch name against git's ref name rules.
 func validBranchName(name string) error {
 	if name == "" {

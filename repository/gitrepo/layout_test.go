@@ -237,6 +237,9 @@ func TestReadsPorchLayout(t *testing.T) {
 	git(t, work, "tag", "pkgs/a/v1")
 	git(t, work, "tag", "-a", "-m", "annotated", "pkgs/b/v2.0.0")
 	git(t, work, "tag", "v1.0") // a release tag
+	// A hand-made package tag on a directory without a Kptfile, on a commit
+	// whose kpt: line names another package: not a package revision.
+	git(t, work, "tag", "pkgs/notpkg/v1")
 	git(t, work, "branch", "deletionProposed/pkgs/b/main")
 	// A draft of a, and a draft branch without a Kptfile.
 	git(t, work, "checkout", "--quiet", "-b", "drafts/pkgs/a/ws-draft")

@@ -53,6 +53,7 @@ const (
 	kindPackagesRoot // packages under a tree at the top of the directory
 	kindFiles
 	kindInfo
+	kindTagAnnotations // kpt: annotations of an annotated tag's message
 )
 
 var errNotCommit = errors.New("not a commit")
@@ -104,6 +105,11 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 			return nil, fmt.Errorf("tag %s: %w", h, err)
 		}
 		v.cache.put(kindPeel, h, tag.Target, 64)
+		anns := annotations(tag.Message)
+		if anns == nil {
+			anns = []annotation{} // cached too: "none" is an answer
+		}
+		v.cache.put(kindTagAnnotations, h, anns, int64(64+len(tag.Message)))
 		return v.commit(tag.Target)
 	default:
 		return nil, fmt.Errorf("object %s is a %s: %w", h, o.Type(), errNotCommit)
@@ -140,17 +146,45 @@ func (v *view) subtree(root plumbing.Hash, p string) (plumbing.Hash, bool, error
 }
 
 // packageTree returns the tree of the package at full in commit c, and
-// false when there is no directory with a Kptfile there.
-func (v *view) packageTree(c *commitInfo, full string) (plumbing.Hash, bool, error) {
+// false when there is no package there: no directory, or a directory
+// with neither a Kptfile nor a cad package file that is not registered
+// either (registered: a ref's kpt: annotation names full; see doc.go).
+func (v *view) packageTree(c *commitInfo, full string, registered bool) (plumbing.Hash, bool, error) {
 	h, ok, err := v.subtree(c.tree, full)
 	if err != nil || !ok {
 		return plumbing.ZeroHash, false, err
+	}
+	if registered {
+		return h, true, nil
 	}
 	entries, err := v.tree(h)
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
 	return h, hasKptfile(entries), nil
+}
+
+// tagAnnotations returns the kpt: annotations of the message of tag object
+// h, nil for a lightweight tag; v.commit(h) must have been called.
+func (v *view) tagAnnotations(h plumbing.Hash) []annotation {
+	if e, ok := v.cache.get(kindTagAnnotations, h); ok {
+		return e.([]annotation)
+	}
+	if _, ok := v.cache.get(kindPeel, h); !ok {
+		return nil
+	}
+	// An annotated tag whose entry was evicted: read it again.
+	o, err := v.object(plumbing.TagObject, h)
+	if err != nil {
+		return nil
+	}
+	tag, err := object.DecodeTag(nil, o)
+	if err != nil {
+		return nil
+	}
+	anns := annotations(tag.Message)
+	v.cache.put(kindTagAnnotations, h, anns, int64(64+len(tag.Message)))
+	return anns
 }
 
 func findEntry(entries []treeEntry, name string) (treeEntry, bool) {
@@ -162,11 +196,16 @@ func findEntry(entries []treeEntry, name string) (treeEntry, bool) {
 	return treeEntry{}, false
 }
 
-// hasKptfile reports whether a tree holds a Kptfile that is a regular
-// file.
+// hasKptfile reports whether a tree holds a package marker, a Kptfile or
+// a cad package file (revision.PackageFileName), that is a regular file.
 func hasKptfile(entries []treeEntry) bool {
-	e, ok := findEntry(entries, kptfileName)
-	return ok && (e.mode == filemode.Regular || e.mode == filemode.Executable || e.mode == filemode.Deprecated)
+	for _, name := range []string{kptfileName, revision.PackageFileName} {
+		e, ok := findEntry(entries, name)
+		if ok && (e.mode == filemode.Regular || e.mode == filemode.Executable || e.mode == filemode.Deprecated) {
+			return true
+		}
+	}
+	return false
 }
 
 // packages returns the packages under tree h: the directories holding a
@@ -439,17 +478,21 @@ func (v *view) replaceEntry(root plumbing.Hash, segs []string, leaf plumbing.Has
 	return v.putTree(out)
 }
 
-// info returns the Info the root Kptfile of package tree h records,
-// reading only that file (cached by the Kptfile's blob id); a zero Info
-// when there is no Kptfile.
+// info returns the Info the root Kptfile of package tree h records, or
+// without one its cad package file, reading only that file (cached by its
+// blob id); a zero Info when there is neither.
 func (v *view) info(h plumbing.Hash) (revision.Info, error) {
 	entries, err := v.tree(h)
 	if err != nil {
 		return revision.Info{}, err
 	}
-	e, ok := findEntry(entries, kptfileName)
+	name := kptfileName
+	e, ok := findEntry(entries, name)
 	if !ok || e.mode != modeRegular {
-		return revision.Info{}, nil
+		name = revision.PackageFileName
+		if e, ok = findEntry(entries, name); !ok || e.mode != modeRegular {
+			return revision.Info{}, nil
+		}
 	}
 	if c, ok := v.cache.get(kindInfo, e.hash); ok {
 		return cloneInfo(c.(revision.Info)), nil
@@ -458,7 +501,7 @@ func (v *view) info(h plumbing.Hash) (revision.Info, error) {
 	if err != nil {
 		return revision.Info{}, err
 	}
-	files, err := revision.NewFiles(map[string][]byte{kptfileName: data})
+	files, err := revision.NewFiles(map[string][]byte{name: data})
 	if err != nil {
 		return revision.Info{}, err
 	}

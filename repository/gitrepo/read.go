@@ -269,7 +269,8 @@ func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (map[pl
 }
 
 // draftRev returns the draft or proposal on branch name at h, or nil when
-// the branch holds no Kptfile at the package's path.
+// the branch holds no package at the package's path: no directory, or one
+// with no package marker whose commit's kpt: annotation does not name it.
 func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, name plumbing.ReferenceName, h plumbing.Hash) (*rev, error) {
 	full := r.fullPath(pkg)
 	c, err := v.commit(h)
@@ -279,7 +280,7 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 		}
 		return nil, dangling(name, err)
 	}
-	tree, ok, err := v.packageTree(c, full)
+	tree, ok, err := v.packageTree(c, full, names(c.annotations, full))
 	if err != nil {
 		return nil, dangling(name, err)
 	}
@@ -298,7 +299,8 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 }
 
 // tagRev returns the published revision of tag name (full/ver) at h, or
-// nil when the tagged commit has no Kptfile at the package's path.
+// nil when the tagged commit has no package at the package's path (as for
+// draftRev, the tag's own message counting as well as the commit's).
 func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceName, h plumbing.Hash) (*rev, error) {
 	full := r.fullPath(pkg)
 	c, err := v.commit(h)
@@ -308,11 +310,15 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 		}
 		return nil, dangling(name, err)
 	}
-	tree, ok, err := v.packageTree(c, full)
+	tagAnns := v.tagAnnotations(h)
+	tree, ok, err := v.packageTree(c, full, names(tagAnns, full) || names(c.annotations, full))
 	if err != nil || !ok {
 		return nil, dangling(name, err)
 	}
-	ws := workspaceOf(c, full)
+	ws := workspaceIn(tagAnns, full)
+	if ws == "" {
+		ws = workspaceOf(c, full)
+	}
 	if ws == "" {
 		ws = ver
 	}
@@ -355,7 +361,7 @@ func (r *Repository) placeholders(v *view, pkg, prefix string) ([]*rev, error) {
 	}
 	var found []pkgEntry
 	if pkg != "" {
-		tree, ok, err := v.packageTree(c, r.fullPath(pkg))
+		tree, ok, err := v.packageTree(c, r.fullPath(pkg), false)
 		if err != nil {
 			return nil, err
 		}

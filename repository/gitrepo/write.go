@@ -108,8 +108,10 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 		if err := r.enter(ctx, op, key); err != nil {
 			return nil, err
 		}
-		if !files.Has(kptfileName) {
-			return nil, r.errorf(op, key, repository.ErrInvalidInput, "package must contain Kptfile at root")
+		if files.Len() == 0 {
+			// git keeps no empty directory, so an empty package could not
+			// be read back.
+			return nil, r.errorf(op, key, repository.ErrInvalidInput, "package must contain at least one file")
 		}
 		if opts.Metadata != nil {
 			if err := opts.Metadata.Validate(); err != nil {

@@ -6,7 +6,11 @@
 // are keyed by workspace, approving assigns the next revision number and
 // updates the package's placeholder revision (revision -1, workspace = the
 // branch name) to the approved content, and a revision proposed for
-// deletion keeps its content until deleted. Nothing survives the process.
+// deletion keeps its content until deleted. As in git, a package with
+// neither a Kptfile nor a package file (revision.PackageFileName) has no
+// placeholder revision. Adopt registers the content
+// of an existing revision's commit (Meta.Commit), or a directory inside it,
+// as a new revision. Nothing survives the process.
 package memrepo
 
 import (
@@ -360,8 +364,17 @@ func (r *Repository) nextRevision(pkg string) int {
 }
 
 // setBranch makes files the package's content on the branch; r.mu held.
+// As in git, where packages on the branch are found by their marker, a
+// package without a Kptfile or package file has no placeholder.
 func (r *Repository) setBranch(pkg string, files revision.Files) {
 	old, existed := r.branch[pkg]
+	if !files.Has(revision.KptfileName) && !files.Has(revision.PackageFileName) {
+		if existed {
+			delete(r.branch, pkg)
+			r.notify(repository.Deleted, old)
+		}
+		return
+	}
 	meta := revision.Meta{
 		Key:       revision.Key{Repository: r.name, Package: pkg, Workspace: r.opts.Branch, Revision: revision.Placeholder},
 		Lifecycle: revision.LifecyclePublished,

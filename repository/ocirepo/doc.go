@@ -58,6 +58,11 @@
 //	                         deleted after it, and never read when it
 //	                         matches no revision
 //
+// [Repository.Adopt] turns any single-layer image of a package's image
+// repository (by tag or digest, written by cad or not) into a revision:
+// v<N> and its alias, or ws.<workspace>, naming the image's own config and
+// layer blobs, so no file is rewritten.
+//
 // A revision's Version is the digest of the manifest that holds its state:
 // the workspace tag's for drafts and proposals, v<N>'s for a published
 // revision, the marker's while deletion is proposed, followed by "+" and a

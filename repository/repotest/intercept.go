@@ -19,15 +19,16 @@ type Funcs struct {
 	UpdateLifecycle func(ctx context.Context, next repository.Repository, key revision.Key, to revision.Lifecycle, opts repository.UpdateOptions) (revision.PackageRevision, error)
 	Delete          func(ctx context.Context, next repository.Repository, key revision.Key, opts repository.UpdateOptions) error
 	SetMetadata     func(ctx context.Context, next repository.Repository, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error)
+	Adopt           func(ctx context.Context, next repository.Repository, key revision.Key, opts repository.AdoptOptions) (revision.PackageRevision, error)
 	Close           func(next repository.Repository) error
 }
 
 // Intercept returns a repository that calls the hooks of f, falling through
 // to r where a hook is nil. Drafts it returns route Commit through
-// f.Commit. The result implements Watcher, Versioner and MetadataWriter
-// through the helpers repository.Watch, repository.Version and
-// repository.SetMetadata, which reach r (and return ErrNotSupported when r
-// lacks the capability).
+// f.Commit. The result implements Watcher, Versioner, MetadataWriter and
+// Adopter through the helpers repository.Watch, repository.Version,
+// repository.SetMetadata and repository.Adopt, which reach r (and return
+// ErrNotSupported when r lacks the capability), and Locator as r does.
 //
 // For example, to make every approval lose a race:
 //
@@ -54,6 +55,8 @@ var (
 	_ repository.Versioner  = (*intercepted)(nil)
 
 	_ repository.MetadataWriter = (*intercepted)(nil)
+	_ repository.Adopter        = (*intercepted)(nil)
+	_ repository.Locator        = (*intercepted)(nil)
 )
 
 func (i *intercepted) Name() string { return i.next.Name() }
@@ -121,6 +124,15 @@ func (i *intercepted) SetMetadata(ctx context.Context, key revision.Key, md revi
 	}
 	return repository.SetMetadata(ctx, i.next, key, md, opts)
 }
+
+func (i *intercepted) Adopt(ctx context.Context, key revision.Key, opts repository.AdoptOptions) (revision.PackageRevision, error) {
+	if i.f.Adopt != nil {
+		return i.f.Adopt(ctx, i.next, key, opts)
+	}
+	return repository.Adopt(ctx, i.next, key, opts)
+}
+
+func (i *intercepted) Location() (repository.Type, string) { return repository.LocationOf(i.next) }
 
 func (i *intercepted) Close() error {
 	if i.f.Close != nil {

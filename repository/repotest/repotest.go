@@ -67,6 +67,8 @@ func Run(t *testing.T, h Harness) {
 		{"Watch", s.testWatch},
 		{"Version", s.testVersion},
 		{"Metadata", s.testMetadata},
+		{"NoKptfile", s.testNoKptfile},
+		{"Adopt", s.testAdopt},
 		{"Close", s.testClose},
 	}
 	for _, tc := range tests {

@@ -100,7 +100,7 @@ says otherwise. Functions are cad's builtins, exec functions with
 	}
 	rec := &recorder{inner: c.registry(*allowExec, *allowNetwork)}
 	// Messages show paths under the directory as given, as kpt's do.
-	res, rerr := pipeline.NewKptfile(rec, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg))}).Render(c.ctx, files)
+	res, rerr := pipeline.NewKptfile(rec, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg)), RequireKptfile: true}).Render(c.ctx, files)
 	var steps []pipeline.StepResult
 	result := files
 	var re *pipeline.RenderError
