@@ -1,10 +1,12 @@
 package gitrepo
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"path"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -132,17 +134,79 @@ func (v *view) subtree(root plumbing.Hash, p string) (plumbing.Hash, bool, error
 		return h, true, nil
 	}
 	for _, seg := range strings.Split(p, "/") {
-		entries, err := v.tree(h)
+		e, ok, err := v.lookup(h, seg)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
-		e, ok := findEntry(entries, seg)
 		if !ok || e.mode != modeDir {
 			return plumbing.ZeroHash, false, nil
 		}
 		h = e.hash
 	}
 	return h, true, nil
+}
+
+// lookup returns the entry name of tree h. A tree already decoded in the
+// cache is searched there; otherwise the raw tree is scanned for the
+// entry without decoding the others, and not cached: on the way to one
+// package, the trees above it (the root tree of an approval commit holds
+// every package) are mostly read once.
+func (v *view) lookup(h plumbing.Hash, name string) (treeEntry, bool, error) {
+	if h == emptyTree {
+		return treeEntry{}, false, nil
+	}
+	if e, ok := v.cache.get(kindTree, h); ok {
+		te, found := findEntry(e.([]treeEntry), name)
+		return te, found, nil
+	}
+	o, err := v.object(plumbing.TreeObject, h)
+	if err != nil {
+		return treeEntry{}, false, err
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return treeEntry{}, false, err
+	}
+	data := make([]byte, 0, o.Size())
+	buf := bytes.NewBuffer(data)
+	_, err = buf.ReadFrom(rd)
+	rd.Close()
+	if err != nil {
+		return treeEntry{}, false, err
+	}
+	te, found, err := scanTree(buf.Bytes(), name)
+	if err != nil {
+		return treeEntry{}, false, fmt.Errorf("tree %s: %w", h, err)
+	}
+	return te, found, nil
+}
+
+// scanTree finds the entry name in the raw content of a tree object:
+// entries of "<octal mode> <name>\x00<20-byte id>".
+func scanTree(data []byte, name string) (treeEntry, bool, error) {
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		if sp < 0 {
+			return treeEntry{}, false, errors.New("malformed tree: no mode")
+		}
+		nul := bytes.IndexByte(data[sp+1:], 0)
+		if nul < 0 || sp+1+nul+1+20 > len(data) {
+			return treeEntry{}, false, errors.New("malformed tree: entry cut short")
+		}
+		entName := data[sp+1 : sp+1+nul]
+		idStart := sp + 1 + nul + 1
+		if string(entName) == name {
+			mode, err := filemode.New(string(data[:sp]))
+			if err != nil {
+				return treeEntry{}, false, fmt.Errorf("malformed tree: %w", err)
+			}
+			var id plumbing.Hash
+			copy(id[:], data[idStart:idStart+20])
+			return treeEntry{name: name, mode: mode, hash: id}, true, nil
+		}
+		data = data[idStart+20:]
+	}
+	return treeEntry{}, false, nil
 }
 
 // packageTree returns the tree of the package at full in commit c, and
@@ -187,13 +251,25 @@ func (v *view) tagAnnotations(h plumbing.Hash) []annotation {
 	return anns
 }
 
+// findEntry returns the entry name of a decoded tree. Git sorts entries
+// by name with a directory's name compared as if it ended in "/", so the
+// entry is found by binary search under both readings of its name.
 func findEntry(entries []treeEntry, name string) (treeEntry, bool) {
-	for _, e := range entries {
-		if e.name == name {
-			return e, true
+	for _, key := range []string{name, name + "/"} {
+		i := sort.Search(len(entries), func(i int) bool { return sortName(entries[i]) >= key })
+		if i < len(entries) && entries[i].name == name {
+			return entries[i], true
 		}
 	}
 	return treeEntry{}, false
+}
+
+// sortName is the name git sorts tree entry e by.
+func sortName(e treeEntry) string {
+	if e.mode == modeDir {
+		return e.name + "/"
+	}
+	return e.name
 }
 
 // hasKptfile reports whether a tree holds a package marker, a Kptfile or
