@@ -80,8 +80,8 @@ type Step struct {
 	// step's Condition sees, and its result becomes the function-input
 	// ConfigMap's entry for the key, overriding ConfigMap's. It needs
 	// Options.Inputs and cannot be combined with ConfigPath or Config.
-	// EXPERIMENTAL: Kptfiles have no such field; steps with it come from
-	// code.
+	// It is cad's extension of the Kptfile (revision.Function has it too);
+	// kpt itself does not know it.
 	ConfigMapExprs map[string]string `yaml:"configMapExprs,omitempty" json:"configMapExprs,omitempty"`
 	// Config is an inline functionConfig object, for steps built in code.
 	Config map[string]any `yaml:"config,omitempty" json:"config,omitempty"`
@@ -98,8 +98,8 @@ type Step struct {
 func StepFromKptfile(f revision.Function) Step {
 	return Step{
 		Name: f.Name, Image: f.Image, Tag: f.Tag, Exec: f.Exec,
-		ConfigPath: f.ConfigPath, ConfigMap: f.ConfigMap,
-		Selectors: f.Selectors, Exclude: f.Exclude,
+		ConfigPath: f.ConfigPath, ConfigMap: f.ConfigMap, ConfigMapExprs: f.ConfigMapExprs,
+		Selectors: f.Selectors, Exclude: f.Exclude, Condition: f.Condition,
 	}
 }
 

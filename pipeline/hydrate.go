@@ -184,6 +184,9 @@ func validateKptfile(kf *revision.Kptfile, files revision.Files, dir, shown stri
 			if len(f.ConfigMap) > 0 && f.ConfigPath != "" {
 				return &validateError{field: field, reason: "functionConfig must not specify both `configMap` and `configPath` at the same time"}
 			}
+			if len(f.ConfigMapExprs) > 0 && f.ConfigPath != "" {
+				return &validateError{field: field, reason: "`configMapExprs` cannot be combined with `configPath`"}
+			}
 			if f.ConfigPath == "" {
 				continue
 			}

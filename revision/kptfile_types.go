@@ -132,6 +132,17 @@ type Function struct {
 	Tag        string            `yaml:"tag,omitempty" json:"tag,omitempty"`
 	Selectors  []Selector        `yaml:"selectors,omitempty" json:"selectors,omitempty"`
 	Exclude    []Selector        `yaml:"exclude,omitempty" json:"exclude,omitempty"`
+	// Condition is a CEL expression over the package's resources (the
+	// variable resources); when it is false the step is skipped. It is
+	// kpt's own field (kpt.dev/v1); a renderer evaluates it only when it
+	// has a condition evaluator (fnruntime/celfn).
+	Condition string `yaml:"condition,omitempty" json:"condition,omitempty"`
+	// ConfigMapExprs are cad's computed function inputs: each value is a
+	// CEL expression over the resources, whose result becomes the
+	// function-input ConfigMap's entry for its key. It is not kpt's:
+	// a kpt that does not know it refuses the Kptfile, so cad never writes
+	// it into a package unless a user put it there.
+	ConfigMapExprs map[string]string `yaml:"configMapExprs,omitempty" json:"configMapExprs,omitempty"`
 }
 
 // Selector selects resources by any of its non-empty fields (all must

@@ -36,8 +36,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/fnruntime"
-	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/revision"
@@ -110,7 +110,7 @@ func run(keep bool) error {
 	// functions (no containers needed).
 	e, err := engine.New(&engine.Options{
 		Repositories: repos,
-		Pipeline:     pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil),
+		Pipeline:     stdpipe.Kptfile(fnruntime.NewRegistry(nil), nil),
 		AuthorName:   "Quickstart", AuthorEmail: "quickstart@example.com",
 	})
 	if err != nil {

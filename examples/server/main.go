@@ -70,9 +70,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/examples/server/internal/apiserver"
 	"github.com/configasdata/cad/fnruntime"
-	"github.com/configasdata/cad/pipeline"
 )
 
 func main() {
@@ -113,7 +113,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		RepositoryRoots:    roots,
 		SecretsDir:         *secretsDir,
 		MaxBodyBytes:       *maxBody,
-		Pipeline: pipeline.NewKptfile(fnruntime.NewRegistry(&fnruntime.Options{
+		Pipeline: stdpipe.Kptfile(fnruntime.NewRegistry(&fnruntime.Options{
 			StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,
 		}), nil),
 	}

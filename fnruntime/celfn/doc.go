@@ -22,7 +22,16 @@
 //
 // [Validator] is a KRM validator function whose rules are CEL expressions
 // over each resource (the variable object), in the spirit of
-// ValidatingAdmissionPolicy.
+// ValidatingAdmissionPolicy. [Evaluator.ValidatorFunction] is the same
+// validator declared in a package: a step naming [ValidatorImage], its
+// rules in a ValidationRules functionConfig (or one rule in an inline
+// configMap).
+//
+// In a Kptfile (kpt.dev/v1) a step's condition is kpt's own field and
+// configMapExprs is cad's; both are read into the step. [Evaluator.Install]
+// wires an Evaluator into a renderer's options and registers the validator
+// with a function registry, which is all a program needs for such
+// Kptfiles to render; the example binaries do it.
 //
 // The environment is built once; each expression is compiled once and its
 // program cached; evaluation honours the context and a cost limit, and an

@@ -19,6 +19,7 @@ import (
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
@@ -81,7 +82,7 @@ func NewDirectClient(path, ns string, opts *DirectOptions) (*DirectClient, error
 	d := &DirectClient{ns: ns, path: path, cfg: cfg, now: o.Now}
 	d.set = &repoSet{cacheDir: o.CacheDir, open: map[string]repository.Repository{}}
 	d.set.reset(cfg.inNamespace(ns))
-	d.pipe = &capturePipeline{inner: pipeline.NewKptfile(o.Resolver, nil)}
+	d.pipe = &capturePipeline{inner: stdpipe.Kptfile(o.Resolver, nil)}
 	d.eng, err = engine.New(&engine.Options{Repositories: d.set, Pipeline: d.pipe})
 	if err != nil {
 		return nil, err

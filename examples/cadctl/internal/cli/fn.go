@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
@@ -98,9 +99,10 @@ says otherwise. Functions are cad's builtins, exec functions with
 	if err != nil {
 		return err
 	}
-	rec := &recorder{inner: c.registry(*allowExec, *allowNetwork)}
+	reg := c.registry(*allowExec, *allowNetwork)
+	rec := &recorder{inner: reg}
 	// Messages show paths under the directory as given, as kpt's do.
-	res, rerr := pipeline.NewKptfile(rec, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg)), RequireKptfile: true}).Render(c.ctx, files)
+	res, rerr := pipeline.NewKptfile(rec, stdpipe.Options(reg, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg)), RequireKptfile: true})).Render(c.ctx, files)
 	var steps []pipeline.StepResult
 	result := files
 	var re *pipeline.RenderError

@@ -65,6 +65,7 @@ import (
 	"github.com/configasdata/cad"
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/examples/server/internal/store"
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/pipeline"
@@ -258,7 +259,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	}
 	s.pipe = o.Pipeline
 	if s.pipe == nil {
-		s.pipe = pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil)
+		s.pipe = stdpipe.Kptfile(fnruntime.NewRegistry(nil), nil)
 	}
 	if s.opts.Open == nil {
 		s.opts.Open = s.defaultOpen
