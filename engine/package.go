@@ -108,6 +108,11 @@ func (e *Engine) create(ctx context.Context, op string, r repository.Repository,
 	if err := md.Validate(); err != nil {
 		return nil, wrap(op, key, err)
 	}
+	// The new revision's readiness is recorded in its Kptfile too.
+	files, err := revision.ProjectReadiness(files, md)
+	if err != nil {
+		return nil, wrap(op, key, err)
+	}
 	d, err := r.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: files})
 	if err != nil {
 		return nil, wrap(op, key, err)
@@ -259,7 +264,9 @@ type UpdateOptions struct {
 	SaveOnRenderFailure bool
 	// Metadata, when not nil, replaces the draft's labels and annotations
 	// in the same write as the content (see [Engine.SetMetadata]); when
-	// only the metadata changes, only it is written.
+	// only the metadata changes, only it is written. Its readiness gates
+	// and conditions are ignored: the draft keeps its own (see
+	// [Engine.UpdateReadiness]).
 	Metadata *revision.Metadata
 	// Version, when set, is the draft's Meta.Version the caller last read
 	// (a Kubernetes resourceVersion): Update fails with an error matching
@@ -302,17 +309,29 @@ func (e *Engine) Update(ctx context.Context, repo string, key revision.Key, file
 	if err := IfVersion(opts.Version)(d.Base()); err != nil {
 		return nil, repository.Errorf(op, repo, d.Key(), repository.ErrConflict, "%v", err)
 	}
+	if opts.Metadata != nil {
+		md := keepReadiness(*opts.Metadata, d.Base().Metadata)
+		opts.Metadata = &md
+	}
 	return e.save(ctx, op, r, d, keepComments(d.Files(), files), opts)
 }
 
 // save renders files and commits them to d, a draft of r, as Update
-// describes.
+// describes; opts.Metadata, when set, is the whole new Metadata. The
+// revision's readiness gates and conditions are projected into the
+// Kptfile before the render (see revision.ProjectReadiness).
 func (e *Engine) save(ctx context.Context, op string, r repository.Repository, d revision.Draft, files revision.Files, opts UpdateOptions) (revision.PackageRevision, error) {
 	key := d.Key()
+	md := d.Base().Metadata
 	if opts.Metadata != nil {
 		if err := opts.Metadata.Validate(); err != nil {
 			return nil, wrap(op, key, err)
 		}
+		md = *opts.Metadata
+	}
+	files, err := revision.ProjectReadiness(files, md)
+	if err != nil {
+		return nil, wrap(op, key, err)
 	}
 	rendered, renderErr := e.render(ctx, files)
 	if renderErr != nil {

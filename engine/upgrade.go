@@ -127,13 +127,17 @@ func (e *Engine) UpgradeDraft(ctx context.Context, repo string, key revision.Key
 	if err != nil {
 		return nil, err
 	}
+	// The draft keeps its readiness, in its data and in its Kptfile.
+	if merged, err = revision.ProjectReadiness(merged, d.Base().Metadata); err != nil {
+		return nil, wrap(op, key, err)
+	}
 	if merged.Equal(d.Files()) && opts.Metadata.IsZero() {
 		return revision.NewWithFiles(d.Base(), d.Files()), nil
 	}
 	d.SetFiles(merged)
 	co := e.commitOptions(MessageUpgrade)
 	if !opts.Metadata.IsZero() {
-		co = withMetadata(co, opts.Metadata)
+		co = withMetadata(co, keepReadiness(opts.Metadata, d.Base().Metadata))
 	}
 	pr, err := d.Commit(ctx, co)
 	if err != nil {
@@ -242,7 +246,8 @@ type UpgradeOptions struct {
 	Strategy revision.UpdateStrategy
 	// Metadata becomes the new draft's labels and annotations, written
 	// with it (see [Engine.SetMetadata]); for UpgradeDraft, non-zero
-	// Metadata replaces the draft's and zero keeps it.
+	// Metadata replaces the draft's labels and annotations (its readiness
+	// stays) and zero keeps them.
 	Metadata revision.Metadata
 	// Mutate, when set, edits the merged content before it is rendered and
 	// committed (see [Mutation]).

@@ -58,7 +58,14 @@
 // with metadata (canonical JSON of revision.Metadata). Writes to it are
 // part of the same atomic ref update as the revision change they belong
 // to (a draft's first commit, a delete); clones see it only when they
-// fetch refs/cad/*, and Porch ignores it.
+// fetch refs/cad/*, and Porch ignores it. The same blob holds the
+// revision-level readiness gates and conditions. An approval moves
+// refs/cad/metadata too, to a new commit with the same tree ("Update
+// package revision metadata"), in the same atomic update: that makes a
+// metadata change pushed by another process between the approver's read
+// and its push a conflict, so that readiness is checked atomically with
+// the publish. The ref is created by an approval only for a revision whose
+// Kptfile has readiness gates.
 //
 // A revision's Meta.Version is the commit id (for the placeholder, the
 // package tree id) with the lifecycle and, when it has metadata, a hash of

@@ -313,6 +313,9 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 	t.set(tag, plumbing.ZeroHash, h)
 	t.set(bref, head, h)
 	t.del(x.ref, x.refHash)
+	if err := r.guardMetadata(v, t, x); err != nil {
+		return nil, err
+	}
 	key := x.key
 	key.Revision = n
 	*result = &rev{

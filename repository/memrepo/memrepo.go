@@ -428,6 +428,9 @@ func (r *Repository) SetMetadata(ctx context.Context, key revision.Key, md revis
 	if opts.Version != "" && opts.Version != rec.meta.Version {
 		return nil, r.errorf(op, rec.meta.Key, repository.ErrConflict, "revision changed since version %s", opts.Version)
 	}
+	if rec.meta.Lifecycle.IsPublished() && !rec.meta.Metadata.ReadinessEqual(md) {
+		return nil, r.errorf(op, rec.meta.Key, repository.ErrImmutable, "the readiness gates and conditions of a %s revision cannot change", rec.meta.Lifecycle)
+	}
 	if rec.meta.Metadata.Equal(md) {
 		return rec.revision(), nil
 	}

@@ -51,7 +51,8 @@
 //	                         digest; the published content is untouched and
 //	                         rejecting the proposal deletes the mark
 //	lock.<id>                a package write lock (see below)
-//	meta.<workspace>         the labels and annotations of the revision of
+//	meta.<workspace>         the labels, annotations, readiness gates and
+//	                         conditions of the revision of
 //	                         that workspace (repository.MetadataWriter): a
 //	                         manifest without layers; written under the
 //	                         package lock before the revision's own tag,

@@ -67,6 +67,7 @@ func Run(t *testing.T, h Harness) {
 		{"Watch", s.testWatch},
 		{"Version", s.testVersion},
 		{"Metadata", s.testMetadata},
+		{"Readiness", s.testReadiness},
 		{"Close", s.testClose},
 	}
 	for _, tc := range tests {

@@ -70,10 +70,15 @@ func FromRevision(m revision.Meta, opts RevisionOptions) PackageRevision {
 		pr.Status.PublishedAt = metav1.NewTime(m.PublishedAt)
 		pr.CreationTimestamp = metav1.NewTime(m.PublishedAt)
 	}
+	// Readiness: the Kptfile's merged with the revision data.
+	var info revision.Info
+	if opts.Kptfile != nil {
+		info = opts.Kptfile.PackageRevisionInfo()
+	}
+	info = info.WithReadiness(m.Metadata)
+	pr.Spec.ReadinessGates = ReadinessGatesFrom(info.ReadinessGates)
+	pr.Status.Conditions = ConditionsFrom(info.Conditions)
 	if kf := opts.Kptfile; kf != nil {
-		info := kf.PackageRevisionInfo()
-		pr.Spec.ReadinessGates = ReadinessGatesFrom(info.ReadinessGates)
-		pr.Status.Conditions = ConditionsFrom(info.Conditions)
 		pr.Status.UpstreamLock = UpstreamLockFrom(info.UpstreamLock)
 		if len(kf.Metadata.Labels) > 0 || len(kf.Metadata.Annotations) > 0 {
 			pr.Spec.PackageMetadata = &PackageMetadata{

@@ -541,6 +541,8 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 	if err := md.Validate(); err != nil {
 		return nil, inv("metadata", err.Error())
 	}
+	// The object's labels and annotations; readiness is compared below.
+	md.ReadinessGates, md.Conditions = m.ReadinessGates, m.Conditions
 	if !md.Equal(m.Metadata) {
 		if _, err := eng.SetMetadata(ctx, e.name, key, md, m.Version); err != nil {
 			if errors.Is(err, repository.ErrNotSupported) {
@@ -549,9 +551,10 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 			return nil, err
 		}
 	}
-	// Content: readiness gates, package metadata and conditions of a Draft.
-	// An absent readinessGates or packageMetadata keeps what there is;
-	// an empty one clears it.
+	// Readiness gates, package metadata and conditions of a Draft, and
+	// conditions of a Proposed revision (revision data, which a checker
+	// sets without touching the content). An absent readinessGates or
+	// packageMetadata keeps what there is; an empty one clears it.
 	gatesChanged := in.Spec.ReadinessGates != nil && !slices.Equal(in.Spec.ReadinessGates, cur.Spec.ReadinessGates)
 	pmChanged := in.Spec.PackageMetadata != nil && !equalPackageMetadata(in.Spec.PackageMetadata, cur.Spec.PackageMetadata)
 	var conds []revision.Condition
@@ -567,8 +570,12 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 		if pmChanged {
 			return nil, inv("spec.packageMetadata", fmt.Sprintf("field is immutable for a %s package revision", m.Lifecycle))
 		}
-		if len(conds) > 0 {
-			rq.warn("status.conditions are ignored: only a Draft's conditions can change")
+		if len(conds) > 0 && m.Lifecycle == revision.LifecycleProposed {
+			if _, err := eng.SetConditions(ctx, e.name, key, conds...); err != nil {
+				return nil, err
+			}
+		} else if len(conds) > 0 {
+			rq.warn("status.conditions are ignored: a published revision's conditions cannot change")
 		}
 	} else {
 		if gatesChanged {
