@@ -17,6 +17,13 @@
 //   - [Engine.Upgrade]: a new draft three-way merging local with a new
 //     upstream (kpt's update strategies), and [Engine.DiscoverUpgrades],
 //     which packages have a newer upstream (porchctl upgrade --discover);
+//   - a record of how each new draft was created (revision.Creation: init
+//     with its description, clone with its upstream, copy with its source,
+//     upgrade with its upstreams and local revision), passed to the
+//     repository with the first commit; gitrepo writes it as the creation
+//     task of Porch's kpt: annotation, which Porch's readers need, and
+//     every backend that records it returns it as Meta.Creation. It is one
+//     record, not a task list: later edits do not add to it;
 //   - a [Mutation] on Clone, Copy and Upgrade: the caller's edits applied
 //     before the render and the single commit, so that a specialised
 //     package is never seen half done (the variant package uses it);

@@ -68,7 +68,8 @@ func (e *Engine) Init(ctx context.Context, repo string, key revision.Key, opts I
 	if files, err = e.finish(ctx, op, key, files, opts.Mutate); err != nil {
 		return nil, err
 	}
-	return e.create(ctx, op, r, key, files, MessageInit, opts.Metadata)
+	return e.create(ctx, op, r, key, files, MessageInit, opts.Metadata,
+		&revision.Creation{Op: revision.CreatedByInit, Description: opts.Description, Keywords: opts.Keywords, Site: opts.Site})
 }
 
 // checkNewPackage checks that key's package does not exist in r and does
@@ -103,8 +104,9 @@ func checkNewPackage(ctx context.Context, op string, r repository.Repository, ke
 	return nil
 }
 
-// create commits files as a new draft of key.
-func (e *Engine) create(ctx context.Context, op string, r repository.Repository, key revision.Key, files revision.Files, msg string, md revision.Metadata) (revision.PackageRevision, error) {
+// create commits files as a new draft of key, recording how it was
+// created.
+func (e *Engine) create(ctx context.Context, op string, r repository.Repository, key revision.Key, files revision.Files, msg string, md revision.Metadata, created *revision.Creation) (revision.PackageRevision, error) {
 	if err := md.Validate(); err != nil {
 		return nil, wrap(op, key, err)
 	}
@@ -118,6 +120,7 @@ func (e *Engine) create(ctx context.Context, op string, r repository.Repository,
 		return nil, wrap(op, key, err)
 	}
 	co := e.commitOptions(msg)
+	co.Creation = byName(created)
 	if !md.IsZero() {
 		co = withMetadata(co, md)
 	}
@@ -210,7 +213,9 @@ func (e *Engine) Copy(ctx context.Context, repo string, source revision.Key, wor
 	if files, err = e.finish(ctx, op, key, files, opts.Mutate); err != nil {
 		return nil, err
 	}
-	return e.create(ctx, op, r, key, files, MessageCopy, opts.Metadata)
+	copied := sm.Key
+	copied.Repository = repo
+	return e.create(ctx, op, r, key, files, MessageCopy, opts.Metadata, &revision.Creation{Op: revision.CreatedByCopy, Source: &copied})
 }
 
 // CopyOptions configure Copy. The zero value copies verbatim.

@@ -90,7 +90,10 @@ func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, o
 	if err != nil {
 		return nil, err
 	}
-	return e.create(ctx, op, r, key, merged, MessageUpgrade, opts.Metadata)
+	local = localMeta.Key
+	local.Repository = repo
+	return e.create(ctx, op, r, key, merged, MessageUpgrade, opts.Metadata, &revision.Creation{Op: revision.CreatedByUpgrade,
+		OldUpstream: e.fullKey(ctx, repo, oldUpstream.key()), NewUpstream: e.fullKey(ctx, repo, newUpstream.key()), Local: &local, Strategy: opts.Strategy})
 }
 
 // UpgradeDraft upgrades the Draft revision key selects in place: its

@@ -87,3 +87,12 @@ func SetMetadata(ctx context.Context, r Repository, key revision.Key, md revisio
 	}
 	return nil, &Error{Op: "set metadata", Repo: r.Name(), Key: key, Err: ErrNotSupported}
 }
+
+// Specified is implemented by repositories opened from a [Spec]: Spec
+// returns a copy of it, with any credentials a URL carried removed. It
+// lets a caller that holds only the Repository (a fixed set such as
+// engine.Repos) learn what it was registered with, such as
+// Spec.Deployment.
+type Specified interface {
+	Spec() Spec
+}

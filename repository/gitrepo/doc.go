@@ -23,21 +23,42 @@
 //     first commit's parent being the branch head (none in an empty
 //     repository). The message is CommitOptions.Message, by default
 //     "Intermediate commit", followed as in Porch by "\n\n\n" and the line
-//     kpt:{"package":"<path>","workspaceName":"<workspace>","revision":"0"}.
+//     kpt:{"package":"<path>","workspaceName":"<workspace>","revision":"0","task":<task>}.
+//     <task> is the creation task as Porch writes it (porch.kpt.dev/v1alpha1
+//     Task JSON) from revision.CommitOptions.Creation, which the engine sets
+//     on a new draft: {"type":"init","init":{description, keywords, site}},
+//     {"type":"clone","clone":{"upstreamRef":{"upstreamRef":{"name":<PR>}}}}
+//     or {"type":"clone","clone":{"upstreamRef":{"type":"git","git":{repo,
+//     ref, directory}}}}, {"type":"edit","edit":{"sourceRef":{"name":<PR>}}}
+//     for a copy, {"type":"upgrade","upgrade":{oldUpstreamRef,
+//     newUpstreamRef, localPackageRevisionRef, strategy}}, where <PR> is
+//     Porch's PackageRevision name <repository>.<package with / as .>.<workspace>.
+//     Every later commit of the draft repeats its task, so a revision's own
+//     commit says how it was created (Meta.Creation); Porch reads the
+//     newest annotation with a creation task in the history, which is the
+//     same. A draft created without a Creation has no "task".
 //     A draft branch without a Kptfile at <path> is ignored.
 //   - A Proposed revision is the branch proposed/<path>/<workspace>.
 //   - Approving commits onto the branch a merge of the branch head and
 //     the proposal that replaces the package directory with the proposal's,
 //     with the message "Approving package revision <path>/<N>", a blank
-//     line and the kpt: line with "revision":"<N>"; tags it <path>/v<N>
+//     line and the kpt: line with "revision":"<N>" and the proposal's
+//     "task"; tags it <path>/v<N>
 //     (a lightweight tag); and deletes the proposal, all in one write. N
 //     is one more than the package's highest v<N> tag.
 //   - Every tag <path>/<ver> with a Kptfile at <path> is a published
 //     revision: revision N for v<N>, else -1; its workspace is the
 //     workspaceName of the tagged commit's kpt: line for <path>, else
-//     <ver>. Tags without a slash (release tags) are ignored.
+//     <ver>, as Porch's loadTaggedPackage reads it (a tag <path>/<name>
+//     put by hand on an approval commit therefore shares the workspace
+//     of the v<N> tag there, in Porch as in cad; the two differ by
+//     revision number). Tags without a slash (release tags) are ignored.
 //   - Every package on the branch head is a placeholder revision:
-//     revision -1, workspace <branch>, lifecycle Published.
+//     revision -1, workspace <branch>, lifecycle Published. Its PublishedBy
+//     and PublishedAt are the author of the newest commit, walking the
+//     branch's first parents from the head (at most 5000 commits), whose
+//     kpt: line names <path>: the latest approval, usually, as Porch takes
+//     them.
 //   - DeletionProposed is the extra branch deletionProposed/<path>/v<N>
 //     (deletionProposed/<path>/<branch> for the placeholder) at the same
 //     commit. Deleting such a revision deletes its tag and that branch;
@@ -99,8 +120,10 @@
 // So of two writers racing from the same state exactly one wins; the
 // other gets an error matching repository.ErrConflict (or ErrAlreadyExists
 // for a second draft with the same workspace) and leaves no ref behind.
-// Approvals of one package are serialised by its tag and the branch, so a
-// revision number is never handed out twice. Unreferenced objects of a
+// Approvals of one package are serialised by its tag and the branch, so no
+// two revisions ever hold the same number; a number is free again once
+// its tag is deleted (a deleted highest revision's number is the next
+// approval's, as in Porch, which also counts the existing tags). Unreferenced objects of a
 // lost race may remain, as they do in git; git gc removes them.
 //
 // # Reads

@@ -125,6 +125,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 				return nil, err
 			}
 			parent := base
+			task := encodeTask(opts.Creation)
 			var md revision.Metadata // the new revision's metadata
 			if opts.Metadata != nil {
 				md = opts.Metadata.Clone()
@@ -151,6 +152,10 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 				if opts.Metadata == nil {
 					md = x.md
 				}
+				if task == nil {
+					// Every commit of the revision repeats its creation task.
+					task = taskOf(x.commit, full, key.Workspace)
+				}
 			}
 			var rootTree plumbing.Hash
 			var parents []plumbing.Hash
@@ -175,7 +180,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 			}
 			// As Porch writes a draft commit: the message, a newline, then
 			// the kpt: line after a blank line.
-			msg = annotate(msg+"\n", annotation{PackagePath: full, WorkspaceName: key.Workspace, Revision: "0"})
+			msg = annotate(msg+"\n", annotation{PackagePath: full, WorkspaceName: key.Workspace, Revision: "0", Task: task})
 			h, err := v.putCommit(root, parents, r.author(opts.AuthorName, opts.AuthorEmail), r.committer(), msg)
 			if err != nil {
 				return nil, err
@@ -297,7 +302,8 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 	if err != nil {
 		return nil, err
 	}
-	msg := annotate(fmt.Sprintf(approveMessage, x.full, n), annotation{PackagePath: x.full, WorkspaceName: x.key.Workspace, Revision: itoa(n)})
+	msg := annotate(fmt.Sprintf(approveMessage, x.full, n), annotation{PackagePath: x.full, WorkspaceName: x.key.Workspace, Revision: itoa(n),
+		Task: taskOf(x.commit, x.full, x.key.Workspace)})
 	h, err := v.putCommit(root, parents, r.author(opts.AuthorName, opts.AuthorEmail), r.committer(), msg)
 	if err != nil {
 		return nil, err
@@ -327,7 +333,8 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 
 // nextRevision returns one more than the highest vN tag of package full.
 // Tags count whatever their content, so that no number is handed out
-// twice while its tag exists.
+// twice while its tag exists; the number of a deleted highest tag is
+// handed out again, as Porch does.
 func (r *Repository) nextRevision(v *view, full string) (int, error) {
 	prefix := "refs/tags/" + full + "/"
 	var vers []string

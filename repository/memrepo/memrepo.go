@@ -80,6 +80,7 @@ type record struct {
 func (r *record) revision() revision.PackageRevision {
 	meta := r.meta
 	meta.Metadata = meta.Metadata.Clone()
+	meta.Creation = meta.Creation.Clone()
 	return revision.NewWithFiles(meta, r.files)
 }
 
@@ -284,9 +285,13 @@ func (r *Repository) commit(ctx context.Context, base revision.Meta, files revis
 	rec := &record{meta: revision.Meta{Key: key, Lifecycle: revision.LifecycleDraft, Version: v, Commit: v}, files: files}
 	if exists {
 		rec.meta.Metadata = cur.meta.Metadata
+		rec.meta.Creation = cur.meta.Creation
 	}
 	if opts.Metadata != nil {
 		rec.meta.Metadata = opts.Metadata.Clone()
+	}
+	if opts.Creation != nil {
+		rec.meta.Creation = opts.Creation.Clone()
 	}
 	r.revs[id(key.Package, key.Workspace)] = rec
 	ev := repository.Modified
@@ -329,7 +334,7 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 	}
 	next := r.replace(meta, rec.files)
 	if from == revision.LifecycleProposed && to == revision.LifecyclePublished {
-		r.setBranch(meta.Key.Package, next.files)
+		r.setBranch(meta, next.files)
 	}
 	return next.revision(), nil
 }
@@ -359,13 +364,18 @@ func (r *Repository) nextRevision(pkg string) int {
 	return highest + 1
 }
 
-// setBranch makes files the package's content on the branch; r.mu held.
-func (r *Repository) setBranch(pkg string, files revision.Files) {
+// setBranch makes files, those of the revision approved as pub, the
+// package's content on the branch; the placeholder is published by and at
+// what pub is, as git's is by the approving commit. r.mu held.
+func (r *Repository) setBranch(pub revision.Meta, files revision.Files) {
+	pkg := pub.Key.Package
 	old, existed := r.branch[pkg]
 	meta := revision.Meta{
-		Key:       revision.Key{Repository: r.name, Package: pkg, Workspace: r.opts.Branch, Revision: revision.Placeholder},
-		Lifecycle: revision.LifecyclePublished,
-		Version:   r.nextVersion(),
+		Key:         revision.Key{Repository: r.name, Package: pkg, Workspace: r.opts.Branch, Revision: revision.Placeholder},
+		Lifecycle:   revision.LifecyclePublished,
+		Version:     r.nextVersion(),
+		PublishedBy: pub.PublishedBy,
+		PublishedAt: pub.PublishedAt,
 	}
 	meta.Commit = meta.Version
 	if existed {

@@ -110,7 +110,8 @@
 //   - Approval assigns N = 1 + the highest number of any v<N> or marker tag
 //     and writes v<N> before anything else: that PUT is the commit point.
 //     Numbers are never handed out twice while the revision holding them
-//     exists. Turning ws.<workspace> into an alias follows; until it has,
+//     exists; the number of a deleted highest revision is the next
+//     approval's, as in git and in Porch. Turning ws.<workspace> into an alias follows; until it has,
 //     readers resolve the proposal to v<N> (List prefers v<N> for a
 //     workspace; Get of a proposal checks the highest v<N>), and the next
 //     writer of the package repairs a missing alias.
