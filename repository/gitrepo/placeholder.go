@@ -51,6 +51,58 @@ func (r *Repository) attachPublished(v *view, x *rev) error {
 	return nil
 }
 
+// attachPublishedAll is attachPublished for placeholders xs of one branch
+// head, in one walk of the history for all of them rather than one walk
+// each.
+func (r *Repository) attachPublishedAll(v *view, xs []*rev) error {
+	if len(xs) < 2 {
+		for _, x := range xs {
+			if err := r.attachPublished(v, x); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	head := xs[0].commit
+	key := func(full string) plumbing.Hash {
+		return plumbing.ComputeHash(plumbing.BlobObject, []byte(head.hash.String()+"\x00"+full))
+	}
+	want := map[string][]*rev{}
+	for _, x := range xs {
+		if c, ok := v.cache.get(kindPublished, key(x.full)); ok {
+			x.published = c.(*object.Signature)
+			continue
+		}
+		want[x.full] = append(want[x.full], x)
+	}
+	found := map[string]*object.Signature{}
+	c := head
+	for i := 0; i < maxPublishedWalk && len(found) < len(want); i++ {
+		for _, a := range c.annotations {
+			if _, ok := want[a.PackagePath]; ok && found[a.PackagePath] == nil {
+				sig := c.author
+				found[a.PackagePath] = &sig
+			}
+		}
+		if len(c.parents) == 0 {
+			break
+		}
+		next, err := v.commit(c.parents[0])
+		if err != nil {
+			return err
+		}
+		c = next
+	}
+	for full, pending := range want {
+		sig := found[full]
+		v.cache.put(kindPublished, key(full), sig, 128)
+		for _, x := range pending {
+			x.published = sig
+		}
+	}
+	return nil
+}
+
 // namesPackage reports whether a kpt: annotation of c names package full.
 func namesPackage(c *commitInfo, full string) bool {
 	for _, a := range c.annotations {

@@ -396,10 +396,10 @@ func (r *Repository) placeholders(v *view, pkg, prefix string) ([]*rev, error) {
 		if err := r.attachMetadata(v, x); err != nil {
 			return nil, err
 		}
-		if err := r.attachPublished(v, x); err != nil {
-			return nil, err
-		}
 		out = append(out, x)
+	}
+	if err := r.attachPublishedAll(v, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

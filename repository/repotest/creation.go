@@ -93,13 +93,18 @@ func (s *suite) testPlaceholderPublished(t *testing.T) {
 	v1 := approve("pub/a", "v1", "first@example.com")
 	same("after v1", getMeta(t, r, ph), v1)
 	// Another package's approval does not change it.
-	approve("pub/b", "v1", "other@example.com")
+	b1 := approve("pub/b", "v1", "other@example.com")
 	same("after another package's approval", getMeta(t, r, ph), v1)
 	v2 := approve("pub/a", "v2", "second@example.com")
 	same("after v2", getMeta(t, r, ph), v2)
-	for _, pr := range list(t, r, repository.ListOptions{Package: "pub/a"}) {
-		if pr.Meta().Key.IsPlaceholder() {
-			same("listed", pr.Meta(), v2)
+	want := map[string]revision.Meta{"pub/a": v2, "pub/b": b1}
+	for _, opts := range []repository.ListOptions{{Package: "pub/a"}, {PackagePrefix: "pub"}, {}} {
+		for _, pr := range list(t, r, opts) {
+			if m := pr.Meta(); m.Key.IsPlaceholder() {
+				if w, ok := want[m.Key.Package]; ok {
+					same("listed "+m.Key.Package, m, w)
+				}
+			}
 		}
 	}
 }
