@@ -1,6 +1,7 @@
 package engine_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/ocirepo"
 	"github.com/configasdata/cad/revision"
@@ -245,4 +247,67 @@ func TestE2EReadinessRace(t *testing.T) {
 		}
 		t.Logf("wins: %v", wins)
 	})
+}
+
+// kptfileRecorder is a Pipeline that keeps the Kptfile of its last input
+// (the pipeline reads the Kptfile into the ResourceList of its functions)
+// and renders nothing.
+type kptfileRecorder struct{ last []byte }
+
+func (p *kptfileRecorder) Render(_ context.Context, files revision.Files) (*pipeline.Output, error) {
+	p.last, _ = files.Get(revision.KptfileName)
+	return &pipeline.Output{Files: files}, nil
+}
+
+// TestReadinessProjected: revision-level readiness set on a draft is in
+// the Kptfile the render gets and in the saved content, for kpt and
+// Porch; set on a proposal it stays revision data, and the proposal's
+// content is not touched.
+func TestReadinessProjected(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			rec := &kptfileRecorder{}
+			e := newEngine(t, b.open(t, repoName), rec)
+			key := revision.Key{Package: "app", Workspace: "ws"}
+			md := revision.Metadata{ReadinessGates: []revision.ReadinessGate{{ConditionType: "example.com/a"}}}
+			// Readiness given at creation is projected too.
+			if _, err := e.Init(ctx, repoName, key, engine.InitOptions{Metadata: md}); err != nil {
+				t.Fatal(err)
+			}
+			pr, err := e.SetConditions(ctx, repoName, key, revision.Condition{Type: "example.com/a", Status: revision.ConditionFalse, Reason: "Pending"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for what, kf := range map[string][]byte{"render input": rec.last, "saved": []byte(e2eFile(t, files(t, pr), revision.KptfileName))} {
+				k, err := revision.ParseKptfile(kf)
+				if err != nil {
+					t.Fatal(err)
+				}
+				info := k.PackageRevisionInfo()
+				if len(info.ReadinessGates) != 1 || len(info.Conditions) != 1 || info.Conditions[0].Reason != "Pending" {
+					t.Fatalf("%s Kptfile has gates %v and conditions %v", what, info.ReadinessGates, info.Conditions)
+				}
+			}
+			prop, err := e.Propose(ctx, repoName, key)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ready, err := e.SetConditions(ctx, repoName, key, revision.Condition{Type: "example.com/a", Status: revision.ConditionTrue})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !files(t, ready).Equal(files(t, prop)) {
+				t.Fatal("a condition on a proposal changed its content")
+			}
+			// The Kptfile still says False; the revision data wins.
+			eff, err := engine.Readiness(ctx, ready)
+			if err != nil || len(eff.Unsatisfied()) != 0 {
+				t.Fatalf("effective readiness %+v, %v", eff, err)
+			}
+			if _, err := e.Approve(ctx, repoName, key); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
 }

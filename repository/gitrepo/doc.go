@@ -47,12 +47,14 @@
 //     (a lightweight tag); and deletes the proposal, all in one write. N
 //     is one more than the package's highest v<N> tag.
 //   - Every tag <path>/<ver> with a Kptfile at <path> is a published
-//     revision: revision N for v<N>, else -1; its workspace is the
-//     workspaceName of the tagged commit's kpt: line for <path>, else
-//     <ver>, as Porch's loadTaggedPackage reads it (a tag <path>/<name>
-//     put by hand on an approval commit therefore shares the workspace
-//     of the v<N> tag there, in Porch as in cad; the two differ by
-//     revision number). Tags without a slash (release tags) are ignored.
+//     revision: revision N for v<N>, else -1. The workspace of a v<N>
+//     tag is the workspaceName of the tagged commit's kpt: line for
+//     <path>, else <ver>; the workspace of any other tag is <ver>. Porch
+//     takes the annotation for every tag, so a tag <path>/<name> put by
+//     hand on an approval commit gets, in Porch, the workspace of the
+//     v<N> tag there and the same PackageRevision name; cad gives it its
+//     own name, so that no two revisions share a key or metadata. Tags
+//     without a slash (release tags) are ignored.
 //   - Every package on the branch head is a placeholder revision:
 //     revision -1, workspace <branch>, lifecycle Published. Its PublishedBy
 //     and PublishedAt are the author of the newest commit, walking the

@@ -309,9 +309,15 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 	if err != nil || !ok {
 		return nil, err
 	}
-	ws := workspaceOf(c, full)
-	if ws == "" {
-		ws = ver
+	// A v<N> tag's workspace is the annotation's (the approved
+	// proposal's); any other tag's is its own name, so that a tag put by
+	// hand on an approval commit does not share that revision's key (and
+	// its metadata).
+	ws := ver
+	if parseVersion(ver) > 0 {
+		if a := workspaceOf(c, full); a != "" {
+			ws = a
+		}
 	}
 	x := &rev{
 		key:       revision.Key{Repository: r.name, Package: pkg, Workspace: ws, Revision: parseVersion(ver)},
