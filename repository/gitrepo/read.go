@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
@@ -48,7 +49,7 @@ func (x *rev) version() string {
 
 func (x *rev) meta() revision.Meta {
 	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: x.version(), Commit: x.commit.hash.String(), Metadata: x.md.Clone(),
-		Creation: decodeTask(taskOf(x.commit, x.full, x.key.Workspace))}
+		Creation: porchtask.Decode(taskOf(x.commit, x.full, x.key.Workspace))}
 	if x.lifecycle.IsPublished() && !x.key.IsPlaceholder() {
 		m.PublishedBy = x.commit.author.Email
 		if m.PublishedBy == "" {

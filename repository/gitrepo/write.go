@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
@@ -125,7 +126,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 				return nil, err
 			}
 			parent := base
-			task := encodeTask(opts.Creation)
+			task := porchtask.Encode(opts.Creation)
 			var md revision.Metadata // the new revision's metadata
 			if opts.Metadata != nil {
 				md = opts.Metadata.Clone()

@@ -30,6 +30,9 @@
 //	kpt.dev/published-by   who approved (published revisions)
 //	kpt.dev/published-at   when, RFC 3339
 //	kpt.dev/message        the commit message
+//	kpt.dev/task           how the revision was created (revision.Creation)
+//	                       as Porch's creation task JSON, kept by every
+//	                       write of the draft and by the approval
 //	kpt.dev/tag            the tag the manifest was written for
 //	kpt.dev/write-id       a random id: every write has its own digest
 //	kpt.dev/marks          on a deletion marker, the digest it marks

@@ -1,4 +1,4 @@
-package gitrepo
+package porchtask
 
 import (
 	"encoding/json"
@@ -30,7 +30,7 @@ func TestCreationTask(t *testing.T) {
 		{`not json`, nil},
 		{``, nil},
 	} {
-		got := decodeTask(json.RawMessage(tc.porch))
+		got := Decode(json.RawMessage(tc.porch))
 		if !got.Equal(tc.want) {
 			t.Errorf("decode %s = %+v, want %+v", tc.porch, got, tc.want)
 		}
@@ -38,8 +38,8 @@ func TestCreationTask(t *testing.T) {
 			continue
 		}
 		// Encoding gives JSON that decodes to the same, in Porch's shape.
-		enc := encodeTask(tc.want)
-		if back := decodeTask(enc); !back.Equal(tc.want) {
+		enc := Encode(tc.want)
+		if back := Decode(enc); !back.Equal(tc.want) {
 			t.Errorf("round trip of %+v through %s = %+v", tc.want, enc, back)
 		}
 		var porch, ours map[string]any
@@ -53,7 +53,7 @@ func TestCreationTask(t *testing.T) {
 			t.Errorf("encoded %s, want the shape of %s", enc, tc.porch)
 		}
 	}
-	if enc := string(encodeTask(&revision.Creation{Op: revision.CreatedByClone, Source: &revision.Key{Repository: "b", Package: "a/b", Workspace: "v1"}})); enc != `{"type":"clone","clone":{"upstreamRef":{"upstreamRef":{"name":"b.a.b.v1"}}}}` {
+	if enc := string(Encode(&revision.Creation{Op: revision.CreatedByClone, Source: &revision.Key{Repository: "b", Package: "a/b", Workspace: "v1"}})); enc != `{"type":"clone","clone":{"upstreamRef":{"upstreamRef":{"name":"b.a.b.v1"}}}}` {
 		t.Errorf("clone task %s", enc)
 	}
 }
