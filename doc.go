@@ -115,9 +115,13 @@
 // Repositories are safe for concurrent use. Every write is a
 // compare-and-swap on the refs it changes: of two writers racing from the
 // same state exactly one wins, and the other gets ErrConflict, retries from
-// a fresh read, and has left nothing behind. Revision numbers are never
-// handed out twice, across goroutines and across processes sharing one git
-// repository. A Draft is used by one goroutine at a time.
+// a fresh read, and has left nothing behind. No two approvals get the same
+// revision number, across goroutines and across processes sharing one git
+// repository. As in Porch, the number is one more than the highest
+// revision of the package that exists: deleting the highest published
+// revision frees its number for the next approval (upstream locks also
+// record the commit, and Engine.Delete refuses a revision that another
+// names as upstream). A Draft is used by one goroutine at a time.
 //
 // # Testing
 //

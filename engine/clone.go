@@ -181,7 +181,13 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 	if files, err = e.finish(ctx, op, key, files, opts.Mutate); err != nil {
 		return nil, err
 	}
-	return e.create(ctx, op, r, key, files, MessageClone, opts.Metadata)
+	created := &revision.Creation{Op: revision.CreatedByClone, Strategy: opts.Strategy}
+	if src.Revision != nil {
+		created.Source = e.fullKey(ctx, repo, *src.Revision)
+	} else {
+		created.Git = &revision.GitUpstreamRef{Repo: src.Git.Repo, Ref: src.Git.Ref, Directory: src.Git.Directory}
+	}
+	return e.create(ctx, op, r, key, files, MessageClone, opts.Metadata, created)
 }
 
 // origin is where a clone or an upgrade takes its content from, as the

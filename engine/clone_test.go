@@ -520,3 +520,48 @@ func TestCloneSameRepository(t *testing.T) {
 		t.Errorf("lock %+v", kf.UpstreamLock.Git)
 	}
 }
+
+// Repos reads Spec.Deployment from repositories that report their spec:
+// a clone into a deployment repository gets the package context, a clone
+// elsewhere does not.
+func TestReposDeployment(t *testing.T) {
+	ctx := context.Background()
+	open := func(name string, deployment bool) repository.Repository {
+		r, err := gitrepo.Open(ctx, repository.Spec{Name: name, Type: repository.TypeGit, Deployment: deployment,
+			Git: &repository.GitSpec{Repo: gitrepo.MemoryURL, CreateBranch: true}}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return r
+	}
+	repos := engine.Repos{"blueprints": memrepo.New("blueprints", nil), "deploy": open("deploy", true), "plain": open("plain", false)}
+	if !repos.Deployment("deploy") || repos.Deployment("plain") || repos.Deployment("blueprints") || repos.Deployment("missing") {
+		t.Fatal("Repos.Deployment does not follow the specs")
+	}
+	e, err := engine.New(&engine.Options{Repositories: repos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bp := revision.Key{Package: "app", Workspace: "v1"}
+	if _, err := e.Init(ctx, "blueprints", bp, engine.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Propose(ctx, "blueprints", bp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Approve(ctx, "blueprints", bp); err != nil {
+		t.Fatal(err)
+	}
+	src := revision.Key{Repository: "blueprints", Package: "app", Revision: 1}
+	for repo, want := range map[string]bool{"deploy": true, "plain": false} {
+		pr, err := e.Clone(ctx, repo, revision.Key{Package: "app-" + repo, Workspace: "ws"}, engine.CloneSource{Revision: &src}, engine.CloneOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		pc, _ := files(t, pr).Get(engine.PackageContextFile)
+		if got := strings.Contains(string(pc), "name: app-"+repo); got != want {
+			t.Errorf("clone into %s: package context for the clone %v, want %v:\n%s", repo, got, want, pc)
+		}
+	}
+}

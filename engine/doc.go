@@ -24,6 +24,13 @@
 //     with an [UpstreamLister]). An upstream in a repository that is not
 //     git (OCI, see repository.Locator) is recorded as kpt's generic
 //     upstream lock;
+//   - a record of how each new draft was created (revision.Creation: init
+//     with its description, clone with its upstream, copy with its source,
+//     upgrade with its upstreams and local revision), passed to the
+//     repository with the first commit; gitrepo writes it as the creation
+//     task of Porch's kpt: annotation, which Porch's readers need, and
+//     every backend that records it returns it as Meta.Creation. It is one
+//     record, not a task list: later edits do not add to it;
 //   - a [Mutation] on Clone, Copy and Upgrade: the caller's edits applied
 //     before the render and the single commit, so that a specialised
 //     package is never seen half done (the variant package uses it);
@@ -31,9 +38,11 @@
 //     assigns the next revision number and refuses while a readiness gate is
 //     not satisfied), [Engine.ProposeDelete] and [Engine.Delete] (which
 //     refuses revisions named as upstream by others);
-//   - readiness: [Engine.SetReadinessGates] and [Engine.SetConditions] edit
-//     a draft's Kptfile (keeping its comments), or without one cad's
-//     package file; [revision.PackageRevision]'s Info reads them back;
+//   - readiness: [Engine.UpdateReadiness], [Engine.SetReadinessGates] and
+//     [Engine.SetConditions] set readiness gates and conditions of a Draft
+//     or Proposed revision as revision data, so that a checker can set a
+//     condition on a proposal without touching its files; [Readiness]
+//     reads the effective gates and conditions (see "Readiness" below);
 //   - [Engine.Adopt]: a revision that points at an existing directory at a
 //     commit, tag or branch (repository.Adopter), Published or Draft,
 //     without rewriting its files, Kptfile or not;
@@ -43,6 +52,45 @@
 //   - queries: [Engine.Get], [Engine.Latest], the latest published revision
 //     of a package (never the placeholder), and [Engine.Watch], a stream of
 //     changes across repositories.
+//
+// # Readiness
+//
+// A revision's readiness gates and conditions come from two places: its
+// root Kptfile (info.readinessGates, status.conditions: content, as kpt
+// and Porch write it), or for a package without a Kptfile cad's package
+// file (spec.readinessGates, status.conditions), and its revision data (revision.Metadata's
+// ReadinessGates and Conditions, kept by the repository beside the
+// revision like labels and annotations). The effective readiness, which
+// Approve checks and [Readiness] returns, is their merge
+// (revision.Info.WithReadiness): the gates are the union, and a
+// revision-level condition overrides the Kptfile's condition of the same
+// type.
+//
+// Revision data can change while the revision is a Draft or Proposed; a
+// Published or DeletionProposed revision's readiness is frozen
+// (repository.ErrImmutable): it records what the revision was published
+// with. Whenever the Engine writes a draft's content (Init, Clone, Copy,
+// Upgrade, UpgradeDraft, Update, UpdateReadiness on a Draft, Propose) it
+// projects the revision data into the Kptfile (revision.ProjectReadiness),
+// before the render, so that kpt, Porch and the functions of the pipeline
+// (which see the Kptfile in their ResourceList) see them too; Init, Clone,
+// Copy and Upgrade project after their render, so the next render sees
+// them. A condition set on a Proposed revision stays revision data only,
+// as the content of a proposal is immutable: Porch, reading the
+// repository, does not see it. A gate recorded in the Kptfile can only be
+// removed by editing a Draft (SetReadinessGates replaces the Kptfile's
+// gates too).
+//
+// Approve's check and the publish are one compare-and-swap against the
+// Version it read, which covers the revision data: a condition flipped
+// concurrently, by another process too, makes Approve fail with
+// repository.ErrConflict, and a retry checks again. No revision is
+// published with a gate that was unsatisfied at publish time.
+//
+// SetMetadata and UpdateOptions.Metadata change labels and annotations
+// only, and keep the readiness; the Metadata given to Init, Clone, Copy
+// and Upgrade is the new revision's whole revision data, readiness
+// included.
 //
 // # Errors
 //

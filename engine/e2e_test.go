@@ -526,7 +526,8 @@ func TestE2EInit(t *testing.T) {
 			// holds exactly the package.
 			ref := "refs/heads/drafts/new-package/workspace"
 			if msg := r.git(t, "log", "-1", "--format=%B", ref); !strings.HasPrefix(msg, engine.MessageInit+"\n") ||
-				!strings.Contains(msg, `kpt:{"package":"new-package","workspaceName":"workspace","revision":"0"}`) {
+				!strings.Contains(msg, `kpt:{"package":"new-package","workspaceName":"workspace","revision":"0",`+
+					`"task":{"type":"init","init":{"description":"this is a test","keywords":["test"],"site":"http://kpt.dev/new-package"}}}`) {
 				t.Fatalf("draft commit message:\n%s", msg)
 			}
 			if seen, want := r.git(t, "show", ref+":new-package/Kptfile"), e2eFile(t, e2eFiles(t, got), "Kptfile"); seen != strings.TrimSpace(want) {

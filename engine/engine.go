@@ -35,7 +35,10 @@ type Repositories interface {
 // modified while an Engine uses it.
 type Repos map[string]repository.Repository
 
-var _ Repositories = Repos(nil)
+var (
+	_ Repositories = Repos(nil)
+	_ Deployer     = Repos(nil)
+)
 
 // Repository returns r[name], or an *repository.Error matching
 // repository.ErrNotFound when r has no such repository.
@@ -44,6 +47,16 @@ func (r Repos) Repository(_ context.Context, name string) (repository.Repository
 		return repo, nil
 	}
 	return nil, repository.Errorf("get repository", name, revision.Key{}, repository.ErrNotFound, "no repository %q", name)
+}
+
+// Deployment reports whether the repository r[name] is a deployment
+// repository: its repository.Spec's Deployment, for repositories that
+// report their spec (repository.Specified: gitrepo and ocirepo); false
+// otherwise. Clone into a deployment repository adds the package context
+// (see [Engine.Clone]).
+func (r Repos) Deployment(name string) bool {
+	s, ok := r[name].(repository.Specified)
+	return ok && s.Spec().Deployment
 }
 
 // Names returns the names in r, sorted.
@@ -153,4 +166,38 @@ func contentID(m revision.Meta) string {
 		return m.Commit
 	}
 	return m.Version
+}
+
+// byName returns c with its keys naming revisions by workspace alone
+// (Revision 0), as Porch's names do and as backends record them.
+func byName(c *revision.Creation) *revision.Creation {
+	c = c.Clone()
+	if c == nil {
+		return nil
+	}
+	for _, k := range []*revision.Key{c.Source, c.OldUpstream, c.NewUpstream, c.Local} {
+		if k != nil {
+			k.Revision = 0
+		}
+	}
+	return c
+}
+
+// fullKey returns k, a key of a revision in repository repo unless it
+// names another, with its workspace: a revision's record of where it came
+// from (revision.Creation) names revisions as Porch does, by workspace. A
+// key without a workspace is looked up; when that fails k is returned as
+// it is.
+func (e *Engine) fullKey(ctx context.Context, repo string, k revision.Key) *revision.Key {
+	if k.Repository == "" {
+		k.Repository = repo
+	}
+	if k.Workspace == "" {
+		if r, err := e.opts.Repositories.Repository(ctx, k.Repository); err == nil {
+			if pr, err := r.Get(ctx, k); err == nil {
+				k.Package, k.Workspace, k.Revision = pr.Meta().Key.Package, pr.Meta().Key.Workspace, pr.Meta().Key.Revision
+			}
+		}
+	}
+	return &k
 }

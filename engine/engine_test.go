@@ -776,16 +776,23 @@ func TestSetReadiness(t *testing.T) {
 			if _, err := e.Approve(ctx, repoName, key); !errors.Is(err, engine.ErrNotReady) {
 				t.Fatalf("approve: %v, want ErrNotReady", err)
 			}
-			if _, err := e.SetConditions(ctx, repoName, key, revision.Condition{Type: "Tested", Status: revision.ConditionTrue}); !errors.Is(err, repository.ErrImmutable) {
-				t.Fatalf("set conditions on a proposal: %v, want ErrImmutable", err)
-			}
-			if _, err := e.Reject(ctx, repoName, key); err != nil {
+			// A condition set on the proposal is revision data: the
+			// content stays as proposed.
+			prop, err := e.Get(ctx, repoName, key)
+			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := e.SetConditions(ctx, repoName, key, revision.Condition{Type: "Tested", Status: revision.ConditionTrue, Reason: "CI"}); err != nil {
+			ready, err := e.SetConditions(ctx, repoName, key, revision.Condition{Type: "Tested", Status: revision.ConditionTrue, Reason: "CI"})
+			if err != nil {
+				t.Fatalf("set conditions on a proposal: %v", err)
+			}
+			if ready.Meta().Lifecycle != revision.LifecycleProposed || !files(t, ready).Equal(files(t, prop)) {
+				t.Fatal("setting a condition on a proposal changed its lifecycle or files")
+			}
+			pub, err := e.Approve(ctx, repoName, key)
+			if err != nil {
 				t.Fatal(err)
 			}
-			pub := publish(t, e, key)
 			if pub.Meta().Key.Revision != 1 {
 				t.Fatalf("revision %d", pub.Meta().Key.Revision)
 			}
@@ -793,12 +800,15 @@ func TestSetReadiness(t *testing.T) {
 			if err != nil || got.Meta().Lifecycle != revision.LifecyclePublished {
 				t.Fatalf("get v1: %v", err)
 			}
+			if _, err := e.SetConditions(ctx, repoName, got.Meta().Key, revision.Condition{Type: "Tested", Status: revision.ConditionFalse}); !errors.Is(err, repository.ErrImmutable) {
+				t.Fatalf("set conditions on a published revision: %v, want ErrImmutable", err)
+			}
 
+			// Without a Kptfile, readiness is revision data alone.
 			bare := revision.Key{Package: "bare", Workspace: "ws"}
 			if _, err := e.Init(ctx, repoName, bare, engine.InitOptions{NoKptfile: true}); err != nil {
 				t.Fatal(err)
 			}
-			// Without a Kptfile, readiness lives in cad's package file.
 			if _, err := e.SetReadinessGates(ctx, repoName, bare, []revision.ReadinessGate{{ConditionType: "Tested"}}); err != nil {
 				t.Fatalf("gates without a Kptfile: %v", err)
 			}
@@ -806,19 +816,14 @@ func TestSetReadiness(t *testing.T) {
 				t.Fatal(err)
 			}
 			if _, err := e.Approve(ctx, repoName, bare); !errors.Is(err, engine.ErrNotReady) {
-				t.Fatalf("approve with an unsatisfied gate in the package file: %v", err)
+				t.Fatalf("approve without a Kptfile: %v, want ErrNotReady", err)
 			}
-			if _, err := e.Reject(ctx, repoName, bare); err != nil {
+			if _, err := e.SetConditions(ctx, repoName, bare, revision.Condition{Type: "Tested", Status: revision.ConditionTrue}); err != nil {
 				t.Fatal(err)
 			}
-			pr, err = e.SetConditions(ctx, repoName, bare, revision.Condition{Type: "Tested", Status: revision.ConditionTrue})
-			if err != nil {
+			if _, err := e.Approve(ctx, repoName, bare); err != nil {
 				t.Fatal(err)
 			}
-			if f := files(t, pr); f.Has(revision.KptfileName) || !f.Has(revision.PackageFileName) {
-				t.Fatalf("readiness of a package without a Kptfile went to %v", f.Paths())
-			}
-			publish(t, e, bare)
 		})
 	}
 }

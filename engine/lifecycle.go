@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -83,6 +82,8 @@ func (e *Engine) transition(ctx context.Context, op, repo string, key revision.K
 // Propose moves the Draft revision key selects to Proposed. When the
 // Engine has a Pipeline the draft is first re-rendered, as Porch does, and
 // saved if that changed it; a failed render leaves it a Draft, unchanged.
+// Its revision-level readiness gates and conditions are first projected
+// into its Kptfile (see revision.ProjectReadiness) and saved the same way.
 //
 // Errors: repository.ErrNotFound, repository.ErrInvalidTransition when it is
 // not a Draft, repository.ErrConflict when it changed meanwhile, the
@@ -97,12 +98,17 @@ func (e *Engine) Propose(ctx context.Context, repo string, key revision.Key, pre
 	if m.Lifecycle != revision.LifecycleDraft {
 		return nil, wrap(op, m.Key, &revision.TransitionError{From: m.Lifecycle, To: revision.LifecycleProposed})
 	}
-	if e.opts.Pipeline != nil {
+	if e.opts.Pipeline != nil || len(m.ReadinessGates) > 0 || len(m.Conditions) > 0 {
 		d, err := r.OpenDraft(ctx, m.Key)
 		if err != nil {
 			return nil, wrap(op, m.Key, err)
 		}
-		rendered, err := e.render(ctx, d.Files())
+		// What is proposed records the revision's readiness in its Kptfile.
+		projected, err := revision.ProjectReadiness(d.Files(), m.Metadata)
+		if err != nil {
+			return nil, wrap(op, m.Key, err)
+		}
+		rendered, err := e.render(ctx, projected)
 		if err != nil {
 			return nil, wrap(op, m.Key, err)
 		}
@@ -142,8 +148,14 @@ func (e *Engine) Reject(ctx context.Context, repo string, key revision.Key, pre 
 // Approve publishes the Proposed revision key selects: the repository gives
 // it the next revision number of its package in one atomic write, and the
 // returned revision has that number. Approval is refused while any
-// readiness gate of the revision (Kptfile info.readinessGates) lacks a
-// condition of that type with status True (Kptfile status.conditions).
+// readiness gate of the revision lacks a condition of that type with
+// status True. Gates and conditions are those of the Kptfile
+// (info.readinessGates, status.conditions) merged with the revision data
+// set by [Engine.UpdateReadiness] (see [Readiness]). The check and the
+// publish are one compare-and-swap against the revision as read, so a
+// condition changed concurrently (by another process too) makes Approve
+// fail with a conflict instead of publishing a revision whose gate was not
+// satisfied; a retry checks again.
 //
 // Errors: a *GatesError matching [ErrNotReady] naming the unsatisfied
 // gates; repository.ErrInvalidTransition when it is not Proposed;
@@ -161,33 +173,17 @@ func (e *Engine) Approve(ctx context.Context, repo string, key revision.Key, pre
 	if m.Lifecycle != revision.LifecycleProposed {
 		return nil, wrap(op, m.Key, &revision.TransitionError{From: m.Lifecycle, To: revision.LifecyclePublished})
 	}
-	info, err := pr.Info(ctx)
+	info, err := Readiness(ctx, pr)
 	if err != nil {
 		return nil, wrap(op, m.Key, err)
 	}
-	if gates := unsatisfied(info); len(gates) > 0 {
+	if gates := info.Unsatisfied(); len(gates) > 0 {
 		return nil, &GatesError{Key: m.Key, Gates: gates}
 	}
+	// The publish is a compare-and-swap against m.Version, which covers
+	// the content and the revision data the check read: a condition
+	// changed since makes it fail with ErrConflict.
 	return e.move(ctx, op, r, pr, revision.LifecyclePublished)
-}
-
-// unsatisfied returns the condition types of info's readiness gates whose
-// condition is missing or not True.
-func unsatisfied(info revision.Info) []string {
-	var out []string
-	for _, g := range info.ReadinessGates {
-		ok := false
-		for _, c := range info.Conditions {
-			if c.Type == g.ConditionType && c.Status == revision.ConditionTrue {
-				ok = true
-				break
-			}
-		}
-		if !ok && !slices.Contains(out, g.ConditionType) {
-			out = append(out, g.ConditionType)
-		}
-	}
-	return out
 }
 
 // ProposeDelete moves the Published revision key selects (the placeholder

@@ -68,7 +68,8 @@ func (e *Engine) Init(ctx context.Context, repo string, key revision.Key, opts I
 	if files, err = e.finish(ctx, op, key, files, opts.Mutate); err != nil {
 		return nil, err
 	}
-	return e.create(ctx, op, r, key, files, MessageInit, opts.Metadata)
+	return e.create(ctx, op, r, key, files, MessageInit, opts.Metadata,
+		&revision.Creation{Op: revision.CreatedByInit, Description: opts.Description, Keywords: opts.Keywords, Site: opts.Site})
 }
 
 // checkNewPackage checks that key's package does not exist in r and does
@@ -103,9 +104,15 @@ func checkNewPackage(ctx context.Context, op string, r repository.Repository, ke
 	return nil
 }
 
-// create commits files as a new draft of key.
-func (e *Engine) create(ctx context.Context, op string, r repository.Repository, key revision.Key, files revision.Files, msg string, md revision.Metadata) (revision.PackageRevision, error) {
+// create commits files as a new draft of key, recording how it was
+// created.
+func (e *Engine) create(ctx context.Context, op string, r repository.Repository, key revision.Key, files revision.Files, msg string, md revision.Metadata, created *revision.Creation) (revision.PackageRevision, error) {
 	if err := md.Validate(); err != nil {
+		return nil, wrap(op, key, err)
+	}
+	// The new revision's readiness is recorded in its Kptfile too.
+	files, err := revision.ProjectReadiness(files, md)
+	if err != nil {
 		return nil, wrap(op, key, err)
 	}
 	d, err := r.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: files})
@@ -113,6 +120,7 @@ func (e *Engine) create(ctx context.Context, op string, r repository.Repository,
 		return nil, wrap(op, key, err)
 	}
 	co := e.commitOptions(msg)
+	co.Creation = byName(created)
 	if !md.IsZero() {
 		co = withMetadata(co, md)
 	}
@@ -205,7 +213,9 @@ func (e *Engine) Copy(ctx context.Context, repo string, source revision.Key, wor
 	if files, err = e.finish(ctx, op, key, files, opts.Mutate); err != nil {
 		return nil, err
 	}
-	return e.create(ctx, op, r, key, files, MessageCopy, opts.Metadata)
+	copied := sm.Key
+	copied.Repository = repo
+	return e.create(ctx, op, r, key, files, MessageCopy, opts.Metadata, &revision.Creation{Op: revision.CreatedByCopy, Source: &copied})
 }
 
 // CopyOptions configure Copy. The zero value copies verbatim.
@@ -259,7 +269,9 @@ type UpdateOptions struct {
 	SaveOnRenderFailure bool
 	// Metadata, when not nil, replaces the draft's labels and annotations
 	// in the same write as the content (see [Engine.SetMetadata]); when
-	// only the metadata changes, only it is written.
+	// only the metadata changes, only it is written. Its readiness gates
+	// and conditions are ignored: the draft keeps its own (see
+	// [Engine.UpdateReadiness]).
 	Metadata *revision.Metadata
 	// Version, when set, is the draft's Meta.Version the caller last read
 	// (a Kubernetes resourceVersion): Update fails with an error matching
@@ -302,17 +314,29 @@ func (e *Engine) Update(ctx context.Context, repo string, key revision.Key, file
 	if err := IfVersion(opts.Version)(d.Base()); err != nil {
 		return nil, repository.Errorf(op, repo, d.Key(), repository.ErrConflict, "%v", err)
 	}
+	if opts.Metadata != nil {
+		md := keepReadiness(*opts.Metadata, d.Base().Metadata)
+		opts.Metadata = &md
+	}
 	return e.save(ctx, op, r, d, keepComments(d.Files(), files), opts)
 }
 
 // save renders files and commits them to d, a draft of r, as Update
-// describes.
+// describes; opts.Metadata, when set, is the whole new Metadata. The
+// revision's readiness gates and conditions are projected into the
+// Kptfile before the render (see revision.ProjectReadiness).
 func (e *Engine) save(ctx context.Context, op string, r repository.Repository, d revision.Draft, files revision.Files, opts UpdateOptions) (revision.PackageRevision, error) {
 	key := d.Key()
+	md := d.Base().Metadata
 	if opts.Metadata != nil {
 		if err := opts.Metadata.Validate(); err != nil {
 			return nil, wrap(op, key, err)
 		}
+		md = *opts.Metadata
+	}
+	files, err := revision.ProjectReadiness(files, md)
+	if err != nil {
+		return nil, wrap(op, key, err)
 	}
 	rendered, renderErr := e.render(ctx, files)
 	if renderErr != nil {

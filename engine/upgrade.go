@@ -97,7 +97,10 @@ func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, o
 	if err != nil {
 		return nil, err
 	}
-	return e.create(ctx, op, r, key, merged, MessageUpgrade, opts.Metadata)
+	local = localMeta.Key
+	local.Repository = repo
+	return e.create(ctx, op, r, key, merged, MessageUpgrade, opts.Metadata, &revision.Creation{Op: revision.CreatedByUpgrade,
+		OldUpstream: e.fullKey(ctx, repo, oldUpstream.key()), NewUpstream: e.fullKey(ctx, repo, newUpstream.key()), Local: &local, Strategy: opts.Strategy})
 }
 
 // UpgradeDraft upgrades the Draft revision key selects in place: its
@@ -134,13 +137,17 @@ func (e *Engine) UpgradeDraft(ctx context.Context, repo string, key revision.Key
 	if err != nil {
 		return nil, err
 	}
+	// The draft keeps its readiness, in its data and in its Kptfile.
+	if merged, err = revision.ProjectReadiness(merged, d.Base().Metadata); err != nil {
+		return nil, wrap(op, key, err)
+	}
 	if merged.Equal(d.Files()) && opts.Metadata.IsZero() {
 		return revision.NewWithFiles(d.Base(), d.Files()), nil
 	}
 	d.SetFiles(merged)
 	co := e.commitOptions(MessageUpgrade)
 	if !opts.Metadata.IsZero() {
-		co = withMetadata(co, opts.Metadata)
+		co = withMetadata(co, keepReadiness(opts.Metadata, d.Base().Metadata))
 	}
 	pr, err := d.Commit(ctx, co)
 	if err != nil {
@@ -268,7 +275,8 @@ type UpgradeOptions struct {
 	Strategy revision.UpdateStrategy
 	// Metadata becomes the new draft's labels and annotations, written
 	// with it (see [Engine.SetMetadata]); for UpgradeDraft, non-zero
-	// Metadata replaces the draft's and zero keeps it.
+	// Metadata replaces the draft's labels and annotations (its readiness
+	// stays) and zero keeps them.
 	Metadata revision.Metadata
 	// Mutate, when set, edits the merged content before it is rendered and
 	// committed (see [Mutation]).

@@ -59,18 +59,24 @@ func Version(ctx context.Context, r Repository) (string, error) {
 }
 
 // MetadataWriter is implemented by repositories that keep each revision's
-// revision.Metadata (its labels and annotations) in the repository itself,
-// so that it survives a restart and every process sees it. Such a
-// repository returns the Metadata in every Meta it lists or gets, and
-// folds it into Meta.Version.
+// revision.Metadata (its labels, annotations, readiness gates and
+// conditions) in the repository itself, so that it survives a restart and
+// every process sees it. Such a repository returns the Metadata in every
+// Meta it lists or gets, and folds it into Meta.Version, so that a
+// lifecycle change given the Version a caller read (UpdateOptions.Version)
+// fails with ErrConflict when the Metadata changed since: that is how
+// approval checks readiness atomically with the publish.
 type MetadataWriter interface {
 	// SetMetadata replaces the Metadata of the revision key selects and
 	// returns the revision as it now is; its Version changes unless md
-	// equals what it had. Revisions of every lifecycle take metadata; it
-	// stays through lifecycle changes and is removed with the revision by
-	// Delete. Errors match ErrNotFound, ErrInvalidInput for a bad key or
-	// metadata md.Validate refuses, ErrConflict when the revision changed
-	// since opts.Version, ErrClosed, or wrap ctx's error.
+	// equals what it had. Revisions of every lifecycle take labels and
+	// annotations; readiness gates and conditions change only on Drafts
+	// and Proposed revisions. Metadata stays through lifecycle changes and
+	// is removed with the revision by Delete. Errors match ErrNotFound,
+	// ErrInvalidInput for a bad key or metadata md.Validate refuses,
+	// ErrImmutable when md changes the readiness gates or conditions of a
+	// Published or DeletionProposed revision, ErrConflict when the
+	// revision changed since opts.Version, ErrClosed, or wrap ctx's error.
 	SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts UpdateOptions) (revision.PackageRevision, error)
 }
 
@@ -196,4 +202,13 @@ func LocationOf(r Repository) (typ Type, address string) {
 		return l.Location()
 	}
 	return "", ""
+}
+
+// Specified is implemented by repositories opened from a [Spec]: Spec
+// returns a copy of it, with any credentials a URL carried removed. It
+// lets a caller that holds only the Repository (a fixed set such as
+// engine.Repos) learn what it was registered with, such as
+// Spec.Deployment.
+type Specified interface {
+	Spec() Spec
 }

@@ -4,8 +4,9 @@
 // A backend implements the small [Repository] interface: list, get, create
 // and open drafts, change lifecycle, delete, close. Lifecycle rules that
 // protect the data are the backend's (a published revision is immutable,
-// only [revision.Transitions] are allowed, revision numbers are never
-// handed out twice); package operations such as clone and upgrade live in
+// only [revision.Transitions] are allowed, no two revisions of a package
+// ever hold the same revision number); package operations such as clone
+// and upgrade live in
 // the engine. Optional capabilities are separate interfaces with helpers
 // that fall back to [ErrNotSupported]: [Watcher] with [Watch], [Versioner]
 // with [Version], [MetadataWriter] with [SetMetadata], and [Adopter] with

@@ -42,8 +42,9 @@ type Repository interface {
 	// returns it as it now is. Only revision.Transitions are allowed
 	// (else ErrInvalidTransition). Approving (Proposed to Published)
 	// assigns the next revision number of the package, one more than the
-	// highest published one, and is one atomic write; the returned key has
-	// that number. When the revision changed since opts.Version, it
+	// highest published one that exists (Published or DeletionProposed;
+	// a deleted revision's number counts no more), and is one atomic
+	// write; the returned key has that number. When the revision changed since opts.Version, it
 	// returns ErrConflict.
 	UpdateLifecycle(ctx context.Context, key revision.Key, to revision.Lifecycle, opts UpdateOptions) (revision.PackageRevision, error)
 

@@ -16,6 +16,13 @@
 // a PackageRevision from its [Meta] and a loader of its files, and
 // [NewDraft] builds a Draft from its base files and a commit function.
 //
+// [Metadata] is what a repository keeps beside a revision rather than in
+// its files: labels, annotations, and the revision-level readiness gates
+// and conditions, which [Info.WithReadiness] merges with the Kptfile's and
+// [ProjectReadiness] writes into it. [Creation] records how a revision was
+// created (init, clone, copy, upgrade), the one fact of Porch's task list
+// that cad keeps.
+//
 // [Kptfile] models the kpt.dev/v1 Kptfile, read and written faithfully:
 // comments and field order survive a round trip. A package needs no
 // Kptfile: [PackageFile] is cad's own small resource (cadpackage.yaml,

@@ -12,24 +12,44 @@ import (
 )
 
 // Metadata is what a caller attaches to a revision besides its files: the
-// labels and annotations of Porch's PackageRevision object. Porch keeps
-// them in Kubernetes, outside the repository; backends that implement
-// repository.MetadataWriter keep them in the repository itself, so they
-// survive a restart and every process sees them. Metadata belongs to one
-// revision: it stays through the revision's lifecycle changes (approval
-// keeps it), goes when the revision is deleted, and a new revision (a
-// clone, copy or upgrade) starts without any.
+// labels and annotations of Porch's PackageRevision object, and the
+// revision-level readiness gates and conditions. Porch keeps labels and
+// annotations in Kubernetes, outside the repository, and readiness in the
+// Kptfile; backends that implement repository.MetadataWriter keep all of
+// it in the repository itself, so it survives a restart and every process
+// sees it. Metadata belongs to one revision: it stays through the
+// revision's lifecycle changes (approval keeps it), goes when the revision
+// is deleted, and a new revision (a clone, copy or upgrade) starts without
+// any.
 //
-// Nil and empty maps mean the same thing.
+// ReadinessGates and Conditions are readiness as revision data rather than
+// package content: a checker can set a condition on a Proposed revision
+// without touching its files. They add to what the root Kptfile records
+// (info.readinessGates, status.conditions); [Info.WithReadiness] says
+// which wins. They can change while the revision is a Draft or Proposed
+// and are frozen once it is published (repository.MetadataWriter refuses
+// a change with ErrImmutable); labels and annotations stay mutable.
+//
+// Nil and empty maps and slices mean the same thing.
 type Metadata struct {
 	Labels      map[string]string `json:"labels,omitempty"`
 	Annotations map[string]string `json:"annotations,omitempty"`
+	// ReadinessGates are condition types that must be True before the
+	// revision may be published, in addition to the Kptfile's; one per
+	// type.
+	ReadinessGates []ReadinessGate `json:"readinessGates,omitempty"`
+	// Conditions are the revision's conditions, one per type; each
+	// overrides a Kptfile condition of its type.
+	Conditions []Condition `json:"conditions,omitempty"`
 }
 
-// IsZero reports whether m has no labels and no annotations.
-func (m Metadata) IsZero() bool { return len(m.Labels) == 0 && len(m.Annotations) == 0 }
+// IsZero reports whether m has no labels, annotations, readiness gates or
+// conditions.
+func (m Metadata) IsZero() bool {
+	return len(m.Labels) == 0 && len(m.Annotations) == 0 && len(m.ReadinessGates) == 0 && len(m.Conditions) == 0
+}
 
-// Clone returns a deep copy of m, with nil for empty maps.
+// Clone returns a deep copy of m, with nil for empty maps and slices.
 func (m Metadata) Clone() Metadata {
 	var out Metadata
 	if len(m.Labels) > 0 {
@@ -38,12 +58,25 @@ func (m Metadata) Clone() Metadata {
 	if len(m.Annotations) > 0 {
 		out.Annotations = maps.Clone(m.Annotations)
 	}
+	if len(m.ReadinessGates) > 0 {
+		out.ReadinessGates = slices.Clone(m.ReadinessGates)
+	}
+	if len(m.Conditions) > 0 {
+		out.Conditions = slices.Clone(m.Conditions)
+	}
 	return out
 }
 
-// Equal reports whether m and o hold the same labels and annotations.
+// Equal reports whether m and o hold the same labels, annotations,
+// readiness gates and conditions (gates and conditions in the same order).
 func (m Metadata) Equal(o Metadata) bool {
-	return maps.Equal(m.Labels, o.Labels) && maps.Equal(m.Annotations, o.Annotations)
+	return maps.Equal(m.Labels, o.Labels) && maps.Equal(m.Annotations, o.Annotations) && m.ReadinessEqual(o)
+}
+
+// ReadinessEqual reports whether m and o hold the same readiness gates and
+// conditions, in the same order, whatever their labels and annotations.
+func (m Metadata) ReadinessEqual(o Metadata) bool {
+	return slices.Equal(m.ReadinessGates, o.ReadinessGates) && slices.Equal(m.Conditions, o.Conditions)
 }
 
 // Hash returns a short stable digest of m, "" for zero Metadata. Backends
@@ -90,9 +123,15 @@ var (
 // prefix of at most 253 characters and a slash, then a name of at most 63
 // alphanumerics, '-', '_' or '.' that starts and ends alphanumeric); label
 // values are empty or such a name; annotations total at most
-// MaxAnnotationsSize bytes. It returns a *MetadataError naming the first
-// offending key, in sorted order, which matches [ErrInvalid].
+// MaxAnnotationsSize bytes. Readiness gates need a condition type and
+// conditions a type and a status of True, False or Unknown; types are at
+// most MaxConditionTypeLength bytes and appear once each. It returns a
+// *MetadataError naming the first offending key, in sorted order, which
+// matches [ErrInvalid].
 func (m Metadata) Validate() error {
+	if err := m.validateReadiness(); err != nil {
+		return err
+	}
 	for _, k := range slices.Sorted(maps.Keys(m.Labels)) {
 		if reason := qualifiedNameProblem(k); reason != "" {
 			return &MetadataError{Field: "label", Key: k, Reason: reason}

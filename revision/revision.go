@@ -30,6 +30,9 @@ type Meta struct {
 	// Metadata is the revision's labels and annotations, where the backend
 	// keeps them (see repository.MetadataWriter); zero otherwise.
 	Metadata
+	// Creation is how the revision was created, where the backend records
+	// it (see CommitOptions.Creation); nil otherwise.
+	Creation *Creation
 }
 
 // Info is the part of a revision's metadata that lives in its content: the
@@ -194,6 +197,12 @@ type CommitOptions struct {
 	// are not a repository.MetadataWriter) refuse non-zero Metadata with
 	// an error matching repository.ErrNotSupported.
 	Metadata *Metadata
+	// Creation, when not nil, records how the revision was created; the
+	// engine sets it on the first commit of a new draft. Backends that
+	// record it return it in Meta.Creation and keep it through later
+	// commits and the approval; gitrepo writes it as the task of the kpt:
+	// annotation, as Porch does. Others ignore it.
+	Creation *Creation
 }
 
 // Draft is a mutable overlay over the files of a draft revision. Changes are
@@ -274,5 +283,5 @@ func (d *overlayDraft) Commit(ctx context.Context, opts CommitOptions) (PackageR
 // field equal, times by time.Time.Equal and the Metadata maps by content.
 func (m Meta) Equal(o Meta) bool {
 	return m.Key == o.Key && m.Lifecycle == o.Lifecycle && m.Version == o.Version && m.Commit == o.Commit &&
-		m.PublishedBy == o.PublishedBy && m.PublishedAt.Equal(o.PublishedAt) && m.Metadata.Equal(o.Metadata)
+		m.PublishedBy == o.PublishedBy && m.PublishedAt.Equal(o.PublishedAt) && m.Metadata.Equal(o.Metadata) && m.Creation.Equal(o.Creation)
 }

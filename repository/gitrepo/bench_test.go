@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -137,7 +138,16 @@ func fixture(b testing.TB, p, r int) string {
 		}
 		mainEntries = append(mainEntries, object.TreeEntry{Name: pkg, Mode: filemode.Dir, Hash: pkgTree})
 	}
-	refs["refs/heads/main"] = putCommit(putTree(mainEntries), nil, "fixture")
+	// The branch has one commit per package, each naming it as an
+	// approval does, the first package's the oldest: reading a
+	// placeholder's publisher walks back to its package's commit.
+	var head []plumbing.Hash
+	for i := range mainEntries {
+		pkg := pkgName(i)
+		msg := fmt.Sprintf("Approving package revision %s/%d\n\nkpt:{\"package\":%q,\"workspaceName\":\"ws%d\",\"revision\":\"%d\"}\n", pkg, r, pkg, r, r)
+		head = []plumbing.Hash{putCommit(putTree(slices.Clone(mainEntries[:i+1])), head, msg)}
+	}
+	refs["refs/heads/main"] = head[0]
 
 	fsStore := filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRUDefault())
 	w, err := fsStore.PackfileWriter()

@@ -36,22 +36,46 @@
 //     first commit's parent being the branch head (none in an empty
 //     repository). The message is CommitOptions.Message, by default
 //     "Intermediate commit", followed as in Porch by "\n\n\n" and the line
-//     kpt:{"package":"<path>","workspaceName":"<workspace>","revision":"0"}.
+//     kpt:{"package":"<path>","workspaceName":"<workspace>","revision":"0","task":<task>}.
+//     <task> is the creation task as Porch writes it (porch.kpt.dev/v1alpha1
+//     Task JSON) from revision.CommitOptions.Creation, which the engine sets
+//     on a new draft: {"type":"init","init":{description, keywords, site}},
+//     {"type":"clone","clone":{"upstreamRef":{"upstreamRef":{"name":<PR>}}}}
+//     or {"type":"clone","clone":{"upstreamRef":{"type":"git","git":{repo,
+//     ref, directory}}}}, {"type":"edit","edit":{"sourceRef":{"name":<PR>}}}
+//     for a copy, {"type":"upgrade","upgrade":{oldUpstreamRef,
+//     newUpstreamRef, localPackageRevisionRef, strategy}}, where <PR> is
+//     Porch's PackageRevision name <repository>.<package with / as .>.<workspace>.
+//     Every later commit of the draft repeats its task, so a revision's own
+//     commit says how it was created (Meta.Creation); Porch reads the
+//     newest annotation with a creation task in the history, which is the
+//     same. A draft created without a Creation has no "task".
 //     A draft branch with neither a marker nor that line at <path> is
 //     ignored.
 //   - A Proposed revision is the branch proposed/<path>/<workspace>.
 //   - Approving commits onto the branch a merge of the branch head and
 //     the proposal that replaces the package directory with the proposal's,
 //     with the message "Approving package revision <path>/<N>", a blank
-//     line and the kpt: line with "revision":"<N>"; tags it <path>/v<N>
+//     line and the kpt: line with "revision":"<N>" and the proposal's
+//     "task"; tags it <path>/v<N>
 //     (a lightweight tag); and deletes the proposal, all in one write. N
 //     is one more than the package's highest v<N> tag.
 //   - Every tag <path>/<ver> with a package at <path> (as above) is a
-//     published revision: revision N for v<N>, else -1; its workspace is the
-//     workspaceName of the tag message's kpt: line for <path>, else of
-//     the tagged commit's, else <ver>. Tags without a slash (release tags) are ignored.
+//     published revision: revision N for v<N>, else -1. The workspace of a
+//     v<N> tag is the workspaceName of the tag message's kpt: line for
+//     <path> (an adopted revision's), else of the tagged commit's, else
+//     <ver>; the workspace of any other tag is <ver>. Porch takes the
+//     commit's annotation for every tag, so a tag <path>/<name> put by
+//     hand on an approval commit gets, in Porch, the workspace of the
+//     v<N> tag there and the same PackageRevision name; cad gives it its
+//     own name, so that no two revisions share a key or metadata. Tags
+//     without a slash (release tags) are ignored.
 //   - Every package on the branch head is a placeholder revision:
-//     revision -1, workspace <branch>, lifecycle Published.
+//     revision -1, workspace <branch>, lifecycle Published. Its PublishedBy
+//     and PublishedAt are the author of the newest commit, walking the
+//     branch's first parents from the head (at most 5000 commits), whose
+//     kpt: line names <path>: the latest approval, usually, as Porch takes
+//     them.
 //   - DeletionProposed is the extra branch deletionProposed/<path>/v<N>
 //     (deletionProposed/<path>/<branch> for the placeholder) at the same
 //     commit. Deleting such a revision deletes its tag and that branch;
@@ -78,7 +102,14 @@
 // with metadata (canonical JSON of revision.Metadata). Writes to it are
 // part of the same atomic ref update as the revision change they belong
 // to (a draft's first commit, a delete); clones see it only when they
-// fetch refs/cad/*, and Porch ignores it.
+// fetch refs/cad/*, and Porch ignores it. The same blob holds the
+// revision-level readiness gates and conditions. An approval moves
+// refs/cad/metadata too, to a new commit with the same tree ("Update
+// package revision metadata"), in the same atomic update: that makes a
+// metadata change pushed by another process between the approver's read
+// and its push a conflict, so that readiness is checked atomically with
+// the publish. The ref is created by an approval only for a revision whose
+// Kptfile has readiness gates.
 //
 // A revision's Meta.Version is the commit id (for the placeholder, the
 // package tree id) with the lifecycle and, when it has metadata, a hash of
@@ -112,8 +143,10 @@
 // So of two writers racing from the same state exactly one wins; the
 // other gets an error matching repository.ErrConflict (or ErrAlreadyExists
 // for a second draft with the same workspace) and leaves no ref behind.
-// Approvals of one package are serialised by its tag and the branch, so a
-// revision number is never handed out twice. Unreferenced objects of a
+// Approvals of one package are serialised by its tag and the branch, so no
+// two revisions ever hold the same number; a number is free again once
+// its tag is deleted (a deleted highest revision's number is the next
+// approval's, as in Porch, which also counts the existing tags). Unreferenced objects of a
 // lost race may remain, as they do in git; git gc removes them.
 //
 // # Crash safety

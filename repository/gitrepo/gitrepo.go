@@ -164,6 +164,7 @@ var (
 	_ repository.Repository = (*Repository)(nil)
 	_ repository.Versioner  = (*Repository)(nil)
 	_ repository.Watcher    = (*Repository)(nil)
+	_ repository.Specified  = (*Repository)(nil)
 )
 
 // Open opens the git repository spec describes. spec.Type must be git and
@@ -431,4 +432,20 @@ func splitURLCredentials(u string) (string, *githttp.BasicAuth) {
 	auth := &githttp.BasicAuth{Username: pu.User.Username(), Password: pass}
 	pu.User = nil
 	return pu.String(), auth
+}
+
+// Spec returns the spec the repository was opened with, its git URL
+// without credentials (see repository.Specified).
+func (r *Repository) Spec() repository.Spec {
+	s := r.spec
+	if s.Git != nil {
+		g := *s.Git
+		g.Repo = redactURL(g.Repo)
+		s.Git = &g
+	}
+	if s.OCI != nil {
+		o := *s.OCI
+		s.OCI = &o
+	}
+	return s
 }

@@ -144,3 +144,16 @@ func TestCompareEntries(t *testing.T) {
 		t.Fatalf("order %v, want %v", got, want)
 	}
 }
+
+// Spec reports the spec without the credentials a URL carried.
+func TestSpecRedacted(t *testing.T) {
+	r := &Repository{spec: repository.Spec{Name: "x", Type: repository.TypeGit, Deployment: true,
+		Git: &repository.GitSpec{Repo: "https://user:secret@example.com/repo.git", Branch: "main"}}}
+	s := r.Spec()
+	if s.Git.Repo != "https://example.com/repo.git" || !s.Deployment || s.Git.Branch != "main" {
+		t.Fatalf("Spec() = %+v, git %+v", s, s.Git)
+	}
+	if r.spec.Git.Repo != "https://user:secret@example.com/repo.git" {
+		t.Fatal("Spec changed the repository's own spec")
+	}
+}

@@ -235,6 +235,7 @@ func TestReadsPorchLayout(t *testing.T) {
 	git(t, work, "add", "-A")
 	git(t, work, "commit", "--quiet", "-m", "Approving package revision pkgs/a/1\n\nkpt:{\"package\":\"pkgs/a\",\"workspaceName\":\"ws-a1\",\"revision\":\"1\"}")
 	git(t, work, "tag", "pkgs/a/v1")
+	git(t, work, "tag", "pkgs/a/stable") // by hand, on the approval of v1
 	git(t, work, "tag", "-a", "-m", "annotated", "pkgs/b/v2.0.0")
 	git(t, work, "tag", "v1.0") // a release tag
 	// A hand-made package tag on a directory without a Kptfile, on a commit
@@ -265,6 +266,7 @@ func TestReadsPorchLayout(t *testing.T) {
 	}
 	want := []string{
 		"a@main/-1 Published",
+		"a@stable/-1 Published",
 		"a@ws-draft/0 Draft",
 		"a@ws-a1/1 Published",
 		"b@main/-1 DeletionProposed",
@@ -288,6 +290,13 @@ func TestReadsPorchLayout(t *testing.T) {
 	}
 	if v1.Meta().PublishedBy != "test@example.com" {
 		t.Fatalf("PublishedBy %q", v1.Meta().PublishedBy)
+	}
+	// The hand-made tag has its own key; the workspace of v1 names v1.
+	if st, err := r.Get(ctx, revision.Key{Package: "a", Workspace: "stable"}); err != nil || st.Meta().Key.Revision != -1 || st.Meta().Commit != v1.Meta().Commit {
+		t.Fatalf("Get(a@stable) = %v, %v", st, err)
+	}
+	if ws, err := r.Get(ctx, revision.Key{Package: "a", Workspace: "ws-a1"}); err != nil || ws.Meta().Key.Revision != 1 {
+		t.Fatalf("Get(a@ws-a1) = %v, %v", ws, err)
 	}
 	b, err := r.Get(ctx, revision.Key{Package: "b", Workspace: "v2.0.0"})
 	if err != nil || b.Meta().Key.Revision != -1 {

@@ -143,6 +143,41 @@ func (r *Repository) planMetadata(v *view, t *txn, x *rev, md revision.Metadata)
 	return nil
 }
 
+// guardMetadata adds to t, the approval of proposal x, a move of the
+// metadata ref to a new commit with the same tree. The caller checked x's
+// readiness (its Kptfile and its metadata) against the Version it read;
+// with the metadata ref in the same atomic update, a metadata change that
+// lands between that read and the push (a condition set False by another
+// process on the remote) makes the push fail and the write be planned
+// again, where resolveAt sees the new Version and refuses with
+// ErrConflict. When the ref does not exist yet it is created only for a
+// revision whose Kptfile has readiness gates, the one case where its
+// creation by a racing writer could matter.
+func (r *Repository) guardMetadata(v *view, t *txn, x *rev) error {
+	old, tree, err := v.metadataRoot()
+	if err != nil {
+		return err
+	}
+	var parents []plumbing.Hash
+	if old.IsZero() {
+		info, err := v.info(x.pkgTree)
+		if err != nil || len(info.ReadinessGates) == 0 {
+			return err
+		}
+		if tree, err = v.putTree(nil); err != nil {
+			return err
+		}
+	} else {
+		parents = []plumbing.Hash{old}
+	}
+	h, err := v.putCommit(tree, parents, r.committer(), r.committer(), metadataMessage+"\n")
+	if err != nil {
+		return err
+	}
+	t.set(metadataRef, old, h)
+	return nil
+}
+
 // SetMetadata replaces the labels and annotations of the revision key
 // selects, in the metadata ref (see metadataRef), and returns the revision
 // with its new Version. See repository.MetadataWriter. Errors are
@@ -167,6 +202,9 @@ func (r *Repository) SetMetadata(ctx context.Context, key revision.Key, md revis
 		x, err := r.resolveAt(v, op, key, &expected)
 		if err != nil {
 			return nil, err
+		}
+		if x.lifecycle.IsPublished() && !x.md.ReadinessEqual(md) {
+			return nil, r.errorf(op, x.key, repository.ErrImmutable, "the readiness gates and conditions of a %s revision cannot change", x.lifecycle)
 		}
 		y := *x
 		y.md = md

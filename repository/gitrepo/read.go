@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
@@ -27,6 +29,7 @@ type rev struct {
 	dpRef     plumbing.ReferenceName // the deletionProposed branch, for published revisions
 	dpHash    plumbing.Hash          // its value; zero when absent
 	md        revision.Metadata      // from the metadata ref
+	published *object.Signature      // for the placeholder, see attachPublished
 }
 
 // version is the revision's Meta.Version: the commit (the package tree
@@ -45,13 +48,21 @@ func (x *rev) version() string {
 }
 
 func (x *rev) meta() revision.Meta {
-	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: x.version(), Commit: x.commit.hash.String(), Metadata: x.md.Clone()}
+	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: x.version(), Commit: x.commit.hash.String(), Metadata: x.md.Clone(),
+		Creation: porchtask.Decode(taskOf(x.commit, x.full, x.key.Workspace))}
 	if x.lifecycle.IsPublished() && !x.key.IsPlaceholder() {
 		m.PublishedBy = x.commit.author.Email
 		if m.PublishedBy == "" {
 			m.PublishedBy = x.commit.author.Name
 		}
 		m.PublishedAt = x.commit.author.When
+	}
+	if x.key.IsPlaceholder() && x.published != nil {
+		m.PublishedBy = x.published.Email
+		if m.PublishedBy == "" {
+			m.PublishedBy = x.published.Name
+		}
+		m.PublishedAt = x.published.When
 	}
 	return m
 }
@@ -319,6 +330,13 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 	if ws == "" {
 		ws = workspaceOf(c, full)
 	}
+	// A v<N> tag's workspace is the annotation's (the approved proposal's,
+	// or an adopted revision's); any other tag's is its own name, so that
+	// a tag put by hand on an approval commit does not share that
+	// revision's key (and its metadata).
+	if parseVersion(ver) <= 0 {
+		ws = ver
+	}
 	if ws == "" {
 		ws = ver
 	}
@@ -406,6 +424,9 @@ func (r *Repository) placeholders(v *view, pkg, prefix string) ([]*rev, error) {
 			return nil, err
 		}
 		out = append(out, x)
+	}
+	if err := r.attachPublishedAll(v, out); err != nil {
+		return nil, err
 	}
 	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
@@ -127,6 +128,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 				return nil, err
 			}
 			parent := base
+			task := porchtask.Encode(opts.Creation)
 			var md revision.Metadata // the new revision's metadata
 			if opts.Metadata != nil {
 				md = opts.Metadata.Clone()
@@ -153,6 +155,10 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 				if opts.Metadata == nil {
 					md = x.md
 				}
+				if task == nil {
+					// Every commit of the revision repeats its creation task.
+					task = taskOf(x.commit, full, key.Workspace)
+				}
 			}
 			var rootTree plumbing.Hash
 			var parents []plumbing.Hash
@@ -177,7 +183,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 			}
 			// As Porch writes a draft commit: the message, a newline, then
 			// the kpt: line after a blank line.
-			msg = annotate(msg+"\n", annotation{PackagePath: full, WorkspaceName: key.Workspace, Revision: "0"})
+			msg = annotate(msg+"\n", annotation{PackagePath: full, WorkspaceName: key.Workspace, Revision: "0", Task: task})
 			h, err := v.putCommit(root, parents, r.author(opts.AuthorName, opts.AuthorEmail), r.committer(), msg)
 			if err != nil {
 				return nil, err
@@ -299,7 +305,8 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 	if err != nil {
 		return nil, err
 	}
-	msg := annotate(fmt.Sprintf(approveMessage, x.full, n), annotation{PackagePath: x.full, WorkspaceName: x.key.Workspace, Revision: itoa(n)})
+	msg := annotate(fmt.Sprintf(approveMessage, x.full, n), annotation{PackagePath: x.full, WorkspaceName: x.key.Workspace, Revision: itoa(n),
+		Task: taskOf(x.commit, x.full, x.key.Workspace)})
 	h, err := v.putCommit(root, parents, r.author(opts.AuthorName, opts.AuthorEmail), r.committer(), msg)
 	if err != nil {
 		return nil, err
@@ -315,6 +322,9 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 	t.set(tag, plumbing.ZeroHash, h)
 	t.set(bref, head, h)
 	t.del(x.ref, x.refHash)
+	if err := r.guardMetadata(v, t, x); err != nil {
+		return nil, err
+	}
 	key := x.key
 	key.Revision = n
 	*result = &rev{
@@ -326,7 +336,8 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 
 // nextRevision returns one more than the highest vN tag of package full.
 // Tags count whatever their content, so that no number is handed out
-// twice while its tag exists.
+// twice while its tag exists; the number of a deleted highest tag is
+// handed out again, as Porch does.
 func (r *Repository) nextRevision(v *view, full string) (int, error) {
 	prefix := "refs/tags/" + full + "/"
 	var vers []string

@@ -84,6 +84,7 @@ type record struct {
 func (r *record) revision() revision.PackageRevision {
 	meta := r.meta
 	meta.Metadata = meta.Metadata.Clone()
+	meta.Creation = meta.Creation.Clone()
 	return revision.NewWithFiles(meta, r.files)
 }
 
@@ -288,9 +289,13 @@ func (r *Repository) commit(ctx context.Context, base revision.Meta, files revis
 	rec := &record{meta: revision.Meta{Key: key, Lifecycle: revision.LifecycleDraft, Version: v, Commit: v}, files: files}
 	if exists {
 		rec.meta.Metadata = cur.meta.Metadata
+		rec.meta.Creation = cur.meta.Creation
 	}
 	if opts.Metadata != nil {
 		rec.meta.Metadata = opts.Metadata.Clone()
+	}
+	if opts.Creation != nil {
+		rec.meta.Creation = opts.Creation.Clone()
 	}
 	r.revs[id(key.Package, key.Workspace)] = rec
 	ev := repository.Modified
@@ -333,7 +338,7 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 	}
 	next := r.replace(meta, rec.files)
 	if from == revision.LifecycleProposed && to == revision.LifecyclePublished {
-		r.setBranch(meta.Key.Package, next.files)
+		r.setBranch(meta, next.files)
 	}
 	return next.revision(), nil
 }
@@ -363,10 +368,11 @@ func (r *Repository) nextRevision(pkg string) int {
 	return highest + 1
 }
 
-// setBranch makes files the package's content on the branch; r.mu held.
-// As in git, where packages on the branch are found by their marker, a
-// package without a Kptfile or package file has no placeholder.
-func (r *Repository) setBranch(pkg string, files revision.Files) {
+// setBranch makes files, those of the revision approved as pub, the
+// package's content on the branch; the placeholder is published by and at
+// what pub is, as git's is by the approving commit. r.mu held.
+func (r *Repository) setBranch(pub revision.Meta, files revision.Files) {
+	pkg := pub.Key.Package
 	old, existed := r.branch[pkg]
 	if !files.Has(revision.KptfileName) && !files.Has(revision.PackageFileName) {
 		if existed {
@@ -376,9 +382,11 @@ func (r *Repository) setBranch(pkg string, files revision.Files) {
 		return
 	}
 	meta := revision.Meta{
-		Key:       revision.Key{Repository: r.name, Package: pkg, Workspace: r.opts.Branch, Revision: revision.Placeholder},
-		Lifecycle: revision.LifecyclePublished,
-		Version:   r.nextVersion(),
+		Key:         revision.Key{Repository: r.name, Package: pkg, Workspace: r.opts.Branch, Revision: revision.Placeholder},
+		Lifecycle:   revision.LifecyclePublished,
+		Version:     r.nextVersion(),
+		PublishedBy: pub.PublishedBy,
+		PublishedAt: pub.PublishedAt,
 	}
 	meta.Commit = meta.Version
 	if existed {
@@ -440,6 +448,9 @@ func (r *Repository) SetMetadata(ctx context.Context, key revision.Key, md revis
 	}
 	if opts.Version != "" && opts.Version != rec.meta.Version {
 		return nil, r.errorf(op, rec.meta.Key, repository.ErrConflict, "revision changed since version %s", opts.Version)
+	}
+	if rec.meta.Lifecycle.IsPublished() && !rec.meta.Metadata.ReadinessEqual(md) {
+		return nil, r.errorf(op, rec.meta.Key, repository.ErrImmutable, "the readiness gates and conditions of a %s revision cannot change", rec.meta.Lifecycle)
 	}
 	if rec.meta.Metadata.Equal(md) {
 		return rec.revision(), nil

@@ -30,6 +30,9 @@
 //	kpt.dev/published-by   who approved (published revisions)
 //	kpt.dev/published-at   when, RFC 3339
 //	kpt.dev/message        the commit message
+//	kpt.dev/task           how the revision was created (revision.Creation)
+//	                       as Porch's creation task JSON, kept by every
+//	                       write of the draft and by the approval
 //	kpt.dev/tag            the tag the manifest was written for
 //	kpt.dev/write-id       a random id: every write has its own digest
 //	kpt.dev/marks          on a deletion marker, the digest it marks
@@ -51,7 +54,8 @@
 //	                         digest; the published content is untouched and
 //	                         rejecting the proposal deletes the mark
 //	lock.<id>                a package write lock (see below)
-//	meta.<workspace>         the labels and annotations of the revision of
+//	meta.<workspace>         the labels, annotations, readiness gates and
+//	                         conditions of the revision of
 //	                         that workspace (repository.MetadataWriter): a
 //	                         manifest without layers; written under the
 //	                         package lock before the revision's own tag,
@@ -114,7 +118,8 @@
 //   - Approval assigns N = 1 + the highest number of any v<N> or marker tag
 //     and writes v<N> before anything else: that PUT is the commit point.
 //     Numbers are never handed out twice while the revision holding them
-//     exists. Turning ws.<workspace> into an alias follows; until it has,
+//     exists; the number of a deleted highest revision is the next
+//     approval's, as in git and in Porch. Turning ws.<workspace> into an alias follows; until it has,
 //     readers resolve the proposal to v<N> (List prefers v<N> for a
 //     workspace; Get of a proposal checks the highest v<N>), and the next
 //     writer of the package repairs a missing alias.

@@ -39,7 +39,11 @@ const (
 	// AnnotationMetadata is, on a metadata manifest, the labels and
 	// annotations of the revision of its workspace, as JSON.
 	AnnotationMetadata = "kpt.dev/metadata"
-	annotationCreated  = "org.opencontainers.image.created"
+	// AnnotationTask is, on a revision's manifest, how the revision was
+	// created (revision.Creation): Porch's creation task JSON, which
+	// Porch's OCI support wrote into the layer history.
+	AnnotationTask    = "kpt.dev/task"
+	annotationCreated = "org.opencontainers.image.created"
 )
 
 // Tag prefixes and suffixes of the layout.
@@ -200,6 +204,7 @@ type manifestSpec struct {
 	publishedAt  time.Time
 	message      string
 	marks        string
+	task         string
 	created      time.Time
 }
 
@@ -229,6 +234,9 @@ func (s manifestSpec) build() ([]byte, error) {
 	if s.marks != "" {
 		a[AnnotationMarks] = s.marks
 	}
+	if s.task != "" {
+		a[AnnotationTask] = s.task
+	}
 	m := v1.Manifest{
 		SchemaVersion: 2,
 		MediaType:     types.OCIManifestSchema1,
@@ -252,6 +260,7 @@ func specOf(rec *record) manifestSpec {
 		publishedBy:  rec.publishedBy,
 		publishedAt:  rec.publishedAt,
 		message:      rec.annotations[AnnotationMessage],
+		task:         rec.annotations[AnnotationTask],
 	}
 }
 

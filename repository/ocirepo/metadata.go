@@ -117,6 +117,9 @@ func (r *Repository) SetMetadata(ctx context.Context, key revision.Key, md revis
 		return nil, err
 	}
 	defer l.unlock(ctx)
+	if v.meta.Lifecycle.IsPublished() && !v.meta.Metadata.ReadinessEqual(md) {
+		return nil, r.errorf(op, v.meta.Key, repository.ErrImmutable, "the readiness gates and conditions of a %s revision cannot change", v.meta.Lifecycle)
+	}
 	if v.meta.Metadata.Equal(md) {
 		return r.revisionOf(*v), nil
 	}

@@ -155,6 +155,7 @@ var (
 	_ repository.Watcher        = (*Repository)(nil)
 	_ repository.Versioner      = (*Repository)(nil)
 	_ repository.MetadataWriter = (*Repository)(nil)
+	_ repository.Specified      = (*Repository)(nil)
 )
 
 // Open returns the repository that spec describes. spec.Type must be oci
@@ -386,4 +387,19 @@ func (r *Repository) markBlob(repo name.Repository, d v1.Hash) {
 		r.blobs = map[string]bool{}
 	}
 	r.blobs[repo.String()+"@"+d.String()] = true
+}
+
+// Spec returns the spec the repository was opened with (see
+// repository.Specified).
+func (r *Repository) Spec() repository.Spec {
+	s := r.spec
+	if s.OCI != nil {
+		o := *s.OCI
+		s.OCI = &o
+	}
+	if s.Git != nil {
+		g := *s.Git
+		s.Git = &g
+	}
+	return s
 }

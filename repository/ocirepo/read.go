@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
@@ -232,6 +233,7 @@ func (r *Repository) publishedView(pkg string, repo name.Repository, n int, rec,
 		Commit:      rec.digest.String(),
 		PublishedBy: rec.publishedBy,
 		PublishedAt: rec.publishedAt,
+		Creation:    porchtask.Decode([]byte(rec.annotations[AnnotationTask])),
 	}
 	if marker != nil {
 		m.Lifecycle = revision.LifecycleDeletionProposed
@@ -246,6 +248,7 @@ func (r *Repository) draftView(pkg string, repo name.Repository, rec *record) vi
 		Lifecycle: rec.lifecycle,
 		Version:   rec.digest.String(),
 		Commit:    rec.digest.String(),
+		Creation:  porchtask.Decode([]byte(rec.annotations[AnnotationTask])),
 	}, rec: rec, repo: repo}
 }
 

@@ -8,6 +8,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 
+	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
@@ -163,6 +164,10 @@ func (r *Repository) commit(ctx context.Context, base revision.Meta, files revis
 		config:    enc.configDesc,
 		layer:     enc.layerDesc,
 		message:   opts.Message,
+		task:      string(porchtask.Encode(opts.Creation)),
+	}
+	if spec.task == "" && base.Version != "" {
+		spec.task = cur.annotations[AnnotationTask] // every write of the draft keeps it
 	}
 	if info, err := revision.InfoFromFiles(files); err == nil && info.UpstreamLock != nil {
 		if b, err := json.Marshal(info.UpstreamLock); err == nil {

@@ -69,6 +69,9 @@ func Run(t *testing.T, h Harness) {
 		{"Metadata", s.testMetadata},
 		{"NoKptfile", s.testNoKptfile},
 		{"Adopt", s.testAdopt},
+		{"Readiness", s.testReadiness},
+		{"Creation", s.testCreation},
+		{"PlaceholderPublished", s.testPlaceholderPublished},
 		{"Close", s.testClose},
 	}
 	for _, tc := range tests {
@@ -506,6 +509,28 @@ func (s *suite) testRevisionNumbers(t *testing.T) {
 	}
 	if !slices.Equal(nums, []int{1, 2, 3, 4}) {
 		t.Fatalf("published revisions of p are %v, want 1..4 in order", nums)
+	}
+	// Numbers are one more than the highest existing one, as in Porch:
+	// deleting a lower revision frees nothing, deleting the highest frees
+	// its number for the next approval.
+	del := func(n int) {
+		t.Helper()
+		k := revision.Key{Package: "p", Revision: n}
+		if n != 3 {
+			move(t, r, k, revision.LifecycleDeletionProposed)
+		}
+		if err := r.Delete(ctx(t), k, repository.UpdateOptions{}); err != nil {
+			t.Fatalf("Delete(%s): %v", k, err)
+		}
+	}
+	del(3)
+	if pr := publish(t, r, "p", "ws5", "5"); pr.Meta().Key.Revision != 5 {
+		t.Fatalf("approval after deleting a lower revision got %d, want 5", pr.Meta().Key.Revision)
+	}
+	del(4)
+	del(5)
+	if pr := publish(t, r, "p", "ws6", "6"); pr.Meta().Key.Revision != 3 {
+		t.Fatalf("approval after deleting the highest revisions got %d, want 3 (one more than the highest left)", pr.Meta().Key.Revision)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -31,7 +32,8 @@ type RevisionOptions struct {
 // m: its name from the key, resourceVersion the Version, labels and
 // annotations from the Metadata (the latest-revision label computed from
 // opts.Latest, never taken from storage), spec and status from the key,
-// the lifecycle and the Kptfile. It has no tasks.
+// the lifecycle and the Kptfile. Its spec.tasks is the creation task the
+// revision records (m.Creation, see TaskFrom), empty when it records none.
 func FromRevision(m revision.Meta, opts RevisionOptions) PackageRevision {
 	name := NameOf(m.Key)
 	pr := PackageRevision{
@@ -56,6 +58,9 @@ func FromRevision(m revision.Meta, opts RevisionOptions) PackageRevision {
 			Deployment:  opts.Deployment,
 		},
 	}
+	if t, ok := TaskFrom(m.Creation); ok {
+		pr.Spec.Tasks = []Task{t}
+	}
 	delete(pr.Labels, LatestRevisionLabel)
 	if opts.Latest {
 		if pr.Labels == nil {
@@ -70,10 +75,15 @@ func FromRevision(m revision.Meta, opts RevisionOptions) PackageRevision {
 		pr.Status.PublishedAt = metav1.NewTime(m.PublishedAt)
 		pr.CreationTimestamp = metav1.NewTime(m.PublishedAt)
 	}
+	// Readiness: the Kptfile's merged with the revision data.
+	var info revision.Info
+	if opts.Kptfile != nil {
+		info = opts.Kptfile.PackageRevisionInfo()
+	}
+	info = info.WithReadiness(m.Metadata)
+	pr.Spec.ReadinessGates = ReadinessGatesFrom(info.ReadinessGates)
+	pr.Status.Conditions = ConditionsFrom(info.Conditions)
 	if kf := opts.Kptfile; kf != nil {
-		info := kf.PackageRevisionInfo()
-		pr.Spec.ReadinessGates = ReadinessGatesFrom(info.ReadinessGates)
-		pr.Status.Conditions = ConditionsFrom(info.Conditions)
 		pr.Status.UpstreamLock = UpstreamLockFrom(info.UpstreamLock)
 		if len(kf.Metadata.Labels) > 0 || len(kf.Metadata.Annotations) > 0 {
 			pr.Spec.PackageMetadata = &PackageMetadata{
@@ -378,4 +388,45 @@ func RenderStatusFromKptfile(files revision.Files) RenderStatus {
 		}
 	}
 	return rs
+}
+
+// TaskFrom returns the creation task that c records, with revisions named
+// as PackageRevisions: init, clone (of a registered revision or a git
+// package), edit (a copy) or upgrade. It returns false for nil.
+func TaskFrom(c *revision.Creation) (Task, bool) {
+	if c == nil {
+		return Task{}, false
+	}
+	ref := func(k *revision.Key) PackageRevisionRef {
+		if k == nil {
+			return PackageRevisionRef{}
+		}
+		return PackageRevisionRef{Name: NameOf(*k)}
+	}
+	t := Task{Type: TaskType(c.Op)}
+	switch c.Op {
+	case revision.CreatedByInit:
+		t.Init = &PackageInitTaskSpec{Description: c.Description, Keywords: slices.Clone(c.Keywords), Site: c.Site}
+	case revision.CreatedByClone:
+		t.Clone = &PackageCloneTaskSpec{Strategy: MergeStrategy(c.Strategy)}
+		if c.Git != nil {
+			t.Clone.Upstream = UpstreamPackage{Type: RepositoryTypeGit, Git: &GitPackage{Repo: c.Git.Repo, Ref: c.Git.Ref, Directory: c.Git.Directory}}
+		} else if c.Source != nil {
+			r := ref(c.Source)
+			t.Clone.Upstream = UpstreamPackage{UpstreamRef: &r}
+		}
+	case revision.CreatedByCopy:
+		if c.Source != nil {
+			r := ref(c.Source)
+			t.Edit = &PackageEditTaskSpec{Source: &r}
+		} else {
+			t.Edit = &PackageEditTaskSpec{}
+		}
+	case revision.CreatedByUpgrade:
+		t.Upgrade = &PackageUpgradeTaskSpec{OldUpstream: ref(c.OldUpstream), NewUpstream: ref(c.NewUpstream),
+			LocalPackageRevisionRef: ref(c.Local), Strategy: MergeStrategy(c.Strategy)}
+	default:
+		return Task{}, false
+	}
+	return t, true
 }

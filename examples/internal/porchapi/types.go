@@ -55,8 +55,8 @@ type PackageRevisionSpec struct {
 	// Lifecycle is the revision's state; updating it proposes, rejects or
 	// proposes deletion.
 	Lifecycle Lifecycle `json:"lifecycle,omitempty"`
-	// Tasks is, on create, the one creation task; the server does not
-	// store it and returns no tasks.
+	// Tasks is, on create, the one creation task; on read, the creation
+	// task the revision records (revision.Meta.Creation), if any.
 	Tasks []Task `json:"tasks,omitempty"`
 	// ReadinessGates mirror the Kptfile's info.readinessGates.
 	ReadinessGates []ReadinessGate `json:"readinessGates,omitempty"`

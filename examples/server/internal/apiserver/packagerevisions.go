@@ -557,9 +557,12 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 	if overridden {
 		rq.warn("annotation %s is managed by the server: the value sent is ignored", AuthorsAnnotation)
 	}
-	// Content: readiness gates, package metadata and conditions of a Draft.
-	// An absent readinessGates or packageMetadata keeps what there is;
-	// an empty one clears it.
+	// The object's labels and annotations; readiness is compared below.
+	md.ReadinessGates, md.Conditions = m.ReadinessGates, m.Conditions
+	// Readiness gates, package metadata and conditions of a Draft, and
+	// conditions of a Proposed revision (revision data, which a checker
+	// sets without touching the content). An absent readinessGates or
+	// packageMetadata keeps what there is; an empty one clears it.
 	gatesChanged := in.Spec.ReadinessGates != nil && !slices.Equal(in.Spec.ReadinessGates, cur.Spec.ReadinessGates)
 	pmChanged := in.Spec.PackageMetadata != nil && !equalPackageMetadata(in.Spec.PackageMetadata, cur.Spec.PackageMetadata)
 	var conds []revision.Condition
@@ -591,8 +594,10 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 		}
 	}
 	contentChange := m.Lifecycle == revision.LifecycleDraft && (gatesChanged || pmChanged || len(conds) > 0)
+	// A checker's conditions on a proposal: revision data, not content.
+	proposalConds := m.Lifecycle == revision.LifecycleProposed && len(conds) > 0
 	propose := from == revision.LifecycleDraft && to == revision.LifecycleProposed
-	if contentChange || !md.Equal(m.Metadata) {
+	if contentChange || proposalConds || !md.Equal(m.Metadata) {
 		if err := requireRole(ctx, rq, "update package revisions", RoleEditor); err != nil {
 			return nil, err
 		}
@@ -625,8 +630,12 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 		}
 	}
 	if m.Lifecycle != revision.LifecycleDraft {
-		if len(conds) > 0 {
-			rq.warn("status.conditions are ignored: only a Draft's conditions can change")
+		if proposalConds {
+			if _, err := eng.SetConditions(ctx, e.name, key, conds...); err != nil {
+				return nil, err
+			}
+		} else if len(conds) > 0 {
+			rq.warn("status.conditions are ignored: a published revision's conditions cannot change")
 		}
 	} else {
 		if gatesChanged {

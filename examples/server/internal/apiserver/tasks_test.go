@@ -48,7 +48,20 @@ func TestCreationTasks(t *testing.T) {
 	if code := ts.doJSON("POST", prPath, clone, &pr); code != 201 || pr.Status.UpstreamLock == nil || pr.Status.UpstreamLock.Git.Ref != "base/v1" {
 		t.Fatalf("clone: %d %+v", code, pr)
 	}
-	approve(t, ts, "default.cl.ws")
+	// The revision records its creation task, before and after approval,
+	// as Porch's readers (porchctl rpkg upgrade) expect in spec.tasks[0].
+	for _, name := range []string{"", "default.cl.ws"} {
+		got := pr
+		if name != "" {
+			approve(t, ts, name)
+			got = porchapi.PackageRevision{}
+			ts.doJSON("GET", prPath+"/"+name, nil, &got)
+		}
+		if len(got.Spec.Tasks) != 1 || got.Spec.Tasks[0].Clone == nil || got.Spec.Tasks[0].Clone.Upstream.UpstreamRef == nil ||
+			got.Spec.Tasks[0].Clone.Upstream.UpstreamRef.Name != "default.base.v1" {
+			t.Fatalf("clone %q: tasks %+v", name, got.Spec.Tasks)
+		}
+	}
 	// The placeholder is not a source.
 	bad := taskPR("cl2", "ws", map[string]any{"type": "clone", "clone": map[string]any{
 		"upstreamRef": map[string]any{"upstreamRef": map[string]any{"name": "default.base.main"}}}})
@@ -100,6 +113,10 @@ func TestCreationTasks(t *testing.T) {
 		"strategy":                "resource-merge"}})
 	if code := ts.doJSON("POST", prPath, up, &pr); code != 201 || pr.Status.UpstreamLock == nil || pr.Status.UpstreamLock.Git.Ref != "base/v2" {
 		t.Fatalf("upgrade: %d %+v", code, pr)
+	}
+	if len(pr.Spec.Tasks) != 1 || pr.Spec.Tasks[0].Upgrade == nil ||
+		pr.Spec.Tasks[0].Upgrade.NewUpstream.Name != "default.base.v2" || pr.Spec.Tasks[0].Upgrade.LocalPackageRevisionRef.Name != "default.cl.ws" {
+		t.Fatalf("upgrade: tasks %+v", pr.Spec.Tasks)
 	}
 	// Unknown sources are 422, naming the field.
 	missing := taskPR("base", "v3", map[string]any{"type": "edit", "edit": map[string]any{"sourceRef": map[string]any{"name": "default.base.nope"}}})
