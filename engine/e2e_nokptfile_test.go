@@ -281,23 +281,22 @@ func TestE2ENoKptfile(t *testing.T) {
 			if _, err := e.Approve(ctx, "deploy", res.Key); !errors.Is(err, engine.ErrNotReady) {
 				t.Fatalf("Approve with an unsatisfied gate in the package file: %v, want ErrNotReady", err)
 			}
-			if _, err := e.Reject(ctx, "deploy", res.Key); err != nil {
-				t.Fatal(err)
-			}
-			cur, _ := e.Get(ctx, "deploy", res.Key)
-			pf, _ := files(t, cur).Get(revision.PackageFileName)
-			pfile, err := revision.ParsePackageFile(pf)
+			// A checker sets the condition on the proposal itself, as
+			// revision data: the proposal's files do not change.
+			before, _ := e.Get(ctx, "deploy", res.Key)
+			checked, err := e.SetConditions(ctx, "deploy", res.Key, revision.Condition{Type: "Tested", Status: revision.ConditionTrue, Reason: "CI"})
 			if err != nil {
-				t.Fatal(err)
+				t.Fatalf("set a condition on the proposal: %v", err)
 			}
-			pfile.Conditions = []revision.Condition{{Type: "Tested", Status: revision.ConditionTrue, Reason: "CI"}}
-			pf, _ = pfile.Encode()
-			vf3, _ := files(t, cur).With(revision.PackageFileName, pf)
-			if _, err := e.Update(ctx, "deploy", res.Key, vf3, engine.UpdateOptions{}); err != nil {
-				t.Fatal(err)
+			if m := checked.Meta(); m.Lifecycle != revision.LifecycleProposed || m.Commit != before.Meta().Commit || !files(t, checked).Equal(files(t, before)) {
+				t.Fatalf("setting a condition changed the proposal: %s, commit %s -> %s", m.Lifecycle, before.Meta().Commit, m.Commit)
 			}
-			if pub := approve("deploy", res.Key); pub.Meta().Key.Revision != 1 {
-				t.Fatalf("variant approved as %d", pub.Meta().Key.Revision)
+			pub, err := e.Approve(ctx, "deploy", res.Key)
+			if err != nil || pub.Meta().Key.Revision != 1 {
+				t.Fatalf("approve after the check: %v", err)
+			}
+			if pub.Meta().Conditions[0].Status != revision.ConditionTrue {
+				t.Fatalf("published without the condition it was approved on: %+v", pub.Meta().Metadata)
 			}
 
 			// adoptExisting: an existing unowned draft without a Kptfile or an
