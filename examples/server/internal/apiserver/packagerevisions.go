@@ -112,6 +112,14 @@ func (s *Server) isLatest(ctx context.Context, ns string, rev revision.PackageRe
 // prObject builds the served object of rev; it reads the revision's
 // Kptfile.
 func (s *Server) prObject(ctx context.Context, ns string, e *repoEntry, rev revision.PackageRevision, latest bool) (*porchapi.PackageRevision, error) {
+	m := rev.Meta()
+	ck := prCacheKey{ns: ns, repo: e.name, key: m.Key.String(), version: m.Version, latest: latest, deployment: e.spec.Deployment,
+		published: m.PublishedBy + "@" + m.PublishedAt.String()}
+	if m.Version != "" {
+		if o, ok := s.prs.get(ck); ok {
+			return o, nil
+		}
+	}
 	files, err := rev.Files(ctx)
 	if err != nil {
 		return nil, err
@@ -124,9 +132,12 @@ func (s *Server) prObject(ctx context.Context, ns string, e *repoEntry, rev revi
 			kf = nil
 		}
 	}
-	o := porchapi.FromRevision(rev.Meta(), porchapi.RevisionOptions{
+	o := porchapi.FromRevision(m, porchapi.RevisionOptions{
 		Namespace: ns, Kptfile: kf, Deployment: e.spec.Deployment, Latest: latest,
 	})
+	if m.Version != "" {
+		s.prs.put(ck, &o)
+	}
 	return &o, nil
 }
 

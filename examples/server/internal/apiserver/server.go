@@ -178,6 +178,7 @@ type Server struct {
 
 	hub      *hub
 	snaps    *snapshots
+	prs      *prCache // PackageRevision objects by revision version
 	variantQ chan variantWork
 	variants VariantSyncer // nil when variants are not synced
 	handler  http.Handler
@@ -248,6 +249,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		engines:  map[string]*engine.Engine{},
 		hub:      newHub(),
 		snaps:    newSnapshots(64),
+		prs:      newPRCache(defaultPRCacheSize),
 		variantQ: make(chan variantWork, 1024),
 		roots:    roots,
 	}
