@@ -20,7 +20,7 @@ import (
 // running.
 type testServer struct {
 	*Server
-	t       *testing.T
+	t       testing.TB
 	dataDir string
 	http    *httptest.Server
 	URL     string
@@ -29,14 +29,14 @@ type testServer struct {
 }
 
 // startServer starts a server over dataDir ("" for a new temporary one).
-func startServer(t *testing.T, dataDir string, mod func(*Options)) *testServer {
+func startServer(t testing.TB, dataDir string, mod func(*Options)) *testServer {
 	t.Helper()
 	return startServerTLS(t, dataDir, mod, nil)
 }
 
 // startServerTLS is startServer serving HTTPS with tlsConfig when it is
 // not nil.
-func startServerTLS(t *testing.T, dataDir string, mod func(*Options), tlsConfig *tls.Config) *testServer {
+func startServerTLS(t testing.TB, dataDir string, mod func(*Options), tlsConfig *tls.Config) *testServer {
 	t.Helper()
 	if dataDir == "" {
 		dataDir = filepath.Join(t.TempDir(), "data")
