@@ -80,6 +80,7 @@ func fixture(b testing.TB, p, r int) string {
 	git(b, "", "init", "--quiet", "--bare", "-b", "main", dir)
 	mem := memory.NewStorage()
 	var hashes []plumbing.Hash
+	seen := map[plumbing.Hash]bool{}
 	put := func(t plumbing.ObjectType, data []byte) plumbing.Hash {
 		o := mem.NewEncodedObject()
 		o.SetType(t)
@@ -90,7 +91,10 @@ func fixture(b testing.TB, p, r int) string {
 		if err != nil {
 			b.Fatal(err)
 		}
-		hashes = append(hashes, h)
+		if !seen[h] { // a pack holds each object once
+			seen[h] = true
+			hashes = append(hashes, h)
+		}
 		return h
 	}
 	putTree := func(entries []object.TreeEntry) plumbing.Hash {
@@ -211,9 +215,11 @@ func runGit(b *testing.B, dir string, stdin string, args ...string) string {
 	if stdin != "" {
 		cmd.Stdin = strings.NewReader(stdin)
 	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		b.Fatalf("git %v: %v", args, err)
+		b.Fatalf("git %v: %v\n%s", args, err, stderr.String())
 	}
 	return strings.TrimSpace(string(out))
 }

@@ -167,6 +167,9 @@ func TestPorchFixture(t *testing.T) {
 	if len(revs) != 20+7+2+1 {
 		t.Fatalf("listed %d revisions", len(revs))
 	}
+	// Both fixture builders write repositories git itself reads.
+	fsck(t, dir, "porchFixture")
+	fsck(t, fixture(t, 10, 2), "fixture")
 	// The last approval's commit holds every package.
 	if got := git(t, dir, "ls-tree", "-r", "--name-only", "main"); strings.Count(got, "Kptfile") != 7 {
 		t.Fatalf("main holds:\n%s", got)
