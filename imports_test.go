@@ -89,7 +89,7 @@ var contractImports = map[string][]string{
 	module + "/pipeline":              {module + "/revision", module + "/internal", "sigs.k8s.io/kustomize/kyaml"},
 	module:                            {module + "/revision", module + "/repository", module + "/pipeline", module + "/engine", module + "/variant"},
 	module + "/pipeline/pipelinetest": {module + "/revision", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml"},
-	module + "/fnruntime":             {module + "/revision", module + "/pipeline", module + "/internal", "sigs.k8s.io/kustomize/kyaml", "go.starlark.net"},
+	module + "/fnruntime":             {module + "/revision", module + "/pipeline", module + "/internal", "sigs.k8s.io/kustomize/kyaml", "go.starlark.net", "github.com/Masterminds/semver/v3"},
 	module + "/fnruntime/celfn":       {module + "/revision", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml", "github.com/google/cel-go"},
 }
 

@@ -8,7 +8,8 @@
 // for the error), and applies an allow list, a deny list, exec gating and a
 // default timeout. Each builtin declares the catalog release it behaves
 // like ([BuiltinVersions]); a version or semver constraint in Step.Tag
-// (Masterminds syntax, as kpt) is checked against it, while "latest", no
+// (the Masterminds semver library's syntax, which kpt uses: x-ranges,
+// tilde, caret and hyphen ranges, and, or) is checked against it, while "latest", no
 // tag, a digest and plain tags resolve to it (see [Registry.Resolve]). It
 // holds no
 // global state: callers create one, optionally Register their own

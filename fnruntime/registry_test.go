@@ -148,6 +148,8 @@ func TestResolveVersionConstraints(t *testing.T) {
 		{ns, "^0.4.1", nil},
 		{ns, ">=0.3, <1", nil},
 		{ns, "v0.3 || v0.4", nil},
+		{ns, "0.4.0 - 0.4.3", nil},
+		{ns, "0.3.0 - 0.4.0", pipeline.ErrNotFound},
 		{ns, "v0.4.2", pipeline.ErrNotFound},
 		{ns, "^0.5", pipeline.ErrNotFound},
 		{ns, ">=1.0, <2", pipeline.ErrNotFound},

@@ -62,6 +62,13 @@ func TestConstraintCheck(t *testing.T) {
 		{"0.4.2-rc.1", "v0.4.2-rc.1", true},
 		{"<0.4.2", "v0.4.2-rc.1", false},
 		{"v0.4.1+build.7", "v0.4.1", true},
+		// Hyphen ranges, as kpt's tag constraints take them.
+		{"0.4.1 - 0.4.3", "v0.4.2", true},
+		{"0.4.1 - 0.4.3", "v0.4.1", true},
+		{"0.4.1 - 0.4.3", "v0.4.3", true},
+		{"0.4.1 - 0.4.3", "v0.4.4", false},
+		{"0.4 - 0.5", "v0.5.9", true},
+		{"v0.3.4 - v0.4.0", "v0.4.1", false},
 	} {
 		c, err := parseConstraint(tc.constraint)
 		if err != nil {
@@ -79,7 +86,9 @@ func TestConstraintCheck(t *testing.T) {
 }
 
 func TestConstraintMalformed(t *testing.T) {
-	for _, s := range []string{"", ">=", "1.2.3.4", "1.x.3", "01.2", "v1beta", "1.2-rc", "~", ">=1 ||", "1.2.3-", "=>>1"} {
+	// What the semver library kpt uses refuses ("1.x.3", "01.2" and
+	// "1.2-rc" it takes, so they are kpt constraints).
+	for _, s := range []string{"", ">=", "1.2.3.4", "v1beta", "~", ">=1 ||", "1.2.3-", "=>>1", "0.4.1 -", "- 0.4.1"} {
 		_, err := parseConstraint(s)
 		var ce *ConstraintError
 		if !errors.Is(err, revision.ErrInvalid) || !errors.As(err, &ce) {
