@@ -95,6 +95,10 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 	if e, ok := v.cache.get(kindPeel, h); ok {
 		return v.commit(e.(plumbing.Hash))
 	}
+	if ci := v.idx.commit(h); ci != nil {
+		v.cache.put(kindCommit, h, ci, int64(256+len(ci.message)))
+		return ci, nil
+	}
 	o, err := v.object(plumbing.AnyObject, h)
 	if err != nil {
 		return nil, err
@@ -123,6 +127,7 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 	ci := &commitInfo{hash: h, tree: c.TreeHash, parents: c.ParentHashes, author: c.Author, message: c.Message}
 	ci.annotations = annotations(c.Message)
 	v.cache.put(kindCommit, h, ci, int64(256+len(c.Message)))
+	v.idx.addCommit(ci)
 	return ci, nil
 }
 
@@ -214,9 +219,17 @@ func scanTree(data []byte, name string) (treeEntry, bool, error) {
 // with neither a Kptfile nor a cad package file that is not registered
 // either (registered: a ref's kpt: annotation names full; see doc.go).
 func (v *view) packageTree(c *commitInfo, full string, registered bool) (plumbing.Hash, bool, error) {
-	h, ok, err := v.subtree(c.tree, full)
-	if err != nil || !ok {
-		return plumbing.ZeroHash, false, err
+	var h plumbing.Hash
+	if e, ok := v.idx.subtree(c.tree, full); ok {
+		h = e.hash
+	} else {
+		var ok bool
+		var err error
+		h, ok, err = v.subtree(c.tree, full)
+		if err != nil || !ok {
+			return plumbing.ZeroHash, false, err
+		}
+		v.idx.addSubtree(c.tree, full, treeEntry{name: path.Base(full), mode: modeDir, hash: h})
 	}
 	if registered {
 		return h, true, nil

@@ -175,3 +175,40 @@ func TestPorchFixture(t *testing.T) {
 		t.Fatalf("main holds:\n%s", got)
 	}
 }
+
+// A list served from the object index (cad-index, written by the first
+// list of a repository) is the list without it, and a garbled index file
+// changes nothing.
+func TestIndexListsTheSame(t *testing.T) {
+	ctx := context.Background()
+	dir := copyDir(t, porchFixture(t, porchShape{Packages: 12, Revisions: 40, Dirs: 3, Drafts: 3, Proposals: 2}))
+	list := func() string {
+		r := mustOpen(t, benchSpec(dir), nil)
+		defer r.Close()
+		revs, err := r.List(ctx, repository.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for _, pr := range revs {
+			m := pr.Meta()
+			fmt.Fprintf(&b, "%s %s %s %s %s %v\n", m.Key, m.Lifecycle, m.Version, m.PublishedBy, m.PublishedAt.UTC(), m.Creation)
+		}
+		return b.String()
+	}
+	index := filepath.Join(dir, "cad-index")
+	want := list()
+	data, err := os.ReadFile(index)
+	if err != nil || len(data) == 0 {
+		t.Fatalf("the first list wrote no index: %v", err)
+	}
+	if got := list(); got != want {
+		t.Fatalf("from the index:\n%s\nwithout:\n%s", got, want)
+	}
+	if err := os.WriteFile(index, []byte("garbage\nc 12 34\n"+string(data[:len(data)/2])), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := list(); got != want {
+		t.Fatalf("from a garbled index:\n%s\nwithout:\n%s", got, want)
+	}
+}

@@ -115,6 +115,7 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 	}
 	var revs []*rev
 	err := r.read(ctx, func(v *view) error {
+		v.idx = r.st.idx
 		var err error
 		revs, err = r.list(ctx, v, opts)
 		return err

@@ -34,7 +34,8 @@ type store struct {
 	sharedReads bool // readers may run concurrently (pure in-memory maps)
 	flock       *fileLock
 	gitDir      string
-	fsrefs      *fsRefs // refs read directly from gitDir, nil in memory
+	fsrefs      *fsRefs   // refs read directly from gitDir, nil in memory
+	idx         *objIndex // the object index in gitDir, nil in memory
 	release     func()
 	warn        func(msg string, args ...any)
 }
@@ -55,6 +56,7 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 	_, st.sharedReads = s.(*memory.Storage)
 	if gitDir != "" {
 		st.fsrefs = &fsRefs{gitDir: gitDir, sync: mode}
+		st.idx = newObjIndex(gitDir)
 		st.mu = &sync.RWMutex{}
 		st.flock = newFileLock(filepath.Join(gitDir, "cad.lock"))
 		st.release = func() {
@@ -157,6 +159,9 @@ type view struct {
 	md *mdState
 	// damaged receives the damaged refs that listing the refs left out.
 	damaged func(error)
+	// idx is the persistent object index, used by lists only (loading
+	// it costs more than one revision's read); nil in memory.
+	idx *objIndex
 }
 
 func (r *Repository) newView() *view {
@@ -169,6 +174,7 @@ func (r *Repository) newView() *view {
 // remote, it first brings the local clone up to date.
 func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 	if r.remote != nil {
+		defer r.st.idx.flush()
 		return r.st.write(ctx, func() error {
 			if err := r.remote.sync(ctx, r.st); err != nil {
 				return err
@@ -176,6 +182,7 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 			return fn(r.newView())
 		})
 	}
+	defer r.st.idx.flush()
 	return r.st.read(ctx, func() error { return fn(r.newView()) })
 }
 

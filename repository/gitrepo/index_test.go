@@ -1,0 +1,72 @@
+package gitrepo
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// What the index records reads back the same, and a damaged line is
+// skipped, not believed.
+func TestObjIndexRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	x := newObjIndex(dir)
+	when := time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("", 5*3600+1800))
+	c := &commitInfo{
+		hash: plumbing.NewHash(strings.Repeat("a1", 20)), tree: plumbing.NewHash(strings.Repeat("b2", 20)),
+		parents: []plumbing.Hash{plumbing.NewHash(strings.Repeat("c3", 20)), plumbing.NewHash(strings.Repeat("d4", 20))},
+		author:  object.Signature{Name: "Zoë \"Z\" Example", Email: "z@example.com", When: when},
+		message: "Approving package revision a/b/3\n\nkpt:{\"package\":\"a/b\",\"workspaceName\":\"w 1\",\"revision\":\"3\"}\n",
+	}
+	c.annotations = annotations(c.message)
+	root := plumbing.NewHash(strings.Repeat("e5", 20))
+	sub := treeEntry{name: "b", mode: modeDir, hash: plumbing.NewHash(strings.Repeat("f6", 20))}
+	x.addCommit(c)
+	x.addSubtree(root, "a/b", sub)
+	root2 := plumbing.NewHash(strings.Repeat("07", 20))
+	x.addSubtree(root2, "a/b", sub)
+	x.flush()
+
+	y := newObjIndex(dir)
+	got := y.commit(c.hash)
+	if got == nil || got.tree != c.tree || len(got.parents) != 2 || got.parents[1] != c.parents[1] ||
+		got.author.Name != c.author.Name || got.author.Email != c.author.Email || !got.author.When.Equal(when) ||
+		got.message != c.message || len(got.annotations) != 1 || got.annotations[0].WorkspaceName != "w 1" {
+		t.Fatalf("commit read back as %+v", got)
+	}
+	if _, off := got.author.When.Zone(); off != 5*3600+1800 {
+		t.Fatalf("time zone offset %d", off)
+	}
+	if e, ok := y.subtree(root, "a/b"); !ok || e != sub {
+		t.Fatalf("subtree read back as %+v, %v", e, ok)
+	}
+
+	// Damage: a changed byte in the first path record, and a last line
+	// cut short, as a crash in the middle of a write leaves it.
+	p := filepath.Join(dir, indexName)
+	data, _ := os.ReadFile(p)
+	lines := strings.SplitAfter(string(data), "\n")
+	lines[1] = strings.Replace(lines[1], "a/b", "a/c", 1)
+	damaged := strings.Join(lines, "") + "c " + strings.Repeat("9", 40) + " 12"
+	if err := os.WriteFile(p, []byte(damaged), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	z := newObjIndex(dir)
+	if z.commit(c.hash) == nil {
+		t.Fatal("an intact record was dropped")
+	}
+	if _, ok := z.subtree(root, "a/c"); ok {
+		t.Fatal("a record whose checksum does not match was believed")
+	}
+	if _, ok := z.subtree(root, "a/b"); ok {
+		t.Fatal("the damaged record still answers")
+	}
+	if _, ok := z.subtree(root2, "a/b"); !ok {
+		t.Fatal("the intact record after the damaged one was dropped")
+	}
+}
