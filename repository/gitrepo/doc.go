@@ -192,7 +192,21 @@
 // bounded LRU (Options.CacheBytes), as they never change. On disk, refs
 // are read as git reads them (a loose file, else packed-refs, parsed once
 // per change of the file), so looking up a tag costs the same among ten or
-// a hundred thousand. For a remote,
-// every read first fetches: an ls-remote, and objects only for refs that
-// moved to commits not present locally. Watch polls the refs.
+// a hundred thousand. A path is found in a tree by scanning its raw
+// entries for the one name, not by decoding the whole tree (the root tree
+// of an approval commit holds every package).
+//
+// On disk, lists also keep cad-index in the git directory: facts about
+// immutable objects (a commit's tree, parents, author and message; the
+// package tree under a commit's tree), appended in checksummed lines by
+// the lists that learn them and read by later processes, so that a list
+// in a new process does not decode every tagged commit and its trees out
+// of the pack again (Porch writes one root tree per approval). It is a
+// cache of facts that never change: deleting it loses nothing, a damaged
+// line is ignored, and a repository that cannot be written is listed
+// without it. Get does not load it: loading costs more than one read.
+//
+// For a remote, every read first fetches: an ls-remote, and objects only
+// for refs that moved to commits not present locally. Watch polls the
+// refs.
 package gitrepo
