@@ -310,6 +310,20 @@ func runChild(t *testing.T, dir, op string, at int, delay time.Duration) child {
 	return c
 }
 
+// publishNew creates, proposes and approves the revision key.
+func publishNew(t *testing.T, r *gitrepo.Repository, key revision.Key) {
+	t.Helper()
+	ctx := context.Background()
+	if err := writeDraft(ctx, r, key, "v", true); err != nil {
+		t.Fatal(err)
+	}
+	for _, lc := range []revision.Lifecycle{revision.LifecycleProposed, revision.LifecyclePublished} {
+		if _, err := r.UpdateLifecycle(ctx, key, lc, repository.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // crashFixture returns a bare repository in the state before op: a
 // branch of three packages with published revisions in packed-refs (as
 // git gc leaves them) and loose ones.
@@ -322,16 +336,7 @@ func crashFixture(t *testing.T, op crashOp) string {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	publish := func(key revision.Key) {
-		if err := writeDraft(ctx, r, key, "v", true); err != nil {
-			t.Fatal(err)
-		}
-		for _, lc := range []revision.Lifecycle{revision.LifecycleProposed, revision.LifecyclePublished} {
-			if _, err := r.UpdateLifecycle(ctx, key, lc, repository.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	publish := func(key revision.Key) { publishNew(t, r, key) }
 	for _, p := range []string{"base/a", "base/b"} {
 		publish(revision.Key{Package: p, Workspace: "w1"})
 		publish(revision.Key{Package: p, Workspace: "w2"})

@@ -27,15 +27,7 @@ func damagedFixture(t *testing.T) (string, *bytes.Buffer, *gitrepo.Options) {
 	}
 	defer r.Close()
 	for _, p := range []string{"a", "b"} {
-		key := revision.Key{Package: p, Workspace: "w1"}
-		if err := writeDraft(ctx, r, key, "v", true); err != nil {
-			t.Fatal(err)
-		}
-		for _, lc := range []revision.Lifecycle{revision.LifecycleProposed, revision.LifecyclePublished} {
-			if _, err := r.UpdateLifecycle(ctx, key, lc, repository.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
+		publishNew(t, r, revision.Key{Package: p, Workspace: "w1"})
 	}
 	if err := writeDraft(ctx, r, revision.Key{Package: "a", Workspace: "draft"}, "d", true); err != nil {
 		t.Fatal(err)
