@@ -366,6 +366,21 @@ func parseJournal(data []byte) ([]refUpdate, error) {
 // holds any of them, by writing packed-refs.lock, syncing and renaming it
 // as git does.
 func (f *fsRefs) rewritePacked(deletes []refUpdate) error {
+	// Most deletions are of loose refs (a proposal, a draft): the parsed,
+	// cached packed-refs says so without reading the file again.
+	_, packed, err := f.packed()
+	if err != nil {
+		return err
+	}
+	inPacked := false
+	for _, u := range deletes {
+		if _, ok := packed[string(u.name)]; ok {
+			inPacked = true
+		}
+	}
+	if !inPacked {
+		return nil
+	}
 	p := filepath.Join(f.gitDir, "packed-refs")
 	data, err := os.ReadFile(p)
 	if notExist(err) {
