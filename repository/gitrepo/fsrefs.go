@@ -35,6 +35,7 @@ type fsRefs struct {
 	size    int64
 	names   []string // sorted
 	hashes  map[string]plumbing.Hash
+	scans   int // lookups that read packed-refs without parsing it
 }
 
 // packed returns the parsed packed-refs, re-reading the file when it
@@ -143,12 +144,57 @@ func (f *fsRefs) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 	if h, ok, err := f.loose(string(name)); err != nil || ok {
 		return h, ok, err
 	}
+	if h, ok, done, err := f.packedScan(string(name)); done || err != nil {
+		return h, ok, err
+	}
 	_, hashes, err := f.packed()
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
 	h, ok := hashes[string(name)]
 	return h, ok, nil
+}
+
+// scansBeforeParse is how many single lookups read packed-refs directly
+// before it is parsed whole: a process that reads one revision should not
+// pay for every ref of a large repository, one that reads many should
+// parse once.
+const scansBeforeParse = 16
+
+// packedScan looks name up in packed-refs by searching the file for its
+// line, without parsing the others, while the parsed form is not current
+// and fewer than scansBeforeParse lookups were made; done is false when
+// the caller should use the parsed form instead.
+func (f *fsRefs) packedScan(name string) (h plumbing.Hash, ok, done bool, err error) {
+	f.mu.Lock()
+	if f.hashes != nil || f.scans >= scansBeforeParse {
+		f.mu.Unlock()
+		return plumbing.ZeroHash, false, false, nil
+	}
+	f.scans++
+	f.mu.Unlock()
+	data, err := os.ReadFile(filepath.Join(f.gitDir, "packed-refs"))
+	if err != nil {
+		if notExist(err) {
+			return plumbing.ZeroHash, false, true, nil
+		}
+		return plumbing.ZeroHash, false, true, err
+	}
+	needle := []byte(" " + name)
+	for off := 0; ; {
+		i := bytes.Index(data[off:], needle)
+		if i < 0 {
+			return plumbing.ZeroHash, false, true, nil
+		}
+		i += off
+		end := i + len(needle)
+		lineStart := i - 40
+		if lineStart >= 0 && (lineStart == 0 || data[lineStart-1] == '\n') &&
+			(end == len(data) || data[end] == '\n' || data[end] == '\r') && plumbing.IsHash(string(data[lineStart:i])) {
+			return plumbing.NewHash(string(data[lineStart:i])), true, true, nil
+		}
+		off = i + 1
+	}
 }
 
 // childNames returns the names of the refs directly under prefix (which
