@@ -303,25 +303,41 @@ func (d *resourceDef) apiVersion() string {
 type continueToken struct {
 	Namespace string `json:"ns,omitempty"`
 	Name      string `json:"name"`
+	// RV is the resourceVersion of the list the first page came from;
+	// where the server kept that list (see snapshots), later pages come
+	// from it, consistent with the first and without listing again.
+	RV string `json:"rv,omitempty"`
 }
 
-// paginate sorts items by namespace and name and cuts the page lo asks for.
-func paginate(items []metav1.Object, lo *listOptions) ([]metav1.Object, string, error) {
+// parseContinue decodes lo's continue token; ok is false without one.
+func parseContinue(lo *listOptions) (tok continueToken, ok bool, err error) {
+	if lo.continueToken == "" {
+		return continueToken{}, false, nil
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(lo.continueToken)
+	if err == nil {
+		err = json.Unmarshal(raw, &tok)
+	}
+	if err != nil {
+		return continueToken{}, false, errBadRequest("invalid continue token")
+	}
+	return tok, true, nil
+}
+
+// paginate sorts items by namespace and name and cuts the page lo asks
+// for; rv, the list's resourceVersion, goes into the continue token.
+func paginate(items []metav1.Object, lo *listOptions, rv string) ([]metav1.Object, string, error) {
 	sort.SliceStable(items, func(i, j int) bool {
 		if items[i].GetNamespace() != items[j].GetNamespace() {
 			return items[i].GetNamespace() < items[j].GetNamespace()
 		}
 		return items[i].GetName() < items[j].GetName()
 	})
-	if lo.continueToken != "" {
-		raw, err := base64.RawURLEncoding.DecodeString(lo.continueToken)
-		var tok continueToken
-		if err == nil {
-			err = json.Unmarshal(raw, &tok)
-		}
-		if err != nil {
-			return nil, "", errBadRequest("invalid continue token")
-		}
+	tok, ok, err := parseContinue(lo)
+	if err != nil {
+		return nil, "", err
+	}
+	if ok {
 		i := sort.Search(len(items), func(i int) bool {
 			o := items[i]
 			if o.GetNamespace() != tok.Namespace {
@@ -333,7 +349,7 @@ func paginate(items []metav1.Object, lo *listOptions) ([]metav1.Object, string, 
 	}
 	if lo.limit > 0 && int64(len(items)) > lo.limit {
 		last := items[lo.limit-1]
-		raw, _ := json.Marshal(continueToken{Namespace: last.GetNamespace(), Name: last.GetName()})
+		raw, _ := json.Marshal(continueToken{Namespace: last.GetNamespace(), Name: last.GetName(), RV: rv})
 		return items[:lo.limit], base64.RawURLEncoding.EncodeToString(raw), nil
 	}
 	return items, "", nil

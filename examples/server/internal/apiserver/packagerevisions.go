@@ -269,6 +269,21 @@ func (s *Server) listPRs(ctx context.Context, rq *request, ns string, lo *listOp
 }
 
 func (p *prImpl) list(ctx context.Context, rq *request, lo *listOptions) ([]metav1.Object, string, error) {
+	// A later page of a list the server still holds comes from that list:
+	// consistent with the first page, and nothing is listed again.
+	if tok, ok, err := parseContinue(lo); err != nil {
+		return nil, "", err
+	} else if ok && tok.RV != "" {
+		if m, ok := p.s.snaps.get(tok.RV); ok {
+			out := make([]metav1.Object, 0, len(m))
+			for _, o := range m {
+				if rq.ns == "" || o.Namespace == rq.ns {
+					out = append(out, o)
+				}
+			}
+			return out, tok.RV, nil
+		}
+	}
 	objs, err := p.s.listPRs(ctx, rq, rq.ns, lo)
 	if err != nil {
 		return nil, "", err

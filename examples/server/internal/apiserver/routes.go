@@ -414,7 +414,7 @@ func (s *Server) serveList(ctx context.Context, rq *request, lo *listOptions) {
 		s.writeError(rq, err)
 		return
 	}
-	items, cont, err := paginate(items, lo)
+	items, cont, err := paginate(items, lo, rv)
 	if err != nil {
 		s.writeError(rq, err)
 		return
