@@ -196,3 +196,19 @@ func TestBadInput(t *testing.T) {
 		t.Fatalf("bad input left %d revisions (%v)", len(revs), err)
 	}
 }
+
+// LocalPath reads git.repo values as Open does.
+func TestLocalPath(t *testing.T) {
+	for u, want := range map[string]string{
+		"/srv/repos/a.git": "/srv/repos/a.git", "file:///srv/a": "/srv/a", "./a": "./a", "repos/a": "repos/a",
+		"mem://": "", "https://h/a.git": "", "git@host:a.git": "", "ssh://h/a": "",
+	} {
+		p, local, err := gitrepo.LocalPath(u)
+		if err != nil || p != want || local != (want != "") {
+			t.Errorf("LocalPath(%q) = %q, %v, %v; want %q", u, p, local, err, want)
+		}
+	}
+	if _, _, err := gitrepo.LocalPath("ftp://h/a"); !errors.Is(err, repository.ErrInvalidInput) {
+		t.Errorf("ftp: %v, want ErrInvalidInput", err)
+	}
+}

@@ -275,6 +275,22 @@ func (r *Repository) openStore(ctx context.Context) error {
 	}
 }
 
+// LocalPath says how Open reads the git.repo value u: for a repository on
+// this host (a path or file:// URL) it returns its path and true; for
+// memory and remote repositories "" and false. It returns an error
+// matching repository.ErrInvalidInput for a URL scheme Open does not
+// support. A server that confines local repositories to some directories
+// checks the path it returns, so that it judges u exactly as Open does.
+func LocalPath(u string) (string, bool, error) {
+	switch classifyURL(u) {
+	case urlLocal:
+		return strings.TrimPrefix(u, "file://"), true, nil
+	case urlUnknown:
+		return "", false, fmt.Errorf("%w: git.repo %q is not a supported URL", repository.ErrInvalidInput, redactURL(u))
+	}
+	return "", false, nil
+}
+
 type urlKind int
 
 const (

@@ -17,36 +17,8 @@ import (
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/examples/internal/urlcred"
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
 )
-
-// gitURLKind is what a git URL names, as gitrepo reads it.
-type gitURLKind int
-
-const (
-	gitURLLocal   gitURLKind = iota // a path or file:// URL on this host
-	gitURLMemory                    // mem://
-	gitURLRemote                    // http(s)://, ssh://, git://, scp-like
-	gitURLUnknown                   // another scheme
-)
-
-func classifyGitURL(u string) gitURLKind {
-	switch {
-	case strings.HasPrefix(u, "mem://"):
-		return gitURLMemory
-	case strings.HasPrefix(u, "file://"):
-		return gitURLLocal
-	case strings.HasPrefix(u, "http://"), strings.HasPrefix(u, "https://"), strings.HasPrefix(u, "ssh://"), strings.HasPrefix(u, "git://"):
-		return gitURLRemote
-	case strings.Contains(u, "://"):
-		return gitURLUnknown
-	case filepath.IsAbs(u) || strings.HasPrefix(u, "."):
-		return gitURLLocal
-	}
-	if i := strings.IndexByte(u, ':'); i > 0 && !strings.Contains(u[:i], "/") {
-		return gitURLRemote
-	}
-	return gitURLLocal
-}
 
 // resolveRoots returns the repository roots, absolute and with symbolic
 // links resolved: roots, or the data directory when roots is empty, and
@@ -132,11 +104,12 @@ func (s *Server) checkGitURL(u string) error {
 		return fmt.Errorf("%w: the URL embeds credentials (%s); they are never stored: register the URL without them and name a secret in secretRef",
 			repository.ErrInvalidInput, urlcred.Redact(u))
 	}
-	switch classifyGitURL(u) {
-	case gitURLLocal:
-		return s.checkLocalPath(strings.TrimPrefix(u, "file://"))
-	case gitURLUnknown:
+	p, local, err := gitrepo.LocalPath(u)
+	if err != nil {
 		return fmt.Errorf("%w: unsupported URL scheme in %q", repository.ErrInvalidInput, urlcred.Redact(u))
+	}
+	if local {
+		return s.checkLocalPath(p)
 	}
 	return nil
 }
