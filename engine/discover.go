@@ -123,13 +123,16 @@ func (e *Engine) DiscoverUpgrades(ctx context.Context, repos []string) ([]Upgrad
 			out = append(out, c)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b UpgradeCandidate) int {
-		if c := strings.Compare(a.Downstream.Repository, b.Downstream.Repository); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Downstream.Package, b.Downstream.Package)
-	})
+	slices.SortStableFunc(out, func(a, b UpgradeCandidate) int { return byRepoAndPackage(a.Downstream, b.Downstream) })
 	return out, nil
+}
+
+// byRepoAndPackage orders keys by repository, then package path.
+func byRepoAndPackage(a, b revision.Key) int {
+	if c := strings.Compare(a.Repository, b.Repository); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Package, b.Package)
 }
 
 // latestPerPackage returns the key with the highest revision of each

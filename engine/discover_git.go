@@ -116,12 +116,7 @@ func (e *Engine) DiscoverGitUpgrades(ctx context.Context, repos []string, lister
 			out = append(out, c)
 		}
 	}
-	slices.SortStableFunc(out, func(a, b GitUpgradeCandidate) int {
-		if c := strings.Compare(a.Downstream.Repository, b.Downstream.Repository); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Downstream.Package, b.Downstream.Package)
-	})
+	slices.SortStableFunc(out, func(a, b GitUpgradeCandidate) int { return byRepoAndPackage(a.Downstream, b.Downstream) })
 	return out, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -59,7 +60,7 @@ const (
 )
 
 func newObjIndex(gitDir string) *objIndex {
-	return &objIndex{path: gitDir + string(os.PathSeparator) + indexName}
+	return &objIndex{path: filepath.Join(gitDir, indexName)}
 }
 
 // load reads the file once; x.mu is held.

@@ -83,13 +83,11 @@ func (f *fsRefs) pending() bool {
 // loose objects among objects (those the write stored). When check is
 // set, every ref must be at its old value, else it returns an error
 // matching errConflictRef and changes nothing. The caller holds the
-// exclusive lock.
+// exclusive lock, and has completed what a dead writer left (store.write
+// runs recover first).
 func (f *fsRefs) transact(updates []refUpdate, check bool, objects []plumbing.Hash) (err error) {
 	if len(updates) == 0 {
 		return nil
-	}
-	if err := f.recover(nil); err != nil {
-		return err
 	}
 	if err := f.syncObjects(objects); err != nil {
 		return fmt.Errorf("sync objects: %w", err)
@@ -245,11 +243,11 @@ func (f *fsRefs) recover(warn func(msg string, args ...any)) error {
 	for _, u := range updates {
 		lock := f.refPath(u.name) + ".lock"
 		cur, _, err := f.ref(u.name)
-		var damaged *DamagedRefError
-		if errors.As(err, &damaged) {
-			// Only go-git's in-place writes damage a ref, never
-			// transact's; but a ref the journal names is rewritten all
-			// the same.
+		damaged := isDamaged(err)
+		if damaged {
+			// transact never damages a ref, so something else did after
+			// the commit point; cad committed to this value, and the
+			// journal completes the write it promised.
 			cur, err = plumbing.ZeroHash, nil
 		}
 		if err != nil {
@@ -259,7 +257,7 @@ func (f *fsRefs) recover(warn func(msg string, args ...any)) error {
 		case cur == u.new:
 			_ = os.Remove(lock)
 			continue
-		case cur != u.old && !damaged.is():
+		case cur != u.old && !damaged:
 			if warn != nil {
 				warn("ref changed by another program during an interrupted write; left as it is", "ref", u.name.String(), "expected", hashOrNone(u.old), "found", hashOrNone(cur))
 			}
@@ -281,8 +279,6 @@ func (f *fsRefs) recover(warn func(msg string, args ...any)) error {
 	}
 	return nil
 }
-
-func (e *DamagedRefError) is() bool { return e != nil }
 
 // lockRef creates the lock file of ref name exclusively and returns its
 // path.
