@@ -113,8 +113,9 @@ func (f *fsRefs) loose(name string) (plumbing.Hash, bool, error) {
 // file is empty or not an object id, or it names an object the repository
 // does not have. It matches repository.ErrCorrupt. Only the revisions that
 // ref holds are affected: List leaves them out (and logs a warning), Get
-// returns this error for them, and cad never rewrites such a ref by
-// itself (git update-ref or a delete through cad repairs it).
+// and writes return this error for them, and cad never rewrites such a
+// ref by itself: setting it with git update-ref, or removing the file,
+// repairs it.
 type DamagedRefError struct {
 	Ref    string // the ref's full name, refs/...
 	Reason string
