@@ -162,10 +162,10 @@
 // cad-journal (the commit point); renames the lock files over the refs
 // (a deletion rewrites packed-refs through packed-refs.lock first, then
 // removes the loose file); syncs the directories; and removes the
-// journal. The next process to take cad.lock, a reader or a writer, finds
-// what a dead writer left: before the commit point it removes the intent
-// and the lock files; after it, it completes the write, setting every ref
-// still at its old value. So a revision is in exactly one lifecycle state
+// journal. What a dead writer left is found by the next process: before
+// the commit point no ref changed, and the next writer removes the intent
+// and the lock files; after it, the next reader or writer completes the
+// write, setting every ref still at its old value. So a revision is in exactly one lifecycle state
 // after any crash, and an approval retried after a crash never publishes
 // twice: it either happened or it did not. TestCrash kills a child
 // process at every step of init, save, propose, approve, metadata,

@@ -56,6 +56,7 @@ const (
 	kindFiles
 	kindInfo
 	kindTagAnnotations // kpt: annotations of an annotated tag's message
+	kindSubtree        // the directory a path leads to under a tree
 )
 
 var errNotCommit = errors.New("not a commit")
@@ -138,16 +139,26 @@ func (v *view) subtree(root plumbing.Hash, p string) (plumbing.Hash, bool, error
 	if p == "" {
 		return h, true, nil
 	}
+	// Trees never change, so neither does where a path leads: the answer
+	// is cached, not the trees on the way (a root tree of an approval
+	// commit holds every package and is scanned, not decoded).
+	ck := plumbing.ComputeHash(plumbing.BlobObject, []byte(root.String()+"\x00"+p))
+	if e, ok := v.cache.get(kindSubtree, ck); ok {
+		sub := e.(plumbing.Hash)
+		return sub, !sub.IsZero(), nil
+	}
 	for _, seg := range strings.Split(p, "/") {
 		e, ok, err := v.lookup(h, seg)
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
 		if !ok || e.mode != modeDir {
+			v.cache.put(kindSubtree, ck, plumbing.ZeroHash, int64(64+len(p)))
 			return plumbing.ZeroHash, false, nil
 		}
 		h = e.hash
 	}
+	v.cache.put(kindSubtree, ck, h, int64(64+len(p)))
 	return h, true, nil
 }
 

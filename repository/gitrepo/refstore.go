@@ -69,13 +69,12 @@ func (f *fsRefs) journalPath() string { return filepath.Join(f.gitDir, journalNa
 // committed.
 func (f *fsRefs) intentPath() string { return f.journalPath() + ".lock" }
 
-// pending reports whether a journal or an intent of a transaction that did
-// not finish is on disk.
+// pending reports whether the journal of a transaction that passed its
+// commit point but did not finish is on disk: what a reader must see
+// completed. An intent alone (a writer that died before its commit
+// point) changed no ref, so readers leave it to the next writer.
 func (f *fsRefs) pending() bool {
-	if _, err := os.Lstat(f.journalPath()); err == nil {
-		return true
-	}
-	_, err := os.Lstat(f.intentPath())
+	_, err := os.Lstat(f.journalPath())
 	return err == nil
 }
 
