@@ -204,7 +204,7 @@ type PackageRevisionStatus struct {
 	// Revision is 0 for drafts and proposals, 1, 2, ... once published and
 	// -1 for the placeholder revision (the package on the branch).
 	// +optional
-	Revision int `json:"revision,omitempty"`
+	Revision int `json:"revision"`
 	// UpstreamLock is the Kptfile's upstreamLock: where the package was
 	// cloned from, resolved to a commit.
 	// +optional
