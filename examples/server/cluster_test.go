@@ -173,6 +173,27 @@ func TestClusterMode(t *testing.T) {
 	out = k("get", "packagerevisionresources", "blueprints.app.ws1", "-o", "jsonpath={.spec.resources.settings\\.yaml}")
 	require.Contains(t, out, "color: blue")
 
+	// cadctl (porchctl's verbs) through the cluster: get, pull, push.
+	cadctl := filepath.Join(t.TempDir(), "cadctl")
+	if out, err := exec.Command("go", "build", "-o", cadctl, "../cadctl").CombinedOutput(); err != nil {
+		t.Fatalf("building cadctl: %v\n%s", err, out)
+	}
+	cad := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(cadctl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+		return string(out)
+	}
+	require.Contains(t, cad("rpkg", "get"), "blueprints.app.ws1")
+	pkgDir := filepath.Join(t.TempDir(), "app")
+	cad("rpkg", "pull", "blueprints.app.ws1", pkgDir)
+	b, err := os.ReadFile(filepath.Join(pkgDir, "settings.yaml"))
+	require.NoError(t, err)
+	require.Contains(t, string(b), "color: blue")
+	require.NoError(t, os.WriteFile(filepath.Join(pkgDir, "settings.yaml"), []byte(strings.Replace(string(b), "blue", "green", 1)), 0o644))
+	cad("rpkg", "push", "blueprints.app.ws1", pkgDir)
+	require.Contains(t, k("get", "packagerevisionresources", "blueprints.app.ws1", "-o", "jsonpath={.spec.resources.settings\\.yaml}"), "color: green")
+
 	// It is in git, authored by the cluster's user.
 	g, err := git.PlainOpen(gitDir)
 	require.NoError(t, err)
