@@ -4,7 +4,7 @@
 # witness), the CNCF distribution registry (docker-registry, started by
 # the ocirepo tests on loopback with their own config) and kubectl (the
 # reference server's tests drive it; best effort, they skip without it).
-# Needs root to install; does nothing when all are present.
+# Needs root to install packages; does nothing when all are present.
 set -euo pipefail
 log() { printf '==> %s\n' "$*"; }
 
@@ -47,4 +47,20 @@ if ! command -v kubectl >/dev/null 2>&1; then
 	else
 		echo "install-test-deps: kubectl not found; the kubectl tests will skip" >&2
 	fi
+fi
+
+# kube-apiserver and etcd, for the Kubernetes tests (the operator, the
+# kubetest harness): built once from the Go module proxy through the
+# tools/kube module (k8s.io/kubernetes v1.37.2 with its staging modules at
+# v0.37.2; etcd v3.7) into a cache directory that the harness looks in.
+# Building needs no root; it takes a few minutes on two cores.
+kube_bin="${CAD_KUBE_BIN:-$HOME/.cache/cad/kube-v1.37.2/bin}"
+root="$(cd "$(dirname "$0")/.." && pwd)"
+if [ ! -x "$kube_bin/kube-apiserver" ]; then
+	log "building kube-apiserver v1.37.2 into $kube_bin"
+	(cd "$root/tools/kube" && GOWORK=off go build -o "$kube_bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
+fi
+if [ ! -x "$kube_bin/etcd" ]; then
+	log "building etcd into $kube_bin"
+	(cd "$root/tools/kube" && GOWORK=off go build -o "$kube_bin/etcd" go.etcd.io/etcd/server/v3)
 fi

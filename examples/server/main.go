@@ -51,6 +51,24 @@
 //	--starlark-max-memory N  heap growth cap of one starlark run, in bytes
 //
 // URLs with embedded credentials (https://user:pass@host/...) are refused.
+//
+// Cluster mode: where PackageRevisions are custom resources reconciled by
+// the operator (examples/operator), the server is the aggregated API that
+// serves porch.kpt.dev/v1alpha1 (PackageRevisionResources, and the
+// v1alpha1 view of PackageRevisions) for the same repositories:
+//
+//	--kubeconfig FILE        the cluster (or --in-cluster in a pod)
+//	--requestheader-client-ca-file FILE, --requestheader-allowed-names NAME
+//	                         the aggregator's client certificate (default:
+//	                         kube-system/extension-apiserver-authentication)
+//
+// In that mode the Repository objects are the cluster's (mirrored by an
+// informer, read-only through the server), secretRefs name the cluster's
+// Secrets, every request is authorized by a SubjectAccessReview, and
+// the user is the one the aggregator names in X-Remote-User. Without
+// --tls-cert-file the server makes a self-signed certificate under the data
+// directory. Register it with an APIService for v1alpha1.porch.kpt.dev
+// whose Service has the server's address as its endpoint.
 package main
 
 import (
@@ -66,6 +84,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -100,6 +119,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	secretsDir := fs.String("secrets-dir", "", "directory of the credentials secretRefs name: <dir>/<namespace>/<secret>/<key> files (username, password, bearerToken, ssh-privatekey, ssh-passphrase, known_hosts)")
 	maxBody := fs.Int64("max-body-bytes", apiserver.DefaultMaxBodyBytes, "largest request body accepted, in bytes")
 	starlarkSteps := fs.Uint64("starlark-max-steps", fnruntime.DefaultStarlarkSteps, "computation steps a starlark function may take")
+	var cc clusterConfig
+	fs.StringVar(&cc.kubeconfig, "kubeconfig", "", "cluster mode: serve as the aggregated porch.kpt.dev/v1alpha1 API of the cluster this kubeconfig reaches (Repositories, Secrets and authorization are the cluster's)")
+	fs.BoolVar(&cc.inCluster, "in-cluster", false, "cluster mode with the pod's service account instead of --kubeconfig")
+	fs.StringVar(&cc.requestHeaderCA, "requestheader-client-ca-file", "", "cluster mode: the CA of the aggregator's client certificate (default: read from kube-system/extension-apiserver-authentication)")
+	var rhNames stringList
+	fs.Var(&rhNames, "requestheader-allowed-names", "cluster mode: common names the aggregator's client certificate may have; repeatable (default: the cluster's)")
 	starlarkMemory := fs.Int64("starlark-max-memory", fnruntime.DefaultStarlarkMemory, "bytes by which the heap may grow during one starlark run; negative for no cap")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -117,6 +142,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,
 		}), nil),
 	}
+	cc.requestHeaderName = rhNames
+	var kube *cluster
+	if cc.enabled() {
+		var err error
+		if kube, err = connect(cc); err != nil {
+			return err
+		}
+		if err := kube.configure(ctx, cc, opts); err != nil {
+			return err
+		}
+		if *certFile == "" && *keyFile == "" {
+			host, _, _ := net.SplitHostPort(*listen)
+			if *certFile, *keyFile, err = selfSignedTLS(filepath.Join(*dataDir, "tls"), []string{host, "localhost", "127.0.0.1"}); err != nil {
+				return fmt.Errorf("cluster mode: serving certificate: %w", err)
+			}
+		}
+	}
 	if *tokenFile != "" {
 		tokens, err := apiserver.LoadTokenFile(*tokenFile)
 		if err != nil {
@@ -133,7 +175,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("--token-file needs --tls-cert-file and --tls-private-key-file: bearer tokens are only sent over HTTPS")
 	}
 	opts.ClientCertificates = *clientCA != ""
-	authenticated := opts.Tokens != nil || opts.ClientCertificates
+	if kube != nil {
+		// The aggregator presents a client certificate of the request
+		// header CA; it must pass the handshake.
+		if tlsConfig.ClientCAs == nil {
+			tlsConfig.ClientAuth = tls.RequestClientCert // verified by RequestHeader
+		} else {
+			tlsConfig.ClientCAs.AppendCertsFromPEM(kube.requestHeaderPEM)
+		}
+	}
+	authenticated := opts.Tokens != nil || opts.ClientCertificates || opts.RequestHeader != nil
 	if host, _, err := net.SplitHostPort(*listen); err != nil {
 		return fmt.Errorf("--listen %q: %w", *listen, err)
 	} else if !isLoopback(host) && !authenticated && !*insecure {
@@ -154,6 +205,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer srv.Close()
+	if kube != nil {
+		go func() {
+			if err := kube.watchRepositories(ctx, srv, func(f string, a ...any) { logger.Warn(fmt.Sprintf(f, a...)) }); err != nil && ctx.Err() == nil {
+				logger.Error("mirroring the cluster's repositories", "err", err)
+			}
+		}()
+	}
 
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {

@@ -104,9 +104,10 @@ type cmdEnv struct {
 }
 
 type globalFlags struct {
-	config    string
-	server    string
-	namespace string
+	config     string
+	server     string
+	kubeconfig string
+	namespace  string
 	// Server mode's credentials and TLS.
 	token, caFile, certFile, keyFile string
 }
@@ -255,6 +256,7 @@ func (c *cmdEnv) newFlagSet(name string) *flag.FlagSet {
 	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.global.config, "config", c.global.config, "direct mode: the file listing the registered repositories (default $"+EnvConfig+" or <user config dir>/cadctl/config.json)")
 	fs.StringVar(&c.global.server, "server", c.global.server, "server mode: the URL of cad's reference server (default $"+EnvServer+")")
+	fs.StringVar(&c.global.kubeconfig, "kubeconfig", c.global.kubeconfig, "cluster mode: reach Porch's API through the Kubernetes cluster of this kubeconfig (its server, credentials and namespace), where cad's operator and the reference server in cluster mode serve it")
 	fs.StringVar(&c.global.namespace, "namespace", c.global.namespace, "the namespace of the objects (default $"+EnvNamespace+" or \""+DefaultNamespace+"\")")
 	fs.StringVar(&c.global.namespace, "n", c.global.namespace, "shorthand for --namespace")
 	fs.StringVar(&c.global.token, "token", c.global.token, "server mode: bearer token for the server (default $"+EnvToken+")")
@@ -344,6 +346,11 @@ func (c *cmdEnv) namespace() string {
 	if c.global.namespace != "" {
 		return c.global.namespace
 	}
+	if c.global.kubeconfig != "" {
+		if ns := kubeconfigNamespace(c.abs(c.global.kubeconfig)); ns != "" {
+			return ns
+		}
+	}
 	if ns := c.getenv(EnvNamespace); ns != "" {
 		return ns
 	}
@@ -357,11 +364,20 @@ func (c *cmdEnv) client() (Client, error) {
 		return c.cl, nil
 	}
 	server := c.global.server
-	if server == "" {
+	if server == "" && c.global.kubeconfig == "" {
 		server = c.getenv(EnvServer)
 	}
 	var err error
-	if server != "" {
+	if c.global.kubeconfig != "" {
+		if c.global.config != "" || server != "" {
+			return nil, usagef("--kubeconfig cannot be used with --config or --server")
+		}
+		var sc *ServerClient
+		sc, err = NewClusterClient(c.abs(c.global.kubeconfig), c.namespace())
+		if err == nil {
+			c.cl = sc
+		}
+	} else if server != "" {
 		if c.global.config != "" {
 			return nil, usagef("--config and --server cannot be used together")
 		}

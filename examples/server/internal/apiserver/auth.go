@@ -53,6 +53,10 @@ type User struct {
 	// Groups are the token file's groups or the certificate's subject
 	// organizations; those named RoleGroupPrefix+role grant the role.
 	Groups []string
+
+	// external: an Options.Authorizer authorized the request; roles do
+	// not apply.
+	external bool
 }
 
 // Has reports whether u holds role r: directly, through RoleAdmin, or for
@@ -162,7 +166,7 @@ func userFrom(ctx context.Context) *User {
 
 // authEnabled reports whether the server authenticates requests.
 func (s *Server) authEnabled() bool {
-	return s.opts.Tokens != nil || s.opts.ClientCertificates
+	return s.opts.Tokens != nil || s.opts.ClientCertificates || s.opts.RequestHeader != nil
 }
 
 // authenticateRequest returns the user of r: from a bearer token, else
@@ -170,6 +174,11 @@ func (s *Server) authEnabled() bool {
 // and no error for a request without credentials, and an error for
 // credentials that do not authenticate.
 func (s *Server) authenticateRequest(r *http.Request) (*User, error) {
+	if s.opts.RequestHeader != nil {
+		if u, err := s.opts.RequestHeader.authenticate(r); u != nil || err != nil {
+			return u, err
+		}
+	}
 	if h := r.Header.Get("Authorization"); h != "" {
 		scheme, token, _ := strings.Cut(h, " ")
 		if !strings.EqualFold(scheme, "Bearer") || s.opts.Tokens == nil {
@@ -216,7 +225,9 @@ func (s *Server) authenticate(h http.Handler) http.Handler {
 			writeJSON(w, http.StatusUnauthorized, newStatus(http.StatusUnauthorized, metav1.StatusReasonUnauthorized, msg).status)
 			return
 		}
-		if !u.Has(RoleViewer) {
+		if s.opts.Authorizer != nil {
+			u.external = true // the Authorizer decides, not the roles
+		} else if !u.Has(RoleViewer) {
 			writeJSON(w, http.StatusForbidden, newStatus(http.StatusForbidden, metav1.StatusReasonForbidden,
 				fmt.Sprintf("User %q has no role on this server: it needs one of the groups %s", u.Name, roleGroups())).status)
 			return
@@ -256,7 +267,7 @@ func errDenied(rq *request, u *User, what string, roles ...Role) *apiError {
 // server has no authentication), else the 403 for doing what.
 func requireRole(ctx context.Context, rq *request, what string, roles ...Role) error {
 	u := userFrom(ctx)
-	if u == nil {
+	if u == nil || u.external {
 		return nil
 	}
 	for _, r := range roles {
@@ -274,6 +285,9 @@ func (s *Server) authorize(rq *request) error {
 	ctx := rq.r.Context()
 	if userFrom(ctx) == nil {
 		return nil
+	}
+	if s.opts.Authorizer != nil {
+		return s.authorizeExternal(rq)
 	}
 	verb := verbOf(rq)
 	what := verb + " " + rq.def.gr.String()

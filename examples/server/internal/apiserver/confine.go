@@ -1,17 +1,20 @@
 package apiserver
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/google/go-containerregistry/pkg/authn"
+	gossh "golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
@@ -166,6 +169,18 @@ type secret struct {
 // layout of a Kubernetes Secret mounted as a volume). Errors name the
 // secret, never its content.
 func (s *Server) resolveSecret(ns, name string) (*secret, error) {
+	if s.opts.Secrets != nil {
+		if reason := dnsSubdomain(name); reason != "" {
+			return nil, fmt.Errorf("%w: secretRef %q: %s", repository.ErrInvalidInput, name, reason)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		data, err := s.opts.Secrets(ctx, ns, name)
+		if err != nil {
+			return nil, fmt.Errorf("secret %q of namespace %q: %w", name, ns, err)
+		}
+		return &secret{data: data}, nil
+	}
 	if s.opts.SecretsDir == "" {
 		return nil, fmt.Errorf("%w: secretRef %q: the server has no secrets directory (--secrets-dir)", repository.ErrInvalidInput, name)
 	}
@@ -237,7 +252,7 @@ func (s *Server) gitAuth(ns, name, repoURL string) (transport.AuthMethod, error)
 			return nil, fmt.Errorf("%w: secret %q: the ssh key does not parse", repository.ErrInvalidInput, name)
 		}
 		if _, ok := sec.data[secretKnownHosts]; ok {
-			cb, err := gitssh.NewKnownHostsCallback(filepath.Join(sec.dir, secretKnownHosts))
+			cb, err := knownHosts(sec)
 			if err != nil {
 				return nil, fmt.Errorf("%w: secret %q: known_hosts: %v", repository.ErrInvalidInput, name, err)
 			}
@@ -251,6 +266,28 @@ func (s *Server) gitAuth(ns, name, repoURL string) (transport.AuthMethod, error)
 	}
 	return nil, fmt.Errorf("%w: secret %q has none of the keys %s, %s, %s, %s", repository.ErrInvalidInput, name,
 		secretUsername, secretPassword, secretBearerToken, secretSSHKey)
+}
+
+// knownHosts reads the known_hosts key of sec: from its directory, or,
+// for a secret that has none (Options.Secrets), through a temporary file,
+// since the parser reads files.
+func knownHosts(sec *secret) (gossh.HostKeyCallback, error) {
+	if sec.dir != "" {
+		return gitssh.NewKnownHostsCallback(filepath.Join(sec.dir, secretKnownHosts))
+	}
+	f, err := os.CreateTemp("", "cad-known-hosts-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(f.Name())
+	_, err = f.Write(sec.data[secretKnownHosts])
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gitssh.NewKnownHostsCallback(f.Name())
 }
 
 // ociAuth resolves secretRef name of namespace ns into registry

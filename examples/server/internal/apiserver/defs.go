@@ -118,6 +118,12 @@ func (s *Server) resourceDefs() []*resourceDef {
 		},
 		impl: &storeImpl{s: s, res: resRepositories, def: func() *resourceDef { return repoDef }, keepStatus: true,
 			prepare: s.prepareRepository, written: s.repositoryWritten,
+			deleting: func(_ context.Context, rq *request, u *unstructured.Unstructured) error {
+				if s.opts.ExternalRepositories {
+					return errExternalRepositories(rq.name)
+				}
+				return nil
+			},
 			deleted: func(_ context.Context, rq *request, u *unstructured.Unstructured) { s.unregister(rq.ns, rq.name) }},
 	})
 	variantHooks := func(res string, def func() *resourceDef) *storeImpl {

@@ -335,6 +335,9 @@ func randomSuffix() string {
 // prepareRepository validates a Repository, checks immutable fields and
 // overlapping registrations, opens it and records its status.
 func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *unstructured.Unstructured) error {
+	if s.opts.ExternalRepositories {
+		return errExternalRepositories(u.GetName())
+	}
 	d := grRepositories
 	r, err := repositoryFrom(u)
 	if err != nil {

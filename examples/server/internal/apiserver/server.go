@@ -162,6 +162,25 @@ type Options struct {
 	// Empty means none: a secretRef fails to resolve, and the repository
 	// reports it in its Ready condition.
 	SecretsDir string
+	// Secrets, when not nil, resolves secretRefs instead of SecretsDir:
+	// it returns the data of secret name in namespace ns (a Kubernetes
+	// Secret's data), or an error wrapping repository.ErrNotFound when
+	// there is none.
+	Secrets func(ctx context.Context, ns, name string) (map[string][]byte, error)
+
+	// ExternalRepositories makes the Repository objects someone else's
+	// (a Kubernetes cluster's): the server registers none of its own
+	// (no default repository, none from the data directory), mirrors
+	// those given to ApplyRepository and RemoveRepository, and refuses
+	// to create, change or delete repositories over its API (403).
+	ExternalRepositories bool
+	// RequestHeader, when not nil, authenticates requests that an
+	// authenticating proxy (kube-apiserver's aggregation layer)
+	// forwards; see RequestHeader.
+	RequestHeader *RequestHeader
+	// Authorizer, when not nil, decides every resource request instead
+	// of the cad:* roles (a SubjectAccessReview in a cluster).
+	Authorizer Authorizer
 }
 
 // Server is the reference server. See the package documentation.
@@ -270,6 +289,13 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		return nil, err
 	}
 	objs, _ := s.store.List(resRepositories, "*")
+	if o.ExternalRepositories {
+		// A mirror: the cluster's informer fills it again.
+		for _, u := range objs {
+			_, _ = s.store.Delete(resRepositories, u.GetNamespace(), u.GetName(), "")
+		}
+		objs = nil
+	}
 	for _, u := range objs {
 		r, err := repositoryFrom(u)
 		if err != nil {
@@ -294,7 +320,7 @@ func (s *Server) bootstrap() error {
 		}
 	}
 	marker := filepath.Join(s.opts.DataDir, "initialized")
-	if _, err := os.Stat(marker); err == nil || s.opts.NoDefaultRepository {
+	if _, err := os.Stat(marker); err == nil || s.opts.NoDefaultRepository || s.opts.ExternalRepositories {
 		return nil
 	}
 	gitDir := filepath.Join(s.opts.DataDir, "git", "default.git")

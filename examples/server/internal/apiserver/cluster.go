@@ -1,0 +1,244 @@
+package apiserver
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/server/internal/store"
+)
+
+// The server behind a Kubernetes cluster.
+//
+// Where PackageRevisions are custom resources that an operator reconciles
+// (examples/operator), the server is the part that stays an aggregated API:
+// kube-apiserver's aggregation layer forwards porch.kpt.dev/v1alpha1 to it
+// (an APIService), so that `kubectl get packagerevisionresources` and
+// porchctl-style pull and push reach the files of the same revisions the
+// CRs name. Four options make that mode:
+//
+//   - ExternalRepositories: Repository objects are the cluster's; the
+//     server mirrors them through ApplyRepository and RemoveRepository
+//     (fed by an informer) and refuses to change them over its own API.
+//   - RequestHeader: the aggregator authenticates itself with a client
+//     certificate and names the user in X-Remote-User and X-Remote-Group.
+//   - Authorizer: the cluster decides what the user may do (a
+//     SubjectAccessReview per request) instead of the server's cad:* roles.
+//   - Secrets: secretRefs resolve to the cluster's Secrets.
+
+// RequestHeader authenticates requests forwarded by an authenticating
+// proxy, as kube-apiserver's aggregation layer forwards them: the proxy
+// presents a TLS client certificate signed by ClientCAs (with a common name
+// in AllowedNames, when that is not empty), and names the user and its
+// groups in headers. The http.Server's tls.Config must ask for client
+// certificates (tls.RequestClientCert or stronger).
+type RequestHeader struct {
+	// ClientCAs verify the proxy's client certificate.
+	ClientCAs *x509.CertPool
+	// AllowedNames are the common names a proxy certificate may have;
+	// empty allows any that ClientCAs verify.
+	AllowedNames []string
+	// UsernameHeaders name the user, the first present wins; default
+	// X-Remote-User.
+	UsernameHeaders []string
+	// GroupHeaders carry the user's groups, each header repeatable;
+	// default X-Remote-Group.
+	GroupHeaders []string
+}
+
+// authenticate returns the user a verified proxy names, nil and no error
+// when the request does not come through the proxy, and an error for a
+// proxy certificate that does not verify.
+func (h *RequestHeader) authenticate(r *http.Request) (*User, error) {
+	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+		return nil, nil
+	}
+	leaf := r.TLS.PeerCertificates[0]
+	inter := x509.NewCertPool()
+	for _, c := range r.TLS.PeerCertificates[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{
+		Roots: h.ClientCAs, Intermediates: inter,
+		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}); err != nil {
+		return nil, nil // not the proxy: another authenticator may know it
+	}
+	if len(h.AllowedNames) > 0 && !slices.Contains(h.AllowedNames, leaf.Subject.CommonName) {
+		return nil, fmt.Errorf("request header proxy certificate %q is not an allowed name", leaf.Subject.CommonName)
+	}
+	names := h.UsernameHeaders
+	if len(names) == 0 {
+		names = []string{"X-Remote-User"}
+	}
+	var user string
+	for _, n := range names {
+		if v := strings.TrimSpace(r.Header.Get(n)); v != "" {
+			user = v
+			break
+		}
+	}
+	if user == "" {
+		// The aggregator's own requests (discovery, availability): the
+		// proxy itself, which may read discovery and nothing else.
+		return &User{Name: leaf.Subject.CommonName, Groups: []string{"system:authenticated"}}, nil
+	}
+	groupHeaders := h.GroupHeaders
+	if len(groupHeaders) == 0 {
+		groupHeaders = []string{"X-Remote-Group"}
+	}
+	var groups []string
+	for _, n := range groupHeaders {
+		for _, v := range r.Header.Values(n) {
+			for g := range strings.SplitSeq(v, ",") {
+				if g = strings.TrimSpace(g); g != "" {
+					groups = append(groups, g)
+				}
+			}
+		}
+	}
+	return &User{Name: user, Groups: groups}, nil
+}
+
+// Attributes describe a resource request for an Authorizer, in the terms
+// of Kubernetes authorization.
+type Attributes struct {
+	// Verb is get, list, watch, create, update, patch or delete.
+	Verb string
+	// Group, Version and Resource name the resource, Subresource the
+	// subresource (approval, status) or "".
+	Group, Version, Resource, Subresource string
+	// Namespace and Name name the object; either may be empty.
+	Namespace, Name string
+}
+
+// Authorizer decides whether a user may make a resource request. With an
+// Authorizer the server's cad:* roles do not apply: the Authorizer's answer
+// is final (Porch's own split of verbs over subresources: approving is an
+// update of packagerevisions/approval).
+type Authorizer interface {
+	// Authorize returns whether u may do a, and when not, why. An error
+	// means it could not decide; the request is refused with 500.
+	Authorize(ctx context.Context, u *User, a Attributes) (allowed bool, reason string, err error)
+}
+
+// authorizeExternal asks the Authorizer about rq.
+func (s *Server) authorizeExternal(rq *request) error {
+	ctx := rq.r.Context()
+	u := userFrom(ctx)
+	if u == nil {
+		return nil
+	}
+	a := Attributes{
+		Verb: verbOf(rq), Group: rq.def.gr.group, Version: rq.def.version, Resource: rq.def.gr.resource,
+		Subresource: rq.sub, Namespace: rq.ns, Name: rq.name,
+	}
+	ok, reason, err := s.opts.Authorizer.Authorize(ctx, u, a)
+	if err != nil {
+		return newStatus(http.StatusInternalServerError, metav1.StatusReasonInternalError, "authorization failed: "+err.Error())
+	}
+	if ok {
+		return nil
+	}
+	res := a.Resource
+	if a.Subresource != "" {
+		res += "/" + a.Subresource
+	}
+	msg := fmt.Sprintf("User %q cannot %s resource %q in API group %q", u.Name, a.Verb, res, a.Group)
+	if a.Namespace != "" {
+		msg += fmt.Sprintf(" in the namespace %q", a.Namespace)
+	}
+	if reason != "" {
+		msg += ": " + reason
+	}
+	e := newStatus(http.StatusForbidden, metav1.StatusReasonForbidden, msg)
+	if a.Name != "" {
+		e.status.Message = fmt.Sprintf("%s %q is forbidden: %s", rq.def.gr, a.Name, msg)
+	}
+	e.status.Details = &metav1.StatusDetails{Name: a.Name, Group: a.Group, Kind: a.Resource}
+	return e
+}
+
+// errExternalRepositories refuses a change of a mirrored Repository.
+func errExternalRepositories(name string) error {
+	return errForbidden(grRepositories, name,
+		"repositories are managed in the Kubernetes cluster (config.porch.kpt.dev Repository objects there): this server mirrors them")
+}
+
+// ApplyRepository registers or updates a Repository that the cluster holds
+// (ExternalRepositories): u is the cluster's object. The server keeps a
+// copy (without the cluster's resourceVersion, uid or status) so that its
+// own API lists it, and opens the repository when its spec is new or
+// changed. The repository's namespace is created in the server when
+// missing. It returns an error when u is not a valid Repository or cannot
+// be stored; a repository that fails to open is not an error (its entry
+// records why, and it is retried).
+func (s *Server) ApplyRepository(ctx context.Context, u *unstructured.Unstructured) error {
+	if !s.opts.ExternalRepositories {
+		return errors.New("apiserver: ApplyRepository needs Options.ExternalRepositories")
+	}
+	r, err := repositoryFrom(u)
+	if err != nil {
+		return fmt.Errorf("apiserver: repository %s/%s: %w", u.GetNamespace(), u.GetName(), err)
+	}
+	ns, name := u.GetNamespace(), u.GetName()
+	if ns == "" || name == "" {
+		return errors.New("apiserver: a Repository needs a namespace and a name")
+	}
+	if _, err := s.store.Get(resNamespaces, "", ns); errors.Is(err, store.ErrNotFound) {
+		if _, err := s.store.Create(resNamespaces, newNamespace(ns)); err != nil && !errors.Is(err, store.ErrAlreadyExists) {
+			return fmt.Errorf("apiserver: namespace %s: %w", ns, err)
+		}
+	}
+	c := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(),
+		"metadata": map[string]any{"name": name, "namespace": ns},
+	}}
+	if spec, ok := u.Object["spec"]; ok {
+		c.Object["spec"] = spec
+	}
+	c.SetLabels(u.GetLabels())
+	c.SetAnnotations(u.GetAnnotations())
+
+	old, err := s.store.Get(resRepositories, ns, name)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if _, err := s.store.Create(resRepositories, c); err != nil {
+			return fmt.Errorf("apiserver: repository %s/%s: %w", ns, name, err)
+		}
+	case err != nil:
+		return err
+	default:
+		o, oerr := repositoryFrom(old)
+		if oerr == nil && reflect.DeepEqual(porchapi.RepositoryToSpec(o), porchapi.RepositoryToSpec(r)) {
+			if e, ok := s.entry(ns, name); ok && e.repo != nil {
+				return nil // unchanged and open
+			}
+		}
+		c.SetResourceVersion(old.GetResourceVersion())
+		if _, err := s.store.Update(resRepositories, c); err != nil {
+			return fmt.Errorf("apiserver: repository %s/%s: %w", ns, name, err)
+		}
+	}
+	s.setRepositoryStatus(s.register(ctx, r))
+	return nil
+}
+
+// RemoveRepository forgets a Repository the cluster no longer holds
+// (ExternalRepositories) and closes it. Removing one that is not
+// registered does nothing.
+func (s *Server) RemoveRepository(ns, name string) {
+	if _, err := s.store.Delete(resRepositories, ns, name, ""); err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.log.Warn("mirrored repository not removed", "namespace", ns, "name", name, "err", err)
+	}
+	s.unregister(ns, name)
+}
