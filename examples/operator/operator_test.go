@@ -418,25 +418,65 @@ func TestLeaderElection(t *testing.T) {
 	require.Equal(t, revision.LifecycleDraft, got["two/ws1/0"])
 }
 
-// TestKubectlPrinterColumns: kubectl shows the CRD's columns.
-func TestKubectlPrinterColumns(t *testing.T) {
+// TestKubectl: a PackageRevision created and proposed with kubectl, shown
+// with the CRD's printer columns and short name; a source with two fields
+// is refused by the API server (the CRD's CEL rule).
+func TestKubectl(t *testing.T) {
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		t.Skip("kubectl is not on PATH")
 	}
 	e := newEnv(t)
 	e.run(Options{})
-	e.create("blueprints.app.ws1", "app", "ws1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{}})
+	k := func(stdin string, args ...string) (string, error) {
+		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", e.kubeconfig, "-n", ns}, args...)...)
+		cmd.Stdin = strings.NewReader(stdin)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	out, err := k(`apiVersion: porch.kpt.dev/v1alpha2
+kind: PackageRevision
+metadata:
+  name: blueprints.app.ws1
+spec:
+  packageName: app
+  repository: blueprints
+  workspaceName: ws1
+  source:
+    init:
+      description: made with kubectl
+`, "create", "-f", "-")
+	require.NoError(t, err, out)
 	e.wait("blueprints.app.ws1", "a ready draft", readyAt(porchv1alpha2.LifecycleDraft))
-	out, err := exec.Command(kubectl, "--kubeconfig", e.kubeconfig, "get", "packagerevisions.v1alpha2.porch.kpt.dev", "-n", ns).CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	require.Len(t, lines, 2, "%s", out)
+
+	out, err = k("", "get", "packagerevisions.v1alpha2.porch.kpt.dev")
+	require.NoError(t, err, out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	require.Len(t, lines, 2, out)
 	require.Equal(t, []string{"NAME", "PACKAGE", "WORKSPACE", "REVISION", "LIFECYCLE", "REPOSITORY", "READY", "AGE"}, strings.Fields(lines[0]))
 	require.Equal(t, []string{"blueprints.app.ws1", "app", "ws1", "0", "Draft", "blueprints", "True"}, strings.Fields(lines[1])[:7])
 
-	// The short name works too.
-	out, err = exec.Command(kubectl, "--kubeconfig", e.kubeconfig, "get", "rpkg", "-n", ns, "-o", "name").CombinedOutput()
-	require.NoError(t, err, "%s", out)
-	require.Equal(t, "packagerevision.porch.kpt.dev/blueprints.app.ws1", strings.TrimSpace(string(out)))
+	out, err = k("", "patch", "rpkg", "blueprints.app.ws1", "--type", "merge", "-p", `{"spec":{"lifecycle":"Proposed"}}`)
+	require.NoError(t, err, out)
+	e.wait("blueprints.app.ws1", "proposed", readyAt(porchv1alpha2.LifecycleProposed))
+	out, err = k("", "get", "rpkg", "-o", "name")
+	require.NoError(t, err, out)
+	require.Equal(t, "packagerevision.porch.kpt.dev/blueprints.app.ws1", strings.TrimSpace(out))
+
+	out, err = k(`apiVersion: porch.kpt.dev/v1alpha2
+kind: PackageRevision
+metadata:
+  name: blueprints.two.ws1
+spec:
+  packageName: two
+  repository: blueprints
+  workspaceName: ws1
+  source:
+    init: {}
+    copyFrom: {name: blueprints.app.ws1}
+`, "create", "-f", "-")
+	require.Error(t, err)
+	require.Contains(t, out, "exactly one of init, cloneFrom, copyFrom and upgrade")
+	_, err = k("", "get", "rpkg", "blueprints.two.ws1")
+	require.Error(t, err, "nothing was stored")
 }

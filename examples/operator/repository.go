@@ -66,7 +66,9 @@ func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 			return ctrl.Result{}, client.IgnoreNotFound(uerr)
 		}
 	}
-	return ctrl.Result{RequeueAfter: r.poll}, err
+	// An error is in the status; the repository is tried again at the
+	// next poll (a Secret it needs is not watched).
+	return ctrl.Result{RequeueAfter: r.poll}, nil
 }
 
 func equalStatus(a, b *configv1alpha1.Repository) bool {
