@@ -73,6 +73,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", `serve metrics on this address ("0": off)`)
 	fs.StringVar(&o.CacheDir, "cache-dir", "", "keep clones of remote git repositories here (default in memory)")
 	fs.DurationVar(&o.Poll, "poll", 30*time.Second, "how often each repository is read again")
+	fs.IntVar(&o.Workers, "workers", 4, "objects of each kind reconciled at once")
 	verbose := fs.Bool("v", false, "log what the reconcilers do")
 	if err := fs.Parse(args); err != nil {
 		return err

@@ -45,9 +45,16 @@ type Options struct {
 	// default 30s.
 	Poll time.Duration
 
+	// Workers is the number of objects of each kind reconciled at once;
+	// default 4.
+	Workers int
+
 	// inProcessReplica lets tests run several managers in one process
 	// (controller names are otherwise unique per process).
 	inProcessReplica bool
+	// keepLeaseOnStop makes a stopping leader keep its Lease until it
+	// expires, as a killed process does (tests).
+	keepLeaseOnStop bool
 }
 
 // operator is the manager and what its reconcilers share. One more
@@ -91,6 +98,9 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	if o.Poll <= 0 {
 		o.Poll = 30 * time.Second
 	}
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
 	s, err := scheme()
 	if err != nil {
 		return nil, err
@@ -102,11 +112,12 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
-		LeaderElectionReleaseOnCancel: true,
+		LeaderElectionReleaseOnCancel: !o.keepLeaseOnStop,
 	}
+	mo.Controller = config.Controller{MaxConcurrentReconciles: o.Workers}
 	if o.inProcessReplica {
 		skip := true
-		mo.Controller = config.Controller{SkipNameValidation: &skip}
+		mo.Controller.SkipNameValidation = &skip
 	}
 	if o.LeaseDuration > 0 {
 		mo.LeaseDuration = &o.LeaseDuration

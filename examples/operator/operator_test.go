@@ -379,12 +379,16 @@ func sortedKeys(m map[string]int) []string {
 }
 
 // TestLeaderElection runs two replicas: only the leader reconciles, and
-// when it stops the other takes over.
+// when it dies (stops without giving up its Lease, as a killed process)
+// with work queued, the other takes over when the Lease expires and
+// finishes the work, nothing lost and nothing done twice.
 func TestLeaderElection(t *testing.T) {
 	e := newEnv(t)
 	o := Options{LeaderElection: true, LeaderElectionID: "cad-operator-test", LeaderElectionNamespace: ns,
 		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}
-	stop1 := e.run(o)
+	killed := o
+	killed.keepLeaseOnStop = true
+	kill := e.run(killed)
 	holder := func() string {
 		var l coordinationv1.Lease
 		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: o.LeaderElectionID}, &l); err != nil {
@@ -400,22 +404,36 @@ func TestLeaderElection(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return holder() != "" }, 30*time.Second, 100*time.Millisecond)
 	first := holder()
-	stop2 := e.run(o)
-	defer stop2()
+	e.run(o)
 
 	e.create("blueprints.one.ws1", "one", "ws1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{}})
 	e.wait("blueprints.one.ws1", "a ready draft", readyAt(porchv1alpha2.LifecycleDraft))
 	require.Equal(t, first, holder(), "the first replica keeps the lease")
 
-	stop1()
+	// Work in flight when the leader dies.
+	const n = 10
+	for i := range n {
+		e.create(fmt.Sprintf("blueprints.p%d.ws1", i), fmt.Sprintf("p%d", i), "ws1",
+			&porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{}},
+			func(pr *porchv1alpha2.PackageRevision) { pr.Spec.Lifecycle = porchv1alpha2.LifecyclePublished })
+	}
+	kill()
 	require.Eventually(t, func() bool { h := holder(); return h != "" && h != first }, 30*time.Second, 100*time.Millisecond)
-	e.create("blueprints.two.ws1", "two", "ws1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{}})
-	e.wait("blueprints.two.ws1", "a ready draft", readyAt(porchv1alpha2.LifecycleDraft))
+	for i := range n {
+		pr := e.wait(fmt.Sprintf("blueprints.p%d.ws1", i), "published", readyAt(porchv1alpha2.LifecyclePublished))
+		require.Equal(t, 1, pr.Status.Revision)
+	}
 	e.setLifecycle("blueprints.one.ws1", porchv1alpha2.LifecyclePublished)
 	e.wait("blueprints.one.ws1", "published", readyAt(porchv1alpha2.LifecyclePublished))
+
+	// git holds each package once: revision 1 and the placeholder.
 	got := e.gitRevisions(e.gitDir)
-	require.Equal(t, revision.LifecyclePublished, got["one/ws1/1"])
-	require.Equal(t, revision.LifecycleDraft, got["two/ws1/0"])
+	want := map[string]revision.Lifecycle{"one/ws1/1": revision.LifecyclePublished, "one/main/-1": revision.LifecyclePublished}
+	for i := range n {
+		want[fmt.Sprintf("p%d/ws1/1", i)] = revision.LifecyclePublished
+		want[fmt.Sprintf("p%d/main/-1", i)] = revision.LifecyclePublished
+	}
+	require.Equal(t, want, got)
 }
 
 // TestKubectl: a PackageRevision created and proposed with kubectl, shown
