@@ -234,6 +234,13 @@ func TestSourcesAndLifecycle(t *testing.T) {
 		func(pr *porchv1alpha2.PackageRevision) { pr.Spec.Lifecycle = porchv1alpha2.LifecyclePublished })
 	pr = e.wait("blueprints.app.ws2", "published", readyAt(porchv1alpha2.LifecyclePublished))
 	require.Equal(t, 2, pr.Status.Revision)
+	// Discovery moves the latest-revision label to it.
+	e.wait("blueprints.app.ws2", "labelled latest", func(pr *porchv1alpha2.PackageRevision) bool {
+		return pr.Labels[porchv1alpha2.LatestRevisionLabel] == "true"
+	})
+	e.wait("blueprints.app.ws1", "no longer labelled latest", func(pr *porchv1alpha2.PackageRevision) bool {
+		return pr.Labels[porchv1alpha2.LatestRevisionLabel] == ""
+	})
 
 	// clone app v1 into another package, published.
 	e.create("blueprints.edge.ws1", "edge", "ws1", &porchv1alpha2.PackageSource{CloneFrom: &porchv1alpha2.UpstreamPackage{UpstreamRef: ref("blueprints.app.ws1")}},

@@ -17,6 +17,7 @@ import (
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
 )
 
 // repoReconciler reconciles config.porch.kpt.dev/v1alpha1 Repositories:
@@ -104,6 +105,19 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 	for i := range objs.Items {
 		have[objs.Items[i].Name] = &objs.Items[i]
 	}
+	// The latest revision of each package: the Published one with the
+	// highest number.
+	latest := map[string]revision.Key{}
+	for _, rev := range revs {
+		m := rev.Meta()
+		if m.Lifecycle == revision.LifecyclePublished && m.Key.Revision > latest[m.Key.Package].Revision {
+			latest[m.Key.Package] = m.Key
+		}
+	}
+	isLatest := func(k revision.Key) bool {
+		l, ok := latest[k.Package]
+		return ok && l.Revision == k.Revision && l.Workspace == k.Workspace
+	}
 	inRepo := map[string]bool{}
 	for _, rev := range revs {
 		m := rev.Meta()
@@ -111,6 +125,9 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 		name := porchapi.NameOf(m.Key)
 		inRepo[name] = true
 		if cur, ok := have[name]; ok {
+			if err := r.label(ctx, cur, isLatest(m.Key)); err != nil {
+				return 0, err
+			}
 			// Let the PackageRevision reconciler compare it with the
 			// repository when the repository moved on.
 			if cur.Status.SelfLock == nil || cur.Status.SelfLock.Git == nil || cur.Status.SelfLock.Git.Commit != m.Commit ||
@@ -136,6 +153,9 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 				PackageMetadata: o.metadata,
 			},
 		}
+		if isLatest(m.Key) {
+			pr.Labels[porchv1alpha2.LatestRevisionLabel] = "true"
+		}
 		if err := controllerutil.SetOwnerReference(obj, pr, r.client.Scheme()); err != nil {
 			return 0, err
 		}
@@ -155,6 +175,24 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 		}
 	}
 	return len(revs), nil
+}
+
+// label sets or removes the latest-revision label of pr, with a patch of
+// the labels alone.
+func (r *repoReconciler) label(ctx context.Context, pr *porchv1alpha2.PackageRevision, latest bool) error {
+	if (pr.Labels[porchv1alpha2.LatestRevisionLabel] == "true") == latest {
+		return nil
+	}
+	p := client.MergeFrom(pr.DeepCopy())
+	if latest {
+		if pr.Labels == nil {
+			pr.Labels = map[string]string{}
+		}
+		pr.Labels[porchv1alpha2.LatestRevisionLabel] = "true"
+	} else {
+		delete(pr.Labels, porchv1alpha2.LatestRevisionLabel)
+	}
+	return client.IgnoreNotFound(r.client.Patch(ctx, pr, p))
 }
 
 // poke enqueues pr for the PackageRevision reconciler, without blocking
