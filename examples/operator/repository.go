@@ -130,8 +130,9 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 			}
 			// Let the PackageRevision reconciler compare it with the
 			// repository when the repository moved on.
-			if cur.Status.SelfLock == nil || cur.Status.SelfLock.Git == nil || cur.Status.SelfLock.Git.Commit != m.Commit ||
-				string(cur.Spec.Lifecycle) != string(m.Lifecycle) {
+			moved := string(cur.Spec.Lifecycle) != string(m.Lifecycle) || cur.Status.Revision != m.Key.Revision ||
+				cur.Status.SelfLock != nil && cur.Status.SelfLock.Git != nil && cur.Status.SelfLock.Git.Commit != m.Commit
+			if moved {
 				r.poke(ctx, cur)
 			}
 			continue
