@@ -104,7 +104,7 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 
 	var rendered *metav1.Condition
 	if !found {
-		if pr.Spec.Source == nil || pr.Status.SelfLock != nil {
+		if pr.Spec.Source == nil || realised(&pr) {
 			// Discovered, or created before, and now gone from the
 			// repository: the object goes too.
 			return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &pr))
@@ -198,6 +198,13 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		r.setReady(&pr, metav1.ConditionTrue, porchv1alpha2.ReasonReady, "")
 	}
 	return ctrl.Result{}, r.writeStatus(ctx, orig, &pr)
+}
+
+// realised reports whether the object's revision was seen in the
+// repository: its status was written from it (status.observedGeneration
+// is set only then).
+func realised(pr *porchv1alpha2.PackageRevision) bool {
+	return pr.Status.ObservedGeneration > 0
 }
 
 // settled reports whether the object's current generation was realised:

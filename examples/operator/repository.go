@@ -168,7 +168,7 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 		if inRepo[name] || cur.DeletionTimestamp != nil {
 			continue
 		}
-		if cur.Spec.Source != nil && cur.Status.SelfLock == nil {
+		if cur.Spec.Source != nil && !realised(cur) {
 			continue // not created yet
 		}
 		if err := r.client.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
