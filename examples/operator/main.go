@@ -19,8 +19,11 @@
 //   - PackageRevision: applies spec.source once (init, cloneFrom, copyFrom,
 //     upgrade), moves the revision to spec.lifecycle (propose, approve,
 //     reject, propose deletion), writes readiness gates and the conditions
-//     set in status.packageConditions of an unpublished revision into its
-//     Kptfile, and reports the repository's view in the status. Approval
+//     set in status.packageConditions of an unpublished revision, and
+//     spec.packageMetadata of a draft, into its Kptfile, and reports the
+//     repository's view in the status. When the repository changes under a
+//     settled object (another client approved it, say), the object's spec
+//     follows the repository. Approval
 //     waits, with Ready False and reason Pending, until every readiness gate
 //     has its condition True in status.packageConditions (set it through
 //     the status subresource: kubectl patch --subresource=status).

@@ -185,6 +185,26 @@ func (e *env) gitRevisions(dir string) map[string]revision.Lifecycle {
 	return out
 }
 
+// kptfile reads the Kptfile of revision k from the repository directly.
+func (e *env) kptfile(dir string, k revision.Key) *revision.Kptfile {
+	e.t.Helper()
+	ctx := context.Background()
+	r, err := gitrepo.Open(ctx, repository.Spec{Name: "blueprints", Type: repository.TypeGit,
+		Git: &repository.GitSpec{Repo: dir}}, nil)
+	require.NoError(e.t, err)
+	defer r.Close()
+	k.Repository = "blueprints"
+	rev, err := r.Get(ctx, k)
+	require.NoError(e.t, err)
+	files, err := rev.Files(ctx)
+	require.NoError(e.t, err)
+	data, ok := files.Get(revision.KptfileName)
+	require.True(e.t, ok)
+	kf, err := revision.ParseKptfile(data)
+	require.NoError(e.t, err)
+	return kf
+}
+
 func (e *env) names() []string {
 	e.t.Helper()
 	var list porchv1alpha2.PackageRevisionList
@@ -210,9 +230,15 @@ func TestSourcesAndLifecycle(t *testing.T) {
 	e := newEnv(t)
 	e.run(Options{})
 
-	// init, then propose and approve.
-	e.create("blueprints.app.ws1", "app", "ws1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{Description: "the app"}})
+	// init, with labels for the Kptfile, then propose and approve.
+	e.create("blueprints.app.ws1", "app", "ws1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{Description: "the app"}},
+		func(pr *porchv1alpha2.PackageRevision) {
+			pr.Spec.PackageMetadata = &porchv1alpha2.PackageMetadata{Labels: map[string]string{"team": "edge"}}
+		})
 	pr := e.wait("blueprints.app.ws1", "a ready draft", readyAt(porchv1alpha2.LifecycleDraft))
+	kf := e.kptfile(e.gitDir, revision.Key{Package: "app", Workspace: "ws1"})
+	require.Equal(t, map[string]string{"team": "edge"}, kf.Metadata.Labels)
+	require.Equal(t, "the app", kf.Info.Description)
 	require.Contains(t, pr.Finalizers, porchv1alpha2.Finalizer)
 	require.NotNil(t, pr.Status.SelfLock)
 	require.Equal(t, "drafts/app/ws1", pr.Status.SelfLock.Git.Ref)

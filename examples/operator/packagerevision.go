@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -130,10 +131,24 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	// difference from the repository was made there (by another client
 	// of the repository), and the spec follows it; otherwise the
 	// repository follows the spec.
-	if r.settled(&pr) && (string(pr.Spec.Lifecycle) != string(o.meta.Lifecycle) || !sameGates(pr.Spec.ReadinessGates, o.gates)) {
+	if r.settled(&pr) && (string(pr.Spec.Lifecycle) != string(o.meta.Lifecycle) || !sameGates(pr.Spec.ReadinessGates, o.gates) ||
+		!samePackageMetadata(pr.Spec.PackageMetadata, o.metadata)) {
 		pr.Spec.Lifecycle = porchv1alpha2.Lifecycle(o.meta.Lifecycle)
 		pr.Spec.ReadinessGates = o.gates
+		pr.Spec.PackageMetadata = o.metadata
 		return ctrl.Result{}, r.client.Update(ctx, &pr)
+	}
+
+	// The Kptfile's labels and annotations of a draft: the object's,
+	// when it names any (nil leaves the Kptfile's as they are).
+	if o.meta.Lifecycle == revision.LifecycleDraft && pr.Spec.PackageMetadata != nil &&
+		!samePackageMetadata(pr.Spec.PackageMetadata, o.metadata) {
+		if rev, err = r.writePackageMetadata(ctx, e, rev, pr.Spec.PackageMetadata); err != nil {
+			return r.fail(ctx, orig, &pr, err)
+		}
+		if o, err = observe(ctx, repo, spec, rev); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 
 	// Readiness gates and conditions of an unpublished revision: the
@@ -198,6 +213,33 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		r.setReady(&pr, metav1.ConditionTrue, porchv1alpha2.ReasonReady, "")
 	}
 	return ctrl.Result{}, r.writeStatus(ctx, orig, &pr)
+}
+
+// writePackageMetadata rewrites the Kptfile of the draft rev with md's
+// labels and annotations, in one compare-and-swap against rev.
+func (r *prReconciler) writePackageMetadata(ctx context.Context, e *engine.Engine, rev revision.PackageRevision, md *porchv1alpha2.PackageMetadata) (revision.PackageRevision, error) {
+	m := rev.Meta()
+	files, err := rev.Files(ctx)
+	if err != nil {
+		return nil, err
+	}
+	data, ok := files.Get(revision.KptfileName)
+	if !ok {
+		return nil, permanent{fmt.Errorf("%w: spec.packageMetadata: the package has no Kptfile", repository.ErrInvalidInput)}
+	}
+	kf, err := revision.ParseKptfile(data)
+	if err != nil {
+		return nil, permanent{err}
+	}
+	kf.Metadata.Labels = maps.Clone(md.Labels)
+	kf.Metadata.Annotations = maps.Clone(md.Annotations)
+	if data, err = kf.Encode(); err != nil {
+		return nil, err
+	}
+	if files, err = files.With(revision.KptfileName, data); err != nil {
+		return nil, err
+	}
+	return e.Update(ctx, m.Key.Repository, m.Key, files, engine.UpdateOptions{Version: m.Version})
 }
 
 // realised reports whether the object's revision was seen in the

@@ -103,6 +103,19 @@ func selfRef(m revision.Meta, dir, branch string) string {
 	}
 }
 
+// samePackageMetadata reports whether a and b hold the same labels and
+// annotations; nil and empty are the same.
+func samePackageMetadata(a, b *porchv1alpha2.PackageMetadata) bool {
+	var x, y porchv1alpha2.PackageMetadata
+	if a != nil {
+		x = *a
+	}
+	if b != nil {
+		y = *b
+	}
+	return maps.Equal(x.Labels, y.Labels) && maps.Equal(x.Annotations, y.Annotations)
+}
+
 // sameGates reports whether a and b name the same condition types.
 func sameGates(a, b []porchv1alpha2.ReadinessGate) bool {
 	key := func(gs []porchv1alpha2.ReadinessGate) []string {
