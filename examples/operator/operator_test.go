@@ -297,6 +297,17 @@ func TestSourcesAndLifecycle(t *testing.T) {
 	for k := range e.gitRevisions(e.gitDir) {
 		require.False(t, strings.HasPrefix(k, "bad/"), k)
 	}
+
+	// An object named other than its revision is refused, gets no
+	// finalizer, and its deletion leaves the revision it names alone.
+	e.create("blueprints.misnamed.ws9", "app", "ws2", nil)
+	e.wait("blueprints.misnamed.ws9", "refused", func(pr *porchv1alpha2.PackageRevision) bool {
+		c := meta.FindStatusCondition(pr.Status.Conditions, porchv1alpha2.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, `"blueprints.app.ws2"`)
+	})
+	require.Empty(t, e.get("blueprints.misnamed.ws9").Finalizers)
+	require.NoError(t, e.c.Delete(context.Background(), e.get("blueprints.misnamed.ws9")))
+	require.Equal(t, revision.LifecyclePublished, e.gitRevisions(e.gitDir)["app/ws2/2"])
 }
 
 // TestReadinessGateBlocksApproval: approval waits until the gate's

@@ -60,6 +60,17 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	repoName := pr.Spec.RepositoryName
 	key := revision.Key{Repository: repoName, Package: pr.Spec.PackageName, Workspace: pr.Spec.WorkspaceName}
 
+	if want := porchapi.PackageRevisionName(repoName, key.Package, key.Workspace); pr.Name != want {
+		// Not the object of its revision: it never acts on the
+		// repository, not even when deleted.
+		if pr.DeletionTimestamp != nil {
+			return ctrl.Result{}, r.dropFinalizer(ctx, &pr)
+		}
+		r.setReady(&pr, metav1.ConditionFalse, porchv1alpha2.ReasonFailed,
+			fmt.Sprintf("the object of this revision must be named %q (<repository>.<package with / as .>.<workspace>)", want))
+		return ctrl.Result{}, r.writeStatus(ctx, orig, &pr)
+	}
+
 	repo, repoObj, err := r.repos.get(ctx, pr.Namespace, repoName)
 	if err != nil {
 		if pr.DeletionTimestamp != nil && errors.Is(err, repository.ErrNotFound) {
@@ -97,12 +108,6 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		}
 		return ctrl.Result{}, r.client.Update(ctx, &pr)
 	}
-	if want := porchapi.PackageRevisionName(repoName, key.Package, key.Workspace); pr.Name != want {
-		r.setReady(&pr, metav1.ConditionFalse, porchv1alpha2.ReasonFailed,
-			fmt.Sprintf("the object of this revision must be named %q (<repository>.<package with / as .>.<workspace>)", want))
-		return ctrl.Result{}, r.writeStatus(ctx, orig, &pr)
-	}
-
 	var rendered *metav1.Condition
 	if !found {
 		if pr.Spec.Source == nil || realised(&pr) {
