@@ -33,6 +33,16 @@
 //     makes the object again. To delete a published revision, set
 //     spec.lifecycle to DeletionProposed, then delete the object.
 //
+//   - PackageVariant (config.porch.kpt.dev/v1alpha1) and PackageVariantSet
+//     (v1alpha2): cad's variant package keeps each downstream a
+//     specialised copy of its upstream (variant.Sync, variant.SyncSet),
+//     with injection from the cluster's objects; the drafts it writes
+//     get their PackageRevision objects from discovery at once. Ownership
+//     is in the downstream revisions' metadata in git, so a replica that
+//     takes over mid-fan-out resumes from what git holds. A finalizer
+//     releases what a variant owns per its deletionPolicy. A set's
+//     variants are synced in one pass and are not objects of their own.
+//
 // Everything that is git state stays in git: delete every PackageRevision
 // object and restart the operator, and discovery makes the same objects,
 // with the same names and revisions, again.
@@ -103,6 +113,9 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := op.addPackageRevisions(); err != nil {
+		return err
+	}
+	if err := op.addVariants(); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

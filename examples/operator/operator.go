@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -65,6 +67,9 @@ type operator struct {
 	repos *repoSet
 	opts  Options
 	touch chan event.GenericEvent
+	// rediscover asks the Repository reconciler to discover a repository
+	// now rather than at its next poll.
+	rediscover chan event.GenericEvent
 }
 
 // scheme returns the scheme of every kind the operator reads or writes.
@@ -140,18 +145,48 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 		mgr:   mgr,
 		repos: newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe),
 		opts:  o,
-		touch: make(chan event.GenericEvent, 1024),
+		touch:      make(chan event.GenericEvent, 1024),
+		rediscover: make(chan event.GenericEvent, 1024),
 	}, nil
 }
 
 // addRepositories adds the Repository reconciler (discovery).
 func (op *operator) addRepositories() error {
 	r := &repoReconciler{client: op.mgr.GetClient(), repos: op.repos, poll: op.opts.Poll, touch: op.touch}
-	return r.setup(op.mgr)
+	return r.setup(op.mgr, op.rediscover)
 }
 
 // addPackageRevisions adds the PackageRevision reconciler.
 func (op *operator) addPackageRevisions() error {
 	r := &prReconciler{client: op.mgr.GetClient(), repos: op.repos, retry: op.opts.Poll}
 	return r.setup(op.mgr, op.touch)
+}
+
+// addVariants adds the PackageVariant and PackageVariantSet reconcilers.
+func (op *operator) addVariants() error {
+	objects := kubeObjects{reader: op.mgr.GetAPIReader(), mapper: op.mgr.GetRESTMapper()}
+	for _, set := range []bool{false, true} {
+		r := &variantReconciler{set: set, client: op.mgr.GetClient(), repos: op.repos, objects: objects,
+			resync: op.opts.Poll, rediscover: op.rediscoverNamespace}
+		if err := r.setup(op.mgr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rediscoverNamespace queues the discovery of every repository of ns (the
+// drafts a variant sync wrote appear as objects without waiting for the
+// poll). It never blocks: a full queue means discovery is busy anyway.
+func (op *operator) rediscoverNamespace(ctx context.Context, ns string) {
+	var l configv1alpha1.RepositoryList
+	if err := op.mgr.GetClient().List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return
+	}
+	for i := range l.Items {
+		select {
+		case op.rediscover <- event.GenericEvent{Object: l.Items[i].DeepCopy()}:
+		default:
+		}
+	}
 }

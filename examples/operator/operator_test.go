@@ -88,6 +88,7 @@ func (e *env) run(o Options) (stop func()) {
 	require.NoError(e.t, err)
 	require.NoError(e.t, op.addRepositories())
 	require.NoError(e.t, op.addPackageRevisions())
+	require.NoError(e.t, op.addVariants())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- op.mgr.Start(ctx) }()

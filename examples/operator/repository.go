@@ -12,6 +12,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
@@ -36,10 +38,13 @@ type repoReconciler struct {
 	touch chan<- event.GenericEvent
 }
 
-func (r *repoReconciler) setup(mgr ctrl.Manager) error {
+// setup registers the reconciler; the objects sent on rediscover are
+// reconciled too (a variant sync that wrote drafts asks for it).
+func (r *repoReconciler) setup(mgr ctrl.Manager, rediscover <-chan event.GenericEvent) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&configv1alpha1.Repository{}).
 		Named("repository").
+		WatchesRawSource(source.Channel(rediscover, &handler.EnqueueRequestForObject{})).
 		Complete(r)
 }
 
