@@ -16,6 +16,7 @@
 //     <repository>.<package with / as .>.<workspace>, owned by the
 //     Repository), and deletes the objects whose revision is gone. It reads
 //     the repository again every --poll.
+//
 //   - PackageRevision: applies spec.source once (init, cloneFrom, copyFrom,
 //     upgrade), moves the revision to spec.lifecycle (propose, approve,
 //     reject, propose deletion), writes readiness gates and the conditions
@@ -27,6 +28,7 @@
 //     waits, with Ready False and reason Pending, until every readiness gate
 //     has its condition True in status.packageConditions (set it through
 //     the status subresource: kubectl patch --subresource=status).
+//
 //   - Deletion: a finalizer deletes a draft, a proposal or a revision
 //     proposed for deletion from the repository; deleting the object of a
 //     published revision leaves the repository untouched, and discovery

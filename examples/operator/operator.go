@@ -142,9 +142,9 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	}
 	pipe := stdpipe.Kptfile(fnruntime.NewRegistry(nil), nil)
 	return &operator{
-		mgr:   mgr,
-		repos: newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe),
-		opts:  o,
+		mgr:        mgr,
+		repos:      newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe),
+		opts:       o,
 		touch:      make(chan event.GenericEvent, 1024),
 		rediscover: make(chan event.GenericEvent, 1024),
 	}, nil
