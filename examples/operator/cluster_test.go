@@ -11,7 +11,7 @@ import (
 
 // startCluster starts kube-apiserver and etcd (kubetest) with the CRDs of
 // api/crds installed, and returns a config and a kubeconfig file for them.
-func startCluster(t *testing.T) (*rest.Config, string) {
+func startCluster(t testing.TB) (*rest.Config, string) {
 	t.Helper()
 	c := kubetest.Start(t)
 	crds, err := filepath.Glob(filepath.Join("..", "..", "api", "crds", "*.yaml"))

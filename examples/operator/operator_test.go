@@ -41,14 +41,14 @@ func TestMain(m *testing.M) {
 // env is a test cluster with the CRDs, a client, and a git repository
 // registered as Repository "blueprints".
 type env struct {
-	t          *testing.T
+	t          testing.TB
 	cfg        *rest.Config
 	kubeconfig string
 	c          client.Client
 	gitDir     string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	cfg, kubeconfig := startCluster(t)
 	s, err := scheme()
