@@ -21,11 +21,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
+	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/revision"
@@ -346,6 +348,38 @@ func TestReadinessGateBlocksApproval(t *testing.T) {
 	pr = e.wait("blueprints.gated.ws1", "published", readyAt(porchv1alpha2.LifecyclePublished))
 	require.Equal(t, 1, pr.Status.Revision)
 	require.Equal(t, revision.LifecyclePublished, e.gitRevisions(e.gitDir)["gated/ws1/1"])
+
+	// A condition set on the object reaches the Kptfile; one set in the
+	// Kptfile by another client afterwards is not undone by the object's
+	// older status, which follows it instead.
+	e.create("blueprints.ext.ws1", "ext", "ws1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{}})
+	e.wait("blueprints.ext.ws1", "a ready draft", readyAt(porchv1alpha2.LifecycleDraft))
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pr := e.get("blueprints.ext.ws1")
+		pr.Status.PackageConditions = append(pr.Status.PackageConditions, porchv1alpha2.PackageCondition{Type: "Scanned", Status: porchv1alpha2.ConditionFalse})
+		return e.c.Status().Update(context.Background(), pr)
+	}))
+	key := revision.Key{Package: "ext", Workspace: "ws1"}
+	scanned := func() revision.ConditionStatus {
+		c, _ := e.kptfile(e.gitDir, key).Condition("Scanned")
+		return c.Status
+	}
+	require.Eventually(t, func() bool { return scanned() == revision.ConditionFalse }, 30*time.Second, 100*time.Millisecond)
+
+	ctx := context.Background()
+	other, err := gitrepo.Open(ctx, repository.Spec{Name: "blueprints", Type: repository.TypeGit, Git: &repository.GitSpec{Repo: e.gitDir}}, nil)
+	require.NoError(t, err)
+	defer other.Close()
+	oe, err := engine.New(&engine.Options{Repositories: engine.Repos{"blueprints": other}})
+	require.NoError(t, err)
+	_, err = oe.SetConditions(ctx, "blueprints", key, revision.Condition{Type: "Scanned", Status: revision.ConditionTrue})
+	require.NoError(t, err)
+	e.wait("blueprints.ext.ws1", "following the Kptfile", func(pr *porchv1alpha2.PackageRevision) bool {
+		i := slices.IndexFunc(pr.Status.PackageConditions, func(c porchv1alpha2.PackageCondition) bool { return c.Type == "Scanned" })
+		return i >= 0 && pr.Status.PackageConditions[i].Status == porchv1alpha2.ConditionTrue
+	})
+	time.Sleep(time.Second) // more reconciles and a discovery pass
+	require.Equal(t, revision.ConditionTrue, scanned())
 }
 
 // TestDiscoveryAndDeletion: revisions already in git get objects; deleting
