@@ -26,19 +26,24 @@ import (
 var benchScale = flag.Bool("scale", false, "BenchmarkOperator: Porch's load-test shape (20 repositories x 20 packages x 5 revisions) instead of the small one")
 
 // fillRepository writes pkgs packages of revs published revisions each
-// into the git repository at dir, through cad's engine (nothing synced to
-// disk: it is a fixture).
-func fillRepository(b *testing.B, dir, name string, pkgs, revs int) {
-	b.Helper()
+// into a new git repository at dir, through cad's engine (nothing synced
+// to disk: it is a fixture), as Porch writes them: every approval a commit
+// on main whose tree holds every package, a tag per revision.
+func fillRepository(dir, name string, pkgs, revs int) error {
 	ctx := context.Background()
-	_, err := git.PlainInit(dir, true)
-	require.NoError(b, err)
+	if _, err := git.PlainInit(dir, true); err != nil {
+		return err
+	}
 	r, err := gitrepo.Open(ctx, repository.Spec{Name: name, Type: repository.TypeGit,
 		Git: &repository.GitSpec{Repo: dir, Branch: "main", CreateBranch: true}}, &gitrepo.Options{Sync: gitrepo.SyncNone})
-	require.NoError(b, err)
+	if err != nil {
+		return err
+	}
 	defer r.Close()
 	e, err := engine.New(&engine.Options{Repositories: engine.Repos{name: r}})
-	require.NoError(b, err)
+	if err != nil {
+		return err
+	}
 	for p := range pkgs {
 		pkg := fmt.Sprintf("pkg-%02d", p)
 		for v := 1; v <= revs; v++ {
@@ -48,13 +53,18 @@ func fillRepository(b *testing.B, dir, name string, pkgs, revs int) {
 			} else {
 				_, err = e.Copy(ctx, name, revision.Key{Repository: name, Package: pkg, Workspace: fmt.Sprintf("v%d", v-1), Revision: v - 1}, key.Workspace, engine.CopyOptions{})
 			}
-			require.NoError(b, err)
-			_, err = e.Propose(ctx, name, key)
-			require.NoError(b, err)
-			_, err = e.Approve(ctx, name, key)
-			require.NoError(b, err)
+			if err == nil {
+				_, err = e.Propose(ctx, name, key)
+			}
+			if err == nil {
+				_, err = e.Approve(ctx, name, key)
+			}
+			if err != nil {
+				return fmt.Errorf("%s %s v%d: %w", name, pkg, v, err)
+			}
 		}
 	}
+	return nil
 }
 
 func percentile(d []time.Duration, p float64) time.Duration {
@@ -79,12 +89,19 @@ func BenchmarkOperator(b *testing.B) {
 	}
 	t0 := time.Now()
 	e := newEnv(b)
+	dirs := make([]string, repos)
+	errs := make(chan error, repos)
 	for i := range repos {
+		dirs[i] = filepath.Join(b.TempDir(), fmt.Sprintf("repo-%02d.git", i))
+		go func() { errs <- fillRepository(dirs[i], fmt.Sprintf("repo-%02d", i), pkgs, revs) }()
+	}
+	for range repos {
+		require.NoError(b, <-errs)
+	}
+	for i, dir := range dirs {
 		name := fmt.Sprintf("repo-%02d", i)
-		dir := filepath.Join(b.TempDir(), name+".git")
-		fillRepository(b, dir, name, pkgs, revs)
 		require.NoError(b, e.c.Create(context.Background(), &configv1alpha1.Repository{
-			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
 			Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.RepositoryTypeGit,
 				Git: &configv1alpha1.GitRepository{Repo: dir, Branch: "main"}},
 		}))
@@ -94,7 +111,7 @@ func BenchmarkOperator(b *testing.B) {
 	ctx := context.Background()
 	realised := func() int {
 		var l porchv1alpha2.PackageRevisionList
-		require.NoError(b, e.c.List(ctx, &l, client.InNamespace(ns)))
+		require.NoError(b, e.c.List(ctx, &l, client.InNamespace(e.ns)))
 		n := 0
 		for _, pr := range l.Items {
 			if pr.Status.ObservedGeneration == pr.Generation && pr.Status.ObservedGeneration > 0 {
@@ -120,7 +137,7 @@ func BenchmarkOperator(b *testing.B) {
 		for p := range min(pkgs, 20) {
 			name := fmt.Sprintf("repo-00.pkg-%02d.bench%d", p, len(approve))
 			pr := &porchv1alpha2.PackageRevision{
-				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+				ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
 				Spec: porchv1alpha2.PackageRevisionSpec{PackageName: fmt.Sprintf("pkg-%02d", p), RepositoryName: "repo-00",
 					WorkspaceName: fmt.Sprintf("bench%d", len(approve)), Lifecycle: porchv1alpha2.LifecycleProposed,
 					Source: &porchv1alpha2.PackageSource{CopyFrom: &porchv1alpha2.PackageRevisionRef{Name: fmt.Sprintf("repo-00.pkg-%02d.v%d", p, revs)}}},
@@ -130,7 +147,7 @@ func BenchmarkOperator(b *testing.B) {
 				return pr.Status.ObservedGeneration == pr.Generation && ready(pr) && pr.Spec.Lifecycle == porchv1alpha2.LifecycleProposed
 			})
 			var cur porchv1alpha2.PackageRevision
-			require.NoError(b, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &cur))
+			require.NoError(b, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: name}, &cur))
 			patch := client.MergeFrom(cur.DeepCopy())
 			cur.Spec.Lifecycle = porchv1alpha2.LifecyclePublished
 			t := time.Now()
@@ -164,7 +181,7 @@ func waitB(b *testing.B, e *env, name string, cond func(*porchv1alpha2.PackageRe
 	deadline := time.Now().Add(2 * time.Minute)
 	for time.Now().Before(deadline) {
 		var pr porchv1alpha2.PackageRevision
-		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &pr); err == nil && cond(&pr) {
+		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, &pr); err == nil && cond(&pr) {
 			return
 		}
 		time.Sleep(10 * time.Millisecond)

@@ -65,7 +65,7 @@ func TestRepositoryCredentialsFromSecret(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	repo := &configv1alpha1.Repository{
-		ObjectMeta: metav1.ObjectMeta{Name: "private", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "private", Namespace: e.ns},
 		Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.RepositoryTypeGit,
 			Git: &configv1alpha1.GitRepository{Repo: url, Branch: "main", CreateBranch: true, SecretRef: configv1alpha1.SecretRef{Name: "git-creds"}}},
 	}
@@ -76,7 +76,7 @@ func TestRepositoryCredentialsFromSecret(t *testing.T) {
 		t.Helper()
 		require.Eventually(t, func() bool {
 			var r configv1alpha1.Repository
-			require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "private"}, &r))
+			require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "private"}, &r))
 			c := meta.FindStatusCondition(r.Status.Conditions, configv1alpha1.RepositoryReady)
 			return c != nil && c.Status == want && strings.Contains(c.Message, contains) &&
 				(lacks == "" || !strings.Contains(c.Message, lacks))
@@ -84,11 +84,11 @@ func TestRepositoryCredentialsFromSecret(t *testing.T) {
 	}
 	readyMsg(metav1.ConditionFalse, `secret "git-creds"`, "")
 
-	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git-creds", Namespace: ns}, Type: corev1.SecretTypeBasicAuth,
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "git-creds", Namespace: e.ns}, Type: corev1.SecretTypeBasicAuth,
 		StringData: map[string]string{"username": "alice", "password": "wrong"}}
 	require.NoError(t, e.c.Create(ctx, s))
 	readyMsg(metav1.ConditionFalse, "", "not found") // the wrong password was tried
-	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "git-creds"}, s))
+	require.NoError(t, e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "git-creds"}, s))
 	s.Data["password"] = []byte("s3cret")
 	require.NoError(t, e.c.Update(ctx, s))
 	readyMsg(metav1.ConditionTrue, "", "")

@@ -22,7 +22,7 @@ func TestOCIRepository(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	require.NoError(t, e.c.Create(ctx, &configv1alpha1.Repository{
-		ObjectMeta: metav1.ObjectMeta{Name: "images", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "images", Namespace: e.ns},
 		Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.RepositoryTypeOCI,
 			Oci: &configv1alpha1.OciRepository{Registry: strings.TrimPrefix(srv.URL, "http://") + "/packages"}},
 	}))

@@ -16,32 +16,37 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
+	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/revision"
 )
 
-const ns = "default"
-
 func TestMain(m *testing.M) {
 	ctrl.SetLogger(logr.Discard())
-	os.Exit(m.Run())
+	code := m.Run()
+	stopCluster(code != 0)
+	os.Exit(code)
 }
 
-// env is a test cluster with the CRDs, a client, and a git repository
-// registered as Repository "blueprints".
+// env is a namespace of its own on the package's test cluster (with the
+// CRDs), a client, and a git repository registered in it as Repository
+// "blueprints". Operators started with run watch only that namespace.
 type env struct {
 	t          testing.TB
+	ns         string // the test's own namespace
 	cfg        *rest.Config
 	kubeconfig string
 	c          client.Client
@@ -56,7 +61,8 @@ func newEnv(t testing.TB) *env {
 	require.NoError(t, coordinationv1.AddToScheme(s))
 	c, err := client.New(cfg, client.Options{Scheme: s})
 	require.NoError(t, err)
-	e := &env{t: t, cfg: cfg, kubeconfig: kubeconfig, c: c}
+	e := &env{t: t, cfg: cfg, kubeconfig: kubeconfig, c: c, ns: namespaceFor(t)}
+	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}))
 	e.gitDir = e.addRepository("blueprints")
 	return e
 }
@@ -68,7 +74,7 @@ func (e *env) addRepository(name string) string {
 	_, err := git.PlainInit(dir, true)
 	require.NoError(e.t, err)
 	repo := &configv1alpha1.Repository{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
 		Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.RepositoryTypeGit,
 			Git: &configv1alpha1.GitRepository{Repo: dir, Branch: "main", CreateBranch: true}},
 	}
@@ -83,6 +89,7 @@ func (e *env) run(o Options) (stop func()) {
 	if o.Poll == 0 {
 		o.Poll = 500 * time.Millisecond
 	}
+	o.Namespace = e.ns
 	o.inProcessReplica = true
 	op, err := newOperator(e.cfg, o)
 	require.NoError(e.t, err)
@@ -113,7 +120,7 @@ func (e *env) run(o Options) (stop func()) {
 func (e *env) create(name, pkg, ws string, src *porchv1alpha2.PackageSource, mutate ...func(*porchv1alpha2.PackageRevision)) {
 	e.t.Helper()
 	pr := &porchv1alpha2.PackageRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
 		Spec: porchv1alpha2.PackageRevisionSpec{PackageName: pkg, RepositoryName: strings.Split(name, ".")[0],
 			WorkspaceName: ws, Source: src},
 	}
@@ -126,7 +133,7 @@ func (e *env) create(name, pkg, ws string, src *porchv1alpha2.PackageSource, mut
 func (e *env) get(name string) *porchv1alpha2.PackageRevision {
 	e.t.Helper()
 	var pr porchv1alpha2.PackageRevision
-	require.NoError(e.t, e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &pr))
+	require.NoError(e.t, e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, &pr))
 	return &pr
 }
 
@@ -138,7 +145,7 @@ func (e *env) wait(name string, what string, cond func(*porchv1alpha2.PackageRev
 	var last porchv1alpha2.PackageRevision
 	var lastErr error
 	for time.Now().Before(deadline) {
-		lastErr = e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &last)
+		lastErr = e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: name}, &last)
 		if lastErr == nil && cond(&last) {
 			return &last
 		}
@@ -209,7 +216,7 @@ func (e *env) kptfile(dir string, k revision.Key) *revision.Kptfile {
 func (e *env) names() []string {
 	e.t.Helper()
 	var list porchv1alpha2.PackageRevisionList
-	require.NoError(e.t, e.c.List(context.Background(), &list, client.InNamespace(ns)))
+	require.NoError(e.t, e.c.List(context.Background(), &list, client.InNamespace(e.ns)))
 	var out []string
 	for _, pr := range list.Items {
 		if pr.DeletionTimestamp == nil {
@@ -347,6 +354,38 @@ func TestReadinessGateBlocksApproval(t *testing.T) {
 	pr = e.wait("blueprints.gated.ws1", "published", readyAt(porchv1alpha2.LifecyclePublished))
 	require.Equal(t, 1, pr.Status.Revision)
 	require.Equal(t, revision.LifecyclePublished, e.gitRevisions(e.gitDir)["gated/ws1/1"])
+
+	// A condition set on the object reaches the Kptfile; one set in the
+	// Kptfile by another client afterwards is not undone by the object's
+	// older status, which follows it instead.
+	e.create("blueprints.ext.ws1", "ext", "ws1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{}})
+	e.wait("blueprints.ext.ws1", "a ready draft", readyAt(porchv1alpha2.LifecycleDraft))
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		pr := e.get("blueprints.ext.ws1")
+		pr.Status.PackageConditions = append(pr.Status.PackageConditions, porchv1alpha2.PackageCondition{Type: "Scanned", Status: porchv1alpha2.ConditionFalse})
+		return e.c.Status().Update(context.Background(), pr)
+	}))
+	key := revision.Key{Package: "ext", Workspace: "ws1"}
+	scanned := func() revision.ConditionStatus {
+		c, _ := e.kptfile(e.gitDir, key).Condition("Scanned")
+		return c.Status
+	}
+	require.Eventually(t, func() bool { return scanned() == revision.ConditionFalse }, 30*time.Second, 100*time.Millisecond)
+
+	ctx := context.Background()
+	other, err := gitrepo.Open(ctx, repository.Spec{Name: "blueprints", Type: repository.TypeGit, Git: &repository.GitSpec{Repo: e.gitDir}}, nil)
+	require.NoError(t, err)
+	defer other.Close()
+	oe, err := engine.New(&engine.Options{Repositories: engine.Repos{"blueprints": other}})
+	require.NoError(t, err)
+	_, err = oe.SetConditions(ctx, "blueprints", key, revision.Condition{Type: "Scanned", Status: revision.ConditionTrue})
+	require.NoError(t, err)
+	e.wait("blueprints.ext.ws1", "following the Kptfile", func(pr *porchv1alpha2.PackageRevision) bool {
+		i := slices.IndexFunc(pr.Status.PackageConditions, func(c porchv1alpha2.PackageCondition) bool { return c.Type == "Scanned" })
+		return i >= 0 && pr.Status.PackageConditions[i].Status == porchv1alpha2.ConditionTrue
+	})
+	time.Sleep(time.Second) // more reconciles and a discovery pass
+	require.Equal(t, revision.ConditionTrue, scanned())
 }
 
 // TestDiscoveryAndDeletion: revisions already in git get objects; deleting
@@ -398,7 +437,7 @@ func TestDiscoveryAndDeletion(t *testing.T) {
 	}
 	stop()
 	var list porchv1alpha2.PackageRevisionList
-	require.NoError(t, e.c.List(context.Background(), &list, client.InNamespace(ns)))
+	require.NoError(t, e.c.List(context.Background(), &list, client.InNamespace(e.ns)))
 	for i := range list.Items {
 		pr := &list.Items[i]
 		pr.Finalizers = nil
@@ -429,14 +468,14 @@ func sortedKeys(m map[string]int) []string {
 // finishes the work, nothing lost and nothing done twice.
 func TestLeaderElection(t *testing.T) {
 	e := newEnv(t)
-	o := Options{LeaderElection: true, LeaderElectionID: "cad-operator-test", LeaderElectionNamespace: ns,
+	o := Options{LeaderElection: true, LeaderElectionID: "cad-operator-test", LeaderElectionNamespace: e.ns,
 		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond}
 	killed := o
 	killed.keepLeaseOnStop = true
 	kill := e.run(killed)
 	holder := func() string {
 		var l coordinationv1.Lease
-		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: ns, Name: o.LeaderElectionID}, &l); err != nil {
+		if err := e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: o.LeaderElectionID}, &l); err != nil {
 			if apierrors.IsNotFound(err) {
 				return ""
 			}
@@ -492,7 +531,7 @@ func TestKubectl(t *testing.T) {
 	e := newEnv(t)
 	e.run(Options{})
 	k := func(stdin string, args ...string) (string, error) {
-		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", e.kubeconfig, "-n", ns}, args...)...)
+		cmd := exec.Command(kubectl, append([]string{"--kubeconfig", e.kubeconfig, "-n", e.ns}, args...)...)
 		cmd.Stdin = strings.NewReader(stdin)
 		out, err := cmd.CombinedOutput()
 		return string(out), err

@@ -166,7 +166,11 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 				ro.Gates = append(ro.Gates, revision.ReadinessGate{ConditionType: g.ConditionType})
 			}
 		}
-		ro.Conditions = changedConditions(pr.Status.PackageConditions, o.info.Conditions)
+		if pr.Status.ObservedVersion == o.meta.Version {
+			// The status was read from this very version: what differs
+			// was set on the object since.
+			ro.Conditions = changedConditions(pr.Status.PackageConditions, o.info.Conditions)
+		}
 		if ro.SetGates || len(ro.Conditions) > 0 {
 			if rev, err = e.UpdateReadiness(ctx, repoName, o.meta.Key, ro); err != nil {
 				return r.fail(ctx, orig, &pr, err)
@@ -204,6 +208,7 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	pr.Status = o.status
 	pr.Status.Conditions = conds
 	pr.Status.ObservedGeneration = pr.Generation
+	pr.Status.ObservedVersion = o.meta.Version
 	switch {
 	case rendered != nil:
 	case o.rendered != nil:

@@ -119,13 +119,13 @@ func TestPackageVariant(t *testing.T) {
 	})
 	ctx := context.Background()
 	require.NoError(t, e.c.Create(ctx, &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: "region-east", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "region-east", Namespace: e.ns},
 		Data:       map[string]string{"region": "us-east1"},
 	}))
 	e.run(Options{})
 
 	pv := &configv1alpha1.PackageVariant{
-		ObjectMeta: metav1.ObjectMeta{Name: "app-east", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "app-east", Namespace: e.ns},
 		Spec: raw(t, `{"upstream":{"repo":"blueprints","package":"base"},
 			"downstream":{"repo":"deploy","package":"app-east"},
 			"injectors":[{"kind":"ConfigMap","name":"region-east"}]}`),
@@ -134,7 +134,7 @@ func TestPackageVariant(t *testing.T) {
 
 	var got configv1alpha1.PackageVariant
 	require.Eventually(t, func() bool {
-		if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "app-east"}, &got); err != nil {
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "app-east"}, &got); err != nil {
 			return false
 		}
 		return condition(got.Status, "Ready") == "True"
@@ -143,7 +143,7 @@ func TestPackageVariant(t *testing.T) {
 
 	revs := downstreams(t, deployDir, "deploy")
 	require.Len(t, revs["app-east"], 1, "%v", revs)
-	require.True(t, strings.HasSuffix(revs["app-east"][0], "Draft default/app-east"), revs["app-east"][0])
+	require.True(t, strings.HasSuffix(revs["app-east"][0], "Draft "+e.ns+"/app-east"), revs["app-east"][0])
 	ws := strings.Split(revs["app-east"][0], "/")[0]
 
 	// The draft's object comes from discovery, at once (not at the poll).
@@ -167,7 +167,7 @@ func TestPackageVariant(t *testing.T) {
 	// the finalizer goes and the object with it.
 	require.NoError(t, e.c.Delete(ctx, pv))
 	require.Eventually(t, func() bool {
-		err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: "app-east"}, &got)
+		err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "app-east"}, &got)
 		return apierrors.IsNotFound(err)
 	}, 60*time.Second, 200*time.Millisecond, "the variant was never deleted")
 	require.Empty(t, downstreams(t, deployDir, "deploy")["app-east"])
@@ -185,14 +185,14 @@ func TestPackageVariantSetLeaderKilled(t *testing.T) {
 		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: app\ndata:\n  k: v\n",
 	})
 	ctx := context.Background()
-	o := Options{LeaderElection: true, LeaderElectionID: "cad-operator-fanout", LeaderElectionNamespace: ns,
+	o := Options{LeaderElection: true, LeaderElectionID: "cad-operator-fanout", LeaderElectionNamespace: e.ns,
 		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond, Workers: 2}
 	killed := o
 	killed.keepLeaseOnStop = true
 	kill := e.run(killed)
 	holder := func() string {
 		var l coordinationv1.Lease
-		if err := e.c.Get(ctx, types.NamespacedName{Namespace: ns, Name: o.LeaderElectionID}, &l); err != nil || l.Spec.HolderIdentity == nil {
+		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: o.LeaderElectionID}, &l); err != nil || l.Spec.HolderIdentity == nil {
 			return ""
 		}
 		return *l.Spec.HolderIdentity
@@ -207,7 +207,7 @@ func TestPackageVariantSetLeaderKilled(t *testing.T) {
 		names = append(names, fmt.Sprintf("%q", fmt.Sprintf("app-%02d", i)))
 	}
 	pvs := &configv1alpha2.PackageVariantSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: ns},
+		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: e.ns},
 		Spec: raw(t, `{"upstream":{"repo":"blueprints","package":"base"},
 			"targets":[{"repositories":[{"name":"deploy","packageNames":[`+strings.Join(names, ",")+`]}]}]}`),
 	}
@@ -237,7 +237,7 @@ func TestPackageVariantSetLeaderKilled(t *testing.T) {
 	// And every draft has its object.
 	require.Eventually(t, func() bool {
 		var l porchv1alpha2.PackageRevisionList
-		if err := e.c.List(ctx, &l, client.InNamespace(ns), client.MatchingLabels{porchv1alpha2.RepositoryLabel: "deploy"}); err != nil {
+		if err := e.c.List(ctx, &l, client.InNamespace(e.ns), client.MatchingLabels{porchv1alpha2.RepositoryLabel: "deploy"}); err != nil {
 			return false
 		}
 		drafts := 0

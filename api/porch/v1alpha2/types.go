@@ -225,7 +225,8 @@ type PackageRevisionStatus struct {
 	// PackageConditions are the Kptfile's status.conditions. For a Draft
 	// or Proposed revision they are also an input: an entry set here
 	// (through the status subresource) that differs from the Kptfile's is
-	// written to the Kptfile by the controller.
+	// written to the Kptfile by the controller, provided ObservedVersion
+	// is still the revision's version.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -239,6 +240,13 @@ type PackageRevisionStatus struct {
 	// computed for.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ObservedVersion is the repository's version of the revision (for
+	// git, of its commit and refs) that the status was read from; a cad
+	// extension. Conditions set in PackageConditions are written to the
+	// Kptfile only while it is current, so that a status read before
+	// someone else changed the Kptfile never undoes that change.
+	// +optional
+	ObservedVersion string `json:"observedVersion,omitempty"`
 }
 
 // Locator locates a package at a commit.
