@@ -3,6 +3,7 @@ package fnruntime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/configasdata/cad/pipeline"
@@ -17,19 +18,37 @@ import (
 // for the documented inputs, including their result messages.
 func Builtins() map[string]pipeline.Function {
 	return map[string]pipeline.Function{
-		"set-namespace":         pipeline.FunctionFunc(setNamespace),
-		"set-labels":            pipeline.FunctionFunc(setLabels),
-		"set-annotations":       pipeline.FunctionFunc(setAnnotations),
-		"set-image":             pipeline.FunctionFunc(setImage),
-		"search-replace":        pipeline.FunctionFunc(searchReplaceFn),
+		"set-namespace":         strict(setNamespace),
+		"set-labels":            strict(setLabels),
+		"set-annotations":       strict(setAnnotations),
+		"set-image":             strict(setImage),
+		"search-replace":        strict(searchReplaceFn),
 		"starlark":              &StarlarkFunction{},
-		"apply-replacements":    pipeline.FunctionFunc(applyReplacements),
-		"apply-setters":         pipeline.FunctionFunc(applySetters),
-		"ensure-name-substring": pipeline.FunctionFunc(ensureNameSubstring),
-		PkgContextFunction:      pipeline.FunctionFunc(genPkgContext),
+		"apply-replacements":    strict(applyReplacements),
+		"apply-setters":         strict(applySetters),
+		"ensure-name-substring": strict(ensureNameSubstring),
+		PkgContextFunction:      strict(genPkgContext),
 		"no-op":                 pipeline.FunctionFunc(noOp),
 		"drop-comments":         pipeline.FunctionFunc(dropComments),
 	}
+}
+
+// strict makes a builtin fail as its catalog function's process does: the
+// catalog's Go SDK and kyaml's framework both exit 1 when the function
+// returned a result of severity error, whatever the function itself
+// returned. A function that added an error result and returned nil
+// therefore fails with the SDK's "function failure", its results kept.
+func strict(fn func(context.Context, *pipeline.ResourceList) error) pipeline.Function {
+	return pipeline.FunctionFunc(func(ctx context.Context, rl *pipeline.ResourceList) error {
+		before := len(rl.Results)
+		if err := fn(ctx, rl); err != nil {
+			return err
+		}
+		if before <= len(rl.Results) && pipeline.Results(rl.Results[before:]).HasErrors() {
+			return sdkFailure()
+		}
+		return nil
+	})
 }
 
 // BuiltinVersions returns, as a new map, the catalog release each builtin
@@ -187,4 +206,57 @@ func stringMap(n *yaml.RNode, path ...string) map[string]string {
 		return nil
 	})
 	return out
+}
+
+// strictStringMap decodes the map of strings at field of a typed function
+// config as the catalog's Go SDK does (through encoding/json into a
+// map[string]string): an absent or null field is an empty map, and any
+// other shape (a list, a scalar, a nested map) is an error worded as
+// encoding/json words it, naming the Go type the SDK decodes into.
+func strictStringMap(fc *yaml.RNode, goType, field string) (map[string]string, error) {
+	out := map[string]string{}
+	f := fc.Field(field)
+	if f == nil || f.Value == nil || f.Value.IsNil() {
+		return out, nil
+	}
+	bad := func(what string) error {
+		return fmt.Errorf("json: cannot unmarshal %s into Go struct field %s.%s of type map[string]string", what, goType, field)
+	}
+	n := f.Value.YNode()
+	if n.Kind != yaml.MappingNode {
+		return nil, bad(jsonKind(n))
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == yaml.NodeTagNull {
+			// encoding/json decodes null into a map value as "".
+			out[k.Value] = ""
+			continue
+		}
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != yaml.NodeTagString {
+			return nil, fmt.Errorf("json: cannot unmarshal %s into Go struct field %s.%s of type string", jsonKind(v), goType, field)
+		}
+		out[k.Value] = v.Value
+	}
+	return out, nil
+}
+
+// jsonKind names a YAML node's JSON type as encoding/json's
+// UnmarshalTypeError does.
+func jsonKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "array"
+	case yaml.MappingNode:
+		return "object"
+	}
+	switch n.ShortTag() {
+	case yaml.NodeTagInt, yaml.NodeTagFloat:
+		return "number"
+	case yaml.NodeTagBool:
+		return "bool"
+	case yaml.NodeTagNull:
+		return "null"
+	}
+	return "string"
 }

@@ -16,7 +16,14 @@
 // functions, and pass it to pipeline.NewKptfile or pipeline.New.
 //
 // The builtin functions ([Builtins]) follow the catalog functions of the
-// same name, result messages included: set-namespace, set-labels,
+// same name, result messages and failures included. As the catalog's Go
+// SDK and kyaml's function framework exit 1 whenever a result has
+// severity error, a builtin that reports an error result fails the step
+// (a *pipeline.FunctionError, exit code 1, so the render or cadctl's
+// fn eval fails), and a config of the wrong shape (set-labels with
+// labels as a list, set-annotations with no annotations or no config,
+// set-namespace with no namespace, a config of another kind) is such an
+// error, worded as the catalog function words it. The functions: set-namespace, set-labels,
 // set-annotations, set-image, search-replace, starlark (go.starlark.net),
 // apply-replacements (kustomize's replacements on kyaml), apply-setters,
 // ensure-name-substring, kpt's builtins/gen-pkg-context, and the test
