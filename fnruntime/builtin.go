@@ -51,22 +51,40 @@ func strict(fn func(context.Context, *pipeline.ResourceList) error) pipeline.Fun
 	})
 }
 
-// BuiltinVersions returns, as a new map, the catalog release each builtin
-// behaves like, by name; the registry checks a step's version tag or
-// constraint against it (see Registry.Resolve). Builtins not listed (kpt's
-// gen-pkg-context, the test images) have no version and resolve for any
-// tag.
-func BuiltinVersions() map[string]string {
-	return map[string]string{
-		"set-namespace":         "v0.4.1",
-		"set-labels":            "v0.2.0",
-		"set-annotations":       "v0.1.4",
-		"set-image":             "v0.1.1",
-		"search-replace":        "v0.2.0",
-		"starlark":              "v0.5.0",
-		"apply-replacements":    "v0.1.1",
-		"apply-setters":         "v0.2.0",
-		"ensure-name-substring": "v0.2.0",
+// CatalogVersion says which releases of a catalog function a builtin
+// implements.
+type CatalogVersion struct {
+	// Releases are the newest release of each minor line the builtin
+	// behaves like ("v0.4.1" stands for every v0.4.x), oldest first. A
+	// step pinning a version of one of these lines, or a constraint one
+	// of these releases satisfies, resolves to the builtin; any other
+	// version gives a *VersionError (see Registry.Resolve).
+	Releases []string
+	// Differs says what the builtin does not do as the implemented
+	// releases document, and why other lines are refused; empty when
+	// nothing is known to differ.
+	Differs string
+}
+
+// BuiltinVersions returns, as a new map by builtin name, the catalog
+// releases each builtin implements. Builtins not listed (kpt's
+// gen-pkg-context, the test images no-op and drop-comments) have no
+// version and resolve for any tag. The package documentation has the same
+// table.
+func BuiltinVersions() map[string]CatalogVersion {
+	return map[string]CatalogVersion{
+		"set-namespace": {Releases: []string{"v0.3.4", "v0.4.1"},
+			Differs: "v0.3.x runs v0.4's behaviour (origin tracking, namespaceMatcher), which gives kpt's v0.3.4 fixtures their expected output; v0.1 and v0.2 (kustomize's namespace transformer, which also set metadata.namespace on custom kinds and on the Kptfile) are refused"},
+		"set-labels": {Releases: []string{"v0.2.0"},
+			Differs: "v0.1.x (kustomize's label transformer and its field specs, additionalLabelFields) is refused"},
+		"set-annotations": {Releases: []string{"v0.1.4"}},
+		"set-image": {Releases: []string{"v0.1.1"},
+			Differs: "additionalImageFields is refused with an error result"},
+		"search-replace":        {Releases: []string{"v0.2.0"}},
+		"starlark":              {Releases: []string{"v0.4.3", "v0.5.0"}, Differs: "load() of other modules is not supported"},
+		"apply-replacements":    {Releases: []string{"v0.1.1"}},
+		"apply-setters":         {Releases: []string{"v0.2.0"}, Differs: "v0.1.x (OpenAPI setter definitions in the Kptfile) is refused"},
+		"ensure-name-substring": {Releases: []string{"v0.2.0"}},
 	}
 }
 

@@ -6,14 +6,25 @@
 // processes over the ResourceList protocol ([ExecFunction]: no shell, an
 // explicit environment, a timeout, capped stdout and stderr, stderr kept
 // for the error), and applies an allow list, a deny list, exec gating and a
-// default timeout. Each builtin declares the catalog release it behaves
-// like ([BuiltinVersions]); a version or semver constraint in Step.Tag
+// default timeout. It holds no global state: callers create one,
+// optionally Register their own functions, and pass it to
+// pipeline.NewKptfile or pipeline.New.
+//
+// # Versions
+//
+// Each builtin declares the catalog releases it implements
+// ([BuiltinVersions], the table below): the newest release of each minor
+// line whose documented behaviour it has. A version pinned in the image
+// ("set-labels:v0.1.5") or in Step.Tag, or a semver constraint in Step.Tag
 // (the Masterminds semver library's syntax, which kpt uses: x-ranges,
-// tilde, caret and hyphen ranges, and, or) is checked against it, while "latest", no
-// tag, a digest and plain tags resolve to it (see [Registry.Resolve]). It
-// holds no
-// global state: callers create one, optionally Register their own
-// functions, and pass it to pipeline.NewKptfile or pipeline.New.
+// tilde, caret and hyphen ranges, and, or), is checked against them: a
+// version outside the implemented lines is refused with a *VersionError
+// naming the image and the lines cad implements (or, with
+// Options.Containers, runs the real image in a container), never run with
+// another release's behaviour. "latest", no tag, a digest and other plain
+// tags resolve to the builtin (see [Registry.Resolve]).
+//
+// # Builtins
 //
 // The builtin functions ([Builtins]) follow the catalog functions of the
 // same name, result messages and failures included. As the catalog's Go
@@ -23,14 +34,31 @@
 // fn eval fails), and a config of the wrong shape (set-labels with
 // labels as a list, set-annotations with no annotations or no config,
 // set-namespace with no namespace, a config of another kind) is such an
-// error, worded as the catalog function words it. The functions: set-namespace, set-labels,
-// set-annotations, set-image, search-replace, starlark (go.starlark.net),
-// apply-replacements (kustomize's replacements on kyaml), apply-setters,
-// ensure-name-substring, kpt's builtins/gen-pkg-context, and the test
-// images no-op and drop-comments. The starlark builtin is bounded in steps
-// and, by a heap watchdog, in memory ([StarlarkFunction],
-// Options.StarlarkMaxSteps and StarlarkMaxMemory); an exec function over
-// its output cap fails with [ErrOutputTooLarge], which the renderer's
-// *pipeline.RenderError carries. Other images run in a container ([ContainerFunction]) only when Options.Containers is set;
-// otherwise resolving them gives a *NotFoundError.
+// error, worded as the catalog function words it.
+//
+//	function               versions implemented   what differs
+//	set-namespace          v0.3.x, v0.4.x         v0.3 runs v0.4's behaviour (origin tracking,
+//	                                              namespaceMatcher), which gives kpt's v0.3.4
+//	                                              fixtures their output; v0.1/v0.2 (kustomize's
+//	                                              transformer, which also set custom kinds and
+//	                                              the Kptfile) refused
+//	set-labels             v0.2.x                 v0.1 (kustomize's label transformer,
+//	                                              additionalLabelFields) refused
+//	set-annotations        v0.1.x                 -
+//	set-image              v0.1.x                 additionalImageFields is an error result
+//	search-replace         v0.2.x                 -
+//	starlark               v0.4.x, v0.5.x         load() of other modules unsupported
+//	apply-replacements     v0.1.x                 -
+//	apply-setters          v0.2.x                 v0.1 (OpenAPI setters in the Kptfile) refused
+//	ensure-name-substring  v0.2.x                 -
+//	builtins/gen-pkg-context, no-op, drop-comments: unversioned (kpt's builtin
+//	and test images)
+//
+// The starlark builtin (go.starlark.net) is bounded in steps and, by a
+// heap watchdog, in memory ([StarlarkFunction], Options.StarlarkMaxSteps
+// and StarlarkMaxMemory); an exec function over its output cap fails with
+// [ErrOutputTooLarge], which the renderer's *pipeline.RenderError carries.
+// Other images run in a container ([ContainerFunction]) only when
+// Options.Containers is set; otherwise resolving them gives a
+// *NotFoundError.
 package fnruntime
