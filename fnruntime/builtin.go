@@ -13,23 +13,31 @@ import (
 // Builtins returns the in-process functions, by catalog name, as a new
 // map: set-namespace, set-labels, set-annotations, set-image,
 // search-replace, starlark ([StarlarkFunction]), apply-replacements,
-// apply-setters, ensure-name-substring, kpt's builtins/gen-pkg-context,
-// and the test images no-op and drop-comments. They follow the catalog functions of the same name
-// for the documented inputs, including their result messages.
+// apply-setters, ensure-name-substring, upsert-resource, set-project-id,
+// remove-local-config-resources, format, set-enforcement-action, kpt's
+// builtins/gen-pkg-context, and the test images no-op and drop-comments.
+// They follow the catalog functions of the same name for the documented
+// inputs, including their result messages, and fail (a
+// *pipeline.FunctionError) whenever they report an error result.
 func Builtins() map[string]pipeline.Function {
 	return map[string]pipeline.Function{
-		"set-namespace":         strict(setNamespace),
-		"set-labels":            strict(setLabels),
-		"set-annotations":       strict(setAnnotations),
-		"set-image":             strict(setImage),
-		"search-replace":        strict(searchReplaceFn),
-		"starlark":              &StarlarkFunction{},
-		"apply-replacements":    strict(applyReplacements),
-		"apply-setters":         strict(applySetters),
-		"ensure-name-substring": strict(ensureNameSubstring),
-		PkgContextFunction:      strict(genPkgContext),
-		"no-op":                 pipeline.FunctionFunc(noOp),
-		"drop-comments":         pipeline.FunctionFunc(dropComments),
+		"set-namespace":                 strict(setNamespace),
+		"set-labels":                    strict(setLabels),
+		"set-annotations":               strict(setAnnotations),
+		"set-image":                     strict(setImage),
+		"search-replace":                strict(searchReplaceFn),
+		"starlark":                      &StarlarkFunction{},
+		"apply-replacements":            strict(applyReplacements),
+		"apply-setters":                 strict(applySetters),
+		"ensure-name-substring":         strict(ensureNameSubstring),
+		"upsert-resource":               strict(upsertResource),
+		"set-project-id":                strict(setProjectID),
+		"remove-local-config-resources": strict(removeLocalConfigResources),
+		"format":                        strict(formatFn),
+		"set-enforcement-action":        strict(setEnforcementAction),
+		PkgContextFunction:              strict(genPkgContext),
+		"no-op":                         pipeline.FunctionFunc(noOp),
+		"drop-comments":                 pipeline.FunctionFunc(dropComments),
 	}
 }
 
@@ -85,6 +93,12 @@ func BuiltinVersions() map[string]CatalogVersion {
 		"apply-replacements":    {Releases: []string{"v0.1.1"}},
 		"apply-setters":         {Releases: []string{"v0.2.0"}, Differs: "v0.1.x (OpenAPI setter definitions in the Kptfile) is refused"},
 		"ensure-name-substring": {Releases: []string{"v0.2.0"}},
+		"upsert-resource":       {Releases: []string{"v0.2.0"}, Differs: "v0.1 refused"},
+		"set-project-id": {Releases: []string{"v0.2.0"},
+			Differs: "a missing project-id is an error (the catalog sets empty values); an empty annotation is set, as documented; the Kptfile is edited in place, comments kept; v0.1 (OpenAPI setters) refused"},
+		"remove-local-config-resources": {Releases: []string{"v0.1.0"}},
+		"format":                        {Releases: []string{"v0.1.0"}},
+		"set-enforcement-action":        {Releases: []string{"v0.1.0"}},
 	}
 }
 

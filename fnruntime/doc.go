@@ -51,6 +51,14 @@
 //	apply-replacements     v0.1.x                 -
 //	apply-setters          v0.2.x                 v0.1 (OpenAPI setters in the Kptfile) refused
 //	ensure-name-substring  v0.2.x                 -
+//	upsert-resource        v0.2.x                 v0.1 refused
+//	set-project-id         v0.2.x                 a missing project-id is an error (the catalog
+//	                                              sets empty values); an empty annotation is
+//	                                              replaced, as documented; the Kptfile is edited
+//	                                              in place, comments kept
+//	remove-local-config-resources v0.1.x          -
+//	format                 v0.1.x                 -
+//	set-enforcement-action v0.1.x                 -
 //	builtins/gen-pkg-context, no-op, drop-comments: unversioned (kpt's builtin
 //	and test images)
 //
