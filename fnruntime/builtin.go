@@ -14,7 +14,8 @@ import (
 // map: set-namespace, set-labels, set-annotations, set-image,
 // search-replace, starlark ([StarlarkFunction]), apply-replacements,
 // apply-setters, ensure-name-substring, upsert-resource, set-project-id,
-// remove-local-config-resources, format, set-enforcement-action, kpt's
+// remove-local-config-resources, format, set-enforcement-action,
+// list-setters, create-setters, kpt's
 // builtins/gen-pkg-context, and the test images no-op and drop-comments.
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages, and fail (a
@@ -35,6 +36,8 @@ func Builtins() map[string]pipeline.Function {
 		"remove-local-config-resources": strict(removeLocalConfigResources),
 		"format":                        strict(formatFn),
 		"set-enforcement-action":        strict(setEnforcementAction),
+		"list-setters":                  strict(listSetters),
+		"create-setters":                strict(createSetters),
 		PkgContextFunction:              strict(genPkgContext),
 		"no-op":                         pipeline.FunctionFunc(noOp),
 		"drop-comments":                 pipeline.FunctionFunc(dropComments),
@@ -99,6 +102,9 @@ func BuiltinVersions() map[string]CatalogVersion {
 		"remove-local-config-resources": {Releases: []string{"v0.1.0"}},
 		"format":                        {Releases: []string{"v0.1.0"}},
 		"set-enforcement-action":        {Releases: []string{"v0.1.0"}},
+		"list-setters":                  {Releases: []string{"v0.1.0"}},
+		"create-setters": {Releases: []string{"v0.1.0"},
+			Differs: "kpt's path and index annotations are not parameterised; scalar setters of equal length are tried in name order (the catalog's order is random)"},
 	}
 }
 

@@ -59,6 +59,10 @@
 //	remove-local-config-resources v0.1.x          -
 //	format                 v0.1.x                 -
 //	set-enforcement-action v0.1.x                 -
+//	list-setters           v0.1.x                 -
+//	create-setters         v0.1.x                 kpt's path/index annotations are never
+//	                                              parameterised; equal-length setter values are
+//	                                              tried in name order (random in the catalog)
 //	builtins/gen-pkg-context, no-op, drop-comments: unversioned (kpt's builtin
 //	and test images)
 //
