@@ -15,7 +15,7 @@ import (
 // search-replace, starlark ([StarlarkFunction]), apply-replacements,
 // apply-setters, ensure-name-substring, upsert-resource, set-project-id,
 // remove-local-config-resources, format, set-enforcement-action,
-// list-setters, create-setters, kpt's
+// list-setters, create-setters, fix, kpt's
 // builtins/gen-pkg-context, and the test images no-op and drop-comments.
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages, and fail (a
@@ -38,6 +38,7 @@ func Builtins() map[string]pipeline.Function {
 		"set-enforcement-action":        strict(setEnforcementAction),
 		"list-setters":                  strict(listSetters),
 		"create-setters":                strict(createSetters),
+		"fix":                           strict(fixKptfiles),
 		PkgContextFunction:              strict(genPkgContext),
 		"no-op":                         pipeline.FunctionFunc(noOp),
 		"drop-comments":                 pipeline.FunctionFunc(dropComments),
@@ -103,6 +104,8 @@ func BuiltinVersions() map[string]CatalogVersion {
 		"format":                        {Releases: []string{"v0.1.0"}},
 		"set-enforcement-action":        {Releases: []string{"v0.1.0"}},
 		"list-setters":                  {Releases: []string{"v0.1.0"}},
+		"fix": {Releases: []string{"v0.2.1"},
+			Differs: "setters go into the apply-setters configMap, as the documentation shows (the catalog's code writes setters.yaml); a v1alpha2 Kptfile's apply-setters configMap is left in place; OpenAPI enum values are not substituted"},
 		"create-setters": {Releases: []string{"v0.1.0"},
 			Differs: "kpt's path and index annotations are not parameterised; scalar setters of equal length are tried in name order (the catalog's order is random)"},
 	}

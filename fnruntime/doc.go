@@ -60,11 +60,19 @@
 //	format                 v0.1.x                 -
 //	set-enforcement-action v0.1.x                 -
 //	list-setters           v0.1.x                 -
+//	fix                    v0.2.x                 setters go into apply-setters' configMap, as the
+//	                                              documentation shows (the catalog's code writes
+//	                                              setters.yaml); OpenAPI enum values are not
+//	                                              substituted; v1alpha2's configMap stays
 //	create-setters         v0.1.x                 kpt's path/index annotations are never
 //	                                              parameterised; equal-length setter values are
 //	                                              tried in name order (random in the catalog)
 //	builtins/gen-pkg-context, no-op, drop-comments: unversioned (kpt's builtin
 //	and test images)
+//
+// Not in-process: generate-folders (a TypeScript function), kubeval and
+// kubeconform, render-helm-chart, gatekeeper; they run as containers with
+// Options.Containers.
 //
 // The starlark builtin (go.starlark.net) is bounded in steps and, by a
 // heap watchdog, in memory ([StarlarkFunction], Options.StarlarkMaxSteps
