@@ -102,7 +102,7 @@ says otherwise. Functions are cad's builtins, exec functions with
 	reg := c.registry(*allowExec, *allowNetwork)
 	rec := &recorder{inner: reg}
 	// Messages show paths under the directory as given, as kpt's do.
-	res, rerr := pipeline.NewKptfile(rec, stdpipe.Options(reg, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg)), RequireKptfile: true})).Render(c.ctx, files)
+	res, rerr := pipeline.NewKptfile(rec, stdpipe.Options(reg, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg)), RequireKptfile: true, KptStyleKptfile: true})).Render(c.ctx, files)
 	var steps []pipeline.StepResult
 	result := files
 	var re *pipeline.RenderError
