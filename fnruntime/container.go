@@ -30,6 +30,10 @@ type ContainerFunction struct {
 	Network bool
 	// Env is the engine's environment; nil means this process's.
 	Env []string
+	// FunctionEnv are environment variables of the function's container,
+	// as docker run -e takes them: KEY=VALUE, or KEY to pass the engine
+	// environment's value.
+	FunctionEnv []string
 	// Timeout, MaxOutput and MaxStderr bound a run as in ExecFunction.
 	Timeout              time.Duration
 	MaxOutput, MaxStderr int64
@@ -65,9 +69,13 @@ func (c *ContainerFunction) exec() (*ExecFunction, error) {
 	if env == nil {
 		env = os.Environ()
 	}
+	args := []string{"run", "--rm", "-i", "--network", network, "--user", "nobody", "--security-opt=no-new-privileges"}
+	for _, e := range c.FunctionEnv {
+		args = append(args, "-e", e)
+	}
 	return &ExecFunction{
 		Path: engine,
-		Args: []string{"run", "--rm", "-i", "--network", network, "--user", "nobody", "--security-opt=no-new-privileges", c.Image},
+		Args: append(args, c.Image),
 		Env:  env, Timeout: c.Timeout, MaxOutput: c.MaxOutput, MaxStderr: c.MaxStderr,
 	}, nil
 }

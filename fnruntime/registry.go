@@ -69,6 +69,10 @@ type Options struct {
 	ContainerEngine string
 	// ContainerNetwork gives function containers the host network.
 	ContainerNetwork bool
+	// ContainerEnv are environment variables of function containers
+	// (ContainerFunction.FunctionEnv); they do not reach builtins or exec
+	// functions.
+	ContainerEnv []string
 	// IgnoreImageTags leaves a version tag in the image itself
 	// ("set-labels:v0.1.5") unchecked; Step.Tag is always checked.
 	// Default false: the image's version must be one the implementation
@@ -269,7 +273,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 		if err != nil {
 			return nil, fmt.Errorf("function %q: %w", step.Image, err)
 		}
-		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork,
+		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork, FunctionEnv: r.opts.ContainerEnv,
 			Timeout: r.opts.Timeout, MaxOutput: r.opts.MaxOutput, MaxStderr: r.opts.MaxStderr}, nil
 	}
 	return withTimeout(fn, r.opts.Timeout), nil

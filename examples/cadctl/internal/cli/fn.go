@@ -19,15 +19,18 @@ func fnCommands() []command {
 	return []command{
 		{name: "render", short: "Render a package: run the pipelines of its Kptfiles, as kpt fn render", run: runRender},
 		{name: "eval", short: "Run one function on a package or a ResourceList, as kpt fn eval", run: runEval},
+		{name: "source", short: "Source resources from a local directory, as kpt fn source", run: runSource},
+		{name: "sink", short: "Write resources to a local directory, as kpt fn sink", run: runSink},
 	}
 }
 
 // registry returns the function registry of the fn commands: the builtins,
 // exec functions when allowed, and images in a container when docker or
 // podman is installed.
-func (c *cmdEnv) registry(allowExec, network bool) *fnruntime.Registry {
+func (c *cmdEnv) registry(allowExec, network bool, containerEnv ...string) *fnruntime.Registry {
 	_, noEngine := fnruntime.FindContainerEngine("")
 	return fnruntime.NewRegistry(&fnruntime.Options{
+		ContainerEnv:     containerEnv,
 		AllowExec:        allowExec,
 		ExecDir:          c.dir,
 		Env:              c.env,
