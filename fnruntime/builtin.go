@@ -91,7 +91,7 @@ func BuiltinVersions() map[string]CatalogVersion {
 			Differs: "v0.1.x (kustomize's label transformer and its field specs, additionalLabelFields) is refused"},
 		"set-annotations": {Releases: []string{"v0.1.4"}},
 		"set-image": {Releases: []string{"v0.1.1"},
-			Differs: "additionalImageFields is refused with an error result"},
+			Differs: "additionalImageFields updates existing fields only (create adds no field)"},
 		"search-replace":        {Releases: []string{"v0.2.0"}},
 		"starlark":              {Releases: []string{"v0.4.3", "v0.5.0"}, Differs: "load() of other modules is not supported"},
 		"apply-replacements":    {Releases: []string{"v0.1.1"}},

@@ -45,7 +45,8 @@
 //	set-labels             v0.2.x                 v0.1 (kustomize's label transformer,
 //	                                              additionalLabelFields) refused
 //	set-annotations        v0.1.x                 -
-//	set-image              v0.1.x                 additionalImageFields is an error result
+//	set-image              v0.1.x                 additionalImageFields updates existing fields
+//	                                              only (create adds no field)
 //	search-replace         v0.2.x                 -
 //	starlark               v0.4.x, v0.5.x         load() of other modules unsupported
 //	apply-replacements     v0.1.x                 -
