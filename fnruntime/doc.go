@@ -48,7 +48,9 @@
 //	set-image              v0.1.x                 additionalImageFields updates existing fields
 //	                                              only (create adds no field)
 //	search-replace         v0.2.x                 -
-//	starlark               v0.4.x, v0.5.x         load() of other modules unsupported
+//	starlark               v0.4.x, v0.5.x         load() has json, math, time, base64, yaml, hash
+//	                                              and krmfn, not bsoup, csv, geo, html, http, re,
+//	                                              xlsx, zipfile; ctx.environment is empty
 //	apply-replacements     v0.1.x                 -
 //	apply-setters          v0.2.x                 v0.1 (OpenAPI setters in the Kptfile) refused
 //	ensure-name-substring  v0.2.x                 -
