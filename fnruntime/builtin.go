@@ -15,7 +15,7 @@ import (
 // search-replace, starlark ([StarlarkFunction]), apply-replacements,
 // apply-setters, ensure-name-substring, upsert-resource, set-project-id,
 // remove-local-config-resources, format, set-enforcement-action,
-// list-setters, create-setters, fix, kpt's
+// list-setters, create-setters, fix, generate-folders, kpt's
 // builtins/gen-pkg-context, and the test images no-op and drop-comments.
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages, and fail (a
@@ -39,6 +39,7 @@ func Builtins() map[string]pipeline.Function {
 		"list-setters":                  strict(listSetters),
 		"create-setters":                strict(createSetters),
 		"fix":                           strict(fixKptfiles),
+		"generate-folders":              strict(generateFolders),
 		PkgContextFunction:              strict(genPkgContext),
 		"no-op":                         pipeline.FunctionFunc(noOp),
 		"drop-comments":                 pipeline.FunctionFunc(dropComments),
@@ -105,6 +106,7 @@ func BuiltinVersions() map[string]CatalogVersion {
 		"format":                        {Releases: []string{"v0.1.0"}},
 		"set-enforcement-action":        {Releases: []string{"v0.1.0"}},
 		"list-setters":                  {Releases: []string{"v0.1.0"}},
+		"generate-folders":              {Releases: []string{"v0.1.1"}, Differs: "a Go port of the TypeScript function"},
 		"fix": {Releases: []string{"v0.2.1"},
 			Differs: "setters go into the apply-setters configMap, as the documentation shows (the catalog's code writes setters.yaml); a v1alpha2 Kptfile's apply-setters configMap is left in place; OpenAPI enum values are not substituted"},
 		"create-setters": {Releases: []string{"v0.1.0"},

@@ -67,14 +67,15 @@
 //	                                              documentation shows (the catalog's code writes
 //	                                              setters.yaml); OpenAPI enum values are not
 //	                                              substituted; v1alpha2's configMap stays
+//	generate-folders       v0.1.x                 a Go port of the TypeScript function; cad does
+//	                                              not add kpt's cnrm blueprint attribution
 //	create-setters         v0.1.x                 kpt's path/index annotations are never
 //	                                              parameterised; equal-length setter values are
 //	                                              tried in name order (random in the catalog)
 //	builtins/gen-pkg-context, no-op, drop-comments: unversioned (kpt's builtin
 //	and test images)
 //
-// Not in-process: generate-folders (a TypeScript function), kubeval and
-// kubeconform, render-helm-chart, gatekeeper; they run as containers with
+// Not in-process: kubeval and kubeconform, render-helm-chart, gatekeeper; they run as containers with
 // Options.Containers.
 //
 // The starlark builtin (go.starlark.net) is bounded in steps and, by a
