@@ -15,7 +15,7 @@ import (
 // search-replace, starlark ([StarlarkFunction]), apply-replacements,
 // apply-setters, ensure-name-substring, upsert-resource, set-project-id,
 // remove-local-config-resources, format, set-enforcement-action,
-// list-setters, create-setters, fix, generate-folders, kpt's
+// list-setters, create-setters, fix, generate-folders, kubeconform, kpt's
 // builtins/gen-pkg-context, and the test images no-op and drop-comments.
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages, and fail (a
@@ -40,6 +40,7 @@ func Builtins() map[string]pipeline.Function {
 		"create-setters":                strict(createSetters),
 		"fix":                           strict(fixKptfiles),
 		"generate-folders":              strict(generateFolders),
+		"kubeconform":                   strict(kubeconform),
 		PkgContextFunction:              strict(genPkgContext),
 		"no-op":                         pipeline.FunctionFunc(noOp),
 		"drop-comments":                 pipeline.FunctionFunc(dropComments),
@@ -81,7 +82,8 @@ type CatalogVersion struct {
 
 // BuiltinVersions returns, as a new map by builtin name, the catalog
 // releases each builtin implements. Builtins not listed (kpt's
-// gen-pkg-context, the test images no-op and drop-comments) have no
+// gen-pkg-context, kubeconform, whose image kpt's tests pin only as
+// latest, the test images no-op and drop-comments) have no
 // version and resolve for any tag. The package documentation has the same
 // table.
 func BuiltinVersions() map[string]CatalogVersion {
