@@ -34,6 +34,9 @@ type ContainerFunction struct {
 	// as docker run -e takes them: KEY=VALUE, or KEY to pass the engine
 	// environment's value.
 	FunctionEnv []string
+	// Mounts are storage mounts of the function's container, as docker run
+	// --mount takes them ("type=bind,src=/data,dst=/data").
+	Mounts []string
 	// Timeout, MaxOutput and MaxStderr bound a run as in ExecFunction.
 	Timeout              time.Duration
 	MaxOutput, MaxStderr int64
@@ -72,6 +75,9 @@ func (c *ContainerFunction) exec() (*ExecFunction, error) {
 	args := []string{"run", "--rm", "-i", "--network", network, "--user", "nobody", "--security-opt=no-new-privileges"}
 	for _, e := range c.FunctionEnv {
 		args = append(args, "-e", e)
+	}
+	for _, m := range c.Mounts {
+		args = append(args, "--mount", m)
 	}
 	return &ExecFunction{
 		Path: engine,

@@ -73,6 +73,9 @@ type Options struct {
 	// (ContainerFunction.FunctionEnv); they do not reach builtins or exec
 	// functions.
 	ContainerEnv []string
+	// ContainerMounts are storage mounts of function containers
+	// (ContainerFunction.Mounts).
+	ContainerMounts []string
 	// IgnoreImageTags leaves a version tag in the image itself
 	// ("set-labels:v0.1.5") unchecked; Step.Tag is always checked.
 	// Default false: the image's version must be one the implementation
@@ -273,7 +276,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 		if err != nil {
 			return nil, fmt.Errorf("function %q: %w", step.Image, err)
 		}
-		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork, FunctionEnv: r.opts.ContainerEnv,
+		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork, FunctionEnv: r.opts.ContainerEnv, Mounts: r.opts.ContainerMounts,
 			Timeout: r.opts.Timeout, MaxOutput: r.opts.MaxOutput, MaxStderr: r.opts.MaxStderr}, nil
 	}
 	return withTimeout(fn, r.opts.Timeout), nil

@@ -3,7 +3,9 @@ package fnruntime_test
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -272,5 +274,31 @@ func TestRenderRefusesUnimplementedVersion(t *testing.T) {
 		if d, _ := out.Files.Get("cm.yaml"); strings.Contains(string(d), "prod") {
 			t.Errorf("a refused step changed the package: %s", d)
 		}
+	}
+}
+
+// TestContainerEnvAndMounts runs a fake engine that prints its command
+// line: the registry's container env and mounts reach docker run as -e
+// and --mount, before the image.
+func TestContainerEnvAndMounts(t *testing.T) {
+	dir := t.TempDir()
+	engine := filepath.Join(dir, "fake-engine")
+	if err := os.WriteFile(engine, []byte("#!/bin/sh\necho \"$@\" >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := fnruntime.NewRegistry(&fnruntime.Options{Containers: true, ContainerEngine: engine,
+		ContainerEnv: []string{"KEY=value", "HOME"}, ContainerMounts: []string{"type=bind,src=/data,dst=/data"}})
+	fn, err := r.Resolve(context.Background(), pipeline.Step{Image: "example.com/fn:v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = fn.Run(context.Background(), &pipeline.ResourceList{})
+	var fe *pipeline.FunctionError
+	if !errors.As(err, &fe) || fe.ExitCode != 3 {
+		t.Fatalf("want the engine's exit code 3, got %v", err)
+	}
+	want := "run --rm -i --network none --user nobody --security-opt=no-new-privileges -e KEY=value -e HOME --mount type=bind,src=/data,dst=/data example.com/fn:v1"
+	if strings.TrimSpace(fe.Stderr) != want {
+		t.Errorf("engine command line:\n got %s\nwant %s", strings.TrimSpace(fe.Stderr), want)
 	}
 }

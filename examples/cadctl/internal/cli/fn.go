@@ -27,10 +27,15 @@ func fnCommands() []command {
 // registry returns the function registry of the fn commands: the builtins,
 // exec functions when allowed, and images in a container when docker or
 // podman is installed.
-func (c *cmdEnv) registry(allowExec, network bool, containerEnv ...string) *fnruntime.Registry {
+func (c *cmdEnv) registry(allowExec, network bool, container ...containerOpts) *fnruntime.Registry {
+	var co containerOpts
+	if len(container) > 0 {
+		co = container[0]
+	}
 	_, noEngine := fnruntime.FindContainerEngine("")
 	return fnruntime.NewRegistry(&fnruntime.Options{
-		ContainerEnv:     containerEnv,
+		ContainerEnv:     co.env,
+		ContainerMounts:  co.mounts,
 		AllowExec:        allowExec,
 		ExecDir:          c.dir,
 		Env:              c.env,
@@ -38,6 +43,9 @@ func (c *cmdEnv) registry(allowExec, network bool, containerEnv ...string) *fnru
 		ContainerNetwork: network,
 	})
 }
+
+// containerOpts are fn eval's settings for container functions.
+type containerOpts struct{ env, mounts []string }
 
 // outputMode is the -o value of fn render and fn eval.
 type outputMode struct {

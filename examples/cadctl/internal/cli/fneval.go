@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
 )
@@ -140,7 +141,7 @@ after "--".`}
 	var envs, mounts stringsFlag
 	fs.Var(&envs, "env", "an environment variable (KEY=VALUE, or KEY to pass this process's) for a container function; repeatable")
 	fs.Var(&envs, "e", "shorthand for --env")
-	fs.Var(&mounts, "mount", "a storage mount for a container function; not supported by cadctl")
+	fs.Var(&mounts, "mount", "a storage mount for a container function (type=bind,src=DIR,dst=DIR[,rw=true]); repeatable")
 	output := fs.String("output", "", "where to write the result: stdout (a ResourceList), unwrap (plain YAML) or a new directory")
 	fs.StringVar(output, "o", "", "shorthand for --output")
 	resultsDir := fs.String("results-dir", "", "write the function results to results.yaml in this directory")
@@ -173,9 +174,6 @@ after "--".`}
 	}
 	if *execPath != "" && (len(envs) > 0 || len(mounts) > 0 || *network) {
 		return errors.New("--mount, --as-current-user, --network and --env can only be used with container functions")
-	}
-	if len(mounts) > 0 {
-		return errors.New("--mount is not supported by cadctl")
 	}
 	if *fnConfig != "" && len(rest) > 0 {
 		return usagef("function config file (--fn-config) and key=value arguments cannot be used together")
@@ -228,9 +226,12 @@ after "--".`}
 		step = pipeline.Step{Image: normalizeImage(*image), Tag: *tag}
 		id = step.Image
 	}
-	fn, err := c.registry(true, *network, envs...).Resolve(c.ctx, step)
+	fn, err := c.registry(true, *network, containerOpts{env: envs, mounts: mounts}).Resolve(c.ctx, step)
 	if err != nil {
 		return err
+	}
+	if _, container := fn.(*fnruntime.ContainerFunction); !container && len(mounts) > 0 {
+		return fmt.Errorf("--mount can only be used with container functions; %s runs in-process", id)
 	}
 
 	msel, matching := match.selector()
