@@ -72,9 +72,9 @@
 //	create-setters         v0.1.x                 kpt's path/index annotations are never
 //	                                              parameterised; equal-length setter values are
 //	                                              tried in name order (random in the catalog)
-//	kubeconform            unversioned (kpt pins latest) validates against kyaml's bundled
-//	                                              Kubernetes OpenAPI schema with kubeconform's
-//	                                              messages; no schema_location, no
+//	kubeconform            unversioned            kpt's tests pin latest; validates against
+//	                                              kyaml's bundled Kubernetes OpenAPI schema with
+//	                                              kubeconform's messages; no schema_location, no
 //	                                              kubernetes_version choice
 //	builtins/gen-pkg-context, no-op, drop-comments: unversioned (kpt's builtin
 //	and test images)
