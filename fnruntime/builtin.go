@@ -88,8 +88,8 @@ type CatalogVersion struct {
 // table.
 func BuiltinVersions() map[string]CatalogVersion {
 	return map[string]CatalogVersion{
-		"set-namespace": {Releases: []string{"v0.3.4", "v0.4.1"},
-			Differs: "v0.3.x runs v0.4's behaviour (origin tracking, namespaceMatcher), which gives kpt's v0.3.4 fixtures their expected output; v0.1 and v0.2 (kustomize's namespace transformer, which also set metadata.namespace on custom kinds and on the Kptfile) are refused"},
+		"set-namespace": {Releases: []string{"v0.2.0", "v0.3.4", "v0.4.1"},
+			Differs: "v0.2.x has its own implementation, as documented (kustomize's namespace transformer: every resource not known to be cluster-scoped, custom kinds and the Kptfile included, Namespace names, binding subjects, additionalNamespaceFields); v0.3.x runs v0.4's behaviour (origin tracking, namespaceMatcher), which gives kpt's v0.3.4 fixtures their expected output; v0.1 is refused"},
 		"set-labels": {Releases: []string{"v0.2.0"},
 			Differs: "v0.1.x (kustomize's label transformer and its field specs, additionalLabelFields) is refused"},
 		"set-annotations": {Releases: []string{"v0.1.4"}},

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/pipeline/pipelinetest"
 )
 
@@ -56,4 +57,11 @@ func TestDocTableListsEveryBuiltin(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestVersionedBuiltinsGolden renders testdata/versions/<case> through a
+// registry, so that a Kptfile pinning an older catalog line runs that
+// line's implementation (set-namespace v0.2).
+func TestVersionedBuiltinsGolden(t *testing.T) {
+	pipelinetest.Run(t, filepath.Join("testdata", "versions"), pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil))
 }

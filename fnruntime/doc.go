@@ -14,7 +14,9 @@
 //
 // Each builtin declares the catalog releases it implements
 // ([BuiltinVersions], the table below): the newest release of each minor
-// line whose documented behaviour it has. A version pinned in the image
+// line whose documented behaviour it has. Where an older line behaves
+// differently and its documentation says how (set-namespace v0.2), that
+// line has its own implementation, which a step pinning it runs. A version pinned in the image
 // ("set-labels:v0.1.5") or in Step.Tag, or a semver constraint in Step.Tag
 // (the Masterminds semver library's syntax, which kpt uses: x-ranges,
 // tilde, caret and hyphen ranges, and, or), is checked against them: a
@@ -37,11 +39,13 @@
 // error, worded as the catalog function words it.
 //
 //	function               versions implemented   what differs
-//	set-namespace          v0.3.x, v0.4.x         v0.3 runs v0.4's behaviour (origin tracking,
+//	set-namespace          v0.2.x, v0.3.x, v0.4.x v0.2 has its own implementation, as
+//	                                              documented (kustomize's transformer: every
+//	                                              resource not known to be cluster-scoped, custom
+//	                                              kinds and the Kptfile included); v0.3 runs
+//	                                              v0.4's behaviour (origin tracking,
 //	                                              namespaceMatcher), which gives kpt's v0.3.4
-//	                                              fixtures their output; v0.1/v0.2 (kustomize's
-//	                                              transformer, which also set custom kinds and
-//	                                              the Kptfile) refused
+//	                                              fixtures their output; v0.1 refused
 //	set-labels             v0.2.x                 v0.1 (kustomize's label transformer,
 //	                                              additionalLabelFields) refused
 //	set-annotations        v0.1.x                 -

@@ -68,18 +68,18 @@ spec:
 // another version is refused with a *VersionError instead of silently
 // running other behaviour.
 func ExampleBuiltinVersions() {
-	fmt.Println(fnruntime.BuiltinVersions()["set-namespace"].Releases)
+	fmt.Println(fnruntime.BuiltinVersions()["set-labels"].Releases)
 
 	reg := fnruntime.NewRegistry(nil)
-	_, err := reg.Resolve(context.Background(), pipeline.Step{Image: "gcr.io/kpt-fn/set-namespace:v0.2.0"})
+	_, err := reg.Resolve(context.Background(), pipeline.Step{Image: "gcr.io/kpt-fn/set-labels:v0.1.5"})
 	var ve *fnruntime.VersionError
 	fmt.Println(errors.As(err, &ve), ve.Implemented)
 	fmt.Println(err)
-	_, err = reg.Resolve(context.Background(), pipeline.Step{Image: "gcr.io/kpt-fn/set-namespace:v0.3.4"})
+	_, err = reg.Resolve(context.Background(), pipeline.Step{Image: "gcr.io/kpt-fn/set-labels:v0.2.0"})
 	fmt.Println(err)
 	// Output:
-	// [v0.3.4 v0.4.1]
-	// true [v0.3.4 v0.4.1]
-	// function "gcr.io/kpt-fn/set-namespace:v0.2.0": version "v0.2.0" is not implemented in-process (cad implements v0.3.x, v0.4.x); pin one of those, or enable container functions
+	// [v0.2.0]
+	// true [v0.2.0]
+	// function "gcr.io/kpt-fn/set-labels:v0.1.5": version "v0.1.5" is not implemented in-process (cad implements v0.2.x); pin one of those, or enable container functions
 	// <nil>
 }

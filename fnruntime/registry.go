@@ -95,6 +95,9 @@ type Registry struct {
 	mu       sync.RWMutex
 	fns      map[string]pipeline.Function
 	versions map[string][]semVersion // by key: the minor lines' newest releases; absent: unversioned
+	// lines are implementations of older minor lines, by key and by
+	// release ("0.2.0"); a line without one runs fns[key].
+	lines map[string]map[string]pipeline.Function
 }
 
 var _ pipeline.Resolver = (*Registry)(nil)
@@ -102,7 +105,7 @@ var _ pipeline.Resolver = (*Registry)(nil)
 // NewRegistry returns a registry with the builtin functions (unless
 // opts.NoBuiltins) and no others.
 func NewRegistry(opts *Options) *Registry {
-	r := &Registry{fns: map[string]pipeline.Function{}, versions: map[string][]semVersion{}}
+	r := &Registry{fns: map[string]pipeline.Function{}, versions: map[string][]semVersion{}, lines: map[string]map[string]pipeline.Function{}}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -126,6 +129,9 @@ func NewRegistry(opts *Options) *Registry {
 				r.versions[name] = append(r.versions[name], v)
 			}
 		}
+		for name, byRelease := range builtinLines() {
+			r.lines[name] = byRelease
+		}
 	}
 	return r
 }
@@ -140,6 +146,7 @@ func (r *Registry) Register(name string, fn pipeline.Function) {
 	key := imageKey(name)
 	r.fns[key] = fn
 	delete(r.versions, key)
+	delete(r.lines, key)
 }
 
 // RegisterVersion is Register for an implementation that behaves like
@@ -165,6 +172,7 @@ func (r *Registry) RegisterVersion(name string, fn pipeline.Function, releases .
 	key := imageKey(name)
 	r.fns[key] = fn
 	r.versions[key] = vs
+	delete(r.lines, key)
 	return nil
 }
 
@@ -246,6 +254,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 	r.mu.RLock()
 	fn, ok := r.fns[key]
 	releases, versioned := r.versions[key]
+	lines := r.lines[key]
 	r.mu.RUnlock()
 	tag := step.Tag
 	if tag == "" && !r.opts.IgnoreImageTags {
@@ -257,7 +266,13 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 		if err != nil {
 			return nil, fmt.Errorf("function %q: %w", step.Image, err)
 		}
-		if ok && versioned && !implements(releases, tag, c) {
+		rel, implemented := implements(releases, tag, c)
+		if ok && versioned && implemented {
+			if lf, has := lines[rel.String()]; has {
+				fn = lf
+			}
+		}
+		if ok && versioned && !implemented {
 			if !r.opts.Containers {
 				names := make([]string, len(releases))
 				for i, v := range releases {
@@ -332,24 +347,26 @@ func minorLine(rel string) string {
 	return fmt.Sprintf("v%d.%d.x", v.Major(), v.Minor())
 }
 
-// implements reports whether releases (each standing for its minor line)
-// implement tag: a full version must be in one of the lines, any other
-// constraint must be satisfied by one of the releases.
-func implements(releases []semVersion, tag string, c *constraint) bool {
+// implements reports which of releases (each standing for its minor line)
+// implements tag: for a full version, the release of its minor line; for
+// any other constraint, the newest release that satisfies it, as kpt
+// resolves a constraint to the newest matching tag.
+func implements(releases []semVersion, tag string, c *constraint) (semVersion, bool) {
 	if v, err := semver.StrictNewVersion(strings.TrimPrefix(strings.TrimPrefix(tag, "v"), "V")); err == nil {
 		for _, rel := range releases {
 			if rel.Major() == v.Major() && rel.Minor() == v.Minor() {
-				return true
+				return rel, true
 			}
 		}
-		return false
+		return nil, false
 	}
+	var best semVersion
 	for _, rel := range releases {
-		if c.check(rel) {
-			return true
+		if c.check(rel) && (best == nil || rel.GreaterThan(best)) {
+			best = rel
 		}
 	}
-	return false
+	return best, best != nil
 }
 
 // Is reports whether target is pipeline.ErrNotFound.

@@ -136,7 +136,7 @@ func TestResolveVersionConstraints(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.Register("example.com/fns/any", fnruntime.Builtins()["no-op"])
-	const ns = "ghcr.io/kptdev/krm-functions-catalog/set-namespace" // v0.3.4 and v0.4.1
+	const ns = "ghcr.io/kptdev/krm-functions-catalog/set-namespace" // v0.2.0, v0.3.4 and v0.4.1
 	for _, tc := range []struct {
 		image, tag string
 		want       error // nil, pipeline.ErrNotFound or revision.ErrInvalid
@@ -155,9 +155,10 @@ func TestResolveVersionConstraints(t *testing.T) {
 		{ns, "0.4.2 - 0.4.9", pipeline.ErrNotFound}, // no implemented release in it
 		{ns, "v0.4.2", nil},                         // a patch of an implemented line
 		{ns, "v0.3.0", nil},
-		{ns, "v0.2.0", pipeline.ErrNotFound},
+		{ns, "v0.2.0", nil}, // its own implementation
+		{ns, "v0.1.4", pipeline.ErrNotFound},
 		{ns, "v0.5.0", pipeline.ErrNotFound},
-		{ns, "~0.2", pipeline.ErrNotFound},
+		{ns, "~0.1", pipeline.ErrNotFound},
 		{ns, "^0.5", pipeline.ErrNotFound},
 		{ns, ">=1.0, <2", pipeline.ErrNotFound},
 		{ns, "~1.2", pipeline.ErrNotFound},
@@ -168,7 +169,7 @@ func TestResolveVersionConstraints(t *testing.T) {
 		{ns + ":v0.4", "", nil},
 		{ns + "@sha256:0000", "", nil},
 		{ns + ":v0.1.5", "^0.4", nil},                  // Tag overrides the image's tag
-		{ns + ":v0.4.1", "v0.2", pipeline.ErrNotFound}, // Tag overrides the image's tag
+		{ns + ":v0.4.1", "v0.1", pipeline.ErrNotFound}, // Tag overrides the image's tag
 		{"example.com/fns/mine:v1", "", nil},
 		{"example.com/fns/mine", "~1.3", nil},
 		{"example.com/fns/mine", "~1.2", pipeline.ErrNotFound},
@@ -188,10 +189,10 @@ func TestResolveVersionConstraints(t *testing.T) {
 	_, err := r.Resolve(ctx, pipeline.Step{Image: ns, Tag: "~1.2"})
 	var ve *fnruntime.VersionError
 	if !errors.As(err, &ve) || ve.Constraint != "~1.2" || ve.Version != "v0.4.1" || ve.Image != ns ||
-		strings.Join(ve.Implemented, ",") != "v0.3.4,v0.4.1" {
+		strings.Join(ve.Implemented, ",") != "v0.2.0,v0.3.4,v0.4.1" {
 		t.Errorf("VersionError fields: %#v", err)
 	}
-	for _, want := range []string{ns, "~1.2", "v0.3.x, v0.4.x"} {
+	for _, want := range []string{ns, "~1.2", "v0.2.x, v0.3.x, v0.4.x"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %q", err, want)
 		}
@@ -215,7 +216,8 @@ func TestResolveImageTags(t *testing.T) {
 			"gcr.io/kpt-fn/set-namespace:latest":      nil,
 			"gcr.io/kpt-fn/set-namespace":             nil,
 			"gcr.io/kpt-fn/set-namespace@sha256:0000": nil,
-			"gcr.io/kpt-fn/set-namespace:v0.2.0":      pipeline.ErrNotFound,
+			"gcr.io/kpt-fn/set-namespace:v0.2.0":      nil,
+			"gcr.io/kpt-fn/set-namespace:v0.1.3":      pipeline.ErrNotFound,
 			"gcr.io/kpt-fn/set-labels:v0.1.5":         pipeline.ErrNotFound,
 			"gcr.io/kpt-fn/set-labels:v0.2.0":         nil,
 			"gcr.io/kpt-fn/apply-setters:v0.1":        pipeline.ErrNotFound,
@@ -250,13 +252,13 @@ func TestBuiltinVersionsAreValid(t *testing.T) {
 }
 
 // TestRenderRefusesUnimplementedVersion renders a Kptfile pinning a
-// release whose documented behaviour cad does not implement (set-namespace
-// v0.2, kustomize's transformer): the render fails with the typed error,
-// naming the image and the lines cad implements, and returns no files.
+// release whose behaviour cad does not implement (set-namespace v0.1): the
+// render fails with the typed error, naming the image and the lines cad
+// implements, and changes nothing.
 func TestRenderRefusesUnimplementedVersion(t *testing.T) {
 	files := revision.MustFiles(map[string]string{
 		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n" +
-			"    - image: gcr.io/kpt-fn/set-namespace:v0.2.0\n      configMap:\n        namespace: prod\n",
+			"    - image: gcr.io/kpt-fn/set-namespace:v0.1.4\n      configMap:\n        namespace: prod\n",
 		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
 	})
 	out, err := pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil).Render(context.Background(), files)
@@ -264,10 +266,10 @@ func TestRenderRefusesUnimplementedVersion(t *testing.T) {
 	if !errors.As(err, &ve) || !errors.Is(err, pipeline.ErrNotFound) {
 		t.Fatalf("render: %v", err)
 	}
-	if ve.Image != "gcr.io/kpt-fn/set-namespace:v0.2.0" || strings.Join(ve.Implemented, ",") != "v0.3.4,v0.4.1" {
+	if ve.Image != "gcr.io/kpt-fn/set-namespace:v0.1.4" || strings.Join(ve.Implemented, ",") != "v0.2.0,v0.3.4,v0.4.1" {
 		t.Errorf("VersionError: %#v", ve)
 	}
-	if !strings.Contains(err.Error(), "v0.3.x, v0.4.x") {
+	if !strings.Contains(err.Error(), "v0.2.x, v0.3.x, v0.4.x") {
 		t.Errorf("error does not name the implemented versions: %v", err)
 	}
 	if out != nil {
