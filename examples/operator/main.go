@@ -89,6 +89,8 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.CacheDir, "cache-dir", "", "keep clones of remote git repositories here (default in memory)")
 	fs.DurationVar(&o.Poll, "poll", 30*time.Second, "how often each repository is read again")
 	fs.IntVar(&o.Workers, "workers", 4, "objects of each kind reconciled at once")
+	qps := fs.Float64("kube-api-qps", 100, "requests per second to the API server (client-go's default of 5 would make discovering thousands of revisions take many minutes)")
+	burst := fs.Int("kube-api-burst", 200, "burst of requests to the API server")
 	verbose := fs.Bool("v", false, "log what the reconcilers do")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -107,6 +109,7 @@ func run(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("kubeconfig: %w", err)
 	}
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
 	op, err := newOperator(cfg, o)
 	if err != nil {
 		return err
