@@ -9,7 +9,6 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -200,23 +199,36 @@ func stalled(err error) any {
 	}}}
 }
 
-// writeStatus records status in obj's status subresource when it changed.
+// writeStatus records status (the variant package's, of the same JSON
+// as the object's) in obj's status subresource when it changed.
 func (r *variantReconciler) writeStatus(ctx context.Context, obj client.Object, status any) error {
 	raw, err := json.Marshal(status)
 	if err != nil {
 		return err
 	}
-	var cur *runtime.RawExtension
+	var cur any
 	switch o := obj.(type) {
 	case *configv1alpha1.PackageVariant:
 		cur = &o.Status
 	case *configv1alpha2.PackageVariantSet:
 		cur = &o.Status
 	}
-	if sameJSON(cur.Raw, raw) {
+	old, err := json.Marshal(cur)
+	if err != nil {
+		return err
+	}
+	if sameJSON(old, raw) {
 		return nil
 	}
-	cur.Raw, cur.Object = raw, nil
+	switch o := obj.(type) {
+	case *configv1alpha1.PackageVariant:
+		o.Status = configv1alpha1.PackageVariantStatus{}
+	case *configv1alpha2.PackageVariantSet:
+		o.Status = configv1alpha2.PackageVariantSetStatus{}
+	}
+	if err := json.Unmarshal(raw, cur); err != nil {
+		return err
+	}
 	err = r.client.Status().Update(ctx, obj)
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil // a newer version is queued

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -82,24 +81,17 @@ func downstreams(t *testing.T, dir, repoName string) map[string][]string {
 	return out
 }
 
-func raw(t *testing.T, v string) runtime.RawExtension {
+// spec decodes JSON into a variant's typed spec, as a user's YAML would.
+func spec[T any](t *testing.T, v string) T {
 	t.Helper()
-	var m map[string]any
-	require.NoError(t, json.Unmarshal([]byte(v), &m))
-	b, err := json.Marshal(m)
-	require.NoError(t, err)
-	return runtime.RawExtension{Raw: b}
+	var out T
+	require.NoError(t, json.Unmarshal([]byte(v), &out))
+	return out
 }
 
-// condition returns the status of condition typ in a variant's status.
-func condition(status runtime.RawExtension, typ string) string {
-	var s struct {
-		Conditions []metav1.Condition `json:"conditions"`
-	}
-	if json.Unmarshal(status.Raw, &s) != nil {
-		return ""
-	}
-	for _, c := range s.Conditions {
+// condition returns the status of condition typ.
+func condition(conds []metav1.Condition, typ string) string {
+	for _, c := range conds {
 		if c.Type == typ {
 			return string(c.Status)
 		}
@@ -126,7 +118,7 @@ func TestPackageVariant(t *testing.T) {
 
 	pv := &configv1alpha1.PackageVariant{
 		ObjectMeta: metav1.ObjectMeta{Name: "app-east", Namespace: e.ns},
-		Spec: raw(t, `{"upstream":{"repo":"blueprints","package":"base"},
+		Spec: spec[configv1alpha1.PackageVariantSpec](t, `{"upstream":{"repo":"blueprints","package":"base"},
 			"downstream":{"repo":"deploy","package":"app-east"},
 			"injectors":[{"kind":"ConfigMap","name":"region-east"}]}`),
 	}
@@ -137,7 +129,7 @@ func TestPackageVariant(t *testing.T) {
 		if err := e.c.Get(ctx, types.NamespacedName{Namespace: e.ns, Name: "app-east"}, &got); err != nil {
 			return false
 		}
-		return condition(got.Status, "Ready") == "True"
+		return condition(got.Status.Conditions, "Ready") == "True"
 	}, 60*time.Second, 200*time.Millisecond, "the variant never became Ready")
 	require.Contains(t, got.Finalizers, pvFinalizer)
 
@@ -208,7 +200,7 @@ func TestPackageVariantSetLeaderKilled(t *testing.T) {
 	}
 	pvs := &configv1alpha2.PackageVariantSet{
 		ObjectMeta: metav1.ObjectMeta{Name: "fleet", Namespace: e.ns},
-		Spec: raw(t, `{"upstream":{"repo":"blueprints","package":"base"},
+		Spec: spec[configv1alpha2.PackageVariantSetSpec](t, `{"upstream":{"repo":"blueprints","package":"base"},
 			"targets":[{"repositories":[{"name":"deploy","packageNames":[`+strings.Join(names, ",")+`]}]}]}`),
 	}
 	require.NoError(t, e.c.Create(ctx, pvs))
@@ -225,7 +217,7 @@ func TestPackageVariantSetLeaderKilled(t *testing.T) {
 		if err := e.c.Get(ctx, client.ObjectKeyFromObject(pvs), &got); err != nil {
 			return false
 		}
-		return condition(got.Status, "Ready") == "True" && len(downstreams(t, deployDir, "deploy")) == n
+		return condition(got.Status.Conditions, "Ready") == "True" && len(downstreams(t, deployDir, "deploy")) == n
 	}, 120*time.Second, 250*time.Millisecond, "the set never finished")
 
 	revs := downstreams(t, deployDir, "deploy")

@@ -69,7 +69,7 @@ func obj(s string) *unstructured.Unstructured {
 // and the server's own API refuses to change the mirrored repositories.
 func TestClusterMode(t *testing.T) {
 	c := kubetest.Start(t)
-	c.ApplyCRDs(t, filepath.Join("testdata", "repositories-crd.yaml"))
+	c.ApplyCRDs(t, filepath.Join("..", "..", "api", "crds", "config.porch.kpt.dev_repositories.yaml"))
 	ip := hostIP(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

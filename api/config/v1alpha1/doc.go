@@ -4,11 +4,11 @@
 //
 // A Repository registers a package repository (git or OCI); its name is the
 // spec.repository of the PackageRevisions in it. A PackageVariant keeps a
-// downstream package a specialised copy of an upstream revision; its spec
-// and status are kept as the JSON they were given, because cad's variant
-// package (github.com/configasdata/cad/variant) owns their meaning and
-// decodes them (its PackageVariant type has the same JSON), and because that
-// keeps fields this module does not know, such as cad's bindings.
+// downstream package a specialised copy of an upstream revision. Its
+// fields are typed here, with the JSON of Porch's (and of cad's variant
+// package, github.com/configasdata/cad/variant, which syncs it and whose
+// PackageVariant type decodes the same JSON); cad's bindings are a cad
+// extension of the spec.
 //
 // The types are plain data: not safe for concurrent mutation, safe to share
 // once built. DeepCopy gives a value that shares nothing with the original.

@@ -11,7 +11,7 @@ import (
 )
 
 // A git Repository with credentials from a Secret, and a PackageVariant
-// whose spec is kept as given.
+// read from Porch's JSON.
 func Example() {
 	repo := configv1alpha1.Repository{
 		ObjectMeta: metav1.ObjectMeta{Name: "blueprints", Namespace: "default"},
@@ -29,10 +29,11 @@ func Example() {
 
 	var pv configv1alpha1.PackageVariant
 	if err := json.Unmarshal([]byte(`{"metadata":{"name":"istio-edge"},
-		"spec":{"upstream":{"repo":"blueprints","package":"istio"},"downstream":{"repo":"edge","package":"istio"}}}`), &pv); err != nil {
+		"spec":{"upstream":{"repo":"blueprints","package":"istio"},"downstream":{"repo":"edge","package":"istio"},
+		"injectors":[{"kind":"ConfigMap","name":"edge-settings"}]}}`), &pv); err != nil {
 		panic(err)
 	}
-	fmt.Println(string(pv.Spec.Raw))
+	fmt.Println(pv.Spec.Upstream.Package, "->", pv.Spec.Downstream.Repo+"/"+pv.Spec.Downstream.Package, pv.Spec.Injectors[0].Name)
 
 	s := runtime.NewScheme()
 	if err := configv1alpha1.AddToScheme(s); err != nil {
@@ -42,6 +43,6 @@ func Example() {
 	fmt.Println(gvks, err)
 	// Output:
 	// {"type":"git","git":{"repo":"https://git.example/blueprints.git","branch":"main","secretRef":{"name":"git-creds"}}}
-	// {"upstream":{"repo":"blueprints","package":"istio"},"downstream":{"repo":"edge","package":"istio"}}
+	// istio -> edge/istio edge-settings
 	// [config.porch.kpt.dev/v1alpha1, Kind=PackageVariant] <nil>
 }

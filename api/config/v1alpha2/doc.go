@@ -3,9 +3,9 @@
 // module.
 //
 // A PackageVariantSet unrolls one upstream and a set of targets into
-// PackageVariants. Its spec and status are kept as the JSON they were
-// given, as PackageVariant's are (see config/v1alpha1): cad's variant
-// package owns their meaning and decodes them.
+// PackageVariants through a template whose *Expr fields are CEL
+// expressions. It shares the upstream, pipeline and binding types of
+// config/v1alpha1; cad's variant package unrolls and syncs it.
 //
 // The types are plain data: not safe for concurrent mutation, safe to share
 // once built. DeepCopy gives a value that shares nothing with the original.

@@ -9,16 +9,18 @@ import (
 	configv1alpha2 "github.com/configasdata/cad/api/config/v1alpha2"
 )
 
-// A PackageVariantSet keeps its spec as the JSON it was given, fields this
-// module does not know included.
+// A PackageVariantSet read from Porch's JSON: one upstream, two target
+// repositories, the downstream package named by a CEL expression.
 func Example() {
 	var pvs configv1alpha2.PackageVariantSet
 	if err := json.Unmarshal([]byte(`{"apiVersion":"config.porch.kpt.dev/v1alpha2","kind":"PackageVariantSet",
 		"metadata":{"name":"istio-fleet"},
-		"spec":{"upstream":{"repo":"blueprints","package":"istio"},"targets":[{"repositories":[{"name":"edge1"},{"name":"edge2"}]}]}}`), &pvs); err != nil {
+		"spec":{"upstream":{"repo":"blueprints","package":"istio"},"targets":[{"repositories":[{"name":"edge1"},{"name":"edge2"}],
+		"template":{"downstream":{"packageExpr":"target.package + '-edge'"}}}]}}`), &pvs); err != nil {
 		panic(err)
 	}
-	fmt.Println(string(pvs.Spec.Raw))
+	t := pvs.Spec.Targets[0]
+	fmt.Println(pvs.Spec.Upstream.Package, len(t.Repositories), *t.Template.Downstream.PackageExpr)
 
 	s := runtime.NewScheme()
 	if err := configv1alpha2.AddToScheme(s); err != nil {
@@ -27,6 +29,6 @@ func Example() {
 	gvks, _, err := s.ObjectKinds(pvs.DeepCopyObject())
 	fmt.Println(gvks, err)
 	// Output:
-	// {"upstream":{"repo":"blueprints","package":"istio"},"targets":[{"repositories":[{"name":"edge1"},{"name":"edge2"}]}]}
+	// istio 2 target.package + '-edge'
 	// [config.porch.kpt.dev/v1alpha2, Kind=PackageVariantSet] <nil>
 }

@@ -190,7 +190,7 @@ func TestRestartPersistence(t *testing.T) {
 	}
 	var got porchapi.PackageVariant
 	if code := ts2.doJSON("GET", "/apis/config.porch.kpt.dev/v1alpha1/namespaces/default/packagevariants/pv1", nil, &got); code != 200 ||
-		!strings.Contains(string(got.Spec.Raw), `"downstream"`) {
+		got.Spec.Downstream == nil {
 		t.Fatalf("pv after restart: %d %+v", code, got)
 	}
 	var pr porchapi.PackageRevision

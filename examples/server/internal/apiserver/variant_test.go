@@ -1,7 +1,6 @@
 package apiserver
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -77,11 +76,7 @@ func TestVariantSync(t *testing.T) {
 	waitFor(t, "the PackageVariant's status", func() bool {
 		var got porchapi.PackageVariant
 		ts.doJSON("GET", pvPath+"/edge", nil, &got)
-		var st struct {
-			Conditions []metav1.Condition `json:"conditions"`
-		}
-		json.Unmarshal(got.Status.Raw, &st)
-		for _, c := range st.Conditions {
+		for _, c := range got.Status.Conditions {
 			if c.Type == "Ready" && c.Status == metav1.ConditionTrue {
 				return true
 			}
