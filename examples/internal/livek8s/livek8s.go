@@ -43,7 +43,14 @@ var (
 
 // New returns a Reader of the cluster cfg reaches. It contacts nothing
 // until the first Get; it returns an error for a cfg client-go refuses.
+// A cfg without a rate limit (QPS and Burst zero) gets 50 requests a
+// second with bursts of 100 instead of client-go's 5 and 10, so that
+// polling a package of a few dozen resources is not throttled.
 func New(cfg *rest.Config) (*Reader, error) {
+	cfg = rest.CopyConfig(cfg)
+	if cfg.QPS == 0 && cfg.Burst == 0 && cfg.RateLimiter == nil {
+		cfg.QPS, cfg.Burst = 50, 100
+	}
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("livek8s: %w", err)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -85,14 +86,18 @@ whenever it changes until the package is Current.`}
 		}
 		return print(ps)
 	}
-	ctx := c.ctx
+	// The timeout cancels rather than sets a deadline: client-go's rate
+	// limiter fails early with a deadline it cannot meet, which would
+	// read as an error of the cluster.
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	var timedOut atomic.Bool
 	if *timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, *timeout)
-		defer cancel()
+		t := time.AfterFunc(*timeout, func() { timedOut.Store(true); cancel() })
+		defer t.Stop()
 	}
 	err = live.Watch(ctx, reader, objs, &live.WatchOptions{Options: opts, Interval: *interval}, print)
-	if err == context.DeadlineExceeded {
+	if err != nil && timedOut.Load() {
 		return fmt.Errorf("package revision %s is not Current after %s", name, *timeout)
 	}
 	return err
