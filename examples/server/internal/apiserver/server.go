@@ -68,6 +68,7 @@ import (
 	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/examples/server/internal/store"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/live"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
@@ -135,6 +136,10 @@ type Options struct {
 	AuthorName, AuthorEmail string
 	// Logger receives the server's log; nil is silent.
 	Logger *slog.Logger
+	// LiveCluster, when set, is the cluster packages are deployed to: the
+	// packagerevisions/NAME/livestatus subresource (GET) then returns the
+	// status of a revision's resources there (see LiveStatus).
+	LiveCluster live.Reader
 
 	// Tokens, when not nil, authenticates requests that carry an
 	// "Authorization: Bearer <token>" header (see LoadTokenFile).
