@@ -335,27 +335,48 @@ type WatchOptions struct {
 // status that differs from the last one reported (in the summary or in any
 // resource's status or message). It returns nil once it has reported a
 // Current summary, ctx's error when ctx is done first, report's error if
-// it returns one, and Compute's errors.
+// it returns one, and Compute's errors. It is [Poll] over [Compute].
 func Watch(ctx context.Context, r Reader, objs []Object, opts *WatchOptions, report func(*PackageStatus) error) error {
 	var o WatchOptions
 	if opts != nil {
 		o = *opts
 	}
-	switch {
-	case o.Interval < 0:
-		return invalidf("watch interval %s is negative", o.Interval)
-	case o.Interval == 0:
-		o.Interval = 2 * time.Second
+	if _, err := o.Options.withDefaults(); err != nil {
+		return err
 	}
-	if report == nil {
-		return invalidf("watch without a report function")
+	if r == nil {
+		return invalidf("no cluster Reader")
+	}
+	return Poll(ctx, o.Interval, func(ctx context.Context) (*PackageStatus, error) {
+		return Compute(ctx, r, objs, &o.Options)
+	}, report)
+}
+
+// Poll calls status every interval (default 2s when zero) and report with
+// the first status and each one that differs from the last reported, until
+// a reported status is Current (Poll returns nil), ctx is done (ctx's
+// error), or status or report fail (their error). It is [Watch] for
+// statuses computed elsewhere, such as by a server. A negative interval or
+// a nil function is an error matching repository.ErrInvalidInput.
+func Poll(ctx context.Context, interval time.Duration, status func(context.Context) (*PackageStatus, error), report func(*PackageStatus) error) error {
+	switch {
+	case interval < 0:
+		return invalidf("poll interval %s is negative", interval)
+	case interval == 0:
+		interval = 2 * time.Second
+	}
+	if status == nil || report == nil {
+		return invalidf("poll without a status or report function")
 	}
 	var last *PackageStatus
-	t := time.NewTicker(o.Interval)
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
-		ps, err := Compute(ctx, r, objs, &o.Options)
+		ps, err := status(ctx)
 		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
 			return err
 		}
 		if last == nil || !equal(last, ps) {

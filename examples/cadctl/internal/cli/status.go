@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/url"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -19,7 +21,9 @@ func runStatus(c *cmdEnv, args []string) error {
 	spec := cmdSpec{use: "status PACKAGE_REVISION_NAME", short: "Show the live status of a package revision's resources in a cluster.", long: `
 Reads the package revision's resources (without the Kptfile and local-config
 resources) and looks each up in the cluster of --target-kubeconfig (default
-the --kubeconfig of cluster mode), computing its status as kstatus does:
+the --kubeconfig of cluster mode; in server mode without it, the server
+computes the status in its own target cluster), computing its status as
+kstatus does:
 Current, InProgress, Failed, Terminating, NotFound or Unknown. The package's
 summary is the worst of them, in the order Failed, NotFound, Unknown,
 Terminating, InProgress, Current. With --watch the status is printed again
@@ -50,37 +54,48 @@ whenever it changes until the package is Current.`}
 	if *target == "" {
 		*target = c.global.kubeconfig
 	}
-	if *target == "" {
-		return usagef("--target-kubeconfig is required: the cluster the package is deployed to")
-	}
-	reader, err := livek8s.FromKubeconfig(c.abs(*target))
-	if err != nil {
-		return fmt.Errorf("--target-kubeconfig: %w", err)
-	}
 	cl, err := c.client()
 	if err != nil {
 		return err
 	}
 	name := pos[0]
-	prr, err := cl.GetResources(c.ctx, name)
-	if err != nil {
-		return err
+	var compute func(context.Context) (*live.PackageStatus, error)
+	if srv, ok := cl.(*ServerClient); ok && *target == "" {
+		// Server mode without a target: the server's own target cluster.
+		compute = func(ctx context.Context) (*live.PackageStatus, error) {
+			return srv.LiveStatus(ctx, name, *defaultNS)
+		}
+	} else {
+		if *target == "" {
+			return usagef("--target-kubeconfig is required: the cluster the package is deployed to")
+		}
+		reader, err := livek8s.FromKubeconfig(c.abs(*target))
+		if err != nil {
+			return fmt.Errorf("--target-kubeconfig: %w", err)
+		}
+		prr, err := cl.GetResources(c.ctx, name)
+		if err != nil {
+			return err
+		}
+		files, err := revision.FilesFromStrings(prr.Spec.Resources)
+		if err != nil {
+			return fmt.Errorf("package revision %s: %w", name, err)
+		}
+		objs, err := live.Objects(files)
+		if err != nil {
+			return fmt.Errorf("package revision %s: %w", name, err)
+		}
+		opts := &live.Options{DefaultNamespace: *defaultNS}
+		compute = func(ctx context.Context) (*live.PackageStatus, error) {
+			return live.Compute(ctx, reader, objs, opts)
+		}
 	}
-	files, err := revision.FilesFromStrings(prr.Spec.Resources)
-	if err != nil {
-		return fmt.Errorf("package revision %s: %w", name, err)
-	}
-	objs, err := live.Objects(files)
-	if err != nil {
-		return fmt.Errorf("package revision %s: %w", name, err)
-	}
-	opts := live.Options{DefaultNamespace: *defaultNS}
 	print := func(ps *live.PackageStatus) error {
 		ps.Revision = name
 		return c.printStatus(ps, *output)
 	}
 	if !*watch {
-		ps, err := live.Compute(c.ctx, reader, objs, &opts)
+		ps, err := compute(c.ctx)
 		if err != nil {
 			return err
 		}
@@ -96,11 +111,32 @@ whenever it changes until the package is Current.`}
 		t := time.AfterFunc(*timeout, func() { timedOut.Store(true); cancel() })
 		defer t.Stop()
 	}
-	err = live.Watch(ctx, reader, objs, &live.WatchOptions{Options: opts, Interval: *interval}, print)
+	err = live.Poll(ctx, *interval, compute, print)
 	if err != nil && timedOut.Load() {
 		return fmt.Errorf("package revision %s is not Current after %s", name, *timeout)
 	}
 	return err
+}
+
+// LiveStatus returns the reference server's live status of the package
+// revision name (GET packagerevisions/NAME/livestatus), computed in the
+// server's target cluster; defaultNS is where namespaced resources without
+// a namespace are looked for. A server without a target cluster answers
+// 404.
+func (s *ServerClient) LiveStatus(ctx context.Context, name, defaultNS string) (*live.PackageStatus, error) {
+	var obj struct {
+		Status live.PackageStatus `json:"status"`
+	}
+	// do appends paths to the base URL and keeps its query: the query
+	// goes on a copy of the base.
+	q := *s
+	base := *s.base
+	base.RawQuery = url.Values{"defaultNamespace": {defaultNS}}.Encode()
+	q.base = &base
+	if err := q.do(ctx, http.MethodGet, s.prPath(name, "livestatus"), nil, &obj); err != nil {
+		return nil, err
+	}
+	return &obj.Status, nil
 }
 
 // printStatus writes ps as a table of its resources and a summary line, or

@@ -129,6 +129,36 @@ spec:
 	out = must("rpkg", "status", "deploy.app.v1", target, "-o", "yaml")
 	assert.Contains(t, out, "summary: Current\n")
 
+	// Server mode: the server started with --target-kubeconfig computes
+	// the status in its cluster.
+	url := startServer(t, serverBinary(t), filepath.Join(work, ".server"), "--target-kubeconfig", c.Kubeconfig)
+	serverRun := func(args ...string) (string, string, int) {
+		var stdout, stderr bytes.Buffer
+		code := cli.Invocation{Args: append([]string{"--server", url}, args...), Stdout: &stdout, Stderr: &stderr, Dir: work}.Run(context.Background())
+		return stdout.String(), stderr.String(), code
+	}
+	_, errOut, code = serverRun("repo", "reg", filepath.Join(work, "deploy.git"), "--name=deploy")
+	require.Equal(t, 0, code, errOut)
+	out, errOut, code = serverRun("rpkg", "status", "deploy.app.v1")
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "deploy.app.v1: Current (2 resources)\n")
+
+	// The ConfigMap deleted: NotFound, in both modes.
+	require.NoError(t, dyn.Resource(schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}).Namespace("default").Delete(ctx, "app-config", metav1.DeleteOptions{}))
+	out, errOut, code = serverRun("rpkg", "status", "deploy.app.v1", "-o", "json")
+	require.Equal(t, 0, code, errOut)
+	ps = live.PackageStatus{}
+	require.NoError(t, json.Unmarshal([]byte(out), &ps))
+	assert.Equal(t, live.NotFound, ps.Summary)
+	assert.Equal(t, live.NotFound, ps.Resources[0].Status)
+	assert.Equal(t, live.Current, ps.Resources[1].Status)
+	out = must("rpkg", "status", "deploy.app.v1", target)
+	assert.Regexp(t, `ConfigMap\s+default\s+app-config\s+NotFound`, out)
+	assert.Contains(t, out, "deploy.app.v1: NotFound (2 resources)\n")
+	_, errOut, code = serverRun("rpkg", "status", "deploy.app.nope")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, errOut, "not found")
+
 	// Bad input.
 	for _, tc := range []struct {
 		args []string
