@@ -23,10 +23,9 @@ Reads the package revision's resources (without the Kptfile and local-config
 resources) and looks each up in the cluster of --target-kubeconfig (default
 the --kubeconfig of cluster mode; in server mode without it, the server
 computes the status in its own target cluster), computing its status as
-kstatus does:
-Current, InProgress, Failed, Terminating, NotFound or Unknown. The package's
-summary is the worst of them, in the order Failed, NotFound, Unknown,
-Terminating, InProgress, Current. With --watch the status is printed again
+kstatus does: Current, InProgress, Failed, Terminating, NotFound or Unknown.
+The package's summary is the worst of them, in the order Failed, NotFound,
+Unknown, Terminating, InProgress, Current. With --watch the status is printed again
 whenever it changes until the package is Current.`}
 	fs := c.newFlagSet("rpkg status")
 	target := fs.String("target-kubeconfig", "", "the kubeconfig of the cluster the package is deployed to (default --kubeconfig)")

@@ -18,6 +18,9 @@
 // approval subresource approves. Labels and annotations are kept in the
 // repository (repository.MetadataWriter); kpt.dev/latest-revision is
 // computed. Watches come from the engine's watch of each repository.
+// With Options.LiveCluster, GET packagerevisions/NAME/livestatus (cad's,
+// not Porch's) returns a LiveStatus: the status of the revision's
+// resources in that cluster, computed by the cad library's live package.
 //
 // The other objects are kept in an embedded store under the data directory
 // (package store) and survive a restart. Each registered Repository is opened
