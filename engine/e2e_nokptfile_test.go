@@ -246,7 +246,7 @@ func TestE2ENoKptfile(t *testing.T) {
 					Upstream:   &variant.Upstream{Repo: "blueprints", Package: "base"},
 					Downstream: &variant.Downstream{Repo: "deploy", Package: "edge"},
 					Pipeline: &revision.Pipeline{Mutators: []revision.Function{{
-						Image: "set-labels:v0.1.5", Name: "labels", ConfigMap: map[string]string{"tier": "edge"}}}},
+						Image: "set-labels:v0.2.0", Name: "labels", ConfigMap: map[string]string{"tier": "edge"}}}},
 				},
 			}
 			res, err := variant.Sync(ctx, e, pv, nil)

@@ -3,6 +3,7 @@ package fnruntime
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/configasdata/cad/pipeline"
@@ -12,42 +13,106 @@ import (
 // Builtins returns the in-process functions, by catalog name, as a new
 // map: set-namespace, set-labels, set-annotations, set-image,
 // search-replace, starlark ([StarlarkFunction]), apply-replacements,
-// apply-setters, ensure-name-substring, kpt's builtins/gen-pkg-context,
-// and the test images no-op and drop-comments. They follow the catalog functions of the same name
-// for the documented inputs, including their result messages.
+// apply-setters, ensure-name-substring, upsert-resource, set-project-id,
+// remove-local-config-resources, format, set-enforcement-action,
+// list-setters, create-setters, fix, generate-folders, kubeconform, kpt's
+// builtins/gen-pkg-context, and the test images no-op and drop-comments.
+// They follow the catalog functions of the same name for the documented
+// inputs, including their result messages, and fail (a
+// *pipeline.FunctionError) whenever they report an error result.
 func Builtins() map[string]pipeline.Function {
 	return map[string]pipeline.Function{
-		"set-namespace":         pipeline.FunctionFunc(setNamespace),
-		"set-labels":            pipeline.FunctionFunc(setLabels),
-		"set-annotations":       pipeline.FunctionFunc(setAnnotations),
-		"set-image":             pipeline.FunctionFunc(setImage),
-		"search-replace":        pipeline.FunctionFunc(searchReplaceFn),
-		"starlark":              &StarlarkFunction{},
-		"apply-replacements":    pipeline.FunctionFunc(applyReplacements),
-		"apply-setters":         pipeline.FunctionFunc(applySetters),
-		"ensure-name-substring": pipeline.FunctionFunc(ensureNameSubstring),
-		PkgContextFunction:      pipeline.FunctionFunc(genPkgContext),
-		"no-op":                 pipeline.FunctionFunc(noOp),
-		"drop-comments":         pipeline.FunctionFunc(dropComments),
+		"set-namespace":                 strict(setNamespace),
+		"set-labels":                    strict(setLabels),
+		"set-annotations":               strict(setAnnotations),
+		"set-image":                     strict(setImage),
+		"search-replace":                strict(searchReplaceFn),
+		"starlark":                      &StarlarkFunction{},
+		"apply-replacements":            strict(applyReplacements),
+		"apply-setters":                 strict(applySetters),
+		"ensure-name-substring":         strict(ensureNameSubstring),
+		"upsert-resource":               strict(upsertResource),
+		"set-project-id":                strict(setProjectID),
+		"remove-local-config-resources": strict(removeLocalConfigResources),
+		"format":                        strict(formatFn),
+		"set-enforcement-action":        strict(setEnforcementAction),
+		"list-setters":                  strict(listSetters),
+		"create-setters":                strict(createSetters),
+		"fix":                           strict(fixKptfiles),
+		"generate-folders":              strict(generateFolders),
+		"kubeconform":                   strict(kubeconform),
+		PkgContextFunction:              strict(genPkgContext),
+		"no-op":                         pipeline.FunctionFunc(noOp),
+		"drop-comments":                 pipeline.FunctionFunc(dropComments),
 	}
 }
 
-// BuiltinVersions returns, as a new map, the catalog release each builtin
-// behaves like, by name; the registry checks a step's version tag or
-// constraint against it (see Registry.Resolve). Builtins not listed (kpt's
-// gen-pkg-context, the test images) have no version and resolve for any
-// tag.
-func BuiltinVersions() map[string]string {
-	return map[string]string{
-		"set-namespace":         "v0.4.1",
-		"set-labels":            "v0.2.0",
-		"set-annotations":       "v0.1.4",
-		"set-image":             "v0.1.1",
-		"search-replace":        "v0.2.0",
-		"starlark":              "v0.5.0",
-		"apply-replacements":    "v0.1.1",
-		"apply-setters":         "v0.2.0",
-		"ensure-name-substring": "v0.2.0",
+// strict makes a builtin fail as its catalog function's process does: the
+// catalog's Go SDK and kyaml's framework both exit 1 when the function
+// returned a result of severity error, whatever the function itself
+// returned. A function that added an error result and returned nil
+// therefore fails with the SDK's "function failure", its results kept.
+func strict(fn func(context.Context, *pipeline.ResourceList) error) pipeline.Function {
+	return pipeline.FunctionFunc(func(ctx context.Context, rl *pipeline.ResourceList) error {
+		before := len(rl.Results)
+		if err := fn(ctx, rl); err != nil {
+			return err
+		}
+		if before <= len(rl.Results) && pipeline.Results(rl.Results[before:]).HasErrors() {
+			return sdkFailure()
+		}
+		return nil
+	})
+}
+
+// CatalogVersion says which releases of a catalog function a builtin
+// implements.
+type CatalogVersion struct {
+	// Releases are the newest release of each minor line the builtin
+	// behaves like ("v0.4.1" stands for every v0.4.x), oldest first. A
+	// step pinning a version of one of these lines, or a constraint one
+	// of these releases satisfies, resolves to the builtin; any other
+	// version gives a *VersionError (see Registry.Resolve).
+	Releases []string
+	// Differs says what the builtin does not do as the implemented
+	// releases document, and why other lines are refused; empty when
+	// nothing is known to differ.
+	Differs string
+}
+
+// BuiltinVersions returns, as a new map by builtin name, the catalog
+// releases each builtin implements. Builtins not listed (kpt's
+// gen-pkg-context, kubeconform, whose image kpt's tests pin only as
+// latest, the test images no-op and drop-comments) have no
+// version and resolve for any tag. The package documentation has the same
+// table.
+func BuiltinVersions() map[string]CatalogVersion {
+	return map[string]CatalogVersion{
+		"set-namespace": {Releases: []string{"v0.2.0", "v0.3.4", "v0.4.1"},
+			Differs: "v0.2.x has its own implementation, as documented (kustomize's namespace transformer: every resource not known to be cluster-scoped, custom kinds and the Kptfile included, Namespace names, binding subjects, additionalNamespaceFields); v0.3.x runs v0.4's behaviour (origin tracking, namespaceMatcher), which gives kpt's v0.3.4 fixtures their expected output; v0.1 is refused"},
+		"set-labels": {Releases: []string{"v0.2.0"},
+			Differs: "v0.1.x (kustomize's label transformer and its field specs, additionalLabelFields) is refused"},
+		"set-annotations": {Releases: []string{"v0.1.4"}},
+		"set-image": {Releases: []string{"v0.1.1"},
+			Differs: "additionalImageFields updates existing fields only (create adds no field)"},
+		"search-replace": {Releases: []string{"v0.2.0"}},
+		"starlark": {Releases: []string{"v0.4.3", "v0.5.0"},
+			Differs: "load() provides json, math, time, base64, yaml, hash and krmfn, not bsoup, csv, geo, html, http, re, xlsx or zipfile; ctx.environment is empty"},
+		"apply-replacements":    {Releases: []string{"v0.1.1"}},
+		"apply-setters":         {Releases: []string{"v0.2.0"}, Differs: "v0.1.x (OpenAPI setter definitions in the Kptfile) is refused"},
+		"ensure-name-substring": {Releases: []string{"v0.2.0"}},
+		"upsert-resource":       {Releases: []string{"v0.2.0"}, Differs: "v0.1 refused"},
+		"set-project-id": {Releases: []string{"v0.2.0"},
+			Differs: "a missing project-id is an error (the catalog sets empty values); an empty annotation is set, as documented; the Kptfile is edited in place, comments kept; v0.1 (OpenAPI setters) refused"},
+		"remove-local-config-resources": {Releases: []string{"v0.1.0"}},
+		"format":                        {Releases: []string{"v0.1.0"}},
+		"set-enforcement-action":        {Releases: []string{"v0.1.0"}},
+		"list-setters":                  {Releases: []string{"v0.1.0"}},
+		"generate-folders":              {Releases: []string{"v0.1.1"}, Differs: "a Go port of the TypeScript function"},
+		"fix": {Releases: []string{"v0.2.1"},
+			Differs: "setters go into the apply-setters configMap, as the documentation shows (the catalog's code writes setters.yaml); a v1alpha2 Kptfile's apply-setters configMap is left in place; OpenAPI enum values are not substituted"},
+		"create-setters": {Releases: []string{"v0.1.0"},
+			Differs: "kpt's path and index annotations are not parameterised; scalar setters of equal length are tried in name order (the catalog's order is random)"},
 	}
 }
 
@@ -187,4 +252,57 @@ func stringMap(n *yaml.RNode, path ...string) map[string]string {
 		return nil
 	})
 	return out
+}
+
+// strictStringMap decodes the map of strings at field of a typed function
+// config as the catalog's Go SDK does (through encoding/json into a
+// map[string]string): an absent or null field is an empty map, and any
+// other shape (a list, a scalar, a nested map) is an error worded as
+// encoding/json words it, naming the Go type the SDK decodes into.
+func strictStringMap(fc *yaml.RNode, goType, field string) (map[string]string, error) {
+	out := map[string]string{}
+	f := fc.Field(field)
+	if f == nil || f.Value == nil || f.Value.IsNil() {
+		return out, nil
+	}
+	bad := func(what string) error {
+		return fmt.Errorf("json: cannot unmarshal %s into Go struct field %s.%s of type map[string]string", what, goType, field)
+	}
+	n := f.Value.YNode()
+	if n.Kind != yaml.MappingNode {
+		return nil, bad(jsonKind(n))
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if v.Kind == yaml.ScalarNode && v.ShortTag() == yaml.NodeTagNull {
+			// encoding/json decodes null into a map value as "".
+			out[k.Value] = ""
+			continue
+		}
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != yaml.NodeTagString {
+			return nil, fmt.Errorf("json: cannot unmarshal %s into Go struct field %s.%s of type string", jsonKind(v), goType, field)
+		}
+		out[k.Value] = v.Value
+	}
+	return out, nil
+}
+
+// jsonKind names a YAML node's JSON type as encoding/json's
+// UnmarshalTypeError does.
+func jsonKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "array"
+	case yaml.MappingNode:
+		return "object"
+	}
+	switch n.ShortTag() {
+	case yaml.NodeTagInt, yaml.NodeTagFloat:
+		return "number"
+	case yaml.NodeTagBool:
+		return "bool"
+	case yaml.NodeTagNull:
+		return "null"
+	}
+	return "string"
 }

@@ -1,10 +1,13 @@
 package fnruntime_test
 
 import (
+	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/pipeline/pipelinetest"
 )
 
@@ -23,4 +26,42 @@ func TestBuiltinsGolden(t *testing.T) {
 			pipelinetest.RunFunction(t, dir, fn)
 		})
 	}
+}
+
+// TestDocTableListsEveryBuiltin keeps the catalog table of the package
+// documentation current: every builtin appears in it, and every versioned
+// one with each minor line it implements.
+func TestDocTableListsEveryBuiltin(t *testing.T) {
+	data, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(data)
+	versions := fnruntime.BuiltinVersions()
+	for name := range fnruntime.Builtins() {
+		if !strings.Contains(doc, "//\t"+name+" ") && !strings.Contains(doc, name+",") && !strings.Contains(doc, name+":") {
+			t.Errorf("doc.go's table does not list %s", name)
+		}
+		for _, rel := range versions[name].Releases {
+			line := rel[:strings.LastIndex(rel, ".")] + ".x"
+			i := strings.Index(doc, "//\t"+name+" ")
+			if i < 0 {
+				continue
+			}
+			row := doc[i:]
+			if j := strings.Index(row, "\n"); j >= 0 {
+				row = row[:j]
+			}
+			if !strings.Contains(row, line) {
+				t.Errorf("doc.go's row for %s does not name %s: %q", name, line, row)
+			}
+		}
+	}
+}
+
+// TestVersionedBuiltinsGolden renders testdata/versions/<case> through a
+// registry, so that a Kptfile pinning an older catalog line runs that
+// line's implementation (set-namespace v0.2).
+func TestVersionedBuiltinsGolden(t *testing.T) {
+	pipelinetest.Run(t, filepath.Join("testdata", "versions"), pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil))
 }

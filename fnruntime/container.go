@@ -30,6 +30,13 @@ type ContainerFunction struct {
 	Network bool
 	// Env is the engine's environment; nil means this process's.
 	Env []string
+	// FunctionEnv are environment variables of the function's container,
+	// as docker run -e takes them: KEY=VALUE, or KEY to pass the engine
+	// environment's value.
+	FunctionEnv []string
+	// Mounts are storage mounts of the function's container, as docker run
+	// --mount takes them ("type=bind,src=/data,dst=/data").
+	Mounts []string
 	// Timeout, MaxOutput and MaxStderr bound a run as in ExecFunction.
 	Timeout              time.Duration
 	MaxOutput, MaxStderr int64
@@ -65,9 +72,16 @@ func (c *ContainerFunction) exec() (*ExecFunction, error) {
 	if env == nil {
 		env = os.Environ()
 	}
+	args := []string{"run", "--rm", "-i", "--network", network, "--user", "nobody", "--security-opt=no-new-privileges"}
+	for _, e := range c.FunctionEnv {
+		args = append(args, "-e", e)
+	}
+	for _, m := range c.Mounts {
+		args = append(args, "--mount", m)
+	}
 	return &ExecFunction{
 		Path: engine,
-		Args: []string{"run", "--rm", "-i", "--network", network, "--user", "nobody", "--security-opt=no-new-privileges", c.Image},
+		Args: append(args, c.Image),
 		Env:  env, Timeout: c.Timeout, MaxOutput: c.MaxOutput, MaxStderr: c.MaxStderr,
 	}, nil
 }

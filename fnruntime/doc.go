@@ -6,24 +6,91 @@
 // processes over the ResourceList protocol ([ExecFunction]: no shell, an
 // explicit environment, a timeout, capped stdout and stderr, stderr kept
 // for the error), and applies an allow list, a deny list, exec gating and a
-// default timeout. Each builtin declares the catalog release it behaves
-// like ([BuiltinVersions]); a version or semver constraint in Step.Tag
+// default timeout. It holds no global state: callers create one,
+// optionally Register their own functions, and pass it to
+// pipeline.NewKptfile or pipeline.New.
+//
+// # Versions
+//
+// Each builtin declares the catalog releases it implements
+// ([BuiltinVersions], the table below): the newest release of each minor
+// line whose documented behaviour it has. Where an older line behaves
+// differently and its documentation says how (set-namespace v0.2), that
+// line has its own implementation, which a step pinning it runs. A version pinned in the image
+// ("set-labels:v0.1.5") or in Step.Tag, or a semver constraint in Step.Tag
 // (the Masterminds semver library's syntax, which kpt uses: x-ranges,
-// tilde, caret and hyphen ranges, and, or) is checked against it, while "latest", no
-// tag, a digest and plain tags resolve to it (see [Registry.Resolve]). It
-// holds no
-// global state: callers create one, optionally Register their own
-// functions, and pass it to pipeline.NewKptfile or pipeline.New.
+// tilde, caret and hyphen ranges, and, or), is checked against them: a
+// version outside the implemented lines is refused with a *VersionError
+// naming the image and the lines cad implements (or, with
+// Options.Containers, runs the real image in a container), never run with
+// another release's behaviour. "latest", no tag, a digest and other plain
+// tags resolve to the builtin (see [Registry.Resolve]).
+//
+// # Builtins
 //
 // The builtin functions ([Builtins]) follow the catalog functions of the
-// same name, result messages included: set-namespace, set-labels,
-// set-annotations, set-image, search-replace, starlark (go.starlark.net),
-// apply-replacements (kustomize's replacements on kyaml), apply-setters,
-// ensure-name-substring, kpt's builtins/gen-pkg-context, and the test
-// images no-op and drop-comments. The starlark builtin is bounded in steps
-// and, by a heap watchdog, in memory ([StarlarkFunction],
-// Options.StarlarkMaxSteps and StarlarkMaxMemory); an exec function over
-// its output cap fails with [ErrOutputTooLarge], which the renderer's
-// *pipeline.RenderError carries. Other images run in a container ([ContainerFunction]) only when Options.Containers is set;
-// otherwise resolving them gives a *NotFoundError.
+// same name, result messages and failures included. As the catalog's Go
+// SDK and kyaml's function framework exit 1 whenever a result has
+// severity error, a builtin that reports an error result fails the step
+// (a *pipeline.FunctionError, exit code 1, so the render or cadctl's
+// fn eval fails), and a config of the wrong shape (set-labels with
+// labels as a list, set-annotations with no annotations or no config,
+// set-namespace with no namespace, a config of another kind) is such an
+// error, worded as the catalog function words it.
+//
+//	function               versions implemented   what differs
+//	set-namespace          v0.2.x, v0.3.x, v0.4.x v0.2 has its own implementation, as
+//	                                              documented (kustomize's transformer: every
+//	                                              resource not known to be cluster-scoped, custom
+//	                                              kinds and the Kptfile included); v0.3 runs
+//	                                              v0.4's behaviour (origin tracking,
+//	                                              namespaceMatcher), which gives kpt's v0.3.4
+//	                                              fixtures their output; v0.1 refused
+//	set-labels             v0.2.x                 v0.1 (kustomize's label transformer,
+//	                                              additionalLabelFields) refused
+//	set-annotations        v0.1.x                 -
+//	set-image              v0.1.x                 additionalImageFields updates existing fields
+//	                                              only (create adds no field)
+//	search-replace         v0.2.x                 -
+//	starlark               v0.4.x, v0.5.x         load() has json, math, time, base64, yaml, hash
+//	                                              and krmfn, not bsoup, csv, geo, html, http, re,
+//	                                              xlsx, zipfile; ctx.environment is empty
+//	apply-replacements     v0.1.x                 -
+//	apply-setters          v0.2.x                 v0.1 (OpenAPI setters in the Kptfile) refused
+//	ensure-name-substring  v0.2.x                 -
+//	upsert-resource        v0.2.x                 v0.1 refused
+//	set-project-id         v0.2.x                 a missing project-id is an error (the catalog
+//	                                              sets empty values); an empty annotation is
+//	                                              replaced, as documented; the Kptfile is edited
+//	                                              in place, comments kept
+//	remove-local-config-resources v0.1.x          -
+//	format                 v0.1.x                 -
+//	set-enforcement-action v0.1.x                 -
+//	list-setters           v0.1.x                 -
+//	fix                    v0.2.x                 setters go into apply-setters' configMap, as the
+//	                                              documentation shows (the catalog's code writes
+//	                                              setters.yaml); OpenAPI enum values are not
+//	                                              substituted; v1alpha2's configMap stays
+//	generate-folders       v0.1.x                 a Go port of the TypeScript function; cad does
+//	                                              not add kpt's cnrm blueprint attribution
+//	create-setters         v0.1.x                 kpt's path/index annotations are never
+//	                                              parameterised; equal-length setter values are
+//	                                              tried in name order (random in the catalog)
+//	kubeconform            unversioned            kpt's tests pin latest; validates against
+//	                                              kyaml's bundled Kubernetes OpenAPI schema with
+//	                                              kubeconform's messages; no schema_location, no
+//	                                              kubernetes_version choice
+//	builtins/gen-pkg-context, no-op, drop-comments: unversioned (kpt's builtin
+//	and test images)
+//
+// Not in-process: kubeval, render-helm-chart, gatekeeper; they run as containers with
+// Options.Containers.
+//
+// The starlark builtin (go.starlark.net) is bounded in steps and, by a
+// heap watchdog, in memory ([StarlarkFunction], Options.StarlarkMaxSteps
+// and StarlarkMaxMemory); an exec function over its output cap fails with
+// [ErrOutputTooLarge], which the renderer's *pipeline.RenderError carries.
+// Other images run in a container ([ContainerFunction]) only when
+// Options.Containers is set; otherwise resolving them gives a
+// *NotFoundError.
 package fnruntime

@@ -2,6 +2,7 @@ package fnruntime_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/configasdata/cad/fnruntime"
@@ -61,4 +62,24 @@ spec:
 	// ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1 -> [info]: namespace [default] updated to "prod", 1 value(s) changed
 	// [info]: all `depends-on` annotations are up-to-date. no `namespace` changed
 	// gcr.io/kpt-fn/set-labels:v0.2 -> [info]: set 3 labels in total
+}
+
+// Each builtin declares the catalog releases it implements; a step pinning
+// another version is refused with a *VersionError instead of silently
+// running other behaviour.
+func ExampleBuiltinVersions() {
+	fmt.Println(fnruntime.BuiltinVersions()["set-labels"].Releases)
+
+	reg := fnruntime.NewRegistry(nil)
+	_, err := reg.Resolve(context.Background(), pipeline.Step{Image: "gcr.io/kpt-fn/set-labels:v0.1.5"})
+	var ve *fnruntime.VersionError
+	fmt.Println(errors.As(err, &ve), ve.Implemented)
+	fmt.Println(err)
+	_, err = reg.Resolve(context.Background(), pipeline.Step{Image: "gcr.io/kpt-fn/set-labels:v0.2.0"})
+	fmt.Println(err)
+	// Output:
+	// [v0.2.0]
+	// true [v0.2.0]
+	// function "gcr.io/kpt-fn/set-labels:v0.1.5": version "v0.1.5" is not implemented in-process (cad implements v0.2.x); pin one of those, or enable container functions
+	// <nil>
 }

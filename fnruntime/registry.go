@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/Masterminds/semver/v3"
+
 	"github.com/configasdata/cad/pipeline"
 )
 
@@ -67,11 +69,20 @@ type Options struct {
 	ContainerEngine string
 	// ContainerNetwork gives function containers the host network.
 	ContainerNetwork bool
-	// CheckImageTags also checks a version tag in the image itself
-	// ("set-labels:v0.1.5") against the implementation's version, as
-	// Step.Tag always is. Default false: the builtins stand in for every
-	// release of their catalog function, and kpt's tests pin old ones.
-	CheckImageTags bool
+	// ContainerEnv are environment variables of function containers
+	// (ContainerFunction.FunctionEnv); they do not reach builtins or exec
+	// functions.
+	ContainerEnv []string
+	// ContainerMounts are storage mounts of function containers
+	// (ContainerFunction.Mounts).
+	ContainerMounts []string
+	// IgnoreImageTags leaves a version tag in the image itself
+	// ("set-labels:v0.1.5") unchecked; Step.Tag is always checked.
+	// Default false: the image's version must be one the implementation
+	// implements (see Resolve), so a package pinning a release whose
+	// behaviour cad does not implement fails instead of silently getting
+	// other output.
+	IgnoreImageTags bool
 }
 
 // Registry resolves pipeline steps to functions: images to the builtin or
@@ -83,7 +94,10 @@ type Registry struct {
 
 	mu       sync.RWMutex
 	fns      map[string]pipeline.Function
-	versions map[string]semVersion // by key; absent: unversioned
+	versions map[string][]semVersion // by key: the minor lines' newest releases; absent: unversioned
+	// lines are implementations of older minor lines, by key and by
+	// release ("0.2.0"); a line without one runs fns[key].
+	lines map[string]map[string]pipeline.Function
 }
 
 var _ pipeline.Resolver = (*Registry)(nil)
@@ -91,7 +105,7 @@ var _ pipeline.Resolver = (*Registry)(nil)
 // NewRegistry returns a registry with the builtin functions (unless
 // opts.NoBuiltins) and no others.
 func NewRegistry(opts *Options) *Registry {
-	r := &Registry{fns: map[string]pipeline.Function{}, versions: map[string]semVersion{}}
+	r := &Registry{fns: map[string]pipeline.Function{}, versions: map[string][]semVersion{}, lines: map[string]map[string]pipeline.Function{}}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -109,8 +123,14 @@ func NewRegistry(opts *Options) *Registry {
 			r.fns[name] = fn
 		}
 		r.fns["starlark"] = &StarlarkFunction{MaxSteps: r.opts.StarlarkMaxSteps, MaxMemory: r.opts.StarlarkMaxMemory}
-		for name, v := range BuiltinVersions() {
-			r.versions[name], _ = parseVersion(v)
+		for name, cv := range BuiltinVersions() {
+			for _, rel := range cv.Releases {
+				v, _ := parseVersion(rel)
+				r.versions[name] = append(r.versions[name], v)
+			}
+		}
+		for name, byRelease := range builtinLines() {
+			r.lines[name] = byRelease
 		}
 	}
 	return r
@@ -126,23 +146,33 @@ func (r *Registry) Register(name string, fn pipeline.Function) {
 	key := imageKey(name)
 	r.fns[key] = fn
 	delete(r.versions, key)
+	delete(r.lines, key)
 }
 
 // RegisterVersion is Register for an implementation that behaves like
-// the given release of the function ("v0.4.1"): a step whose Tag is a
-// version or constraint the release does not satisfy does not resolve to
-// it (see Resolve). A malformed version is an error matching
+// the given releases of the function ("v0.4.1", each standing for its
+// minor line, v0.4.x): a step pinning another version, or a constraint
+// none of the releases satisfies, does not resolve to it (see Resolve).
+// No release, or a malformed one, is an error matching
 // revision.ErrInvalid.
-func (r *Registry) RegisterVersion(name, version string, fn pipeline.Function) error {
-	v, err := parseVersion(version)
-	if err != nil {
-		return &ConstraintError{Constraint: version, Err: err}
+func (r *Registry) RegisterVersion(name string, fn pipeline.Function, releases ...string) error {
+	if len(releases) == 0 {
+		return &ConstraintError{Constraint: "", Err: errors.New("no release given")}
+	}
+	vs := make([]semVersion, 0, len(releases))
+	for _, rel := range releases {
+		v, err := parseVersion(rel)
+		if err != nil {
+			return &ConstraintError{Constraint: rel, Err: err}
+		}
+		vs = append(vs, v)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	key := imageKey(name)
 	r.fns[key] = fn
-	r.versions[key] = v
+	r.versions[key] = vs
+	delete(r.lines, key)
 	return nil
 }
 
@@ -194,16 +224,20 @@ func matchAny(patterns []string, names ...string) bool {
 // Resolve implements pipeline.Resolver. It returns errors matching
 // pipeline.ErrNotFound and pipeline.ErrNotAllowed.
 //
-// A step's Tag (and, with Options.CheckImageTags, the image's own tag)
-// that is a version or a semver constraint ("v0.4.1", "v0.4", "~0.4",
-// "^0.4.1", ">=0.3, <1") is checked against the version of an
-// implementation registered with one (the builtins, RegisterVersion): a
-// release it does not satisfy gives a *VersionError, which matches
-// pipeline.ErrNotFound; a malformed constraint gives a *ConstraintError,
-// which matches revision.ErrInvalid. A bare or partial version is an
+// A step's Tag, or else the image's own tag (unless
+// Options.IgnoreImageTags), that is a version or a semver constraint
+// ("v0.4.1", "v0.4", "~0.4", "^0.4.1", ">=0.3, <1") is checked against
+// the releases of an implementation registered with them (the builtins'
+// BuiltinVersions, RegisterVersion). A full version (v0.4.2) resolves when
+// it is in the minor line of one of the releases; any other constraint
+// when one of the releases satisfies it; a bare or partial version is an
 // x-range ("v0.4" is 0.4.x), as in the Masterminds semver library kpt
-// uses. An empty tag, "latest" and other plain tags ("unstable") resolve
-// to any version.
+// uses. Otherwise, when Options.Containers is set, the image runs in a
+// container; if not, the error is a *VersionError, which names the image
+// and the releases implemented and matches pipeline.ErrNotFound. A
+// malformed constraint gives a *ConstraintError, which matches
+// revision.ErrInvalid. An empty tag, "latest", a digest and other plain
+// tags ("unstable") resolve to any version.
 func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Function, error) {
 	switch {
 	case step.Image != "" && step.Exec != "":
@@ -219,19 +253,34 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 	}
 	r.mu.RLock()
 	fn, ok := r.fns[key]
-	version, versioned := r.versions[key]
+	releases, versioned := r.versions[key]
+	lines := r.lines[key]
 	r.mu.RUnlock()
 	tag := step.Tag
-	if tag == "" && r.opts.CheckImageTags {
+	if tag == "" && !r.opts.IgnoreImageTags {
 		tag = imageTag(step.Image)
 	}
 	if isVersionTag(tag) {
-		c, err := parseConstraint(strings.TrimSpace(tag))
+		tag = strings.TrimSpace(tag)
+		c, err := parseConstraint(tag)
 		if err != nil {
 			return nil, fmt.Errorf("function %q: %w", step.Image, err)
 		}
-		if ok && versioned && !c.check(version) {
-			return nil, &VersionError{Image: step.Image, Constraint: tag, Version: "v" + version.String()}
+		rel, implemented := implements(releases, tag, c)
+		if ok && versioned && implemented {
+			if lf, has := lines[rel.String()]; has {
+				fn = lf
+			}
+		}
+		if ok && versioned && !implemented {
+			if !r.opts.Containers {
+				names := make([]string, len(releases))
+				for i, v := range releases {
+					names[i] = "v" + v.String()
+				}
+				return nil, &VersionError{Image: step.Image, Constraint: tag, Version: names[len(names)-1], Implemented: names}
+			}
+			ok = false
 		}
 	}
 	if !ok {
@@ -242,7 +291,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 		if err != nil {
 			return nil, fmt.Errorf("function %q: %w", step.Image, err)
 		}
-		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork,
+		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork, FunctionEnv: r.opts.ContainerEnv, Mounts: r.opts.ContainerMounts,
 			Timeout: r.opts.Timeout, MaxOutput: r.opts.MaxOutput, MaxStderr: r.opts.MaxStderr}, nil
 	}
 	return withTimeout(fn, r.opts.Timeout), nil
@@ -262,19 +311,62 @@ func (e *NotFoundError) Error() string {
 // Is reports whether target is pipeline.ErrNotFound.
 func (e *NotFoundError) Is(target error) bool { return target == pipeline.ErrNotFound }
 
-// VersionError reports that the implementation of an image is a release
-// that does not satisfy the step's tag or constraint. It matches
+// VersionError reports that the step pins a version or constraint of an
+// image that its implementation does not implement. It matches
 // pipeline.ErrNotFound.
 type VersionError struct {
 	Image      string
 	Constraint string
-	// Version is the release the available implementation behaves like.
+	// Version is the newest release the implementation behaves like.
 	Version string
+	// Implemented are the releases it behaves like, each standing for its
+	// minor line.
+	Implemented []string
 }
 
-// Error names the image, the constraint and the available version.
+// Error names the image, the version asked for and the versions
+// implemented.
 func (e *VersionError) Error() string {
-	return fmt.Sprintf("function %q: no implementation satisfies version %q (available: %s)", e.Image, e.Constraint, e.Version)
+	lines := make([]string, len(e.Implemented))
+	for i, rel := range e.Implemented {
+		lines[i] = minorLine(rel)
+	}
+	if len(lines) == 0 {
+		lines = []string{e.Version}
+	}
+	return fmt.Sprintf("function %q: version %q is not implemented in-process (cad implements %s); pin one of those, or enable container functions",
+		e.Image, e.Constraint, strings.Join(lines, ", "))
+}
+
+// minorLine formats "v0.4.1" as "v0.4.x".
+func minorLine(rel string) string {
+	v, err := parseVersion(rel)
+	if err != nil {
+		return rel
+	}
+	return fmt.Sprintf("v%d.%d.x", v.Major(), v.Minor())
+}
+
+// implements reports which of releases (each standing for its minor line)
+// implements tag: for a full version, the release of its minor line; for
+// any other constraint, the newest release that satisfies it, as kpt
+// resolves a constraint to the newest matching tag.
+func implements(releases []semVersion, tag string, c *constraint) (semVersion, bool) {
+	if v, err := semver.StrictNewVersion(strings.TrimPrefix(strings.TrimPrefix(tag, "v"), "V")); err == nil {
+		for _, rel := range releases {
+			if rel.Major() == v.Major() && rel.Minor() == v.Minor() {
+				return rel, true
+			}
+		}
+		return nil, false
+	}
+	var best semVersion
+	for _, rel := range releases {
+		if c.check(rel) && (best == nil || rel.GreaterThan(best)) {
+			best = rel
+		}
+	}
+	return best, best != nil
 }
 
 // Is reports whether target is pipeline.ErrNotFound.

@@ -3,7 +3,9 @@ package fnruntime_test
 import (
 	"context"
 	"errors"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,7 +20,7 @@ func TestResolveImageNames(t *testing.T) {
 	r := fnruntime.NewRegistry(nil)
 	for _, img := range []string{
 		"ghcr.io/kptdev/krm-functions-catalog/set-labels:latest",
-		"gcr.io/kpt-fn/set-labels:v0.1",
+		"gcr.io/kpt-fn/set-labels:v0.2",
 		"set-labels",
 		"ghcr.io/kptdev/krm-functions-catalog/set-labels@sha256:0000",
 	} {
@@ -36,7 +38,7 @@ func TestResolveImageNames(t *testing.T) {
 func TestAllowDeny(t *testing.T) {
 	r := fnruntime.NewRegistry(&fnruntime.Options{Allow: []string{"set-*"}, Deny: []string{"set-annotations"}})
 	ctx := context.Background()
-	if _, err := r.Resolve(ctx, pipeline.Step{Image: "set-labels:v1"}); err != nil {
+	if _, err := r.Resolve(ctx, pipeline.Step{Image: "set-labels:v0.2.0"}); err != nil {
 		t.Errorf("allowed: %v", err)
 	}
 	for _, img := range []string{"set-annotations", "no-op"} {
@@ -130,11 +132,11 @@ func TestContainerFunction(t *testing.T) {
 func TestResolveVersionConstraints(t *testing.T) {
 	ctx := context.Background()
 	r := fnruntime.NewRegistry(nil)
-	if err := r.RegisterVersion("example.com/fns/mine", "v1.3.0", fnruntime.Builtins()["no-op"]); err != nil {
+	if err := r.RegisterVersion("example.com/fns/mine", fnruntime.Builtins()["no-op"], "v1.3.0"); err != nil {
 		t.Fatal(err)
 	}
 	r.Register("example.com/fns/any", fnruntime.Builtins()["no-op"])
-	const ns = "ghcr.io/kptdev/krm-functions-catalog/set-namespace" // v0.4.1
+	const ns = "ghcr.io/kptdev/krm-functions-catalog/set-namespace" // v0.2.0, v0.3.4 and v0.4.1
 	for _, tc := range []struct {
 		image, tag string
 		want       error // nil, pipeline.ErrNotFound or revision.ErrInvalid
@@ -149,16 +151,25 @@ func TestResolveVersionConstraints(t *testing.T) {
 		{ns, ">=0.3, <1", nil},
 		{ns, "v0.3 || v0.4", nil},
 		{ns, "0.4.0 - 0.4.3", nil},
-		{ns, "0.3.0 - 0.4.0", pipeline.ErrNotFound},
-		{ns, "v0.4.2", pipeline.ErrNotFound},
+		{ns, "0.3.0 - 0.4.0", nil},                  // v0.3.4
+		{ns, "0.4.2 - 0.4.9", pipeline.ErrNotFound}, // no implemented release in it
+		{ns, "v0.4.2", nil},                         // a patch of an implemented line
+		{ns, "v0.3.0", nil},
+		{ns, "v0.2.0", nil}, // its own implementation
+		{ns, "v0.1.4", pipeline.ErrNotFound},
+		{ns, "v0.5.0", pipeline.ErrNotFound},
+		{ns, "~0.1", pipeline.ErrNotFound},
 		{ns, "^0.5", pipeline.ErrNotFound},
 		{ns, ">=1.0, <2", pipeline.ErrNotFound},
 		{ns, "~1.2", pipeline.ErrNotFound},
 		{ns, ">=", revision.ErrInvalid},
 		{ns, "v1.2.3.4", revision.ErrInvalid},
-		{ns + ":v0.1.5", "", nil}, // the image's own tag is not checked by default
-		{ns + ":v0.1.5", "^0.4", nil},
-		{ns + ":v0.4.1", "v0.3", pipeline.ErrNotFound}, // Tag overrides the image's tag
+		{ns + ":v0.1.5", "", pipeline.ErrNotFound}, // the image's own tag is checked
+		{ns + ":v0.4.1", "", nil},
+		{ns + ":v0.4", "", nil},
+		{ns + "@sha256:0000", "", nil},
+		{ns + ":v0.1.5", "^0.4", nil},                  // Tag overrides the image's tag
+		{ns + ":v0.4.1", "v0.1", pipeline.ErrNotFound}, // Tag overrides the image's tag
 		{"example.com/fns/mine:v1", "", nil},
 		{"example.com/fns/mine", "~1.3", nil},
 		{"example.com/fns/mine", "~1.2", pipeline.ErrNotFound},
@@ -177,34 +188,54 @@ func TestResolveVersionConstraints(t *testing.T) {
 
 	_, err := r.Resolve(ctx, pipeline.Step{Image: ns, Tag: "~1.2"})
 	var ve *fnruntime.VersionError
-	if !errors.As(err, &ve) || ve.Constraint != "~1.2" || ve.Version != "v0.4.1" || ve.Image != ns {
+	if !errors.As(err, &ve) || ve.Constraint != "~1.2" || ve.Version != "v0.4.1" || ve.Image != ns ||
+		strings.Join(ve.Implemented, ",") != "v0.2.0,v0.3.4,v0.4.1" {
 		t.Errorf("VersionError fields: %#v", err)
 	}
-	for _, want := range []string{ns, "~1.2", "v0.4.1"} {
+	for _, want := range []string{ns, "~1.2", "v0.2.x, v0.3.x, v0.4.x"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %q", err, want)
 		}
 	}
-	if err := r.RegisterVersion("bad", "one", fnruntime.Builtins()["no-op"]); !errors.Is(err, revision.ErrInvalid) {
+	if err := r.RegisterVersion("bad", fnruntime.Builtins()["no-op"], "one"); !errors.Is(err, revision.ErrInvalid) {
 		t.Errorf("RegisterVersion with a malformed version: %v", err)
+	}
+	if err := r.RegisterVersion("bad", fnruntime.Builtins()["no-op"]); !errors.Is(err, revision.ErrInvalid) {
+		t.Errorf("RegisterVersion without a release: %v", err)
 	}
 }
 
-func TestResolveCheckImageTags(t *testing.T) {
+func TestResolveImageTags(t *testing.T) {
 	ctx := context.Background()
-	r := fnruntime.NewRegistry(&fnruntime.Options{CheckImageTags: true})
-	for img, want := range map[string]error{
-		"gcr.io/kpt-fn/set-namespace:v0.4.1":      nil,
-		"gcr.io/kpt-fn/set-namespace:v0.4":        nil,
-		"gcr.io/kpt-fn/set-namespace:latest":      nil,
-		"gcr.io/kpt-fn/set-namespace":             nil,
-		"gcr.io/kpt-fn/set-namespace:v0.3.4":      pipeline.ErrNotFound,
-		"gcr.io/kpt-fn/set-namespace@sha256:0000": nil,
-	} {
-		_, err := r.Resolve(ctx, pipeline.Step{Image: img})
-		if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) {
-			t.Errorf("%s: got %v, want %v", img, err, want)
+	for _, ignore := range []bool{false, true} {
+		r := fnruntime.NewRegistry(&fnruntime.Options{IgnoreImageTags: ignore})
+		for img, want := range map[string]error{
+			"gcr.io/kpt-fn/set-namespace:v0.4.1":      nil,
+			"gcr.io/kpt-fn/set-namespace:v0.4":        nil,
+			"gcr.io/kpt-fn/set-namespace:v0.3.4":      nil, // pinned by kpt's fixtures
+			"gcr.io/kpt-fn/set-namespace:latest":      nil,
+			"gcr.io/kpt-fn/set-namespace":             nil,
+			"gcr.io/kpt-fn/set-namespace@sha256:0000": nil,
+			"gcr.io/kpt-fn/set-namespace:v0.2.0":      nil,
+			"gcr.io/kpt-fn/set-namespace:v0.1.3":      pipeline.ErrNotFound,
+			"gcr.io/kpt-fn/set-labels:v0.1.5":         pipeline.ErrNotFound,
+			"gcr.io/kpt-fn/set-labels:v0.2.0":         nil,
+			"gcr.io/kpt-fn/apply-setters:v0.1":        pipeline.ErrNotFound,
+			"gcr.io/kpt-fn/apply-replacements:v0.1.0": nil,
+		} {
+			if ignore {
+				want = nil
+			}
+			_, err := r.Resolve(ctx, pipeline.Step{Image: img})
+			if (want == nil && err != nil) || (want != nil && !errors.Is(err, want)) {
+				t.Errorf("IgnoreImageTags=%v %s: got %v, want %v", ignore, img, err, want)
+			}
 		}
+	}
+	_, err := fnruntime.NewRegistry(nil).Resolve(ctx, pipeline.Step{Image: "gcr.io/kpt-fn/set-labels:v0.1.5"})
+	const want = `function "gcr.io/kpt-fn/set-labels:v0.1.5": version "v0.1.5" is not implemented in-process (cad implements v0.2.x); pin one of those, or enable container functions`
+	if err == nil || err.Error() != want {
+		t.Errorf("error:\n got %v\nwant %s", err, want)
 	}
 }
 
@@ -214,8 +245,62 @@ func TestBuiltinVersionsAreValid(t *testing.T) {
 		if _, ok := builtins[name]; !ok {
 			t.Errorf("version for unknown builtin %q", name)
 		}
-		if err := fnruntime.NewRegistry(&fnruntime.Options{NoBuiltins: true}).RegisterVersion(name, v, builtins[name]); err != nil {
+		if err := fnruntime.NewRegistry(&fnruntime.Options{NoBuiltins: true}).RegisterVersion(name, builtins[name], v.Releases...); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestRenderRefusesUnimplementedVersion renders a Kptfile pinning a
+// release whose behaviour cad does not implement (set-namespace v0.1): the
+// render fails with the typed error, naming the image and the lines cad
+// implements, and changes nothing.
+func TestRenderRefusesUnimplementedVersion(t *testing.T) {
+	files := revision.MustFiles(map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n" +
+			"    - image: gcr.io/kpt-fn/set-namespace:v0.1.4\n      configMap:\n        namespace: prod\n",
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+	})
+	out, err := pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil).Render(context.Background(), files)
+	var ve *fnruntime.VersionError
+	if !errors.As(err, &ve) || !errors.Is(err, pipeline.ErrNotFound) {
+		t.Fatalf("render: %v", err)
+	}
+	if ve.Image != "gcr.io/kpt-fn/set-namespace:v0.1.4" || strings.Join(ve.Implemented, ",") != "v0.2.0,v0.3.4,v0.4.1" {
+		t.Errorf("VersionError: %#v", ve)
+	}
+	if !strings.Contains(err.Error(), "v0.2.x, v0.3.x, v0.4.x") {
+		t.Errorf("error does not name the implemented versions: %v", err)
+	}
+	if out != nil {
+		if d, _ := out.Files.Get("cm.yaml"); strings.Contains(string(d), "prod") {
+			t.Errorf("a refused step changed the package: %s", d)
+		}
+	}
+}
+
+// TestContainerEnvAndMounts runs a fake engine that prints its command
+// line: the registry's container env and mounts reach docker run as -e
+// and --mount, before the image.
+func TestContainerEnvAndMounts(t *testing.T) {
+	dir := t.TempDir()
+	engine := filepath.Join(dir, "fake-engine")
+	if err := os.WriteFile(engine, []byte("#!/bin/sh\necho \"$@\" >&2\nexit 3\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	r := fnruntime.NewRegistry(&fnruntime.Options{Containers: true, ContainerEngine: engine,
+		ContainerEnv: []string{"KEY=value", "HOME"}, ContainerMounts: []string{"type=bind,src=/data,dst=/data"}})
+	fn, err := r.Resolve(context.Background(), pipeline.Step{Image: "example.com/fn:v1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = fn.Run(context.Background(), &pipeline.ResourceList{})
+	var fe *pipeline.FunctionError
+	if !errors.As(err, &fe) || fe.ExitCode != 3 {
+		t.Fatalf("want the engine's exit code 3, got %v", err)
+	}
+	want := "run --rm -i --network none --user nobody --security-opt=no-new-privileges -e KEY=value -e HOME --mount type=bind,src=/data,dst=/data example.com/fn:v1"
+	if strings.TrimSpace(fe.Stderr) != want {
+		t.Errorf("engine command line:\n got %s\nwant %s", strings.TrimSpace(fe.Stderr), want)
 	}
 }

@@ -3,7 +3,6 @@ package fnruntime
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,29 +38,40 @@ var commonAnnotations = []fieldSpec{
 // annotations filter with the common annotation field specs).
 func setAnnotations(_ context.Context, rl *pipeline.ResourceList) error {
 	fc := rl.FunctionConfig
+	fail := func(msg string) error {
+		msg = "failed to configure function: " + msg
+		rl.Results = append(rl.Results, errorResult(msg))
+		return &pipeline.FunctionError{ExitCode: 1, Stderr: msg, Err: errFunctionFailure}
+	}
 	var anns map[string]string
 	var extra []fieldSpec
+	var api, kind string
+	if !fc.IsNilOrEmpty() {
+		api, kind = fc.GetApiVersion(), fc.GetKind()
+	}
 	switch {
-	case fc.IsNilOrEmpty():
-		return nil
-	case isGVK(fc, "", "v1", "ConfigMap"):
+	case api == "v1" && kind == "ConfigMap":
 		anns = configData(fc)
-	default:
-		anns = stringMap(fc, "annotations")
+	case api == "fn.kpt.dev/v1alpha1" && (kind == "SetAnnotations" || kind == "SetAnnotationConfig"):
+		var err error
+		if anns, err = strictStringMap(fc, "plugin", "annotations"); err != nil {
+			return fail(err.Error())
+		}
 		for _, key := range []string{"additionalAnnotationFields", "fieldSpecs"} {
 			if f := fc.Field(key); f != nil {
 				s, _ := f.Value.String()
 				var fs []fieldSpec
 				if err := yaml.Unmarshal([]byte(s), &fs); err != nil {
-					rl.Results = append(rl.Results, errorResult(fmt.Sprintf("failed to unmarshal config: %v", err)))
-					return sdkFailure()
+					return fail(err.Error())
 				}
 				extra = append(extra, fs...)
 			}
 		}
+	default:
+		return fail("`functionConfig` must be a `ConfigMap` or `SetAnnotations`")
 	}
 	if len(anns) == 0 {
-		return nil
+		return fail("input annotation list cannot be empty")
 	}
 	keys := make([]string, 0, len(anns))
 	for k := range anns {
@@ -120,6 +130,9 @@ func setAnnotations(_ context.Context, rl *pipeline.ResourceList) error {
 		}
 		return a.field < b.field
 	})
+	if len(rks) == 0 {
+		rl.Results = append(rl.Results, info("no annotations applied"))
+	}
 	for _, k := range rks {
 		b, _ := json.Marshal(results[k])
 		rl.Results = append(rl.Results, &pipeline.Result{

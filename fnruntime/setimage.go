@@ -12,11 +12,15 @@ import (
 
 type imageSpec struct{ name, newName, newTag, digest string }
 
-// setImage ports the catalog's set-image for Pods and pod templates
-// (additionalImageFields is not supported).
+// setImage ports the catalog's set-image: the containers and init
+// containers of Pods and pod templates, and the fields additionalImageFields
+// names (kustomize field specs: group, version and kind select resources,
+// path is slash-separated with "name[]" stepping into every element of a
+// list; existing fields only, as create adds no image).
 func setImage(_ context.Context, rl *pipeline.ResourceList) error {
 	fc := rl.FunctionConfig
 	var img imageSpec
+	var extra []fieldSpec
 	fail := func(msg string) error {
 		rl.Results = append(rl.Results, errorResult(msg))
 		return sdkFailure()
@@ -44,8 +48,16 @@ func setImage(_ context.Context, rl *pipeline.ResourceList) error {
 		img.newName, _ = nestedString(fc, "image", "newName")
 		img.newTag, _ = nestedString(fc, "image", "newTag")
 		img.digest, _ = nestedString(fc, "image", "digest")
-		if fc.Field("additionalImageFields") != nil {
-			return fail("set-image: additionalImageFields is not supported by the builtin")
+		if f := fc.Field("additionalImageFields"); f != nil && !f.Value.IsNil() {
+			str, _ := f.Value.String()
+			if err := yaml.Unmarshal([]byte(str), &extra); err != nil {
+				return fail(err.Error())
+			}
+			for i, fs := range extra {
+				if fs.Path == "" {
+					return fail(fmt.Sprintf("additionalImageFields[%d]: path is required", i))
+				}
+			}
 		}
 	}
 	if img.name == "" {
@@ -94,8 +106,57 @@ func setImage(_ context.Context, rl *pipeline.ResourceList) error {
 			rl.Results = append(rl.Results, r)
 		}
 	}
+	for _, o := range rl.Items {
+		g, v := groupVersion(o.GetApiVersion())
+		for _, fs := range extra {
+			if (fs.Group != "" && fs.Group != g) || (fs.Version != "" && fs.Version != v) || (fs.Kind != "" && fs.Kind != o.GetKind()) {
+				continue
+			}
+			visitFieldPath(o.YNode(), strings.Split(strings.Trim(fs.Path, "/"), "/"), func(n *yaml.Node) {
+				if n.Kind != yaml.ScalarNode || !match.MatchString(n.Value) {
+					return
+				}
+				if nn := newImageName(n.Value, img); nn != n.Value {
+					n.Value, n.Tag, n.Style = nn, yaml.NodeTagString, 0
+					count++
+				}
+			})
+		}
+	}
 	rl.Results = append(rl.Results, info(fmt.Sprintf("summary: updated a total of %v image(s)", count)))
 	return nil
+}
+
+// visitFieldPath calls fn with every node at path under n, a field spec
+// path whose "name[]" segments step into each element of a list.
+func visitFieldPath(n *yaml.Node, path []string, fn func(*yaml.Node)) {
+	if n == nil {
+		return
+	}
+	if len(path) == 0 {
+		fn(n)
+		return
+	}
+	if n.Kind != yaml.MappingNode {
+		return
+	}
+	seg, list := strings.CutSuffix(path[0], "[]")
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != seg {
+			continue
+		}
+		v := n.Content[i+1]
+		if !list {
+			visitFieldPath(v, path[1:], fn)
+			return
+		}
+		if v.Kind == yaml.SequenceNode {
+			for _, el := range v.Content {
+				visitFieldPath(el, path[1:], fn)
+			}
+		}
+		return
+	}
 }
 
 // splitImage splits an image into name, ":tag" and "@digest", ignoring a

@@ -20,7 +20,11 @@ func setLabels(_ context.Context, rl *pipeline.ResourceList) error {
 	case isGVK(fc, "", "v1", "ConfigMap"):
 		labels = configData(fc)
 	case isGVK(fc, "fn.kpt.dev", "v1alpha1", "SetLabels"):
-		labels = stringMap(fc, "labels")
+		var err error
+		if labels, err = strictStringMap(fc, "SetLabels", "labels"); err != nil {
+			rl.Results = append(rl.Results, errorResult(err.Error()))
+			return sdkFailure()
+		}
 	default:
 		rl.Results = append(rl.Results, errorResult(fmt.Sprintf("unknown FunctionConfig `%v`, expect SetLabels", fc.GetKind())))
 		return sdkFailure()

@@ -43,8 +43,15 @@ const memoryCheckInterval = 5 * time.Millisecond
 // of dicts, one per resource) and "functionConfig"; it mutates the items
 // in place or replaces ctx.resource_list["items"], and the resulting items
 // are the output. `ctx.environment` is an empty dict (the catalog exposes
-// its container's environment; a library does not leak its process's),
-// and `ctx.open_api` and `load` are not provided. The dialect allows set,
+// its container's environment; a library does not leak its process's), and
+// `ctx.open_api` is kyaml's Kubernetes OpenAPI document, converted on first
+// use. load() provides the catalog's libraries encoding/json.star,
+// math.star and time.star (go.starlark.net's), encoding/base64.star
+// (encode, decode with encoding standard, standard_raw, url, url_raw),
+// encoding/yaml.star (loads, dumps), hash.star (md5, sha1, sha256, as hex)
+// and krmfn.star (match_gvk, match_name, match_namespace); the others
+// (bsoup, csv, geo, html, http, re, xlsx, zipfile) fail the step with an
+// error naming the module. The dialect allows set,
 // while, top-level control flow, global reassignment and recursion, as
 // the catalog does.
 //
@@ -161,14 +168,13 @@ func (s *StarlarkFunction) run(ctx context.Context, rl *pipeline.ResourceList) (
 		"ctx": starlarkstruct.FromStringDict(starlarkstruct.Default, starlark.StringDict{
 			"resource_list": resourceList,
 			"environment":   starlark.NewDict(0),
+			"open_api":      &lazyOpenAPI{},
 		}),
 	}
 	thread := &starlark.Thread{
 		Name:  name,
 		Print: func(_ *starlark.Thread, msg string) { stderr.WriteString(msg + "\n") },
-		Load: func(*starlark.Thread, string) (starlark.StringDict, error) {
-			return nil, errors.New("load is not supported")
-		},
+		Load:  starlarkLoad,
 	}
 	steps := s.MaxSteps
 	if steps == 0 {

@@ -157,7 +157,7 @@ func runCase(t *testing.T, dir, name, e2e string, tl *tally) {
 
 	files := readDir(t, pkg)
 	reg := fnruntime.NewRegistry(&fnruntime.Options{AllowExec: cfg.AllowExec, ExecDir: e2e, Env: os.Environ()})
-	out, err := pipeline.NewKptfile(reg, &pipeline.Options{RequireKptfile: true}).Render(context.Background(), files)
+	out, err := pipeline.NewKptfile(reg, &pipeline.Options{RequireKptfile: true, KptStyleKptfile: true}).Render(context.Background(), files)
 	var steps []pipeline.StepResult
 	result := files
 	if err != nil {

@@ -10,7 +10,10 @@
 // subpackages depth-first (or breadth-first with kpt.dev/bfs-rendering),
 // mutators then validators, selectors and exclude, configPath and
 // configMap, non-KRM files carried through, the root Kptfile's Rendered
-// condition and renderStatus, and kpt.dev/save-on-render-failure. Use
+// condition and renderStatus, and kpt.dev/save-on-render-failure. The root
+// Kptfile is edited in place: only its status is rewritten, so a step's
+// configMap keeps its key order and quoting, an empty configMap and
+// comments stay (Options.KptStyleKptfile rewrites it as kpt does). Use
 // [NewKptfile] for kpt packages and [New] for packages whose steps come
 // from code.
 //

@@ -940,6 +940,13 @@ func (r *runner) inProcess(input []*yaml.RNode) ([]*yaml.RNode, Results, error) 
 	if r.config != nil {
 		rl.FunctionConfig = r.config.Copy()
 	}
+	// The path and index annotations as the function receives them, to
+	// tell afterwards which spelling it changed (an in-process function
+	// changes the items in place).
+	before := make(map[*yaml.Node]pathIndex, len(items))
+	for _, c := range items {
+		before[c.YNode()] = readPathIndex(c)
+	}
 	runErr := safeRun(r.ctx, r.fn, rl)
 	for i, o := range rl.Items {
 		if o == nil || o.YNode() == nil || o.YNode().Kind != yaml.MappingNode {
@@ -949,10 +956,8 @@ func (r *runner) inProcess(input []*yaml.RNode) ([]*yaml.RNode, Results, error) 
 	// Restore comments the function dropped, as kyaml does for the items
 	// that keep their identity.
 	byNode := make(map[*yaml.Node]*yaml.RNode, len(items))
-	before := make(map[*yaml.Node]pathIndex, len(items))
 	for i, c := range items {
 		byNode[c.YNode()] = input[i]
-		before[c.YNode()] = readPathIndex(c)
 	}
 	for _, o := range rl.Items {
 		if in, ok := byNode[o.YNode()]; ok {

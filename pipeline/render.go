@@ -32,11 +32,16 @@ type Options struct {
 	// NoRenderStatus leaves the root Kptfile's status alone. By default
 	// the root Kptfile gets kpt's Rendered condition and renderStatus.
 	NoRenderStatus bool
-	// KeepKptfileFormat records the render status with the Kptfile's own
-	// formatting and comments (revision's faithful codec). By default the
-	// root Kptfile is rewritten as kpt writes it after a render: canonical
-	// field order, wide sequence indent, no comments.
-	KeepKptfileFormat bool
+	// KptStyleKptfile rewrites the root Kptfile after a render as kpt
+	// does: from its struct, in canonical field order, with wide sequence
+	// indent, without comments, empty maps ("configMap: {}") and the
+	// original quoting. By default the Kptfile is edited in place: only
+	// its status (the Rendered condition and renderStatus) is rewritten,
+	// and everything else (a step's configMap key order and quoting, an
+	// empty configMap, comments, a function's edits) is kept as it is.
+	// kpt's CLI twin (examples/cadctl fn render) sets it, so its output
+	// matches kpt's.
+	KptStyleKptfile bool
 	// RequireKptfile makes a Renderer from NewKptfile refuse a root
 	// without a Kptfile ("No Kptfile found", matching ErrInvalidPackage),
 	// as kpt fn render does. By default such a root runs the pipeline of

@@ -271,13 +271,13 @@ func TestPackageFilePipeline(t *testing.T) {
 	}
 }
 
-func TestKeepKptfileFormat(t *testing.T) {
+func TestKptStyleKptfile(t *testing.T) {
 	files := revision.MustFiles(map[string]string{
 		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p # the package\npipeline:\n  mutators:\n  - name: set\n    image: x\n",
 		"a.yaml":  strings.ReplaceAll(cm, "%s", "a"),
 	})
 	for _, keep := range []bool{false, true} {
-		out, err := pipeline.NewKptfile(fns{"set": setData("k", "v")}, &pipeline.Options{KeepKptfileFormat: keep}).Render(context.Background(), files)
+		out, err := pipeline.NewKptfile(fns{"set": setData("k", "v")}, &pipeline.Options{KptStyleKptfile: !keep}).Render(context.Background(), files)
 		if err != nil {
 			t.Fatal(err)
 		}

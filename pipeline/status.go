@@ -133,7 +133,7 @@ func (h *hydration) writeStatus(renderErr error) {
 	}
 	cond, rs := RenderStatus(h.steps, renderErr)
 	var out []byte
-	if h.r.opts.KeepKptfileFormat {
+	if !h.r.opts.KptStyleKptfile {
 		kf.SetCondition(cond)
 		kf.Status.RenderStatus = rs
 		out, err = kf.Encode()

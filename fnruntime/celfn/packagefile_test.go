@@ -33,7 +33,7 @@ spec:
       configMapExprs:
         namespace: resources.filter(r, r.kind == "ConfigMap" && r.metadata.name == "env")[0].data.namespace
     - name: never
-      image: set-labels:v0.1.5
+      image: set-labels:v0.2.0
       configMap:
         skipped: "yes"
       condition: resources.exists(r, r.kind == "Secret")

@@ -95,9 +95,9 @@ func FromRevision(m revision.Meta, opts RevisionOptions) PackageRevision {
 	return pr
 }
 
-// Key returns the revision key the object's spec names: repository,
+// KeyOf returns the revision key the object's spec names: repository,
 // package, workspace and revision.
-func (pr *PackageRevision) Key() revision.Key {
+func KeyOf(pr *PackageRevision) revision.Key {
 	return revision.Key{
 		Repository: pr.Spec.RepositoryName,
 		Package:    pr.Spec.PackageName,
@@ -106,16 +106,16 @@ func (pr *PackageRevision) Key() revision.Key {
 	}
 }
 
-// Metadata returns the object's labels and annotations as the revision
+// MetadataOf returns the object's labels and annotations as the revision
 // Metadata cad stores, without the server-managed LatestRevisionLabel.
-func (pr *PackageRevision) Metadata() revision.Metadata {
+func MetadataOf(pr *PackageRevision) revision.Metadata {
 	md := revision.Metadata{Labels: maps.Clone(pr.Labels), Annotations: maps.Clone(pr.Annotations)}
 	delete(md.Labels, LatestRevisionLabel)
 	return md.Clone()
 }
 
 // IsLatest reports whether the object carries the LatestRevisionLabel.
-func (pr *PackageRevision) IsLatest() bool {
+func IsLatest(pr *PackageRevision) bool {
 	return pr.Labels[LatestRevisionLabel] == LatestRevisionValue
 }
 
@@ -179,15 +179,15 @@ func UpstreamLockFrom(l *revision.UpstreamLock) *UpstreamLock {
 	return out
 }
 
-// ErrInvalidTask is matched (errors.Is) by the errors of Task.Validate.
+// ErrInvalidTask is matched (errors.Is) by the errors of ValidateTask.
 var ErrInvalidTask = fmt.Errorf("invalid creation task: %w", revision.ErrInvalid)
 
 // CreationTask returns the one creation task of a new PackageRevision's
 // spec: the only element of spec.tasks, or, when there is none, an init task
 // with Porch's default description "<package> description". It returns an
 // error matching ErrInvalidTask (and revision.ErrInvalid) for more than one
-// task or a task that Validate refuses.
-func (pr *PackageRevision) CreationTask() (Task, error) {
+// task or a task that ValidateTask refuses.
+func CreationTask(pr *PackageRevision) (Task, error) {
 	switch len(pr.Spec.Tasks) {
 	case 0:
 		return Task{Type: TaskTypeInit, Init: &PackageInitTaskSpec{
@@ -195,7 +195,7 @@ func (pr *PackageRevision) CreationTask() (Task, error) {
 		}}, nil
 	case 1:
 		t := pr.Spec.Tasks[0]
-		if err := t.Validate(); err != nil {
+		if err := ValidateTask(t); err != nil {
 			return Task{}, err
 		}
 		return t, nil
@@ -204,10 +204,10 @@ func (pr *PackageRevision) CreationTask() (Task, error) {
 	}
 }
 
-// Validate checks that t is a creation task: type init, clone, edit or
+// ValidateTask checks that t is a creation task: type init, clone, edit or
 // upgrade with exactly its own field set (init may omit it), and what that
 // type needs. Errors match ErrInvalidTask.
-func (t Task) Validate() error {
+func ValidateTask(t Task) error {
 	set := 0
 	for _, p := range []bool{t.Init != nil, t.Clone != nil, t.Edit != nil, t.Upgrade != nil} {
 		if p {
@@ -281,7 +281,7 @@ func validStrategy(s MergeStrategy) error {
 
 // InitOptions returns the engine options of an init task (nil means
 // defaults) with the given metadata.
-func (s *PackageInitTaskSpec) InitOptions(md revision.Metadata) engine.InitOptions {
+func InitOptions(s *PackageInitTaskSpec, md revision.Metadata) engine.InitOptions {
 	o := engine.InitOptions{Metadata: md}
 	if s != nil {
 		o.Description, o.Keywords, o.Site = s.Description, s.Keywords, s.Site
@@ -290,7 +290,7 @@ func (s *PackageInitTaskSpec) InitOptions(md revision.Metadata) engine.InitOptio
 }
 
 // GitUpstream returns the engine's git upstream for g, without credentials.
-func (g *GitPackage) GitUpstream() engine.GitUpstream {
+func GitUpstream(g *GitPackage) engine.GitUpstream {
 	return engine.GitUpstream{Repo: g.Repo, Directory: g.Directory, Ref: g.Ref}
 }
 
@@ -319,9 +319,9 @@ func FromFiles(ns string, m revision.Meta, files revision.Files) PackageRevision
 	}
 }
 
-// Files returns spec.resources as package Files. The error matches
+// FilesOf returns spec.resources as package Files. The error matches
 // revision.ErrInvalid for an unsafe path.
-func (r *PackageRevisionResources) Files() (revision.Files, error) {
+func FilesOf(r *PackageRevisionResources) (revision.Files, error) {
 	return revision.FilesFromStrings(r.Spec.Resources)
 }
 
@@ -351,10 +351,10 @@ func RenderStatusFrom(steps []pipeline.StepResult, err error) RenderStatus {
 			if it == nil {
 				continue
 			}
-			r.Results = append(r.Results, revision.ResultItem{
+			r.Results = append(r.Results, ResultItemFrom(revision.ResultItem{
 				Message: it.Message, Severity: string(it.Severity), ResourceRef: it.ResourceRef,
 				Field: it.Field, File: it.File, Tags: it.Tags,
-			})
+			}))
 		}
 		rs.Result.Items = append(rs.Result.Items, r)
 	}
@@ -380,7 +380,9 @@ func RenderStatusFromKptfile(files revision.Files) RenderStatus {
 	for _, steps := range [][]revision.PipelineStepResult{st.MutationSteps, st.ValidationSteps} {
 		for _, s := range steps {
 			r := &Result{Image: s.Image, ExecPath: s.Exec, Stderr: s.Stderr, ExitCode: s.ExitCode}
-			r.Results = append(append(r.Results, s.Results...), s.ErrorResults...)
+			for _, it := range append(slices.Clone(s.Results), s.ErrorResults...) {
+				r.Results = append(r.Results, ResultItemFrom(it))
+			}
 			if s.ExitCode != 0 {
 				rs.Result.ExitCode = 1
 			}

@@ -1,12 +1,14 @@
-// Package porchapi holds Go types whose JSON is that of Porch's API objects,
-// so that data and clients move between Porch and cad's reference server
-// unchanged: porch.kpt.dev/v1alpha1 PackageRevision, PackageRevisionList and
-// PackageRevisionResources, config.porch.kpt.dev/v1alpha1 Repository and
-// PackageVariant, and config.porch.kpt.dev/v1alpha2 PackageVariantSet.
-// Object metadata, lists and errors are k8s.io/apimachinery's metav1 types.
+// Package porchapi connects Porch's API types to cad: the types themselves
+// (porch.kpt.dev/v1alpha1 PackageRevision and PackageRevisionResources,
+// config.porch.kpt.dev/v1alpha1 Repository and PackageVariant, and
+// config.porch.kpt.dev/v1alpha2 PackageVariantSet) live in the api module,
+// github.com/configasdata/cad/api, and are aliased here under the names the
+// server and the CLI use.
 //
-// Besides the types it holds the conversions between them and cad's
-// revision and engine types, and Porch's object naming: a PackageRevision
+// This package holds the conversions between them and cad's revision,
+// repository, engine and variant types (functions, since the types are not
+// local: KeyOf, MetadataOf, CreationTask, RepositoryToSpec, TypedVariant,
+// ...), and Porch's object naming: a PackageRevision
 // (and its PackageRevisionResources) is named
 //
 //	<repository>.<package path with "/" replaced by ".">.<workspace>

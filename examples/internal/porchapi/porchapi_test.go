@@ -1,6 +1,8 @@
 package porchapi
 
 import (
+	"k8s.io/apimachinery/pkg/runtime"
+
 	"encoding/json"
 	"errors"
 	"strings"
@@ -74,18 +76,18 @@ func TestPorchJSON(t *testing.T) {
 	if err := json.Unmarshal([]byte(porchJSON), &pr); err != nil {
 		t.Fatal(err)
 	}
-	if pr.Spec.Revision != 1 || pr.Spec.Lifecycle != LifecyclePublished || !pr.IsLatest() ||
+	if pr.Spec.Revision != 1 || pr.Spec.Lifecycle != LifecyclePublished || !IsLatest(&pr) ||
 		pr.Spec.Tasks[0].Clone.Upstream.Git.Ref != "basens/v1" || pr.Status.UpstreamLock.Git.Commit != "123" ||
 		!pr.Status.PublishedAt.Equal(&pr.Status.PublishedAt) || pr.Status.PublishedAt.Year() != 2025 {
 		t.Errorf("decoded %+v", pr)
 	}
-	if err := pr.Spec.Tasks[0].Validate(); err != nil {
+	if err := ValidateTask(pr.Spec.Tasks[0]); err != nil {
 		t.Errorf("Validate: %v", err)
 	}
-	if k := pr.Key(); k != (revision.Key{Repository: "blueprints", Package: "basens", Workspace: "v1", Revision: 1}) {
+	if k := KeyOf(&pr); k != (revision.Key{Repository: "blueprints", Package: "basens", Workspace: "v1", Revision: 1}) {
 		t.Errorf("Key = %+v", k)
 	}
-	if md := pr.Metadata(); !md.IsZero() {
+	if md := MetadataOf(&pr); !md.IsZero() {
 		t.Errorf("Metadata kept the latest label: %+v", md)
 	}
 }
@@ -114,20 +116,20 @@ status:
 		Metadata: revision.Metadata{Labels: map[string]string{LatestRevisionLabel: "true", "k": "v"}},
 	}
 	pr := FromRevision(m, RevisionOptions{Namespace: "ns", Kptfile: kf, Deployment: true})
-	if pr.Name != "r.a.p.ws" || pr.ResourceVersion != "v9" || pr.IsLatest() || pr.Labels["k"] != "v" ||
+	if pr.Name != "r.a.p.ws" || pr.ResourceVersion != "v9" || IsLatest(&pr) || pr.Labels["k"] != "v" ||
 		pr.Spec.Revision != 2 || len(pr.Spec.ReadinessGates) != 1 || len(pr.Status.Conditions) != 1 ||
 		pr.Spec.PackageMetadata == nil || pr.Spec.PackageMetadata.Labels["a"] != "b" || !pr.Status.Deployment {
 		t.Errorf("FromRevision = %+v", pr)
 	}
 	pr = FromRevision(m, RevisionOptions{Namespace: "ns", Latest: true})
-	if !pr.IsLatest() {
+	if !IsLatest(&pr) {
 		t.Errorf("no latest label: %v", pr.Labels)
 	}
 }
 
 func TestCreationTask(t *testing.T) {
 	pr := PackageRevision{Spec: PackageRevisionSpec{PackageName: "p"}}
-	task, err := pr.CreationTask()
+	task, err := CreationTask(&pr)
 	if err != nil || task.Type != TaskTypeInit || task.Init.Description != "p description" {
 		t.Errorf("default task = %+v, %v", task, err)
 	}
@@ -141,7 +143,7 @@ func TestCreationTask(t *testing.T) {
 		{{Type: TaskTypeInit, Init: &PackageInitTaskSpec{}, Edit: &PackageEditTaskSpec{}}},
 	} {
 		pr.Spec.Tasks = bad
-		if _, err := pr.CreationTask(); !errors.Is(err, ErrInvalidTask) || !errors.Is(err, revision.ErrInvalid) {
+		if _, err := CreationTask(&pr); !errors.Is(err, ErrInvalidTask) || !errors.Is(err, revision.ErrInvalid) {
 			t.Errorf("CreationTask(%+v) = %v", bad, err)
 		}
 	}
@@ -154,9 +156,9 @@ func TestRepositorySpec(t *testing.T) {
 		"spec":{"type":"git","content":"Package","git":{"repo":"https://example/x.git","directory":"/pkgs/"}}}`), &r); err != nil {
 		t.Fatal(err)
 	}
-	s := r.ToSpec()
+	s := RepositoryToSpec(&r)
 	if s.Name != "blueprints" || s.Git.Branch != "main" || s.Git.Directory != "pkgs" || s.Labels["x"] != "y" {
-		t.Errorf("ToSpec = %+v %+v", s, s.Git)
+		t.Errorf("RepositoryToSpec = %+v %+v", s, s.Git)
 	}
 	if err := s.Validate(); err != nil {
 		t.Error(err)
@@ -178,12 +180,12 @@ func TestVariantTyped(t *testing.T) {
 	if err != nil || !strings.Contains(string(out), "futureField") {
 		t.Errorf("unknown field not preserved: %s %v", out, err)
 	}
-	typed, err := pv.Typed()
+	typed, err := TypedVariant(&pv)
 	if err != nil || typed.Spec.Upstream.Revision != 2 || typed.Spec.Downstream.Package != "q" {
 		t.Errorf("Typed = %+v, %v", typed, err)
 	}
-	pvs := PackageVariantSet{Spec: json.RawMessage(`{"upstream": 7}`)}
-	if _, err := pvs.Typed(); !errors.Is(err, revision.ErrInvalid) {
+	pvs := PackageVariantSet{Spec: runtime.RawExtension{Raw: []byte(`{"upstream": 7}`)}}
+	if _, err := TypedVariantSet(&pvs); !errors.Is(err, revision.ErrInvalid) {
 		t.Errorf("bad set: %v", err)
 	}
 }

@@ -1,14 +1,18 @@
 package porchapi
 
-import "k8s.io/apimachinery/pkg/runtime/schema"
+import (
+	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
+	configv1alpha2 "github.com/configasdata/cad/api/config/v1alpha2"
+	porchv1alpha1 "github.com/configasdata/cad/api/porch/v1alpha1"
+)
 
 // API groups and versions served.
 const (
 	// Group is the group of PackageRevision and PackageRevisionResources.
-	Group = "porch.kpt.dev"
+	Group = porchv1alpha1.GroupName
 	// ConfigGroup is the group of Repository, PackageVariant and
 	// PackageVariantSet.
-	ConfigGroup = "config.porch.kpt.dev"
+	ConfigGroup = configv1alpha1.GroupName
 	// Version is the version of every kind but PackageVariantSet.
 	Version = "v1alpha1"
 	// VariantSetVersion is the version PackageVariantSet is served in.
@@ -17,48 +21,48 @@ const (
 
 // Kinds of the objects in this package.
 const (
-	KindPackageRevision              = "PackageRevision"
-	KindPackageRevisionList          = "PackageRevisionList"
-	KindPackageRevisionResources     = "PackageRevisionResources"
-	KindPackageRevisionResourcesList = "PackageRevisionResourcesList"
-	KindRepository                   = "Repository"
-	KindRepositoryList               = "RepositoryList"
-	KindPackageVariant               = "PackageVariant"
-	KindPackageVariantList           = "PackageVariantList"
-	KindPackageVariantSet            = "PackageVariantSet"
-	KindPackageVariantSetList        = "PackageVariantSetList"
+	KindPackageRevision              = porchv1alpha1.KindPackageRevision
+	KindPackageRevisionList          = porchv1alpha1.KindPackageRevisionList
+	KindPackageRevisionResources     = porchv1alpha1.KindPackageRevisionResources
+	KindPackageRevisionResourcesList = porchv1alpha1.KindPackageRevisionResourcesList
+	KindRepository                   = configv1alpha1.KindRepository
+	KindRepositoryList               = configv1alpha1.KindRepositoryList
+	KindPackageVariant               = configv1alpha1.KindPackageVariant
+	KindPackageVariantList           = configv1alpha1.KindPackageVariantList
+	KindPackageVariantSet            = configv1alpha2.KindPackageVariantSet
+	KindPackageVariantSetList        = configv1alpha2.KindPackageVariantSetList
 )
 
 // Resource names (the plural path segment of the REST API).
 const (
-	ResourcePackageRevisions         = "packagerevisions"
-	ResourcePackageRevisionResources = "packagerevisionresources"
-	ResourceRepositories             = "repositories"
-	ResourcePackageVariants          = "packagevariants"
-	ResourcePackageVariantSets       = "packagevariantsets"
+	ResourcePackageRevisions         = porchv1alpha1.ResourcePackageRevisions
+	ResourcePackageRevisionResources = porchv1alpha1.ResourcePackageRevisionResources
+	ResourceRepositories             = configv1alpha1.ResourceRepositories
+	ResourcePackageVariants          = configv1alpha1.ResourcePackageVariants
+	ResourcePackageVariantSets       = configv1alpha2.ResourcePackageVariantSets
 	// SubresourceApproval is the subresource of packagerevisions through
 	// which a proposal is approved or rejected.
-	SubresourceApproval = "approval"
+	SubresourceApproval = porchv1alpha1.SubresourceApproval
 )
 
 // Group versions, for building TypeMeta and REST paths.
 var (
 	// SchemeGroupVersion is porch.kpt.dev/v1alpha1.
-	SchemeGroupVersion = schema.GroupVersion{Group: Group, Version: Version}
+	SchemeGroupVersion = porchv1alpha1.SchemeGroupVersion
 	// ConfigGroupVersion is config.porch.kpt.dev/v1alpha1.
-	ConfigGroupVersion = schema.GroupVersion{Group: ConfigGroup, Version: Version}
+	ConfigGroupVersion = configv1alpha1.SchemeGroupVersion
 	// VariantSetGroupVersion is config.porch.kpt.dev/v1alpha2.
-	VariantSetGroupVersion = schema.GroupVersion{Group: ConfigGroup, Version: VariantSetVersion}
+	VariantSetGroupVersion = configv1alpha2.SchemeGroupVersion
 )
 
 // Labels and annotations with a meaning to the server.
 const (
 	// LatestRevisionLabel is set to "true", by the server only, on the
 	// Published revision of a package with the highest revision number.
-	LatestRevisionLabel = "kpt.dev/latest-revision"
+	LatestRevisionLabel = porchv1alpha1.LatestRevisionLabel
 	// LatestRevisionValue is the value of LatestRevisionLabel.
-	LatestRevisionValue = "true"
+	LatestRevisionValue = porchv1alpha1.LatestRevisionValue
 	// PushOnRenderFailureAnnotation set to "true" on a PackageRevision
 	// saves its resources even when the render fails.
-	PushOnRenderFailureAnnotation = "porch.kpt.dev/push-on-render-failure"
+	PushOnRenderFailureAnnotation = porchv1alpha1.PushOnRenderFailureAnnotation
 )

@@ -3,74 +3,23 @@ package porchapi
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	"github.com/configasdata/cad/repository"
 )
 
-// Repository registers a package repository: config.porch.kpt.dev/v1alpha1
-// Repository. Its name is unique in its namespace and is the
-// spec.repository of its PackageRevisions.
-type Repository struct {
-	metav1.TypeMeta   `json:",inline"`
-	metav1.ObjectMeta `json:"metadata,omitempty"`
-
-	Spec   RepositorySpec   `json:"spec,omitempty"`
-	Status RepositoryStatus `json:"status,omitempty"`
-}
-
-// RepositoryList is a list of Repositories.
-type RepositoryList struct {
-	metav1.TypeMeta `json:",inline"`
-	metav1.ListMeta `json:"metadata,omitempty"`
-
-	Items []Repository `json:"items"`
-}
-
-// RepositorySpec is Porch's Repository spec. Its git and oci sections are
-// cad's repository.GitSpec and OCISpec, which have Porch's JSON.
-type RepositorySpec struct {
-	Description string `json:"description,omitempty"`
-	// Deployment marks a repository of deployment-ready packages.
-	Deployment bool `json:"deployment,omitempty"`
-	// Type is git or oci.
-	Type RepositoryType `json:"type,omitempty"`
-	// Content is deprecated; its only value is Package.
-	Content string `json:"content,omitempty"`
-	// Sync is kept but not acted on: cad reads repositories directly.
-	Sync *RepositorySync     `json:"sync,omitempty"`
-	Git  *repository.GitSpec `json:"git,omitempty"`
-	Oci  *repository.OCISpec `json:"oci,omitempty"`
-}
-
-// RepositorySync is Porch's sync schedule of a repository.
-type RepositorySync struct {
-	Schedule  string       `json:"schedule,omitempty"`
-	RunOnceAt *metav1.Time `json:"runOnceAt,omitempty"`
-}
-
-// RepositoryStatus is the observed state of a repository.
-type RepositoryStatus struct {
-	// Conditions has one condition of type Ready: True with reason Ready
-	// once the repository is open, False with reason Error and the error
-	// otherwise.
-	Conditions         []metav1.Condition `json:"conditions,omitempty"`
-	ObservedGeneration int64              `json:"observedGeneration,omitempty"`
-	PackageCount       int                `json:"packageCount,omitempty"`
-	GitCommitHash      string             `json:"gitCommitHash,omitempty"`
-}
-
 // Repository condition type and reasons.
 const (
-	RepositoryReady       = "Ready"
-	ReasonReady           = "Ready"
-	ReasonError           = "Error"
-	ReasonReconciling     = "Reconciling"
-	ContentPackage        = "Package"
+	RepositoryReady       = configv1alpha1.RepositoryReady
+	ReasonReady           = configv1alpha1.ReasonReady
+	ReasonError           = configv1alpha1.ReasonError
+	ReasonReconciling     = configv1alpha1.ReasonReconciling
+	ContentPackage        = configv1alpha1.ContentPackage
 	repositoryDefaultType = RepositoryTypeGit
 )
 
-// ToSpec returns the repository.Spec of r: its name, labels and spec,
-// defaulted (see repository.Spec.Defaulted) but not validated.
-func (r *Repository) ToSpec() repository.Spec {
+// RepositoryToSpec returns the repository.Spec of r: its name, labels and
+// spec, defaulted (see repository.Spec.Defaulted) but not validated.
+func RepositoryToSpec(r *Repository) repository.Spec {
 	s := repository.Spec{
 		Name:        r.Name,
 		Description: r.Spec.Description,
@@ -86,13 +35,12 @@ func (r *Repository) ToSpec() repository.Spec {
 			s.Type = repository.Type(repositoryDefaultType)
 		}
 	}
-	if r.Spec.Git != nil {
-		g := *r.Spec.Git
-		s.Git = &g
+	if g := r.Spec.Git; g != nil {
+		s.Git = &repository.GitSpec{Repo: g.Repo, Branch: g.Branch, CreateBranch: g.CreateBranch, Directory: g.Directory,
+			SecretRef: repository.SecretRef{Name: g.SecretRef.Name}, Author: g.Author, Email: g.Email}
 	}
-	if r.Spec.Oci != nil {
-		o := *r.Spec.Oci
-		s.OCI = &o
+	if o := r.Spec.Oci; o != nil {
+		s.OCI = &repository.OCISpec{Registry: o.Registry, SecretRef: repository.SecretRef{Name: o.SecretRef.Name}}
 	}
 	return s.Defaulted()
 }
@@ -106,17 +54,16 @@ func RepositoryFromSpec(ns string, s repository.Spec) Repository {
 		Spec: RepositorySpec{
 			Description: s.Description,
 			Deployment:  s.Deployment,
-			Type:        RepositoryType(s.Type),
+			Type:        configv1alpha1.RepositoryType(s.Type),
 			Content:     ContentPackage,
 		},
 	}
-	if s.Git != nil {
-		g := *s.Git
-		r.Spec.Git = &g
+	if g := s.Git; g != nil {
+		r.Spec.Git = &configv1alpha1.GitRepository{Repo: g.Repo, Branch: g.Branch, CreateBranch: g.CreateBranch, Directory: g.Directory,
+			SecretRef: configv1alpha1.SecretRef{Name: g.SecretRef.Name}, Author: g.Author, Email: g.Email}
 	}
-	if s.OCI != nil {
-		o := *s.OCI
-		r.Spec.Oci = &o
+	if o := s.OCI; o != nil {
+		r.Spec.Oci = &configv1alpha1.OciRepository{Registry: o.Registry, SecretRef: configv1alpha1.SecretRef{Name: o.SecretRef.Name}}
 	}
 	return r
 }

@@ -145,6 +145,7 @@ func groups() []group {
 		{name: "repo", aliases: []string{"repository"}, short: "Manage package repositories", cmds: repoCommands()},
 		{name: "rpkg", aliases: []string{"rpackage"}, short: "Manage package revisions", cmds: rpkgCommands()},
 		{name: "fn", aliases: []string{"function"}, short: "Render and evaluate KRM functions, as kpt does", cmds: fnCommands()},
+		{name: "pkg", aliases: []string{"package"}, short: "Create local packages, as kpt pkg does", cmds: pkgCommands()},
 	}
 }
 

@@ -117,7 +117,7 @@ func (d *DirectClient) CreateRepository(ctx context.Context, repo *porchapi.Repo
 	if d.cfg.find(d.ns, r.Name) >= 0 {
 		return nil, statusErrorf(http.StatusConflict, metav1.StatusReasonAlreadyExists, "%s %q already exists", resRepositories, r.Name)
 	}
-	spec := r.ToSpec()
+	spec := porchapi.RepositoryToSpec(&r)
 	if err := spec.Validate(); err != nil {
 		return nil, statusErrorf(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "Repository %q is invalid: %v", r.Name, err)
 	}
@@ -321,7 +321,7 @@ func (d *DirectClient) GetPackageRevision(ctx context.Context, name string) (*po
 // CreatePackageRevision creates a package revision with the engine
 // operation its creation task names.
 func (d *DirectClient) CreatePackageRevision(ctx context.Context, pr *porchapi.PackageRevision) (*porchapi.PackageRevision, error) {
-	task, err := pr.CreationTask()
+	task, err := porchapi.CreationTask(pr)
 	if err != nil {
 		return nil, statusErrorf(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "%v", err)
 	}
@@ -330,11 +330,11 @@ func (d *DirectClient) CreatePackageRevision(ctx context.Context, pr *porchapi.P
 		return nil, statusErrorf(http.StatusNotFound, metav1.StatusReasonNotFound, "%s %q not found", resRepositories, repo)
 	}
 	key := revision.Key{Package: pr.Spec.PackageName, Workspace: pr.Spec.WorkspaceName}
-	md := pr.Metadata()
+	md := porchapi.MetadataOf(pr)
 	var rev revision.PackageRevision
 	switch task.Type {
 	case porchapi.TaskTypeInit:
-		rev, err = d.eng.Init(ctx, repo, key, task.Init.InitOptions(md))
+		rev, err = d.eng.Init(ctx, repo, key, porchapi.InitOptions(task.Init, md))
 	case porchapi.TaskTypeClone:
 		src, serr := d.cloneSource(ctx, task.Clone.Upstream)
 		if serr != nil {
@@ -374,7 +374,7 @@ func (d *DirectClient) cloneSource(ctx context.Context, up porchapi.UpstreamPack
 		k := src.Meta().Key
 		return engine.CloneSource{Revision: &k}, nil
 	case up.Git != nil:
-		g := up.Git.GitUpstream()
+		g := porchapi.GitUpstream(up.Git)
 		return engine.CloneSource{Git: &g}, nil
 	}
 	return engine.CloneSource{}, statusErrorf(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
@@ -416,7 +416,7 @@ func (d *DirectClient) UpdatePackageRevision(ctx context.Context, pr *porchapi.P
 	repo, key := m.Key.Repository, m.Key
 	switch {
 	case to == "" || to == from:
-		if md := pr.Metadata(); !md.Equal(m.Metadata) {
+		if md := porchapi.MetadataOf(pr); !md.Equal(m.Metadata) {
 			rev, err = d.eng.SetMetadata(ctx, repo, key, md, m.Version)
 		}
 	case from == revision.LifecycleDraft && to == revision.LifecycleProposed:
@@ -509,7 +509,7 @@ func (d *DirectClient) UpdateResources(ctx context.Context, prr *porchapi.Packag
 	if prr.ResourceVersion != m.Version {
 		return nil, conflictOn(resResources, prr.Name)
 	}
-	files, err := prr.Files()
+	files, err := porchapi.FilesOf(prr)
 	if err != nil {
 		return nil, statusErrorf(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "%v", err)
 	}
@@ -625,7 +625,7 @@ func (s *repoSet) Repository(ctx context.Context, name string) (repository.Repos
 	if !ok {
 		return nil, repository.Errorf("open", name, revision.Key{}, repository.ErrNotFound, "repository %q is not registered", name)
 	}
-	spec := obj.ToSpec()
+	spec := porchapi.RepositoryToSpec(&obj)
 	if spec.Type != repository.TypeGit || spec.Git == nil {
 		return nil, repository.Errorf("open", name, revision.Key{}, repository.ErrNotSupported, "direct mode opens git repositories only")
 	}

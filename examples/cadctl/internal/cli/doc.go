@@ -1,5 +1,6 @@
 // Package cli implements cadctl's commands: porchctl's repo and rpkg verbs
-// and kpt's fn render and fn eval, over the cad library.
+// and kpt's fn render, fn eval, fn source, fn sink and pkg init, over the
+// cad library.
 //
 // The rpkg and repo commands are written against Porch's API objects
 // (examples/internal/porchapi) through the small Client interface, which two
@@ -19,9 +20,15 @@
 // repo reg and rpkg clone refuse such URLs, and repo get redacts what an
 // earlier version's configuration file holds.
 //
-// The fn commands never need a mode: they render or evaluate a directory or
-// a ResourceList with the pipeline and fnruntime packages, printing what
-// kpt prints.
+// The fn and pkg commands never need a mode: they render or evaluate a
+// directory or a ResourceList with the pipeline and fnruntime packages,
+// printing what kpt prints, with kpt's flags: fn eval --save and
+// --type mutator|validator add the function to the Kptfile pipeline
+// (edited in place), --tag is checked against the versions the builtins
+// implement, -e/--env reaches container functions only, and
+// --include-meta-resources is refused with kpt's message (meta resources
+// are always included). fn render rewrites the root Kptfile as kpt does
+// (pipeline.Options.KptStyleKptfile), so its output matches kpt's.
 //
 // rpkg status shows the live status of a package revision's resources in
 // the cluster it is deployed to (--target-kubeconfig), computed with the

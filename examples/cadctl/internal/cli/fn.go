@@ -19,15 +19,23 @@ func fnCommands() []command {
 	return []command{
 		{name: "render", short: "Render a package: run the pipelines of its Kptfiles, as kpt fn render", run: runRender},
 		{name: "eval", short: "Run one function on a package or a ResourceList, as kpt fn eval", run: runEval},
+		{name: "source", short: "Source resources from a local directory, as kpt fn source", run: runSource},
+		{name: "sink", short: "Write resources to a local directory, as kpt fn sink", run: runSink},
 	}
 }
 
 // registry returns the function registry of the fn commands: the builtins,
 // exec functions when allowed, and images in a container when docker or
 // podman is installed.
-func (c *cmdEnv) registry(allowExec, network bool) *fnruntime.Registry {
+func (c *cmdEnv) registry(allowExec, network bool, container ...containerOpts) *fnruntime.Registry {
+	var co containerOpts
+	if len(container) > 0 {
+		co = container[0]
+	}
 	_, noEngine := fnruntime.FindContainerEngine("")
 	return fnruntime.NewRegistry(&fnruntime.Options{
+		ContainerEnv:     co.env,
+		ContainerMounts:  co.mounts,
 		AllowExec:        allowExec,
 		ExecDir:          c.dir,
 		Env:              c.env,
@@ -35,6 +43,9 @@ func (c *cmdEnv) registry(allowExec, network bool) *fnruntime.Registry {
 		ContainerNetwork: network,
 	})
 }
+
+// containerOpts are fn eval's settings for container functions.
+type containerOpts struct{ env, mounts []string }
 
 // outputMode is the -o value of fn render and fn eval.
 type outputMode struct {
@@ -102,7 +113,7 @@ says otherwise. Functions are cad's builtins, exec functions with
 	reg := c.registry(*allowExec, *allowNetwork)
 	rec := &recorder{inner: reg}
 	// Messages show paths under the directory as given, as kpt's do.
-	res, rerr := pipeline.NewKptfile(rec, stdpipe.Options(reg, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg)), RequireKptfile: true})).Render(c.ctx, files)
+	res, rerr := pipeline.NewKptfile(rec, stdpipe.Options(reg, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg)), RequireKptfile: true, KptStyleKptfile: true})).Render(c.ctx, files)
 	var steps []pipeline.StepResult
 	result := files
 	var re *pipeline.RenderError

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path"
+	"path/filepath"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
 )
@@ -126,11 +128,20 @@ after "--".`}
 	fs.StringVar(image, "i", "", "shorthand for --image")
 	execPath := fs.String("exec", "", "command line of a local function binary")
 	fnConfig := fs.String("fn-config", "", "file holding the functionConfig")
-	fs.Bool("include-meta-resources", true, "accepted for kpt compatibility; meta resources (Kptfile, function configs) are always included")
+	meta := fs.Bool("include-meta-resources", false, "removed, as in kpt: meta resources (Kptfile, function configs) are always included")
+	fs.BoolVar(meta, "m", false, "shorthand for --include-meta-resources")
 	fs.Bool("allow-exec", true, "accepted for kpt compatibility; --exec runs the named binary")
 	network := fs.Bool("network", false, "give a container function network access")
 	fs.String("image-pull-policy", "IfNotPresent", "accepted for kpt compatibility")
-	save := fs.Bool("save", false, "add the function to the Kptfile pipeline (not supported by cadctl)")
+	save := fs.Bool("save", false, "save the function and its arguments to the Kptfile pipeline (needs --type)")
+	fs.BoolVar(save, "s", false, "shorthand for --save")
+	fnType := fs.String("type", "", "`mutator` or `validator`: where --save adds the function")
+	fs.StringVar(fnType, "t", "", "shorthand for --type")
+	tag := fs.String("tag", "", "semantic version constraint for the image tag, or an exact tag")
+	var envs, mounts stringsFlag
+	fs.Var(&envs, "env", "an environment variable (KEY=VALUE, or KEY to pass this process's) for a container function; repeatable")
+	fs.Var(&envs, "e", "shorthand for --env")
+	fs.Var(&mounts, "mount", "a storage mount for a container function (type=bind,src=DIR,dst=DIR[,rw=true]); repeatable")
 	output := fs.String("output", "", "where to write the result: stdout (a ResourceList), unwrap (plain YAML) or a new directory")
 	fs.StringVar(output, "o", "", "shorthand for --output")
 	resultsDir := fs.String("results-dir", "", "write the function results to results.yaml in this directory")
@@ -147,11 +158,22 @@ after "--".`}
 	if len(pos) > 1 {
 		return usagef("too many arguments; DIR is the only accepted positional argument (function arguments go after --)")
 	}
+	if *meta {
+		return errors.New(errMetaResources)
+	}
+	if *save {
+		if *fnType == "" {
+			return errors.New("--type must be specified if saving functions to Kptfile (--save=true)")
+		}
+		if *fnType != "mutator" && *fnType != "validator" {
+			return errors.New("--type must be either `mutator` or `validator`")
+		}
+	}
 	if (*image == "") == (*execPath == "") {
 		return usagef("must specify exactly one of --image and --exec")
 	}
-	if *save {
-		return usagef("--save is not supported by cadctl")
+	if *execPath != "" && (len(envs) > 0 || len(mounts) > 0 || *network) {
+		return errors.New("--mount, --as-current-user, --network and --env can only be used with container functions")
 	}
 	if *fnConfig != "" && len(rest) > 0 {
 		return usagef("function config file (--fn-config) and key=value arguments cannot be used together")
@@ -191,15 +213,25 @@ after "--".`}
 		}
 	}
 
+	if *save && *fnConfig != "" && arg != "-" {
+		pkgAbs, cfgAbs := c.abs(arg), c.abs(*fnConfig)
+		if rel, err := filepath.Rel(pkgAbs, cfgAbs); err != nil || strings.HasPrefix(rel, "..") {
+			return fmt.Errorf("--fn-config must be under %v if saving functions to Kptfile (--save=true)", pkgAbs)
+		}
+	}
+
 	step := pipeline.Step{Exec: *execPath}
 	id := *execPath
 	if *image != "" {
-		step = pipeline.Step{Image: normalizeImage(*image)}
+		step = pipeline.Step{Image: normalizeImage(*image), Tag: *tag}
 		id = step.Image
 	}
-	fn, err := c.registry(true, *network).Resolve(c.ctx, step)
+	fn, err := c.registry(true, *network, containerOpts{env: envs, mounts: mounts}).Resolve(c.ctx, step)
 	if err != nil {
 		return err
+	}
+	if _, container := fn.(*fnruntime.ContainerFunction); !container && len(mounts) > 0 {
+		return fmt.Errorf("--mount can only be used with container functions; %s runs in-process", id)
 	}
 
 	msel, matching := match.selector()
@@ -279,6 +311,17 @@ after "--".`}
 			c.stderrf("Error: %s\n", runErr)
 		}
 		return errReported
+	}
+	if *save {
+		saved := savedFunction{image: resolveImagePrefix(*image), tag: *tag, exec: *execPath, args: rest, selector: msel, exclusion: esel}
+		if *fnConfig != "" {
+			saved.configPath, _ = filepath.Rel(c.abs(arg), c.abs(*fnConfig))
+		}
+		if arg == "-" {
+			c.stderrf("function not added: Kptfile not exists\n")
+			return nil
+		}
+		c.saveFunction(c.abs(arg), *fnType, saved)
 	}
 	return nil
 }

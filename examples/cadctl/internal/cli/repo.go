@@ -7,6 +7,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/examples/internal/urlcred"
 	"github.com/configasdata/cad/repository"
@@ -66,14 +67,14 @@ the configuration file.`}
 		repo.Spec.Sync = &porchapi.RepositorySync{Schedule: *schedule}
 	}
 	if reg, ok := strings.CutPrefix(addr, "oci://"); ok {
-		repo.Spec.Type = porchapi.RepositoryTypeOCI
-		repo.Spec.Oci = &repository.OCISpec{Registry: reg}
+		repo.Spec.Type = configv1alpha1.RepositoryTypeOCI
+		repo.Spec.Oci = &configv1alpha1.OciRepository{Registry: reg}
 	} else {
 		if isLocalPath(addr) {
 			addr = c.abs(addr)
 		}
-		repo.Spec.Type = porchapi.RepositoryTypeGit
-		repo.Spec.Git = &repository.GitSpec{Repo: addr, Branch: *branch, CreateBranch: *createBranch, Directory: *directory}
+		repo.Spec.Type = configv1alpha1.RepositoryTypeGit
+		repo.Spec.Git = &configv1alpha1.GitRepository{Repo: addr, Branch: *branch, CreateBranch: *createBranch, Directory: *directory}
 	}
 	if repo.Name == "" {
 		repo.Name = lastSegment(pos[0])

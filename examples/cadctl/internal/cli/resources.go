@@ -226,7 +226,7 @@ func (c *cmdEnv) printRenderStatus(rs porchapi.RenderStatus) {
 		}
 		var results pipeline.Results
 		for i := range r.Results {
-			it := r.Results[i]
+			it := porchapi.RevisionResultItem(r.Results[i])
 			results = append(results, &pipeline.Result{Message: it.Message, Severity: pipeline.Severity(it.Severity),
 				ResourceRef: it.ResourceRef, Field: it.Field, File: it.File, Tags: it.Tags})
 		}

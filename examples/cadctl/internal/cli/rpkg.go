@@ -368,7 +368,7 @@ LIFECYCLE REPOSITORY.`}
 	var rows [][]string
 	for _, pr := range prs {
 		row := []string{pr.Name, pr.Spec.PackageName, pr.Spec.WorkspaceName, strconv.Itoa(pr.Spec.Revision),
-			strconv.FormatBool(pr.IsLatest()), string(pr.Spec.Lifecycle), pr.Spec.RepositoryName}
+			strconv.FormatBool(porchapi.IsLatest(&pr)), string(pr.Spec.Lifecycle), pr.Spec.RepositoryName}
 		if *all {
 			row = append([]string{pr.Namespace}, row...)
 		}

@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/examples/server/internal/store"
 )
 
@@ -218,7 +219,7 @@ func (s *Server) ApplyRepository(ctx context.Context, u *unstructured.Unstructur
 		return err
 	default:
 		o, oerr := repositoryFrom(old)
-		if oerr == nil && reflect.DeepEqual(o.ToSpec(), r.ToSpec()) {
+		if oerr == nil && reflect.DeepEqual(porchapi.RepositoryToSpec(o), porchapi.RepositoryToSpec(r)) {
 			if e, ok := s.entry(ns, name); ok && e.repo != nil {
 				return nil // unchanged and open
 			}

@@ -57,7 +57,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 		},
 		row: func(o metav1.Object) []any {
 			p := o.(*porchapi.PackageRevision)
-			return []any{p.Name, p.Spec.PackageName, p.Spec.WorkspaceName, p.Spec.Revision, p.IsLatest(),
+			return []any{p.Name, p.Spec.PackageName, p.Spec.WorkspaceName, p.Spec.Revision, porchapi.IsLatest(p),
 				string(p.Spec.Lifecycle), p.Spec.RepositoryName}
 		},
 		impl: pr,

@@ -127,7 +127,7 @@ func TestDynamicClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	pr := fromU[porchapi.PackageRevision](t, cur)
-	if pr.Spec.Revision != 1 || !pr.IsLatest() || pr.Labels["app"] != "demo" {
+	if pr.Spec.Revision != 1 || !porchapi.IsLatest(pr) || pr.Labels["app"] != "demo" {
 		t.Fatalf("approved: %+v", pr)
 	}
 	expectEvent(t, w, watch.Modified, name, "Published")

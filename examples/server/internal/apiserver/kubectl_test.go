@@ -282,11 +282,11 @@ func TestKubectl(t *testing.T) {
 	for _, it := range list.Items {
 		byName[it.Name] = it
 	}
-	if p := byName[name]; p.Spec.Revision != 1 || p.Spec.Lifecycle != porchapi.LifecyclePublished || !p.IsLatest() ||
+	if p := byName[name]; p.Spec.Revision != 1 || p.Spec.Lifecycle != porchapi.LifecyclePublished || !porchapi.IsLatest(&p) ||
 		p.Labels["team"] != "blue" || p.Status.PublishedAt.IsZero() {
 		t.Errorf("published revision: %+v", p)
 	}
-	if p, ok := byName["default.basens.main"]; !ok || p.Spec.Revision != -1 || p.IsLatest() {
+	if p, ok := byName["default.basens.main"]; !ok || p.Spec.Revision != -1 || porchapi.IsLatest(&p) {
 		t.Errorf("placeholder revision: %+v (%v)", p, ok)
 	}
 

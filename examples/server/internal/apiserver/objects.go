@@ -347,7 +347,7 @@ func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *uns
 	if r.Spec.Content != "" && r.Spec.Content != porchapi.ContentPackage {
 		return inv("spec.content", fmt.Sprintf("Unsupported value: %q: supported values: \"Package\"", r.Spec.Content))
 	}
-	spec := r.ToSpec()
+	spec := porchapi.RepositoryToSpec(r)
 	if err := spec.Validate(); err != nil {
 		return inv("spec", err.Error())
 	}
@@ -361,7 +361,7 @@ func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *uns
 	if old != nil {
 		o, err := repositoryFrom(old)
 		if err == nil {
-			os := o.ToSpec()
+			os := porchapi.RepositoryToSpec(o)
 			for _, c := range []struct {
 				field    string
 				old, new string
@@ -407,7 +407,7 @@ func (s *Server) repositoryWritten(ctx context.Context, rq *request, u, old *uns
 		return nil
 	}
 	if old != nil {
-		if o, err := repositoryFrom(old); err == nil && reflect.DeepEqual(o.ToSpec(), r.ToSpec()) {
+		if o, err := repositoryFrom(old); err == nil && reflect.DeepEqual(porchapi.RepositoryToSpec(o), porchapi.RepositoryToSpec(r)) {
 			return nil
 		}
 	}

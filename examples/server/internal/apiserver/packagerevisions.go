@@ -330,7 +330,7 @@ func (s *Server) validatePRCreate(rq *request, in *porchapi.PackageRevision) (*r
 	if _, ok := in.Labels[porchapi.LatestRevisionLabel]; ok {
 		return nil, revision.Key{}, errForbidden(grPackageRevisions, name, "the "+porchapi.LatestRevisionLabel+" label is managed by the server")
 	}
-	if err := in.Metadata().Validate(); err != nil {
+	if err := porchapi.MetadataOf(in).Validate(); err != nil {
 		return nil, revision.Key{}, inv("metadata", err.Error())
 	}
 	e, ok := s.entry(rq.ns, in.Spec.RepositoryName)
@@ -376,13 +376,13 @@ func (p *prImpl) create(ctx context.Context, rq *request, body []byte) (metav1.O
 	}
 	name := porchapi.NameOf(key)
 	rq.name = name
-	task, err := in.CreationTask()
+	task, err := porchapi.CreationTask(&in)
 	if err != nil {
 		return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks", err.Error())
 	}
 	eng := s.engineFor(ctx, rq.ns)
 	mutate := createMutation(&in)
-	md := in.Metadata()
+	md := porchapi.MetadataOf(&in)
 	if _, sent := md.Annotations[AuthorsAnnotation]; sent {
 		md, _ = keepManaged(md, revision.Metadata{})
 		rq.warn("annotation %s is managed by the server: the value sent is ignored", AuthorsAnnotation)
@@ -398,7 +398,7 @@ func (p *prImpl) create(ctx context.Context, rq *request, body []byte) (metav1.O
 				return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0].init.subpackage",
 					"initialising a subpackage is not supported by cad's server")
 			}
-			return eng.Init(ctx, e.name, key, task.Init.InitOptions(md))
+			return eng.Init(ctx, e.name, key, porchapi.InitOptions(task.Init, md))
 		case porchapi.TaskTypeClone:
 			c := task.Clone
 			opts := engine.CloneOptions{Strategy: revision.UpdateStrategy(c.Strategy), Metadata: md, Mutate: mutate}
@@ -421,7 +421,7 @@ func (p *prImpl) create(ctx context.Context, rq *request, body []byte) (metav1.O
 					return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0].clone.upstreamRef.git.secretRef",
 						err.Error())
 				}
-				g := u.Git.GitUpstream()
+				g := porchapi.GitUpstream(u.Git)
 				src.Git = &g
 				opts.Fetcher = &gitrepo.Fetcher{Auth: auth}
 			default:
@@ -575,7 +575,7 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 	inv := func(field, msg string) error {
 		return errInvalid(grPackageRevisions, porchapi.KindPackageRevision, rq.name, field, msg)
 	}
-	md := in.Metadata()
+	md := porchapi.MetadataOf(&in)
 	if err := md.Validate(); err != nil {
 		return nil, inv("metadata", err.Error())
 	}
@@ -732,7 +732,7 @@ func checkUpdate(rq *request, in, cur *porchapi.PackageRevision) error {
 	if in.Spec.Revision != 0 && in.Spec.Revision != cur.Spec.Revision {
 		return inv("spec.revision", "field is immutable: revision numbers are assigned on approval")
 	}
-	if in.IsLatest() && !cur.IsLatest() {
+	if porchapi.IsLatest(in) && !porchapi.IsLatest(cur) {
 		return errForbidden(grPackageRevisions, rq.name, "the "+porchapi.LatestRevisionLabel+" label is managed by the server")
 	}
 	// spec.tasks is ignored on update: cad keeps no task list, and

@@ -99,7 +99,7 @@ func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.
 		return nil, errForbidden(grPackageRevisionResources, rq.name,
 			fmt.Sprintf("cannot update a package revision with lifecycle value %q; package must be Draft", m.Lifecycle))
 	}
-	files, err := in.Files()
+	files, err := porchapi.FilesOf(&in)
 	if err != nil {
 		return nil, inv("spec.resources", err.Error())
 	}

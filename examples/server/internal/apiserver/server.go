@@ -408,7 +408,7 @@ func (s *Server) defaultOpen(ctx context.Context, ns string, spec repository.Spe
 // the same name) and, when Run is running, starts its watch. A failure to
 // open is recorded in the entry.
 func (s *Server) register(ctx context.Context, r *porchapi.Repository) *repoEntry {
-	spec := r.ToSpec()
+	spec := porchapi.RepositoryToSpec(r)
 	e := &repoEntry{ns: r.Namespace, name: r.Name, spec: spec}
 	if err := spec.Validate(); err != nil {
 		e.err = err

@@ -117,7 +117,7 @@ func TestStatusCodes(t *testing.T) {
 		t.Fatalf("propose: %+v", pr)
 	}
 	pr.Spec.Lifecycle = porchapi.LifecyclePublished
-	if code := ts.doJSON("PUT", prPath+"/default.p.ws/approval", &pr, &pr); code != 200 || pr.Spec.Revision != 1 || !pr.IsLatest() {
+	if code := ts.doJSON("PUT", prPath+"/default.p.ws/approval", &pr, &pr); code != 200 || pr.Spec.Revision != 1 || !porchapi.IsLatest(&pr) {
 		t.Fatalf("approve: %d %+v", code, pr)
 	}
 	code, data := ts.do("DELETE", prPath+"/default.p.ws", "", nil)
@@ -190,7 +190,7 @@ func TestRestartPersistence(t *testing.T) {
 	}
 	var got porchapi.PackageVariant
 	if code := ts2.doJSON("GET", "/apis/config.porch.kpt.dev/v1alpha1/namespaces/default/packagevariants/pv1", nil, &got); code != 200 ||
-		!strings.Contains(string(got.Spec), `"downstream"`) {
+		!strings.Contains(string(got.Spec.Raw), `"downstream"`) {
 		t.Fatalf("pv after restart: %d %+v", code, got)
 	}
 	var pr porchapi.PackageRevision

@@ -97,11 +97,11 @@ func TestCreationTasks(t *testing.T) {
 	if code := ts.doJSON("PUT", prPath+"/default.base.v2", &pr, &pr); code != 200 {
 		t.Fatalf("set condition: %d", code)
 	}
-	if v2 := approve(t, ts, "default.base.v2"); v2.Spec.Revision != 2 || !v2.IsLatest() {
+	if v2 := approve(t, ts, "default.base.v2"); v2.Spec.Revision != 2 || !porchapi.IsLatest(&v2) {
 		t.Fatalf("v2: %+v", v2)
 	}
 	var v1 porchapi.PackageRevision
-	if ts.doJSON("GET", prPath+"/default.base.v1", nil, &v1); v1.IsLatest() {
+	if ts.doJSON("GET", prPath+"/default.base.v1", nil, &v1); porchapi.IsLatest(&v1) {
 		t.Errorf("v1 kept the latest label")
 	}
 

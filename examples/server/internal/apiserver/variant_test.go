@@ -80,7 +80,7 @@ func TestVariantSync(t *testing.T) {
 		var st struct {
 			Conditions []metav1.Condition `json:"conditions"`
 		}
-		json.Unmarshal(got.Status, &st)
+		json.Unmarshal(got.Status.Raw, &st)
 		for _, c := range st.Conditions {
 			if c.Type == "Ready" && c.Status == metav1.ConditionTrue {
 				return true

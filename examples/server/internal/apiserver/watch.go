@@ -176,7 +176,7 @@ func (s *Server) repoEvent(ctx context.Context, e *repoEntry, latest map[string]
 // fingerprint says whether a watcher has already seen this state of an
 // object.
 func fingerprint(pr *porchapi.PackageRevision) string {
-	if pr.IsLatest() {
+	if porchapi.IsLatest(pr) {
 		return pr.ResourceVersion + "+latest"
 	}
 	return pr.ResourceVersion

@@ -1,0 +1,129 @@
+// Command operator runs cad as a Kubernetes operator: PackageRevisions are
+// custom resources (porch.kpt.dev/v1alpha2, the CRD in api/crds) that point
+// into git or OCI repositories registered as Repository objects
+// (config.porch.kpt.dev/v1alpha1), and the operator reconciles them through
+// cad's engine.
+//
+//	kubectl apply -f api/crds/
+//	go run ./examples/operator --kubeconfig ~/.kube/config --namespace default
+//
+// What it does:
+//
+//   - Repository: opens the repository (git through go-git, OCI through
+//     go-containerregistry; credentials from the Secret its secretRef names:
+//     username and password, or bearerToken), discovers its package
+//     revisions and creates a PackageRevision object for each (named
+//     <repository>.<package with / as .>.<workspace>, owned by the
+//     Repository), and deletes the objects whose revision is gone. It reads
+//     the repository again every --poll.
+//
+//   - PackageRevision: applies spec.source once (init, cloneFrom, copyFrom,
+//     upgrade), moves the revision to spec.lifecycle (propose, approve,
+//     reject, propose deletion), writes readiness gates and the conditions
+//     set in status.packageConditions of an unpublished revision, and
+//     spec.packageMetadata of a draft, into its Kptfile, and reports the
+//     repository's view in the status. When the repository changes under a
+//     settled object (another client approved it, say), the object's spec
+//     follows the repository. Approval
+//     waits, with Ready False and reason Pending, until every readiness gate
+//     has its condition True in status.packageConditions (set it through
+//     the status subresource: kubectl patch --subresource=status).
+//
+//   - Deletion: a finalizer deletes a draft, a proposal or a revision
+//     proposed for deletion from the repository; deleting the object of a
+//     published revision leaves the repository untouched, and discovery
+//     makes the object again. To delete a published revision, set
+//     spec.lifecycle to DeletionProposed, then delete the object.
+//
+//   - PackageVariant (config.porch.kpt.dev/v1alpha1) and PackageVariantSet
+//     (v1alpha2): cad's variant package keeps each downstream a
+//     specialised copy of its upstream (variant.Sync, variant.SyncSet),
+//     with injection from the cluster's objects; the drafts it writes
+//     get their PackageRevision objects from discovery at once. Ownership
+//     is in the downstream revisions' metadata in git, so a replica that
+//     takes over mid-fan-out resumes from what git holds. A finalizer
+//     releases what a variant owns per its deletionPolicy. A set's
+//     variants are synced in one pass and are not objects of their own.
+//
+// Everything that is git state stays in git: delete every PackageRevision
+// object and restart the operator, and discovery makes the same objects,
+// with the same names and revisions, again.
+//
+// Several replicas may run: with --leader-elect (the default) they elect
+// one leader through a Lease (--leader-election-id in
+// --leader-election-namespace), and only it reconciles. Metrics are off
+// unless --metrics-bind-address is given.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+)
+
+func main() {
+	if err := run(context.Background(), os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "operator:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("operator", flag.ContinueOnError)
+	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, in-cluster config, or ~/.kube/config")
+	var o Options
+	fs.StringVar(&o.Namespace, "namespace", "", "watch only this namespace (default all)")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader among the replicas through a Lease")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "cad-operator", "name of the leader election Lease")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default --namespace, or default)")
+	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", `serve metrics on this address ("0": off)`)
+	fs.StringVar(&o.CacheDir, "cache-dir", "", "keep clones of remote git repositories here (default in memory)")
+	fs.DurationVar(&o.Poll, "poll", 30*time.Second, "how often each repository is read again")
+	fs.IntVar(&o.Workers, "workers", 4, "objects of each kind reconciled at once")
+	qps := fs.Float64("kube-api-qps", 100, "requests per second to the API server (client-go's default of 5 would make discovering thousands of revisions take many minutes)")
+	burst := fs.Int("kube-api-burst", 200, "burst of requests to the API server")
+	verbose := fs.Bool("v", false, "log what the reconcilers do")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if *kubeconfig != "" {
+		rules.ExplicitPath = *kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.QPS, cfg.Burst = float32(*qps), *burst
+	op, err := newOperator(cfg, o)
+	if err != nil {
+		return err
+	}
+	if err := op.addRepositories(); err != nil {
+		return err
+	}
+	if err := op.addPackageRevisions(); err != nil {
+		return err
+	}
+	if err := op.addVariants(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return op.mgr.Start(ctx)
+}

@@ -1,0 +1,192 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
+	configv1alpha2 "github.com/configasdata/cad/api/config/v1alpha2"
+	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
+	"github.com/configasdata/cad/examples/internal/stdpipe"
+	"github.com/configasdata/cad/fnruntime"
+)
+
+// Options configure the operator. The zero value of each field is its
+// default.
+type Options struct {
+	// Namespace restricts the operator to one namespace; "" watches all.
+	Namespace string
+	// LeaderElection makes the replicas elect one leader through a Lease;
+	// only the leader reconciles.
+	LeaderElection bool
+	// LeaderElectionID names the Lease; default "cad-operator".
+	LeaderElectionID string
+	// LeaderElectionNamespace is the namespace of the Lease; default
+	// Namespace, or "default".
+	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod tune the election;
+	// default controller-runtime's (15s, 10s, 2s).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// MetricsAddr serves Prometheus metrics there; default "0", none.
+	MetricsAddr string
+	// CacheDir keeps the local clones of remote git repositories; default
+	// in memory.
+	CacheDir string
+	// Poll is how often each repository is read again for discovery;
+	// default 30s.
+	Poll time.Duration
+
+	// Workers is the number of objects of each kind reconciled at once;
+	// default 4.
+	Workers int
+
+	// inProcessReplica lets tests run several managers in one process
+	// (controller names are otherwise unique per process).
+	inProcessReplica bool
+	// keepLeaseOnStop makes a stopping leader keep its Lease until it
+	// expires, as a killed process does (tests).
+	keepLeaseOnStop bool
+}
+
+// operator is the manager and what its reconcilers share. One more
+// reconciler (PackageVariant, PackageVariantSet) is one more add* call
+// in main.go.
+type operator struct {
+	mgr   ctrl.Manager
+	repos *repoSet
+	opts  Options
+	touch chan event.GenericEvent
+	// rediscover asks the Repository reconciler to discover a repository
+	// now rather than at its next poll.
+	rediscover chan event.GenericEvent
+}
+
+// scheme returns the scheme of every kind the operator reads or writes.
+func scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, porchv1alpha2.AddToScheme, configv1alpha1.AddToScheme, configv1alpha2.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// newOperator returns the operator on the API server cfg points at, with
+// no reconciler yet. It starts nothing: run mgr.Start.
+func newOperator(cfg *rest.Config, o Options) (*operator, error) {
+	if o.LeaderElectionID == "" {
+		o.LeaderElectionID = "cad-operator"
+	}
+	if o.LeaderElectionNamespace == "" {
+		o.LeaderElectionNamespace = o.Namespace
+		if o.LeaderElectionNamespace == "" {
+			o.LeaderElectionNamespace = "default"
+		}
+	}
+	if o.MetricsAddr == "" {
+		o.MetricsAddr = "0"
+	}
+	if o.Poll <= 0 {
+		o.Poll = 30 * time.Second
+	}
+	if o.Workers <= 0 {
+		o.Workers = 4
+	}
+	s, err := scheme()
+	if err != nil {
+		return nil, err
+	}
+	mo := ctrl.Options{
+		Scheme:                        s,
+		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
+		HealthProbeBindAddress:        "0",
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              o.LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: !o.keepLeaseOnStop,
+	}
+	mo.Controller = config.Controller{MaxConcurrentReconciles: o.Workers}
+	if o.inProcessReplica {
+		skip := true
+		mo.Controller.SkipNameValidation = &skip
+	}
+	if o.LeaseDuration > 0 {
+		mo.LeaseDuration = &o.LeaseDuration
+	}
+	if o.RenewDeadline > 0 {
+		mo.RenewDeadline = &o.RenewDeadline
+	}
+	if o.RetryPeriod > 0 {
+		mo.RetryPeriod = &o.RetryPeriod
+	}
+	if o.Namespace != "" {
+		mo.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}}
+	}
+	mgr, err := ctrl.NewManager(cfg, mo)
+	if err != nil {
+		return nil, fmt.Errorf("manager: %w", err)
+	}
+	pipe := stdpipe.Kptfile(fnruntime.NewRegistry(nil), nil)
+	return &operator{
+		mgr:        mgr,
+		repos:      newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe),
+		opts:       o,
+		touch:      make(chan event.GenericEvent, 1024),
+		rediscover: make(chan event.GenericEvent, 1024),
+	}, nil
+}
+
+// addRepositories adds the Repository reconciler (discovery).
+func (op *operator) addRepositories() error {
+	r := &repoReconciler{client: op.mgr.GetClient(), repos: op.repos, poll: op.opts.Poll, touch: op.touch}
+	return r.setup(op.mgr, op.rediscover)
+}
+
+// addPackageRevisions adds the PackageRevision reconciler.
+func (op *operator) addPackageRevisions() error {
+	r := &prReconciler{client: op.mgr.GetClient(), repos: op.repos, retry: op.opts.Poll}
+	return r.setup(op.mgr, op.touch)
+}
+
+// addVariants adds the PackageVariant and PackageVariantSet reconcilers.
+func (op *operator) addVariants() error {
+	objects := kubeObjects{reader: op.mgr.GetAPIReader(), mapper: op.mgr.GetRESTMapper()}
+	for _, set := range []bool{false, true} {
+		r := &variantReconciler{set: set, client: op.mgr.GetClient(), repos: op.repos, objects: objects,
+			resync: op.opts.Poll, rediscover: op.rediscoverNamespace}
+		if err := r.setup(op.mgr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// rediscoverNamespace queues the discovery of every repository of ns (the
+// drafts a variant sync wrote appear as objects without waiting for the
+// poll). It never blocks: a full queue means discovery is busy anyway.
+func (op *operator) rediscoverNamespace(ctx context.Context, ns string) {
+	var l configv1alpha1.RepositoryList
+	if err := op.mgr.GetClient().List(ctx, &l, client.InNamespace(ns)); err != nil {
+		return
+	}
+	for i := range l.Items {
+		select {
+		case op.rediscover <- event.GenericEvent{Object: l.Items[i].DeepCopy()}:
+		default:
+		}
+	}
+}

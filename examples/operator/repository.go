@@ -1,0 +1,214 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
+	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
+	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// repoReconciler reconciles config.porch.kpt.dev/v1alpha1 Repositories:
+// it opens the repository and discovers its package revisions, creating a
+// PackageRevision object for each revision that has none and deleting the
+// objects whose revision is gone. The repository is the truth; objects
+// never create revisions here (that is the PackageRevision reconciler's
+// job, from spec.source).
+type repoReconciler struct {
+	client client.Client
+	repos  *repoSet
+	// poll is how often a repository is read again.
+	poll time.Duration
+	// touch asks the PackageRevision reconciler to look at an object
+	// again (its revision may have changed in the repository).
+	touch chan<- event.GenericEvent
+}
+
+// setup registers the reconciler; the objects sent on rediscover are
+// reconciled too (a variant sync that wrote drafts asks for it).
+func (r *repoReconciler) setup(mgr ctrl.Manager, rediscover <-chan event.GenericEvent) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&configv1alpha1.Repository{}).
+		Named("repository").
+		WatchesRawSource(source.Channel(rediscover, &handler.EnqueueRequestForObject{})).
+		Complete(r)
+}
+
+func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var obj configv1alpha1.Repository
+	if err := r.client.Get(ctx, req.NamespacedName, &obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.repos.forget(req.Namespace, req.Name)
+		}
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	orig := obj.DeepCopy()
+	n, err := r.discover(ctx, &obj)
+	cond := metav1.Condition{Type: configv1alpha1.RepositoryReady, Status: metav1.ConditionTrue,
+		Reason: configv1alpha1.ReasonReady, ObservedGeneration: obj.Generation}
+	if err != nil {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, configv1alpha1.ReasonError, err.Error()
+	} else {
+		obj.Status.PackageCount = n
+	}
+	meta.SetStatusCondition(&obj.Status.Conditions, cond)
+	obj.Status.ObservedGeneration = obj.Generation
+	if !equalStatus(orig, &obj) {
+		if uerr := r.client.Status().Update(ctx, &obj); uerr != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(uerr)
+		}
+	}
+	// An error is in the status; the repository is tried again at the
+	// next poll (a Secret it needs is not watched).
+	return ctrl.Result{RequeueAfter: r.poll}, nil
+}
+
+func equalStatus(a, b *configv1alpha1.Repository) bool {
+	ca := meta.FindStatusCondition(a.Status.Conditions, configv1alpha1.RepositoryReady)
+	cb := meta.FindStatusCondition(b.Status.Conditions, configv1alpha1.RepositoryReady)
+	if (ca == nil) != (cb == nil) || ca != nil && (ca.Status != cb.Status || ca.Message != cb.Message || ca.ObservedGeneration != cb.ObservedGeneration) {
+		return false
+	}
+	return a.Status.PackageCount == b.Status.PackageCount && a.Status.ObservedGeneration == b.Status.ObservedGeneration
+}
+
+// discover brings the PackageRevision objects of obj's repository in line
+// with the revisions in it and returns how many revisions it holds.
+func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repository) (int, error) {
+	repo, err := r.repos.openObject(ctx, obj)
+	if err != nil {
+		return 0, err
+	}
+	spec := porchapi.RepositoryToSpec(obj)
+	// The objects are listed before the repository: an object that was
+	// realised before this list has its revision in the listing below,
+	// unless the revision was really deleted.
+	var objs porchv1alpha2.PackageRevisionList
+	if err := r.client.List(ctx, &objs, client.InNamespace(obj.Namespace),
+		client.MatchingLabels{porchv1alpha2.RepositoryLabel: obj.Name}); err != nil {
+		return 0, err
+	}
+	revs, err := repo.List(ctx, repository.ListOptions{})
+	if err != nil {
+		return 0, err
+	}
+	have := map[string]*porchv1alpha2.PackageRevision{}
+	for i := range objs.Items {
+		have[objs.Items[i].Name] = &objs.Items[i]
+	}
+	// The latest revision of each package: the Published one with the
+	// highest number.
+	latest := map[string]revision.Key{}
+	for _, rev := range revs {
+		m := rev.Meta()
+		if m.Lifecycle == revision.LifecyclePublished && m.Key.Revision > latest[m.Key.Package].Revision {
+			latest[m.Key.Package] = m.Key
+		}
+	}
+	isLatest := func(k revision.Key) bool {
+		l, ok := latest[k.Package]
+		return ok && l.Revision == k.Revision && l.Workspace == k.Workspace
+	}
+	inRepo := map[string]bool{}
+	for _, rev := range revs {
+		m := rev.Meta()
+		m.Key.Repository = obj.Name
+		name := porchapi.NameOf(m.Key)
+		inRepo[name] = true
+		if cur, ok := have[name]; ok {
+			if err := r.label(ctx, cur, isLatest(m.Key)); err != nil {
+				return 0, err
+			}
+			// Let the PackageRevision reconciler compare it with the
+			// repository when the repository moved on.
+			moved := string(cur.Spec.Lifecycle) != string(m.Lifecycle) || cur.Status.Revision != m.Key.Revision ||
+				cur.Status.SelfLock != nil && cur.Status.SelfLock.Git != nil && cur.Status.SelfLock.Git.Commit != m.Commit
+			if moved {
+				r.poke(ctx, cur)
+			}
+			continue
+		}
+		o, err := observe(ctx, repo, spec, rev)
+		if err != nil {
+			return 0, err
+		}
+		pr := &porchv1alpha2.PackageRevision{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.Namespace,
+				Labels:     map[string]string{porchv1alpha2.RepositoryLabel: obj.Name},
+				Finalizers: []string{porchv1alpha2.Finalizer}},
+			Spec: porchv1alpha2.PackageRevisionSpec{
+				PackageName:     m.Key.Package,
+				RepositoryName:  obj.Name,
+				WorkspaceName:   m.Key.Workspace,
+				Lifecycle:       porchv1alpha2.Lifecycle(m.Lifecycle),
+				ReadinessGates:  o.gates,
+				PackageMetadata: o.metadata,
+			},
+		}
+		if isLatest(m.Key) {
+			pr.Labels[porchv1alpha2.LatestRevisionLabel] = "true"
+		}
+		if err := controllerutil.SetOwnerReference(obj, pr, r.client.Scheme()); err != nil {
+			return 0, err
+		}
+		if err := r.client.Create(ctx, pr); err != nil && !apierrors.IsAlreadyExists(err) {
+			return 0, fmt.Errorf("create %s: %w", name, err)
+		}
+	}
+	for name, cur := range have {
+		if inRepo[name] || cur.DeletionTimestamp != nil {
+			continue
+		}
+		if cur.Spec.Source != nil && !realised(cur) {
+			continue // not created yet
+		}
+		if err := r.client.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
+			return 0, fmt.Errorf("delete %s: %w", name, err)
+		}
+	}
+	return len(revs), nil
+}
+
+// label sets or removes the latest-revision label of pr, with a patch of
+// the labels alone.
+func (r *repoReconciler) label(ctx context.Context, pr *porchv1alpha2.PackageRevision, latest bool) error {
+	if (pr.Labels[porchv1alpha2.LatestRevisionLabel] == "true") == latest {
+		return nil
+	}
+	p := client.MergeFrom(pr.DeepCopy())
+	if latest {
+		if pr.Labels == nil {
+			pr.Labels = map[string]string{}
+		}
+		pr.Labels[porchv1alpha2.LatestRevisionLabel] = "true"
+	} else {
+		delete(pr.Labels, porchv1alpha2.LatestRevisionLabel)
+	}
+	return client.IgnoreNotFound(r.client.Patch(ctx, pr, p))
+}
+
+// poke enqueues pr for the PackageRevision reconciler, without blocking
+// longer than ctx allows.
+func (r *repoReconciler) poke(ctx context.Context, pr *porchv1alpha2.PackageRevision) {
+	if r.touch == nil {
+		return
+	}
+	select {
+	case r.touch <- event.GenericEvent{Object: pr.DeepCopy()}:
+	case <-ctx.Done():
+	}
+}

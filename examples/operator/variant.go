@@ -1,0 +1,244 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
+	configv1alpha2 "github.com/configasdata/cad/api/config/v1alpha2"
+	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
+	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/variant"
+)
+
+// The finalizers that hold a PackageVariant or PackageVariantSet until
+// what it owns is released per its deletionPolicy (Porch's names).
+const (
+	pvFinalizer  = "config.porch.kpt.dev/packagevariants"
+	pvsFinalizer = "config.porch.kpt.dev/packagevariantsets"
+)
+
+// variantReconciler reconciles config.porch.kpt.dev/v1alpha1
+// PackageVariants (set == false) or config.porch.kpt.dev/v1alpha2
+// PackageVariantSets (set == true) with cad's variant package: Sync and
+// SyncSet make the downstream drafts, which are in git at once; discovery
+// then makes their PackageRevision objects. Ownership is in the
+// repository (the downstream revisions' metadata), not in the objects, so
+// a replica that takes over mid-fan-out resumes from what git holds:
+// nothing is made twice and nothing is lost. A set's variants are not
+// objects of their own: SyncSet unrolls and syncs them in one pass.
+type variantReconciler struct {
+	set     bool
+	client  client.Client
+	repos   *repoSet
+	objects variant.ObjectSource
+	// resync is how often a variant is synced again even when no event
+	// asked (an upstream published outside the cluster's view).
+	resync time.Duration
+	// rediscover asks the Repository reconciler to discover the
+	// repositories of a namespace now (the drafts a sync made).
+	rediscover func(ctx context.Context, ns string)
+}
+
+func (r *variantReconciler) setup(mgr ctrl.Manager) error {
+	var obj client.Object = &configv1alpha1.PackageVariant{}
+	name := "packagevariant"
+	if r.set {
+		obj, name = &configv1alpha2.PackageVariantSet{}, "packagevariantset"
+	}
+	// A published upstream revision resyncs the variants of its
+	// namespace: the variant package decides cheaply that most are
+	// unchanged.
+	published := predicate.NewPredicateFuncs(func(o client.Object) bool {
+		pr, ok := o.(*porchv1alpha2.PackageRevision)
+		return ok && pr.Spec.Lifecycle == porchv1alpha2.LifecyclePublished
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		For(obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Named(name).
+		Watches(&porchv1alpha2.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(published)).
+		Complete(r)
+}
+
+// inNamespace maps an object to the variants (or sets) of its namespace.
+func (r *variantReconciler) inNamespace(ctx context.Context, o client.Object) []reconcile.Request {
+	var names []string
+	if r.set {
+		var l configv1alpha2.PackageVariantSetList
+		if err := r.client.List(ctx, &l, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		for _, it := range l.Items {
+			names = append(names, it.Name)
+		}
+	} else {
+		var l configv1alpha1.PackageVariantList
+		if err := r.client.List(ctx, &l, client.InNamespace(o.GetNamespace())); err != nil {
+			return nil
+		}
+		for _, it := range l.Items {
+			names = append(names, it.Name)
+		}
+	}
+	out := make([]reconcile.Request, 0, len(names))
+	for _, n := range names {
+		out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: n}})
+	}
+	return out
+}
+
+// Reconcile syncs one variant or set.
+func (r *variantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var obj client.Object = &configv1alpha1.PackageVariant{}
+	finalizer := pvFinalizer
+	if r.set {
+		obj, finalizer = &configv1alpha2.PackageVariantSet{}, pvsFinalizer
+	}
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	e, err := r.repos.engine(req.Namespace)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	opts := &variant.Options{Objects: r.objects}
+	var repos configv1alpha1.RepositoryList
+	if err := r.client.List(ctx, &repos, client.InNamespace(req.Namespace)); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range repos.Items {
+		opts.RepositorySpecs = append(opts.RepositorySpecs, porchapi.RepositoryToSpec(&repos.Items[i]))
+	}
+
+	deleting := obj.GetDeletionTimestamp() != nil
+	if deleting && !controllerutil.ContainsFinalizer(obj, finalizer) {
+		return ctrl.Result{}, nil
+	}
+	if !deleting && controllerutil.AddFinalizer(obj, finalizer) {
+		if err := r.client.Update(ctx, obj); err != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(err)
+		}
+	}
+
+	status, syncErr := r.sync(ctx, e, obj, opts)
+	if deleting {
+		if syncErr != nil {
+			return ctrl.Result{}, syncErr
+		}
+		controllerutil.RemoveFinalizer(obj, finalizer)
+		return ctrl.Result{}, client.IgnoreNotFound(r.client.Update(ctx, obj))
+	}
+	if status != nil {
+		if err := r.writeStatus(ctx, obj, status); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if r.rediscover != nil {
+		r.rediscover(ctx, req.Namespace)
+	}
+	var verr *variant.ValidationError
+	switch {
+	case syncErr == nil:
+		return ctrl.Result{RequeueAfter: r.resync}, nil
+	case errors.As(syncErr, &verr), errors.Is(syncErr, repository.ErrNotFound):
+		// Stalled until the spec or the upstream changes; the status says
+		// why, and the resync looks again.
+		return ctrl.Result{RequeueAfter: r.resync}, nil
+	}
+	return ctrl.Result{}, syncErr
+}
+
+// sync runs the variant package on obj and returns the status to record
+// (nil when obj is being deleted).
+func (r *variantReconciler) sync(ctx context.Context, eng *engine.Engine, obj client.Object, opts *variant.Options) (any, error) {
+	if r.set {
+		pvs, err := porchapi.TypedVariantSet(obj.(*configv1alpha2.PackageVariantSet))
+		if err != nil {
+			return stalled(err), err
+		}
+		if pvs.DeletionTimestamp != nil {
+			_, err := variant.RemoveSet(ctx, eng, pvs, opts)
+			return nil, err
+		}
+		res, err := variant.SyncSet(ctx, eng, pvs, opts)
+		return map[string]any{"conditions": res.Conditions}, err
+	}
+	pv, err := porchapi.TypedVariant(obj.(*configv1alpha1.PackageVariant))
+	if err != nil {
+		return stalled(err), err
+	}
+	if pv.DeletionTimestamp != nil {
+		_, err := variant.Remove(ctx, eng, pv, opts)
+		return nil, err
+	}
+	res, err := variant.Sync(ctx, eng, pv, opts)
+	return res.Status(), err
+}
+
+// stalled is the status of a spec that does not decode.
+func stalled(err error) any {
+	return map[string]any{"conditions": []metav1.Condition{{
+		Type: "Stalled", Status: metav1.ConditionTrue, Reason: "ValidationError", Message: err.Error(),
+		LastTransitionTime: metav1.Now(),
+	}}}
+}
+
+// writeStatus records status in obj's status subresource when it changed.
+func (r *variantReconciler) writeStatus(ctx context.Context, obj client.Object, status any) error {
+	raw, err := json.Marshal(status)
+	if err != nil {
+		return err
+	}
+	var cur *runtime.RawExtension
+	switch o := obj.(type) {
+	case *configv1alpha1.PackageVariant:
+		cur = &o.Status
+	case *configv1alpha2.PackageVariantSet:
+		cur = &o.Status
+	}
+	if sameJSON(cur.Raw, raw) {
+		return nil
+	}
+	cur.Raw, cur.Object = raw, nil
+	err = r.client.Status().Update(ctx, obj)
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil // a newer version is queued
+	}
+	return err
+}
+
+// sameJSON reports whether two JSON documents hold the same value,
+// ignoring the conditions' transition times.
+func sameJSON(a, b []byte) bool {
+	var x, y map[string]any
+	if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
+		return false
+	}
+	for _, m := range []map[string]any{x, y} {
+		if cs, ok := m["conditions"].([]any); ok {
+			for _, c := range cs {
+				if cm, ok := c.(map[string]any); ok {
+					delete(cm, "lastTransitionTime")
+				}
+			}
+		}
+	}
+	return reflect.DeepEqual(x, y)
+}
