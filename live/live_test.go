@@ -58,7 +58,7 @@ func (f *fakeCluster) Get(_ context.Context, gvk schema.GroupVersionKind, ns, na
 }
 
 // put stores the object the YAML describes.
-func (f *fakeCluster) put(t *testing.T, y string) {
+func (f *fakeCluster) put(t testing.TB, y string) {
 	t.Helper()
 	j, err := yaml.YAMLToJSON([]byte(y))
 	require.NoError(t, err)
