@@ -121,7 +121,8 @@ func (p *PackageStatus) Count(s Status) int {
 // else any NotFound makes it NotFound (not, or no longer, fully
 // deployed); else any Unknown makes it Unknown; else any Terminating makes
 // it Terminating; else any InProgress makes it InProgress; else (every
-// resource Current, or no resources at all) it is Current.
+// resource Current, or no resources at all) it is Current. A status other
+// than these six counts as Unknown.
 func Summarize(statuses []ResourceStatus) Status {
 	worst := len(summaryOrder) - 1
 	for _, r := range statuses {
@@ -139,7 +140,7 @@ func rank(s Status) int {
 			return i
 		}
 	}
-	return 2 // a status this package does not know counts as Unknown
+	return rank(Unknown) // a status this package does not know counts as Unknown
 }
 
 // DefaultNamespace is the namespace of namespaced resources that have none,
