@@ -55,6 +55,10 @@
 //     delete, latest.
 //   - variant: PackageVariant and PackageVariantSet, synced over the
 //     engine without a controller framework.
+//   - live: the status of a deployed revision's resources in a Kubernetes
+//     cluster (kstatus: Current, InProgress, Failed, NotFound, ...) and a
+//     per-package summary, read through a one-method Reader the caller
+//     implements over its own client.
 //
 // # Packages without a Kptfile
 //

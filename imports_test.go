@@ -91,6 +91,12 @@ var contractImports = map[string][]string{
 	module + "/pipeline/pipelinetest": {module + "/revision", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml"},
 	module + "/fnruntime":             {module + "/revision", module + "/pipeline", module + "/internal", "sigs.k8s.io/kustomize/kyaml", "go.starlark.net", "github.com/Masterminds/semver/v3"},
 	module + "/fnruntime/celfn":       {module + "/revision", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml", "github.com/google/cel-go"},
+	// live computes the status of a package's objects in a cluster with
+	// kstatus, which works on apimachinery's unstructured objects; the
+	// cluster itself is reached through an interface the caller
+	// implements, so no client library is allowed here.
+	module + "/live": {module + "/revision", module + "/repository", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml",
+		"k8s.io/apimachinery", "sigs.k8s.io/cli-utils/pkg/kstatus", "golang.org/x/sync"},
 }
 
 // Packages that must stay free of backend libraries, transitively.
@@ -108,7 +114,7 @@ var storageLibs = []string{
 
 // Packages that may use CEL and the Kubernetes API machinery (their
 // specs are Kubernetes shapes) but no storage library.
-var storageFree = []string{module + "/variant"}
+var storageFree = []string{module + "/variant", module + "/live"}
 
 func TestImportRules(t *testing.T) {
 	for _, p := range goList(t) {

@@ -51,7 +51,12 @@
 //     repository beside the revision (repository.MetadataWriter);
 //   - queries: [Engine.Get], [Engine.Latest], the latest published revision
 //     of a package (never the placeholder), and [Engine.Watch], a stream of
-//     changes across repositories.
+//     changes across repositories;
+//   - live status: the status in a Kubernetes cluster of a deployed
+//     revision's resources is computed by package
+//     github.com/configasdata/cad/live (live.RevisionStatus reads the
+//     revision through an Engine), outside this package so that the engine
+//     stays free of Kubernetes libraries.
 //
 // # Readiness
 //

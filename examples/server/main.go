@@ -49,6 +49,9 @@
 //	--max-body-bytes N       request body cap (default 6 MiB, as Porch)
 //	--starlark-max-steps N   step cap of the starlark function
 //	--starlark-max-memory N  heap growth cap of one starlark run, in bytes
+//	--target-kubeconfig FILE the cluster packages are deployed to: serves
+//	                         GET packagerevisions/NAME/livestatus, the
+//	                         live status of a revision's resources there
 //
 // URLs with embedded credentials (https://user:pass@host/...) are refused.
 //
@@ -89,6 +92,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/configasdata/cad/examples/internal/livek8s"
 	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/examples/server/internal/apiserver"
 	"github.com/configasdata/cad/fnruntime"
@@ -125,6 +129,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&cc.requestHeaderCA, "requestheader-client-ca-file", "", "cluster mode: the CA of the aggregator's client certificate (default: read from kube-system/extension-apiserver-authentication)")
 	var rhNames stringList
 	fs.Var(&rhNames, "requestheader-allowed-names", "cluster mode: common names the aggregator's client certificate may have; repeatable (default: the cluster's)")
+	targetKubeconfig := fs.String("target-kubeconfig", "", "serve packagerevisions/NAME/livestatus: the status of a revision's resources in the cluster of this kubeconfig")
 	starlarkMemory := fs.Int64("starlark-max-memory", fnruntime.DefaultStarlarkMemory, "bytes by which the heap may grow during one starlark run; negative for no cap")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -141,6 +146,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Pipeline: stdpipe.Kptfile(fnruntime.NewRegistry(&fnruntime.Options{
 			StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,
 		}), nil),
+	}
+	if *targetKubeconfig != "" {
+		r, err := livek8s.FromKubeconfig(*targetKubeconfig)
+		if err != nil {
+			return fmt.Errorf("--target-kubeconfig: %w", err)
+		}
+		opts.LiveCluster = r
 	}
 	cc.requestHeaderName = rhNames
 	var kube *cluster

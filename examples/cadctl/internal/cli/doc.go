@@ -30,6 +30,11 @@
 // are always included). fn render rewrites the root Kptfile as kpt does
 // (pipeline.Options.KptStyleKptfile), so its output matches kpt's.
 //
+// rpkg status shows the live status of a package revision's resources in
+// the cluster it is deployed to (--target-kubeconfig), computed with the
+// library's live package over examples/internal/livek8s; in server mode
+// without --target-kubeconfig it asks the server's livestatus subresource.
+//
 // Run is the entry point; main.go is a one-line wrapper over it, and tests
 // call it in-process. Nothing in the package keeps global state, so Run may
 // be called concurrently.

@@ -26,6 +26,7 @@ func rpkgCommands() []command {
 		{name: "reject", short: "Reject proposals or deletion proposals", run: runReject},
 		{name: "propose-delete", aliases: []string{"propose-del"}, short: "Propose published revisions for deletion", run: runProposeDelete},
 		{name: "del", aliases: []string{"delete"}, short: "Delete package revisions", run: runDel},
+		{name: "status", short: "Show the live status of a package revision's resources in a cluster", run: runStatus},
 		{name: "upgrade", short: "Upgrade a package to a newer revision of its upstream, or discover upgrades", run: runUpgrade},
 	}
 }

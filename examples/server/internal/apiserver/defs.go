@@ -44,7 +44,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 		gr: grPackageRevisions, version: porchapi.Version, kind: porchapi.KindPackageRevision,
 		listKind: porchapi.KindPackageRevisionList, singular: "packagerevision", namespaced: true,
 		verbs: allVerbs, shortNames: []string{"rpkg"}, categories: []string{"porch"},
-		subresources: map[string]subresourceDef{porchapi.SubresourceApproval: {verbs: []string{"get", "patch", "update"}, impl: pr}},
+		subresources: s.withLiveStatus(map[string]subresourceDef{porchapi.SubresourceApproval: {verbs: []string{"get", "patch", "update"}, impl: pr}}),
 		fields:       prFields, fieldFn: prFieldSet,
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,

@@ -18,6 +18,9 @@
 // approval subresource approves. Labels and annotations are kept in the
 // repository (repository.MetadataWriter); kpt.dev/latest-revision is
 // computed. Watches come from the engine's watch of each repository.
+// With Options.LiveCluster, GET packagerevisions/NAME/livestatus (cad's,
+// not Porch's) returns a LiveStatus: the status of the revision's
+// resources in that cluster, computed by the cad library's live package.
 //
 // The other objects are kept in an embedded store under the data directory
 // (package store) and survive a restart. Each registered Repository is opened
@@ -68,6 +71,7 @@ import (
 	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/examples/server/internal/store"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/live"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
@@ -135,6 +139,10 @@ type Options struct {
 	AuthorName, AuthorEmail string
 	// Logger receives the server's log; nil is silent.
 	Logger *slog.Logger
+	// LiveCluster, when set, is the cluster packages are deployed to: the
+	// packagerevisions/NAME/livestatus subresource (GET) then returns the
+	// status of a revision's resources there (see LiveStatus).
+	LiveCluster live.Reader
 
 	// Tokens, when not nil, authenticates requests that carry an
 	// "Authorization: Bearer <token>" header (see LoadTokenFile).
