@@ -34,8 +34,8 @@ type store struct {
 	sharedReads bool // readers may run concurrently (pure in-memory maps)
 	flock       *fileLock
 	gitDir      string
-	fsrefs      *fsRefs   // refs read directly from gitDir, nil in memory
-	idx         *objIndex // the object index in gitDir, nil in memory
+	fsrefs      *fsRefs     // refs read directly from gitDir, nil in memory
+	idx         *objIndex   // the object index in gitDir, nil in memory
 	packs       *packReader // the packs in gitDir, nil in memory
 	release     func()
 	warn        func(msg string, args ...any)
