@@ -44,9 +44,23 @@ type packFile struct {
 	id     uint32
 	name   string
 	idx    *os.File
+	idxMap []byte // the index mapped into memory, where mmap exists
 	pack   *os.File
 	n      uint32
 	fanout [256]uint32
+}
+
+// readIdx reads len(b) bytes of the index at off.
+func (p *packFile) readIdx(b []byte, off int64) error {
+	if p.idxMap != nil {
+		if off < 0 || off+int64(len(b)) > int64(len(p.idxMap)) {
+			return io.ErrUnexpectedEOF
+		}
+		copy(b, p.idxMap[off:])
+		return nil
+	}
+	_, err := p.idx.ReadAt(b, off)
+	return err
 }
 
 const (
@@ -75,8 +89,7 @@ func (pr *packReader) close() {
 		return
 	}
 	for _, p := range pr.packs {
-		p.idx.Close()
-		p.pack.Close()
+		p.close()
 	}
 	pr.packs = nil
 }
@@ -143,6 +156,14 @@ func openPack(base string) (*packFile, error) {
 		}
 	}
 	p.n = p.fanout[255]
+	fi, err := idx.Stat()
+	if err != nil || fi.Size() < 8+256*4+int64(p.n)*28+40 {
+		p.close()
+		return nil, fmt.Errorf("pack index %s: cut short", base)
+	}
+	// The index is mapped, so that a lookup costs no system call; where
+	// mmap is missing it is read with ReadAt.
+	p.idxMap, _ = mapFile(idx, fi.Size())
 	var ph [12]byte
 	if _, err := pack.ReadAt(ph[:], 0); err != nil || string(ph[:4]) != "PACK" {
 		p.close()
@@ -152,6 +173,10 @@ func openPack(base string) (*packFile, error) {
 }
 
 func (p *packFile) close() {
+	if p.idxMap != nil {
+		unmapFile(p.idxMap)
+		p.idxMap = nil
+	}
 	p.idx.Close()
 	p.pack.Close()
 }
@@ -166,9 +191,14 @@ func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
 	if lo >= hi {
 		return 0, false, nil
 	}
-	names := make([]byte, int(hi-lo)*20)
-	if _, err := p.idx.ReadAt(names, 8+256*4+int64(lo)*20); err != nil {
-		return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
+	var names []byte
+	if p.idxMap != nil {
+		names = p.idxMap[8+256*4+int64(lo)*20 : 8+256*4+int64(hi)*20]
+	} else {
+		names = make([]byte, int(hi-lo)*20)
+		if err := p.readIdx(names, 8+256*4+int64(lo)*20); err != nil {
+			return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
+		}
 	}
 	count := int(hi - lo)
 	i := sort.Search(count, func(i int) bool { return bytes.Compare(names[i*20:i*20+20], h[:]) >= 0 })
@@ -177,14 +207,14 @@ func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
 	}
 	pos := int64(lo) + int64(i)
 	var b [8]byte
-	if _, err := p.idx.ReadAt(b[:4], 8+256*4+int64(p.n)*24+pos*4); err != nil {
+	if err := p.readIdx(b[:4], 8+256*4+int64(p.n)*24+pos*4); err != nil {
 		return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
 	}
 	off := binary.BigEndian.Uint32(b[:4])
 	if off&0x80000000 == 0 {
 		return int64(off), true, nil
 	}
-	if _, err := p.idx.ReadAt(b[:], 8+256*4+int64(p.n)*28+int64(off&0x7fffffff)*8); err != nil {
+	if err := p.readIdx(b[:], 8+256*4+int64(p.n)*28+int64(off&0x7fffffff)*8); err != nil {
 		return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
 	}
 	return int64(binary.BigEndian.Uint64(b[:])), true, nil

@@ -1,0 +1,16 @@
+//go:build unix
+
+package gitrepo
+
+import (
+	"os"
+	"syscall"
+)
+
+// mapFile maps the first size bytes of f into memory, read-only; the
+// pages are read from the file as they are touched.
+func mapFile(f *os.File, size int64) ([]byte, error) {
+	return syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+}
+
+func unmapFile(b []byte) { _ = syscall.Munmap(b) }
