@@ -7,6 +7,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -190,6 +192,14 @@ func listChild(dir string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if p := os.Getenv("CAD_BENCH_HEAPPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			runtime.GC()
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+	runtime.KeepAlive(revs)
 	r.Close()
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {

@@ -96,7 +96,7 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 		return v.commit(e.(plumbing.Hash))
 	}
 	if ci := v.idx.commit(h); ci != nil {
-		v.cache.put(kindCommit, h, ci, int64(256+len(ci.message)))
+		// Not cached: the index has it, and a list reads it once.
 		return ci, nil
 	}
 	t, data, err := v.raw(plumbing.AnyObject, h)

@@ -287,10 +287,10 @@ func packKey(p *packFile, off int64) plumbing.Hash {
 	return k
 }
 
-// at returns the object at off in p, applying its delta chain. Resolved
-// objects are cached when they served as a delta base, or are trees,
-// commits or tags (which a list reads in pack order, each the base of the
-// next); top is false for a base.
+// at returns the object at off in p, applying its delta chain. Objects
+// resolved as a delta base (top false) are cached: read in pack order, as
+// a list reads them, each commit's trees are deltas on the previous
+// one's, so that every read applies a delta or two instead of a chain.
 func (pr *packReader) at(p *packFile, off int64, cache *lru, depth int, top bool) (plumbing.ObjectType, []byte, error) {
 	if depth > maxDeltaDepth {
 		return plumbing.InvalidObject, nil, errors.New("delta chain too long")
@@ -326,7 +326,7 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru, depth int, top bool
 	default:
 		return plumbing.InvalidObject, nil, fmt.Errorf("at offset %d: unknown object type %d", off, e.typ)
 	}
-	if !top || t != plumbing.BlobObject {
+	if !top {
 		cache.put(kindPacked, key, &packedObject{t: t, data: data}, int64(len(data))+96)
 	}
 	return t, data, nil

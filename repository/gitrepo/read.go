@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -70,6 +71,11 @@ func (x *rev) meta() revision.Meta {
 // revision returns x as a PackageRevision whose files are read on demand
 // from its package tree.
 func (r *Repository) revision(x *rev) revision.PackageRevision {
+	return r.revisionWith(x, x.meta())
+}
+
+// revisionWith is revision with x's meta computed.
+func (r *Repository) revisionWith(x *rev, m revision.Meta) revision.PackageRevision {
 	tree := x.pkgTree
 	key := x.key
 	info := func(ctx context.Context) (revision.Info, error) {
@@ -87,7 +93,7 @@ func (r *Repository) revision(x *rev) revision.PackageRevision {
 		}
 		return out, nil
 	}
-	return revision.NewWithInfo(x.meta(), func(ctx context.Context) (revision.Files, error) {
+	return revision.NewWithInfo(m, func(ctx context.Context) (revision.Files, error) {
 		if err := r.enter(ctx, "read files", key); err != nil {
 			return revision.Files{}, err
 		}
@@ -113,7 +119,7 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 	if err := r.enter(ctx, "list", revision.Key{}); err != nil {
 		return nil, err
 	}
-	var revs []*rev
+	var revs []listed
 	err := r.read(ctx, func(v *view) error {
 		v.idx = r.st.idx
 		var err error
@@ -124,7 +130,7 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 		return nil, r.wrapErr("list", revision.Key{}, err)
 	}
 	// The order of repository.SortRevisions, sorting the keys directly.
-	slices.SortStableFunc(revs, func(a, b *rev) int {
+	slices.SortStableFunc(revs, func(a, b listed) int {
 		ka, kb := a.key, b.key
 		if c := strings.Compare(ka.Package, kb.Package); c != 0 {
 			return c
@@ -134,16 +140,22 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 		}
 		return strings.Compare(ka.Workspace, kb.Workspace)
 	})
-	out := make([]revision.PackageRevision, 0, len(revs))
-	for _, x := range revs {
-		out = append(out, r.revision(x))
+	out := make([]revision.PackageRevision, len(revs))
+	for i, x := range revs {
+		out[i] = x.pr
 	}
 	return out, nil
 }
 
+// listed is a revision a list found, with its key to sort by.
+type listed struct {
+	key revision.Key
+	pr  revision.PackageRevision
+}
+
 // list finds the revisions opts selects, filtering on what the ref names
 // tell before reading any object.
-func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOptions) ([]*rev, error) {
+func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOptions) ([]listed, error) {
 	refs, err := r.candidateRefs(v, opts)
 	if err != nil {
 		return nil, err
@@ -163,13 +175,20 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 		}
 		return false
 	}
-	var out []*rev
+	// Each revision found becomes its PackageRevision at once, so that
+	// what was read to find it (its commit) is not kept to the end.
+	var out []listed
 	add := func(x *rev) {
-		if x != nil && opts.Matches(x.meta()) {
-			out = append(out, x)
+		if x == nil {
+			return
+		}
+		m := x.meta()
+		if opts.Matches(m) {
+			out = append(out, listed{key: x.key, pr: r.revisionWith(x, m)})
 		}
 	}
-	for name, h := range refs {
+	for _, name := range v.packOrder(refs) {
+		h := refs[name]
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -242,6 +261,42 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 		}
 	}
 	return out, nil
+}
+
+// packOrder returns the names of refs in the order their objects lie in
+// the packs, those in no pack last. Read in that order, each commit's
+// trees are mostly deltas on the previous commit's, still in the cache: a
+// list resolves each object's delta chain once, not once per tag.
+func (v *view) packOrder(refs map[plumbing.ReferenceName]plumbing.Hash) []plumbing.ReferenceName {
+	type at struct {
+		name plumbing.ReferenceName
+		pack uint32
+		off  int64
+	}
+	all := make([]at, 0, len(refs))
+	for name, h := range refs {
+		a := at{name: name, pack: ^uint32(0)}
+		if v.packs != nil {
+			if p, off, ok := v.packs.offset(h); ok {
+				a.pack, a.off = p, off
+			}
+		}
+		all = append(all, a)
+	}
+	slices.SortFunc(all, func(a, b at) int {
+		if a.pack != b.pack {
+			return cmp.Compare(a.pack, b.pack)
+		}
+		if a.off != b.off {
+			return cmp.Compare(a.off, b.off)
+		}
+		return strings.Compare(string(a.name), string(b.name))
+	})
+	out := make([]plumbing.ReferenceName, len(all))
+	for i, a := range all {
+		out[i] = a.name
+	}
+	return out
 }
 
 // candidateRefs returns the refs that can hold revisions opts selects:

@@ -63,6 +63,7 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 		st.flock = newFileLock(filepath.Join(gitDir, "cad.lock"))
 		st.release = func() {
 			st.packs.close()
+			st.idx.close()
 			st.flock.close()
 			if c, ok := s.(io.Closer); ok {
 				_ = c.Close()
