@@ -137,6 +137,7 @@ func (x *objIndex) close() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.unload()
+	x.loaded, x.disabled = true, true // nothing is mapped again
 }
 
 // place notes where the record on line is, when its checksum holds.

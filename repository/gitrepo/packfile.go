@@ -37,6 +37,7 @@ type packReader struct {
 	scanned time.Time // the directory's modification time at the last scan
 	packs   []*packFile
 	nextID  uint32
+	closed  bool // then go-git reads everything
 }
 
 // packFile is one pack and its index.
@@ -91,7 +92,7 @@ func (pr *packReader) close() {
 	for _, p := range pr.packs {
 		p.close()
 	}
-	pr.packs = nil
+	pr.packs, pr.closed = nil, true
 }
 
 // rescan opens the packs of the directory when it changed since the last
@@ -222,6 +223,9 @@ func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
 
 // locate returns the pack holding h and its offset there.
 func (pr *packReader) locate(h plumbing.Hash) (*packFile, int64, error) {
+	if pr.closed {
+		return nil, 0, errNotInPack
+	}
 	if pr.packs == nil {
 		pr.rescan()
 	}

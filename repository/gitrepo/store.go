@@ -62,7 +62,11 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 		st.mu = &sync.RWMutex{}
 		st.flock = newFileLock(filepath.Join(gitDir, "cad.lock"))
 		st.release = func() {
+			// The packs are used under the lock: a read still running
+			// finishes first.
+			st.mu.Lock()
 			st.packs.close()
+			st.mu.Unlock()
 			st.idx.close()
 			st.flock.close()
 			if c, ok := s.(io.Closer); ok {
