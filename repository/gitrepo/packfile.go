@@ -42,13 +42,14 @@ type packReader struct {
 
 // packFile is one pack and its index.
 type packFile struct {
-	id     uint32
-	name   string
-	idx    *os.File
-	idxMap []byte // the index mapped into memory, where mmap exists
-	pack   *os.File
-	n      uint32
-	fanout [256]uint32
+	id      uint32
+	name    string
+	idx     *os.File
+	idxMap  []byte // the index mapped into memory, where mmap exists
+	pack    *os.File
+	packMap []byte // the pack mapped into memory, where mmap exists
+	n       uint32
+	fanout  [256]uint32
 }
 
 // readIdx reads len(b) bytes of the index at off.
@@ -170,6 +171,11 @@ func openPack(base string) (*packFile, error) {
 		p.close()
 		return nil, fmt.Errorf("pack %s: not a pack file", base)
 	}
+	// The pack too is mapped: following a delta chain then reads memory
+	// (the pages of the chain) instead of making a system call a step.
+	if pfi, err := pack.Stat(); err == nil {
+		p.packMap, _ = mapFile(pack, pfi.Size())
+	}
 	return p, nil
 }
 
@@ -177,6 +183,10 @@ func (p *packFile) close() {
 	if p.idxMap != nil {
 		unmapFile(p.idxMap)
 		p.idxMap = nil
+	}
+	if p.packMap != nil {
+		unmapFile(p.packMap)
+		p.packMap = nil
 	}
 	p.idx.Close()
 	p.pack.Close()
@@ -345,33 +355,53 @@ type packEntry struct {
 }
 
 type inflater struct {
-	br *bufio.Reader
+	br *bufio.Reader // over the pack file
+	mr bytes.Reader  // over the mapped pack
 	zr io.ReadCloser
+}
+
+// byteReader is what zlib reads from without reading past its stream.
+type byteReader interface {
+	io.Reader
+	io.ByteReader
 }
 
 var inflaters sync.Pool
 
 // readPackEntry reads and inflates the entry at off in p.
 func readPackEntry(p *packFile, off int64) (packEntry, error) {
-	sr := io.NewSectionReader(p.pack, off, 1<<62)
 	in, _ := inflaters.Get().(*inflater)
 	if in == nil {
-		in = &inflater{br: bufio.NewReaderSize(sr, 4096)}
-	} else {
-		in.br.Reset(sr)
+		in = &inflater{}
 	}
 	defer inflaters.Put(in)
 	bad := func(what string) (packEntry, error) {
 		return packEntry{}, fmt.Errorf("at offset %d: %s", off, what)
 	}
-	c, err := in.br.ReadByte()
+	var src byteReader
+	if p.packMap != nil {
+		if off < 0 || off >= int64(len(p.packMap)) {
+			return bad("offset out of the pack")
+		}
+		in.mr.Reset(p.packMap[off:])
+		src = &in.mr
+	} else {
+		sr := io.NewSectionReader(p.pack, off, 1<<62)
+		if in.br == nil {
+			in.br = bufio.NewReaderSize(sr, 4096)
+		} else {
+			in.br.Reset(sr)
+		}
+		src = in.br
+	}
+	c, err := src.ReadByte()
 	if err != nil {
 		return bad("cut short")
 	}
 	e := packEntry{typ: int(c>>4) & 7}
 	size := uint64(c & 15)
 	for shift := 4; c&0x80 != 0; shift += 7 {
-		if c, err = in.br.ReadByte(); err != nil || shift > 60 {
+		if c, err = src.ReadByte(); err != nil || shift > 60 {
 			return bad("bad object header")
 		}
 		size |= uint64(c&0x7f) << shift
@@ -381,12 +411,12 @@ func readPackEntry(p *packFile, off int64) (packEntry, error) {
 	}
 	switch e.typ {
 	case packObjOfsDelt:
-		if c, err = in.br.ReadByte(); err != nil {
+		if c, err = src.ReadByte(); err != nil {
 			return bad("bad delta offset")
 		}
 		rel := uint64(c & 0x7f)
 		for c&0x80 != 0 {
-			if c, err = in.br.ReadByte(); err != nil || rel >= 1<<56 {
+			if c, err = src.ReadByte(); err != nil || rel >= 1<<56 {
 				return bad("bad delta offset")
 			}
 			rel = (rel+1)<<7 | uint64(c&0x7f)
@@ -396,15 +426,15 @@ func readPackEntry(p *packFile, off int64) (packEntry, error) {
 		}
 		e.baseOff = off - int64(rel)
 	case packObjRefDelt:
-		if _, err := io.ReadFull(in.br, e.baseHash[:]); err != nil {
+		if _, err := io.ReadFull(src, e.baseHash[:]); err != nil {
 			return bad("cut short")
 		}
 	}
 	if in.zr == nil {
-		if in.zr, err = zlib.NewReader(in.br); err != nil {
+		if in.zr, err = zlib.NewReader(src); err != nil {
 			return bad("bad compressed data")
 		}
-	} else if err := in.zr.(zlib.Resetter).Reset(in.br, nil); err != nil {
+	} else if err := in.zr.(zlib.Resetter).Reset(src, nil); err != nil {
 		return bad("bad compressed data")
 	}
 	e.data = make([]byte, size)

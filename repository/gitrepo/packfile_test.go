@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -188,6 +189,46 @@ func TestApplyDeltaMalformed(t *testing.T) {
 	} {
 		if _, err := applyDelta(base, d); err == nil {
 			t.Errorf("delta %v: no error", d)
+		}
+	}
+}
+
+// searchPacked finds every ref of a sorted packed-refs file by binary
+// search, peeled lines and all, finds none that is not there, and reads
+// an unsorted file line by line.
+func TestSearchPacked(t *testing.T) {
+	want := map[string]plumbing.Hash{}
+	var names []string
+	for i := range 300 {
+		name := fmt.Sprintf("refs/tags/pkg-%03d/v%d", i/3, i%3+1)
+		if i%50 == 0 {
+			name = fmt.Sprintf("refs/heads/b%03d", i)
+		}
+		names = append(names, name)
+		want[name] = plumbing.ComputeHash(plumbing.BlobObject, []byte(name))
+	}
+	slices.Sort(names)
+	var sorted strings.Builder
+	sorted.WriteString("# pack-refs with: peeled fully-peeled sorted \n")
+	for i, n := range names {
+		fmt.Fprintf(&sorted, "%s %s\n", want[n], n)
+		if i%4 == 0 {
+			fmt.Fprintf(&sorted, "^%s\n", plumbing.ComputeHash(plumbing.TagObject, []byte(n)))
+		}
+	}
+	unsorted := strings.Replace(sorted.String(), " sorted ", " ", 1)
+	lines := strings.SplitAfter(unsorted, "\n")
+	slices.Reverse(lines[1:])
+	for _, data := range []string{sorted.String(), strings.ReplaceAll(sorted.String(), "\n", "\r\n"), strings.Join(lines, "")} {
+		for _, n := range names {
+			if h, ok := searchPacked([]byte(data), n); !ok || h != want[n] {
+				t.Fatalf("%s: %s, %v", n, h, ok)
+			}
+		}
+		for _, n := range []string{"refs/heads/a", "refs/tags/pkg-000/v0", "refs/tags/pkg-050/v4", "refs/tags/zzz", "refs/tags/pkg-01"} {
+			if _, ok := searchPacked([]byte(data), n); ok {
+				t.Fatalf("found %s", n)
+			}
 		}
 	}
 }

@@ -68,6 +68,7 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 			st.packs.close()
 			st.mu.Unlock()
 			st.idx.close()
+			st.fsrefs.close()
 			st.flock.close()
 			if c, ok := s.(io.Closer); ok {
 				_ = c.Close()
