@@ -213,6 +213,13 @@ func listChild(dir string) int {
 		}
 	}
 	fmt.Printf("%d %d %d\n", len(revs), hwm, cpuTime())
+	if os.Getenv("CAD_BENCH_RSS_DETAIL") != "" {
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "Rss") || strings.HasPrefix(line, "Vm") {
+				fmt.Fprintln(os.Stderr, line)
+			}
+		}
+	}
 	return 0
 }
 

@@ -49,7 +49,12 @@ func (x *rev) version() string {
 }
 
 func (x *rev) meta() revision.Meta {
-	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: x.version(), Commit: x.commit.hash.String(), Metadata: x.md.Clone(),
+	version := x.version()
+	commit := version[:40] // the commit's id starts the version
+	if x.key.IsPlaceholder() {
+		commit = x.commit.hash.String()
+	}
+	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: version, Commit: commit, Metadata: x.md.Clone(),
 		Creation: porchtask.Decode(taskOf(x.commit, x.full, x.key.Workspace))}
 	if x.lifecycle.IsPublished() && !x.key.IsPlaceholder() {
 		m.PublishedBy = x.commit.author.Email
@@ -76,38 +81,50 @@ func (r *Repository) revision(x *rev) revision.PackageRevision {
 
 // revisionWith is revision with x's meta computed.
 func (r *Repository) revisionWith(x *rev, m revision.Meta) revision.PackageRevision {
-	tree := x.pkgTree
-	key := x.key
-	info := func(ctx context.Context) (revision.Info, error) {
-		if err := r.enter(ctx, "read info", key); err != nil {
-			return revision.Info{}, err
-		}
-		var out revision.Info
-		err := r.st.read(ctx, func() error {
-			var err error
-			out, err = r.newView().info(tree)
-			return err
-		})
-		if err != nil {
-			return revision.Info{}, r.wrapErr("read info", key, err)
-		}
-		return out, nil
+	l := &revLoader{r: r, tree: x.pkgTree, key: x.key}
+	return revision.NewWithInfo(m, l.files, l.info)
+}
+
+// revLoader reads a listed revision's files and info on demand: one small
+// value per revision, as a list of the whole repository holds many.
+type revLoader struct {
+	r    *Repository
+	tree plumbing.Hash
+	key  revision.Key
+}
+
+func (l *revLoader) info(ctx context.Context) (revision.Info, error) {
+	r := l.r
+	if err := r.enter(ctx, "read info", l.key); err != nil {
+		return revision.Info{}, err
 	}
-	return revision.NewWithInfo(m, func(ctx context.Context) (revision.Files, error) {
-		if err := r.enter(ctx, "read files", key); err != nil {
-			return revision.Files{}, err
-		}
-		var f revision.Files
-		err := r.st.read(ctx, func() error {
-			var err error
-			f, err = r.newView().files(tree, r.log.Warn)
-			return err
-		})
-		if err != nil {
-			return revision.Files{}, r.wrapErr("read files", key, err)
-		}
-		return f, nil
-	}, info)
+	var out revision.Info
+	err := r.st.read(ctx, func() error {
+		var err error
+		out, err = r.newView().info(l.tree)
+		return err
+	})
+	if err != nil {
+		return revision.Info{}, r.wrapErr("read info", l.key, err)
+	}
+	return out, nil
+}
+
+func (l *revLoader) files(ctx context.Context) (revision.Files, error) {
+	r := l.r
+	if err := r.enter(ctx, "read files", l.key); err != nil {
+		return revision.Files{}, err
+	}
+	var f revision.Files
+	err := r.st.read(ctx, func() error {
+		var err error
+		f, err = r.newView().files(l.tree, r.log.Warn)
+		return err
+	})
+	if err != nil {
+		return revision.Files{}, r.wrapErr("read files", l.key, err)
+	}
+	return f, nil
 }
 
 // List returns the revisions opts selects, in repository.SortRevisions
