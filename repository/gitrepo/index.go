@@ -32,7 +32,8 @@ import (
 // Objects never change, so the index is never stale: a record is a fact
 // about an object id. It is a cache, not state: deleting the file loses
 // nothing. Records are appended, one line each with a checksum, in one
-// write per read operation (O_APPEND), by readers and writers alike; a
+// write per read operation or per MiB learnt (O_APPEND), by readers and
+// writers alike; a
 // line cut short by a crash, or otherwise damaged, is skipped when the
 // file is loaded. A repository whose directory cannot be written is read
 // without an index file. Safe for concurrent use.
@@ -50,9 +51,10 @@ type objIndex struct {
 	mapped   bool                     // data is a mapping of the file
 	commits  map[plumbing.Hash]uint32 // commit id: offset of its line in data
 	paths    map[plumbing.Hash]uint32 // pathKeyOf(root, path): offset of its line
-	// Records learnt since the file was loaded.
-	newCommits map[plumbing.Hash]*commitInfo
-	newPaths   map[plumbing.Hash]treeEntry
+	// Records learnt since the file was loaded (their ids; their content
+	// is in the file and in the object cache).
+	newCommits map[plumbing.Hash]struct{}
+	newPaths   map[plumbing.Hash]struct{}
 	pending    bytes.Buffer
 }
 
@@ -85,8 +87,8 @@ func (x *objIndex) load() {
 	x.loaded = true
 	x.commits = map[plumbing.Hash]uint32{}
 	x.paths = map[plumbing.Hash]uint32{}
-	x.newCommits = map[plumbing.Hash]*commitInfo{}
-	x.newPaths = map[plumbing.Hash]treeEntry{}
+	x.newCommits = map[plumbing.Hash]struct{}{}
+	x.newPaths = map[plumbing.Hash]struct{}{}
 	f, err := os.Open(x.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
@@ -214,9 +216,6 @@ func (x *objIndex) commit(h plumbing.Hash) *commitInfo {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	if c := x.newCommits[h]; c != nil {
-		return c
-	}
 	off, ok := x.commits[h]
 	if !ok {
 		return nil
@@ -235,9 +234,6 @@ func (x *objIndex) subtree(root plumbing.Hash, p string) (treeEntry, bool) {
 	defer x.mu.Unlock()
 	x.load()
 	k := pathKeyOf(root, p)
-	if e, ok := x.newPaths[k]; ok {
-		return e, true
-	}
 	off, ok := x.paths[k]
 	if !ok {
 		return treeEntry{}, false
@@ -253,13 +249,13 @@ func (x *objIndex) addCommit(c *commitInfo) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	if x.disabled || x.newCommits[c.hash] != nil {
+	if _, ok := x.newCommits[c.hash]; x.disabled || ok {
 		return
 	}
 	if _, ok := x.commits[c.hash]; ok {
 		return
 	}
-	x.newCommits[c.hash] = c
+	x.newCommits[c.hash] = struct{}{}
 	parents := "-"
 	if len(c.parents) > 0 {
 		ps := make([]string, len(c.parents))
@@ -291,23 +287,34 @@ func (x *objIndex) addSubtree(root plumbing.Hash, p string, e treeEntry) {
 	if _, ok := x.newPaths[k]; ok {
 		return
 	}
-	x.newPaths[k] = e
+	x.newPaths[k] = struct{}{}
 	x.record(fmt.Sprintf("p %s %s %s %o", root, strconv.Quote(p), e.hash, uint32(e.mode)))
 }
 
 // record queues line with its checksum; x.mu is held.
 func (x *objIndex) record(line string) {
 	fmt.Fprintf(&x.pending, "%s %08x\n", line, crc32.ChecksumIEEE([]byte(line)))
+	if x.pending.Len() >= 1<<20 {
+		x.write() // a list learning many records does not hold them all
+	}
 }
 
-// flush appends what was recorded since the last flush to the file, in
-// one write.
+// flush appends what was recorded since the last flush to the file.
 func (x *objIndex) flush() {
 	if x == nil {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.write()
+	if len(x.newCommits)+len(x.newPaths) >= reloadAfter {
+		x.unload()
+	}
+}
+
+// write appends the pending records to the file, in one write; x.mu is
+// held.
+func (x *objIndex) write() {
 	if x.pending.Len() == 0 || x.disabled {
 		x.pending.Reset()
 		return
@@ -321,9 +328,6 @@ func (x *objIndex) flush() {
 	_, _ = f.Write(x.pending.Bytes())
 	_ = f.Close()
 	x.pending.Reset()
-	if len(x.newCommits)+len(x.newPaths) >= reloadAfter {
-		x.unload()
-	}
 }
 
 // parseCommitRecord parses the body of a commit record.
