@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
 	"io"
 	"io/fs"
 	"os"
@@ -50,11 +51,11 @@ type objIndex struct {
 	data     []byte                   // the file as loaded
 	mapped   bool                     // data is a mapping of the file
 	commits  map[plumbing.Hash]uint32 // commit id: offset of its line in data
-	paths    map[plumbing.Hash]uint32 // pathKeyOf(root, path): offset of its line
+	paths    map[pathKey]uint32       // pathKeyOf(root, path): offset of its line
 	// Records learnt since the file was loaded (their ids; their content
 	// is in the file and in the object cache).
 	newCommits map[plumbing.Hash]struct{}
-	newPaths   map[plumbing.Hash]struct{}
+	newPaths   map[pathKey]struct{}
 	pending    bytes.Buffer
 }
 
@@ -74,9 +75,18 @@ func newObjIndex(gitDir string) *objIndex {
 	return &objIndex{path: filepath.Join(gitDir, indexName)}
 }
 
+// pathKey names a path under a tree: the tree and a 64-bit hash of the
+// path (the record holds the path, checked when it is read).
+type pathKey struct {
+	root plumbing.Hash
+	path uint64
+}
+
 // pathKeyOf is the key of path p under tree root.
-func pathKeyOf(root plumbing.Hash, p string) plumbing.Hash {
-	return plumbing.ComputeHash(plumbing.BlobObject, []byte(root.String()+"\x00"+p))
+func pathKeyOf(root plumbing.Hash, p string) pathKey {
+	h := fnv.New64a()
+	h.Write([]byte(p))
+	return pathKey{root, h.Sum64()}
 }
 
 // load reads the file once; x.mu is held.
@@ -85,10 +95,8 @@ func (x *objIndex) load() {
 		return
 	}
 	x.loaded = true
-	x.commits = map[plumbing.Hash]uint32{}
-	x.paths = map[plumbing.Hash]uint32{}
 	x.newCommits = map[plumbing.Hash]struct{}{}
-	x.newPaths = map[plumbing.Hash]struct{}{}
+	x.newPaths = map[pathKey]struct{}{}
 	f, err := os.Open(x.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
@@ -106,6 +114,9 @@ func (x *objIndex) load() {
 	if fi.Size() == 0 {
 		return
 	}
+	// About one commit and one path record per 400 bytes.
+	x.commits = make(map[plumbing.Hash]uint32, fi.Size()/400)
+	x.paths = make(map[pathKey]uint32, fi.Size()/400)
 	if x.data, err = mapFile(f, fi.Size()); err == nil {
 		x.mapped = true
 	} else if x.data, err = io.ReadAll(f); err != nil {
@@ -233,12 +244,15 @@ func (x *objIndex) subtree(root plumbing.Hash, p string) (treeEntry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	k := pathKeyOf(root, p)
-	off, ok := x.paths[k]
+	off, ok := x.paths[pathKeyOf(root, p)]
 	if !ok {
 		return treeEntry{}, false
 	}
-	return parsePathRecord(x.lineAt(off))
+	recRoot, recPath, e, ok := parsePathRecord(x.lineAt(off))
+	if !ok || recRoot != root || recPath != p {
+		return treeEntry{}, false // another path with the same hash
+	}
+	return e, true
 }
 
 // addCommit records commit c.
@@ -354,17 +368,19 @@ func parseCommitRecord(body string) (*commitInfo, bool) {
 	return c, true
 }
 
-// parsePathRecord parses the body of a path record.
-func parsePathRecord(body string) (treeEntry, bool) {
+// parsePathRecord parses the body of a path record: the tree, the path
+// and the entry it leads to.
+func parsePathRecord(body string) (plumbing.Hash, string, treeEntry, bool) {
 	f, ok := fields(body)
 	if !ok || len(f) != 5 || f[0] != "p" {
-		return treeEntry{}, false
+		return plumbing.ZeroHash, "", treeEntry{}, false
 	}
 	mode, err := strconv.ParseUint(f[4], 8, 32)
 	if err != nil {
-		return treeEntry{}, false
+		return plumbing.ZeroHash, "", treeEntry{}, false
 	}
-	return treeEntry{name: f[2][strings.LastIndexByte(f[2], '/')+1:], mode: filemode.FileMode(mode), hash: plumbing.NewHash(f[3])}, true
+	e := treeEntry{name: f[2][strings.LastIndexByte(f[2], '/')+1:], mode: filemode.FileMode(mode), hash: plumbing.NewHash(f[3])}
+	return plumbing.NewHash(f[1]), f[2], e, true
 }
 
 var (
