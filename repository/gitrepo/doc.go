@@ -189,7 +189,7 @@
 // package markers by name, never reading a blob); a revision's files are
 // read from its package subtree only when asked for. Trees, commits,
 // package lists and package contents are cached by object id in a
-// bounded LRU (Options.CacheBytes, 16 MiB by default), as they never
+// bounded LRU (Options.CacheBytes, 8 MiB by default), as they never
 // change. On disk, packed objects are read by cad itself, not go-git: an
 // object is looked up in its pack's .idx where it lies (mapped into
 // memory; go-git would decode every index whole before the first read),

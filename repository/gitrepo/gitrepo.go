@@ -34,9 +34,9 @@ const (
 )
 
 // DefaultCacheBytes is the default bound of the cache of immutable
-// objects, per Repository: 16 MiB. (Porch bounds go-git's object cache
-// to 8 MB per repository, down from go-git's 96 MB.)
-const DefaultCacheBytes = 16 << 20
+// objects, per Repository: 8 MiB, as Porch bounds go-git's object cache
+// per repository (down from go-git's 96 MB).
+const DefaultCacheBytes = 8 << 20
 
 // MemoryURL is the git.repo value that selects a fresh repository in
 // memory (or the one in Options.Storage). "mem://<anything>" works too.
@@ -71,7 +71,7 @@ type Options struct {
 	// CacheBytes bounds the memory of the cache of immutable objects
 	// (trees, commits, package lists and contents, and the delta bases
 	// met reading packs), in bytes, as estimated from their sizes plus a
-	// fixed cost per entry. Default DefaultCacheBytes (16 MiB); negative
+	// fixed cost per entry. Default DefaultCacheBytes (8 MiB); negative
 	// disables the cache. A repository on disk also keeps go-git's cache
 	// of loose objects, bounded to 8 MiB, and maps its pack indexes and
 	// cad-index file (pages the kernel can drop at will).
