@@ -66,6 +66,8 @@ func BenchmarkPorchReadCold(b *testing.B) {
 		n := s.Revisions / s.Packages
 		key := revision.Key{Package: s.pkg(i), Revision: n}
 		b.Run(s.String()+"/cad", func(b *testing.B) {
+			cpu := cpuTime()
+			defer func() { b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op") }()
 			for b.Loop() {
 				r := mustOpen(b, benchSpec(dir), nil)
 				pr, err := r.Get(ctx, key)

@@ -38,6 +38,8 @@ type packReader struct {
 	packs   []*packFile
 	nextID  uint32
 	closed  bool // then go-git reads everything
+	// scratch holds the intermediate objects of a delta chain.
+	scratch [2][]byte
 }
 
 // packFile is one pack and its index.
@@ -280,7 +282,7 @@ func (pr *packReader) object(h plumbing.Hash, cache *lru) (plumbing.ObjectType, 
 	if err != nil {
 		return plumbing.InvalidObject, nil, err
 	}
-	t, data, err := pr.at(p, off, cache, 0, true)
+	t, data, err := pr.at(p, off, cache)
 	if err != nil {
 		return plumbing.InvalidObject, nil, fmt.Errorf("object %s in pack %s: %w", h, p.name, err)
 	}
@@ -301,49 +303,79 @@ func packKey(p *packFile, off int64) plumbing.Hash {
 	return k
 }
 
-// at returns the object at off in p, applying its delta chain. Objects
-// resolved as a delta base (top false) are cached: read in pack order, as
-// a list reads them, each commit's trees are deltas on the previous
-// one's, so that every read applies a delta or two instead of a chain.
-func (pr *packReader) at(p *packFile, off int64, cache *lru, depth int, top bool) (plumbing.ObjectType, []byte, error) {
-	if depth > maxDeltaDepth {
-		return plumbing.InvalidObject, nil, errors.New("delta chain too long")
+// at returns the object at off in p, applying its delta chain. The chain
+// is followed down to an object in the cache or a whole one, then the
+// deltas are applied upwards; the intermediate objects are built in two
+// scratch buffers, and only the object's direct base and the chain's
+// bottom are kept in the cache. Read in pack order, as a list reads them,
+// each commit's trees are deltas on the previous one's: every read then
+// applies a delta or two, not the chain.
+func (pr *packReader) at(p *packFile, off int64, cache *lru) (plumbing.ObjectType, []byte, error) {
+	type step struct {
+		p     *packFile
+		off   int64
+		delta []byte
 	}
-	key := packKey(p, off)
-	if c, ok := cache.get(kindPacked, key); ok {
-		o := c.(*packedObject)
-		return o.t, o.data, nil
-	}
-	e, err := readPackEntry(p, off)
-	if err != nil {
-		return plumbing.InvalidObject, nil, err
-	}
+	var chain []step // chain[0] is the object asked for
 	var t plumbing.ObjectType
-	var data []byte
-	switch e.typ {
-	case packObjCommit, packObjTree, packObjBlob, packObjTag:
-		t, data = plumbing.ObjectType(e.typ), e.data
-	case packObjOfsDelt, packObjRefDelt:
-		bp, boff := p, e.baseOff
-		if e.typ == packObjRefDelt {
-			if bp, boff, err = pr.locate(e.baseHash); err != nil {
-				return plumbing.InvalidObject, nil, fmt.Errorf("delta base %s: %w", e.baseHash, err)
-			}
+	var base []byte
+	fresh := false // base was read, not found in the cache
+	cp, coff := p, off
+	for {
+		if len(chain) > maxDeltaDepth {
+			return plumbing.InvalidObject, nil, errors.New("delta chain too long")
 		}
-		var base []byte
-		if t, base, err = pr.at(bp, boff, cache, depth+1, false); err != nil {
+		if c, ok := cache.get(kindPacked, packKey(cp, coff)); ok {
+			o := c.(*packedObject)
+			t, base = o.t, o.data
+			break
+		}
+		e, err := readPackEntry(cp, coff)
+		if err != nil {
 			return plumbing.InvalidObject, nil, err
 		}
-		if data, err = applyDelta(base, e.data); err != nil {
-			return plumbing.InvalidObject, nil, fmt.Errorf("at offset %d: %w", off, err)
+		if e.typ == packObjCommit || e.typ == packObjTree || e.typ == packObjBlob || e.typ == packObjTag {
+			t, base, fresh = plumbing.ObjectType(e.typ), e.data, true
+			break
 		}
-	default:
-		return plumbing.InvalidObject, nil, fmt.Errorf("at offset %d: unknown object type %d", off, e.typ)
+		if e.typ != packObjOfsDelt && e.typ != packObjRefDelt {
+			return plumbing.InvalidObject, nil, fmt.Errorf("at offset %d: unknown object type %d", coff, e.typ)
+		}
+		chain = append(chain, step{cp, coff, e.data})
+		if e.typ == packObjRefDelt {
+			if cp, coff, err = pr.locate(e.baseHash); err != nil {
+				return plumbing.InvalidObject, nil, fmt.Errorf("delta base %s: %w", e.baseHash, err)
+			}
+		} else {
+			coff = e.baseOff
+		}
 	}
-	if !top {
-		cache.put(kindPacked, key, &packedObject{t: t, data: data}, int64(len(data))+96)
+	if fresh && len(chain) > 0 {
+		cache.put(kindPacked, packKey(cp, coff), &packedObject{t: t, data: base}, int64(len(base))+96)
 	}
-	return t, data, nil
+	for i := len(chain) - 1; i >= 0; i-- {
+		var dst []byte
+		if i >= 2 {
+			dst = pr.scratch[i%2] // never base, which is level i+1
+		}
+		data, err := applyDelta(dst, base, chain[i].delta)
+		if err != nil {
+			return plumbing.InvalidObject, nil, fmt.Errorf("at offset %d: %w", chain[i].off, err)
+		}
+		if i >= 2 {
+			pr.scratch[i%2] = data
+		}
+		if i == 1 {
+			cache.put(kindPacked, packKey(chain[1].p, chain[1].off), &packedObject{t: t, data: data}, int64(len(data))+96)
+		}
+		base = data
+	}
+	for i, b := range pr.scratch {
+		if cap(b) > 4<<20 {
+			pr.scratch[i] = nil // not kept after a very large object
+		}
+	}
+	return t, base, nil
 }
 
 // packEntry is one entry of a pack, its content inflated.
@@ -449,10 +481,11 @@ func readPackEntry(p *packFile, off int64) (packEntry, error) {
 	return e, nil
 }
 
-// applyDelta returns the object delta builds from base: a git delta is
-// the base's size, the result's size, then instructions that copy a
-// range of the base or insert literal bytes.
-func applyDelta(base, delta []byte) ([]byte, error) {
+// applyDelta returns the object delta builds from base, in dst's memory
+// when it is large enough: a git delta is the base's size, the result's
+// size, then instructions that copy a range of the base or insert literal
+// bytes.
+func applyDelta(dst, base, delta []byte) ([]byte, error) {
 	bad := errors.New("malformed delta")
 	srcSize, n := binary.Uvarint(delta)
 	if n <= 0 || srcSize != uint64(len(base)) {
@@ -464,7 +497,10 @@ func applyDelta(base, delta []byte) ([]byte, error) {
 		return nil, bad
 	}
 	delta = delta[n:]
-	out := make([]byte, 0, dstSize)
+	out := dst[:0]
+	if uint64(cap(out)) < dstSize {
+		out = make([]byte, 0, dstSize)
+	}
 	for len(delta) > 0 {
 		op := delta[0]
 		delta = delta[1:]

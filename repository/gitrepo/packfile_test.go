@@ -174,7 +174,7 @@ func TestPackReaderDamagedPack(t *testing.T) {
 func TestApplyDeltaMalformed(t *testing.T) {
 	base := []byte("0123456789")
 	good := []byte{10, 4, 0x91, 2, 4} // copy 4 bytes from offset 2
-	if got, err := applyDelta(base, good); err != nil || string(got) != "2345" {
+	if got, err := applyDelta(nil, base, good); err != nil || string(got) != "2345" {
 		t.Fatalf("good delta: %q, %v", got, err)
 	}
 	for _, d := range [][]byte{
@@ -187,7 +187,7 @@ func TestApplyDeltaMalformed(t *testing.T) {
 		{10, 4, 5, 'a', 'b'},      // insert cut short
 		{10, 2, 3, 'a', 'b', 'c'}, // insert past the result
 	} {
-		if _, err := applyDelta(base, d); err == nil {
+		if _, err := applyDelta(nil, base, d); err == nil {
 			t.Errorf("delta %v: no error", d)
 		}
 	}
