@@ -193,10 +193,10 @@
 // change. On disk, packed objects are read by cad itself, not go-git: an
 // object is looked up in its pack's .idx where it lies (mapped into
 // memory; go-git would decode every index whole before the first read),
-// and delta chains are resolved through the same cache, which keeps the
-// delta bases met; a list reads the refs in the order their objects lie
-// in the packs, so that each tag's trees are a delta or two from the
-// previous tag's. Loose objects, and packs with an index older than
+// and delta chains are resolved through the same cache, which keeps each
+// object's direct base and each chain's bottom; a list reads the refs in
+// the order their objects lie in the packs, so that each tag's trees are
+// a delta or two from the previous tag's. Loose objects, and packs with an index older than
 // version 2, are read through go-git. On disk, refs
 // are read as git reads them (a loose file, else packed-refs, parsed once
 // per change of the file), so looking up a tag costs the same among ten or

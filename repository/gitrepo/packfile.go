@@ -23,10 +23,11 @@ import (
 // first read, which costs more than the read itself in a large
 // repository; packReader instead looks an object up in the .idx file
 // where it lies (the fan-out table, then a binary search among the ids
-// that share the first byte: one small read), and reads the object at
-// its offset in the pack, resolving delta chains through the object cache
-// (resolved delta bases are cached by pack offset, bounded by
-// Options.CacheBytes like everything else in it).
+// that share the first byte), and reads the object at its offset in the
+// pack, resolving delta chains through the object cache (delta bases are
+// cached by pack offset, bounded by Options.CacheBytes like everything
+// else in it). The index and the pack are mapped into memory where mmap
+// exists, read with ReadAt elsewhere.
 //
 // It reads version 2 indexes, which git has written since 2007; a pack
 // with any other index is left to go-git, and so are loose objects. A
