@@ -8,7 +8,9 @@ import (
 
 // A repository's listing is built once per state of its refs: lists that
 // find the refs as they were share it (concurrent ones included), and a
-// write makes the next list build it again, with the change.
+// write makes the next list build it again, with the change. (The
+// benchmark covers the cache turned off: swapping it here would race with
+// the server's watches.)
 func TestRepositoryListing(t *testing.T) {
 	ts := startServer(t, "", nil)
 	ctx := context.Background()
@@ -59,10 +61,5 @@ func TestRepositoryListing(t *testing.T) {
 	ts.doJSON("GET", prPath, nil, &list)
 	if len(list.Items) != 2 {
 		t.Fatalf("listed %d", len(list.Items))
-	}
-	// With the object cache off there is no listing.
-	ts.prs = newPRCache(0)
-	if _, ok, _ := ts.listing(ctx, e); ok {
-		t.Fatal("a listing with the cache off")
 	}
 }
