@@ -5,7 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -61,6 +66,8 @@ func BenchmarkPorchReadCold(b *testing.B) {
 		n := s.Revisions / s.Packages
 		key := revision.Key{Package: s.pkg(i), Revision: n}
 		b.Run(s.String()+"/cad", func(b *testing.B) {
+			cpu := cpuTime()
+			defer func() { b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op") }()
 			for b.Loop() {
 				r := mustOpen(b, benchSpec(dir), nil)
 				pr, err := r.Get(ctx, key)
@@ -122,6 +129,18 @@ func BenchmarkPorchList(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
+		// The peak memory of a new process that lists once, with the
+		// index (a child process: the benchmark's own peak holds its
+		// fixtures and earlier runs).
+		b.Run(s.String()+"/cad-cold-indexed-rss", func(b *testing.B) {
+			var peak, cpu float64
+			for b.Loop() {
+				kb, c := runListChild(b, dir, want)
+				peak, cpu = max(peak, kb), cpu+c
+			}
+			b.ReportMetric(peak/1024, "peak-rss-MB")
+			b.ReportMetric(cpu/float64(b.N), "cpu-ns/op")
+		})
 		b.Run(s.String()+"/git-for-each-ref", func(b *testing.B) {
 			for b.Loop() {
 				runGit(b, dir, "", "for-each-ref", "--format=%(objectname) %(refname)")
@@ -156,4 +175,72 @@ func BenchmarkPorchApprove(b *testing.B) {
 			}
 		})
 	}
+}
+
+// listChildEnv names the repository a child process of the benchmark
+// lists once before it reports its peak resident memory.
+const listChildEnv = "CAD_BENCH_LIST_CHILD"
+
+// listChild lists the repository at dir once and prints the number of
+// revisions, the peak resident set (VmHWM, kB) and the CPU time (ns).
+func listChild(dir string) int {
+	r, err := gitrepo.Open(context.Background(), benchSpec(dir), nil)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	revs, err := r.List(context.Background(), repository.ListOptions{})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if p := os.Getenv("CAD_BENCH_HEAPPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			runtime.GC()
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+	runtime.KeepAlive(revs)
+	r.Close()
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	var hwm int
+	for _, line := range strings.Split(string(status), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			hwm, _ = strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+		}
+	}
+	fmt.Printf("%d %d %d\n", len(revs), hwm, cpuTime())
+	if os.Getenv("CAD_BENCH_RSS_DETAIL") != "" {
+		for _, line := range strings.Split(string(status), "\n") {
+			if strings.HasPrefix(line, "Rss") || strings.HasPrefix(line, "Vm") {
+				fmt.Fprintln(os.Stderr, line)
+			}
+		}
+	}
+	return 0
+}
+
+// runListChild runs listChild on dir in a new process and returns its
+// peak resident set in kB and its CPU time in ns.
+func runListChild(b *testing.B, dir string, want int) (float64, float64) {
+	if _, err := os.Stat("/proc/self/status"); err != nil {
+		b.Skip("no /proc/self/status")
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), listChildEnv+"="+dir)
+	out, err := cmd.Output()
+	if err != nil {
+		b.Fatalf("list child: %v\n%s", err, out)
+	}
+	var n int
+	var kb, ns float64
+	if _, err := fmt.Sscanf(string(out), "%d %f %f", &n, &kb, &ns); err != nil || n != want {
+		b.Fatalf("list child: %q (%v), want %d revisions", out, err, want)
+	}
+	return kb, ns
 }

@@ -44,6 +44,9 @@ func TestMain(m *testing.M) {
 	if op := os.Getenv(crashChildEnv); op != "" {
 		os.Exit(crashChild(op)) // a child process of TestCrash
 	}
+	if dir := os.Getenv(listChildEnv); dir != "" {
+		os.Exit(listChild(dir)) // a child process of BenchmarkPorchList
+	}
 	code := m.Run()
 	if fixtureRoot != "" {
 		os.RemoveAll(fixtureRoot)

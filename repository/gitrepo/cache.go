@@ -18,6 +18,10 @@ type lru struct {
 	items map[cacheKey]*list.Element
 }
 
+// entryOverhead is the memory an entry costs beyond its value: the list
+// element, the item and the map slot.
+const entryOverhead = 160
+
 type cacheKey struct {
 	kind byte
 	h    plumbing.Hash
@@ -50,6 +54,7 @@ func (c *lru) get(kind byte, h plumbing.Hash) (any, bool) {
 }
 
 func (c *lru) put(kind byte, h plumbing.Hash, val any, size int64) {
+	size += entryOverhead
 	if c == nil || size > c.max/4 {
 		return
 	}

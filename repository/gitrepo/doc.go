@@ -189,7 +189,15 @@
 // package markers by name, never reading a blob); a revision's files are
 // read from its package subtree only when asked for. Trees, commits,
 // package lists and package contents are cached by object id in a
-// bounded LRU (Options.CacheBytes), as they never change. On disk, refs
+// bounded LRU (Options.CacheBytes, 8 MiB by default), as they never
+// change. On disk, packed objects are read by cad itself, not go-git: an
+// object is looked up in its pack's .idx where it lies (mapped into
+// memory; go-git would decode every index whole before the first read),
+// and delta chains are resolved through the same cache, which keeps each
+// object's direct base and each chain's bottom; a list reads the refs in
+// the order their objects lie in the packs, so that each tag's trees are
+// a delta or two from the previous tag's. Loose objects, and packs with an index older than
+// version 2, are read through go-git. On disk, refs
 // are read as git reads them (a loose file, else packed-refs, parsed once
 // per change of the file), so looking up a tag costs the same among ten or
 // a hundred thousand. A path is found in a tree by scanning its raw
@@ -204,7 +212,9 @@
 // of the pack again (Porch writes one root tree per approval). It is a
 // cache of facts that never change: deleting it loses nothing, a damaged
 // line is ignored, and a repository that cannot be written is listed
-// without it. Get does not load it: loading costs more than one read.
+// without it. It is mapped into memory, and only where each record lies
+// is kept; a record is parsed when asked for. Get does not load it:
+// loading costs more than one read.
 //
 // For a remote, every read first fetches: an ls-remote, and objects only
 // for refs that moved to commits not present locally. Watch polls the

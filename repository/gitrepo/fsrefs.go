@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -36,6 +37,30 @@ type fsRefs struct {
 	names   []string // sorted
 	hashes  map[string]plumbing.Hash
 	scans   int // lookups that read packed-refs without parsing it
+	// scanned is packed-refs as the last lookup read it (mapped where
+	// mmap exists), kept while the file stays the same.
+	scanned     []byte
+	scanMapped  bool
+	scannedStat os.FileInfo
+}
+
+// close releases what the lookups kept.
+func (f *fsRefs) close() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.dropScanned()
+	f.scans = scansBeforeParse // no more mapping
+}
+
+// dropScanned forgets the kept packed-refs; f.mu is held.
+func (f *fsRefs) dropScanned() {
+	if f.scanMapped {
+		unmapFile(f.scanned)
+	}
+	f.scanned, f.scanMapped, f.scannedStat = nil, false, nil
 }
 
 // packed returns the parsed packed-refs, re-reading the file when it
@@ -59,6 +84,7 @@ func (f *fsRefs) packed() ([]string, map[string]plumbing.Hash, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	f.dropScanned() // parsed from now on
 	hashes := map[string]plumbing.Hash{}
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -173,26 +199,124 @@ func (f *fsRefs) packedScan(name string) (h plumbing.Hash, ok, done bool, err er
 		return plumbing.ZeroHash, false, false, nil
 	}
 	f.scans++
-	f.mu.Unlock()
-	data, err := os.ReadFile(filepath.Join(f.gitDir, "packed-refs"))
+	defer f.mu.Unlock()
+	p := filepath.Join(f.gitDir, "packed-refs")
+	fi, err := os.Stat(p)
 	if err != nil {
+		f.dropScanned()
 		if notExist(err) {
 			return plumbing.ZeroHash, false, true, nil
 		}
 		return plumbing.ZeroHash, false, true, err
 	}
+	if f.scannedStat == nil || !os.SameFile(fi, f.scannedStat) || fi.Size() != f.scannedStat.Size() || !fi.ModTime().Equal(f.scannedStat.ModTime()) {
+		f.dropScanned()
+		if err := f.mapPacked(p); err != nil {
+			return plumbing.ZeroHash, false, true, err
+		}
+	}
+	h, ok = searchPacked(f.scanned, name)
+	return h, ok, true, nil
+}
+
+// mapPacked maps packed-refs (reads it where mmap is missing), so that a
+// lookup reads the pages it looks at, not the file; f.mu is held.
+func (f *fsRefs) mapPacked(p string) error {
+	file, err := os.Open(p)
+	if err != nil {
+		if notExist(err) {
+			return nil
+		}
+		return err
+	}
+	defer file.Close()
+	fi, err := file.Stat()
+	if err != nil {
+		return err
+	}
+	f.scannedStat = fi
+	if fi.Size() == 0 {
+		return nil
+	}
+	if f.scanned, err = mapFile(file, fi.Size()); err == nil {
+		f.scanMapped = true
+		return nil
+	}
+	f.scanned, err = io.ReadAll(file)
+	return err
+}
+
+// searchPacked finds the value of ref name in the content of a
+// packed-refs file: by binary search when its header says the file is
+// sorted (as git and cad write it), else by looking for its line.
+func searchPacked(data []byte, name string) (plumbing.Hash, bool) {
+	lineAt := func(start int) (line []byte, end int) {
+		end = bytes.IndexByte(data[start:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += start
+		}
+		return bytes.TrimSuffix(data[start:end], []byte("\r")), end
+	}
+	header, end := lineAt(0)
+	if !bytes.HasPrefix(header, []byte("# pack-refs with:")) || !bytes.Contains(append(bytes.Clone(header), ' '), []byte(" sorted ")) {
+		return searchPackedLinear(data, name)
+	}
+	// Lines start in [lo, hi).
+	lo, hi := end+1, len(data)
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		start := lo
+		if i := bytes.LastIndexByte(data[lo:mid], '\n'); i >= 0 {
+			start = lo + i + 1
+		}
+		line, end := lineAt(start)
+		refStart := start
+		if len(line) > 0 && line[0] == '^' {
+			// The peeled value of the ref on the line before.
+			if start == lo {
+				lo = end + 1
+				continue
+			}
+			refStart = lo
+			if i := bytes.LastIndexByte(data[lo:start-1], '\n'); i >= 0 {
+				refStart = lo + i + 1
+			}
+			line, _ = lineAt(refStart)
+		}
+		if len(line) < 42 || line[40] != ' ' {
+			return searchPackedLinear(data, name) // not as expected: look at every line
+		}
+		switch c := strings.Compare(string(line[41:]), name); {
+		case c == 0:
+			if !plumbing.IsHash(string(line[:40])) {
+				return plumbing.ZeroHash, false
+			}
+			return plumbing.NewHash(string(line[:40])), true
+		case c < 0:
+			lo = end + 1
+		default:
+			hi = refStart
+		}
+	}
+	return plumbing.ZeroHash, false
+}
+
+// searchPackedLinear finds the line of ref name in packed-refs content.
+func searchPackedLinear(data []byte, name string) (plumbing.Hash, bool) {
 	needle := []byte(" " + name)
 	for off := 0; ; {
 		i := bytes.Index(data[off:], needle)
 		if i < 0 {
-			return plumbing.ZeroHash, false, true, nil
+			return plumbing.ZeroHash, false
 		}
 		i += off
 		end := i + len(needle)
 		lineStart := i - 40
 		if lineStart >= 0 && (lineStart == 0 || data[lineStart-1] == '\n') &&
 			(end == len(data) || data[end] == '\n' || data[end] == '\r') && plumbing.IsHash(string(data[lineStart:i])) {
-			return plumbing.NewHash(string(data[lineStart:i])), true, true, nil
+			return plumbing.NewHash(string(data[lineStart:i])), true
 		}
 		off = i + 1
 	}

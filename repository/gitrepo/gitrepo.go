@@ -33,8 +33,10 @@ const (
 	DefaultCommitterEmail = "porch@kpt.dev"
 )
 
-// DefaultCacheBytes is the default bound of the cache of immutable objects.
-const DefaultCacheBytes = 64 << 20
+// DefaultCacheBytes is the default bound of the cache of immutable
+// objects, per Repository: 8 MiB, as Porch bounds go-git's object cache
+// per repository (down from go-git's 96 MB).
+const DefaultCacheBytes = 8 << 20
 
 // MemoryURL is the git.repo value that selects a fresh repository in
 // memory (or the one in Options.Storage). "mem://<anything>" works too.
@@ -67,8 +69,12 @@ type Options struct {
 	// Logger receives debug and warning messages. Default: silent.
 	Logger *slog.Logger
 	// CacheBytes bounds the memory of the cache of immutable objects
-	// (trees, commits, package contents), in bytes. Default
-	// DefaultCacheBytes; negative disables the cache.
+	// (trees, commits, package lists and contents, and the delta bases
+	// met reading packs), in bytes, as estimated from their sizes plus a
+	// fixed cost per entry. Default DefaultCacheBytes (8 MiB); negative
+	// disables the cache. A repository on disk also keeps go-git's cache
+	// of loose objects, bounded to 8 MiB, and maps its pack indexes and
+	// cad-index file (pages the kernel can drop at will).
 	CacheBytes int64
 	// Clock gives commit times. Default: time.Now.
 	Clock func() time.Time

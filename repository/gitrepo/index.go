@@ -1,11 +1,13 @@
 package gitrepo
 
 import (
-	"bufio"
 	"bytes"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"hash/fnv"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -31,24 +33,30 @@ import (
 // Objects never change, so the index is never stale: a record is a fact
 // about an object id. It is a cache, not state: deleting the file loses
 // nothing. Records are appended, one line each with a checksum, in one
-// write per read operation (O_APPEND), by readers and writers alike; a
+// write per read operation or per MiB learnt (O_APPEND), by readers and
+// writers alike; a
 // line cut short by a crash, or otherwise damaged, is skipped when the
 // file is loaded. A repository whose directory cannot be written is read
 // without an index file. Safe for concurrent use.
+//
+// Loaded, the index costs little memory: the file is mapped (read where
+// mmap is missing) and only the place of each record is kept in maps; a
+// record is parsed when it is asked for.
 type objIndex struct {
 	path string
 
 	mu       sync.Mutex
 	loaded   bool
 	disabled bool
-	commits  map[plumbing.Hash]*commitInfo
-	paths    map[pathKey]treeEntry
-	pending  bytes.Buffer
-}
-
-type pathKey struct {
-	root plumbing.Hash
-	path string
+	data     []byte                   // the file as loaded
+	mapped   bool                     // data is a mapping of the file
+	commits  map[plumbing.Hash]uint32 // commit id: offset of its line in data
+	paths    map[pathKey]uint32       // pathKeyOf(root, path): offset of its line
+	// Records learnt since the file was loaded (their ids; their content
+	// is in the file and in the object cache).
+	newCommits map[plumbing.Hash]struct{}
+	newPaths   map[pathKey]struct{}
+	pending    bytes.Buffer
 }
 
 const (
@@ -57,10 +65,28 @@ const (
 	// appended to (a repository that large should be repacked, and the
 	// file removed).
 	maxIndexBytes = 512 << 20
+	// reloadAfter: once this many records were learnt and written, the
+	// parsed records are dropped and the file loaded again when needed,
+	// so that they cost no memory.
+	reloadAfter = 1000
 )
 
 func newObjIndex(gitDir string) *objIndex {
 	return &objIndex{path: filepath.Join(gitDir, indexName)}
+}
+
+// pathKey names a path under a tree: the tree and a 64-bit hash of the
+// path (the record holds the path, checked when it is read).
+type pathKey struct {
+	root plumbing.Hash
+	path uint64
+}
+
+// pathKeyOf is the key of path p under tree root.
+func pathKeyOf(root plumbing.Hash, p string) pathKey {
+	h := fnv.New64a()
+	h.Write([]byte(p))
+	return pathKey{root, h.Sum64()}
 }
 
 // load reads the file once; x.mu is held.
@@ -69,26 +95,128 @@ func (x *objIndex) load() {
 		return
 	}
 	x.loaded = true
-	x.commits = map[plumbing.Hash]*commitInfo{}
-	x.paths = map[pathKey]treeEntry{}
-	fi, err := os.Stat(x.path)
+	x.newCommits = map[plumbing.Hash]struct{}{}
+	x.newPaths = map[pathKey]struct{}{}
+	f, err := os.Open(x.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
-	if err != nil || fi.Size() > maxIndexBytes {
-		x.disabled = true
-		return
-	}
-	data, err := os.ReadFile(x.path)
 	if err != nil {
 		x.disabled = true
 		return
 	}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		x.parse(sc.Text())
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() > maxIndexBytes {
+		x.disabled = true
+		return
 	}
+	if fi.Size() == 0 {
+		return
+	}
+	// About one commit and one path record per 400 bytes.
+	x.commits = make(map[plumbing.Hash]uint32, fi.Size()/400)
+	x.paths = make(map[pathKey]uint32, fi.Size()/400)
+	if x.data, err = mapFile(f, fi.Size()); err == nil {
+		x.mapped = true
+	} else if x.data, err = io.ReadAll(f); err != nil {
+		x.disabled = true
+		return
+	}
+	for off := 0; off < len(x.data); {
+		end := bytes.IndexByte(x.data[off:], '\n')
+		if end < 0 {
+			break // cut short
+		}
+		x.place(x.data[off:off+end], uint32(off))
+		off += end + 1
+	}
+}
+
+// unload drops what load read; x.mu is held.
+func (x *objIndex) unload() {
+	if x.mapped {
+		unmapFile(x.data)
+	}
+	x.data, x.mapped, x.loaded = nil, false, false
+	x.commits, x.paths, x.newCommits, x.newPaths = nil, nil, nil, nil
+}
+
+// close releases the loaded file.
+func (x *objIndex) close() {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.unload()
+	x.loaded, x.disabled = true, true // nothing is mapped again
+}
+
+// place notes where the record on line is, when its checksum holds.
+func (x *objIndex) place(line []byte, off uint32) {
+	body, ok := checked(line)
+	if !ok || len(body) < 2+40 {
+		return
+	}
+	switch body[0] {
+	case 'c':
+		if h, ok := parseHash(body[2:42]); ok {
+			x.commits[h] = off
+		}
+	case 'p':
+		root, ok := parseHash(body[2:42])
+		if !ok || len(body) < 43 {
+			return
+		}
+		q, err := strconv.QuotedPrefix(string(body[43:]))
+		if err != nil {
+			return
+		}
+		p, err := strconv.Unquote(q)
+		if err != nil {
+			return
+		}
+		x.paths[pathKeyOf(root, p)] = off
+	}
+}
+
+// checked returns line without its checksum when the checksum holds.
+func checked(line []byte) ([]byte, bool) {
+	i := bytes.LastIndexByte(line, ' ')
+	if i < 0 || len(line)-i-1 != 8 {
+		return nil, false
+	}
+	sum, err := strconv.ParseUint(string(line[i+1:]), 16, 32)
+	if err != nil || uint32(sum) != crc32.ChecksumIEEE(line[:i]) {
+		return nil, false
+	}
+	return line[:i], true
+}
+
+// parseHash parses 40 hex digits.
+func parseHash(b []byte) (plumbing.Hash, bool) {
+	var h plumbing.Hash
+	if len(b) != 40 {
+		return h, false
+	}
+	if _, err := hex.Decode(h[:], b); err != nil {
+		return h, false
+	}
+	return h, true
+}
+
+// lineAt returns a copy of the record at off in the loaded file, without
+// its checksum (checked when loaded).
+func (x *objIndex) lineAt(off uint32) string {
+	rest := x.data[off:]
+	if end := bytes.IndexByte(rest, '\n'); end >= 0 {
+		rest = rest[:end]
+	}
+	if i := bytes.LastIndexByte(rest, ' '); i >= 0 {
+		rest = rest[:i]
+	}
+	return string(rest)
 }
 
 // commit returns the commit h when the index knows it.
@@ -99,7 +227,12 @@ func (x *objIndex) commit(h plumbing.Hash) *commitInfo {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	return x.commits[h]
+	off, ok := x.commits[h]
+	if !ok {
+		return nil
+	}
+	c, _ := parseCommitRecord(x.lineAt(off))
+	return c
 }
 
 // subtree returns the entry path p leads to under tree root when the
@@ -111,8 +244,15 @@ func (x *objIndex) subtree(root plumbing.Hash, p string) (treeEntry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	e, ok := x.paths[pathKey{root, p}]
-	return e, ok
+	off, ok := x.paths[pathKeyOf(root, p)]
+	if !ok {
+		return treeEntry{}, false
+	}
+	recRoot, recPath, e, ok := parsePathRecord(x.lineAt(off))
+	if !ok || recRoot != root || recPath != p {
+		return treeEntry{}, false // another path with the same hash
+	}
+	return e, true
 }
 
 // addCommit records commit c.
@@ -123,10 +263,13 @@ func (x *objIndex) addCommit(c *commitInfo) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	if x.disabled || x.commits[c.hash] != nil {
+	if _, ok := x.newCommits[c.hash]; x.disabled || ok {
 		return
 	}
-	x.commits[c.hash] = c
+	if _, ok := x.commits[c.hash]; ok {
+		return
+	}
+	x.newCommits[c.hash] = struct{}{}
 	parents := "-"
 	if len(c.parents) > 0 {
 		ps := make([]string, len(c.parents))
@@ -148,30 +291,44 @@ func (x *objIndex) addSubtree(root plumbing.Hash, p string, e treeEntry) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	k := pathKey{root, p}
+	k := pathKeyOf(root, p)
 	if x.disabled {
 		return
 	}
 	if _, ok := x.paths[k]; ok {
 		return
 	}
-	x.paths[k] = e
+	if _, ok := x.newPaths[k]; ok {
+		return
+	}
+	x.newPaths[k] = struct{}{}
 	x.record(fmt.Sprintf("p %s %s %s %o", root, strconv.Quote(p), e.hash, uint32(e.mode)))
 }
 
 // record queues line with its checksum; x.mu is held.
 func (x *objIndex) record(line string) {
 	fmt.Fprintf(&x.pending, "%s %08x\n", line, crc32.ChecksumIEEE([]byte(line)))
+	if x.pending.Len() >= 1<<20 {
+		x.write() // a list learning many records does not hold them all
+	}
 }
 
-// flush appends what was recorded since the last flush to the file, in
-// one write.
+// flush appends what was recorded since the last flush to the file.
 func (x *objIndex) flush() {
 	if x == nil {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.write()
+	if len(x.newCommits)+len(x.newPaths) >= reloadAfter {
+		x.unload()
+	}
+}
+
+// write appends the pending records to the file, in one write; x.mu is
+// held.
+func (x *objIndex) write() {
 	if x.pending.Len() == 0 || x.disabled {
 		x.pending.Reset()
 		return
@@ -187,43 +344,63 @@ func (x *objIndex) flush() {
 	x.pending.Reset()
 }
 
-// parse loads one line; a damaged one is ignored. x.mu is held.
-func (x *objIndex) parse(line string) {
-	i := strings.LastIndexByte(line, ' ')
-	if i < 0 {
-		return
-	}
-	body := line[:i]
-	if sum, err := strconv.ParseUint(line[i+1:], 16, 32); err != nil || uint32(sum) != crc32.ChecksumIEEE([]byte(body)) {
-		return
-	}
+// parseCommitRecord parses the body of a commit record.
+func parseCommitRecord(body string) (*commitInfo, bool) {
 	f, ok := fields(body)
-	if !ok || len(f) == 0 {
-		return
+	if !ok || len(f) != 9 || f[0] != "c" {
+		return nil, false
 	}
-	switch {
-	case f[0] == "c" && len(f) == 9:
-		c := &commitInfo{hash: plumbing.NewHash(f[1]), tree: plumbing.NewHash(f[2]), message: f[8]}
-		if f[3] != "-" {
-			for _, p := range strings.Split(f[3], ",") {
-				c.parents = append(c.parents, plumbing.NewHash(p))
-			}
+	c := &commitInfo{hash: plumbing.NewHash(f[1]), tree: plumbing.NewHash(f[2]), message: strings.Clone(f[8])}
+	if f[3] != "-" {
+		for _, p := range strings.Split(f[3], ",") {
+			c.parents = append(c.parents, plumbing.NewHash(p))
 		}
-		sec, err1 := strconv.ParseInt(f[6], 10, 64)
-		offset, err2 := strconv.Atoi(f[7])
-		if err1 != nil || err2 != nil {
-			return
-		}
-		c.author = object.Signature{Name: f[4], Email: f[5], When: time.Unix(sec, 0).In(time.FixedZone("", offset))}
-		c.annotations = annotations(c.message)
-		x.commits[c.hash] = c
-	case f[0] == "p" && len(f) == 5:
-		mode, err := strconv.ParseUint(f[4], 8, 32)
-		if err != nil {
-			return
-		}
-		x.paths[pathKey{plumbing.NewHash(f[1]), f[2]}] = treeEntry{name: f[2][strings.LastIndexByte(f[2], '/')+1:], mode: filemode.FileMode(mode), hash: plumbing.NewHash(f[3])}
 	}
+	sec, err1 := strconv.ParseInt(f[6], 10, 64)
+	offset, err2 := strconv.Atoi(f[7])
+	if err1 != nil || err2 != nil {
+		return nil, false
+	}
+	// Copies, so that what a revision keeps (its publisher) does not keep
+	// the whole record alive.
+	c.author = object.Signature{Name: strings.Clone(f[4]), Email: strings.Clone(f[5]), When: time.Unix(sec, 0).In(zone(offset))}
+	c.annotations = annotations(c.message)
+	return c, true
+}
+
+// parsePathRecord parses the body of a path record: the tree, the path
+// and the entry it leads to.
+func parsePathRecord(body string) (plumbing.Hash, string, treeEntry, bool) {
+	f, ok := fields(body)
+	if !ok || len(f) != 5 || f[0] != "p" {
+		return plumbing.ZeroHash, "", treeEntry{}, false
+	}
+	mode, err := strconv.ParseUint(f[4], 8, 32)
+	if err != nil {
+		return plumbing.ZeroHash, "", treeEntry{}, false
+	}
+	e := treeEntry{name: f[2][strings.LastIndexByte(f[2], '/')+1:], mode: filemode.FileMode(mode), hash: plumbing.NewHash(f[3])}
+	return plumbing.NewHash(f[1]), f[2], e, true
+}
+
+var (
+	zonesMu sync.Mutex
+	zones   = map[int]*time.Location{}
+)
+
+// zone returns a fixed zone offset seconds east of UTC, one value per
+// offset.
+func zone(offset int) *time.Location {
+	zonesMu.Lock()
+	defer zonesMu.Unlock()
+	z := zones[offset]
+	if z == nil {
+		z = time.FixedZone("", offset)
+		if len(zones) < 1000 {
+			zones[offset] = z
+		}
+	}
+	return z
 }
 
 // fields splits a record into its space-separated fields, unquoting the

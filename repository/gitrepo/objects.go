@@ -57,6 +57,7 @@ const (
 	kindInfo
 	kindTagAnnotations // kpt: annotations of an annotated tag's message
 	kindSubtree        // the directory a path leads to under a tree
+	kindPacked         // an object resolved out of a pack, by pack and offset
 )
 
 var errNotCommit = errors.New("not a commit")
@@ -69,19 +70,17 @@ func (v *view) tree(h plumbing.Hash) ([]treeEntry, error) {
 	if e, ok := v.cache.get(kindTree, h); ok {
 		return e.([]treeEntry), nil
 	}
-	o, err := v.object(plumbing.TreeObject, h)
+	_, data, err := v.raw(plumbing.TreeObject, h)
 	if err != nil {
 		return nil, err
 	}
-	t, err := object.DecodeTree(nil, o)
+	out, err := parseTree(data)
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", h, err)
 	}
-	out := make([]treeEntry, len(t.Entries))
 	size := int64(64)
-	for i, e := range t.Entries {
-		out[i] = treeEntry{name: e.Name, mode: e.Mode, hash: e.Hash}
-		size += int64(len(e.Name)) + 64
+	for _, e := range out {
+		size += int64(len(e.name)) + 64
 	}
 	v.cache.put(kindTree, h, out, size)
 	return out, nil
@@ -97,14 +96,17 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 		return v.commit(e.(plumbing.Hash))
 	}
 	if ci := v.idx.commit(h); ci != nil {
-		v.cache.put(kindCommit, h, ci, int64(256+len(ci.message)))
+		// Not cached: the index has it, and a list reads it once.
 		return ci, nil
 	}
-	o, err := v.object(plumbing.AnyObject, h)
+	t, data, err := v.raw(plumbing.AnyObject, h)
 	if err != nil {
 		return nil, err
 	}
-	switch o.Type() {
+	o := &plumbing.MemoryObject{}
+	o.SetType(t)
+	o.Write(data)
+	switch t {
 	case plumbing.CommitObject:
 	case plumbing.TagObject:
 		tag, err := object.DecodeTag(nil, o)
@@ -175,22 +177,11 @@ func (v *view) lookup(h plumbing.Hash, name string) (treeEntry, bool, error) {
 		te, found := findEntry(e.([]treeEntry), name)
 		return te, found, nil
 	}
-	o, err := v.object(plumbing.TreeObject, h)
+	_, data, err := v.raw(plumbing.TreeObject, h)
 	if err != nil {
 		return treeEntry{}, false, err
 	}
-	rd, err := o.Reader()
-	if err != nil {
-		return treeEntry{}, false, err
-	}
-	data := make([]byte, 0, o.Size())
-	buf := bytes.NewBuffer(data)
-	_, err = buf.ReadFrom(rd)
-	rd.Close()
-	if err != nil {
-		return treeEntry{}, false, err
-	}
-	te, found, err := scanTree(buf.Bytes(), name)
+	te, found, err := scanTree(data, name)
 	if err != nil {
 		return treeEntry{}, false, fmt.Errorf("tree %s: %w", h, err)
 	}
@@ -223,6 +214,31 @@ func scanTree(data []byte, name string) (treeEntry, bool, error) {
 		data = data[idStart+20:]
 	}
 	return treeEntry{}, false, nil
+}
+
+// parseTree decodes the raw content of a tree object.
+func parseTree(data []byte) ([]treeEntry, error) {
+	var out []treeEntry
+	for len(data) > 0 {
+		sp := bytes.IndexByte(data, ' ')
+		if sp < 0 {
+			return nil, errors.New("malformed tree: no mode")
+		}
+		nul := bytes.IndexByte(data[sp+1:], 0)
+		if nul < 0 || sp+1+nul+1+20 > len(data) {
+			return nil, errors.New("malformed tree: entry cut short")
+		}
+		mode, err := filemode.New(string(data[:sp]))
+		if err != nil {
+			return nil, fmt.Errorf("malformed tree: %w", err)
+		}
+		idStart := sp + 1 + nul + 1
+		e := treeEntry{name: string(data[sp+1 : sp+1+nul]), mode: mode}
+		copy(e.hash[:], data[idStart:idStart+20])
+		out = append(out, e)
+		data = data[idStart+20:]
+	}
+	return out, nil
 }
 
 // packageTree returns the tree of the package at full in commit c, and
@@ -262,10 +278,13 @@ func (v *view) tagAnnotations(h plumbing.Hash) []annotation {
 		return nil
 	}
 	// An annotated tag whose entry was evicted: read it again.
-	o, err := v.object(plumbing.TagObject, h)
+	_, data, err := v.raw(plumbing.TagObject, h)
 	if err != nil {
 		return nil
 	}
+	o := &plumbing.MemoryObject{}
+	o.SetType(plumbing.TagObject)
+	o.Write(data)
 	tag, err := object.DecodeTag(nil, o)
 	if err != nil {
 		return nil

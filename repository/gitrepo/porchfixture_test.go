@@ -42,6 +42,12 @@ func (s porchShape) pkg(i int) string {
 	return fmt.Sprintf("pkg-%05d", i)
 }
 
+// keepFixturesEnv names a directory where porchFixture keeps the
+// repositories it builds, to reuse them in later runs (the large ones take
+// minutes to build); by default they go to a temporary directory removed
+// at the end of the process.
+const keepFixturesEnv = "CAD_BENCH_FIXTURES"
+
 var (
 	porchMu       sync.Mutex
 	porchFixtures = map[porchShape]string{}
@@ -58,13 +64,23 @@ func porchFixture(tb testing.TB, s porchShape) string {
 	if dir, ok := porchFixtures[s]; ok {
 		return dir
 	}
-	if fixtureRoot == "" {
-		var err error
-		if fixtureRoot, err = os.MkdirTemp("", "gitrepo-bench-"); err != nil {
-			tb.Fatal(err)
+	root := os.Getenv(keepFixturesEnv)
+	if root == "" {
+		if fixtureRoot == "" {
+			var err error
+			if fixtureRoot, err = os.MkdirTemp("", "gitrepo-bench-"); err != nil {
+				tb.Fatal(err)
+			}
 		}
+		root = fixtureRoot
 	}
-	dir := filepath.Join(fixtureRoot, strings.NewReplacer("=", "", ",", "-").Replace(s.String())+".git")
+	dir := filepath.Join(root, strings.NewReplacer("=", "", ",", "-").Replace(s.String())+".git")
+	done := filepath.Join(dir, "fixture-complete")
+	if _, err := os.Stat(done); err == nil {
+		porchFixtures[s] = dir
+		return dir
+	}
+	os.RemoveAll(dir)
 	git(tb, "", "init", "--quiet", "--bare", "-b", "main", dir)
 	cmd := exec.Command("git", "fast-import", "--quiet", "--done")
 	cmd.Dir = dir
@@ -149,6 +165,9 @@ func porchFixture(tb testing.TB, s porchShape) string {
 		tb.Fatalf("git fast-import: %v\n%s", err, out)
 	}
 	git(tb, dir, "pack-refs", "--all")
+	if err := os.WriteFile(done, nil, 0o644); err != nil {
+		tb.Fatal(err)
+	}
 	porchFixtures[s] = dir
 	return dir
 }

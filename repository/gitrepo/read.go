@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -48,7 +49,12 @@ func (x *rev) version() string {
 }
 
 func (x *rev) meta() revision.Meta {
-	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: x.version(), Commit: x.commit.hash.String(), Metadata: x.md.Clone(),
+	version := x.version()
+	commit := version[:40] // the commit's id starts the version
+	if x.key.IsPlaceholder() {
+		commit = x.commit.hash.String()
+	}
+	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: version, Commit: commit, Metadata: x.md.Clone(),
 		Creation: porchtask.Decode(taskOf(x.commit, x.full, x.key.Workspace))}
 	if x.lifecycle.IsPublished() && !x.key.IsPlaceholder() {
 		m.PublishedBy = x.commit.author.Email
@@ -70,38 +76,55 @@ func (x *rev) meta() revision.Meta {
 // revision returns x as a PackageRevision whose files are read on demand
 // from its package tree.
 func (r *Repository) revision(x *rev) revision.PackageRevision {
-	tree := x.pkgTree
-	key := x.key
-	info := func(ctx context.Context) (revision.Info, error) {
-		if err := r.enter(ctx, "read info", key); err != nil {
-			return revision.Info{}, err
-		}
-		var out revision.Info
-		err := r.st.read(ctx, func() error {
-			var err error
-			out, err = r.newView().info(tree)
-			return err
-		})
-		if err != nil {
-			return revision.Info{}, r.wrapErr("read info", key, err)
-		}
-		return out, nil
+	return r.revisionWith(x, x.meta())
+}
+
+// revisionWith is revision with x's meta computed.
+func (r *Repository) revisionWith(x *rev, m revision.Meta) revision.PackageRevision {
+	l := &revLoader{r: r, tree: x.pkgTree, key: x.key}
+	return revision.NewWithInfo(m, l.files, l.info)
+}
+
+// revLoader reads a listed revision's files and info on demand: one small
+// value per revision, as a list of the whole repository holds many.
+type revLoader struct {
+	r    *Repository
+	tree plumbing.Hash
+	key  revision.Key
+}
+
+func (l *revLoader) info(ctx context.Context) (revision.Info, error) {
+	r := l.r
+	if err := r.enter(ctx, "read info", l.key); err != nil {
+		return revision.Info{}, err
 	}
-	return revision.NewWithInfo(x.meta(), func(ctx context.Context) (revision.Files, error) {
-		if err := r.enter(ctx, "read files", key); err != nil {
-			return revision.Files{}, err
-		}
-		var f revision.Files
-		err := r.st.read(ctx, func() error {
-			var err error
-			f, err = r.newView().files(tree, r.log.Warn)
-			return err
-		})
-		if err != nil {
-			return revision.Files{}, r.wrapErr("read files", key, err)
-		}
-		return f, nil
-	}, info)
+	var out revision.Info
+	err := r.st.read(ctx, func() error {
+		var err error
+		out, err = r.newView().info(l.tree)
+		return err
+	})
+	if err != nil {
+		return revision.Info{}, r.wrapErr("read info", l.key, err)
+	}
+	return out, nil
+}
+
+func (l *revLoader) files(ctx context.Context) (revision.Files, error) {
+	r := l.r
+	if err := r.enter(ctx, "read files", l.key); err != nil {
+		return revision.Files{}, err
+	}
+	var f revision.Files
+	err := r.st.read(ctx, func() error {
+		var err error
+		f, err = r.newView().files(l.tree, r.log.Warn)
+		return err
+	})
+	if err != nil {
+		return revision.Files{}, r.wrapErr("read files", l.key, err)
+	}
+	return f, nil
 }
 
 // List returns the revisions opts selects, in repository.SortRevisions
@@ -113,7 +136,7 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 	if err := r.enter(ctx, "list", revision.Key{}); err != nil {
 		return nil, err
 	}
-	var revs []*rev
+	var revs []listed
 	err := r.read(ctx, func(v *view) error {
 		v.idx = r.st.idx
 		var err error
@@ -124,7 +147,7 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 		return nil, r.wrapErr("list", revision.Key{}, err)
 	}
 	// The order of repository.SortRevisions, sorting the keys directly.
-	slices.SortStableFunc(revs, func(a, b *rev) int {
+	slices.SortStableFunc(revs, func(a, b listed) int {
 		ka, kb := a.key, b.key
 		if c := strings.Compare(ka.Package, kb.Package); c != 0 {
 			return c
@@ -134,16 +157,22 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 		}
 		return strings.Compare(ka.Workspace, kb.Workspace)
 	})
-	out := make([]revision.PackageRevision, 0, len(revs))
-	for _, x := range revs {
-		out = append(out, r.revision(x))
+	out := make([]revision.PackageRevision, len(revs))
+	for i, x := range revs {
+		out[i] = x.pr
 	}
 	return out, nil
 }
 
+// listed is a revision a list found, with its key to sort by.
+type listed struct {
+	key revision.Key
+	pr  revision.PackageRevision
+}
+
 // list finds the revisions opts selects, filtering on what the ref names
 // tell before reading any object.
-func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOptions) ([]*rev, error) {
+func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOptions) ([]listed, error) {
 	refs, err := r.candidateRefs(v, opts)
 	if err != nil {
 		return nil, err
@@ -163,13 +192,20 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 		}
 		return false
 	}
-	var out []*rev
+	// Each revision found becomes its PackageRevision at once, so that
+	// what was read to find it (its commit) is not kept to the end.
+	var out []listed
 	add := func(x *rev) {
-		if x != nil && opts.Matches(x.meta()) {
-			out = append(out, x)
+		if x == nil {
+			return
+		}
+		m := x.meta()
+		if opts.Matches(m) {
+			out = append(out, listed{key: x.key, pr: r.revisionWith(x, m)})
 		}
 	}
-	for name, h := range refs {
+	for _, name := range v.packOrder(refs) {
+		h := refs[name]
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -242,6 +278,42 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 		}
 	}
 	return out, nil
+}
+
+// packOrder returns the names of refs in the order their objects lie in
+// the packs, those in no pack last. Read in that order, each commit's
+// trees are mostly deltas on the previous commit's, still in the cache: a
+// list resolves each object's delta chain once, not once per tag.
+func (v *view) packOrder(refs map[plumbing.ReferenceName]plumbing.Hash) []plumbing.ReferenceName {
+	type at struct {
+		name plumbing.ReferenceName
+		pack uint32
+		off  int64
+	}
+	all := make([]at, 0, len(refs))
+	for name, h := range refs {
+		a := at{name: name, pack: ^uint32(0)}
+		if v.packs != nil {
+			if p, off, ok := v.packs.offset(h); ok {
+				a.pack, a.off = p, off
+			}
+		}
+		all = append(all, a)
+	}
+	slices.SortFunc(all, func(a, b at) int {
+		if a.pack != b.pack {
+			return cmp.Compare(a.pack, b.pack)
+		}
+		if a.off != b.off {
+			return cmp.Compare(a.off, b.off)
+		}
+		return strings.Compare(string(a.name), string(b.name))
+	})
+	out := make([]plumbing.ReferenceName, len(all))
+	for i, a := range all {
+		out[i] = a.name
+	}
+	return out
 }
 
 // candidateRefs returns the refs that can hold revisions opts selects:

@@ -34,8 +34,9 @@ type store struct {
 	sharedReads bool // readers may run concurrently (pure in-memory maps)
 	flock       *fileLock
 	gitDir      string
-	fsrefs      *fsRefs   // refs read directly from gitDir, nil in memory
-	idx         *objIndex // the object index in gitDir, nil in memory
+	fsrefs      *fsRefs     // refs read directly from gitDir, nil in memory
+	idx         *objIndex   // the object index in gitDir, nil in memory
+	packs       *packReader // the packs in gitDir, nil in memory
 	release     func()
 	warn        func(msg string, args ...any)
 }
@@ -57,9 +58,17 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 	if gitDir != "" {
 		st.fsrefs = &fsRefs{gitDir: gitDir, sync: mode}
 		st.idx = newObjIndex(gitDir)
+		st.packs = newPackReader(gitDir)
 		st.mu = &sync.RWMutex{}
 		st.flock = newFileLock(filepath.Join(gitDir, "cad.lock"))
 		st.release = func() {
+			// The packs are used under the lock: a read still running
+			// finishes first.
+			st.mu.Lock()
+			st.packs.close()
+			st.mu.Unlock()
+			st.idx.close()
+			st.fsrefs.close()
 			st.flock.close()
 			if c, ok := s.(io.Closer); ok {
 				_ = c.Close()
@@ -162,10 +171,13 @@ type view struct {
 	// idx is the persistent object index, used by lists only (loading
 	// it costs more than one revision's read); nil in memory.
 	idx *objIndex
+	// packs reads packed objects on disk; nil in memory.
+	packs  *packReader
+	gitDir string
 }
 
 func (r *Repository) newView() *view {
-	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, damaged: func(err error) {
+	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, packs: r.st.packs, gitDir: r.st.gitDir, damaged: func(err error) {
 		r.log.Warn("leaving out a damaged ref", "error", err)
 	}}
 }
@@ -313,22 +325,58 @@ func (v *view) object(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedO
 	return o, nil
 }
 
-func (v *view) has(h plumbing.Hash) bool {
-	return v.s.HasEncodedObject(h) == nil
-}
-
-// blob returns the content of blob h.
-func (v *view) blob(h plumbing.Hash) ([]byte, error) {
-	o, err := v.object(plumbing.BlobObject, h)
+// raw returns the type and content of object h, of type t or of any
+// type for AnyObject. The content may be shared with the cache: it must
+// not be modified.
+func (v *view) raw(t plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	if v.packs != nil {
+		got, data, err := v.packs.object(h, v.cache)
+		switch {
+		case err == nil && t != plumbing.AnyObject && got != t:
+			return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %w", h, plumbing.ErrObjectNotFound)
+		case err == nil:
+			return got, data, nil
+		case !errors.Is(err, errNotInPack):
+			return plumbing.InvalidObject, nil, err
+		}
+	}
+	o, err := v.object(t, h)
 	if err != nil {
-		return nil, err
+		return plumbing.InvalidObject, nil, err
 	}
 	rd, err := o.Reader()
 	if err != nil {
-		return nil, err
+		return plumbing.InvalidObject, nil, err
 	}
 	defer rd.Close()
-	return io.ReadAll(rd)
+	data := make([]byte, 0, o.Size())
+	buf := bytes.NewBuffer(data)
+	if _, err := buf.ReadFrom(rd); err != nil {
+		return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %w", h, err)
+	}
+	return o.Type(), buf.Bytes(), nil
+}
+
+// has reports whether object h is stored. On disk it looks in the packs
+// and for a loose object without go-git, which would load every pack
+// index to answer.
+func (v *view) has(h plumbing.Hash) bool {
+	if v.packs != nil {
+		if v.packs.has(h) {
+			return true
+		}
+		hex := h.String()
+		_, err := os.Stat(filepath.Join(v.gitDir, "objects", hex[:2], hex[2:]))
+		return err == nil
+	}
+	return v.s.HasEncodedObject(h) == nil
+}
+
+// blob returns the content of blob h; it may be shared with the cache and
+// must not be modified.
+func (v *view) blob(h plumbing.Hash) ([]byte, error) {
+	_, data, err := v.raw(plumbing.BlobObject, h)
+	return data, err
 }
 
 // put stores an object of type t with content data and returns its hash.

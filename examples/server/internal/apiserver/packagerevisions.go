@@ -165,6 +165,9 @@ type listedRevision struct {
 	ns     string
 	rev    revision.PackageRevision
 	latest bool
+	// obj is its served object when it comes from a repository's
+	// listing (shared: not to be modified).
+	obj *porchapi.PackageRevision
 }
 
 // listRevisions lists the revisions in namespace ns ("" for all) that the
@@ -197,23 +200,17 @@ func (s *Server) listRevisions(ctx context.Context, rq *request, ns string, lo *
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			revs, err := e.repo.List(ctx, repository.ListOptions{Package: pkgSel})
-			if err != nil {
-				results[i].err = err
-				return
-			}
-			latest := map[string]int{}
-			for _, r := range revs {
-				m := r.Meta()
-				if m.Lifecycle.IsPublished() && m.Key.Revision > latest[m.Key.Package] {
-					latest[m.Key.Package] = m.Key.Revision
+			if pkgSel == "" {
+				// The whole repository: from its listing, built once per
+				// state of its refs.
+				revs, ok, err := s.listing(ctx, e)
+				if ok {
+					results[i] = result{revs, err}
+					return
 				}
 			}
-			for _, r := range revs {
-				m := r.Meta()
-				results[i].revs = append(results[i].revs, listedRevision{e: e, ns: e.ns, rev: r,
-					latest: m.Lifecycle.IsPublished() && m.Key.Revision > 0 && latest[m.Key.Package] == m.Key.Revision})
-			}
+			revs, err := s.listRepository(ctx, e, pkgSel)
+			results[i] = result{revs, err}
 		}()
 	}
 	wg.Wait()
@@ -225,6 +222,12 @@ func (s *Server) listRevisions(ctx context.Context, rq *request, ns string, lo *
 			continue
 		}
 		for _, lr := range r.revs {
+			if lr.obj != nil {
+				if lo.matches(rq.def, lr.obj) {
+					out = append(out, lr)
+				}
+				continue
+			}
 			// Select on what is known without files.
 			o := porchapi.FromRevision(lr.rev.Meta(), porchapi.RevisionOptions{Namespace: lr.ns, Latest: lr.latest})
 			if lo.matches(rq.def, &o) {
@@ -233,6 +236,29 @@ func (s *Server) listRevisions(ctx context.Context, rq *request, ns string, lo *
 		}
 	}
 	return out
+}
+
+// listRepository lists the revisions of the repository of e (of package
+// pkg only, when set), with their latest flags.
+func (s *Server) listRepository(ctx context.Context, e *repoEntry, pkg string) ([]listedRevision, error) {
+	revs, err := e.repo.List(ctx, repository.ListOptions{Package: pkg})
+	if err != nil {
+		return nil, err
+	}
+	latest := map[string]int{}
+	for _, r := range revs {
+		m := r.Meta()
+		if m.Lifecycle.IsPublished() && m.Key.Revision > latest[m.Key.Package] {
+			latest[m.Key.Package] = m.Key.Revision
+		}
+	}
+	out := make([]listedRevision, 0, len(revs))
+	for _, r := range revs {
+		m := r.Meta()
+		out = append(out, listedRevision{e: e, ns: e.ns, rev: r,
+			latest: m.Lifecycle.IsPublished() && m.Key.Revision > 0 && latest[m.Key.Package] == m.Key.Revision})
+	}
+	return out, nil
 }
 
 // loadAll calls fn for every listed revision, a few at a time.
@@ -257,9 +283,19 @@ func loadAll(ctx context.Context, revs []listedRevision, fn func(ctx context.Con
 func (s *Server) listPRs(ctx context.Context, rq *request, ns string, lo *listOptions) ([]*porchapi.PackageRevision, error) {
 	revs := s.listRevisions(ctx, rq, ns, lo)
 	objs := make([]*porchapi.PackageRevision, len(revs))
-	err := loadAll(ctx, revs, func(ctx context.Context, i int, lr listedRevision) error {
+	var todo []int // the revisions not from a repository's listing
+	for i, lr := range revs {
+		if objs[i] = lr.obj; lr.obj == nil {
+			todo = append(todo, i)
+		}
+	}
+	load := make([]listedRevision, len(todo))
+	for j, i := range todo {
+		load[j] = revs[i]
+	}
+	err := loadAll(ctx, load, func(ctx context.Context, j int, lr listedRevision) error {
 		o, err := s.prObject(ctx, lr.ns, lr.e, lr.rev, lr.latest)
-		objs[i] = o
+		objs[todo[j]] = o
 		return err
 	})
 	if err != nil {

@@ -20,6 +20,9 @@ type prCache struct {
 	max int
 	ll  *list.List // of *prCacheEntry, most recent first
 	m   map[prCacheKey]*list.Element
+	// listings are the repositories' listings (listsnap.go), guarded by
+	// mu; none when max is 0.
+	listings map[listingKey]*repoListing
 }
 
 type prCacheKey struct {

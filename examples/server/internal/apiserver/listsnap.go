@@ -1,0 +1,88 @@
+package apiserver
+
+import (
+	"context"
+	"sync"
+
+	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/repository"
+)
+
+// repoListing is what a list of one repository gives, kept while the
+// repository's refs stay as they were: its revisions with their latest
+// flags and their served objects. A repository's Version (a digest of its
+// refs) says whether it still holds; when it changed, the next list builds
+// the listing again, and the objects of revisions that did not change
+// come from the object cache. Requests that come while a listing is being
+// built wait for it and share it, so concurrent lists of a repository do
+// the work once. The objects are shared and must not be modified.
+type repoListing struct {
+	mu      sync.Mutex // held while the listing is checked or built
+	version string     // the repository's Version it was built at; "" for none
+	revs    []listedRevision
+}
+
+type listingKey struct {
+	ns, name string
+	repo     repository.Repository
+}
+
+// listing returns the listing of the repository of e, by its Version,
+// and false when the repository has no Version or the cache is off.
+func (s *Server) listing(ctx context.Context, e *repoEntry) ([]listedRevision, bool, error) {
+	v, ok := e.repo.(repository.Versioner)
+	if !ok || s.prs.max <= 0 {
+		return nil, false, nil
+	}
+	l := s.prs.listingOf(listingKey{e.ns, e.name, e.repo})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	version, err := v.Version(ctx)
+	if err != nil {
+		return nil, true, err
+	}
+	if l.version == version {
+		return l.revs, true, nil
+	}
+	revs, err := s.listRepository(ctx, e, "")
+	if err != nil {
+		return nil, true, err
+	}
+	objs := make([]*porchapi.PackageRevision, len(revs))
+	err = loadAll(ctx, revs, func(ctx context.Context, i int, lr listedRevision) error {
+		o, err := s.prObject(ctx, lr.ns, lr.e, lr.rev, lr.latest)
+		objs[i] = o
+		return err
+	})
+	if err != nil {
+		return nil, true, err
+	}
+	for i := range revs {
+		revs[i].obj = objs[i]
+	}
+	// Built from a list read after version: at that state or newer, so
+	// the next request that sees a newer Version builds it again.
+	l.version, l.revs = version, revs
+	return revs, true, nil
+}
+
+// listingOf returns the listing kept for k, a new empty one the first
+// time. Listings of repositories no longer served are dropped.
+func (c *prCache) listingOf(k listingKey) *repoListing {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.listings == nil {
+		c.listings = map[listingKey]*repoListing{}
+	}
+	l := c.listings[k]
+	if l == nil {
+		for old := range c.listings {
+			if old.ns == k.ns && old.name == k.name {
+				delete(c.listings, old) // the repository was opened again
+			}
+		}
+		l = &repoListing{}
+		c.listings[k] = l
+	}
+	return l
+}

@@ -1,0 +1,550 @@
+package gitrepo
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// packReader reads objects out of the pack files of a git directory on
+// disk. go-git decodes every pack's whole .idx into memory before its
+// first read, which costs more than the read itself in a large
+// repository; packReader instead looks an object up in the .idx file
+// where it lies (the fan-out table, then a binary search among the ids
+// that share the first byte), and reads the object at its offset in the
+// pack, resolving delta chains through the object cache (delta bases are
+// cached by pack offset, bounded by Options.CacheBytes like everything
+// else in it). The index and the pack are mapped into memory where mmap
+// exists, read with ReadAt elsewhere.
+//
+// It reads version 2 indexes, which git has written since 2007; a pack
+// with any other index is left to go-git, and so are loose objects. A
+// packReader is used under the store's lock, never concurrently.
+type packReader struct {
+	dir string // objects/pack
+
+	scanned time.Time // the directory's modification time at the last scan
+	packs   []*packFile
+	nextID  uint32
+	closed  bool // then go-git reads everything
+	// scratch holds the intermediate objects of a delta chain.
+	scratch [2][]byte
+}
+
+// packFile is one pack and its index.
+type packFile struct {
+	id      uint32
+	name    string
+	idx     *os.File
+	idxMap  []byte // the index mapped into memory, where mmap exists
+	pack    *os.File
+	packMap []byte // the pack mapped into memory, where mmap exists
+	n       uint32
+	fanout  [256]uint32
+}
+
+// readIdx reads len(b) bytes of the index at off.
+func (p *packFile) readIdx(b []byte, off int64) error {
+	if p.idxMap != nil {
+		if off < 0 || off+int64(len(b)) > int64(len(p.idxMap)) {
+			return io.ErrUnexpectedEOF
+		}
+		copy(b, p.idxMap[off:])
+		return nil
+	}
+	_, err := p.idx.ReadAt(b, off)
+	return err
+}
+
+const (
+	packIdxMagic   = "\xfftOc"
+	packObjCommit  = 1
+	packObjTree    = 2
+	packObjBlob    = 3
+	packObjTag     = 4
+	packObjOfsDelt = 6
+	packObjRefDelt = 7
+	// maxDeltaDepth bounds a delta chain (git's own limit is 4095).
+	maxDeltaDepth = 10000
+	// maxPackObject bounds the size of one object read from a pack.
+	maxPackObject = 1 << 30
+)
+
+var errNotInPack = errors.New("not in a pack")
+
+func newPackReader(gitDir string) *packReader {
+	return &packReader{dir: filepath.Join(gitDir, "objects", "pack")}
+}
+
+// close closes the open pack files.
+func (pr *packReader) close() {
+	if pr == nil {
+		return
+	}
+	for _, p := range pr.packs {
+		p.close()
+	}
+	pr.packs, pr.closed = nil, true
+}
+
+// rescan opens the packs of the directory when it changed since the last
+// scan, and reports whether it did.
+func (pr *packReader) rescan() bool {
+	fi, err := os.Stat(pr.dir)
+	if err != nil || fi.ModTime().Equal(pr.scanned) {
+		return false
+	}
+	pr.scanned = fi.ModTime()
+	entries, err := os.ReadDir(pr.dir)
+	if err != nil {
+		return false
+	}
+	have := map[string]bool{}
+	for _, p := range pr.packs {
+		have[p.name] = true
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".idx")
+		if !ok || have[name] {
+			continue
+		}
+		p, err := openPack(filepath.Join(pr.dir, name))
+		if err != nil {
+			continue // go-git reads the objects of this pack
+		}
+		pr.nextID++
+		p.id = pr.nextID
+		pr.packs = append(pr.packs, p)
+	}
+	return true
+}
+
+// openPack opens the pack base.pack and its index base.idx, reading only
+// the index's header and fan-out table.
+func openPack(base string) (*packFile, error) {
+	idx, err := os.Open(base + ".idx")
+	if err != nil {
+		return nil, err
+	}
+	pack, err := os.Open(base + ".pack")
+	if err != nil {
+		idx.Close()
+		return nil, err
+	}
+	p := &packFile{name: filepath.Base(base), idx: idx, pack: pack}
+	var head [8 + 256*4]byte
+	if _, err := idx.ReadAt(head[:], 0); err != nil {
+		p.close()
+		return nil, fmt.Errorf("pack index %s: %w", base, err)
+	}
+	if string(head[:4]) != packIdxMagic || binary.BigEndian.Uint32(head[4:8]) != 2 {
+		p.close()
+		return nil, fmt.Errorf("pack index %s: not a version 2 index", base)
+	}
+	for i := range p.fanout {
+		p.fanout[i] = binary.BigEndian.Uint32(head[8+4*i:])
+		if i > 0 && p.fanout[i] < p.fanout[i-1] {
+			p.close()
+			return nil, fmt.Errorf("pack index %s: bad fan-out table", base)
+		}
+	}
+	p.n = p.fanout[255]
+	fi, err := idx.Stat()
+	if err != nil || fi.Size() < 8+256*4+int64(p.n)*28+40 {
+		p.close()
+		return nil, fmt.Errorf("pack index %s: cut short", base)
+	}
+	// The index is mapped, so that a lookup costs no system call; where
+	// mmap is missing it is read with ReadAt.
+	p.idxMap, _ = mapFile(idx, fi.Size())
+	var ph [12]byte
+	if _, err := pack.ReadAt(ph[:], 0); err != nil || string(ph[:4]) != "PACK" {
+		p.close()
+		return nil, fmt.Errorf("pack %s: not a pack file", base)
+	}
+	// The pack too is mapped: following a delta chain then reads memory
+	// (the pages of the chain) instead of making a system call a step.
+	if pfi, err := pack.Stat(); err == nil {
+		p.packMap, _ = mapFile(pack, pfi.Size())
+	}
+	return p, nil
+}
+
+func (p *packFile) close() {
+	if p.idxMap != nil {
+		unmapFile(p.idxMap)
+		p.idxMap = nil
+	}
+	if p.packMap != nil {
+		unmapFile(p.packMap)
+		p.packMap = nil
+	}
+	p.idx.Close()
+	p.pack.Close()
+}
+
+// find returns the offset of object h in p.
+func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
+	lo := uint32(0)
+	if h[0] > 0 {
+		lo = p.fanout[h[0]-1]
+	}
+	hi := p.fanout[h[0]]
+	if lo >= hi {
+		return 0, false, nil
+	}
+	var names []byte
+	if p.idxMap != nil {
+		names = p.idxMap[8+256*4+int64(lo)*20 : 8+256*4+int64(hi)*20]
+	} else {
+		names = make([]byte, int(hi-lo)*20)
+		if err := p.readIdx(names, 8+256*4+int64(lo)*20); err != nil {
+			return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
+		}
+	}
+	count := int(hi - lo)
+	i := sort.Search(count, func(i int) bool { return bytes.Compare(names[i*20:i*20+20], h[:]) >= 0 })
+	if i == count || !bytes.Equal(names[i*20:i*20+20], h[:]) {
+		return 0, false, nil
+	}
+	pos := int64(lo) + int64(i)
+	var b [8]byte
+	if err := p.readIdx(b[:4], 8+256*4+int64(p.n)*24+pos*4); err != nil {
+		return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
+	}
+	off := binary.BigEndian.Uint32(b[:4])
+	if off&0x80000000 == 0 {
+		return int64(off), true, nil
+	}
+	if err := p.readIdx(b[:], 8+256*4+int64(p.n)*28+int64(off&0x7fffffff)*8); err != nil {
+		return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
+	}
+	return int64(binary.BigEndian.Uint64(b[:])), true, nil
+}
+
+// locate returns the pack holding h and its offset there.
+func (pr *packReader) locate(h plumbing.Hash) (*packFile, int64, error) {
+	if pr.closed {
+		return nil, 0, errNotInPack
+	}
+	if pr.packs == nil {
+		pr.rescan()
+	}
+	for again := true; ; again = false {
+		for _, p := range pr.packs {
+			off, ok, err := p.find(h)
+			if err != nil {
+				return nil, 0, err
+			}
+			if ok {
+				return p, off, nil
+			}
+		}
+		// Another process may have added a pack since.
+		if !again || !pr.rescan() {
+			return nil, 0, errNotInPack
+		}
+	}
+}
+
+// has reports whether h is in a pack.
+func (pr *packReader) has(h plumbing.Hash) bool {
+	_, _, err := pr.locate(h)
+	return err == nil
+}
+
+// offset returns the offset of h in its pack and a number ordering the
+// packs, for reading objects in the order they lie on disk; ok is false
+// when h is in no pack.
+func (pr *packReader) offset(h plumbing.Hash) (pack uint32, off int64, ok bool) {
+	p, off, err := pr.locate(h)
+	if err != nil {
+		return 0, 0, false
+	}
+	return p.id, off, true
+}
+
+// object returns the type and content of object h, errNotInPack when no
+// pack holds it.
+func (pr *packReader) object(h plumbing.Hash, cache *lru) (plumbing.ObjectType, []byte, error) {
+	p, off, err := pr.locate(h)
+	if err != nil {
+		return plumbing.InvalidObject, nil, err
+	}
+	t, data, err := pr.at(p, off, cache)
+	if err != nil {
+		return plumbing.InvalidObject, nil, fmt.Errorf("object %s in pack %s: %w", h, p.name, err)
+	}
+	return t, data, nil
+}
+
+// packedObject is a resolved object in the cache.
+type packedObject struct {
+	t    plumbing.ObjectType
+	data []byte
+}
+
+// cacheKey of the object at off in p.
+func packKey(p *packFile, off int64) plumbing.Hash {
+	var k plumbing.Hash
+	binary.BigEndian.PutUint32(k[:4], p.id)
+	binary.BigEndian.PutUint64(k[4:12], uint64(off))
+	return k
+}
+
+// at returns the object at off in p, applying its delta chain. The chain
+// is followed down to an object in the cache or a whole one, then the
+// deltas are applied upwards; the intermediate objects are built in two
+// scratch buffers, and only the object's direct base and the chain's
+// bottom are kept in the cache. Read in pack order, as a list reads them,
+// each commit's trees are deltas on the previous one's: every read then
+// applies a delta or two, not the chain.
+func (pr *packReader) at(p *packFile, off int64, cache *lru) (plumbing.ObjectType, []byte, error) {
+	type step struct {
+		p     *packFile
+		off   int64
+		delta []byte
+	}
+	var chain []step // chain[0] is the object asked for
+	var t plumbing.ObjectType
+	var base []byte
+	fresh := false // base was read, not found in the cache
+	cp, coff := p, off
+	for {
+		if len(chain) > maxDeltaDepth {
+			return plumbing.InvalidObject, nil, errors.New("delta chain too long")
+		}
+		if c, ok := cache.get(kindPacked, packKey(cp, coff)); ok {
+			o := c.(*packedObject)
+			t, base = o.t, o.data
+			break
+		}
+		e, err := readPackEntry(cp, coff)
+		if err != nil {
+			return plumbing.InvalidObject, nil, err
+		}
+		if e.typ == packObjCommit || e.typ == packObjTree || e.typ == packObjBlob || e.typ == packObjTag {
+			t, base, fresh = plumbing.ObjectType(e.typ), e.data, true
+			break
+		}
+		if e.typ != packObjOfsDelt && e.typ != packObjRefDelt {
+			return plumbing.InvalidObject, nil, fmt.Errorf("at offset %d: unknown object type %d", coff, e.typ)
+		}
+		chain = append(chain, step{cp, coff, e.data})
+		if e.typ == packObjRefDelt {
+			if cp, coff, err = pr.locate(e.baseHash); err != nil {
+				return plumbing.InvalidObject, nil, fmt.Errorf("delta base %s: %w", e.baseHash, err)
+			}
+		} else {
+			coff = e.baseOff
+		}
+	}
+	if fresh && len(chain) > 0 {
+		cache.put(kindPacked, packKey(cp, coff), &packedObject{t: t, data: base}, int64(len(base))+96)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		var dst []byte
+		if i >= 2 {
+			dst = pr.scratch[i%2] // never base, which is level i+1
+		}
+		data, err := applyDelta(dst, base, chain[i].delta)
+		if err != nil {
+			return plumbing.InvalidObject, nil, fmt.Errorf("at offset %d: %w", chain[i].off, err)
+		}
+		if i >= 2 {
+			pr.scratch[i%2] = data
+		}
+		if i == 1 {
+			cache.put(kindPacked, packKey(chain[1].p, chain[1].off), &packedObject{t: t, data: data}, int64(len(data))+96)
+		}
+		base = data
+	}
+	for i, b := range pr.scratch {
+		if cap(b) > 4<<20 {
+			pr.scratch[i] = nil // not kept after a very large object
+		}
+	}
+	return t, base, nil
+}
+
+// packEntry is one entry of a pack, its content inflated.
+type packEntry struct {
+	typ      int
+	baseOff  int64         // for an offset delta
+	baseHash plumbing.Hash // for a ref delta
+	data     []byte
+}
+
+type inflater struct {
+	br *bufio.Reader // over the pack file
+	mr bytes.Reader  // over the mapped pack
+	zr io.ReadCloser
+}
+
+// byteReader is what zlib reads from without reading past its stream.
+type byteReader interface {
+	io.Reader
+	io.ByteReader
+}
+
+var inflaters sync.Pool
+
+// readPackEntry reads and inflates the entry at off in p.
+func readPackEntry(p *packFile, off int64) (packEntry, error) {
+	in, _ := inflaters.Get().(*inflater)
+	if in == nil {
+		in = &inflater{}
+	}
+	defer inflaters.Put(in)
+	bad := func(what string) (packEntry, error) {
+		return packEntry{}, fmt.Errorf("at offset %d: %s", off, what)
+	}
+	var src byteReader
+	if p.packMap != nil {
+		if off < 0 || off >= int64(len(p.packMap)) {
+			return bad("offset out of the pack")
+		}
+		in.mr.Reset(p.packMap[off:])
+		src = &in.mr
+	} else {
+		sr := io.NewSectionReader(p.pack, off, 1<<62)
+		if in.br == nil {
+			in.br = bufio.NewReaderSize(sr, 4096)
+		} else {
+			in.br.Reset(sr)
+		}
+		src = in.br
+	}
+	c, err := src.ReadByte()
+	if err != nil {
+		return bad("cut short")
+	}
+	e := packEntry{typ: int(c>>4) & 7}
+	size := uint64(c & 15)
+	for shift := 4; c&0x80 != 0; shift += 7 {
+		if c, err = src.ReadByte(); err != nil || shift > 60 {
+			return bad("bad object header")
+		}
+		size |= uint64(c&0x7f) << shift
+	}
+	if size > maxPackObject {
+		return bad("object too large")
+	}
+	switch e.typ {
+	case packObjOfsDelt:
+		if c, err = src.ReadByte(); err != nil {
+			return bad("bad delta offset")
+		}
+		rel := uint64(c & 0x7f)
+		for c&0x80 != 0 {
+			if c, err = src.ReadByte(); err != nil || rel >= 1<<56 {
+				return bad("bad delta offset")
+			}
+			rel = (rel+1)<<7 | uint64(c&0x7f)
+		}
+		if rel == 0 || rel > uint64(off) {
+			return bad("bad delta offset")
+		}
+		e.baseOff = off - int64(rel)
+	case packObjRefDelt:
+		if _, err := io.ReadFull(src, e.baseHash[:]); err != nil {
+			return bad("cut short")
+		}
+	}
+	if in.zr == nil {
+		if in.zr, err = zlib.NewReader(src); err != nil {
+			return bad("bad compressed data")
+		}
+	} else if err := in.zr.(zlib.Resetter).Reset(src, nil); err != nil {
+		return bad("bad compressed data")
+	}
+	e.data = make([]byte, size)
+	if _, err := io.ReadFull(in.zr, e.data); err != nil {
+		return bad("bad compressed data")
+	}
+	// Read to the end of the stream, where zlib checks its checksum.
+	var one [1]byte
+	if n, err := in.zr.Read(one[:]); n != 0 || err != io.EOF {
+		return bad("bad compressed data")
+	}
+	return e, nil
+}
+
+// applyDelta returns the object delta builds from base, in dst's memory
+// when it is large enough: a git delta is the base's size, the result's
+// size, then instructions that copy a range of the base or insert literal
+// bytes.
+func applyDelta(dst, base, delta []byte) ([]byte, error) {
+	bad := errors.New("malformed delta")
+	srcSize, n := binary.Uvarint(delta)
+	if n <= 0 || srcSize != uint64(len(base)) {
+		return nil, bad
+	}
+	delta = delta[n:]
+	dstSize, n := binary.Uvarint(delta)
+	if n <= 0 || dstSize > maxPackObject {
+		return nil, bad
+	}
+	delta = delta[n:]
+	out := dst[:0]
+	if uint64(cap(out)) < dstSize {
+		out = make([]byte, 0, dstSize)
+	}
+	for len(delta) > 0 {
+		op := delta[0]
+		delta = delta[1:]
+		switch {
+		case op&0x80 != 0:
+			var off, size uint64
+			for i := range 4 {
+				if op&(1<<i) != 0 {
+					if len(delta) == 0 {
+						return nil, bad
+					}
+					off |= uint64(delta[0]) << (8 * i)
+					delta = delta[1:]
+				}
+			}
+			for i := range 3 {
+				if op&(0x10<<i) != 0 {
+					if len(delta) == 0 {
+						return nil, bad
+					}
+					size |= uint64(delta[0]) << (8 * i)
+					delta = delta[1:]
+				}
+			}
+			if size == 0 {
+				size = 0x10000
+			}
+			if off+size > uint64(len(base)) || uint64(len(out))+size > dstSize {
+				return nil, bad
+			}
+			out = append(out, base[off:off+size]...)
+		case op != 0:
+			if int(op) > len(delta) || uint64(len(out))+uint64(op) > dstSize {
+				return nil, bad
+			}
+			out = append(out, delta[:op]...)
+			delta = delta[op:]
+		default:
+			return nil, bad
+		}
+	}
+	if uint64(len(out)) != dstSize {
+		return nil, bad
+	}
+	return out, nil
+}
