@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
@@ -62,6 +63,8 @@ func (s *Server) listing(ctx context.Context, e *repoEntry) ([]listedRevision, b
 	}
 	// Built from a list read after version: at that state or newer, so
 	// the next request that sees a newer Version builds it again.
+	s.jsons.forget(l.revs)
+	s.jsons.register(revs)
 	l.version, l.revs = version, revs
 	return revs, true, nil
 }
@@ -85,4 +88,69 @@ func (c *prCache) listingOf(k listingKey) *repoListing {
 		c.listings[k] = l
 	}
 	return l
+}
+
+// jsonMemo keeps the JSON of the objects of the repositories' listings
+// (registered by listing, forgotten when a listing is built again): those
+// objects are shared by every list until their repository changes, so
+// each is encoded once, not once per request. Other objects are encoded
+// every time and not kept. Bounded: past max objects it starts again.
+// Safe for concurrent use.
+type jsonMemo struct {
+	mu  sync.Mutex
+	max int
+	m   map[*porchapi.PackageRevision][]byte // nil: registered, not encoded yet
+}
+
+func newJSONMemo(max int) *jsonMemo {
+	return &jsonMemo{max: max, m: map[*porchapi.PackageRevision][]byte{}}
+}
+
+// register makes the objects of a listing memoised.
+func (j *jsonMemo) register(objs []listedRevision) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if len(j.m)+len(objs) > j.max {
+		clear(j.m)
+	}
+	for _, lr := range objs {
+		if lr.obj != nil {
+			if _, ok := j.m[lr.obj]; !ok {
+				j.m[lr.obj] = nil
+			}
+		}
+	}
+}
+
+// forget drops the objects of a listing that is replaced.
+func (j *jsonMemo) forget(objs []listedRevision) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	for _, lr := range objs {
+		delete(j.m, lr.obj)
+	}
+}
+
+// encode returns the JSON of v, from the memo for a registered object.
+func (j *jsonMemo) encode(v any) ([]byte, error) {
+	pr, ok := v.(*porchapi.PackageRevision)
+	if !ok {
+		return json.Marshal(v)
+	}
+	j.mu.Lock()
+	b, registered := j.m[pr]
+	j.mu.Unlock()
+	if b != nil {
+		return b, nil
+	}
+	b, err := json.Marshal(pr)
+	if err != nil || !registered {
+		return b, err
+	}
+	j.mu.Lock()
+	if _, still := j.m[pr]; still {
+		j.m[pr] = b
+	}
+	j.mu.Unlock()
+	return b, nil
 }

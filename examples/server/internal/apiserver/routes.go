@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -424,24 +425,39 @@ func (s *Server) serveList(ctx context.Context, rq *request, lo *listOptions) {
 		writeJSON(rq.w, http.StatusOK, s.table(rq.def, items, rv, cont, true))
 		return
 	}
-	raw := make([]json.RawMessage, 0, len(items))
-	for _, it := range items {
-		b, err := json.Marshal(it)
+	// The list is written item by item: each item's JSON once (from the
+	// server's memo for shared objects), never encoded a second time as
+	// part of the list.
+	head, err := json.Marshal(struct {
+		metav1.TypeMeta `json:",inline"`
+		Metadata        metav1.ListMeta `json:"metadata"`
+	}{
+		TypeMeta: metav1.TypeMeta{APIVersion: rq.def.apiVersion(), Kind: rq.def.listKind},
+		Metadata: metav1.ListMeta{ResourceVersion: rv, Continue: cont},
+	})
+	if err != nil {
+		s.writeError(rq, err)
+		return
+	}
+	var buf bytes.Buffer
+	buf.Write(head[:len(head)-1])
+	buf.WriteString(`,"items":[`)
+	for i, it := range items {
+		b, err := s.jsons.encode(it)
 		if err != nil {
 			s.writeError(rq, err)
 			return
 		}
-		raw = append(raw, b)
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(b)
 	}
-	writeJSON(rq.w, http.StatusOK, struct {
-		metav1.TypeMeta `json:",inline"`
-		Metadata        metav1.ListMeta   `json:"metadata"`
-		Items           []json.RawMessage `json:"items"`
-	}{
-		TypeMeta: metav1.TypeMeta{APIVersion: rq.def.apiVersion(), Kind: rq.def.listKind},
-		Metadata: metav1.ListMeta{ResourceVersion: rv, Continue: cont},
-		Items:    raw,
-	})
+	buf.WriteString("]}\n")
+	rq.w.Header().Set("Content-Type", "application/json")
+	rq.w.Header().Set("Cache-Control", "no-cache, private")
+	rq.w.WriteHeader(http.StatusOK)
+	rq.w.Write(buf.Bytes())
 }
 
 // serveWatch streams watch events as newline-separated JSON.

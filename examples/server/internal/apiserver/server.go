@@ -205,7 +205,8 @@ type Server struct {
 
 	hub      *hub
 	snaps    *snapshots
-	prs      *prCache // PackageRevision objects by revision version
+	prs      *prCache  // PackageRevision objects by revision version
+	jsons    *jsonMemo // their JSON, for lists
 	variantQ chan variantWork
 	variants VariantSyncer // nil when variants are not synced
 	handler  http.Handler
@@ -277,6 +278,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		hub:      newHub(),
 		snaps:    newSnapshots(64),
 		prs:      newPRCache(defaultPRCacheSize),
+		jsons:    newJSONMemo(defaultPRCacheSize),
 		variantQ: make(chan variantWork, 1024),
 		roots:    roots,
 	}
