@@ -27,6 +27,7 @@ func rpkgCommands() []command {
 		{name: "propose-delete", aliases: []string{"propose-del"}, short: "Propose published revisions for deletion", run: runProposeDelete},
 		{name: "del", aliases: []string{"delete"}, short: "Delete package revisions", run: runDel},
 		{name: "upgrade", short: "Upgrade a package to a newer revision of its upstream, or discover upgrades", run: runUpgrade},
+		{name: "deps", short: "Show a package revision's requirements and their providers", run: runDeps},
 	}
 }
 
