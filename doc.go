@@ -55,6 +55,10 @@
 //     delete, latest.
 //   - variant: PackageVariant and PackageVariantSet, synced over the
 //     engine without a controller framework.
+//   - deps: package dependencies (required and provided APIs,
+//     capabilities and packages) resolved against a deployment
+//     repository; engine.Dependencies and engine.CheckDependencies, which
+//     turns an unsatisfied requirement into a readiness condition.
 //
 // # Packages without a Kptfile
 //

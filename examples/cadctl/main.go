@@ -1,7 +1,7 @@
 // Command cadctl is a porchctl-shaped CLI over cad: it registers
 // repositories and manages package revisions (repo reg|get|unreg, rpkg
 // init|clone|copy|get|pull|push|propose|approve|reject|propose-delete|del|
-// upgrade), and renders and evaluates KRM functions as kpt does (fn
+// upgrade|deps, the last direct mode only), and renders and evaluates KRM functions as kpt does (fn
 // render, fn eval).
 //
 // It works in two modes: directly on the repositories listed in a local
