@@ -183,7 +183,9 @@ func (r *Result) String() string {
 //     packages of pkg's own repository first, then by repository name,
 //     then by package path.
 //
-// Cycles are found over the requirements of pkg and of every package of
+// Only pkg's own requirements are bound and reported; a provider's
+// missing requirements are not (resolve the provider for those). Cycles
+// are found over the requirements of pkg and of every package of
 // universe reachable from it through the chosen providers. Resolve does
 // no I/O and never fails.
 func Resolve(pkg Package, universe []Package) *Result {
