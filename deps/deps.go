@@ -197,24 +197,47 @@ func Resolve(pkg Package, universe []Package) *Result {
 
 type graph struct {
 	pkgs map[string]Package
-	// order is every package in provider order without regard to the
-	// requirer's repository.
-	order []string
+	// byCapability and byKind index the packages that provide a
+	// capability, or an API of a group and kind ("group/kind"), each in
+	// provider order without regard to the requirer's repository.
+	byCapability, byKind map[string][]string
 }
 
 func newGraph(pkg Package, universe []Package) *graph {
-	g := &graph{pkgs: map[string]Package{}}
+	g := &graph{pkgs: map[string]Package{}, byCapability: map[string][]string{}, byKind: map[string][]string{}}
 	for _, p := range universe {
 		g.pkgs[nodeName(p.Key)] = p
 	}
 	g.pkgs[nodeName(pkg.Key)] = pkg
+	order := make([]string, 0, len(g.pkgs))
 	for n := range g.pkgs {
-		g.order = append(g.order, n)
+		order = append(order, n)
 	}
-	slices.SortFunc(g.order, func(a, b string) int {
+	slices.SortFunc(order, func(a, b string) int {
 		ka, kb := g.pkgs[a].Key, g.pkgs[b].Key
 		return cmp.Or(cmp.Compare(ka.Repository, kb.Repository), cmp.Compare(ka.Package, kb.Package))
 	})
+	for _, n := range order {
+		p := g.pkgs[n]
+		if p.Err != nil {
+			continue
+		}
+		for _, d := range p.Dependencies.Provides {
+			var idx map[string][]string
+			var k string
+			switch {
+			case d.API != nil:
+				idx, k = g.byKind, d.API.Group+"/"+d.API.Kind
+			case d.Capability != "":
+				idx, k = g.byCapability, d.Capability
+			default:
+				continue
+			}
+			if l := idx[k]; len(l) == 0 || l[len(l)-1] != n {
+				idx[k] = append(l, n)
+			}
+		}
+	}
 	return g
 }
 
@@ -283,13 +306,17 @@ func (g *graph) bindOne(p Package, req revision.Dependency) Binding {
 	if provides(p, req) {
 		return found(p.Key)
 	}
+	candidates := g.byCapability[req.Capability]
+	if req.API != nil {
+		candidates = g.byKind[req.API.Group+"/"+req.API.Kind]
+	}
 	var keys []revision.Key
-	for _, n := range g.order {
+	for _, n := range candidates {
 		if q := g.pkgs[n]; q.Key.Repository == p.Key.Repository && provides(q, req) {
 			keys = append(keys, q.Key)
 		}
 	}
-	for _, n := range g.order {
+	for _, n := range candidates {
 		if q := g.pkgs[n]; q.Key.Repository != p.Key.Repository && provides(q, req) {
 			keys = append(keys, q.Key)
 		}
