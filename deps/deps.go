@@ -241,6 +241,11 @@ func newGraph(pkg Package, universe []Package) *graph {
 	return g
 }
 
+// Provides reports whether p provides the api or capability req requires
+// (whatever package req pins). It is false for a requirement of a package
+// alone, and for a Package with Err.
+func (p Package) Provides(req revision.Dependency) bool { return provides(p, req) }
+
 func provides(p Package, req revision.Dependency) bool {
 	if p.Err != nil {
 		return false

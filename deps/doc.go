@@ -39,6 +39,10 @@
 // (added by CheckDependencies, or declared in its Kptfile or package file)
 // cannot be approved until the condition is True, which a later
 // CheckDependencies sets once the providers are published.
+// engine.Engine.CloneProviders brings the missing providers in: it clones
+// the first package of given source repositories (blueprints, catalogs)
+// that satisfies each missing requirement into the deployment repository
+// as a draft.
 //
 // # Concurrency
 //

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/configasdata/cad/deps"
+	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -123,4 +124,116 @@ func (e *Engine) CheckDependencies(ctx context.Context, repo string, key revisio
 		return nil, nil, err
 	}
 	return res, out, nil
+}
+
+// CloneProvidersOptions configure [Engine.CloneProviders].
+type CloneProvidersOptions struct {
+	// Sources are the repositories (blueprints, catalogs) whose latest
+	// published revisions may provide what is missing; required. They
+	// are searched in this order, each in package order, and the first
+	// package that satisfies a requirement is cloned.
+	Sources []string
+	// Workspace is the workspace of the new drafts; default "deps".
+	Workspace string
+	// Dependencies say where the revision's requirements are resolved
+	// first (see [DependenciesOptions]); its Gate is ignored.
+	Dependencies *DependenciesOptions
+}
+
+// CloneProviders brings in the providers of what the revision key
+// selects in repo is missing: for each requirement [Engine.Dependencies]
+// reports Missing, it finds the first package of opts.Sources that
+// satisfies it (the named package at a matching revision for a package
+// requirement, the pinned package or any provider for an api or
+// capability) and clones it into repo as a new draft of workspace
+// opts.Workspace ([Engine.Clone]). Requirements no source satisfies, and
+// providers whose package already exists in repo (an older or unpublished
+// one: upgrade or publish it instead), are left missing. A package that
+// satisfies several requirements is cloned once.
+//
+// The new drafts still need to be proposed and approved; a later
+// [Engine.CheckDependencies] then finds them. It returns the drafts it
+// created, in the order of the requirements, and the resolution it
+// started from.
+//
+// Errors: repository.ErrInvalidInput when opts has no Sources; those of
+// Dependencies; those of Clone (on an error the drafts created before it
+// stay, and are returned with it).
+func (e *Engine) CloneProviders(ctx context.Context, repo string, key revision.Key, opts *CloneProvidersOptions) ([]revision.PackageRevision, *deps.Result, error) {
+	const op = "clone providers"
+	key.Repository = repo
+	if opts == nil || len(opts.Sources) == 0 {
+		return nil, nil, invalid(op, key, "CloneProvidersOptions.Sources names no repository")
+	}
+	ws := opts.Workspace
+	if ws == "" {
+		ws = "deps"
+	}
+	_, pr, err := e.get(ctx, op, repo, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	res, err := e.dependencies(ctx, op, pr, opts.Dependencies)
+	if err != nil {
+		return nil, nil, err
+	}
+	var sources [][]deps.Package
+	for _, name := range opts.Sources {
+		r, err := e.repo(ctx, op, revision.Key{Repository: name})
+		if err != nil {
+			return nil, res, wrap(op, key, err)
+		}
+		ps, err := deps.Latest(ctx, r)
+		if err != nil {
+			return nil, res, wrap(op, key, err)
+		}
+		sources = append(sources, ps)
+	}
+	target, err := e.repo(ctx, op, key)
+	if err != nil {
+		return nil, res, err
+	}
+	var out []revision.PackageRevision
+	cloned := map[string]bool{}
+	for _, b := range res.Missing() {
+		src, ok := firstProvider(sources, b.Requirement)
+		if !ok || cloned[src.Package] {
+			continue
+		}
+		existing, err := target.List(ctx, repository.ListOptions{Package: src.Package})
+		if err != nil {
+			return out, res, wrap(op, key, err)
+		}
+		if len(existing) > 0 {
+			continue
+		}
+		cloned[src.Package] = true
+		d, err := e.Clone(ctx, repo, revision.Key{Package: src.Package, Workspace: ws}, CloneSource{Revision: &src}, CloneOptions{})
+		if err != nil {
+			return out, res, err
+		}
+		out = append(out, d)
+	}
+	return out, res, nil
+}
+
+// firstProvider returns the key of the first package of sources that
+// satisfies req.
+func firstProvider(sources [][]deps.Package, req revision.Dependency) (revision.Key, bool) {
+	for _, ps := range sources {
+		for _, p := range ps {
+			if ref := req.Package; ref != nil {
+				if p.Key.Package != ref.Name || (ref.Repository != "" && ref.Repository != p.Key.Repository) || !ref.MatchesRevision(p.Key.Revision) {
+					continue
+				}
+				if req.API == nil && req.Capability == "" {
+					return p.Key, true
+				}
+			}
+			if p.Provides(req) {
+				return p.Key, true
+			}
+		}
+	}
+	return revision.Key{}, false
 }

@@ -34,30 +34,40 @@ func depsPackageFile(name, spec string) string {
 	return "apiVersion: cad.configasdata.dev/v1alpha1\nkind: Package\nmetadata:\n  name: " + name + "\nspec:\n" + spec
 }
 
-// depsEnv is a deployment repository in a bare git repository on disk and
-// an engine over it.
-func depsEnv(t *testing.T) *engine.Engine {
+// depsEnv is a deployment repository "deploy" and the other repositories
+// named, each in a bare git repository on disk, and an engine over them.
+func depsEnv(t *testing.T, others ...string) *engine.Engine {
 	t.Helper()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git not on PATH")
 	}
-	bare := filepath.Join(t.TempDir(), "deploy.git")
-	if out, err := exec.Command("git", "init", "--quiet", "--bare", "-b", "main", bare).CombinedOutput(); err != nil {
-		t.Fatalf("git init: %v\n%s", err, out)
+	repos := engine.Repos{}
+	dir := t.TempDir()
+	for _, name := range append([]string{"deploy"}, others...) {
+		bare := filepath.Join(dir, name+".git")
+		if out, err := exec.Command("git", "init", "--quiet", "--bare", "-b", "main", bare).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v\n%s", err, out)
+		}
+		r, err := gitrepo.Open(context.Background(), repository.Spec{Name: name, Type: repository.TypeGit, Deployment: name == "deploy",
+			Git: &repository.GitSpec{Repo: bare, CreateBranch: true}}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { r.Close() })
+		repos[name] = r
 	}
-	r, err := gitrepo.Open(context.Background(), repository.Spec{Name: "deploy", Type: repository.TypeGit, Deployment: true,
-		Git: &repository.GitSpec{Repo: bare, CreateBranch: true}}, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { r.Close() })
-	e, err := engine.New(&engine.Options{Repositories: engine.Repos{"deploy": r}})
+	e, err := engine.New(&engine.Options{Repositories: repos})
 	require.NoError(t, err)
 	return e
 }
 
-// depsDraft creates package pkg's draft ws with extra files.
+// depsDraft creates package pkg's draft ws in deploy with extra files.
 func depsDraft(t *testing.T, e *engine.Engine, pkg, ws string, extra map[string]string) (revision.PackageRevision, error) {
 	t.Helper()
-	return e.Init(context.Background(), "deploy", revision.Key{Package: pkg, Workspace: ws}, engine.InitOptions{
+	return depsDraftIn(t, e, "deploy", pkg, ws, extra)
+}
+
+func depsDraftIn(t *testing.T, e *engine.Engine, repo, pkg, ws string, extra map[string]string) (revision.PackageRevision, error) {
+	t.Helper()
+	return e.Init(context.Background(), repo, revision.Key{Package: pkg, Workspace: ws}, engine.InitOptions{
 		Mutate: func(_ context.Context, f revision.Files) (revision.Files, error) {
 			for p, c := range extra {
 				var err error
@@ -71,13 +81,18 @@ func depsDraft(t *testing.T, e *engine.Engine, pkg, ws string, extra map[string]
 
 func depsPublish(t *testing.T, e *engine.Engine, pkg string, extra map[string]string) revision.PackageRevision {
 	t.Helper()
+	return depsPublishIn(t, e, "deploy", pkg, "v1", extra)
+}
+
+func depsPublishIn(t *testing.T, e *engine.Engine, repo, pkg, ws string, extra map[string]string) revision.PackageRevision {
+	t.Helper()
 	ctx := context.Background()
-	_, err := depsDraft(t, e, pkg, "v1", extra)
+	_, err := depsDraftIn(t, e, repo, pkg, ws, extra)
 	require.NoError(t, err)
-	key := revision.Key{Package: pkg, Workspace: "v1"}
-	_, err = e.Propose(ctx, "deploy", key)
+	key := revision.Key{Package: pkg, Workspace: ws}
+	_, err = e.Propose(ctx, repo, key)
 	require.NoError(t, err)
-	pub, err := e.Approve(ctx, "deploy", key)
+	pub, err := e.Approve(ctx, repo, key)
 	require.NoError(t, err)
 	return pub
 }
@@ -193,4 +208,57 @@ func TestDependenciesBadInput(t *testing.T) {
 	res, err := e.Dependencies(ctx, "deploy", revision.Key{Package: "app2", Workspace: "v1"}, &engine.DependenciesOptions{Repositories: []string{"deploy"}})
 	require.NoError(t, err)
 	assert.Len(t, res.Missing(), 1)
+}
+
+func TestCloneProvidersGitE2E(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := depsEnv(t, "blueprints", "catalog")
+
+	// The catalog has an older cert-manager and an ingress; blueprints a
+	// newer cert-manager and base.
+	depsPublishIn(t, e, "catalog", "cert-manager", "v1", map[string]string{"crd.yaml": certCRD})
+	depsPublishIn(t, e, "catalog", "ingress", "v1", map[string]string{revision.PackageFileName: depsPackageFile("ingress", "  provides:\n  - capability: ingress\n")})
+	depsPublishIn(t, e, "blueprints", "cert-manager", "v1", map[string]string{"crd.yaml": certCRD})
+	depsPublishIn(t, e, "blueprints", "base", "v1", nil)
+	depsPublish(t, e, "present", map[string]string{revision.PackageFileName: depsPackageFile("present", "  provides:\n  - capability: present\n")})
+
+	web := revision.Key{Package: "web", Workspace: "v1"}
+	_, err := depsDraft(t, e, "web", "v1", map[string]string{revision.PackageFileName: depsPackageFile("web",
+		"  requires:\n  - api: {group: cert-manager.io, version: v1, kind: Certificate}\n  - package: {name: base}\n"+
+			"  - capability: present\n  - capability: nowhere\n  - package: {name: base, revision: \">=1\"}\n")})
+	require.NoError(t, err)
+
+	_, _, err = e.CloneProviders(ctx, "deploy", web, nil)
+	assert.ErrorIs(t, err, repository.ErrInvalidInput)
+	_, _, err = e.CloneProviders(ctx, "deploy", web, &engine.CloneProvidersOptions{Sources: []string{"nowhere"}})
+	assert.ErrorIs(t, err, repository.ErrNotFound)
+
+	drafts, res, err := e.CloneProviders(ctx, "deploy", web, &engine.CloneProvidersOptions{Sources: []string{"blueprints", "catalog"}})
+	require.NoError(t, err)
+	assert.Len(t, res.Missing(), 4)
+	require.Len(t, drafts, 2, "base once, though two requirements name it")
+	assert.Equal(t, revision.Key{Repository: "deploy", Package: "cert-manager", Workspace: "deps"}, drafts[0].Meta().Key)
+	assert.Equal(t, "base", drafts[1].Meta().Key.Package)
+	info, err := drafts[0].Info(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, info.UpstreamLock)
+	assert.Equal(t, "blueprints", info.UpstreamLock.Git.Repo, "cloned from the first source")
+
+	// The drafts count once published.
+	for _, d := range drafts {
+		_, err := e.Propose(ctx, "deploy", d.Meta().Key)
+		require.NoError(t, err)
+		_, err = e.Approve(ctx, "deploy", d.Meta().Key)
+		require.NoError(t, err)
+	}
+	res, err = e.Dependencies(ctx, "deploy", web, nil)
+	require.NoError(t, err)
+	require.Len(t, res.Missing(), 1, res.String())
+	assert.Equal(t, "capability nowhere", res.Missing()[0].Requirement.String())
+
+	// Nothing more to bring in: the rest exists or nothing provides it.
+	drafts, _, err = e.CloneProviders(ctx, "deploy", web, &engine.CloneProvidersOptions{Sources: []string{"blueprints", "catalog"}})
+	require.NoError(t, err)
+	assert.Empty(t, drafts)
 }

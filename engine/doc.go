@@ -51,6 +51,8 @@
 //     (the deps package), and [Engine.CheckDependencies] records the
 //     outcome as the readiness condition deps.ConditionType, adding its
 //     gate when asked, so that Approve waits for the providers;
+//     [Engine.CloneProviders] clones the missing providers from source
+//     repositories as drafts;
 //   - metadata: [Engine.SetMetadata] and the Metadata of the options of
 //     Init, Clone, Copy and Upgrade: labels and annotations kept in the
 //     repository beside the revision (repository.MetadataWriter);

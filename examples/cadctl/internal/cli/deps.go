@@ -8,6 +8,7 @@ import (
 
 	"github.com/configasdata/cad/deps"
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -36,10 +37,15 @@ cycle is found.
 With --check the result is also recorded on the Draft or Proposed revision
 as the readiness condition ` + deps.ConditionType + `; with --gate the
 readiness gate of that type is added too, so that approve waits until a
-later --check finds every requirement satisfied. Direct mode only.`}
+later --check finds every requirement satisfied. With --clone-from REPO
+(repeatable) the first package of those repositories that satisfies each
+missing requirement is cloned into the revision's repository as a draft
+of workspace "deps", to propose and approve. Direct mode only.`}
 	fs := c.newFlagSet("rpkg deps")
 	var repos stringList
 	var check, gate bool
+	var cloneFrom stringList
+	fs.Var(&cloneFrom, "clone-from", "a repository to clone missing providers from, as drafts (repeatable; searched in order)")
 	fs.Var(&repos, "repo", "a repository whose packages may provide requirements (repeatable; default the revision's own and those its package requirements name)")
 	fs.BoolVar(&check, "check", false, "record the result as the revision's readiness condition "+deps.ConditionType)
 	fs.BoolVar(&gate, "gate", false, "with --check, also add the readiness gate "+deps.ConditionType+" so approve waits for it")
@@ -53,6 +59,9 @@ later --check finds every requirement satisfied. Direct mode only.`}
 	if gate && !check {
 		return usagef("--gate needs --check")
 	}
+	if len(cloneFrom) > 0 && check {
+		return usagef("--clone-from cannot be used with --check: check again once the providers are published")
+	}
 	cl, err := c.client()
 	if err != nil {
 		return err
@@ -60,6 +69,18 @@ later --check finds every requirement satisfied. Direct mode only.`}
 	d, ok := cl.(*DirectClient)
 	if !ok {
 		return errors.New("rpkg deps runs in direct mode only (without --server or --kubeconfig)")
+	}
+	if len(cloneFrom) > 0 {
+		drafts, res, err := d.cloneProviders(c.ctx, pos[0], &engine.CloneProvidersOptions{Sources: cloneFrom,
+			Dependencies: &engine.DependenciesOptions{Repositories: repos}})
+		if res != nil {
+			c.stdoutf("%s", res)
+		}
+		for _, pr := range drafts {
+			k := pr.Meta().Key
+			c.stdoutf("%s cloned from %s\n", porchapi.PackageRevisionName(k.Repository, k.Package, k.Workspace), upstreamName(c, pr))
+		}
+		return err
 	}
 	res, err := d.dependencies(c.ctx, pos[0], &engine.DependenciesOptions{Repositories: repos, Gate: gate}, check)
 	if err != nil {
@@ -97,4 +118,34 @@ func (d *DirectClient) dependencies(ctx context.Context, name string, opts *engi
 		return nil, apiError(err)
 	}
 	return res, nil
+}
+
+// cloneProviders clones the missing providers of the package revision
+// called name from opts.Sources.
+func (d *DirectClient) cloneProviders(ctx context.Context, name string, opts *engine.CloneProvidersOptions) ([]revision.PackageRevision, *deps.Result, error) {
+	rev, err := d.lookup(ctx, "packagerevisions", name)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, s := range opts.Sources {
+		if _, ok := d.set.spec(s); !ok {
+			return nil, nil, notFound("repositories", s)
+		}
+	}
+	k := rev.Meta().Key
+	drafts, res, err := d.eng.CloneProviders(ctx, k.Repository, revision.Key{Package: k.Package, Workspace: k.Workspace}, opts)
+	if err != nil {
+		err = apiError(err)
+	}
+	return drafts, res, err
+}
+
+// upstreamName names the upstream a cloned draft records, for messages.
+func upstreamName(c *cmdEnv, pr revision.PackageRevision) string {
+	info, err := pr.Info(c.ctx)
+	if err != nil || info.UpstreamLock == nil || info.UpstreamLock.Git == nil {
+		return "its upstream"
+	}
+	g := info.UpstreamLock.Git
+	return g.Repo + " " + g.Directory + "@" + g.Ref
 }
