@@ -59,6 +59,10 @@
 //     cluster (kstatus: Current, InProgress, Failed, NotFound, ...) and a
 //     per-package summary, read through a one-method Reader the caller
 //     implements over its own client.
+//   - deps: package dependencies (required and provided APIs,
+//     capabilities and packages) resolved against a deployment
+//     repository; engine.Dependencies and engine.CheckDependencies, which
+//     turns an unsatisfied requirement into a readiness condition.
 //
 // # Packages without a Kptfile
 //

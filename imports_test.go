@@ -86,6 +86,7 @@ var heavyLibs = []string{
 var contractImports = map[string][]string{
 	module + "/revision":              {"sigs.k8s.io/kustomize/kyaml"},
 	module + "/repository":            {module + "/revision"},
+	module + "/deps":                  {module + "/revision", module + "/repository"},
 	module + "/pipeline":              {module + "/revision", module + "/internal", "sigs.k8s.io/kustomize/kyaml"},
 	module:                            {module + "/revision", module + "/repository", module + "/pipeline", module + "/engine", module + "/variant"},
 	module + "/pipeline/pipelinetest": {module + "/revision", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml"},
@@ -102,7 +103,7 @@ var contractImports = map[string][]string{
 // Packages that must stay free of backend libraries, transitively.
 var backendFree = []string{
 	module, module + "/revision", module + "/repository", module + "/pipeline",
-	module + "/engine", module + "/repository/memrepo",
+	module + "/engine", module + "/repository/memrepo", module + "/deps",
 	module + "/fnruntime", module + "/pipeline/pipelinetest",
 }
 

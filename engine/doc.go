@@ -46,6 +46,13 @@
 //   - [Engine.Adopt]: a revision that points at an existing directory at a
 //     commit, tag or branch (repository.Adopter), Published or Draft,
 //     without rewriting its files, Kptfile or not;
+//   - dependencies: [Engine.Dependencies] resolves what a revision
+//     requires against the latest published revisions of its repository
+//     (the deps package), and [Engine.CheckDependencies] records the
+//     outcome as the readiness condition deps.ConditionType, adding its
+//     gate when asked, so that Approve waits for the providers;
+//     [Engine.CloneProviders] clones the missing providers from source
+//     repositories as drafts;
 //   - metadata: [Engine.SetMetadata] and the Metadata of the options of
 //     Init, Clone, Copy and Upgrade: labels and annotations kept in the
 //     repository beside the revision (repository.MetadataWriter);

@@ -28,5 +28,8 @@
 // Kptfile: [PackageFile] is cad's own small resource (cadpackage.yaml,
 // cad.configasdata.dev/v1alpha1 Package) that records the upstream, lock,
 // pipeline and readiness of a package without one; a Kptfile, when there
-// is one, wins (see [InfoFromFiles]).
+// is one, wins (see [InfoFromFiles]). The package file also holds a
+// package's [Dependencies] (spec.requires, spec.provides), with or
+// without a Kptfile; [DependenciesFromFiles] reads them and adds the APIs
+// the package's CustomResourceDefinitions provide.
 package revision

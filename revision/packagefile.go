@@ -42,6 +42,8 @@ const localConfigAnnotation = "config.kubernetes.io/local-config"
 //	  upstreamLock: {type: git, git: {repo: ..., directory: ..., ref: ..., commit: ...}}
 //	  readinessGates: [{conditionType: Tested}]
 //	  pipeline: {mutators: [...], validators: [...]}
+//	  requires: [{api: {group: cert-manager.io, version: v1, kind: Certificate}}, {package: {name: base, revision: ">=2"}}]
+//	  provides: [{capability: ingress}]
 //	status:
 //	  conditions: [{type: Tested, status: "True"}]
 //
@@ -50,6 +52,10 @@ const localConfigAnnotation = "config.kubernetes.io/local-config"
 // Step, CEL conditions and computed inputs included; this package does not
 // read it (pipeline.StepsFromPackageFile does) and Encode keeps it, as it
 // keeps every other field and comment of the parsed document.
+// spec.requires and spec.provides declare the package's dependencies (see
+// [Dependency]; ParsePackageFile validates them, and the deps package
+// resolves them). A package with a Kptfile keeps them here too: the
+// Kptfile has no place for them.
 //
 // When a package has both a Kptfile and a PackageFile, the Kptfile wins for
 // every field it can hold, and the PackageFile is an ordinary resource (see
@@ -62,6 +68,10 @@ type PackageFile struct {
 	UpstreamLock   *UpstreamLock
 	ReadinessGates []ReadinessGate
 	Conditions     []Condition
+	// Requires and Provides are the package's dependency declarations
+	// (spec.requires, spec.provides).
+	Requires []Dependency
+	Provides []Dependency
 
 	rn  *yaml.RNode // the parsed document; nil for one built in code
 	old packageFileDoc
@@ -78,6 +88,8 @@ type packageFileDoc struct {
 		Upstream       *Upstream       `yaml:"upstream,omitempty"`
 		UpstreamLock   *UpstreamLock   `yaml:"upstreamLock,omitempty"`
 		ReadinessGates []ReadinessGate `yaml:"readinessGates,omitempty"`
+		Requires       []Dependency    `yaml:"requires,omitempty"`
+		Provides       []Dependency    `yaml:"provides,omitempty"`
 	} `yaml:"spec"`
 	Status struct {
 		Conditions []Condition `yaml:"conditions,omitempty"`
@@ -107,7 +119,9 @@ func NewPackageFile(name string) *PackageFile { return &PackageFile{Name: name} 
 // ParsePackageFile decodes the first YAML document of data as a cad
 // Package resource. It returns a *PackageFileError matching [ErrInvalid]
 // when data is not YAML or not of PackageFileAPIVersion and
-// PackageFileKind, or a field has the wrong shape.
+// PackageFileKind, or a field has the wrong shape, and a
+// *DependencyError (also matching ErrInvalid) for an invalid requires or
+// provides entry.
 func ParsePackageFile(data []byte) (*PackageFile, error) {
 	var node yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&node); err != nil {
@@ -126,12 +140,17 @@ func ParsePackageFile(data []byte) (*PackageFile, error) {
 	if doc.APIVersion != PackageFileAPIVersion || doc.Kind != PackageFileKind {
 		return nil, &PackageFileError{Reason: fmt.Sprintf("is %s %s, want %s %s", doc.APIVersion, doc.Kind, PackageFileAPIVersion, PackageFileKind)}
 	}
+	if err := (Dependencies{Requires: doc.Spec.Requires, Provides: doc.Spec.Provides}).Validate(); err != nil {
+		return nil, err
+	}
 	return &PackageFile{
 		Name:           doc.Metadata.Name,
 		Upstream:       doc.Spec.Upstream,
 		UpstreamLock:   doc.Spec.UpstreamLock,
 		ReadinessGates: doc.Spec.ReadinessGates,
 		Conditions:     doc.Status.Conditions,
+		Requires:       cloneDependencies(doc.Spec.Requires),
+		Provides:       cloneDependencies(doc.Spec.Provides),
 		rn:             yaml.NewRNode(node.Content[0]),
 		old:            doc,
 	}, nil
@@ -201,6 +220,8 @@ func (p *PackageFile) Encode() ([]byte, error) {
 		set([]string{"spec"}, "upstream", old.Spec.Upstream, p.Upstream, p.Upstream == nil),
 		set([]string{"spec"}, "upstreamLock", old.Spec.UpstreamLock, p.UpstreamLock, p.UpstreamLock == nil),
 		set([]string{"spec"}, "readinessGates", old.Spec.ReadinessGates, p.ReadinessGates, len(p.ReadinessGates) == 0),
+		set([]string{"spec"}, "requires", old.Spec.Requires, p.Requires, len(p.Requires) == 0),
+		set([]string{"spec"}, "provides", old.Spec.Provides, p.Provides, len(p.Provides) == 0),
 		set([]string{"status"}, "conditions", old.Status.Conditions, p.Conditions, len(p.Conditions) == 0),
 	}
 	if err := errors.Join(steps...); err != nil {

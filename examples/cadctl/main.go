@@ -1,8 +1,8 @@
 // Command cadctl is a porchctl-shaped CLI over cad: it registers
 // repositories and manages package revisions (repo reg|get|unreg, rpkg
 // init|clone|copy|get|pull|push|propose|approve|reject|propose-delete|del|
-// upgrade), and renders and evaluates KRM functions as kpt does (fn
-// render, fn eval).
+// upgrade|deps, the last in direct mode only), and renders and evaluates
+// KRM functions as kpt does (fn render, fn eval).
 //
 // It works in two modes: directly on the repositories listed in a local
 // configuration file, with the cad library embedded and no server at all,

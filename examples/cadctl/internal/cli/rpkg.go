@@ -28,6 +28,7 @@ func rpkgCommands() []command {
 		{name: "del", aliases: []string{"delete"}, short: "Delete package revisions", run: runDel},
 		{name: "status", short: "Show the live status of a package revision's resources in a cluster", run: runStatus},
 		{name: "upgrade", short: "Upgrade a package to a newer revision of its upstream, or discover upgrades", run: runUpgrade},
+		{name: "deps", short: "Show a package revision's requirements and their providers", run: runDeps},
 	}
 }
 
