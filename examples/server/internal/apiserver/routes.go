@@ -439,15 +439,21 @@ func (s *Server) serveList(ctx context.Context, rq *request, lo *listOptions) {
 		s.writeError(rq, err)
 		return
 	}
-	var buf bytes.Buffer
-	buf.Write(head[:len(head)-1])
-	buf.WriteString(`,"items":[`)
+	encoded := make([][]byte, len(items))
+	size := len(head) + 16
 	for i, it := range items {
 		b, err := s.jsons.encode(it)
 		if err != nil {
 			s.writeError(rq, err)
 			return
 		}
+		encoded[i] = b
+		size += len(b) + 1
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size))
+	buf.Write(head[:len(head)-1])
+	buf.WriteString(`,"items":[`)
+	for i, b := range encoded {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
