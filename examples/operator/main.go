@@ -7,6 +7,10 @@
 //	kubectl apply -f api/crds/
 //	go run ./examples/operator --kubeconfig ~/.kube/config --namespace default
 //
+// In a cluster: deploy/operator.yaml has its service account, the
+// permissions it needs (checked by TestDeployedPermissions, which runs the
+// operator as that account) and a Deployment of two replicas.
+//
 // What it does:
 //
 //   - Repository: opens the repository (git through go-git, OCI through

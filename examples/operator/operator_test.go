@@ -86,12 +86,18 @@ func (e *env) addRepository(name string) string {
 // called; stop waits until the manager has returned.
 func (e *env) run(o Options) (stop func()) {
 	e.t.Helper()
+	return e.runAs(e.cfg, o)
+}
+
+// runAs is run with the API server reached through cfg (another user's).
+func (e *env) runAs(cfg *rest.Config, o Options) (stop func()) {
+	e.t.Helper()
 	if o.Poll == 0 {
 		o.Poll = 500 * time.Millisecond
 	}
 	o.Namespace = e.ns
 	o.inProcessReplica = true
-	op, err := newOperator(e.cfg, o)
+	op, err := newOperator(cfg, o)
 	require.NoError(e.t, err)
 	require.NoError(e.t, op.addRepositories())
 	require.NoError(e.t, op.addPackageRevisions())
