@@ -46,7 +46,6 @@ func hostIP(t *testing.T) string {
 }
 
 var (
-	gvrService   = schema.GroupVersionResource{Version: "v1", Resource: "services"}
 	gvrEndpoints = schema.GroupVersionResource{Version: "v1", Resource: "endpoints"}
 	gvrSlices    = schema.GroupVersionResource{Group: "discovery.k8s.io", Version: "v1", Resource: "endpointslices"}
 	gvrAPIServ   = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
@@ -80,13 +79,30 @@ func TestClusterMode(t *testing.T) {
 		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")}})
 	require.NoError(t, err)
 
+	// The deployment manifest's service account and permissions, Service
+	// and APIService; the server runs as that account.
+	kubectl, err := exec.LookPath("kubectl")
+	require.NoError(t, err, "kubectl is needed (scripts/install-test-deps.sh installs it)")
+	admin := func(args ...string) {
+		t.Helper()
+		out, err := exec.Command(kubectl, append([]string{"--kubeconfig", c.Kubeconfig}, args...)...).CombinedOutput()
+		require.NoError(t, err, string(out))
+	}
+	admin("create", "namespace", "cad-system")
+	admin("apply", "-f", filepath.Join("deploy", "cluster-mode.yaml"))
+	kcfg, err := os.ReadFile(c.Kubeconfig)
+	require.NoError(t, err)
+	saKubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(saKubeconfig, []byte(strings.Replace(string(kcfg), "    token: ",
+		"    as: system:serviceaccount:cad-system:cad-server\n    as-groups: [system:serviceaccounts, system:serviceaccounts:cad-system, system:authenticated]\n    token: ", 1)), 0o600))
+
 	l, err := net.Listen("tcp", ip+":0")
 	require.NoError(t, err)
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
 	done := make(chan error, 1)
 	go func() {
-		done <- run(ctx, []string{"--kubeconfig", c.Kubeconfig, "--listen", net.JoinHostPort(ip, strconv.Itoa(port)),
+		done <- run(ctx, []string{"--kubeconfig", saKubeconfig, "--listen", net.JoinHostPort(ip, strconv.Itoa(port)),
 			"--data-dir", t.TempDir(), "--repository-root", root}, io.Discard, io.Discard)
 	}()
 	t.Cleanup(func() {
@@ -108,18 +124,14 @@ func TestClusterMode(t *testing.T) {
 		_, err := dc.Resource(gvr).Namespace(ns).Create(ctx, u, metav1.CreateOptions{})
 		require.NoError(t, err)
 	}
-	// The Service the APIService names, with the server's address as its
-	// endpoint (no kube-proxy runs: the aggregator routes to endpoints).
-	create(gvrService, "default", obj(`{"apiVersion":"v1","kind":"Service","metadata":{"name":"cad"},
-		"spec":{"ports":[{"port":443,"targetPort":`+strconv.Itoa(port)+`}]}}`))
-	create(gvrEndpoints, "default", obj(fmt.Sprintf(`{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"cad"},
+	// The manifest's Service gets the server's address as its endpoint by
+	// hand: no endpoints controller or kube-proxy runs, and the aggregator
+	// routes to endpoints.
+	create(gvrEndpoints, "cad-system", obj(fmt.Sprintf(`{"apiVersion":"v1","kind":"Endpoints","metadata":{"name":"cad-server"},
 		"subsets":[{"addresses":[{"ip":%q}],"ports":[{"port":%d}]}]}`, ip, port)))
-	create(gvrSlices, "default", obj(fmt.Sprintf(`{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice",
-		"metadata":{"name":"cad-1","labels":{"kubernetes.io/service-name":"cad"}},"addressType":"IPv4",
+	create(gvrSlices, "cad-system", obj(fmt.Sprintf(`{"apiVersion":"discovery.k8s.io/v1","kind":"EndpointSlice",
+		"metadata":{"name":"cad-server-1","labels":{"kubernetes.io/service-name":"cad-server"}},"addressType":"IPv4",
 		"endpoints":[{"addresses":[%q],"conditions":{"ready":true}}],"ports":[{"port":%d,"protocol":"TCP"}]}`, ip, port)))
-	create(gvrAPIServ, "", obj(`{"apiVersion":"apiregistration.k8s.io/v1","kind":"APIService","metadata":{"name":"v1alpha1.porch.kpt.dev"},
-		"spec":{"group":"porch.kpt.dev","version":"v1alpha1","service":{"namespace":"default","name":"cad","port":443},
-		"insecureSkipTLSVerify":true,"groupPriorityMinimum":1000,"versionPriority":15}}`))
 	create(schema.GroupVersionResource{Group: "config.porch.kpt.dev", Version: "v1alpha1", Resource: "repositories"}, "default",
 		obj(fmt.Sprintf(`{"apiVersion":"config.porch.kpt.dev/v1alpha1","kind":"Repository","metadata":{"name":"blueprints"},
 		"spec":{"type":"git","content":"Package","git":{"repo":%q,"branch":"main","createBranch":true}}}`, gitDir)))
@@ -152,8 +164,6 @@ func TestClusterMode(t *testing.T) {
 	}, 30*time.Second, 200*time.Millisecond, "creating a draft through the cluster")
 	require.NoError(t, lastErr)
 
-	kubectl, err := exec.LookPath("kubectl")
-	require.NoError(t, err, "kubectl is needed (scripts/install-test-deps.sh installs it)")
 	k := func(args ...string) string {
 		t.Helper()
 		out, err := exec.Command(kubectl, append([]string{"--kubeconfig", c.Kubeconfig, "-n", "default"}, args...)...).CombinedOutput()

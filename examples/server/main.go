@@ -71,7 +71,9 @@
 // the user is the one the aggregator names in X-Remote-User. Without
 // --tls-cert-file the server makes a self-signed certificate under the data
 // directory. Register it with an APIService for v1alpha1.porch.kpt.dev
-// whose Service has the server's address as its endpoint.
+// whose Service has the server's address as its endpoint:
+// deploy/cluster-mode.yaml has them, with the service account and the
+// permissions the server needs (TestClusterMode runs it as that account).
 package main
 
 import (
