@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"net/http"
+	"net/url"
 	"strings"
 
 	"github.com/configasdata/cad/deps"
@@ -40,7 +42,9 @@ readiness gate of that type is added too, so that approve waits until a
 later --check finds every requirement satisfied. With --clone-from REPO
 (repeatable) the first package of those repositories that satisfies each
 missing requirement is cloned into the revision's repository as a draft
-of workspace "deps", to propose and approve. Direct mode only.`}
+of workspace "deps", to propose and approve. --check and --clone-from
+run in direct mode only; in server mode the server's dependencies
+subresource resolves.`}
 	fs := c.newFlagSet("rpkg deps")
 	var repos stringList
 	var check, gate bool
@@ -66,9 +70,23 @@ of workspace "deps", to propose and approve. Direct mode only.`}
 	if err != nil {
 		return err
 	}
+	if sc, ok := cl.(*ServerClient); ok {
+		if check || len(cloneFrom) > 0 {
+			return usagef("--check and --clone-from run in direct mode only; the server's dependencies subresource only reads")
+		}
+		st, err := sc.Dependencies(c.ctx, pos[0], repos)
+		if err != nil {
+			return err
+		}
+		c.stdoutf("%s", st.Summary)
+		if !st.Satisfied {
+			return errDepsUnsatisfied
+		}
+		return nil
+	}
 	d, ok := cl.(*DirectClient)
 	if !ok {
-		return errors.New("rpkg deps runs in direct mode only (without --server or --kubeconfig)")
+		return errors.New("rpkg deps: unsupported mode")
 	}
 	if len(cloneFrom) > 0 {
 		drafts, res, err := d.cloneProviders(c.ctx, pos[0], &engine.CloneProvidersOptions{Sources: cloneFrom,
@@ -148,4 +166,29 @@ func upstreamName(c *cmdEnv, pr revision.PackageRevision) string {
 	}
 	g := info.UpstreamLock.Git
 	return g.Repo + " " + g.Directory + "@" + g.Ref
+}
+
+// Dependencies reads the server's packagerevisions/NAME/dependencies
+// subresource (repos, when given, are the repositories searched for
+// providers). It returns the server's error for an unknown revision.
+func (s *ServerClient) Dependencies(ctx context.Context, name string, repos []string) (*depsStatus, error) {
+	var obj struct {
+		Status depsStatus `json:"status"`
+	}
+	q := *s
+	base := *s.base
+	if len(repos) > 0 {
+		base.RawQuery = url.Values{"repo": repos}.Encode()
+	}
+	q.base = &base
+	if err := q.do(ctx, http.MethodGet, s.prPath(name, "dependencies"), nil, &obj); err != nil {
+		return nil, err
+	}
+	return &obj.Status, nil
+}
+
+// depsStatus is what cadctl reads of the server's dependencies object.
+type depsStatus struct {
+	Satisfied bool   `json:"satisfied"`
+	Summary   string `json:"summary"`
 }

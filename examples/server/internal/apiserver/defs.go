@@ -44,8 +44,9 @@ func (s *Server) resourceDefs() []*resourceDef {
 		gr: grPackageRevisions, version: porchapi.Version, kind: porchapi.KindPackageRevision,
 		listKind: porchapi.KindPackageRevisionList, singular: "packagerevision", namespaced: true,
 		verbs: allVerbs, shortNames: []string{"rpkg"}, categories: []string{"porch"},
-		subresources: s.withLiveStatus(map[string]subresourceDef{porchapi.SubresourceApproval: {verbs: []string{"get", "patch", "update"}, impl: pr}}),
-		fields:       prFields, fieldFn: prFieldSet,
+		subresources: s.withLiveStatus(map[string]subresourceDef{porchapi.SubresourceApproval: {verbs: []string{"get", "patch", "update"}, impl: pr},
+			SubresourceDependencies: {verbs: []string{"get"}, impl: depsImpl{s}}}),
+		fields: prFields, fieldFn: prFieldSet,
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
 			{Name: "Package", Type: "string", Description: "The package path"},
