@@ -13,6 +13,9 @@
 //  6. discovers that the clone can be upgraded, upgrades it with a
 //     three-way merge (the local replicas and the new image both survive)
 //     and publishes the upgrade,
+//  7. declares that v3 of the clone requires a capability (cadpackage.yaml):
+//     with the readiness gate on, it cannot be approved until a provider is
+//     cloned from blueprints and published,
 //
 // printing each step, then the refs each repository holds, as git itself
 // sees them.
@@ -229,6 +232,13 @@ func run(keep bool) error {
 	}
 	step(6, "propose and approve", pr)
 
+	// 7. Dependencies: v3 of the deployment requires a capability that
+	// nothing in deployments provides; with the gate, approval waits until
+	// a provider is cloned from blueprints and published.
+	if err := dependencies(ctx, e, pr); err != nil {
+		return err
+	}
+
 	// The refs, read independently of cad.
 	for _, name := range []string{"blueprints", "deployments"} {
 		if err := printRefs(name, dirs[name]); err != nil {
@@ -236,6 +246,96 @@ func run(keep bool) error {
 		}
 	}
 	return nil
+}
+
+// pkgFile is a cad package file declaring spec (requires or provides).
+func pkgFile(name, spec string) string {
+	return "apiVersion: cad.configasdata.dev/v1alpha1\nkind: Package\nmetadata:\n  name: " + name + "\nspec:\n" + spec
+}
+
+// dependencies is step 7: a requirement, the gate it puts on approval,
+// and the provider that lifts it.
+func dependencies(ctx context.Context, e *engine.Engine, prod revision.PackageRevision) error {
+	// The provider, published in blueprints.
+	certs := revision.Key{Package: "certs", Workspace: "v1"}
+	pr, err := e.Init(ctx, "blueprints", certs, engine.InitOptions{Description: "TLS certificates"})
+	if err != nil {
+		return err
+	}
+	files, err := pr.Files(ctx)
+	if err != nil {
+		return err
+	}
+	if files, err = files.With(revision.PackageFileName, []byte(pkgFile("certs", "  provides:\n  - capability: tls-certificates\n"))); err != nil {
+		return err
+	}
+	if _, err = e.Update(ctx, "blueprints", certs, files, engine.UpdateOptions{}); err != nil {
+		return err
+	}
+	if _, err := e.Propose(ctx, "blueprints", certs); err != nil {
+		return err
+	}
+	if _, err := e.Approve(ctx, "blueprints", certs); err != nil {
+		return err
+	}
+
+	// v3 of the deployment requires it.
+	v3 := revision.Key{Package: prod.Meta().Key.Package, Workspace: "v3"}
+	if pr, err = e.Copy(ctx, "deployments", prod.Meta().Key, v3.Workspace, engine.CopyOptions{}); err != nil {
+		return err
+	}
+	if files, err = pr.Files(ctx); err != nil {
+		return err
+	}
+	if files, err = files.With(revision.PackageFileName, []byte(pkgFile("hello-prod", "  requires:\n  - capability: tls-certificates\n"))); err != nil {
+		return err
+	}
+	if _, err = e.Update(ctx, "deployments", v3, files, engine.UpdateOptions{}); err != nil {
+		return err
+	}
+	res, _, err := e.CheckDependencies(ctx, "deployments", v3, &engine.DependenciesOptions{Gate: true})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "7. dependencies: %s", indent(res.String()))
+	if _, err := e.Propose(ctx, "deployments", v3); err != nil {
+		return err
+	}
+	if _, err := e.Approve(ctx, "deployments", v3); err != nil {
+		fmt.Fprintf(out, "7. approve refused: %v\n", firstLine(err.Error()))
+	} else {
+		return fmt.Errorf("approving %v with a missing requirement succeeded", v3)
+	}
+
+	// The provider comes from blueprints, as a draft to publish.
+	drafts, _, err := e.CloneProviders(ctx, "deployments", v3, &engine.CloneProvidersOptions{Sources: []string{"blueprints"}})
+	if err != nil {
+		return err
+	}
+	for _, d := range drafts {
+		step(7, "clone the provider", d)
+		if _, err := e.Propose(ctx, "deployments", d.Meta().Key); err != nil {
+			return err
+		}
+		if _, err := e.Approve(ctx, "deployments", d.Meta().Key); err != nil {
+			return err
+		}
+	}
+	if res, _, err = e.CheckDependencies(ctx, "deployments", v3, &engine.DependenciesOptions{Gate: true}); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "7. dependencies: %s", indent(res.String()))
+	pr, err = e.Approve(ctx, "deployments", v3)
+	if err != nil {
+		return err
+	}
+	step(7, "propose and approve", pr)
+	return nil
+}
+
+// indent indents every line of s but the first.
+func indent(s string) string {
+	return strings.ReplaceAll(strings.TrimSuffix(s, "\n"), "\n", "\n   ") + "\n"
 }
 
 // withPipeline adds a set-labels mutator to the Kptfile in files.

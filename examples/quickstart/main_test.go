@@ -28,6 +28,11 @@ func TestQuickstart(t *testing.T) {
 		"refs/tags/apps/hello/v2",
 		"refs/tags/hello-prod/v2",
 		"Approving package revision hello-prod/2 (merge of 2 parents)",
+		"Missing   capability tls-certificates (implicit): nothing provides it",
+		"7. approve refused: approve deployments:hello-prod@v3: readiness gates not satisfied",
+		"7. clone the provider:        deployments:certs@deps                   Draft",
+		"Satisfied capability tls-certificates (implicit): deployments:certs@deps/v1",
+		"7. propose and approve:       deployments:hello-prod@v3/v3             Published",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
