@@ -138,7 +138,15 @@ func (f *fixer) moveFunctionConfig(it *yaml.RNode, pkg string) (*yaml.RNode, err
 	if err := it.PipeE(yaml.SetAnnotation(kioutil.PathAnnotation, path.Join(pkg, file))); err != nil {
 		return nil, err
 	}
-	fn := yaml.NewMapRNode(&map[string]string{"image": image, "configPath": file})
+	// Built field by field: a map's order would be random, and kpt writes
+	// image first.
+	fn := yaml.NewMapRNode(nil)
+	if err := fn.PipeE(yaml.SetField("image", yaml.NewStringRNode(image))); err != nil {
+		return nil, err
+	}
+	if err := fn.PipeE(yaml.SetField("configPath", yaml.NewStringRNode(file))); err != nil {
+		return nil, err
+	}
 	return fn, nil
 }
 
