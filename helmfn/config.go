@@ -43,11 +43,24 @@ type ChartArgs struct {
 	// Repo is an HTTP(S) chart repository (with an index.yaml) or an
 	// oci:// registry path under which the chart is Name.
 	Repo string `yaml:"repo,omitempty"`
-	// Registry and Auth are the catalog's credentials for private
-	// repositories; cad does not implement them and refuses a config that
-	// sets Auth.
-	Registry string         `yaml:"registry,omitempty"`
-	Auth     map[string]any `yaml:"auth,omitempty"`
+	// Registry is the catalog's registry for helm registry login; the
+	// credentials of Auth go to Repo's host, so it is accepted and
+	// ignored.
+	Registry string `yaml:"registry,omitempty"`
+	// Auth names a Secret among the input resources whose data.username
+	// and data.password are the credentials for Repo (basic auth, sent to
+	// Repo's host only).
+	Auth *AuthRef `yaml:"auth,omitempty"`
+}
+
+// AuthRef is an object reference to a Secret in the input resources.
+type AuthRef struct {
+	APIVersion string `yaml:"apiVersion,omitempty"`
+	Kind       string `yaml:"kind,omitempty"`
+	Name       string `yaml:"name,omitempty"`
+	// Namespace defaults to "default"; a resource without a namespace is
+	// in "default".
+	Namespace string `yaml:"namespace,omitempty"`
 }
 
 // TemplateOptions are the options of helm template.
@@ -113,8 +126,8 @@ func parseConfig(fc *yaml.RNode) (*Config, error) {
 		if c.ChartArgs.Name == "" {
 			return nil, fmt.Errorf("helmCharts[%d]: chartArgs.name is required", i)
 		}
-		if c.ChartArgs.Auth != nil {
-			return nil, fmt.Errorf("helmCharts[%d]: chartArgs.auth is not supported", i)
+		if a := c.ChartArgs.Auth; a != nil && (a.Name == "" || (a.Kind != "" && a.Kind != "Secret")) {
+			return nil, fmt.Errorf("helmCharts[%d]: chartArgs.auth must name a Secret", i)
 		}
 		switch c.TemplateOptions.Values.ValuesMerge {
 		case "", "override", "merge", "replace":

@@ -28,6 +28,7 @@
 //	    name: hello              # required
 //	    version: 1.2.3           # a version or a semver constraint; empty: the newest
 //	    repo: https://charts.example.com   # or oci://registry.example.com/charts
+//	    auth: {kind: Secret, name: repo-creds}   # optional, a Secret in the input
 //	  templateOptions:
 //	    releaseName: web         # default release-name
 //	    namespace: prod          # .Release.Namespace; default "default"
@@ -65,8 +66,7 @@
 // Else chartArgs.repo: an HTTP(S) chart repository, whose index.yaml gives
 // the archive's URL, or an oci:// registry, where the chart is
 // repo/name:version (with no version or a constraint, the newest tag that
-// fits). Registries are accessed anonymously; Options.PlainHTTP is for a
-// registry without TLS.
+// fits). Options.PlainHTTP is for a registry without TLS.
 //
 // In a kpt package, the chart's sources and any values files are not KRM:
 // list them in the package's .krmignore (as for kpt) so the render does
@@ -79,17 +79,20 @@
 // 1) matching [ErrRender]; the items are then left as they were, nothing
 // of a partly rendered config is added. That covers a config of another
 // kind or shape, a chart or version not in the repository, an unreachable
-// repository or registry, a download over Options.MaxDownload, a values
+// repository or registry, a refused or missing credential, a download over
+// Options.MaxDownload, a values
 // file that cannot be read or parsed, and a template error (Helm's
 // message, "required" and "fail" included). A cancelled context returns
 // the context's error.
 //
 // # What differs from the catalog
 //
-//   - chartArgs.auth (credentials from a Secret) and chartArgs.registry are
-//     not implemented: a config setting auth is refused; registries and
-//     repositories are accessed without credentials, and no host
-//     credential file (Helm's or Docker's) is read.
+//   - chartArgs.auth names a Secret among the input resources, as the
+//     catalog says; its data.username and data.password (or stringData)
+//     are sent as basic auth to the repository's host only (index,
+//     archives, registry). Without auth, repositories and registries are
+//     accessed anonymously: no host credential file (Helm's or Docker's)
+//     is read. chartArgs.registry is accepted and ignored.
 //   - helmGlobals.configHome is accepted and ignored: no Helm
 //     configuration, repository cache or plugins are used; every run
 //     downloads the index and the chart again.

@@ -25,7 +25,7 @@ import (
 
 // loadChart finds the chart: in the chart home of Options.Files first
 // (when its version fits), else in args.Repo.
-func (f *Function) loadChart(ctx context.Context, g Globals, args ChartArgs) (*chart.Chart, error) {
+func (f *Function) loadChart(ctx context.Context, g Globals, args ChartArgs, creds *credentials) (*chart.Chart, error) {
 	local, err := f.localChart(g, args)
 	if err != nil || local != nil {
 		return local, err
@@ -38,9 +38,9 @@ func (f *Function) loadChart(ctx context.Context, g Globals, args ChartArgs) (*c
 		}
 		return nil, fmt.Errorf("chart not found in %s and no chartArgs.repo to pull it from", path.Join(home, args.Name))
 	case strings.HasPrefix(args.Repo, "oci://"):
-		return f.pullOCI(ctx, args)
+		return f.pullOCI(ctx, args, creds)
 	case isURL(args.Repo):
-		return f.pullHTTP(ctx, args)
+		return f.pullHTTP(ctx, args, creds)
 	default:
 		return nil, fmt.Errorf("chartArgs.repo %q: not an http(s):// or oci:// URL", args.Repo)
 	}
@@ -107,9 +107,9 @@ func versionFits(version, want string) bool {
 
 // pullHTTP finds the chart in the repository's index.yaml and loads its
 // archive.
-func (f *Function) pullHTTP(ctx context.Context, args ChartArgs) (*chart.Chart, error) {
+func (f *Function) pullHTTP(ctx context.Context, args ChartArgs, creds *credentials) (*chart.Chart, error) {
 	base := strings.TrimSuffix(args.Repo, "/")
-	data, err := f.get(ctx, base+"/index.yaml")
+	data, err := f.get(ctx, base+"/index.yaml", creds)
 	if err != nil {
 		return nil, fmt.Errorf("chart repository %s: %w", args.Repo, err)
 	}
@@ -133,7 +133,7 @@ func (f *Function) pullHTTP(ctx context.Context, args ChartArgs) (*chart.Chart, 
 	if err != nil {
 		return nil, fmt.Errorf("chart %s %s: %w", args.Name, cv.Version, err)
 	}
-	tgz, err := f.get(ctx, u)
+	tgz, err := f.get(ctx, u, creds)
 	if err != nil {
 		return nil, fmt.Errorf("chart %s %s: %w", args.Name, cv.Version, err)
 	}
@@ -146,13 +146,18 @@ func (f *Function) pullHTTP(ctx context.Context, args ChartArgs) (*chart.Chart, 
 
 // pullOCI pulls Repo/Name:Version (the newest tag when Version is empty
 // or a constraint) from an OCI registry.
-func (f *Function) pullOCI(ctx context.Context, args ChartArgs) (*chart.Chart, error) {
+func (f *Function) pullOCI(ctx context.Context, args ChartArgs, creds *credentials) (*chart.Chart, error) {
 	ref := strings.TrimSuffix(strings.TrimPrefix(args.Repo, "oci://"), "/") + "/" + args.Name
+	// No credentials are read from the host (Helm's or Docker's files):
+	// anonymous, or chartArgs.auth's for the registry's host only.
+	authorizer := auth.Client{Client: f.opts.HTTPClient}
+	if creds != nil {
+		authorizer.Credential = auth.StaticCredential(creds.host, auth.Credential{Username: creds.username, Password: creds.password})
+	}
 	opts := []registry.ClientOption{
 		registry.ClientOptHTTPClient(f.opts.HTTPClient),
-		// Anonymous: no credentials are read from the host.
 		registry.ClientOptCredentialsFile(filepath.Join(os.TempDir(), "cad-helmfn-no-credentials", "config.json")),
-		registry.ClientOptAuthorizer(auth.Client{Client: f.opts.HTTPClient}),
+		registry.ClientOptAuthorizer(authorizer),
 	}
 	if f.opts.PlainHTTP {
 		opts = append(opts, registry.ClientOptPlainHTTP())
@@ -196,7 +201,7 @@ func (f *Function) pullOCI(ctx context.Context, args ChartArgs) (*chart.Chart, e
 // Options.Files.
 func (f *Function) readFile(ctx context.Context, name string) ([]byte, error) {
 	if isURL(name) {
-		return f.get(ctx, name)
+		return f.get(ctx, name, nil)
 	}
 	if f.opts.Files == nil {
 		return nil, fmt.Errorf("%s: no local files to read it from (Options.Files)", name)
@@ -215,11 +220,15 @@ func (f *Function) readFile(ctx context.Context, name string) ([]byte, error) {
 // errTooLarge is a download over Options.MaxDownload.
 var errTooLarge = errors.New("download too large")
 
-// get fetches u, refusing non-200 answers and bodies over MaxDownload.
-func (f *Function) get(ctx context.Context, u string) ([]byte, error) {
+// get fetches u, refusing non-200 answers and bodies over MaxDownload;
+// creds go with the request only when u is on their host.
+func (f *Function) get(ctx context.Context, u string, creds *credentials) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
+	}
+	if creds != nil && req.URL.Host == creds.host {
+		req.SetBasicAuth(creds.username, creds.password)
 	}
 	resp, err := f.opts.HTTPClient.Do(req)
 	if err != nil {

@@ -108,7 +108,11 @@ func (f *Function) Run(ctx context.Context, rl *pipeline.ResourceList) error {
 	}
 	var out []*yaml.RNode
 	for i, c := range cfg.HelmCharts {
-		items, err := f.render(ctx, cfg.HelmGlobals, c)
+		creds, err := findCredentials(rl.Items, c.ChartArgs.Auth, c.ChartArgs.Repo)
+		if err != nil {
+			return fail(fmt.Sprintf("helmCharts[%d] (chart %s): %v", i, c.ChartArgs.Name, err))
+		}
+		items, err := f.render(ctx, cfg.HelmGlobals, c, creds)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -122,8 +126,8 @@ func (f *Function) Run(ctx context.Context, rl *pipeline.ResourceList) error {
 }
 
 // render renders one chart to resources with path annotations.
-func (f *Function) render(ctx context.Context, g Globals, c Chart) ([]*yaml.RNode, error) {
-	ch, err := f.loadChart(ctx, g, c.ChartArgs)
+func (f *Function) render(ctx context.Context, g Globals, c Chart, creds *credentials) ([]*yaml.RNode, error) {
+	ch, err := f.loadChart(ctx, g, c.ChartArgs, creds)
 	if err != nil {
 		return nil, err
 	}

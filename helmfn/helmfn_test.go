@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -76,6 +77,12 @@ func tgz(t testing.TB, name string, files map[string]string) []byte {
 // archives of hello 0.1.0 and 0.2.0.
 func chartRepo(t testing.TB) *httptest.Server {
 	t.Helper()
+	return chartRepoWithAuth(t, "", "")
+}
+
+// chartRepoWithAuth is chartRepo requiring basic auth when user is set.
+func chartRepoWithAuth(t testing.TB, user, pass string) *httptest.Server {
+	t.Helper()
 	blobs := map[string][]byte{
 		"/hello-0.1.0.tgz": tgz(t, "hello", helloChart("0.1.0")),
 		"/hello-0.2.0.tgz": tgz(t, "hello", helloChart("0.2.0")),
@@ -93,6 +100,10 @@ entries:
 `),
 	}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, _ := r.BasicAuth(); user != "" && (u != user || p != pass) {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
 		b, ok := blobs[r.URL.Path]
 		if !ok {
 			http.NotFound(w, r)
@@ -350,7 +361,8 @@ helmCharts:
 		{"no name", chart("    repo: "+srv.URL, "    releaseName: x"), "helmCharts[1]: chartArgs.name is required"},
 		{"no repo", chart("    name: hello", "    releaseName: x"), "chart not found in tmp/charts/hello and no chartArgs.repo"},
 		{"bad repo scheme", chart("    name: hello\n    repo: ftp://x", "    releaseName: x"), "not an http(s):// or oci:// URL"},
-		{"auth", chart("    name: hello\n    repo: "+srv.URL+"\n    auth:\n      kind: Secret\n      name: s", "    releaseName: x"), "chartArgs.auth is not supported"},
+		{"auth", chart("    name: hello\n    repo: "+srv.URL+"\n    auth:\n      kind: Secret\n      name: s", "    releaseName: x"), "chartArgs.auth: Secret default/s not found in the input resources"},
+		{"auth not a Secret", chart("    name: hello\n    repo: "+srv.URL+"\n    auth:\n      kind: ConfigMap\n      name: s", "    releaseName: x"), "chartArgs.auth must name a Secret"},
 		{"wrong kind", "apiVersion: v1\nkind: Secret\nmetadata:\n  name: s\n", "must be a `ConfigMap` or `RenderHelmChart`"},
 		{"bad bool", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\ndata:\n  name: hello\n  includeCRDs: maybe\n", "data.includeCRDs must be true or false"},
 	} {
@@ -413,4 +425,47 @@ helmCharts:
 	assert.True(t, errors.As(err, &ve), "%v", err)
 	_, err = reg.Resolve(context.Background(), pipeline.Step{Image: "gcr.io/kpt-fn/render-helm-chart:v0.2.0"})
 	require.NoError(t, err)
+}
+
+// chartArgs.auth: the credentials of a Secret among the input resources
+// go to the repository; without them the repository refuses.
+func TestAuthFromASecret(t *testing.T) {
+	srv := chartRepoWithAuth(t, "robot", "s3cret")
+	config := `apiVersion: fn.kpt.dev/v1alpha1
+kind: RenderHelmChart
+metadata:
+  name: demo
+helmCharts:
+- chartArgs:
+    name: hello
+    version: 0.1.0
+    repo: ` + srv.URL + `
+    auth:
+      kind: Secret
+      name: repo-creds
+  templateOptions:
+    releaseName: priv
+    skipTests: true
+`
+	secret := `apiVersion: v1
+kind: Secret
+metadata:
+  name: repo-creds
+data:
+  username: cm9ib3Q=
+  password: czNjcmV0
+`
+	rl := &pipeline.ResourceList{Items: []*yaml.RNode{yaml.MustParse(secret)}, FunctionConfig: yaml.MustParse(config)}
+	require.NoError(t, helmfn.New(nil).Run(context.Background(), rl))
+	require.Len(t, rl.Items, 2)
+	assert.Equal(t, "0.1.0", data(t, find(t, rl, "ConfigMap", "priv-hello"))["version"])
+
+	rl, err := run(t, nil, strings.Replace(config, "    auth:\n      kind: Secret\n      name: repo-creds\n", "", 1))
+	assertFailed(t, rl, err, "401 Unauthorized")
+
+	wrong := &pipeline.ResourceList{Items: []*yaml.RNode{yaml.MustParse(strings.Replace(secret, "czNjcmV0", "d3Jvbmc=", 1))}, FunctionConfig: yaml.MustParse(config)}
+	err = helmfn.New(nil).Run(context.Background(), wrong)
+	require.ErrorIs(t, err, helmfn.ErrRender)
+	assert.Contains(t, wrong.Results[0].Message, "401 Unauthorized")
+	assert.Len(t, wrong.Items, 1)
 }
