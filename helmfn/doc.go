@@ -61,7 +61,8 @@
 //
 // First chartHome/name in Options.Files (the files the catalog's container
 // would see through its mount; a package's own files, as revision.Files is
-// an fs.FS), when it has a Chart.yaml and its version fits chartArgs.version
+// an fs.FS; the chart's .helmignore applies), when it has a Chart.yaml
+// and its version fits chartArgs.version
 // (else, with a repo, the chart is pulled; without one it is an error).
 // Else chartArgs.repo: an HTTP(S) chart repository, whose index.yaml gives
 // the archive's URL, or an oci:// registry, where the chart is
@@ -98,8 +99,7 @@
 //     downloads the index and the chart again.
 //   - Local files are Options.Files, given when the function is
 //     registered, not a container mount; without them, a chart must be
-//     pulled and a values file must be a URL. A local chart directory is
-//     read whole: its .helmignore is not applied. Charts packed as .tgz in
+//     pulled and a values file must be a URL. Charts packed as .tgz in
 //     chartHome are not looked for.
 //   - The default namespace is "default" (helm template's), and the path
 //     annotations are set by the function rather than left to kpt.

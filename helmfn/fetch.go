@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v4/pkg/chart/loader/archive"
 	chart "helm.sh/helm/v4/pkg/chart/v2"
 	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/ignore"
 	"helm.sh/helm/v4/pkg/registry"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
 	"oras.land/oras-go/v2/registry/remote/auth"
@@ -63,16 +64,39 @@ func (f *Function) localChart(g Globals, args ChartArgs) (*chart.Chart, error) {
 	if _, err := fs.Stat(f.opts.Files, path.Join(dir, "Chart.yaml")); err != nil {
 		return nil, nil
 	}
+	// The chart's .helmignore and Helm's defaults apply, as helm's
+	// directory loader applies them.
+	rules := ignore.Empty()
+	if data, err := fs.ReadFile(f.opts.Files, path.Join(dir, ignore.HelmIgnore)); err == nil {
+		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
+			return nil, fmt.Errorf("local chart %s: %s: %w", dir, ignore.HelmIgnore, err)
+		}
+	}
+	rules.AddDefaults()
 	var files []*archive.BufferedFile
 	err := fs.WalkDir(f.opts.Files, dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
+		if err != nil || p == dir {
 			return err
+		}
+		rel := strings.TrimPrefix(p, dir+"/")
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if rules.Ignore(rel, fi) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
 		}
 		data, err := fs.ReadFile(f.opts.Files, p)
 		if err != nil {
 			return err
 		}
-		files = append(files, &archive.BufferedFile{Name: strings.TrimPrefix(p, dir+"/"), Data: data})
+		files = append(files, &archive.BufferedFile{Name: rel, Data: data})
 		return nil
 	})
 	if err != nil {

@@ -282,6 +282,10 @@ func TestLocalChartInThePackage(t *testing.T) {
 	for p, c := range helloChart("0.3.0") {
 		m["charts/hello/"+p] = c
 	}
+	// .helmignore leaves out a template that would not render.
+	m["charts/hello/.helmignore"] = "# scratch files\nscratch/\n*.bak\n"
+	m["charts/hello/templates/broken.yaml.bak"] = "{{ fail \"ignored\" }}\n"
+	m["charts/hello/templates/scratch/x.yaml"] = "{{ fail \"ignored\" }}\n"
 	files := revision.MustFiles(m)
 	rl, err := run(t, &helmfn.Options{Files: files}, `apiVersion: fn.kpt.dev/v1alpha1
 kind: RenderHelmChart
