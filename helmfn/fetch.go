@@ -1,0 +1,273 @@
+package helmfn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net/http"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/Masterminds/semver/v3"
+	"helm.sh/helm/v4/pkg/chart/loader/archive"
+	chart "helm.sh/helm/v4/pkg/chart/v2"
+	"helm.sh/helm/v4/pkg/chart/v2/loader"
+	"helm.sh/helm/v4/pkg/ignore"
+	"helm.sh/helm/v4/pkg/registry"
+	repo "helm.sh/helm/v4/pkg/repo/v1"
+	"oras.land/oras-go/v2/registry/remote/auth"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// loadChart finds the chart: in the chart home of Options.Files first
+// (when its version fits), else in args.Repo.
+func (f *Function) loadChart(ctx context.Context, g Globals, args ChartArgs, creds *credentials) (*chart.Chart, error) {
+	local, err := f.localChart(g, args)
+	if err != nil || local != nil {
+		return local, err
+	}
+	switch {
+	case args.Repo == "":
+		home := g.ChartHome
+		if home == "" {
+			home = DefaultChartHome
+		}
+		return nil, fmt.Errorf("chart not found in %s and no chartArgs.repo to pull it from", path.Join(home, args.Name))
+	case strings.HasPrefix(args.Repo, "oci://"):
+		return f.pullOCI(ctx, args, creds)
+	case isURL(args.Repo):
+		return f.pullHTTP(ctx, args, creds)
+	default:
+		return nil, fmt.Errorf("chartArgs.repo %q: not an http(s):// or oci:// URL", args.Repo)
+	}
+}
+
+// localChart loads ChartHome/Name from Options.Files; nil, nil when it is
+// not there or its version does not satisfy args.Version.
+func (f *Function) localChart(g Globals, args ChartArgs) (*chart.Chart, error) {
+	if f.opts.Files == nil {
+		return nil, nil
+	}
+	home := g.ChartHome
+	if home == "" {
+		home = DefaultChartHome
+	}
+	dir := path.Clean(path.Join(home, args.Name))
+	if !fs.ValidPath(dir) {
+		return nil, fmt.Errorf("chart directory %q is outside the files", dir)
+	}
+	if _, err := fs.Stat(f.opts.Files, path.Join(dir, "Chart.yaml")); err != nil {
+		return nil, nil
+	}
+	// The chart's .helmignore and Helm's defaults apply, as helm's
+	// directory loader applies them.
+	rules := ignore.Empty()
+	if data, err := fs.ReadFile(f.opts.Files, path.Join(dir, ignore.HelmIgnore)); err == nil {
+		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
+			return nil, fmt.Errorf("local chart %s: %s: %w", dir, ignore.HelmIgnore, err)
+		}
+	}
+	rules.AddDefaults()
+	var files []*archive.BufferedFile
+	err := fs.WalkDir(f.opts.Files, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || p == dir {
+			return err
+		}
+		rel := strings.TrimPrefix(p, dir+"/")
+		fi, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if rules.Ignore(rel, fi) {
+			if d.IsDir() {
+				return fs.SkipDir
+			}
+			return nil
+		}
+		if d.IsDir() {
+			return nil
+		}
+		data, err := fs.ReadFile(f.opts.Files, p)
+		if err != nil {
+			return err
+		}
+		files = append(files, &archive.BufferedFile{Name: rel, Data: data})
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("local chart %s: %w", dir, err)
+	}
+	ch, err := loader.LoadFiles(files)
+	if err != nil {
+		return nil, fmt.Errorf("local chart %s: %w", dir, err)
+	}
+	if args.Version != "" && args.Repo != "" && !versionFits(ch.Metadata.Version, args.Version) {
+		return nil, nil // pull the version asked for
+	}
+	if args.Version != "" && args.Repo == "" && !versionFits(ch.Metadata.Version, args.Version) {
+		return nil, fmt.Errorf("local chart %s has version %s, not %s", dir, ch.Metadata.Version, args.Version)
+	}
+	return ch, nil
+}
+
+// versionFits reports whether version is want or satisfies it as a
+// constraint.
+func versionFits(version, want string) bool {
+	if version == want {
+		return true
+	}
+	c, err := semver.NewConstraint(want)
+	if err != nil {
+		return false
+	}
+	v, err := semver.NewVersion(version)
+	return err == nil && c.Check(v)
+}
+
+// pullHTTP finds the chart in the repository's index.yaml and loads its
+// archive.
+func (f *Function) pullHTTP(ctx context.Context, args ChartArgs, creds *credentials) (*chart.Chart, error) {
+	base := strings.TrimSuffix(args.Repo, "/")
+	data, err := f.get(ctx, base+"/index.yaml", creds)
+	if err != nil {
+		return nil, fmt.Errorf("chart repository %s: %w", args.Repo, err)
+	}
+	var idx repo.IndexFile
+	if err := sigsyaml.Unmarshal(data, &idx); err != nil {
+		return nil, fmt.Errorf("chart repository %s: index.yaml: %w", args.Repo, err)
+	}
+	idx.SortEntries()
+	cv, err := idx.Get(args.Name, args.Version)
+	if err != nil {
+		want := args.Name
+		if args.Version != "" {
+			want += " version " + args.Version
+		}
+		return nil, fmt.Errorf("chart %s not found in repository %s: %w", want, args.Repo, err)
+	}
+	if len(cv.URLs) == 0 {
+		return nil, fmt.Errorf("chart %s %s in repository %s has no URL", args.Name, cv.Version, args.Repo)
+	}
+	u, err := repo.ResolveReferenceURL(base+"/", cv.URLs[0])
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s: %w", args.Name, cv.Version, err)
+	}
+	tgz, err := f.get(ctx, u, creds)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s: %w", args.Name, cv.Version, err)
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(tgz))
+	if err != nil {
+		return nil, fmt.Errorf("chart %s %s from %s: %w", args.Name, cv.Version, u, err)
+	}
+	return ch, nil
+}
+
+// pullOCI pulls Repo/Name:Version (the newest tag when Version is empty
+// or a constraint) from an OCI registry.
+func (f *Function) pullOCI(ctx context.Context, args ChartArgs, creds *credentials) (*chart.Chart, error) {
+	ref := strings.TrimSuffix(strings.TrimPrefix(args.Repo, "oci://"), "/") + "/" + args.Name
+	// No credentials are read from the host (Helm's or Docker's files):
+	// anonymous, or chartArgs.auth's for the registry's host only.
+	authorizer := auth.Client{Client: f.opts.HTTPClient}
+	if creds != nil {
+		authorizer.Credential = auth.StaticCredential(creds.host, auth.Credential{Username: creds.username, Password: creds.password})
+	}
+	opts := []registry.ClientOption{
+		registry.ClientOptHTTPClient(f.opts.HTTPClient),
+		registry.ClientOptCredentialsFile(filepath.Join(os.TempDir(), "cad-helmfn-no-credentials", "config.json")),
+		registry.ClientOptAuthorizer(authorizer),
+	}
+	if f.opts.PlainHTTP {
+		opts = append(opts, registry.ClientOptPlainHTTP())
+	}
+	c, err := registry.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("registry client: %w", err)
+	}
+	version := args.Version
+	if _, err := semver.StrictNewVersion(version); err != nil {
+		tags, err := c.Tags(ref)
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: list tags: %w", ref, err)
+		}
+		version = ""
+		for _, t := range tags { // newest first
+			if args.Version == "" || versionFits(t, args.Version) {
+				version = t
+				break
+			}
+		}
+		if version == "" {
+			return nil, fmt.Errorf("chart %s: no tag satisfies version %q", ref, args.Version)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res, err := c.Pull(ref + ":" + version)
+	if err != nil {
+		return nil, fmt.Errorf("chart %s:%s: %w", ref, version, err)
+	}
+	ch, err := loader.LoadArchive(bytes.NewReader(res.Chart.Data))
+	if err != nil {
+		return nil, fmt.Errorf("chart %s:%s: %w", ref, version, err)
+	}
+	return ch, nil
+}
+
+// readFile reads a values file: a URL over HTTP, else a path in
+// Options.Files.
+func (f *Function) readFile(ctx context.Context, name string) ([]byte, error) {
+	if isURL(name) {
+		return f.get(ctx, name, nil)
+	}
+	if f.opts.Files == nil {
+		return nil, fmt.Errorf("%s: no local files to read it from (Options.Files)", name)
+	}
+	p := path.Clean(strings.TrimPrefix(name, "./"))
+	if !fs.ValidPath(p) {
+		return nil, fmt.Errorf("%s: not a path inside the package", name)
+	}
+	data, err := fs.ReadFile(f.opts.Files, p)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return data, nil
+}
+
+// errTooLarge is a download over Options.MaxDownload.
+var errTooLarge = errors.New("download too large")
+
+// get fetches u, refusing non-200 answers and bodies over MaxDownload;
+// creds go with the request only when u is on their host.
+func (f *Function) get(ctx context.Context, u string, creds *credentials) ([]byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, err
+	}
+	if creds != nil && req.URL.Host == creds.host {
+		req.SetBasicAuth(creds.username, creds.password)
+	}
+	resp, err := f.opts.HTTPClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, f.opts.MaxDownload+1))
+	if err != nil {
+		return nil, fmt.Errorf("GET %s: %w", u, err)
+	}
+	if int64(len(data)) > f.opts.MaxDownload {
+		return nil, fmt.Errorf("GET %s: %w (over %d bytes)", u, errTooLarge, f.opts.MaxDownload)
+	}
+	return data, nil
+}
