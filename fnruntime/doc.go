@@ -83,8 +83,10 @@
 //	builtins/gen-pkg-context, no-op, drop-comments: unversioned (kpt's builtin
 //	and test images)
 //
-// Not in-process: kubeval, render-helm-chart, gatekeeper; they run as containers with
-// Options.Containers.
+// Not in-process here: kubeval and gatekeeper; they run as containers with
+// Options.Containers. render-helm-chart (v0.2) is in-process in its own
+// module, github.com/configasdata/cad/helmfn, so that Helm's SDK stays out
+// of this one: helmfn.Register adds it to a Registry.
 //
 // The starlark builtin (go.starlark.net) is bounded in steps and, by a
 // heap watchdog, in memory ([StarlarkFunction], Options.StarlarkMaxSteps
