@@ -5,7 +5,7 @@
 // with a function registry.
 //
 //	reg := fnruntime.NewRegistry(nil)
-//	err := helmfn.Register(reg, &helmfn.Options{Files: pkgFiles})
+//	err := helmfn.Register(reg, nil) // local charts: the rendered package's files
 //
 // [Register] registers a [Function] as render-helm-chart, release v0.2.2
 // (the v0.2 line), so a step naming render-helm-chart,
@@ -37,7 +37,7 @@
 //	    skipTests: false
 //	    apiVersions: []          # added to .Capabilities.APIVersions
 //	    values:
-//	      valuesFiles: [helm/prod.yaml]    # paths in Options.Files, or http(s) URLs
+//	      valuesFiles: [helm/prod.yaml]    # paths in the local files, or http(s) URLs
 //	      valuesInline: {replicas: 3}
 //	      valuesMerge: override  # override (inline wins), merge (files win), replace (inline only)
 //
@@ -59,9 +59,10 @@
 //
 // # Where charts come from
 //
-// First chartHome/name in Options.Files (the files the catalog's container
-// would see through its mount; a package's own files, as revision.Files is
-// an fs.FS; the chart's .helmignore applies), when it has a Chart.yaml
+// First chartHome/name in the local files: Options.Files when set, else,
+// in a render, the files of the package whose pipeline runs the function
+// (pipeline.PackageFiles; in kpt, what the catalog's container would see
+// through a mount). The chart's .helmignore applies, when it has a Chart.yaml
 // and its version fits chartArgs.version
 // (else, with a repo, the chart is pulled; without one it is an error).
 // Else chartArgs.repo: an HTTP(S) chart repository, whose index.yaml gives
@@ -97,9 +98,9 @@
 //   - helmGlobals.configHome is accepted and ignored: no Helm
 //     configuration, repository cache or plugins are used; every run
 //     downloads the index and the chart again.
-//   - Local files are Options.Files, given when the function is
-//     registered, not a container mount; without them, a chart must be
-//     pulled and a values file must be a URL. Charts packed as .tgz in
+//   - Local files are the rendered package's own (or Options.Files), not
+//     a container mount; outside a render and without Options.Files, a
+//     chart must be pulled and a values file must be a URL. Charts packed as .tgz in
 //     chartHome are not looked for.
 //   - The default namespace is "default" (helm template's), and the path
 //     annotations are set by the function rather than left to kpt.

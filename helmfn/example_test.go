@@ -13,8 +13,8 @@ import (
 // Render a package whose Kptfile runs render-helm-chart on a chart kept
 // in the package (charts/hello), with a values file from the package and
 // inline values; .krmignore keeps the chart's templates and the values
-// file, which are not KRM, out of the render. The function is registered with the package's files as
-// its local files.
+// file, which are not KRM, out of the render. The function reads the
+// package's own files: one registration serves every package.
 func ExampleRegister() {
 	files := revision.MustFiles(map[string]string{
 		"Kptfile": `apiVersion: kpt.dev/v1
@@ -62,7 +62,9 @@ data:
 `,
 	})
 	reg := fnruntime.NewRegistry(nil)
-	if err := helmfn.Register(reg, &helmfn.Options{Files: files}); err != nil {
+	// No Options.Files: in a render the function reads the files of the
+	// package it runs for, so one registration serves every package.
+	if err := helmfn.Register(reg, nil); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/configasdata/cad/pipeline"
 	"io"
 	"io/fs"
 	"net/http"
@@ -27,7 +28,7 @@ import (
 // loadChart finds the chart: in the chart home of Options.Files first
 // (when its version fits), else in args.Repo.
 func (f *Function) loadChart(ctx context.Context, g Globals, args ChartArgs, creds *credentials) (*chart.Chart, error) {
-	local, err := f.localChart(g, args)
+	local, err := f.localChart(ctx, g, args)
 	if err != nil || local != nil {
 		return local, err
 	}
@@ -47,10 +48,11 @@ func (f *Function) loadChart(ctx context.Context, g Globals, args ChartArgs, cre
 	}
 }
 
-// localChart loads ChartHome/Name from Options.Files; nil, nil when it is
+// localChart loads ChartHome/Name from the local files (see files); nil, nil when it is
 // not there or its version does not satisfy args.Version.
-func (f *Function) localChart(g Globals, args ChartArgs) (*chart.Chart, error) {
-	if f.opts.Files == nil {
+func (f *Function) localChart(ctx context.Context, g Globals, args ChartArgs) (*chart.Chart, error) {
+	src := f.files(ctx)
+	if src == nil {
 		return nil, nil
 	}
 	home := g.ChartHome
@@ -61,20 +63,20 @@ func (f *Function) localChart(g Globals, args ChartArgs) (*chart.Chart, error) {
 	if !fs.ValidPath(dir) {
 		return nil, fmt.Errorf("chart directory %q is outside the files", dir)
 	}
-	if _, err := fs.Stat(f.opts.Files, path.Join(dir, "Chart.yaml")); err != nil {
+	if _, err := fs.Stat(src, path.Join(dir, "Chart.yaml")); err != nil {
 		return nil, nil
 	}
 	// The chart's .helmignore and Helm's defaults apply, as helm's
 	// directory loader applies them.
 	rules := ignore.Empty()
-	if data, err := fs.ReadFile(f.opts.Files, path.Join(dir, ignore.HelmIgnore)); err == nil {
+	if data, err := fs.ReadFile(src, path.Join(dir, ignore.HelmIgnore)); err == nil {
 		if rules, err = ignore.Parse(bytes.NewReader(data)); err != nil {
 			return nil, fmt.Errorf("local chart %s: %s: %w", dir, ignore.HelmIgnore, err)
 		}
 	}
 	rules.AddDefaults()
 	var files []*archive.BufferedFile
-	err := fs.WalkDir(f.opts.Files, dir, func(p string, d fs.DirEntry, err error) error {
+	err := fs.WalkDir(src, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || p == dir {
 			return err
 		}
@@ -92,7 +94,7 @@ func (f *Function) localChart(g Globals, args ChartArgs) (*chart.Chart, error) {
 		if d.IsDir() {
 			return nil
 		}
-		data, err := fs.ReadFile(f.opts.Files, p)
+		data, err := fs.ReadFile(src, p)
 		if err != nil {
 			return err
 		}
@@ -227,14 +229,15 @@ func (f *Function) readFile(ctx context.Context, name string) ([]byte, error) {
 	if isURL(name) {
 		return f.get(ctx, name, nil)
 	}
-	if f.opts.Files == nil {
-		return nil, fmt.Errorf("%s: no local files to read it from (Options.Files)", name)
+	files := f.files(ctx)
+	if files == nil {
+		return nil, fmt.Errorf("%s: no local files to read it from (Options.Files, or the package's in a render)", name)
 	}
 	p := path.Clean(strings.TrimPrefix(name, "./"))
 	if !fs.ValidPath(p) {
 		return nil, fmt.Errorf("%s: not a path inside the package", name)
 	}
-	data, err := fs.ReadFile(f.opts.Files, p)
+	data, err := fs.ReadFile(files, p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
@@ -270,4 +273,17 @@ func (f *Function) get(ctx context.Context, u string, creds *credentials) ([]byt
 		return nil, fmt.Errorf("GET %s: %w (over %d bytes)", u, errTooLarge, f.opts.MaxDownload)
 	}
 	return data, nil
+}
+
+// files returns where local charts and values files are read: Options.Files,
+// else, in a render, the files of the package whose pipeline runs the
+// function (pipeline.PackageFiles); nil when neither.
+func (f *Function) files(ctx context.Context) fs.FS {
+	if f.opts.Files != nil {
+		return f.opts.Files
+	}
+	if pf, ok := pipeline.PackageFiles(ctx); ok {
+		return pf
+	}
+	return nil
 }

@@ -45,8 +45,10 @@ type Options struct {
 	// Files are the files local charts (helmGlobals.chartHome) and local
 	// valuesFiles are read from, the counterpart of the directory mounted
 	// into the catalog's container; typically a package's files
-	// (revision.Files is an fs.FS). Nil means none: a chart must be pulled
-	// and a values file must be a URL.
+	// (revision.Files is an fs.FS). Nil means, in a render, the files of
+	// the package whose pipeline runs the function (pipeline.PackageFiles),
+	// and elsewhere none: a chart must be pulled and a values file must be
+	// a URL.
 	Files fs.FS
 	// HTTPClient fetches index.yaml, chart archives, remote values files
 	// and OCI blobs. Nil means a client with a 2 minute timeout.

@@ -654,7 +654,7 @@ func (h *hydration) runMutators(ctx context.Context, pn *pkgNode, input []*yaml.
 			setResourceIDs(input)
 		}
 		selected := selectInput(input, st.Selectors, st.Exclude)
-		run := &runner{ctx: ctx, fn: fns[i], pkgAbs: pn.abs, config: cfg, result: &sr}
+		run := &runner{ctx: h.withFiles(ctx, pn), fn: fns[i], pkgAbs: pn.abs, config: cfg, result: &sr}
 		out := &kio.PackageBuffer{}
 		if _, stream := fns[i].(StreamFunction); stream {
 			err = kio.Pipeline{
@@ -710,7 +710,7 @@ func (h *hydration) runValidators(ctx context.Context, pn *pkgNode, input []*yam
 		for i, r := range selected {
 			copies[i] = r.Copy()
 		}
-		run := &runner{ctx: ctx, fn: fn, pkgAbs: pn.abs, config: cfg, result: &sr}
+		run := &runner{ctx: h.withFiles(ctx, pn), fn: fn, pkgAbs: pn.abs, config: cfg, result: &sr}
 		_, err = run.Filter(copies)
 		h.steps = append(h.steps, run.finish(err))
 		if err != nil {
@@ -1341,4 +1341,17 @@ func (e *invalidError) Is(target error) bool { return target == ErrInvalidPackag
 
 func invalidf(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}
+}
+
+// withFiles returns ctx carrying the files of package pn for its
+// functions (see PackageFiles).
+func (h *hydration) withFiles(ctx context.Context, pn *pkgNode) context.Context {
+	if pn.dir == "" {
+		return withPackageFiles(ctx, h.files)
+	}
+	sub, err := h.files.Sub(pn.dir)
+	if err != nil {
+		return ctx
+	}
+	return withPackageFiles(ctx, sub)
 }

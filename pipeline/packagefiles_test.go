@@ -1,0 +1,59 @@
+package pipeline_test
+
+import (
+	"context"
+	"io/fs"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
+)
+
+// A function in a render reads the non-KRM files of the package whose
+// pipeline runs it, through PackageFiles: the root package sees its tree,
+// a subpackage its own directory; outside a render there are none.
+func TestPackageFiles(t *testing.T) {
+	var mu sync.Mutex
+	seen := map[string]string{} // image -> what it read
+	read := pipeline.ResolverFunc(func(_ context.Context, st pipeline.Step) (pipeline.Function, error) {
+		return pipeline.FunctionFunc(func(ctx context.Context, rl *pipeline.ResourceList) error {
+			f, ok := pipeline.PackageFiles(ctx)
+			if !ok {
+				return nil
+			}
+			b, err := fs.ReadFile(f, "charts/values.txt")
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				seen[st.Image] = "error: " + err.Error()
+			} else {
+				seen[st.Image] = string(b)
+			}
+			return nil
+		}), nil
+	})
+	kf := func(name, image string) string {
+		return "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + name + "\npipeline:\n  mutators:\n  - image: " + image + "\n"
+	}
+	files := revision.MustFiles(map[string]string{
+		"Kptfile":                kf("root", "reader-root"),
+		"charts/values.txt":      "root values",
+		"sub/Kptfile":            kf("sub", "reader-sub"),
+		"sub/charts/values.txt":  "sub values",
+		"sub/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+		"other/charts/notes.txt": "not a package",
+	})
+	_, err := pipeline.NewKptfile(read, nil).Render(context.Background(), files)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{
+		"ghcr.io/kptdev/krm-functions-catalog/reader-root:latest": "root values",
+		"ghcr.io/kptdev/krm-functions-catalog/reader-sub:latest":  "sub values",
+	}, seen)
+
+	_, ok := pipeline.PackageFiles(context.Background())
+	assert.False(t, ok)
+}
