@@ -14,15 +14,26 @@ import (
 	"helm.sh/helm/v4/pkg/registry"
 
 	"github.com/configasdata/cad/helmfn"
+	"github.com/configasdata/cad/internal/testregistry"
 )
 
-// A chart pushed with Helm's client to an OCI registry served on loopback
-// (go-containerregistry's in-process registry) renders from oci://, at a
-// version, at the newest tag, and an unknown version is an error result.
+// A chart pushed with Helm's client to an OCI registry on loopback renders
+// from oci://, at a version, at the newest tag, and an unknown version is
+// an error result: on the real CNCF distribution registry (docker-registry,
+// as the OCI backend's tests run it) and on go-containerregistry's
+// in-process one.
 func TestRenderFromOCIRegistry(t *testing.T) {
-	srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
+	t.Run("distribution", func(t *testing.T) {
+		testRenderFromOCI(t, testregistry.Start(t).Host)
+	})
+	t.Run("in-process", func(t *testing.T) {
+		srv := httptest.NewServer(ggcrregistry.New(ggcrregistry.Logger(log.New(io.Discard, "", 0))))
+		t.Cleanup(srv.Close)
+		testRenderFromOCI(t, strings.TrimPrefix(srv.URL, "http://"))
+	})
+}
+
+func testRenderFromOCI(t *testing.T, host string) {
 	c, err := registry.NewClient(registry.ClientOptPlainHTTP(), registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "config.json")))
 	require.NoError(t, err)
 	for _, v := range []string{"0.1.0", "0.2.0"} {

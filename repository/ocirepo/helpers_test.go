@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"io"
 	"log"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 
+	"github.com/configasdata/cad/internal/testregistry"
 	"github.com/configasdata/cad/repository"
 )
 
@@ -129,82 +127,9 @@ type distribution struct {
 }
 
 // startDistribution starts the Debian docker-registry binary on a free
-// loopback port with its own config and storage in a temp dir, and stops
-// it when t ends. Without the binary it skips, unless CI is set.
+// loopback port (testregistry.Start).
 func startDistribution(t testing.TB) *distribution {
 	t.Helper()
-	bin, err := exec.LookPath("docker-registry")
-	if err != nil {
-		if _, err2 := os.Stat("/usr/bin/docker-registry"); err2 == nil {
-			bin = "/usr/bin/docker-registry"
-		} else if os.Getenv("CI") == "" {
-			t.Skip("docker-registry (the CNCF distribution registry) is not installed: apt-get install docker-registry; set CI=true to make this a failure")
-		} else {
-			t.Fatal("docker-registry is not installed and CI is set: install it (apt-get install docker-registry, as scripts/install-test-deps.sh does)")
-		}
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	dir := t.TempDir()
-	cfg := fmt.Sprintf(`version: 0.1
-log:
-  level: error
-  accesslog:
-    disabled: true
-storage:
-  filesystem:
-    rootdirectory: %s
-  delete:
-    enabled: true
-  maintenance:
-    uploadpurging:
-      enabled: false
-http:
-  addr: %s
-`, filepath.Join(dir, "data"), addr)
-	cfgPath := filepath.Join(dir, "config.yml")
-	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	logf, err := os.Create(filepath.Join(dir, "registry.log"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(bin, "serve", cfgPath)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("start docker-registry: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-done
-		_ = logf.Close()
-	})
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		resp, err := http.Get("http://" + addr + "/v2/")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
-			}
-		}
-		select {
-		case <-done:
-			b, _ := os.ReadFile(filepath.Join(dir, "registry.log"))
-			t.Fatalf("docker-registry exited: %s", b)
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("docker-registry did not answer on %s: %v", addr, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	return &distribution{host: addr, dir: dir}
+	r := testregistry.Start(t)
+	return &distribution{host: r.Host, dir: r.Dir}
 }
