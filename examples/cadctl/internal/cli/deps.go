@@ -3,10 +3,8 @@ package cli
 import (
 	"context"
 	"errors"
-	"flag"
 	"net/http"
 	"net/url"
-	"strings"
 
 	"github.com/configasdata/cad/deps"
 	"github.com/configasdata/cad/engine"
@@ -17,14 +15,6 @@ import (
 // errDepsUnsatisfied is the error of rpkg deps for a revision with a
 // missing requirement or a cycle, so that scripts can test its exit code.
 var errDepsUnsatisfied = errors.New("dependencies not satisfied")
-
-// stringList is a repeatable string flag.
-type stringList []string
-
-func (s *stringList) String() string     { return strings.Join(*s, ",") }
-func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
-
-var _ flag.Value = (*stringList)(nil)
 
 func runDeps(c *cmdEnv, args []string) error {
 	spec := cmdSpec{use: "deps PACKAGE_REVISION", short: "Show what a package revision requires and which packages provide it.", long: `
@@ -46,9 +36,9 @@ of workspace "deps", to propose and approve. --check and --clone-from
 run in direct mode only; in server mode the server's dependencies
 subresource resolves.`}
 	fs := c.newFlagSet("rpkg deps")
-	var repos stringList
+	var repos stringsFlag
 	var check, gate bool
-	var cloneFrom stringList
+	var cloneFrom stringsFlag
 	fs.Var(&cloneFrom, "clone-from", "a repository to clone missing providers from, as drafts (repeatable; searched in order)")
 	fs.Var(&repos, "repo", "a repository whose packages may provide requirements (repeatable; default the revision's own and those its package requirements name)")
 	fs.BoolVar(&check, "check", false, "record the result as the revision's readiness condition "+deps.ConditionType)
@@ -175,13 +165,7 @@ func (s *ServerClient) Dependencies(ctx context.Context, name string, repos []st
 	var obj struct {
 		Status depsStatus `json:"status"`
 	}
-	q := *s
-	base := *s.base
-	if len(repos) > 0 {
-		base.RawQuery = url.Values{"repo": repos}.Encode()
-	}
-	q.base = &base
-	if err := q.do(ctx, http.MethodGet, s.prPath(name, "dependencies"), nil, &obj); err != nil {
+	if err := s.withQuery(url.Values{"repo": repos}).do(ctx, http.MethodGet, s.prPath(name, "dependencies"), nil, &obj); err != nil {
 		return nil, err
 	}
 	return &obj.Status, nil

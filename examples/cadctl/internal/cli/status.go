@@ -126,13 +126,7 @@ func (s *ServerClient) LiveStatus(ctx context.Context, name, defaultNS string) (
 	var obj struct {
 		Status live.PackageStatus `json:"status"`
 	}
-	// do appends paths to the base URL and keeps its query: the query
-	// goes on a copy of the base.
-	q := *s
-	base := *s.base
-	base.RawQuery = url.Values{"defaultNamespace": {defaultNS}}.Encode()
-	q.base = &base
-	if err := q.do(ctx, http.MethodGet, s.prPath(name, "livestatus"), nil, &obj); err != nil {
+	if err := s.withQuery(url.Values{"defaultNamespace": {defaultNS}}).do(ctx, http.MethodGet, s.prPath(name, "livestatus"), nil, &obj); err != nil {
 		return nil, err
 	}
 	return &obj.Status, nil
@@ -174,4 +168,20 @@ func (c *cmdEnv) printStatus(ps *live.PackageStatus, output string) error {
 	}
 	c.stdoutf("%s: %s (%d resources)\n", ps.Revision, ps.Summary, len(ps.Resources))
 	return nil
+}
+
+// withQuery returns a copy of s whose requests carry the query q (do
+// appends paths to the base URL and keeps its query). Empty values are
+// left out.
+func (s *ServerClient) withQuery(q url.Values) *ServerClient {
+	c := *s
+	base := *s.base
+	for k, v := range q {
+		if len(v) == 0 || len(v) == 1 && v[0] == "" {
+			delete(q, k)
+		}
+	}
+	base.RawQuery = q.Encode()
+	c.base = &base
+	return &c
 }

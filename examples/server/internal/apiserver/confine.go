@@ -169,10 +169,13 @@ type secret struct {
 // layout of a Kubernetes Secret mounted as a volume). Errors name the
 // secret, never its content.
 func (s *Server) resolveSecret(ns, name string) (*secret, error) {
+	if s.opts.Secrets == nil && s.opts.SecretsDir == "" {
+		return nil, fmt.Errorf("%w: secretRef %q: the server has no secrets directory (--secrets-dir)", repository.ErrInvalidInput, name)
+	}
+	if reason := dnsSubdomain(name); reason != "" {
+		return nil, fmt.Errorf("%w: secretRef %q: %s", repository.ErrInvalidInput, name, reason)
+	}
 	if s.opts.Secrets != nil {
-		if reason := dnsSubdomain(name); reason != "" {
-			return nil, fmt.Errorf("%w: secretRef %q: %s", repository.ErrInvalidInput, name, reason)
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		data, err := s.opts.Secrets(ctx, ns, name)
@@ -180,12 +183,6 @@ func (s *Server) resolveSecret(ns, name string) (*secret, error) {
 			return nil, fmt.Errorf("secret %q of namespace %q: %w", name, ns, err)
 		}
 		return &secret{data: data}, nil
-	}
-	if s.opts.SecretsDir == "" {
-		return nil, fmt.Errorf("%w: secretRef %q: the server has no secrets directory (--secrets-dir)", repository.ErrInvalidInput, name)
-	}
-	if reason := dnsSubdomain(name); reason != "" {
-		return nil, fmt.Errorf("%w: secretRef %q: %s", repository.ErrInvalidInput, name, reason)
 	}
 	dir := filepath.Join(s.opts.SecretsDir, ns, name)
 	ents, err := os.ReadDir(dir)

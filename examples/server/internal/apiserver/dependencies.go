@@ -54,10 +54,6 @@ type DependencyBinding struct {
 // depsImpl serves packagerevisions/NAME/dependencies (GET only).
 type depsImpl struct{ s *Server }
 
-func prName(k revision.Key) string {
-	return porchapi.PackageRevisionName(k.Repository, k.Package, k.Workspace)
-}
-
 // getSub resolves the revision's requirements with the engine against
 // the latest published revisions of its repository and of those its
 // package requirements name, or of the repositories the query parameter
@@ -85,17 +81,17 @@ func (d depsImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error
 	for _, b := range res.Bindings {
 		db := DependencyBinding{Requirement: b.Requirement.String(), Status: string(b.Status), Explicit: b.Explicit, Reason: b.Reason}
 		if b.Status != deps.Missing {
-			db.Provider = prName(b.Provider)
+			db.Provider = porchapi.NameOf(b.Provider)
 		}
 		for _, c := range b.Candidates {
-			db.Candidates = append(db.Candidates, prName(c))
+			db.Candidates = append(db.Candidates, porchapi.NameOf(c))
 		}
 		st.Bindings = append(st.Bindings, db)
 	}
 	for _, cy := range res.Cycles {
 		var names []string
 		for _, k := range cy {
-			names = append(names, prName(k))
+			names = append(names, porchapi.NameOf(k))
 		}
 		st.Cycles = append(st.Cycles, names)
 	}

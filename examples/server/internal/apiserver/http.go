@@ -189,11 +189,16 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 		code = http.StatusInternalServerError
 		data, _ = json.Marshal(newStatus(int32(code), metav1.StatusReasonInternalError, err.Error()).status)
 	}
+	writeBody(w, code, append(data, '\n'))
+}
+
+// writeBody writes a JSON body that is already encoded, with the headers
+// of every JSON answer.
+func writeBody(w http.ResponseWriter, code int, data []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-cache, private")
 	w.WriteHeader(code)
 	w.Write(data)
-	w.Write([]byte("\n"))
 }
 
 // writeError writes err as a Status.

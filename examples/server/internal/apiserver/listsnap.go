@@ -94,8 +94,11 @@ func (c *prCache) listingOf(k listingKey) *repoListing {
 // (registered by listing, forgotten when a listing is built again): those
 // objects are shared by every list until their repository changes, so
 // each is encoded once, not once per request. Other objects are encoded
-// every time and not kept. Bounded: past max objects it starts again.
-// Safe for concurrent use.
+// every time and not kept. Bounded: when registering a listing would pass
+// max objects, the memo forgets every other listing's objects, which are
+// then encoded per request again until their listing is built again (a
+// server whose listings hold more than max objects memoises only the
+// latest). Safe for concurrent use.
 type jsonMemo struct {
 	mu  sync.Mutex
 	max int

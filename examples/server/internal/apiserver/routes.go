@@ -460,10 +460,7 @@ func (s *Server) serveList(ctx context.Context, rq *request, lo *listOptions) {
 		buf.Write(b)
 	}
 	buf.WriteString("]}\n")
-	rq.w.Header().Set("Content-Type", "application/json")
-	rq.w.Header().Set("Cache-Control", "no-cache, private")
-	rq.w.WriteHeader(http.StatusOK)
-	rq.w.Write(buf.Bytes())
+	writeBody(rq.w, http.StatusOK, buf.Bytes())
 }
 
 // serveWatch streams watch events as newline-separated JSON.
