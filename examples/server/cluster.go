@@ -55,7 +55,6 @@ func (c clusterConfig) enabled() bool { return c.kubeconfig != "" || c.inCluster
 // cluster is a connection to the cluster and what the server takes from
 // it.
 type cluster struct {
-	rest    *rest.Config
 	client  kubernetes.Interface
 	dynamic dynamic.Interface
 	// requestHeaderPEM is the CA of the aggregator's client certificate.
@@ -82,7 +81,7 @@ func connect(cc clusterConfig) (*cluster, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &cluster{rest: cfg, client: kc, dynamic: dc}, nil
+	return &cluster{client: kc, dynamic: dc}, nil
 }
 
 // configure sets the options of the cluster mode: mirrored repositories,
