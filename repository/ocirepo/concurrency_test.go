@@ -2,13 +2,24 @@ package ocirepo
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
@@ -212,4 +223,99 @@ func TestAbandonedLock(t *testing.T) {
 			t.Fatalf("the expired lock %s was not removed", tag)
 		}
 	}
+}
+
+// TestClaimAfterARelease: a writer that writes and releases the lock
+// while another claimer is reading the tag list must not leave that
+// claimer holding the lock with a list that misses the write; with one
+// page (the list predates the write and the released lock is gone when it
+// is looked at) and with several (the write lands in a page already read
+// and the lock is gone from a page not yet read).
+func TestClaimAfterARelease(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		pageSize int
+		written  string
+	}{
+		{"one page", 0, "v7"},
+		{"pages", 2, "a0"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			var hook atomic.Pointer[func()]
+			inner := paginate(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+				if !strings.HasSuffix(req.URL.Path, "/tags/list") || req.URL.Query().Get("last") != "" {
+					inner.ServeHTTP(w, req)
+					return
+				}
+				rec := httptest.NewRecorder()
+				inner.ServeHTTP(rec, req)
+				if f := hook.Swap(nil); f != nil {
+					(*f)() // after the page is read, before it is answered
+				}
+				for k, v := range rec.Header() {
+					w.Header()[k] = v
+				}
+				w.WriteHeader(rec.Code)
+				_, _ = w.Write(rec.Body.Bytes())
+			}))
+			t.Cleanup(srv.Close)
+			host := strings.TrimPrefix(srv.URL, "http://")
+			holder := mustOpen(t, ociSpec(host+"/p"), nil)
+			var remoteOpts []remote.Option
+			if tc.pageSize > 0 {
+				remoteOpts = append(remoteOpts, remote.WithPageSize(tc.pageSize))
+			}
+			claimer := mustOpen(t, ociSpec(host+"/p"), &Options{RemoteOptions: remoteOpts})
+			key := revision.Key{Package: "pkg"}
+			repo, _ := holder.repoOf("pkg")
+			if err := holder.ensureBlob(ctx, repo, emptyConfig, types.OCIConfigJSON); err != nil {
+				t.Fatal(err)
+			}
+			for _, tag := range []string{"a1", "a2"} { // the first page, when paged
+				if err := holder.pusher.Put(ctx, repo.Tag(tag), rawManifest(lockManifestForTest(t, tag))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			held, err := holder.claim(ctx, "test", key, repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := func() {
+				if err := holder.pusher.Put(ctx, repo.Tag(tc.written), rawManifest(lockManifestForTest(t, tc.written))); err != nil {
+					t.Error(err)
+				}
+				held.release(ctx)
+			}
+			hook.Store(&f)
+			got, err := claimer.claim(ctx, "test", key, repo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer got.release(ctx)
+			if hook.Load() != nil {
+				t.Fatal("the hook never ran")
+			}
+			if !slices.Contains(got.tags, tc.written) {
+				t.Fatalf("the lock was won with tags %v, which miss %s written by the writer that released it", got.tags, tc.written)
+			}
+		})
+	}
+}
+
+// lockManifestForTest is a small manifest of its own for tag.
+func lockManifestForTest(t *testing.T, tag string) []byte {
+	t.Helper()
+	b, err := json.Marshal(v1.Manifest{
+		SchemaVersion: 2,
+		MediaType:     types.OCIManifestSchema1,
+		Config:        descriptor(emptyConfig, types.OCIConfigJSON),
+		Layers:        []v1.Descriptor{},
+		Annotations:   map[string]string{AnnotationTag: tag},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }

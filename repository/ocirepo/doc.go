@@ -93,10 +93,16 @@
 //     lock.<random id>, with a lease end (now + LockTTL) in
 //     kpt.dev/lock-expires. Tags of different writers never collide, so no
 //     write is lost.
-//  2. It lists the package's tags. If it sees no other lock whose lease is
-//     running, it holds the lock. Otherwise it deletes its own and retries
-//     after a random backoff, up to LockTimeout, then fails with
-//     ErrConflict. Expired locks of crashed writers are deleted.
+//  2. It lists the package's tags. If it sees another lock whose lease is
+//     running, it deletes its own and retries after a random backoff, up
+//     to LockTimeout, then fails with ErrConflict. Expired locks of
+//     crashed writers are deleted. A lock that was listed but is gone when
+//     looked at belongs to a writer that finished during the list, which
+//     may therefore miss that writer's tags: the writer lists again,
+//     keeping its own lock. It holds the lock only on a list that shows no
+//     lock but its own; when the registry answered that list in several
+//     pages (not one snapshot), it reads the tags once more, now that no
+//     other writer can be running, and works from that.
 //  3. Under the lock it reads the state, checks the preconditions (the
 //     draft's base Version, the workspace being free, opts.Version, the
 //     transition), writes, checks with a HEAD that each tag it wrote holds
@@ -104,7 +110,8 @@
 //
 // Of two writers that both PUT their lock, the later list of the two sees
 // the other's lock, so at most one holds the lock at a time (both may back
-// off, and retry). Within one Repository value, writers of a package also
+// off, and retry), and the state a holder starts from includes every tag
+// written by the holders before it. Within one Repository value, writers of a package also
 // wait for each other in memory first, so that its goroutines never
 // contend in the registry. Hence, as long as the registry's tag list is
 // consistent (true of a single registry instance; for a replicated

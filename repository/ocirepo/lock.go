@@ -105,22 +105,15 @@ func (r *Repository) claim(ctx context.Context, op string, key revision.Key, rep
 		if err := retry(ctx, func() error { return r.pusher.Put(ctx, repo.Tag(tag), rawManifest(raw)) }); err != nil {
 			return nil, r.wrap(op, key, err)
 		}
-		tags, err := r.listTags(ctx, repo)
+		won, err := r.settle(ctx, l, deadline)
 		if err != nil {
 			l.release(ctx)
+			if errors.Is(err, repository.ErrConflict) {
+				return nil, r.errorf(op, key, repository.ErrConflict, "package %q is locked by another writer", key.Package)
+			}
 			return nil, r.wrap(op, key, err)
 		}
-		live := false
-		for _, t := range tags {
-			if kind, _, _ := parseTag(t); kind != tagLock || t == tag {
-				continue
-			}
-			if r.lockLive(ctx, repo, t) {
-				live = true
-			}
-		}
-		if !live {
-			l.tags = tags
+		if won {
 			r.logDebug("locked package", "package", key.Package, "lock", tag)
 			return l, nil
 		}
@@ -137,18 +130,94 @@ func (r *Repository) claim(ctx context.Context, op string, key revision.Key, rep
 	}
 }
 
+// settle lists the package's tags after l's lock tag was put and decides
+// whether l holds the lock. It wins only on a listing that shows no lock
+// but its own: a lock that is listed and gone by the time it is looked at
+// belongs to a writer that finished while the list was read, so the list
+// may predate that writer's tags and is read again (keeping l's lock tag,
+// which every later claimer sees). A listing of several pages is not one
+// snapshot; once such a listing shows no other lock, every writer that
+// took the lock before l has released it, no new one can take it, and the
+// tags are read once more, now without any writer running. It returns
+// false, with l's lock still put, when another lock is live, and
+// ErrConflict when locks keep appearing past deadline.
+func (r *Repository) settle(ctx context.Context, l *lease, deadline time.Time) (bool, error) {
+	for {
+		tags, pages, err := r.listTagPages(ctx, l.repo)
+		if err != nil {
+			return false, err
+		}
+		var others []string
+		for _, t := range tags {
+			if kind, _, _ := parseTag(t); kind == tagLock && t != l.tag {
+				others = append(others, t)
+			}
+		}
+		if len(others) == 0 {
+			if pages > 1 {
+				if tags, err = r.listTags(ctx, l.repo); err != nil {
+					return false, err
+				}
+			}
+			l.tags = tags
+			return true, nil
+		}
+		for _, t := range others {
+			if r.lockLive(ctx, l.repo, t) {
+				return false, nil
+			}
+		}
+		if r.opts.Clock().After(deadline) {
+			return false, repository.ErrConflict
+		}
+		r.logDebug("a writer released the lock while the tags were listed; listing again", "package", l.pkg)
+	}
+}
+
+// listTagPages lists repo's tags like listTags and also says in how many
+// pages the registry answered: one page is one snapshot, several are not.
+func (r *Repository) listTagPages(ctx context.Context, repo name.Repository) ([]string, int, error) {
+	var tags []string
+	var pages int
+	err := retry(ctx, func() error {
+		tags, pages = nil, 0
+		lister, err := r.puller.Lister(ctx, repo)
+		if err != nil {
+			return err
+		}
+		for lister.HasNext() {
+			page, err := lister.Next(ctx)
+			if err != nil {
+				return err
+			}
+			tags = append(tags, page.Tags...)
+			pages++
+		}
+		return nil
+	})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, 0, nil
+		}
+		return nil, 0, err
+	}
+	return tags, pages, nil
+}
+
 // lockLive reports whether lock tag t in repo is held: it exists and its
-// lease has not expired. An expired lock is deleted.
+// lease has not expired. An expired lock, or one whose manifest does not
+// say when its lease ends, is deleted.
 func (r *Repository) lockLive(ctx context.Context, repo name.Repository, t string) bool {
 	desc, err := r.puller.Get(ctx, repo.Tag(t))
 	if err != nil {
 		return !isNotFound(err) // unknown: assume held
 	}
 	var m v1.Manifest
-	if err := json.Unmarshal(desc.Manifest, &m); err != nil {
-		return false
+	err = json.Unmarshal(desc.Manifest, &m)
+	var exp time.Time
+	if err == nil {
+		exp, err = time.Parse(time.RFC3339Nano, m.Annotations[AnnotationLockExpires])
 	}
-	exp, err := time.Parse(time.RFC3339Nano, m.Annotations[AnnotationLockExpires])
 	if err != nil || r.opts.Clock().After(exp) {
 		r.logDebug("removing expired lock", "lock", t)
 		_ = r.deleteRef(ctx, repo, t, desc.Digest, desc.Manifest)
