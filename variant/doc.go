@@ -77,6 +77,19 @@
 // its default: a binding merges over it, so values it does not set survive
 // every clone and upgrade, and removing the binding restores it.
 //
+// # Dependencies
+//
+// A variant with spec.dependencies (a cad extension) acts on what its
+// downstream package requires (package deps): on every sync while the
+// downstream is a draft, it clones the missing providers from
+// providerRepos into the downstream repository, each once, as drafts it
+// does not own (engine.CloneProviders), and records the resolution on the
+// draft as the readiness condition deps.cad.configasdata.dev/satisfied
+// (engine.CheckDependencies); with gate, the draft also gets that readiness
+// gate, so it is approved only after a sync has found every requirement
+// satisfied by published revisions. A controller that resyncs its
+// variants therefore keeps the condition current.
+//
 // # PackageVariantSet
 //
 // A PackageVariantSet (Porch's config.porch.kpt.dev/v1alpha2 JSON) unrolls

@@ -26,6 +26,10 @@ const (
 	// ActionUpdated: an existing draft's content, or a revision's
 	// metadata or lifecycle, was changed in place.
 	ActionUpdated Action = "updated"
+	// ActionProviderCloned: a provider of what the downstream requires was
+	// cloned into the downstream repository as a new draft (see
+	// Dependencies); the Change's key is the provider's draft.
+	ActionProviderCloned Action = "provider-cloned"
 	// ActionAdopted: an existing revision was taken over (adoptExisting).
 	ActionAdopted Action = "adopted"
 	// ActionDeleted: a draft was deleted, or a published revision proposed
@@ -40,7 +44,8 @@ const (
 
 var actionRank = map[Action]int{
 	ActionCreated: 0, ActionUpgraded: 1, ActionCopied: 2, ActionUpdated: 3,
-	ActionAdopted: 4, ActionDeleted: 5, ActionOrphaned: 6, ActionUnchanged: 7,
+	ActionProviderCloned: 4, ActionAdopted: 5, ActionDeleted: 6, ActionOrphaned: 7,
+	ActionUnchanged: 8,
 }
 
 // Change is one write of a sync: what was done to which revision.

@@ -507,6 +507,11 @@ func renderSpec(ctx context.Context, env *celEnv, up *Upstream, d unrolled, upst
 		}
 	}
 	spec.Bindings = slices.Clone(t.Bindings)
+	if t.Dependencies != nil {
+		d := *t.Dependencies
+		d.ProviderRepos = slices.Clone(d.ProviderRepos)
+		spec.Dependencies = &d
+	}
 	return spec, nil
 }
 

@@ -36,7 +36,8 @@ func TestSyncSetRepositories(t *testing.T) {
 				Function:       revision.Function{Image: "set-labels:v0.1", Name: "labels", ConfigMap: map[string]string{"a": "b"}},
 				ConfigMapExprs: []variant.MapExpr{{Key: ptr("site"), ValueExpr: ptr("target.repo.upperAscii()")}},
 			}}},
-			Injectors: []variant.InjectionSelectorTemplate{{NameExpr: ptr("repoDefault")}},
+			Injectors:    []variant.InjectionSelectorTemplate{{NameExpr: ptr("repoDefault")}},
+			Dependencies: &variant.Dependencies{Gate: true},
 		}
 		pvs := newSet("set", variant.Target{
 			Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: []string{"a", "b"}}, {Name: "other"}},
@@ -59,6 +60,7 @@ func TestSyncSetRepositories(t *testing.T) {
 		assert.Equal(t, map[string]string{"repo": "deployments", "up": "blueprints.bucket.ws1"}, pv.Spec.PackageContext.Data)
 		assert.Equal(t, map[string]string{"a": "b", "site": "DEPLOYMENTS"}, pv.Spec.Pipeline.Mutators[0].ConfigMap)
 		assert.Equal(t, "deployments", pv.Spec.Injectors[0].Name)
+		assert.Equal(t, &variant.Dependencies{Gate: true}, pv.Spec.Dependencies)
 		assert.Equal(t, "set", pv.Labels[variant.SetLabel])
 
 		key := res.Results[0].Key

@@ -80,6 +80,9 @@ type PackageVariantTemplate struct {
 	// Bindings are copied to every generated PackageVariant (a cad
 	// extension).
 	Bindings []Binding `json:"bindings,omitempty"`
+	// Dependencies are copied to every generated PackageVariant (a cad
+	// extension).
+	Dependencies *Dependencies `json:"dependencies,omitempty"`
 }
 
 // DownstreamTemplate overrides the downstream repository and package: at

@@ -293,6 +293,13 @@ func (s *syncer) sync(ctx context.Context) error {
 		return err
 	}
 	s.upstream = up
+	if d := s.spec.Dependencies; d != nil {
+		for _, name := range d.ProviderRepos {
+			if _, err := s.o.Repositories.Repository(ctx, name); err != nil {
+				return fmt.Errorf("variant: %s: provider repository %q: %w", s.owner, name, err)
+			}
+		}
+	}
 	if s.upstreamFiles, err = up.Files(ctx); err != nil {
 		return fmt.Errorf("variant: read upstream %s: %w", up.Meta().Key, err)
 	}
@@ -352,6 +359,41 @@ func (s *syncer) sync(ctx context.Context) error {
 			return err
 		}
 		s.target(pr.Meta().Key)
+	}
+	return s.dependencies(ctx)
+}
+
+// dependencies applies spec.dependencies to the downstream drafts.
+func (s *syncer) dependencies(ctx context.Context) error {
+	d := s.spec.Dependencies
+	if d == nil {
+		return nil
+	}
+	for _, k := range s.res.Targets {
+		pr, err := s.e.Get(ctx, k.Repository, k)
+		if err != nil {
+			return fmt.Errorf("variant: %s: read %s: %w", s.owner, k, err)
+		}
+		if pr.Meta().Lifecycle.IsPublished() {
+			continue
+		}
+		if len(d.ProviderRepos) > 0 {
+			created, _, err := s.e.CloneProviders(ctx, k.Repository, k, &engine.CloneProvidersOptions{Sources: d.ProviderRepos})
+			for _, c := range created {
+				s.log(ctx, ActionProviderCloned, c.Meta().Key)
+				s.res.record(ActionProviderCloned, c.Meta().Key)
+			}
+			if err != nil {
+				return fmt.Errorf("variant: %s: clone the providers %s needs: %w", s.owner, k, err)
+			}
+		}
+		_, out, err := s.e.CheckDependencies(ctx, k.Repository, k, &engine.DependenciesOptions{Gate: d.Gate})
+		if err != nil {
+			return fmt.Errorf("variant: %s: check the dependencies of %s: %w", s.owner, k, err)
+		}
+		if out.Meta().Version != pr.Meta().Version {
+			s.res.record(ActionUpdated, k)
+		}
 	}
 	return nil
 }

@@ -143,6 +143,37 @@ type PackageVariantSpec struct {
 	// Bindings fill the package's named binding points (a cad extension;
 	// see Binding).
 	Bindings []Binding `json:"bindings,omitempty"`
+
+	// Dependencies make the sync resolve what the downstream draft
+	// requires (a cad extension; see Dependencies).
+	Dependencies *Dependencies `json:"dependencies,omitempty"`
+}
+
+// Dependencies say what a sync does about the requirements the downstream
+// package declares (package deps, cadpackage.yaml spec.requires). After
+// it has created or changed a downstream draft, and on every later sync
+// while the downstream is not published, the sync:
+//
+//   - clones into the downstream repository, as drafts, the providers of
+//     what the downstream repository lacks, found in ProviderRepos
+//     (engine.CloneProviders: each provider once; a provider package that
+//     already exists there is left to be published or upgraded);
+//   - records the outcome on the draft as the readiness condition
+//     deps.cad.configasdata.dev/satisfied (engine.CheckDependencies),
+//     with Gate also adding the readiness gate, so that the draft cannot
+//     be approved until a later sync finds every requirement satisfied.
+//
+// Providers it clones are not owned by the variant: other packages may
+// need them, so deleting the variant leaves them. Porch has no such
+// field.
+type Dependencies struct {
+	// ProviderRepos are the repositories (blueprints, catalogs) searched,
+	// in order, for providers of what is missing; empty means none are
+	// cloned and only the condition is recorded.
+	ProviderRepos []string `json:"providerRepos,omitempty"`
+	// Gate adds the readiness gate deps.cad.configasdata.dev/satisfied to
+	// the downstream draft.
+	Gate bool `json:"gate,omitempty"`
 }
 
 // Upstream selects the upstream package revision explicitly: Revision > 0

@@ -111,6 +111,18 @@ func Validate(pv *PackageVariant) error {
 		}
 		seen[b.Name] = true
 	}
+	if d := s.Dependencies; d != nil {
+		repos := map[string]bool{}
+		for i, r := range d.ProviderRepos {
+			switch {
+			case r == "":
+				add("spec.dependencies.providerRepos[%d]: empty repository name", i)
+			case repos[r]:
+				add("spec.dependencies.providerRepos[%d]: duplicate repository %q", i, r)
+			}
+			repos[r] = true
+		}
+	}
 	if len(errs) > 0 {
 		return &ValidationError{Kind: PackageVariantKind, Name: pv.Name, Errors: errs}
 	}

@@ -78,6 +78,25 @@ type PackageVariantSpec struct {
 	// Bindings fill the package's named binding points (a cad extension).
 	// +optional
 	Bindings []Binding `json:"bindings,omitempty"`
+	// Dependencies make the sync resolve what the downstream draft
+	// requires (a cad extension).
+	// +optional
+	Dependencies *Dependencies `json:"dependencies,omitempty"`
+}
+
+// Dependencies say what a sync does about the requirements the downstream
+// package declares: clone the providers of what the downstream
+// repository lacks from ProviderRepos, as drafts, and record the outcome
+// as the readiness condition deps.cad.configasdata.dev/satisfied on the
+// downstream draft, with Gate also adding that readiness gate.
+type Dependencies struct {
+	// ProviderRepos are the repositories searched, in order, for
+	// providers.
+	// +optional
+	ProviderRepos []string `json:"providerRepos,omitempty"`
+	// Gate adds the readiness gate to the downstream draft.
+	// +optional
+	Gate bool `json:"gate,omitempty"`
 }
 
 // Upstream selects an upstream revision: Revision > 0 pins published

@@ -90,6 +90,8 @@ type PackageVariantTemplate struct {
 	Injectors []InjectionSelectorTemplate `json:"injectors,omitempty"`
 	// +optional
 	Bindings []v1alpha1.Binding `json:"bindings,omitempty"`
+	// +optional
+	Dependencies *v1alpha1.Dependencies `json:"dependencies,omitempty"`
 }
 
 // DownstreamTemplate names the downstream, literally or by expression.
