@@ -86,9 +86,8 @@ func (e *Engine) dependencies(ctx context.Context, op string, pr revision.Packag
 // requirements and cycles in its message; see deps.Result.Condition),
 // through [Engine.UpdateReadiness]. With opts.Gate it also adds the
 // readiness gate of that type, which turns enforcement on for the
-// revision: [Engine.Approve] refuses it (a *GatesError) until a later
-// CheckDependencies, run after the providers are published, sets the
-// condition True. Nothing is written when the condition and gates are
+// revision: [Engine.Approve] resolves its requirements again and refuses
+// it (a *GatesError) until the providers are published. Nothing is written when the condition and gates are
 // already as computed.
 //
 // The write is a compare-and-swap against the revision as it was read,

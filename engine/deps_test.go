@@ -262,3 +262,58 @@ func TestCloneProvidersGitE2E(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, drafts)
 }
+
+// TestApproveRechecksDependencies: Approve resolves the requirements of a
+// revision carrying the dependency gate again, so a stale False does not
+// block a revision whose providers were published since, and a stale True
+// does not let through one whose provider was deleted since.
+func TestApproveRechecksDependencies(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := depsEnv(t)
+	requires := depsPackageFile("app", "  requires:\n  - capability: queue\n")
+	provider := map[string]string{revision.PackageFileName: depsPackageFile("mq", "  provides:\n  - capability: queue\n")}
+
+	// Gated while nothing provides the queue: False is recorded.
+	stale := revision.Key{Package: "app", Workspace: "v1"}
+	_, err := depsDraft(t, e, "app", "v1", map[string]string{revision.PackageFileName: requires})
+	require.NoError(t, err)
+	res, _, err := e.CheckDependencies(ctx, "deploy", stale, &engine.DependenciesOptions{Gate: true})
+	require.NoError(t, err)
+	require.False(t, res.Satisfied())
+	_, err = e.Propose(ctx, "deploy", stale)
+	require.NoError(t, err)
+	_, err = e.Approve(ctx, "deploy", stale)
+	require.ErrorIs(t, err, engine.ErrNotReady, "nothing provides the queue yet")
+
+	// The provider is published; nobody checks again; Approve does.
+	mq := depsPublish(t, e, "mq", provider)
+	pub, err := e.Approve(ctx, "deploy", stale)
+	require.NoError(t, err, "the provider is published, so the gate is satisfied")
+	ready, err := engine.Readiness(ctx, pub)
+	require.NoError(t, err)
+	assert.Empty(t, ready.Unsatisfied())
+
+	// A second package checked True while mq existed, then mq is deleted:
+	// the stale True does not let it through.
+	next := revision.Key{Package: "app2", Workspace: "v1"}
+	_, err = depsDraft(t, e, "app2", "v1", map[string]string{revision.PackageFileName: depsPackageFile("app2", "  requires:\n  - capability: queue\n")})
+	require.NoError(t, err)
+	res, _, err = e.CheckDependencies(ctx, "deploy", next, &engine.DependenciesOptions{Gate: true})
+	require.NoError(t, err)
+	require.True(t, res.Satisfied())
+	_, err = e.Propose(ctx, "deploy", next)
+	require.NoError(t, err)
+	_, err = e.ProposeDelete(ctx, "deploy", mq.Meta().Key)
+	require.NoError(t, err)
+	require.NoError(t, e.Delete(ctx, "deploy", mq.Meta().Key))
+	_, err = e.Approve(ctx, "deploy", next)
+	var gates *engine.GatesError
+	require.ErrorAs(t, err, &gates, "the provider is gone")
+	assert.Equal(t, []string{deps.ConditionType}, gates.Gates)
+	pr, err := e.Get(ctx, "deploy", next)
+	require.NoError(t, err)
+	ready, err = engine.Readiness(ctx, pr)
+	require.NoError(t, err)
+	assert.Contains(t, ready.Unsatisfied(), deps.ConditionType, "the fresh False is recorded on the proposal")
+}

@@ -86,6 +86,11 @@ type Options struct {
 	// AuthorName and AuthorEmail identify the engine's commits and
 	// approvals; empty means each repository's configured author.
 	AuthorName, AuthorEmail string
+	// Dependencies say where Approve looks for providers when it resolves
+	// again the requirements of a revision that carries the dependency
+	// gate (see [Engine.Approve]); nil means the defaults of
+	// [DependenciesOptions].
+	Dependencies *DependenciesOptions
 }
 
 func (o *Options) withDefaults() Options {

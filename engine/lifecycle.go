@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/configasdata/cad/deps"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
@@ -157,6 +159,13 @@ func (e *Engine) Reject(ctx context.Context, repo string, key revision.Key, pre 
 // fail with a conflict instead of publishing a revision whose gate was not
 // satisfied; a retry checks again.
 //
+// A revision that carries the dependency gate deps.ConditionType (see
+// [Engine.CheckDependencies]) has its requirements resolved again first,
+// with [Options].Dependencies, so that neither a stale False nor a stale
+// True decides: the fresh condition is recorded on the proposal when it
+// changed (judged in memory where the repository keeps no revision data
+// for proposals) and then checked with the other gates.
+//
 // Errors: a *GatesError matching [ErrNotReady] naming the unsatisfied
 // gates; repository.ErrInvalidTransition when it is not Proposed;
 // repository.ErrNotFound; repository.ErrConflict when it changed since it
@@ -176,6 +185,12 @@ func (e *Engine) Approve(ctx context.Context, repo string, key revision.Key, pre
 	info, err := Readiness(ctx, pr)
 	if err != nil {
 		return nil, wrap(op, m.Key, err)
+	}
+	if slices.ContainsFunc(info.ReadinessGates, func(g revision.ReadinessGate) bool { return g.ConditionType == deps.ConditionType }) {
+		if pr, info, err = e.recheckDependencies(ctx, op, r, pr, info); err != nil {
+			return nil, err
+		}
+		m = pr.Meta()
 	}
 	if gates := info.Unsatisfied(); len(gates) > 0 {
 		return nil, &GatesError{Key: m.Key, Gates: gates}
@@ -363,4 +378,39 @@ func RetryOnConflict(ctx context.Context, attempts int, fn func() error) error {
 		}
 		delay = min(2*delay, 500*time.Millisecond)
 	}
+}
+
+// recheckDependencies resolves the requirements of the proposal pr again
+// for Approve and records the condition when it changed. It returns the
+// revision and readiness to judge.
+func (e *Engine) recheckDependencies(ctx context.Context, op string, r repository.Repository, pr revision.PackageRevision, info revision.Info) (revision.PackageRevision, revision.Info, error) {
+	m := pr.Meta()
+	res, err := e.dependencies(ctx, op, pr, e.opts.Dependencies)
+	if err != nil {
+		return nil, revision.Info{}, err
+	}
+	c := res.Condition()
+	i := slices.IndexFunc(info.Conditions, func(x revision.Condition) bool { return x.Type == c.Type })
+	if i >= 0 && info.Conditions[i].Status == c.Status && info.Conditions[i].Reason == c.Reason && info.Conditions[i].Message == c.Message {
+		return pr, info, nil
+	}
+	out, err := e.updateReadiness(ctx, op, m.Key.Repository, m.Key, ReadinessOptions{Conditions: []revision.Condition{c}, Version: m.Version})
+	switch {
+	case errors.Is(err, repository.ErrNotSupported):
+		judged := info
+		judged.Conditions = slices.Clone(info.Conditions)
+		if i >= 0 {
+			judged.Conditions[i] = c
+		} else {
+			judged.Conditions = append(judged.Conditions, c)
+		}
+		return pr, judged, nil
+	case err != nil:
+		return nil, revision.Info{}, err
+	}
+	info, err = Readiness(ctx, out)
+	if err != nil {
+		return nil, revision.Info{}, wrap(op, m.Key, err)
+	}
+	return out, info, nil
 }
