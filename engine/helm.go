@@ -111,22 +111,25 @@ func (h *helmOrigin) records(strategy revision.UpdateStrategy) (*revision.Upstre
 // empty Version the locked version, nil Values the recorded values; a zero
 // oldUpstream beside a Helm newUpstream is the locked chart version with
 // the recorded values (and newUpstream's Auth). Refs without Helm are
-// returned as they are.
-func helmRefs(op string, localKey revision.Key, localFiles revision.Files, oldUpstream, newUpstream Ref) (Ref, Ref, error) {
+// returned as they are. lock is the local package's Helm lock, nil when
+// it has none or no Ref is Helm.
+func helmRefs(op string, localKey revision.Key, localFiles revision.Files, oldUpstream, newUpstream Ref) (_, _ Ref, _ *revision.HelmLock, _ error) {
 	if oldUpstream.Helm == nil && newUpstream.Helm == nil {
-		return oldUpstream, newUpstream, nil
+		return oldUpstream, newUpstream, nil, nil
 	}
 	info, err := revision.InfoFromFiles(localFiles)
 	if err != nil {
-		return Ref{}, Ref{}, invalid(op, localKey, "local package: %v", err)
+		return Ref{}, Ref{}, nil, invalid(op, localKey, "local package: %v", err)
 	}
 	var rec revision.Helm
 	if info.Upstream != nil && info.Upstream.Helm != nil {
 		rec = *info.Upstream.Helm
 	}
 	var lock revision.HelmLock
+	var locked *revision.HelmLock
 	if info.UpstreamLock != nil && info.UpstreamLock.Helm != nil {
 		lock = *info.UpstreamLock.Helm
+		locked = &lock
 	}
 	complete := func(h HelmUpstream) *HelmUpstream {
 		fill := func(s *string, vals ...string) {
@@ -150,7 +153,7 @@ func helmRefs(op string, localKey revision.Key, localFiles revision.Files, oldUp
 		newUpstream.Helm = complete(*newUpstream.Helm)
 		if oldUpstream == (Ref{}) {
 			if lock.Version == "" {
-				return Ref{}, Ref{}, invalid(op, localKey, "local package has no Helm upstream lock to upgrade from; name the old upstream")
+				return Ref{}, Ref{}, nil, invalid(op, localKey, "local package has no Helm upstream lock to upgrade from; name the old upstream")
 			}
 			oldUpstream.Helm = complete(HelmUpstream{Repo: lock.Repo, Chart: lock.Chart, Auth: newUpstream.Helm.Auth})
 		}
@@ -158,7 +161,22 @@ func helmRefs(op string, localKey revision.Key, localFiles revision.Files, oldUp
 	if oldUpstream.Helm != nil {
 		oldUpstream.Helm = complete(*oldUpstream.Helm)
 	}
-	return oldUpstream, newUpstream, nil
+	return oldUpstream, newUpstream, locked, nil
+}
+
+// checkLockedChart logs a warning when the chart rendered as an upgrade's
+// original is the locked version but not the locked archive (a chart
+// republished under the same version): the merge then takes what changed
+// since as a local edit's base.
+func (e *Engine) checkLockedChart(ctx context.Context, key revision.Key, lock *revision.HelmLock, from origin) {
+	if lock == nil || lock.Digest == "" || from.helm == nil {
+		return
+	}
+	got := from.helm.lock
+	if got.Repo == lock.Repo && got.Chart == lock.Chart && got.Version == lock.Version && got.Digest != "" && got.Digest != lock.Digest {
+		e.opts.Logger.WarnContext(ctx, "the locked chart version was republished: the upgrade's original is the chart as it is now",
+			"key", key.String(), "chart", lock.Chart, "version", lock.Version, "lockedDigest", lock.Digest, "digest", got.Digest)
+	}
 }
 
 // copyValues returns a deep copy of a values tree (maps and lists; the

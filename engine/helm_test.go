@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"sync"
@@ -24,7 +25,8 @@ import (
 // Service. It records the calls it gets.
 type fakeCharts struct {
 	versions []string
-	err      error // returned by Render when set
+	err      error  // returned by Render when set
+	suffix   string // appended to every digest
 
 	mu      sync.Mutex
 	renders []engine.HelmUpstream
@@ -80,7 +82,7 @@ spec:
 		m[ns+"/service_"+rel+"-web.yaml"] = fmt.Sprintf("apiVersion: v1\nkind: Service\nmetadata:\n  name: %s-web\n  namespace: %s\nspec:\n  ports:\n  - port: 80\n", rel, ns)
 	}
 	files, err := revision.NewFiles(toBytes(m))
-	return files, version, "digest-" + version, err
+	return files, version, "digest-" + version + f.suffix, err
 }
 
 func (f *fakeCharts) Versions(_ context.Context, up engine.HelmUpstream) ([]string, error) {
@@ -381,4 +383,24 @@ func TestDiscoverHelmPrereleases(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, cands, 1)
 	assert.Equal(t, []string{"2.0.0-rc.2", "2.0.0-rc.10", "2.0.0", "2.1.0-beta.1"}, cands[0].Newer)
+}
+
+// A chart republished under the locked version is still upgraded from,
+// with a warning in the Engine's log.
+func TestHelmUpgradeRepublishedChart(t *testing.T) {
+	ctx := context.Background()
+	var log strings.Builder
+	e, err := engine.New(&engine.Options{Repositories: engine.Repos{repoName: memrepo.New(repoName, nil)},
+		Logger: slog.New(slog.NewTextHandler(&log, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	require.NoError(t, err)
+	charts := &fakeCharts{versions: []string{"1.0.0", "2.0.0"}}
+	v1 := cloneEditPublish(t, e, charts, "shop")
+	_, err = e.Upgrade(ctx, repoName, v1.Meta().Key, engine.Ref{}, engine.Ref{Helm: &engine.HelmUpstream{Version: "2.0.0"}}, "v2", engine.UpgradeOptions{Charts: charts})
+	require.NoError(t, err)
+	assert.Empty(t, log.String())
+	charts.suffix = "-republished"
+	_, err = e.Upgrade(ctx, repoName, v1.Meta().Key, engine.Ref{}, engine.Ref{Helm: &engine.HelmUpstream{Version: "2.0.0"}}, "v2b", engine.UpgradeOptions{Charts: charts})
+	require.NoError(t, err)
+	assert.Contains(t, log.String(), "level=WARN")
+	assert.Contains(t, log.String(), "lockedDigest=digest-1.0.0 digest=digest-1.0.0-republished")
 }

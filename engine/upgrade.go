@@ -84,7 +84,10 @@ func (r Ref) key() revision.Key {
 // original is the locked chart version rendered with the values the local
 // package recorded, the updated one the new version (and/or new values)
 // rendered, and the merge keeps local edits of the rendered resources as
-// for any upstream.
+// for any upstream. When the locked version renders from an archive whose
+// digest is not the locked one (a chart republished under the same
+// version), the upgrade goes on with it as the original and logs a warning
+// to the Engine's Logger.
 //
 // Errors: a *PlaceholderError (matching repository.ErrInvalidInput) when
 // any of the three is a placeholder revision; repository.ErrInvalidInput
@@ -191,14 +194,15 @@ func checkStrategy(op string, key revision.Key, s revision.UpdateStrategy) error
 // with the strategy, the Kptfile's upstream and lock naming newUpstream,
 // merge keys on every resource, mutated and rendered.
 func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Key, localFiles revision.Files, oldUpstream, newUpstream Ref, opts UpgradeOptions) (revision.Files, error) {
-	oldUpstream, newUpstream, err := helmRefs(op, localKey, localFiles, oldUpstream, newUpstream)
+	oldUpstream, newUpstream, helmLock, err := helmRefs(op, localKey, localFiles, oldUpstream, newUpstream)
 	if err != nil {
 		return revision.Files{}, err
 	}
-	oldFiles, _, err := e.readRef(ctx, op, key, oldUpstream, opts)
+	oldFiles, oldFrom, err := e.readRef(ctx, op, key, oldUpstream, opts)
 	if err != nil {
 		return revision.Files{}, err
 	}
+	e.checkLockedChart(ctx, localKey, helmLock, oldFrom)
 	newFiles, newFrom, err := e.readRef(ctx, op, key, newUpstream, opts)
 	if err != nil {
 		return revision.Files{}, err
