@@ -100,7 +100,7 @@ type webRepo struct {
 	versions []string
 }
 
-func startWebRepo(t *testing.T, user, pass string) *webRepo {
+func startWebRepo(t testing.TB, user, pass string) *webRepo {
 	t.Helper()
 	wr := &webRepo{digests: map[string]string{}, versions: []string{"1.0.0", "2.0.0", "3.0.0"}}
 	blobs := map[string][]byte{}
@@ -146,7 +146,7 @@ func startWebRepo(t *testing.T, user, pass string) *webRepo {
 
 const deployments = "deployments"
 
-func newTestEngine(t *testing.T) (*engine.Engine, *memrepo.Repository) {
+func newTestEngine(t testing.TB) (*engine.Engine, *memrepo.Repository) {
 	t.Helper()
 	r := memrepo.New(deployments, nil)
 	e, err := engine.New(&engine.Options{Repositories: engine.Repos{deployments: r}})
@@ -154,7 +154,7 @@ func newTestEngine(t *testing.T) (*engine.Engine, *memrepo.Repository) {
 	return e, r
 }
 
-func publishDraft(t *testing.T, e *engine.Engine, key revision.Key) revision.PackageRevision {
+func publishDraft(t testing.TB, e *engine.Engine, key revision.Key) revision.PackageRevision {
 	t.Helper()
 	ctx := context.Background()
 	_, err := e.Propose(ctx, deployments, key)
@@ -164,21 +164,21 @@ func publishDraft(t *testing.T, e *engine.Engine, key revision.Key) revision.Pac
 	return pr
 }
 
-func filesOf(t *testing.T, pr revision.PackageRevision) revision.Files {
+func filesOf(t testing.TB, pr revision.PackageRevision) revision.Files {
 	t.Helper()
 	f, err := pr.Files(context.Background())
 	require.NoError(t, err)
 	return f
 }
 
-func text(t *testing.T, f revision.Files, p string) string {
+func text(t testing.TB, f revision.Files, p string) string {
 	t.Helper()
 	b, ok := f.Get(p)
 	require.True(t, ok, "no %s in %v", p, f.Paths())
 	return string(b)
 }
 
-func infoOf(t *testing.T, f revision.Files) revision.Info {
+func infoOf(t testing.TB, f revision.Files) revision.Info {
 	t.Helper()
 	i, err := revision.InfoFromFiles(f)
 	require.NoError(t, err)
@@ -186,7 +186,7 @@ func infoOf(t *testing.T, f revision.Files) revision.Info {
 }
 
 // setFile returns f with p replaced by edit(p's text).
-func setFile(t *testing.T, f revision.Files, p string, edit func(string) string) revision.Files {
+func setFile(t testing.TB, f revision.Files, p string, edit func(string) string) revision.Files {
 	t.Helper()
 	out, err := f.With(p, []byte(edit(text(t, f, p))))
 	require.NoError(t, err)
