@@ -404,3 +404,36 @@ func TestHelmUpgradeRepublishedChart(t *testing.T) {
 	assert.Contains(t, log.String(), "level=WARN")
 	assert.Contains(t, log.String(), "lockedDigest=digest-1.0.0 digest=digest-1.0.0-republished")
 }
+
+// UpgradeDraft moves a draft cloned from a chart (with a Kptfile) to
+// another chart version in place, keeping its edits; the Kptfile's
+// records follow.
+func TestHelmUpgradeDraftWithKptfile(t *testing.T) {
+	ctx := context.Background()
+	charts := &fakeCharts{versions: []string{"1.0.0", "2.0.0"}}
+	e := newEngine(t, memrepo.New(repoName, nil), nil)
+	key := revision.Key{Package: "shop", Workspace: "ws"}
+	pr, err := e.Clone(ctx, repoName, key, engine.CloneSource{Helm: &engine.HelmUpstream{Repo: chartsRepo, Chart: "web", Version: "1.0.0",
+		Values: map[string]any{"replicas": 3}}}, engine.CloneOptions{Charts: charts, Kptfile: true, Strategy: revision.ResourceMerge})
+	require.NoError(t, err)
+	p := "default/deployment_release-name-web.yaml"
+	f, err := files(t, pr).With(p, []byte(strings.Replace(fileText(t, files(t, pr), p), "  namespace: default\n", "  namespace: default\n  labels:\n    team: red\n", 1)))
+	require.NoError(t, err)
+	_, err = e.Update(ctx, repoName, key, f, engine.UpdateOptions{})
+	require.NoError(t, err)
+
+	pr, err = e.UpgradeDraft(ctx, repoName, key, engine.Ref{}, engine.Ref{Helm: &engine.HelmUpstream{Version: "2.0.0"}}, engine.UpgradeOptions{Charts: charts})
+	require.NoError(t, err)
+	f = files(t, pr)
+	assert.False(t, f.Has(revision.PackageFileName))
+	dep := fileText(t, f, p)
+	assert.Contains(t, dep, "team: red")
+	assert.Contains(t, dep, "image: web:2.0.0")
+	assert.Contains(t, dep, "replicas: 3")
+	kf, err := revision.ParseKptfile([]byte(fileText(t, f, revision.KptfileName)))
+	require.NoError(t, err)
+	assert.Equal(t, "shop", kf.Metadata.Name)
+	assert.Equal(t, "2.0.0", kf.UpstreamLock.Helm.Version)
+	assert.Equal(t, map[string]any{"replicas": 3}, kf.Upstream.Helm.Values)
+	assert.Equal(t, revision.ResourceMerge, kf.Upstream.UpdateStrategy)
+}
