@@ -28,8 +28,8 @@ type HelmUpstream struct {
 	Namespace   string
 	// Values are the values rendered over the chart's defaults, as
 	// helm template --values takes them. They are recorded in the
-	// package's upstream as data. In an upgrade's Ref.Helm, nil means the
-	// values the local package recorded.
+	// package's upstream as data (so keep secrets out of them). In an
+	// upgrade's Ref.Helm, nil means the values the local package recorded.
 	Values map[string]any
 	// Auth is credentials for the renderer, opaque to the engine (for
 	// helmfn.Charts, a helmfn.BasicAuth). Nil means none. It is never

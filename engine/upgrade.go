@@ -95,8 +95,9 @@ func (r Ref) key() revision.Key {
 // or a bad workspace, for a Helm upstream without a ChartRenderer or
 // without repo and chart (given or recorded), and for a zero old upstream
 // when the local package has no Helm lock; the renderer's errors
-// (repository.ErrNotFound for an unknown chart or version); repository.ErrNotFound for an unknown repository or
-// revision; repository.ErrAlreadyExists when the workspace is taken; an
+// (repository.ErrNotFound for an unknown chart or version);
+// repository.ErrNotFound for an unknown repository or revision;
+// repository.ErrAlreadyExists when the workspace is taken; an
 // error matching [ErrLocalModified] for fast-forward over local changes; a
 // *pipeline.RenderError (errors.As) when the render fails.
 func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, oldUpstream, newUpstream Ref, workspace string, opts UpgradeOptions) (revision.PackageRevision, error) {
