@@ -28,6 +28,10 @@ type CloneSource struct {
 	// Git is a package in a git repository the Engine does not manage,
 	// read with CloneOptions.Fetcher.
 	Git *GitUpstream
+	// Helm is a Helm chart, rendered with CloneOptions.Charts: the
+	// package holds the rendered resources, and its upstream and lock
+	// record the chart, version and values (type helm).
+	Helm *HelmUpstream
 }
 
 // GitUpstream is a package in a git repository: kpt's and Porch's
@@ -77,6 +81,8 @@ type Deployer interface {
 type CloneOptions struct {
 	// Fetcher reads a CloneSource.Git upstream; required for one.
 	Fetcher UpstreamFetcher
+	// Charts renders a CloneSource.Helm upstream; required for one.
+	Charts ChartRenderer
 	// ForDeployment generates package-context.yaml, as kpt pkg get
 	// --for-deployment does; it is also generated when the Engine's
 	// Repositories implement Deployer and report the target repository as
@@ -111,7 +117,10 @@ type CloneOptions struct {
 //     its URL when the Repositories implement [URLer], else its name,
 //     directory the package path, ref "<package>/v<N>" and commit the
 //     revision's Meta.Commit (else Version); for a git source they are as given and the
-//     commit the fetcher read;
+//     commit the fetcher read; for a Helm source, upstream {type helm,
+//     helm{repo, chart, version (as asked, else the one rendered),
+//     releaseName, namespace, values}} and upstreamLock {type helm,
+//     helm{repo, chart, version rendered, digest}};
 //   - every KRM resource of a .yaml/.yml file other than a Kptfile, local
 //     config included, gets the annotation internal.kpt.dev/upstream-identifier
 //     "<group>|<kind>|<namespace or default>|<name>" and the comment
@@ -127,10 +136,13 @@ type CloneOptions struct {
 // Errors: a *PlaceholderError (matching repository.ErrInvalidInput) for the
 // placeholder revision as source; repository.ErrInvalidInput for a source
 // that is not Published or DeletionProposed, a CloneSource with not exactly
-// one field, a Git source without repo or ref or without a Fetcher, a bad
+// one field, a Git source without repo or ref or without a Fetcher, a Helm
+// source without repo or chart or without a ChartRenderer, a bad
 // key or a nested package path; repository.ErrAlreadyExists when the package
 // already exists in repo (use Copy for a new revision); repository.ErrNotFound
-// for an unknown repository or source; a failed render returns the
+// for an unknown repository or source (the renderer's for an unknown
+// chart or version); the renderer's other errors (an unreachable
+// repository, a template error) wrapped; a failed render returns the
 // *pipeline.RenderError (errors.As). On any error nothing is written.
 func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src CloneSource, opts CloneOptions) (revision.PackageRevision, error) {
 	const op = "clone"
@@ -138,8 +150,8 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 	if err := key.ValidateNew(); err != nil {
 		return nil, wrap(op, key, err)
 	}
-	if (src.Revision == nil) == (src.Git == nil) {
-		return nil, invalid(op, key, "clone source must be exactly one of a registered revision and a git upstream")
+	if n := btoi(src.Revision != nil) + btoi(src.Git != nil) + btoi(src.Helm != nil); n != 1 {
+		return nil, invalid(op, key, "clone source must be exactly one of a registered revision, a git upstream and a Helm chart")
 	}
 	r, err := e.repo(ctx, op, key)
 	if err != nil {
@@ -158,8 +170,10 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 			sk.Repository = repo
 		}
 		files, from, err = e.fetchRevision(ctx, op, sk)
-	} else {
+	} else if src.Git != nil {
 		files, from, err = fetchGit(ctx, op, key, *src.Git, opts.Fetcher)
+	} else {
+		files, from, err = fetchHelm(ctx, op, key, *src.Helm, opts.Charts)
 	}
 	if err != nil {
 		return nil, err
@@ -184,7 +198,7 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 	created := &revision.Creation{Op: revision.CreatedByClone, Strategy: opts.Strategy}
 	if src.Revision != nil {
 		created.Source = e.fullKey(ctx, repo, *src.Revision)
-	} else {
+	} else if src.Git != nil {
 		created.Git = &revision.GitUpstreamRef{Repo: src.Git.Repo, Ref: src.Git.Ref, Directory: src.Git.Directory}
 	}
 	return e.create(ctx, op, r, key, files, MessageClone, opts.Metadata, created)
@@ -201,10 +215,16 @@ type origin struct {
 	dir     string // the package directory
 	ref     string // "<package>/v<N>", a tag or a branch
 	commit  string // the content id
+	// helm is set for a rendered Helm chart; the fields above are unused
+	// then.
+	helm *helmOrigin
 }
 
 // records returns the upstream and the lock that name o.
 func (o origin) records(strategy revision.UpdateStrategy) (*revision.Upstream, *revision.UpstreamLock) {
+	if o.helm != nil {
+		return o.helm.records(strategy)
+	}
 	if o.generic {
 		return &revision.Upstream{Type: revision.GenericOrigin, UpdateStrategy: strategy},
 			&revision.UpstreamLock{Type: revision.GenericOrigin, Generic: &revision.GenericLock{StoreID: o.repo, ResourceID: o.ref, ResourceVersion: o.commit}}
@@ -320,4 +340,11 @@ func cloneFiles(pkgPath string, files revision.Files, from origin, strategy revi
 // plain YAML).
 func packageContextFor(name string) string {
 	return strings.Replace(packageContext, "name: example\n", "name: "+name+"\n", 1)
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

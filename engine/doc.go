@@ -24,6 +24,20 @@
 //     with an [UpstreamLister]). An upstream in a repository that is not
 //     git (OCI, see repository.Locator) is recorded as kpt's generic
 //     upstream lock;
+//   - Helm charts as upstreams: [CloneSource].Helm clones a package from
+//     a chart in a chart repository (index.yaml over HTTP) or an OCI
+//     registry, at a version or semver constraint, with values, rendered
+//     by a [ChartRenderer]; the package holds the rendered resources, and
+//     its upstream and lock (type helm, cad's own: kpt does not know it)
+//     record the chart, the version asked for and resolved, the archive's
+//     digest, the release name, namespace and values. [Ref].Helm upgrades
+//     it to another version and/or other values as a three-way merge like
+//     any upstream (original: the locked version rendered with the
+//     recorded values), so local edits of rendered resources survive, and
+//     [Engine.DiscoverHelmUpgrades] lists newer chart versions with a
+//     [ChartLister]. The engine imports no Helm code: module
+//     github.com/configasdata/cad/helmfn implements both interfaces
+//     (helmfn.Charts) on Helm's SDK;
 //   - a record of how each new draft was created (revision.Creation: init
 //     with its description, clone with its upstream, copy with its source,
 //     upgrade with its upstreams and local revision), passed to the

@@ -32,6 +32,15 @@ type Ref struct {
 	// Repository and Key are unused then. It is how a package cloned from
 	// a plain git URL is upgraded (see [Engine.DiscoverGitUpgrades]).
 	Git *GitUpstream
+	// Helm, when set, is a Helm chart rendered with UpgradeOptions.Charts
+	// (as in CloneSource); Repository and Key are unused then. It is how
+	// a package cloned from a chart moves to another chart version or
+	// other values (see [Engine.DiscoverHelmUpgrades]). Its empty fields
+	// are the local package's: Repo, Chart, ReleaseName and Namespace as
+	// its upstream records them, Version the locked version, nil Values the
+	// recorded values. A zero old upstream beside a Helm new upstream
+	// means the locked chart version rendered with the recorded values.
+	Helm *HelmUpstream
 }
 
 func (r Ref) key() revision.Key {
@@ -59,7 +68,10 @@ func (r Ref) key() revision.Key {
 //     Repositories have a URL(name) string method, else the local
 //     Kptfile's upstream repo when both upstreams are in one repository,
 //     else the repository name; directory the package path, ref
-//     "<package>/v<N>", commit the revision's Meta.Commit (else Version); the local
+//     "<package>/v<N>", commit the revision's Meta.Commit (else Version); for
+//     a Helm newUpstream, type helm with the chart, the version asked for,
+//     release name, namespace and values, and the lock's exact version and
+//     digest (see [Engine.Clone]); the local
 //     updateStrategy is kept (or set to the strategy when it had none);
 //   - every resource gets kpt's merge keys again (the upstream-identifier
 //     annotation and kpt-merge comment) where it lacks them.
@@ -68,11 +80,24 @@ func (r Ref) key() revision.Key {
 // with the message [MessageUpgrade]. Upgrade makes one write: on any error
 // nothing is saved.
 //
+// A package cloned from a Helm chart is upgraded with Ref.Helm: the
+// original is the locked chart version rendered with the values the local
+// package recorded, the updated one the new version (and/or new values)
+// rendered, and the merge keeps local edits of the rendered resources as
+// for any upstream. When the locked version renders from an archive whose
+// digest is not the locked one (a chart republished under the same
+// version), the upgrade goes on with it as the original and logs a warning
+// to the Engine's Logger.
+//
 // Errors: a *PlaceholderError (matching repository.ErrInvalidInput) when
 // any of the three is a placeholder revision; repository.ErrInvalidInput
 // when one is not Published or DeletionProposed, for an unknown strategy
-// or a bad workspace; repository.ErrNotFound for an unknown repository or
-// revision; repository.ErrAlreadyExists when the workspace is taken; an
+// or a bad workspace, for a Helm upstream without a ChartRenderer or
+// without repo and chart (given or recorded), and for a zero old upstream
+// when the local package has no Helm lock; the renderer's errors
+// (repository.ErrNotFound for an unknown chart or version);
+// repository.ErrNotFound for an unknown repository or revision;
+// repository.ErrAlreadyExists when the workspace is taken; an
 // error matching [ErrLocalModified] for fast-forward over local changes; a
 // *pipeline.RenderError (errors.As) when the render fails.
 func (e *Engine) Upgrade(ctx context.Context, repo string, local revision.Key, oldUpstream, newUpstream Ref, workspace string, opts UpgradeOptions) (revision.PackageRevision, error) {
@@ -170,11 +195,16 @@ func checkStrategy(op string, key revision.Key, s revision.UpdateStrategy) error
 // with the strategy, the Kptfile's upstream and lock naming newUpstream,
 // merge keys on every resource, mutated and rendered.
 func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Key, localFiles revision.Files, oldUpstream, newUpstream Ref, opts UpgradeOptions) (revision.Files, error) {
-	oldFiles, _, err := e.readRef(ctx, op, key, oldUpstream, opts.Fetcher)
+	oldUpstream, newUpstream, helmLock, err := helmRefs(op, localKey, localFiles, oldUpstream, newUpstream)
 	if err != nil {
 		return revision.Files{}, err
 	}
-	newFiles, newFrom, err := e.readRef(ctx, op, key, newUpstream, opts.Fetcher)
+	oldFiles, oldFrom, err := e.readRef(ctx, op, key, oldUpstream, opts)
+	if err != nil {
+		return revision.Files{}, err
+	}
+	e.checkLockedChart(ctx, localKey, helmLock, oldFrom)
+	newFiles, newFrom, err := e.readRef(ctx, op, key, newUpstream, opts)
 	if err != nil {
 		return revision.Files{}, err
 	}
@@ -209,7 +239,7 @@ func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Ke
 			return revision.Files{}, wrap(op, localKey, err)
 		}
 	}
-	if !newFrom.generic && newUpstream.Git == nil && newFrom.repo == newUpstream.key().Repository && localUp != nil && localUp.Git != nil &&
+	if !newFrom.generic && newUpstream.Git == nil && newUpstream.Helm == nil && newFrom.repo == newUpstream.key().Repository && localUp != nil && localUp.Git != nil &&
 		localUp.Git.Repo != "" && oldUpstream.Git == nil && oldUpstream.key().Repository == newUpstream.key().Repository {
 		// Both upstreams in one repository the Engine knows only by name:
 		// keep the repo the local package recorded for it.
@@ -283,6 +313,8 @@ type UpgradeOptions struct {
 	Mutate Mutation
 	// Fetcher reads the upstreams given as Ref.Git; required for them.
 	Fetcher UpstreamFetcher
+	// Charts renders the upstreams given as Ref.Helm; required for them.
+	Charts ChartRenderer
 }
 
 // publishedFiles reads the files of the numbered published revision key of
@@ -314,10 +346,17 @@ func (e *Engine) publishedFiles(ctx context.Context, op string, key revision.Key
 }
 
 // readRef reads the upstream r for op: a published revision of a
-// registered repository, or a package in a git repository read with f.
-func (e *Engine) readRef(ctx context.Context, op string, key revision.Key, r Ref, f UpstreamFetcher) (revision.Files, origin, error) {
+// registered repository, a package in a git repository read with
+// opts.Fetcher, or a Helm chart rendered with opts.Charts.
+func (e *Engine) readRef(ctx context.Context, op string, key revision.Key, r Ref, opts UpgradeOptions) (revision.Files, origin, error) {
+	if r.Git != nil && r.Helm != nil {
+		return revision.Files{}, origin{}, invalid(op, key, "an upstream Ref is a git upstream or a Helm chart, not both")
+	}
 	if r.Git != nil {
-		return fetchGit(ctx, op, key, *r.Git, f)
+		return fetchGit(ctx, op, key, *r.Git, opts.Fetcher)
+	}
+	if r.Helm != nil {
+		return fetchHelm(ctx, op, key, *r.Helm, opts.Charts)
 	}
 	return e.fetchRevision(ctx, op, r.key())
 }

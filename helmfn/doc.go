@@ -1,5 +1,7 @@
 // Package helmfn is the catalog's render-helm-chart KRM function, run
-// in-process on Helm's Go SDK (helm.sh/helm/v4). It is a module of its own
+// in-process on Helm's Go SDK (helm.sh/helm/v4), and [Charts], which makes
+// Helm charts package upstreams for the engine (see "Charts as package
+// upstreams" below). It is a module of its own
 // (github.com/configasdata/cad/helmfn) so that Helm and the k8s.io modules
 // it brings stay out of the root module: programs that want it register it
 // with a function registry.
@@ -105,8 +107,45 @@
 //   - The default namespace is "default" (helm template's), and the path
 //     annotations are set by the function rather than left to kpt.
 //
+// # Charts as package upstreams
+//
+// [Charts] implements engine.ChartRenderer and engine.ChartLister, so
+// that a package can be cloned from a chart (engine.CloneSource.Helm),
+// upgraded to another chart version or other values with a three-way
+// merge (engine.Ref.Helm) and checked for newer chart versions
+// (Engine.DiscoverHelmUpgrades):
+//
+//	charts := helmfn.NewCharts(nil)
+//	pr, err := e.Clone(ctx, "deployments", key, engine.CloneSource{Helm: &engine.HelmUpstream{
+//		Repo: "https://charts.example.com", Chart: "web", Version: "^1.2",
+//		ReleaseName: "web", Namespace: "prod", Values: map[string]any{"replicas": 3},
+//	}}, engine.CloneOptions{Charts: charts})
+//	...
+//	cands, err := e.DiscoverHelmUpgrades(ctx, nil, charts)
+//	pr, err = e.Upgrade(ctx, "deployments", v1, engine.Ref{},
+//		engine.Ref{Helm: &engine.HelmUpstream{Version: cands[0].Newer[0]}}, "v2", engine.UpgradeOptions{Charts: charts})
+//
+// Charts are fetched as the function fetches them (an HTTP(S) chart
+// repository's index.yaml and archive, or oci://; Options.HTTPClient,
+// PlainHTTP and MaxDownload apply) and rendered as helm template renders
+// them, with CRDs and without test hooks. The package gets one file per
+// resource at kpt's default path, <namespace>/<kind>_<name>.yaml (the
+// path render-helm-chart gives; no tmp/ directory, no path annotations
+// left in the files). The lock's digest is the chart repository's
+// index.yaml digest of the archive (its SHA-256, computed when the index
+// has none), or the OCI manifest digest. Credentials are a [BasicAuth] in
+// HelmUpstream.Auth, sent to the repository's host only and never
+// recorded; Engine.DiscoverHelmUpgrades lists versions without Auth, so
+// for a private repository wrap Charts in a ChartLister that adds it.
+// Every failure is a *[ChartError] matching repository.ErrNotFound (no
+// such chart, version or repository), repository.ErrUnavailable
+// (unreachable, credentials refused) or repository.ErrInvalidInput (bad
+// upstream, bad chart, values or template error). cmd/helmquickstart
+// walks through clone, edit, discovery and upgrade on a chart served on
+// loopback.
+//
 // # Concurrency
 //
-// A [Function] is safe for concurrent use; each run builds its own Helm
-// action configuration and registry client.
+// A [Function] and a [Charts] are safe for concurrent use; each run
+// builds its own Helm action configuration and registry client.
 package helmfn

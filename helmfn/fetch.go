@@ -3,9 +3,10 @@ package helmfn
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/configasdata/cad/pipeline"
 	"io"
 	"io/fs"
 	"net/http"
@@ -21,8 +22,13 @@ import (
 	"helm.sh/helm/v4/pkg/ignore"
 	"helm.sh/helm/v4/pkg/registry"
 	repo "helm.sh/helm/v4/pkg/repo/v1"
+	"oras.land/oras-go/v2/errdef"
 	"oras.land/oras-go/v2/registry/remote/auth"
+	"oras.land/oras-go/v2/registry/remote/errcode"
 	sigsyaml "sigs.k8s.io/yaml"
+
+	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/repository"
 )
 
 // loadChart finds the chart: in the chart home of Options.Files first
@@ -40,9 +46,11 @@ func (f *Function) loadChart(ctx context.Context, g Globals, args ChartArgs, cre
 		}
 		return nil, fmt.Errorf("chart not found in %s and no chartArgs.repo to pull it from", path.Join(home, args.Name))
 	case strings.HasPrefix(args.Repo, "oci://"):
-		return f.pullOCI(ctx, args, creds)
+		p, err := f.pullOCI(ctx, args, creds)
+		return p.ch, err
 	case isURL(args.Repo):
-		return f.pullHTTP(ctx, args, creds)
+		p, err := f.pullHTTP(ctx, args, creds)
+		return p.ch, err
 	default:
 		return nil, fmt.Errorf("chartArgs.repo %q: not an http(s):// or oci:// URL", args.Repo)
 	}
@@ -131,49 +139,74 @@ func versionFits(version, want string) bool {
 	return err == nil && c.Check(v)
 }
 
-// pullHTTP finds the chart in the repository's index.yaml and loads its
-// archive.
-func (f *Function) pullHTTP(ctx context.Context, args ChartArgs, creds *credentials) (*chart.Chart, error) {
-	base := strings.TrimSuffix(args.Repo, "/")
+// pulled is a chart fetched from a repository or registry: the chart,
+// its exact version, and the digest of what was fetched (for a chart
+// repository, the index entry's digest, else the archive's SHA-256 in hex;
+// for a registry, the manifest digest).
+type pulled struct {
+	ch      *chart.Chart
+	version string
+	digest  string
+}
+
+// index reads and parses the index.yaml of the chart repository at
+// repoURL, its entries sorted newest first.
+func (f *Function) index(ctx context.Context, repoURL string, creds *credentials) (*repo.IndexFile, error) {
+	base := strings.TrimSuffix(repoURL, "/")
 	data, err := f.get(ctx, base+"/index.yaml", creds)
 	if err != nil {
-		return nil, fmt.Errorf("chart repository %s: %w", args.Repo, err)
+		return nil, fmt.Errorf("chart repository %s: %w", repoURL, err)
 	}
 	var idx repo.IndexFile
 	if err := sigsyaml.Unmarshal(data, &idx); err != nil {
-		return nil, fmt.Errorf("chart repository %s: index.yaml: %w", args.Repo, err)
+		return nil, &kindError{kind: repository.ErrInvalidInput, msg: fmt.Sprintf("chart repository %s: index.yaml: %v", repoURL, err), cause: err}
 	}
 	idx.SortEntries()
+	return &idx, nil
+}
+
+// pullHTTP finds the chart in the repository's index.yaml and loads its
+// archive.
+func (f *Function) pullHTTP(ctx context.Context, args ChartArgs, creds *credentials) (pulled, error) {
+	base := strings.TrimSuffix(args.Repo, "/")
+	idx, err := f.index(ctx, args.Repo, creds)
+	if err != nil {
+		return pulled{}, err
+	}
 	cv, err := idx.Get(args.Name, args.Version)
 	if err != nil {
 		want := args.Name
 		if args.Version != "" {
 			want += " version " + args.Version
 		}
-		return nil, fmt.Errorf("chart %s not found in repository %s: %w", want, args.Repo, err)
+		return pulled{}, &kindError{kind: repository.ErrNotFound, msg: fmt.Sprintf("chart %s not found in repository %s: %v", want, args.Repo, err), cause: err}
 	}
 	if len(cv.URLs) == 0 {
-		return nil, fmt.Errorf("chart %s %s in repository %s has no URL", args.Name, cv.Version, args.Repo)
+		return pulled{}, &kindError{kind: repository.ErrInvalidInput, msg: fmt.Sprintf("chart %s %s in repository %s has no URL", args.Name, cv.Version, args.Repo)}
 	}
 	u, err := repo.ResolveReferenceURL(base+"/", cv.URLs[0])
 	if err != nil {
-		return nil, fmt.Errorf("chart %s %s: %w", args.Name, cv.Version, err)
+		return pulled{}, &kindError{kind: repository.ErrInvalidInput, msg: fmt.Sprintf("chart %s %s: %v", args.Name, cv.Version, err), cause: err}
 	}
 	tgz, err := f.get(ctx, u, creds)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s %s: %w", args.Name, cv.Version, err)
+		return pulled{}, fmt.Errorf("chart %s %s: %w", args.Name, cv.Version, err)
 	}
 	ch, err := loader.LoadArchive(bytes.NewReader(tgz))
 	if err != nil {
-		return nil, fmt.Errorf("chart %s %s from %s: %w", args.Name, cv.Version, u, err)
+		return pulled{}, &kindError{kind: repository.ErrInvalidInput, msg: fmt.Sprintf("chart %s %s from %s: %v", args.Name, cv.Version, u, err), cause: err}
 	}
-	return ch, nil
+	digest := cv.Digest
+	if digest == "" {
+		sum := sha256.Sum256(tgz)
+		digest = hex.EncodeToString(sum[:])
+	}
+	return pulled{ch: ch, version: cv.Version, digest: digest}, nil
 }
 
-// pullOCI pulls Repo/Name:Version (the newest tag when Version is empty
-// or a constraint) from an OCI registry.
-func (f *Function) pullOCI(ctx context.Context, args ChartArgs, creds *credentials) (*chart.Chart, error) {
-	ref := strings.TrimSuffix(strings.TrimPrefix(args.Repo, "oci://"), "/") + "/" + args.Name
+// registryClient returns a Helm registry client that reads no host
+// credentials: anonymous, or creds for their host only.
+func (f *Function) registryClient(creds *credentials) (*registry.Client, error) {
 	// No credentials are read from the host (Helm's or Docker's files):
 	// anonymous, or chartArgs.auth's for the registry's host only.
 	authorizer := auth.Client{Client: f.opts.HTTPClient}
@@ -192,11 +225,36 @@ func (f *Function) pullOCI(ctx context.Context, args ChartArgs, creds *credentia
 	if err != nil {
 		return nil, fmt.Errorf("registry client: %w", err)
 	}
+	return c, nil
+}
+
+// ociRef is the registry reference of chart name under an oci:// repo.
+func ociRef(repoURL, name string) string {
+	return strings.TrimSuffix(strings.TrimPrefix(repoURL, "oci://"), "/") + "/" + name
+}
+
+// ociTags lists the semver tags of ref, newest first.
+func ociTags(c *registry.Client, ref string) ([]string, error) {
+	tags, err := c.Tags(ref)
+	if err != nil {
+		return nil, registryError(fmt.Sprintf("chart %s: list tags", ref), err)
+	}
+	return tags, nil
+}
+
+// pullOCI pulls Repo/Name:Version (the newest tag when Version is empty
+// or a constraint) from an OCI registry.
+func (f *Function) pullOCI(ctx context.Context, args ChartArgs, creds *credentials) (pulled, error) {
+	ref := ociRef(args.Repo, args.Name)
+	c, err := f.registryClient(creds)
+	if err != nil {
+		return pulled{}, err
+	}
 	version := args.Version
 	if _, err := semver.StrictNewVersion(version); err != nil {
-		tags, err := c.Tags(ref)
+		tags, err := ociTags(c, ref)
 		if err != nil {
-			return nil, fmt.Errorf("chart %s: list tags: %w", ref, err)
+			return pulled{}, err
 		}
 		version = ""
 		for _, t := range tags { // newest first
@@ -206,21 +264,55 @@ func (f *Function) pullOCI(ctx context.Context, args ChartArgs, creds *credentia
 			}
 		}
 		if version == "" {
-			return nil, fmt.Errorf("chart %s: no tag satisfies version %q", ref, args.Version)
+			return pulled{}, &kindError{kind: repository.ErrNotFound, msg: fmt.Sprintf("chart %s: no tag satisfies version %q", ref, args.Version)}
 		}
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return pulled{}, err
 	}
 	res, err := c.Pull(ref + ":" + version)
 	if err != nil {
-		return nil, fmt.Errorf("chart %s:%s: %w", ref, version, err)
+		return pulled{}, registryError(fmt.Sprintf("chart %s:%s", ref, version), err)
 	}
 	ch, err := loader.LoadArchive(bytes.NewReader(res.Chart.Data))
 	if err != nil {
-		return nil, fmt.Errorf("chart %s:%s: %w", ref, version, err)
+		return pulled{}, &kindError{kind: repository.ErrInvalidInput, msg: fmt.Sprintf("chart %s:%s: %v", ref, version, err), cause: err}
 	}
-	return ch, nil
+	p := pulled{ch: ch, version: version}
+	if res.Manifest != nil {
+		p.digest = res.Manifest.Digest
+	}
+	return p, nil
+}
+
+// registryError classifies an error of the registry client: a missing
+// repository, tag or manifest is repository.ErrNotFound, anything else
+// (unreachable, refused credentials, a server error)
+// repository.ErrUnavailable.
+func registryError(msg string, err error) error {
+	kind := repository.ErrUnavailable
+	var resp *errcode.ErrorResponse
+	if errors.Is(err, errdef.ErrNotFound) || (errors.As(err, &resp) && resp.StatusCode == http.StatusNotFound) {
+		kind = repository.ErrNotFound
+	}
+	return &kindError{kind: kind, msg: msg + ": " + err.Error(), cause: err}
+}
+
+// kindError is an error of a kind (a sentinel of package repository),
+// with the message it had before it was classified: Error is msg, and
+// errors.Is and errors.As reach both kind and cause.
+type kindError struct {
+	kind  error
+	msg   string
+	cause error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.kind}
+	}
+	return []error{e.kind, e.cause}
 }
 
 // readFile reads a values file: a URL over HTTP, else a path in
@@ -259,18 +351,25 @@ func (f *Function) get(ctx context.Context, u string, creds *credentials) ([]byt
 	}
 	resp, err := f.opts.HTTPClient.Do(req)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, &kindError{kind: repository.ErrUnavailable, msg: err.Error(), cause: err}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("GET %s: %s", u, resp.Status)
+		kind := repository.ErrUnavailable
+		if resp.StatusCode == http.StatusNotFound {
+			kind = repository.ErrNotFound
+		}
+		return nil, &kindError{kind: kind, msg: fmt.Sprintf("GET %s: %s", u, resp.Status)}
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, f.opts.MaxDownload+1))
 	if err != nil {
-		return nil, fmt.Errorf("GET %s: %w", u, err)
+		return nil, &kindError{kind: repository.ErrUnavailable, msg: fmt.Sprintf("GET %s: %v", u, err), cause: err}
 	}
 	if int64(len(data)) > f.opts.MaxDownload {
-		return nil, fmt.Errorf("GET %s: %w (over %d bytes)", u, errTooLarge, f.opts.MaxDownload)
+		return nil, &kindError{kind: repository.ErrInvalidInput, msg: fmt.Sprintf("GET %s: %v (over %d bytes)", u, errTooLarge, f.opts.MaxDownload), cause: errTooLarge}
 	}
 	return data, nil
 }

@@ -137,7 +137,14 @@ func (f *Function) render(ctx context.Context, g Globals, c Chart, creds *creden
 	if err != nil {
 		return nil, err
 	}
-	to := c.TemplateOptions
+	return renderChart(ctx, ch, vals, c.TemplateOptions)
+}
+
+// renderChart renders ch with vals as helm template does, with to's
+// release, namespace, CRD, test and API version options (its values are
+// unused: vals are), to resources with kpt's default path annotations.
+func renderChart(ctx context.Context, ch *chart.Chart, vals map[string]any, to TemplateOptions) ([]*yaml.RNode, error) {
+	var err error
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
 	inst := action.NewInstall(cfg)
 	inst.DryRunStrategy = action.DryRunClient

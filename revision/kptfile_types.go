@@ -47,6 +47,10 @@ type OriginType string
 const (
 	GitOrigin     OriginType = "git"
 	GenericOrigin OriginType = "generic"
+	// HelmOrigin is cad's: a Helm chart in a chart repository or an OCI
+	// registry, rendered into the package (see [Helm]). kpt does not know
+	// it, so a Kptfile that records it is for cad only.
+	HelmOrigin OriginType = "helm"
 )
 
 // UpdateStrategy says how a package is upgraded from its upstream.
@@ -64,6 +68,7 @@ const (
 type Upstream struct {
 	Type           OriginType     `yaml:"type,omitempty" json:"type,omitempty"`
 	Git            *Git           `yaml:"git,omitempty" json:"git,omitempty"`
+	Helm           *Helm          `yaml:"helm,omitempty" json:"helm,omitempty"`
 	UpdateStrategy UpdateStrategy `yaml:"updateStrategy,omitempty" json:"updateStrategy,omitempty"`
 }
 
@@ -74,12 +79,52 @@ type Git struct {
 	Ref       string `yaml:"ref,omitempty" json:"ref,omitempty"`
 }
 
+// Helm is a Helm chart upstream: the chart, the version asked for, and
+// what it was rendered with. A package cloned from a chart holds the
+// rendered resources; this record (with [HelmLock]) is what an upgrade
+// renders the old and new chart versions from.
+type Helm struct {
+	// Repo is the chart repository: an http(s) URL whose index.yaml lists
+	// the chart, or an oci:// registry repository holding it as
+	// Repo/Chart:Version.
+	Repo string `yaml:"repo,omitempty" json:"repo,omitempty"`
+	// Chart is the chart's name.
+	Chart string `yaml:"chart,omitempty" json:"chart,omitempty"`
+	// Version is the version asked for: exact, or a semver constraint
+	// ("^1.2", ">=2.0 <3"); the lock has the version it resolved to.
+	Version string `yaml:"version,omitempty" json:"version,omitempty"`
+	// ReleaseName and Namespace are the release's name and namespace
+	// (.Release.Name, .Release.Namespace); empty means the renderer's
+	// defaults.
+	ReleaseName string `yaml:"releaseName,omitempty" json:"releaseName,omitempty"`
+	Namespace   string `yaml:"namespace,omitempty" json:"namespace,omitempty"`
+	// Values are the values the chart was rendered with, over the chart's
+	// defaults, as helm template --values takes them. They are data: a
+	// YAML mapping whose leaves decode as YAML (or JSON) scalars, lists
+	// and nested map[string]any.
+	Values map[string]any `yaml:"values,omitempty" json:"values,omitempty"`
+}
+
+// HelmLock is a resolved Helm chart upstream: the exact version rendered
+// and the digest of the chart archive it came from.
+type HelmLock struct {
+	Repo  string `yaml:"repo,omitempty" json:"repo,omitempty"`
+	Chart string `yaml:"chart,omitempty" json:"chart,omitempty"`
+	// Version is the exact chart version (a constraint resolved).
+	Version string `yaml:"version,omitempty" json:"version,omitempty"`
+	// Digest identifies the chart archive: for a chart repository, its
+	// index.yaml entry's digest (hex SHA-256 of the .tgz); for an OCI
+	// registry, the manifest digest ("sha256:...").
+	Digest string `yaml:"digest,omitempty" json:"digest,omitempty"`
+}
+
 // UpstreamLock records the exact upstream content a package was last
 // fetched from.
 type UpstreamLock struct {
 	Type    OriginType   `yaml:"type,omitempty" json:"type,omitempty"`
 	Git     *GitLock     `yaml:"git,omitempty" json:"git,omitempty"`
 	Generic *GenericLock `yaml:"generic,omitempty" json:"generic,omitempty"`
+	Helm    *HelmLock    `yaml:"helm,omitempty" json:"helm,omitempty"`
 }
 
 // GitLock is a resolved git upstream.
