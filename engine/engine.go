@@ -76,7 +76,8 @@ type Options struct {
 	// Pipeline renders a package on every save (Init, Copy, Update). Nil
 	// means packages are saved as given, without rendering.
 	Pipeline pipeline.Pipeline
-	// Logger receives debug records of the engine's writes. Nil means
+	// Logger receives debug records of the engine's writes and warnings
+	// (a Helm chart republished under its locked version). Nil means
 	// silent.
 	Logger *slog.Logger
 	// Now is the engine's clock, for the timestamps it records; default
