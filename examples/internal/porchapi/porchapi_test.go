@@ -171,7 +171,7 @@ func TestVariantTyped(t *testing.T) {
 	var pv PackageVariant
 	if err := json.Unmarshal([]byte(`{"apiVersion":"config.porch.kpt.dev/v1alpha1","kind":"PackageVariant",
 		"metadata":{"name":"pv"},"spec":{"upstream":{"repo":"r","package":"p","revision":"v2"},
-		"downstream":{"repo":"d","package":"q"}}}`), &pv); err != nil {
+		"downstream":{"repo":"d","package":"q"},"dependencies":{"providerRepos":["catalog"],"gate":true}}}`), &pv); err != nil {
 		t.Fatal(err)
 	}
 	if pv.Spec.Upstream.Revision != 2 {
@@ -180,6 +180,9 @@ func TestVariantTyped(t *testing.T) {
 	typed, err := TypedVariant(&pv)
 	if err != nil || typed.Spec.Upstream.Revision != 2 || typed.Spec.Downstream.Package != "q" {
 		t.Errorf("Typed = %+v, %v", typed, err)
+	}
+	if d := typed.Spec.Dependencies; d == nil || !d.Gate || len(d.ProviderRepos) != 1 || d.ProviderRepos[0] != "catalog" {
+		t.Errorf("Typed dependencies = %+v", d)
 	}
 	if err := json.Unmarshal([]byte(`{"spec":{"upstream":{"revision":"two"}}}`), &pv); err == nil {
 		t.Error("a revision that is not a number decoded")
