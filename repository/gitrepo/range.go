@@ -59,6 +59,9 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 			yield(nil, err)
 			return
 		}
+		// What the batches learnt goes to cad-index once, at the end
+		// (and a MB at a time before, see objIndex.record).
+		defer r.st.idx.flush()
 		err := r.read(ctx, func(v *view) error {
 			v.idx = r.st.idx
 			var err error
@@ -97,9 +100,9 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 }
 
 // readMore runs fn with the local storage locked for reading, as read
-// does but without bringing a remote's clone up to date: for a read that
-// goes on with a view read has started.
+// does but without bringing a remote's clone up to date and without
+// flushing cad-index: for a read that goes on with a view read has
+// started, and flushes when it ends.
 func (r *Repository) readMore(ctx context.Context, fn func() error) error {
-	defer r.st.idx.flush()
 	return r.st.read(ctx, fn)
 }
