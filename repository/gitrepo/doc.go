@@ -219,11 +219,11 @@
 // once: the append holds an flock on the file and leaves out what the
 // other appended since.
 //
-// Memory: List returns every revision at once (about 350 bytes each, so
-// some 20 MB for 60,000, on top of what listing needs). Range (repository.RangeLister) yields them a
-// batch of refs at a time, holding the refs and one batch: a cold list of
-// 50,000 revisions that keeps nothing peaks under 100 MB of resident
-// memory, mapped files included. The mapped packs and cad-index count in
+// Memory: List returns every revision at once (about 300 bytes each, so
+// some 18 MB for 60,000, on top of what listing needs). Range
+// (repository.RangeLister) yields them a batch of refs at a time, holding
+// the refs and one batch: a cold list of 50,000 revisions that keeps
+// nothing peaks under 100 MB of resident memory, mapped files included. The mapped packs and cad-index count in
 // the resident set only for the pages read; a list drops them from it
 // (the kernel keeps them in its page cache) after cad-index is scanned,
 // after each Range batch and every 16,384 pack entries read.
