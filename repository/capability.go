@@ -2,6 +2,7 @@ package repository
 
 import (
 	"context"
+	"iter"
 	"strconv"
 
 	"github.com/configasdata/cad/revision"
@@ -211,4 +212,43 @@ func LocationOf(r Repository) (typ Type, address string) {
 // Spec.Deployment.
 type Specified interface {
 	Spec() Spec
+}
+
+// RangeLister is implemented by repositories that can list revisions one
+// at a time instead of all at once, so that a list of a large repository
+// holds in memory what the caller keeps, not every revision it selects.
+type RangeLister interface {
+	// Range returns an iterator over the revisions opts selects: the same
+	// revisions List returns, in an order the backend chooses (List's
+	// order is not promised; collect and call SortRevisions for it). The
+	// iterator yields each revision with a nil error. When the listing
+	// fails it yields a nil revision and an error, once, and stops; the
+	// errors are List's (an *Error matching ErrClosed or ErrUnavailable,
+	// or wrapping ctx's error when ctx is done during the loop).
+	// Breaking out of the loop stops the listing and releases what it
+	// holds. The loop body may call the repository, including the
+	// yielded revisions' Files: no lock is held while it runs. Each call
+	// of the iterator lists anew.
+	Range(ctx context.Context, opts ListOptions) iter.Seq2[revision.PackageRevision, error]
+}
+
+// Range returns r's Range when r implements [RangeLister], and otherwise
+// an iterator over what r's List returns (holding the whole list, in
+// List's order) that yields List's error, once, when it fails.
+func Range(ctx context.Context, r Repository, opts ListOptions) iter.Seq2[revision.PackageRevision, error] {
+	if rl, ok := r.(RangeLister); ok {
+		return rl.Range(ctx, opts)
+	}
+	return func(yield func(revision.PackageRevision, error) bool) {
+		revs, err := r.List(ctx, opts)
+		if err != nil {
+			yield(nil, err)
+			return
+		}
+		for _, pr := range revs {
+			if !yield(pr, nil) {
+				return
+			}
+		}
+	}
 }

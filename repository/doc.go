@@ -12,6 +12,10 @@
 // with [Version], [MetadataWriter] with [SetMetadata], and [Adopter] with
 // [Adopt], which registers content already in the repository (a directory
 // at a commit, tag or branch) as a package revision without rewriting it.
+// [RangeLister] lists one revision at a time (an iter.Seq2), so that a
+// caller that does not keep them all does not hold a whole list of a large
+// repository in memory; its helper [Range] falls back to List, since every
+// backend can list.
 //
 // A package needs no Kptfile: a backend stores any non-empty set of files.
 // Where a backend discovers packages by scanning (the git branch), a

@@ -53,3 +53,30 @@ func ExampleVersion() {
 	// Output:
 	// true
 }
+
+// Range lists one revision at a time: a loop that keeps nothing holds no
+// whole list. Backends without their own Range are listed through List.
+func ExampleRange() {
+	ctx := context.Background()
+	repo := memrepo.New("blueprints", nil)
+	defer repo.Close()
+	for _, ws := range []string{"ws1", "ws2"} {
+		d, _ := repo.CreateDraft(ctx, revision.Key{Package: "app", Workspace: ws}, repository.CreateDraftOptions{})
+		_ = d.SetFile("Kptfile", []byte("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"))
+		_, _ = d.Commit(ctx, revision.CommitOptions{})
+	}
+
+	drafts := 0
+	for pr, err := range repository.Range(ctx, repo, repository.ListOptions{Package: "app"}) {
+		if err != nil {
+			fmt.Println(err) // once, then the loop ends
+			break
+		}
+		if pr.Meta().Lifecycle == revision.LifecycleDraft {
+			drafts++
+		}
+	}
+	fmt.Println(drafts, "drafts")
+	// Output:
+	// 2 drafts
+}

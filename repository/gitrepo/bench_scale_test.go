@@ -132,15 +132,23 @@ func BenchmarkPorchList(b *testing.B) {
 		// The peak memory of a new process that lists once, with the
 		// index (a child process: the benchmark's own peak holds its
 		// fixtures and earlier runs).
-		b.Run(s.String()+"/cad-cold-indexed-rss", func(b *testing.B) {
-			var peak, cpu float64
-			for b.Loop() {
-				kb, c := runListChild(b, dir, want)
-				peak, cpu = max(peak, kb), cpu+c
+		// List holds every revision at once; Range (repository.RangeLister)
+		// one batch.
+		for _, mode := range []string{"list", "range"} {
+			name := "/cad-cold-indexed-rss"
+			if mode == "range" {
+				name += "-range"
 			}
-			b.ReportMetric(peak/1024, "peak-rss-MB")
-			b.ReportMetric(cpu/float64(b.N), "cpu-ns/op")
-		})
+			b.Run(s.String()+name, func(b *testing.B) {
+				var peak, cpu float64
+				for b.Loop() {
+					kb, c := runListChild(b, dir, mode, want)
+					peak, cpu = max(peak, kb), cpu+c
+				}
+				b.ReportMetric(peak/1024, "peak-rss-MB")
+				b.ReportMetric(cpu/float64(b.N), "cpu-ns/op")
+			})
+		}
 		b.Run(s.String()+"/git-for-each-ref", func(b *testing.B) {
 			for b.Loop() {
 				runGit(b, dir, "", "for-each-ref", "--format=%(objectname) %(refname)")
@@ -178,30 +186,73 @@ func BenchmarkPorchApprove(b *testing.B) {
 }
 
 // listChildEnv names the repository a child process of the benchmark
-// lists once before it reports its peak resident memory.
-const listChildEnv = "CAD_BENCH_LIST_CHILD"
+// lists once before it reports its peak resident memory; listModeEnv says
+// how: "list" (List, the default) or "range" (Range, keeping nothing but
+// a count of the revisions).
+const (
+	listChildEnv = "CAD_BENCH_LIST_CHILD"
+	listModeEnv  = "CAD_BENCH_LIST_MODE"
+)
 
 // listChild lists the repository at dir once and prints the number of
 // revisions, the peak resident set (VmHWM, kB) and the CPU time (ns).
 func listChild(dir string) int {
-	r, err := gitrepo.Open(context.Background(), benchSpec(dir), nil)
+	ctx := context.Background()
+	r, err := gitrepo.Open(ctx, benchSpec(dir), nil)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	revs, err := r.List(context.Background(), repository.ListOptions{})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if p := os.Getenv("CAD_BENCH_HEAPPROFILE"); p != "" {
-		if f, err := os.Create(p); err == nil {
-			runtime.GC()
-			_ = pprof.WriteHeapProfile(f)
-			f.Close()
+	if p := os.Getenv("CAD_BENCH_CPUPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer f.Close()
+			defer pprof.StopCPUProfile()
 		}
 	}
+	var revs []revision.PackageRevision
+	n := 0
+	if os.Getenv(listModeEnv) == "range" {
+		for pr, err := range r.Range(ctx, repository.ListOptions{}) {
+			if err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if pr.Meta().Key.Workspace == "" {
+				fmt.Fprintln(os.Stderr, "a revision without a workspace:", pr.Meta().Key)
+				return 1
+			}
+			n++
+			if n == 30000 {
+				writeHeapProfile() // what a Range holds half way through 50,000
+			}
+		}
+	} else {
+		revs, err = r.List(ctx, repository.ListOptions{})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		n = len(revs)
+	}
+	if revs != nil {
+		writeHeapProfile() // what a List returns
+	}
 	runtime.KeepAlive(revs)
+	if os.Getenv("CAD_BENCH_RSS_DETAIL") != "" {
+		// The mappings of the repository's files, before Close unmaps them.
+		if maps, err := os.ReadFile("/proc/self/smaps"); err == nil {
+			var file string
+			for _, line := range strings.Split(string(maps), "\n") {
+				if f := strings.Fields(line); len(f) >= 6 && strings.Contains(f[0], "-") {
+					file = f[5]
+				} else if f := strings.Fields(line); len(f) == 5 && strings.Contains(f[0], "-") {
+					file = ""
+				} else if strings.HasPrefix(line, "Rss:") && strings.HasPrefix(file, dir) {
+					fmt.Fprintln(os.Stderr, file, line)
+				}
+			}
+		}
+	}
 	r.Close()
 	status, err := os.ReadFile("/proc/self/status")
 	if err != nil {
@@ -214,7 +265,7 @@ func listChild(dir string) int {
 			hwm, _ = strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
 		}
 	}
-	fmt.Printf("%d %d %d\n", len(revs), hwm, cpuTime())
+	fmt.Printf("%d %d %d\n", n, hwm, cpuTime())
 	if os.Getenv("CAD_BENCH_RSS_DETAIL") != "" {
 		for _, line := range strings.Split(string(status), "\n") {
 			if strings.HasPrefix(line, "Rss") || strings.HasPrefix(line, "Vm") {
@@ -225,14 +276,27 @@ func listChild(dir string) int {
 	return 0
 }
 
-// runListChild runs listChild on dir in a new process and returns its
-// peak resident set in kB and its CPU time in ns.
-func runListChild(b *testing.B, dir string, want int) (float64, float64) {
+// writeHeapProfile writes the live heap to the file CAD_BENCH_HEAPPROFILE
+// names, if it names one.
+func writeHeapProfile() {
+	if p := os.Getenv("CAD_BENCH_HEAPPROFILE"); p != "" {
+		if f, err := os.Create(p); err == nil {
+			runtime.GC()
+			_ = pprof.WriteHeapProfile(f)
+			f.Close()
+		}
+	}
+}
+
+// runListChild runs listChild on dir in a new process, listing by mode
+// ("list" or "range"), and returns its peak resident set in kB and its CPU
+// time in ns.
+func runListChild(b *testing.B, dir, mode string, want int) (float64, float64) {
 	if _, err := os.Stat("/proc/self/status"); err != nil {
 		b.Skip("no /proc/self/status")
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), listChildEnv+"="+dir)
+	cmd.Env = append(os.Environ(), listChildEnv+"="+dir, listModeEnv+"="+mode)
 	out, err := cmd.Output()
 	if err != nil {
 		b.Fatalf("list child: %v\n%s", err, out)

@@ -213,8 +213,20 @@
 // cache of facts that never change: deleting it loses nothing, a damaged
 // line is ignored, and a repository that cannot be written is listed
 // without it. It is mapped into memory, and only where each record lies
-// is kept; a record is parsed when asked for. Get does not load it:
-// loading costs more than one read.
+// is kept, in sorted arrays; a record is parsed when asked for. Get does
+// not load it: loading costs more than one read. Two processes that make
+// the first list of a repository at the same time append each record
+// once: the append holds an flock on the file and leaves out what the
+// other appended since.
+//
+// Memory: List returns every revision at once (about 300 bytes each, so
+// some 18 MB for 60,000, on top of what listing needs). Range
+// (repository.RangeLister) yields them a batch of refs at a time, holding
+// the refs and one batch: a cold list of 50,000 revisions that keeps
+// nothing peaks under 100 MB of resident memory, mapped files included. The mapped packs and cad-index count in
+// the resident set only for the pages read; a list drops them from it
+// (the kernel keeps them in its page cache) after cad-index is scanned,
+// after each Range batch and every 16,384 pack entries read.
 //
 // For a remote, every read first fetches: an ls-remote, and objects only
 // for refs that moved to commits not present locally. Watch polls the

@@ -76,3 +76,18 @@ func (l *fileLock) close() {
 		l.f = nil
 	}
 }
+
+// lockFile takes an exclusive lock on the open file f, waiting for it,
+// and returns what releases it. Where the lock cannot be taken it returns
+// at once: the lock only avoids duplicate work.
+func lockFile(f *os.File) (unlock func()) {
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+		}
+		if !errors.Is(err, syscall.EINTR) {
+			return func() {}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -9,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -34,9 +34,9 @@ type fsRefs struct {
 	mu      sync.Mutex
 	modTime time.Time
 	size    int64
-	names   []string // sorted
-	hashes  map[string]plumbing.Hash
-	scans   int // lookups that read packed-refs without parsing it
+	names   []string        // sorted; substrings of one copy of the file
+	hashes  []plumbing.Hash // hashes[i] is the value of names[i]
+	scans   int             // lookups that read packed-refs without parsing it
 	// scanned is packed-refs as the last lookup read it (mapped where
 	// mmap exists), kept while the file stays the same.
 	scanned     []byte
@@ -65,7 +65,7 @@ func (f *fsRefs) dropScanned() {
 
 // packed returns the parsed packed-refs, re-reading the file when it
 // changed.
-func (f *fsRefs) packed() ([]string, map[string]plumbing.Hash, error) {
+func (f *fsRefs) packed() ([]string, []plumbing.Hash, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := filepath.Join(f.gitDir, "packed-refs")
@@ -85,11 +85,19 @@ func (f *fsRefs) packed() ([]string, map[string]plumbing.Hash, error) {
 		return nil, nil, err
 	}
 	f.dropScanned() // parsed from now on
-	hashes := map[string]plumbing.Hash{}
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		line := sc.Text()
+	// The names are substrings of one string, the hashes in a slice
+	// beside them: a repository of 50,000 tags costs a few MB, not a
+	// string per line and a map.
+	text := string(data)
+	type entry struct {
+		name string
+		h    plumbing.Hash
+	}
+	var entries []entry
+	for rest := text; rest != ""; {
+		line, next, _ := strings.Cut(rest, "\n")
+		rest = next
+		line = strings.TrimSuffix(line, "\r")
 		if line == "" || line[0] == '#' || line[0] == '^' {
 			continue
 		}
@@ -97,16 +105,19 @@ func (f *fsRefs) packed() ([]string, map[string]plumbing.Hash, error) {
 		if !ok || !plumbing.IsHash(h) {
 			continue
 		}
-		hashes[name] = plumbing.NewHash(h)
+		entries = append(entries, entry{name, plumbing.NewHash(h)})
 	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, err
+	// git writes them sorted; a name written twice keeps its last value.
+	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
+	names := make([]string, 0, len(entries))
+	hashes := make([]plumbing.Hash, 0, len(entries))
+	for i, e := range entries {
+		if i+1 < len(entries) && entries[i+1].name == e.name {
+			continue
+		}
+		names = append(names, e.name)
+		hashes = append(hashes, e.h)
 	}
-	names := make([]string, 0, len(hashes))
-	for n := range hashes {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	f.names, f.hashes, f.modTime, f.size = names, hashes, fi.ModTime(), fi.Size()
 	return names, hashes, nil
 }
@@ -174,12 +185,20 @@ func (f *fsRefs) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 	if h, ok, done, err := f.packedScan(string(name)); done || err != nil {
 		return h, ok, err
 	}
-	_, hashes, err := f.packed()
+	names, hashes, err := f.packed()
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
-	h, ok := hashes[string(name)]
+	h, ok := packedLookup(names, hashes, string(name))
 	return h, ok, nil
+}
+
+// packedLookup returns the value of name in the parsed packed-refs.
+func packedLookup(names []string, hashes []plumbing.Hash, name string) (plumbing.Hash, bool) {
+	if i := sort.SearchStrings(names, name); i < len(names) && names[i] == name {
+		return hashes[i], true
+	}
+	return plumbing.ZeroHash, false
 }
 
 // scansBeforeParse is how many single lookups read packed-refs directly
@@ -358,7 +377,7 @@ func (f *fsRefs) children(prefix string, damaged func(error)) (map[plumbing.Refe
 	}
 	for i := sort.SearchStrings(names, prefix); i < len(names) && strings.HasPrefix(names[i], prefix); i++ {
 		if !strings.Contains(names[i][len(prefix):], "/") {
-			out[plumbing.ReferenceName(names[i])] = hashes[names[i]]
+			out[plumbing.ReferenceName(names[i])] = hashes[i]
 		}
 	}
 	entries, err := os.ReadDir(filepath.Join(f.gitDir, filepath.FromSlash(prefix)))
@@ -402,7 +421,7 @@ func (f *fsRefs) under(prefix string, damaged func(error)) (map[plumbing.Referen
 		return nil, err
 	}
 	for i := sort.SearchStrings(names, prefix); i < len(names) && strings.HasPrefix(names[i], prefix); i++ {
-		out[plumbing.ReferenceName(names[i])] = hashes[names[i]]
+		out[plumbing.ReferenceName(names[i])] = hashes[i]
 	}
 	root := filepath.Join(f.gitDir, filepath.FromSlash(prefix))
 	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {

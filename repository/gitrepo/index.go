@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -48,15 +50,22 @@ type objIndex struct {
 	mu       sync.Mutex
 	loaded   bool
 	disabled bool
-	data     []byte                   // the file as loaded
-	mapped   bool                     // data is a mapping of the file
-	commits  map[plumbing.Hash]uint32 // commit id: offset of its line in data
-	paths    map[pathKey]uint32       // pathKeyOf(root, path): offset of its line
+	data     []byte // the file as loaded
+	mapped   bool   // data is a mapping of the file
+	// The records of the file: where each lies in data, sorted by key
+	// for a binary search (a map costs several times the memory).
+	commits []commitPos
+	paths   []pathPos
 	// Records learnt since the file was loaded (their ids; their content
 	// is in the file and in the object cache).
 	newCommits map[plumbing.Hash]struct{}
 	newPaths   map[pathKey]struct{}
 	pending    bytes.Buffer
+	lookups    int // for dropPages
+	// known is how much of the file this process has seen: what it
+	// loaded and what it appended since. What lies beyond was appended
+	// by another process, and write leaves out the records it holds.
+	known int64
 }
 
 const (
@@ -80,6 +89,43 @@ func newObjIndex(gitDir string) *objIndex {
 type pathKey struct {
 	root plumbing.Hash
 	path uint64
+}
+
+// commitPos is where the record of commit h lies.
+type commitPos struct {
+	h   plumbing.Hash
+	off uint32
+}
+
+// pathPos is where the path record of key k lies.
+type pathPos struct {
+	k   pathKey
+	off uint32
+}
+
+func comparePathKeys(a, b pathKey) int {
+	if c := bytes.Compare(a.root[:], b.root[:]); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.path, b.path)
+}
+
+// findCommit returns where the record of commit h lies in the file.
+func (x *objIndex) findCommit(h plumbing.Hash) (uint32, bool) {
+	i, ok := slices.BinarySearchFunc(x.commits, h, func(e commitPos, h plumbing.Hash) int { return bytes.Compare(e.h[:], h[:]) })
+	if !ok {
+		return 0, false
+	}
+	return x.commits[i].off, true
+}
+
+// findPath returns where the path record of k lies in the file.
+func (x *objIndex) findPath(k pathKey) (uint32, bool) {
+	i, ok := slices.BinarySearchFunc(x.paths, k, func(e pathPos, k pathKey) int { return comparePathKeys(e.k, k) })
+	if !ok {
+		return 0, false
+	}
+	return x.paths[i].off, true
 }
 
 // pathKeyOf is the key of path p under tree root.
@@ -111,12 +157,13 @@ func (x *objIndex) load() {
 		x.disabled = true
 		return
 	}
+	x.known = fi.Size()
 	if fi.Size() == 0 {
 		return
 	}
 	// About one commit and one path record per 400 bytes.
-	x.commits = make(map[plumbing.Hash]uint32, fi.Size()/400)
-	x.paths = make(map[pathKey]uint32, fi.Size()/400)
+	x.commits = make([]commitPos, 0, fi.Size()/400)
+	x.paths = make([]pathPos, 0, fi.Size()/400)
 	if x.data, err = mapFile(f, fi.Size()); err == nil {
 		x.mapped = true
 	} else if x.data, err = io.ReadAll(f); err != nil {
@@ -131,6 +178,16 @@ func (x *objIndex) load() {
 		x.place(x.data[off:off+end], uint32(off))
 		off += end + 1
 	}
+	if x.mapped {
+		// The scan touched every page; a lookup touches one or two.
+		dropPages(x.data)
+	}
+	// Sorted for lookups; a key recorded twice (two processes' first
+	// lists) has the same record both times, so either may be found.
+	slices.SortFunc(x.commits, func(a, b commitPos) int { return bytes.Compare(a.h[:], b.h[:]) })
+	slices.SortFunc(x.paths, func(a, b pathPos) int { return comparePathKeys(a.k, b.k) })
+	x.commits = slices.Clip(x.commits)
+	x.paths = slices.Clip(x.paths)
 }
 
 // unload drops what load read; x.mu is held.
@@ -138,7 +195,7 @@ func (x *objIndex) unload() {
 	if x.mapped {
 		unmapFile(x.data)
 	}
-	x.data, x.mapped, x.loaded = nil, false, false
+	x.data, x.mapped, x.loaded, x.known = nil, false, false, 0
 	x.commits, x.paths, x.newCommits, x.newPaths = nil, nil, nil, nil
 }
 
@@ -162,7 +219,7 @@ func (x *objIndex) place(line []byte, off uint32) {
 	switch body[0] {
 	case 'c':
 		if h, ok := parseHash(body[2:42]); ok {
-			x.commits[h] = off
+			x.commits = append(x.commits, commitPos{h, off})
 		}
 	case 'p':
 		root, ok := parseHash(body[2:42])
@@ -177,7 +234,7 @@ func (x *objIndex) place(line []byte, off uint32) {
 		if err != nil {
 			return
 		}
-		x.paths[pathKeyOf(root, p)] = off
+		x.paths = append(x.paths, pathPos{pathKeyOf(root, p), off})
 	}
 }
 
@@ -227,7 +284,8 @@ func (x *objIndex) commit(h plumbing.Hash) *commitInfo {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	off, ok := x.commits[h]
+	x.looked()
+	off, ok := x.findCommit(h)
 	if !ok {
 		return nil
 	}
@@ -244,7 +302,8 @@ func (x *objIndex) subtree(root plumbing.Hash, p string) (treeEntry, bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	off, ok := x.paths[pathKeyOf(root, p)]
+	x.looked()
+	off, ok := x.findPath(pathKeyOf(root, p))
 	if !ok {
 		return treeEntry{}, false
 	}
@@ -266,7 +325,7 @@ func (x *objIndex) addCommit(c *commitInfo) {
 	if _, ok := x.newCommits[c.hash]; x.disabled || ok {
 		return
 	}
-	if _, ok := x.commits[c.hash]; ok {
+	if _, ok := x.findCommit(c.hash); ok {
 		return
 	}
 	x.newCommits[c.hash] = struct{}{}
@@ -295,7 +354,7 @@ func (x *objIndex) addSubtree(root plumbing.Hash, p string, e treeEntry) {
 	if x.disabled {
 		return
 	}
-	if _, ok := x.paths[k]; ok {
+	if _, ok := x.findPath(k); ok {
 		return
 	}
 	if _, ok := x.newPaths[k]; ok {
@@ -333,15 +392,58 @@ func (x *objIndex) write() {
 		x.pending.Reset()
 		return
 	}
-	f, err := os.OpenFile(x.path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(x.path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o644)
 	if err != nil {
 		x.disabled = true // a read-only repository: no index file
 		x.pending.Reset()
 		return
 	}
-	_, _ = f.Write(x.pending.Bytes())
-	_ = f.Close()
+	defer f.Close()
+	// Another process listing the same repository learns the same
+	// records: under the file's lock, those it appended since this one
+	// last looked are left out.
+	defer lockFile(f)()
+	out := x.pending.Bytes()
+	if fi, err := f.Stat(); err == nil && fi.Size() != x.known {
+		if fi.Size() > x.known {
+			out = withoutRecordsIn(f, x.known, fi.Size(), out)
+		}
+		x.known = fi.Size()
+	}
+	if n, err := f.Write(out); err == nil {
+		x.known += int64(n)
+	}
 	x.pending.Reset()
+}
+
+// withoutRecordsIn returns the lines of pending that are not among the
+// lines of f between from and to. Lines are compared by a 64-bit hash: a
+// collision leaves a record out of the index, which only costs a read of
+// the object later.
+func withoutRecordsIn(f *os.File, from, to int64, pending []byte) []byte {
+	if to-from > maxIndexBytes {
+		return pending
+	}
+	tail := make([]byte, to-from)
+	if _, err := f.ReadAt(tail, from); err != nil {
+		return pending
+	}
+	hashLine := func(line []byte) uint64 {
+		h := fnv.New64a()
+		h.Write(line)
+		return h.Sum64()
+	}
+	have := map[uint64]struct{}{}
+	for line := range bytes.Lines(tail) {
+		have[hashLine(line)] = struct{}{}
+	}
+	var out []byte
+	for line := range bytes.Lines(pending) {
+		if _, dup := have[hashLine(line)]; !dup {
+			out = append(out, line...)
+		}
+	}
+	return out
 }
 
 // parseCommitRecord parses the body of a commit record.
@@ -435,4 +537,26 @@ func fields(s string) ([]string, bool) {
 		}
 	}
 	return out, true
+}
+
+// dropPages takes the mapped file's pages out of the process's resident
+// set until they are read again.
+func (x *objIndex) dropPages() {
+	if x == nil {
+		return
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.mapped {
+		dropPages(x.data)
+	}
+}
+
+// looked counts a lookup, and every dropPagesEvery takes the mapped
+// file's pages out of the process's resident set (see dropPages in
+// mmap_unix.go); x.mu is held.
+func (x *objIndex) looked() {
+	if x.lookups++; x.lookups%dropPagesEvery == 0 && x.mapped {
+		dropPages(x.data)
+	}
 }

@@ -11,3 +11,5 @@ import (
 func mapFile(*os.File, int64) ([]byte, error) { return nil, errors.ErrUnsupported }
 
 func unmapFile([]byte) {}
+
+func dropPages([]byte) {}

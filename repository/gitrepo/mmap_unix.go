@@ -18,3 +18,13 @@ func mapFile(f *os.File, size int64) ([]byte, error) {
 }
 
 func unmapFile(b []byte) { _ = syscall.Munmap(b) }
+
+// dropPages tells the kernel the process is done with the pages of the
+// mapping b for now: they leave its resident set (the file's pages stay
+// in the page cache, so touching them again costs a page fault, not a
+// read).
+func dropPages(b []byte) {
+	if len(b) > 0 {
+		_ = syscall.Madvise(b, syscall.MADV_DONTNEED)
+	}
+}

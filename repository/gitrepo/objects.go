@@ -74,6 +74,11 @@ func (v *view) tree(h plumbing.Hash) ([]treeEntry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return v.parsedTree(h, data)
+}
+
+// parsedTree decodes data, the raw content of tree h, and caches it.
+func (v *view) parsedTree(h plumbing.Hash, data []byte) ([]treeEntry, error) {
 	out, err := parseTree(data)
 	if err != nil {
 		return nil, fmt.Errorf("tree %s: %w", h, err)
@@ -327,6 +332,20 @@ func hasKptfile(entries []treeEntry) bool {
 	return false
 }
 
+// rawHasKptfile is hasKptfile on the raw content of a tree.
+func rawHasKptfile(data []byte) (bool, error) {
+	for _, name := range []string{kptfileName, revision.PackageFileName} {
+		e, ok, err := scanTree(data, name)
+		if err != nil {
+			return false, err
+		}
+		if ok && (e.mode == filemode.Regular || e.mode == filemode.Executable || e.mode == filemode.Deprecated) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
 // packages returns the packages under tree h: the directories holding a
 // Kptfile, not descending into them. A Kptfile at h itself is not a
 // package (it would have an empty path) and does not stop the descent.
@@ -342,9 +361,30 @@ func (v *view) packagesAt(h plumbing.Hash, root bool) ([]pkgEntry, error) {
 	if e, ok := v.cache.get(kind, h); ok {
 		return e.([]pkgEntry), nil
 	}
-	entries, err := v.tree(h)
-	if err != nil {
-		return nil, err
+	var entries []treeEntry
+	if e, ok := v.cache.get(kindTree, h); ok {
+		entries = e.([]treeEntry)
+	} else if h != emptyTree {
+		_, data, err := v.raw(plumbing.TreeObject, h)
+		if err != nil {
+			return nil, err
+		}
+		// A package's tree is found by its marker without decoding or
+		// caching it: listing the branch's packages reads every one.
+		if !root {
+			marked, err := rawHasKptfile(data)
+			if err != nil {
+				return nil, fmt.Errorf("tree %s: %w", h, err)
+			}
+			if marked {
+				out := []pkgEntry{{path: "", tree: h}}
+				v.cache.put(kind, h, out, 64+48)
+				return out, nil
+			}
+		}
+		if entries, err = v.parsedTree(h, data); err != nil {
+			return nil, err
+		}
 	}
 	var out []pkgEntry
 	if !root && hasKptfile(entries) {

@@ -41,7 +41,17 @@ type packReader struct {
 	closed  bool // then go-git reads everything
 	// scratch holds the intermediate objects of a delta chain.
 	scratch [2][]byte
+	// reads counts the entries read, for touched.
+	reads int
 }
+
+// dropPagesEvery is how many pack entries and index lookups a packReader
+// reads, or cad-index records are looked up, between two calls of
+// dropPages: a list of the
+// whole repository touches every page of the packs and of cad-index,
+// each once, and what it has read need not stay resident (50,000
+// revisions: 50 MB of mapped files otherwise).
+const dropPagesEvery = 16384
 
 // packFile is one pack and its index.
 type packFile struct {
@@ -331,6 +341,7 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru) (plumbing.ObjectTyp
 			t, base = o.t, o.data
 			break
 		}
+		pr.touched()
 		e, err := readPackEntry(cp, coff)
 		if err != nil {
 			return plumbing.InvalidObject, nil, err
@@ -547,4 +558,26 @@ func applyDelta(dst, base, delta []byte) ([]byte, error) {
 		return nil, bad
 	}
 	return out, nil
+}
+
+// touched counts an entry read from a mapped pack, and every
+// dropPagesEvery drops the packs' pages.
+func (pr *packReader) touched() {
+	if pr.reads++; pr.reads%dropPagesEvery == 0 {
+		for _, p := range pr.packs {
+			dropPages(p.packMap)
+		}
+	}
+}
+
+// dropPages takes the mapped packs' and indexes' pages out of the
+// process's resident set until they are read again.
+func (pr *packReader) dropPages() {
+	if pr == nil {
+		return
+	}
+	for _, p := range pr.packs {
+		dropPages(p.packMap)
+		dropPages(p.idxMap)
+	}
 }

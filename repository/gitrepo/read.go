@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"path"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -81,21 +83,81 @@ func (r *Repository) revision(x *rev) revision.PackageRevision {
 
 // revisionWith is revision with x's meta computed.
 func (r *Repository) revisionWith(x *rev, m revision.Meta) revision.PackageRevision {
-	l := &revLoader{r: r, tree: x.pkgTree, key: x.key}
-	return revision.NewWithInfo(m, l.files, l.info)
+	return &lazyRev{r: r, meta: m, tree: x.pkgTree}
 }
 
-// revLoader reads a listed revision's files and info on demand: one small
-// value per revision, as a list of the whole repository holds many.
-type revLoader struct {
+// lazyRev is a revision whose files and info are read on demand from its
+// package tree: one value per revision, as small as it can be, since a
+// list of a large repository holds many. It behaves as revision.NewWithInfo's
+// value does: a read's success is kept, a failure is not, and Info reads
+// only the Kptfile until the files have been read. Safe for concurrent
+// use.
+type lazyRev struct {
 	r    *Repository
+	meta revision.Meta
 	tree plumbing.Hash
-	key  revision.Key
+
+	mu    sync.Mutex
+	files *revision.Files
+	info  *revision.Info
 }
 
-func (l *revLoader) info(ctx context.Context) (revision.Info, error) {
-	r := l.r
-	if err := r.enter(ctx, "read info", l.key); err != nil {
+func (l *lazyRev) Meta() revision.Meta { return l.meta }
+
+// Files returns the package's files, read on first use. Errors wrap a
+// *repository.Error (ErrClosed, ErrUnavailable, or ctx's error).
+func (l *lazyRev) Files(ctx context.Context) (revision.Files, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.files != nil {
+		return *l.files, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return revision.Files{}, err
+	}
+	f, err := l.load(ctx)
+	if err != nil {
+		return revision.Files{}, fmt.Errorf("read files of %s: %w", l.meta.Key, err)
+	}
+	l.files = &f
+	return f, nil
+}
+
+// Info returns what the package's Kptfile (or PackageFile) records. Errors
+// are Files' and revision.InfoFromFiles'.
+func (l *lazyRev) Info(ctx context.Context) (revision.Info, error) {
+	l.mu.Lock()
+	if l.info != nil {
+		defer l.mu.Unlock()
+		return *l.info, nil
+	}
+	if l.files == nil {
+		defer l.mu.Unlock()
+		if err := ctx.Err(); err != nil {
+			return revision.Info{}, err
+		}
+		info, err := l.loadInfo(ctx)
+		if err != nil {
+			return revision.Info{}, fmt.Errorf("%s: %w", l.meta.Key, err)
+		}
+		l.info = &info
+		return info, nil
+	}
+	l.mu.Unlock()
+	f, err := l.Files(ctx)
+	if err != nil {
+		return revision.Info{}, err
+	}
+	info, err := revision.InfoFromFiles(f)
+	if err != nil {
+		return revision.Info{}, fmt.Errorf("%s: %w", l.meta.Key, err)
+	}
+	return info, nil
+}
+
+func (l *lazyRev) loadInfo(ctx context.Context) (revision.Info, error) {
+	r, key := l.r, l.meta.Key
+	if err := r.enter(ctx, "read info", key); err != nil {
 		return revision.Info{}, err
 	}
 	var out revision.Info
@@ -105,14 +167,14 @@ func (l *revLoader) info(ctx context.Context) (revision.Info, error) {
 		return err
 	})
 	if err != nil {
-		return revision.Info{}, r.wrapErr("read info", l.key, err)
+		return revision.Info{}, r.wrapErr("read info", key, err)
 	}
 	return out, nil
 }
 
-func (l *revLoader) files(ctx context.Context) (revision.Files, error) {
-	r := l.r
-	if err := r.enter(ctx, "read files", l.key); err != nil {
+func (l *lazyRev) load(ctx context.Context) (revision.Files, error) {
+	r, key := l.r, l.meta.Key
+	if err := r.enter(ctx, "read files", key); err != nil {
 		return revision.Files{}, err
 	}
 	var f revision.Files
@@ -122,7 +184,7 @@ func (l *revLoader) files(ctx context.Context) (revision.Files, error) {
 		return err
 	})
 	if err != nil {
-		return revision.Files{}, r.wrapErr("read files", l.key, err)
+		return revision.Files{}, r.wrapErr("read files", key, err)
 	}
 	return f, nil
 }
@@ -173,10 +235,70 @@ type listed struct {
 // list finds the revisions opts selects, filtering on what the ref names
 // tell before reading any object.
 func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOptions) ([]listed, error) {
+	l, err := r.startListing(v, opts)
+	if err != nil {
+		return nil, err
+	}
+	// Each revision found becomes its PackageRevision at once, so that
+	// what was read to find it (its commit) is not kept to the end.
+	var out []listed
+	add := func(x *rev) {
+		if pr := l.revision(x); pr != nil {
+			out = append(out, listed{key: x.key, pr: pr})
+		}
+	}
+	if err := l.refs(ctx, len(l.names), add); err != nil {
+		return nil, err
+	}
+	phs, err := l.placeholders()
+	if err != nil {
+		return nil, err
+	}
+	for _, x := range phs {
+		add(x)
+	}
+	return out, nil
+}
+
+// listing is one list in progress: the refs it reads, in the order it
+// reads them, and how far it has come. List runs one under a single hold
+// of the lock; Range runs one a batch of refs at a time.
+type listing struct {
+	r     *Repository
+	v     *view
+	opts  repository.ListOptions
+	all   map[plumbing.ReferenceName]plumbing.Hash
+	names []plumbing.ReferenceName // in pack order; read from next on
+	next  int
+}
+
+// startListing reads the refs that can hold revisions opts selects.
+func (r *Repository) startListing(v *view, opts repository.ListOptions) (*listing, error) {
 	refs, err := r.candidateRefs(v, opts)
 	if err != nil {
 		return nil, err
 	}
+	return &listing{r: r, v: v, opts: opts, all: refs, names: v.packOrder(refs)}, nil
+}
+
+// revision returns x as its PackageRevision when opts selects it, and nil
+// otherwise (x nil included).
+func (l *listing) revision(x *rev) revision.PackageRevision {
+	if x == nil {
+		return nil
+	}
+	m := x.meta()
+	if !l.opts.Matches(m) {
+		return nil
+	}
+	return l.r.revisionWith(x, m)
+}
+
+// refs reads the next n refs (fewer at the end) and calls add with each
+// revision found; refs that hold none, or that opts does not select by
+// their names, are skipped before any object is read.
+func (l *listing) refs(ctx context.Context, n int, add func(*rev)) error {
+	r, v, opts := l.r, l.v, l.opts
 	wantPkg := func(pkg string) bool {
 		return (opts.Package == "" || opts.Package == pkg) &&
 			(opts.PackagePrefix == "" || opts.PackagePrefix == pkg || strings.HasPrefix(pkg, opts.PackagePrefix+"/"))
@@ -192,22 +314,12 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 		}
 		return false
 	}
-	// Each revision found becomes its PackageRevision at once, so that
-	// what was read to find it (its commit) is not kept to the end.
-	var out []listed
-	add := func(x *rev) {
-		if x == nil {
-			return
-		}
-		m := x.meta()
-		if opts.Matches(m) {
-			out = append(out, listed{key: x.key, pr: r.revisionWith(x, m)})
-		}
-	}
-	for _, name := range v.packOrder(refs) {
-		h := refs[name]
+	end := min(l.next+n, len(l.names))
+	for ; l.next < end; l.next++ {
+		name := l.names[l.next]
+		h := l.all[name]
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return err
 		}
 		switch {
 		case name.IsBranch():
@@ -235,7 +347,7 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
 			add(x)
 		case name.IsTag():
@@ -256,28 +368,34 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 				continue
 			}
 			if err != nil {
-				return nil, err
+				return err
 			}
 			add(x)
 		}
 	}
-	if opts.Revision == 0 || opts.Revision == revision.Placeholder {
-		if opts.Workspace == "" || opts.Workspace == r.branch {
-			phs, err := r.placeholders(v, opts.Package, opts.PackagePrefix)
-			if isDamaged(err) {
-				// The other revisions are listed all the same.
-				v.damaged(err)
-				phs, err = nil, nil
-			}
-			if err != nil {
-				return nil, err
-			}
-			for _, x := range phs {
-				add(x)
-			}
-		}
+	return nil
+}
+
+// done reports whether every ref has been read.
+func (l *listing) done() bool { return l.next >= len(l.names) }
+
+// placeholders returns the placeholder revisions opts can select, after
+// the refs: those of the packages on the registered branch.
+func (l *listing) placeholders() ([]*rev, error) {
+	opts := l.opts
+	if opts.Revision != 0 && opts.Revision != revision.Placeholder {
+		return nil, nil
 	}
-	return out, nil
+	if opts.Workspace != "" && opts.Workspace != l.r.branch {
+		return nil, nil
+	}
+	phs, err := l.r.placeholders(l.v, opts.Package, opts.PackagePrefix)
+	if isDamaged(err) {
+		// The other revisions are listed all the same.
+		l.v.damaged(err)
+		return nil, nil
+	}
+	return phs, err
 }
 
 // packOrder returns the names of refs in the order their objects lie in

@@ -363,13 +363,13 @@ func parseJournal(data []byte) ([]refUpdate, error) {
 func (f *fsRefs) rewritePacked(deletes []refUpdate) error {
 	// Most deletions are of loose refs (a proposal, a draft): the parsed,
 	// cached packed-refs says so without reading the file again.
-	_, packed, err := f.packed()
+	names, hashes, err := f.packed()
 	if err != nil {
 		return err
 	}
 	inPacked := false
 	for _, u := range deletes {
-		if _, ok := packed[string(u.name)]; ok {
+		if _, ok := packedLookup(names, hashes, string(u.name)); ok {
 			inPacked = true
 		}
 	}

@@ -102,6 +102,13 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 	return st
 }
 
+// dropPages takes the pages of the mapped files (packs, their indexes,
+// cad-index) out of the process's resident set; the lock is held.
+func (st *store) dropPages() {
+	st.packs.dropPages()
+	st.idx.dropPages()
+}
+
 func (st *store) close() {
 	if st.release != nil {
 		st.release()

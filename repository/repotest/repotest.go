@@ -57,6 +57,7 @@ func Run(t *testing.T, h Harness) {
 		{"DeletePublished", s.testDeletePublished},
 		{"VersionPrecondition", s.testVersionPrecondition},
 		{"ListFilters", s.testListFilters},
+		{"Range", s.testRange},
 		{"GetNotFound", s.testGetNotFound},
 		{"ErrorType", s.testErrorType},
 		{"Cancelled", s.testCancelled},
@@ -621,8 +622,9 @@ func (s *suite) testVersionPrecondition(t *testing.T) {
 	}
 }
 
-func (s *suite) testListFilters(t *testing.T) {
-	r := s.open(t)
+// listFiltersRepo fills r with the revisions listFilterCases select from.
+func listFiltersRepo(t *testing.T, r repository.Repository) {
+	t.Helper()
 	publish(t, r, "a", "ws1", "1")
 	createDraft(t, r, "a", "ws2", "2")
 	createDraft(t, r, "b/c", "ws1", "3")
@@ -630,11 +632,18 @@ func (s *suite) testListFilters(t *testing.T) {
 	move(t, r, key("b/d", "ws3"), revision.LifecycleProposed)
 	publish(t, r, "b/e", "ws9", "5")
 	createDraft(t, r, "bb", "ws7", "6")
+}
 
-	cases := []struct {
-		opts repository.ListOptions
-		want []revision.Key
-	}{
+// listCase is list options and the non-placeholder revisions they select.
+type listCase struct {
+	opts repository.ListOptions
+	want []revision.Key
+}
+
+// listFilterCases are list options and the non-placeholder revisions they
+// select, in List order, from what listFiltersRepo writes.
+func listFilterCases() []listCase {
+	return []listCase{
 		{repository.ListOptions{Package: "a"}, []revision.Key{{Package: "a", Workspace: "ws2"}, {Package: "a", Workspace: "ws1", Revision: 1}}},
 		{repository.ListOptions{Workspace: "ws1"}, []revision.Key{{Package: "a", Workspace: "ws1", Revision: 1}, {Package: "b/c", Workspace: "ws1"}}},
 		{repository.ListOptions{Lifecycles: []revision.Lifecycle{revision.LifecycleDraft}}, []revision.Key{{Package: "a", Workspace: "ws2"}, {Package: "b/c", Workspace: "ws1"}, {Package: "bb", Workspace: "ws7"}}},
@@ -648,6 +657,13 @@ func (s *suite) testListFilters(t *testing.T) {
 		{repository.ListOptions{PackagePrefix: "b/c/x"}, nil},
 		{repository.ListOptions{PackagePrefix: "b", Package: "b/d"}, []revision.Key{{Package: "b/d", Workspace: "ws3"}}},
 	}
+}
+
+func (s *suite) testListFilters(t *testing.T) {
+	r := s.open(t)
+	listFiltersRepo(t, r)
+
+	cases := listFilterCases()
 	for _, c := range cases {
 		got := keys(list(t, r, c.opts), false)
 		if !slices.Equal(got, c.want) {
