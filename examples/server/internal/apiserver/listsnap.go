@@ -31,14 +31,13 @@ type listingKey struct {
 // listing returns the listing of the repository of e, by its Version,
 // and false when the repository has no Version or the cache is off.
 func (s *Server) listing(ctx context.Context, e *repoEntry) ([]listedRevision, bool, error) {
-	v, ok := e.repo.(repository.Versioner)
-	if !ok || s.prs.max <= 0 {
+	if _, ok := e.repo.(repository.Versioner); !ok || s.prs.max <= 0 {
 		return nil, false, nil
 	}
 	l := s.prs.listingOf(listingKey{e.ns, e.name, e.repo})
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	version, err := v.Version(ctx)
+	version, _, err := e.version(ctx)
 	if err != nil {
 		return nil, true, err
 	}
