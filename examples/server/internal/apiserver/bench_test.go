@@ -191,6 +191,19 @@ func BenchmarkListConcurrent(b *testing.B) {
 		slices.Sort(d)
 		return float64(d[int(float64(len(d)-1)*p)]) / float64(time.Millisecond)
 	}
+	// The body's size on the wire, plain and compressed.
+	wire := func(enc string) int {
+		req, _ := http.NewRequest("GET", url, nil)
+		req.Header.Set("Accept-Encoding", enc)
+		resp, err := plain.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		n, _ := io.Copy(io.Discard, resp.Body)
+		return int(n)
+	}
+	b.Logf("a list of %d: %d bytes, %d with gzip", want, wire("identity"), wire("gzip"))
 	lists := ts.lists
 	for _, mode := range []struct {
 		name   string

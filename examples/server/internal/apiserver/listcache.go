@@ -27,6 +27,10 @@ const DefaultListCacheBytes = 64 << 20
 // accepts gzip, kube-apiserver's threshold.
 const gzipMinBytes = 128 << 10
 
+// snapEntryBytes is what an entry's snapshot costs per object, counted
+// in its size: a map slot with its key (the objects are the listings').
+const snapEntryBytes = 96
+
 // tableTTL is how long a cached Table stays served: its Age column is
 // computed when it is built.
 const tableTTL = time.Second
@@ -40,8 +44,9 @@ const tableTTL = time.Second
 // finds another state builds the list again and replaces the entry.
 // Requests that find the same missing entry at the same time share one
 // build. A body that came with warnings (a repository not open, a list
-// that failed) is never kept. Bounded: the bodies (and their gzip forms,
-// made on the first request that accepts gzip) hold at most max bytes,
+// that failed) is never kept. Bounded: the bodies, their gzip forms (made
+// on the first request that accepts gzip) and their snapshots' maps
+// (counted at snapEntryBytes an object) hold at most max bytes,
 // the least recently used going first; a body larger than max/4 is not
 // kept. Safe for concurrent use.
 type listCache struct {
@@ -157,7 +162,7 @@ func (c *listCache) do(ctx context.Context, req, state string, build func() (*li
 // put keeps e, replacing the entry of its request; c.mu is held. It
 // reports false when e is too large to keep.
 func (c *listCache) put(e *listCacheEntry) bool {
-	e.size = int64(len(e.body))
+	e.size = int64(len(e.body) + len(e.snap)*snapEntryBytes)
 	if e.size > c.max/4 {
 		return false
 	}

@@ -18,6 +18,20 @@
 // approval subresource approves. Labels and annotations are kept in the
 // repository (repository.MetadataWriter); kpt.dev/latest-revision is
 // computed. Watches come from the engine's watch of each repository.
+//
+// Lists read no more than the repositories' state demands: a
+// repository's listing (its revisions and their served objects, each
+// object's JSON encoded once) is kept while its Version stays the same,
+// and a PackageRevision list response is kept whole, keyed by the request
+// (namespace, selectors, limit, continue token, JSON or Table) and the
+// Versions of the repositories it covers, bounded by
+// Options.ListCacheBytes. A request whose repositories did not change
+// since an identical one gets that body as it was written; concurrent
+// identical requests share one build. A local git repository's Version
+// is checked with a few stat calls while its refs' files are unchanged
+// (gitrepo.VersionCache), so a write by any process, this one or
+// another, is seen by the next list. Later pages of a paged list come
+// from the list the first page was cut from, never from a new list.
 // With Options.LiveCluster, GET packagerevisions/NAME/livestatus (cad's,
 // not Porch's) returns a LiveStatus: the status of the revision's
 // resources in that cluster, computed by the cad library's live package.
