@@ -90,7 +90,7 @@ func BenchmarkListPackageRevisions(b *testing.B) {
 // porchRepo writes, with git fast-import, a bare repository at dir in
 // Porch's layout: p packages, each approved r times (every approval a
 // commit on main holding every package, tagged <pkg>/v<N>).
-func porchRepo(b *testing.B, dir string, p, r int) {
+func porchRepo(b testing.TB, dir string, p, r int) {
 	if out, err := exec.Command("git", "init", "--quiet", "--bare", "-b", "main", dir).CombinedOutput(); err != nil {
 		b.Skipf("git init: %v %s", err, out)
 	}

@@ -608,3 +608,37 @@ func TestListCacheWatchFromCachedList(t *testing.T) {
 		t.Fatal("no event")
 	}
 }
+
+// A repository that is no longer served leaves no listing behind, and
+// lists stop showing it.
+func TestListingDroppedWithRepository(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	ts := startServer(t, "", nil)
+	dir := filepath.Join(t.TempDir(), "extra.git")
+	porchRepo(t, dir, 2, 1)
+	repo := map[string]any{"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "Repository",
+		"metadata": map[string]any{"name": "extra"},
+		"spec":     map[string]any{"type": "git", "git": map[string]any{"repo": dir, "branch": "main"}}}
+	require.Equal(t, 201, ts.doJSON("POST", repoPath, repo, nil))
+	kept := func() int {
+		ts.prs.mu.Lock()
+		defer ts.prs.mu.Unlock()
+		n := 0
+		for k := range ts.prs.listings {
+			if k.name == "extra" {
+				n++
+			}
+		}
+		return n
+	}
+	_, data := listBody(t, ts, prPath, "")
+	assert.Len(t, decodeListed(t, data).Items, 4) // 2 packages × (v1 + main)
+	assert.Equal(t, 1, kept())
+	code, body := ts.do("DELETE", repoPath+"/extra", "", nil)
+	require.Equal(t, 200, code, "%s", body)
+	assert.Equal(t, 0, kept())
+	_, data = listBody(t, ts, prPath, "")
+	assert.Empty(t, decodeListed(t, data).Items)
+}

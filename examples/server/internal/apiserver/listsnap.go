@@ -89,6 +89,27 @@ func (c *prCache) listingOf(k listingKey) *repoListing {
 	return l
 }
 
+// dropListing forgets the listing of repository name in ns, and the JSON
+// of its objects, when the repository is no longer served.
+func (s *Server) dropListing(ns, name string) {
+	c := s.prs
+	c.mu.Lock()
+	var dropped []*repoListing
+	for k, l := range c.listings {
+		if k.ns == ns && k.name == name {
+			delete(c.listings, k)
+			dropped = append(dropped, l)
+		}
+	}
+	c.mu.Unlock()
+	for _, l := range dropped {
+		l.mu.Lock()
+		s.jsons.forget(l.revs)
+		l.revs, l.version = nil, ""
+		l.mu.Unlock()
+	}
+}
+
 // jsonMemo keeps the JSON of the objects of the repositories' listings
 // (registered by listing, forgotten when a listing is built again): those
 // objects are shared by every list until their repository changes, so

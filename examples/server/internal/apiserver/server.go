@@ -491,6 +491,7 @@ func (s *Server) unregister(ns, name string) {
 	if e != nil {
 		s.closeEntry(e)
 	}
+	s.dropListing(ns, name)
 }
 
 func (s *Server) closeEntry(e *repoEntry) {
