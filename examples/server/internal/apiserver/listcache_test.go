@@ -642,3 +642,51 @@ func TestListingDroppedWithRepository(t *testing.T) {
 	_, data = listBody(t, ts, prPath, "")
 	assert.Empty(t, decodeListed(t, data).Items)
 }
+
+// A list in the cache is still authorized per request: a viewer gets it,
+// a user without a role and an anonymous request do not.
+func TestListCacheAuthorizes(t *testing.T) {
+	ts := startServer(t, "", func(o *Options) {
+		o.Tokens = Tokens{
+			"tok-admin":  {Name: "admin", Groups: []string{"cad:admin"}},
+			"tok-viewer": {Name: "viewer", Groups: []string{"cad:viewer"}},
+			"tok-none":   {Name: "none"},
+		}
+	})
+	get := func(token string) (int, []byte) {
+		req, err := http.NewRequest("GET", ts.URL+prPath, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, data
+	}
+	body, err := json.Marshal(initPR("a", "ws"))
+	require.NoError(t, err)
+	req, err := http.NewRequest("POST", ts.URL+prPath, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer tok-admin")
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	resp.Body.Close()
+	require.Equal(t, 201, resp.StatusCode)
+	for range 2 {
+		code, data := get("tok-viewer")
+		require.Equal(t, 200, code)
+		assert.Len(t, decodeListed(t, data).Items, 1)
+	}
+	st, _, _ := ts.lists.counts()
+	require.Positive(t, st.hits)
+	code, data := get("tok-none")
+	assert.Equal(t, http.StatusForbidden, code)
+	assert.NotContains(t, string(data), "default.a.ws")
+	code, data = get("")
+	assert.Equal(t, http.StatusUnauthorized, code)
+	assert.NotContains(t, string(data), "default.a.ws")
+}
