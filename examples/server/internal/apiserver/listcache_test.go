@@ -690,3 +690,39 @@ func TestListCacheAuthorizes(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, code)
 	assert.NotContains(t, string(data), "default.a.ws")
 }
+
+// kubectl get asks for a Table, -o json for the list: repeated and
+// interleaved, each gets its own, and a revision created in between shows
+// in both.
+func TestListCacheKubectl(t *testing.T) {
+	if _, err := exec.LookPath("kubectl"); err != nil {
+		t.Skip("no kubectl")
+	}
+	ts := startServer(t, "", nil)
+	k := newKubectl(t, ts.URL)
+	for _, p := range []string{"a", "b"} {
+		require.Equal(t, 201, ts.doJSON("POST", prPath, initPR(p, "ws"), nil))
+	}
+	check := func(want ...string) {
+		t.Helper()
+		for range 2 {
+			table := k.ok("", "get", "packagerevisions")
+			assert.Contains(t, table, "LIFECYCLE")
+			var l listed
+			require.NoError(t, json.Unmarshal([]byte(k.ok("", "get", "packagerevisions", "-o", "json")), &l))
+			assert.Equal(t, "List", l.Kind)
+			var names []string
+			for _, it := range l.Items {
+				names = append(names, it.Metadata.Name)
+				assert.Contains(t, table, it.Metadata.Name)
+			}
+			assert.ElementsMatch(t, want, names)
+			assert.Equal(t, len(want)+1, len(strings.Split(strings.TrimSpace(table), "\n")), table)
+		}
+	}
+	check("default.a.ws", "default.b.ws")
+	require.Equal(t, 201, ts.doJSON("POST", prPath, initPR("c", "ws"), nil))
+	check("default.a.ws", "default.b.ws", "default.c.ws")
+	st, _, _ := ts.lists.counts()
+	assert.Positive(t, st.hits)
+}
