@@ -21,8 +21,10 @@ const racyWindow = time.Second
 // stamp (modification time and size) of every file and directory the
 // refs live in: packed-refs, the refs directory, the directories under
 // refs/heads, refs/tags and refs/cad and the loose ref files in them.
-// While every stamp is the same, Version returns the kept token
-// after stat calls only, without reading a ref or hashing. Any write,
+// While every stamp is the same, Version returns the kept token after
+// one lstat call per stamp (four for a repository whose refs are all
+// packed, one more per loose ref and directory), without opening a ref
+// file or hashing. Any write,
 // by this process or another one (cad, git, go-git), changes a stamp:
 // git and cad put a ref file in place by renaming it, which changes its
 // directory; a file rewritten in place changes its own stamp; packing
@@ -111,11 +113,13 @@ func (c *VersionCache) stampRefs() (stamps []fileStamp, trusted bool) {
 	}
 	add(filepath.Join(dir, "packed-refs"))
 	add(filepath.Join(dir, "refs"))
-	if add(filepath.Join(dir, "refs", "cad")) {
+	// refs/cad when it exists: its creation changes refs.
+	switch _, err := os.Lstat(filepath.Join(dir, "refs", "cad")); {
+	case err == nil:
+		add(filepath.Join(dir, "refs", "cad"))
 		add(filepath.Join(dir, filepath.FromSlash(string(metadataRef))))
-	} else {
-		// Its creation changes refs.
-		stamps = stamps[:len(stamps)-1]
+	case !notExist(err):
+		trusted = false
 	}
 	for _, sub := range []string{"heads", "tags"} {
 		root := filepath.Join(dir, "refs", sub)
