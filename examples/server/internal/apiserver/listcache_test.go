@@ -726,3 +726,30 @@ func TestListCacheKubectl(t *testing.T) {
 	st, _, _ := ts.lists.counts()
 	assert.Positive(t, st.hits)
 }
+
+// Options.ListCacheBytes: negative turns the cache off, a bound too small
+// for any list keeps none; lists are answered the same either way.
+func TestListCacheOptions(t *testing.T) {
+	for _, tc := range []struct {
+		bytes int64
+		off   bool
+	}{{-1, true}, {64, false}} {
+		t.Run(fmt.Sprint(tc.bytes), func(t *testing.T) {
+			ts := startServer(t, "", func(o *Options) { o.ListCacheBytes = tc.bytes })
+			require.Equal(t, 201, ts.doJSON("POST", prPath, initPR("a", "ws"), nil))
+			for range 2 {
+				_, data := listBody(t, ts, prPath, "")
+				assert.Len(t, decodeListed(t, data).Items, 1)
+			}
+			if tc.off {
+				assert.Nil(t, ts.lists)
+				return
+			}
+			st, size, n := ts.lists.counts()
+			assert.Zero(t, st.hits)
+			assert.Equal(t, 2, st.builds)
+			assert.Zero(t, size)
+			assert.Zero(t, n)
+		})
+	}
+}
