@@ -18,9 +18,9 @@ import (
 )
 
 // DefaultListCacheBytes bounds the list response cache when
-// Options.ListCacheBytes is zero: room for a few lists of several
-// thousand PackageRevisions (about 1.5 KB each in JSON) in their plain
-// and gzip forms.
+// Options.ListCacheBytes is zero: room for dozens of lists of several
+// thousand PackageRevisions (a list of 2,400 is 1.2 MB of JSON, 170 KB
+// with gzip).
 const DefaultListCacheBytes = 64 << 20
 
 // gzipMinBytes is the smallest list body sent compressed to a client that
@@ -47,7 +47,7 @@ const tableTTL = time.Second
 // that failed) is never kept. Bounded: the bodies, their gzip forms (made
 // on the first request that accepts gzip) and their snapshots' maps
 // (counted at snapEntryBytes an object) hold at most max bytes,
-// the least recently used going first; a body larger than max/4 is not
+// the least recently used going first; an entry larger than max/4 is not
 // kept. Safe for concurrent use.
 type listCache struct {
 	max     int64
@@ -76,7 +76,7 @@ type listCacheEntry struct {
 	// server's snapshots hold for it, given back to them on a hit.
 	rv   string
 	snap map[string]*porchapi.PackageRevision
-	size int64 // body plus gz, as counted in the cache's size
+	size int64 // body, gz and snapshot map, as counted in the cache's size
 
 	gzOnce sync.Once
 	gz     []byte
@@ -159,15 +159,16 @@ func (c *listCache) do(ctx context.Context, req, state string, build func() (*li
 	return e, err
 }
 
-// put keeps e, replacing the entry of its request; c.mu is held. It
-// reports false when e is too large to keep.
+// put keeps e, replacing the entry of its request (which goes also when
+// e is not kept); c.mu is held. It reports false when e is too large to
+// keep.
 func (c *listCache) put(e *listCacheEntry) bool {
+	if el, ok := c.m[e.req]; ok {
+		c.remove(el)
+	}
 	e.size = int64(len(e.body) + len(e.snap)*snapEntryBytes)
 	if e.size > c.max/4 {
 		return false
-	}
-	if el, ok := c.m[e.req]; ok {
-		c.remove(el)
 	}
 	c.m[e.req] = c.ll.PushFront(e)
 	c.size += e.size

@@ -61,11 +61,12 @@ func TestListCacheBoundAndReplace(t *testing.T) {
 	assert.Len(t, e.body, 100)
 	assert.Nil(t, c.get("r9", "s1", time.Now()))
 	assert.Same(t, e, c.get("r9", "s2", time.Now()))
-	// Too large: answered, not kept.
-	e, err = c.do(ctx, "big", "s1", build(251))
+	// Too large: answered, not kept, and the request's older entry goes.
+	e, err = c.do(ctx, "r9", "s3", build(251))
 	require.NoError(t, err)
 	assert.Len(t, e.body, 251)
-	assert.Nil(t, c.get("big", "s1", time.Now()))
+	assert.Nil(t, c.get("r9", "s3", time.Now()))
+	assert.Nil(t, c.get("r9", "s2", time.Now()))
 	// Not to be kept (warnings): not kept.
 	_, err = c.do(ctx, "warned", "s1", func() (*listCacheEntry, bool, error) {
 		return &listCacheEntry{body: []byte("w")}, false, nil
