@@ -345,8 +345,9 @@ type stateChecks struct {
 	seq atomic.Uint64
 	mu  sync.Mutex
 	cur map[string]*stateCheck // the running reading of each key
-	// reads counts the readings, for tests.
-	reads int
+	// reads counts the readings and waiting the requests waiting for
+	// one, for tests.
+	reads, waiting int
 }
 
 type stateCheck struct {
@@ -382,10 +383,16 @@ func (sc *stateChecks) check(ctx context.Context, key string, read func() (strin
 			}()
 			return c.state, c.ok
 		}
+		sc.waiting++
 		sc.mu.Unlock()
 		select {
 		case <-c.done:
 		case <-ctx.Done():
+		}
+		sc.mu.Lock()
+		sc.waiting--
+		sc.mu.Unlock()
+		if ctx.Err() != nil {
 			return "", false
 		}
 		if c.start > arrived {

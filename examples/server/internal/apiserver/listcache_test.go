@@ -166,38 +166,60 @@ func TestListCacheWaitCancelled(t *testing.T) {
 }
 
 // A state check is shared only by requests that arrived before it
-// started: one that arrives while a check runs waits for the next.
+// started: one that arrives while a check runs waits for the next, and
+// the requests that wait together share that next one.
 func TestStateChecksNeverStale(t *testing.T) {
 	var sc stateChecks
 	ctx := context.Background()
 	var mu sync.Mutex
-	value := 0
-	started := make(chan struct{}, 1)
-	release := make(chan struct{})
+	value, reads := 0, 0
+	gates := []chan struct{}{make(chan struct{}), make(chan struct{})}
 	read := func() (string, bool) {
 		mu.Lock()
-		v := value
+		v, n := value, reads
+		reads++
 		mu.Unlock()
-		select {
-		case started <- struct{}{}:
-		default:
-		}
-		<-release
+		<-gates[min(n, 1)]
 		return fmt.Sprint(v), true
+	}
+	counts := func() (int, int) {
+		sc.mu.Lock()
+		defer sc.mu.Unlock()
+		return sc.reads, sc.waiting
 	}
 	first := make(chan string)
 	go func() { s, _ := sc.check(ctx, "k", read); first <- s }()
-	<-started
-	// Written after the running check read: a request that comes now
+	require.Eventually(t, func() bool { r, _ := counts(); return r == 1 }, 10*time.Second, time.Millisecond)
+	// Written while the first check runs: the requests that come now
 	// must see it.
 	mu.Lock()
 	value = 1
 	mu.Unlock()
-	second := make(chan string)
-	go func() { s, _ := sc.check(ctx, "k", read); second <- s }()
-	close(release)
+	later := make(chan string, 5)
+	for range 5 {
+		go func() { s, _ := sc.check(ctx, "k", read); later <- s }()
+	}
+	require.Eventually(t, func() bool { _, w := counts(); return w == 5 }, 10*time.Second, time.Millisecond)
+	close(gates[0])
 	assert.Equal(t, "0", <-first)
-	assert.Equal(t, "1", <-second)
+	// One of them reads again; the other four wait for that reading.
+	require.Eventually(t, func() bool { r, w := counts(); return r == 2 && w == 4 }, 10*time.Second, time.Millisecond)
+	close(gates[1])
+	for range 5 {
+		assert.Equal(t, "1", <-later)
+	}
+	r, _ := counts()
+	assert.Equal(t, 2, r)
+	// A waiter gives up with its context.
+	gates = []chan struct{}{make(chan struct{}), make(chan struct{})}
+	go sc.check(ctx, "k", read)
+	require.Eventually(t, func() bool { r, _ := counts(); return r == 3 }, 10*time.Second, time.Millisecond)
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	_, ok := sc.check(cctx, "k", read)
+	assert.False(t, ok)
+	close(gates[0])
+	close(gates[1])
 }
 
 // listBody lists path with the given Accept header and returns the
