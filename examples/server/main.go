@@ -124,6 +124,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(&roots, "repository-root", "directory under which local git repositories and local clone sources may be opened; repeatable (default the data directory)")
 	secretsDir := fs.String("secrets-dir", "", "directory of the credentials secretRefs name: <dir>/<namespace>/<secret>/<key> files (username, password, bearerToken, ssh-privatekey, ssh-passphrase, known_hosts)")
 	maxBody := fs.Int64("max-body-bytes", apiserver.DefaultMaxBodyBytes, "largest request body accepted, in bytes")
+	listCache := fs.Int64("list-cache-bytes", apiserver.DefaultListCacheBytes, "memory of the cache of recent PackageRevision list responses, in bytes; negative turns it off")
+	compressLists := fs.Bool("compress-lists", false, "send PackageRevision lists of 128 KiB or more gzip-compressed to clients that accept it (for clients over slow links; on loopback it costs more CPU than it saves)")
 	starlarkSteps := fs.Uint64("starlark-max-steps", fnruntime.DefaultStarlarkSteps, "computation steps a starlark function may take")
 	var cc clusterConfig
 	fs.StringVar(&cc.kubeconfig, "kubeconfig", "", "cluster mode: serve as the aggregated porch.kpt.dev/v1alpha1 API of the cluster this kubeconfig reaches (Repositories, Secrets and authorization are the cluster's)")
@@ -145,6 +147,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		RepositoryRoots:    roots,
 		SecretsDir:         *secretsDir,
 		MaxBodyBytes:       *maxBody,
+		ListCacheBytes:     *listCache,
+		CompressLists:      *compressLists,
 		Pipeline: stdpipe.Kptfile(fnruntime.NewRegistry(&fnruntime.Options{
 			StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,
 		}), nil),

@@ -31,14 +31,13 @@ type listingKey struct {
 // listing returns the listing of the repository of e, by its Version,
 // and false when the repository has no Version or the cache is off.
 func (s *Server) listing(ctx context.Context, e *repoEntry) ([]listedRevision, bool, error) {
-	v, ok := e.repo.(repository.Versioner)
-	if !ok || s.prs.max <= 0 {
+	if _, ok := e.repo.(repository.Versioner); !ok || s.prs.max <= 0 {
 		return nil, false, nil
 	}
 	l := s.prs.listingOf(listingKey{e.ns, e.name, e.repo})
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	version, err := v.Version(ctx)
+	version, _, err := e.version(ctx)
 	if err != nil {
 		return nil, true, err
 	}
@@ -88,6 +87,27 @@ func (c *prCache) listingOf(k listingKey) *repoListing {
 		c.listings[k] = l
 	}
 	return l
+}
+
+// dropListing forgets the listing of repository name in ns, and the JSON
+// of its objects, when the repository is no longer served.
+func (s *Server) dropListing(ns, name string) {
+	c := s.prs
+	c.mu.Lock()
+	var dropped []*repoListing
+	for k, l := range c.listings {
+		if k.ns == ns && k.name == name {
+			delete(c.listings, k)
+			dropped = append(dropped, l)
+		}
+	}
+	c.mu.Unlock()
+	for _, l := range dropped {
+		l.mu.Lock()
+		s.jsons.forget(l.revs)
+		l.revs, l.version = nil, ""
+		l.mu.Unlock()
+	}
 }
 
 // jsonMemo keeps the JSON of the objects of the repositories' listings

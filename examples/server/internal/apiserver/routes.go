@@ -404,26 +404,63 @@ func patchNamesVersion(patch []byte) bool {
 		strings.Contains(string(patch), "/metadata/resourceVersion")
 }
 
-// serveList writes a list (or a Table of it).
+// serveList writes a list (or a Table of it). A list of PackageRevisions
+// comes from the list cache when its repositories did not change since
+// an identical request (listcache.go).
 func (s *Server) serveList(ctx context.Context, rq *request, lo *listOptions) {
 	if !hasVerb(rq.def, "list") {
 		s.writeError(rq, errMethodNotAllowed("list", rq.def.gr))
 		return
 	}
-	items, rv, err := rq.def.impl.list(ctx, rq, lo)
-	if err != nil {
-		s.writeError(rq, err)
-		return
+	table := wantsTable(rq.r)
+	build := func() (*listCacheEntry, bool, error) {
+		body, rv, err := s.encodeList(ctx, rq, lo, table)
+		if err != nil {
+			return nil, false, err
+		}
+		e := &listCacheEntry{body: body, rv: rv}
+		e.snap, _ = s.snaps.get(rv)
+		if table {
+			e.expires = time.Now().Add(tableTTL)
+		}
+		return e, len(rq.warnings) == 0, nil
 	}
-	items, cont, err := paginate(items, lo, rv)
+	var e *listCacheEntry
+	var err error
+	if state, ok := s.listState(ctx, rq, lo); ok {
+		e, err = s.lists.do(ctx, listRequestKey(rq, lo, table), state, build)
+		if err == nil && e.snap != nil {
+			// Later pages and watches name the list by its rv.
+			s.snaps.keep(e.rv, e.snap)
+		}
+	} else {
+		e, _, err = build()
+	}
 	if err != nil {
 		s.writeError(rq, err)
 		return
 	}
 	s.writeWarnings(rq)
-	if wantsTable(rq.r) {
-		writeJSON(rq.w, http.StatusOK, s.table(rq.def, items, rv, cont, true))
-		return
+	s.writeListBody(rq, e)
+}
+
+// encodeList lists and encodes the page lo asks for, as a Table when
+// table is set, and returns the body and the list's resourceVersion.
+func (s *Server) encodeList(ctx context.Context, rq *request, lo *listOptions, table bool) ([]byte, string, error) {
+	items, rv, err := rq.def.impl.list(ctx, rq, lo)
+	if err != nil {
+		return nil, "", err
+	}
+	items, cont, err := paginate(items, lo, rv)
+	if err != nil {
+		return nil, "", err
+	}
+	if table {
+		b, err := json.Marshal(s.table(rq.def, items, rv, cont, true))
+		if err != nil {
+			return nil, "", err
+		}
+		return append(b, '\n'), rv, nil
 	}
 	// The list is written item by item: each item's JSON once (from the
 	// server's memo for shared objects), never encoded a second time as
@@ -436,16 +473,14 @@ func (s *Server) serveList(ctx context.Context, rq *request, lo *listOptions) {
 		Metadata: metav1.ListMeta{ResourceVersion: rv, Continue: cont},
 	})
 	if err != nil {
-		s.writeError(rq, err)
-		return
+		return nil, "", err
 	}
 	encoded := make([][]byte, len(items))
 	size := len(head) + 16
 	for i, it := range items {
 		b, err := s.jsons.encode(it)
 		if err != nil {
-			s.writeError(rq, err)
-			return
+			return nil, "", err
 		}
 		encoded[i] = b
 		size += len(b) + 1
@@ -460,7 +495,7 @@ func (s *Server) serveList(ctx context.Context, rq *request, lo *listOptions) {
 		buf.Write(b)
 	}
 	buf.WriteString("]}\n")
-	writeBody(rq.w, http.StatusOK, buf.Bytes())
+	return buf.Bytes(), rv, nil
 }
 
 // serveWatch streams watch events as newline-separated JSON.

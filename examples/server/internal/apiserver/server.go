@@ -18,6 +18,20 @@
 // approval subresource approves. Labels and annotations are kept in the
 // repository (repository.MetadataWriter); kpt.dev/latest-revision is
 // computed. Watches come from the engine's watch of each repository.
+//
+// Lists read no more than the repositories' state demands: a
+// repository's listing (its revisions and their served objects, each
+// object's JSON encoded once) is kept while its Version stays the same,
+// and a PackageRevision list response is kept whole, keyed by the request
+// (namespace, selectors, limit, continue token, JSON or Table) and the
+// Versions of the repositories it covers, bounded by
+// Options.ListCacheBytes. A request whose repositories did not change
+// since an identical one gets that body as it was written; concurrent
+// identical requests share one build. A local git repository's Version
+// is checked with a few stat calls while its refs' files are unchanged
+// (gitrepo.VersionCache), so a write by any process, this one or
+// another, is seen by the next list. Later pages of a paged list come
+// from the list the first page was cut from, never from a new list.
 // With Options.LiveCluster, GET packagerevisions/NAME/livestatus (cad's,
 // not Porch's) returns a LiveStatus: the status of the revision's
 // resources in that cluster, computed by the cad library's live package.
@@ -116,6 +130,19 @@ type Options struct {
 	// GitPollInterval is how often watches poll git repositories; default
 	// DefaultGitPollInterval.
 	GitPollInterval time.Duration
+	// ListCacheBytes bounds the memory of the list response cache: the
+	// bodies of recent PackageRevision lists, each kept while the
+	// repositories it covers stay at the Versions it was built from, so
+	// that repeated and concurrent identical lists are written without
+	// being built again. Default DefaultListCacheBytes; negative turns
+	// the cache off.
+	ListCacheBytes int64
+	// CompressLists sends PackageRevision lists of 128 KiB or more
+	// gzip-compressed to clients that accept it (as kube-apiserver
+	// does); a cached list is compressed once.
+	CompressLists bool
+	// listGzipMin replaces gzipMinBytes when set (tests).
+	listGzipMin int
 	// MaxBodyBytes bounds request bodies; default DefaultMaxBodyBytes.
 	// Larger bodies get 413.
 	MaxBodyBytes int64
@@ -205,8 +232,9 @@ type Server struct {
 
 	hub      *hub
 	snaps    *snapshots
-	prs      *prCache  // PackageRevision objects by revision version
-	jsons    *jsonMemo // their JSON, for lists
+	prs      *prCache   // PackageRevision objects by revision version
+	jsons    *jsonMemo  // their JSON, for lists
+	lists    *listCache // list bodies; nil when off
 	variantQ chan variantWork
 	variants VariantSyncer // nil when variants are not synced
 	handler  http.Handler
@@ -223,6 +251,10 @@ type repoEntry struct {
 	repo     repository.Repository // nil while not open
 	err      error                 // why it is not open
 	stop     context.CancelFunc    // stops its watch
+	gen      uint64                // unique to this registration
+
+	verOnce sync.Once
+	ver     func(context.Context) (string, error) // nil: no Version
 }
 
 // New builds a Server over the data directory of opts: it opens the store,
@@ -281,6 +313,15 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		jsons:    newJSONMemo(defaultPRCacheSize),
 		variantQ: make(chan variantWork, 1024),
 		roots:    roots,
+	}
+	if o.ListCacheBytes == 0 {
+		o.ListCacheBytes = DefaultListCacheBytes
+	}
+	if o.ListCacheBytes > 0 {
+		s.lists = newListCache(o.ListCacheBytes)
+		if o.listGzipMin > 0 {
+			s.lists.gzipMin = o.listGzipMin
+		}
 	}
 	if !o.NoVariantSync {
 		s.variants = o.Variants
@@ -411,7 +452,7 @@ func (s *Server) defaultOpen(ctx context.Context, ns string, spec repository.Spe
 // open is recorded in the entry.
 func (s *Server) register(ctx context.Context, r *porchapi.Repository) *repoEntry {
 	spec := porchapi.RepositoryToSpec(r)
-	e := &repoEntry{ns: r.Namespace, name: r.Name, spec: spec}
+	e := &repoEntry{ns: r.Namespace, name: r.Name, spec: spec, gen: entryGen.Add(1)}
 	if err := spec.Validate(); err != nil {
 		e.err = err
 	} else if err := s.checkRepositorySpec(spec); err != nil {
@@ -450,6 +491,7 @@ func (s *Server) unregister(ns, name string) {
 	if e != nil {
 		s.closeEntry(e)
 	}
+	s.dropListing(ns, name)
 }
 
 func (s *Server) closeEntry(e *repoEntry) {

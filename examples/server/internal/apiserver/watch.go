@@ -227,6 +227,22 @@ func (s *snapshots) put(objs []*porchapi.PackageRevision) string {
 	return rv
 }
 
+// keep records m under rv again when it was forgotten (a list served
+// from the list cache names the snapshot it was built with).
+func (s *snapshots) keep(rv string, m map[string]*porchapi.PackageRevision) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.byRV[rv]; ok {
+		return
+	}
+	s.byRV[rv] = m
+	s.order = append(s.order, rv)
+	if len(s.order) > s.max {
+		delete(s.byRV, s.order[0])
+		s.order = s.order[1:]
+	}
+}
+
 func (s *snapshots) get(rv string) (map[string]*porchapi.PackageRevision, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

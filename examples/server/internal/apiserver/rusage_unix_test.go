@@ -1,0 +1,18 @@
+//go:build unix
+
+package apiserver
+
+import (
+	"syscall"
+	"time"
+)
+
+// processCPU returns the CPU time (user and system) the process used so
+// far.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
