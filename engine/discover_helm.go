@@ -92,7 +92,7 @@ func (e *Engine) DiscoverHelmUpgrades(ctx context.Context, repos []string, liste
 			up := HelmUpstream{Repo: l.Repo, Chart: l.Chart, Version: l.Version}
 			if info.Upstream != nil && info.Upstream.Helm != nil {
 				h := info.Upstream.Helm
-				up.ReleaseName, up.Namespace, up.Values = h.ReleaseName, h.Namespace, copyValues(h.Values)
+				up.ReleaseName, up.Namespace, up.Values = h.ReleaseName, h.Namespace, revision.CloneValues(h.Values)
 			}
 			id := chartID{l.Repo, l.Chart}
 			versions, ok := listed[id]

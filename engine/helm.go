@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"maps"
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
@@ -83,7 +82,7 @@ func fetchHelm(ctx context.Context, op string, key revision.Key, up HelmUpstream
 	}
 	return files, origin{helm: &helmOrigin{
 		upstream: revision.Helm{Repo: up.Repo, Chart: up.Chart, Version: up.Version, ReleaseName: up.ReleaseName,
-			Namespace: up.Namespace, Values: copyValues(up.Values)},
+			Namespace: up.Namespace, Values: revision.CloneValues(up.Values)},
 		lock: revision.HelmLock{Repo: up.Repo, Chart: up.Chart, Version: version, Digest: digest},
 	}}, nil
 }
@@ -97,7 +96,7 @@ type helmOrigin struct {
 
 func (h *helmOrigin) records(strategy revision.UpdateStrategy) (*revision.Upstream, *revision.UpstreamLock) {
 	up, lock := h.upstream, h.lock
-	up.Values = copyValues(up.Values)
+	up.Values = revision.CloneValues(up.Values)
 	if up.Version == "" {
 		up.Version = lock.Version
 	}
@@ -145,7 +144,7 @@ func helmRefs(op string, localKey revision.Key, localFiles revision.Files, oldUp
 		fill(&h.ReleaseName, rec.ReleaseName)
 		fill(&h.Namespace, rec.Namespace)
 		if h.Values == nil {
-			h.Values = copyValues(rec.Values)
+			h.Values = revision.CloneValues(rec.Values)
 		}
 		return &h
 	}
@@ -177,31 +176,4 @@ func (e *Engine) checkLockedChart(ctx context.Context, key revision.Key, lock *r
 		e.opts.Logger.WarnContext(ctx, "the locked chart version was republished: the upgrade's original is the chart as it is now",
 			"key", key.String(), "chart", lock.Chart, "version", lock.Version, "lockedDigest", lock.Digest, "digest", got.Digest)
 	}
-}
-
-// copyValues returns a deep copy of a values tree (maps and lists; the
-// scalars are immutable); nil for nil.
-func copyValues(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := maps.Clone(m)
-	for k, v := range out {
-		out[k] = copyValue(v)
-	}
-	return out
-}
-
-func copyValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		return copyValues(v)
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = copyValue(x)
-		}
-		return out
-	}
-	return v
 }

@@ -110,7 +110,7 @@ func (c *Charts) Render(ctx context.Context, up engine.HelmUpstream) (files revi
 	if err != nil {
 		return fail(err)
 	}
-	vals := copyValues(up.Values)
+	vals := revision.CloneValues(up.Values)
 	if vals == nil {
 		vals = map[string]any{}
 	}
@@ -244,30 +244,4 @@ func itemsToFiles(items []*yaml.RNode) (revision.Files, error) {
 		return revision.Files{}, errors.New("a resource would be written as " + revision.KptfileName + " or " + revision.PackageFileName)
 	}
 	return files, nil
-}
-
-// copyValues deep-copies a values tree (maps and lists); nil for nil.
-func copyValues(m map[string]any) map[string]any {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = copyValue(v)
-	}
-	return out
-}
-
-func copyValue(v any) any {
-	switch v := v.(type) {
-	case map[string]any:
-		return copyValues(v)
-	case []any:
-		out := make([]any, len(v))
-		for i, x := range v {
-			out[i] = copyValue(x)
-		}
-		return out
-	}
-	return v
 }

@@ -140,3 +140,16 @@ func TestHelmJSON(t *testing.T) {
 	assert.Equal(t, float64(3), back.U.Helm.Values["replicas"])
 	assert.Equal(t, map[string]any{"a": "one", "list": []any{"x", float64(2)}}, back.U.Helm.Values["extra"])
 }
+
+func TestCloneValues(t *testing.T) {
+	in := map[string]any{"a": map[string]any{"b": []any{1, map[string]any{"c": "d"}}}, "e": "f"}
+	out := revision.CloneValues(in)
+	out["a"].(map[string]any)["b"].([]any)[1].(map[string]any)["c"] = "changed"
+	out["e"] = "changed"
+	if in["e"] != "f" || in["a"].(map[string]any)["b"].([]any)[1].(map[string]any)["c"] != "d" {
+		t.Fatalf("the copy shares state with the original: %v", in)
+	}
+	if revision.CloneValues(nil) != nil {
+		t.Fatal("CloneValues(nil) is not nil")
+	}
+}

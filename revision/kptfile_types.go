@@ -105,6 +105,34 @@ type Helm struct {
 	Values map[string]any `yaml:"values,omitempty" json:"values,omitempty"`
 }
 
+// CloneValues returns a deep copy of a Helm values tree: its maps
+// (map[string]any) and lists ([]any) are new, its scalars shared; nil for
+// nil. It never fails.
+func CloneValues(m map[string]any) map[string]any {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		out[k] = cloneValue(v)
+	}
+	return out
+}
+
+func cloneValue(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		return CloneValues(v)
+	case []any:
+		out := make([]any, len(v))
+		for i, x := range v {
+			out[i] = cloneValue(x)
+		}
+		return out
+	}
+	return v
+}
+
 // HelmLock is a resolved Helm chart upstream: the exact version rendered
 // and the digest of the chart archive it came from.
 type HelmLock struct {
