@@ -69,52 +69,35 @@ func (e *Engine) DiscoverGitUpgrades(ctx context.Context, repos []string, lister
 	byRef := e.repoIndex(ctx, all)
 	listed := map[string]map[string]string{} // refs by repository URL
 	var out []GitUpgradeCandidate
-	for _, name := range repos {
-		r, err := e.repo(ctx, op, revision.Key{Repository: name})
-		if err != nil {
-			return nil, err
+	err = e.eachLatestPublished(ctx, op, repos, func(k revision.Key, info revision.Info) error {
+		if info.UpstreamLock == nil || info.UpstreamLock.Git == nil {
+			return nil
 		}
-		revs, err := r.List(ctx, repository.ListOptions{Lifecycles: []revision.Lifecycle{revision.LifecyclePublished}})
-		if err != nil {
-			return nil, wrap(op, revision.Key{Repository: name}, err)
+		if _, known := upstreamOf(info, byRef); known {
+			return nil // a registered repository: DiscoverUpgrades
 		}
-		var keys []revision.Key
-		for _, pr := range revs {
-			if k := pr.Meta().Key; k.Revision > 0 {
-				keys = append(keys, k)
-			}
+		l := info.UpstreamLock.Git
+		if l.Repo == "" || l.Ref == "" {
+			return nil
 		}
-		for _, k := range latestPerPackage(keys) {
-			pr, err := r.Get(ctx, k)
-			if err != nil {
-				return nil, wrap(op, k, err)
+		refs, ok := listed[l.Repo]
+		if !ok {
+			var err error
+			if refs, err = lister.Refs(ctx, GitUpstream{Repo: l.Repo}); err != nil {
+				return wrap(op, k, err)
 			}
-			info, err := pr.Info(ctx)
-			if err != nil || info.UpstreamLock == nil || info.UpstreamLock.Git == nil {
-				continue // no git lock, or an unparsable record
-			}
-			if _, known := upstreamOf(info, byRef); known {
-				continue // a registered repository: DiscoverUpgrades
-			}
-			l := info.UpstreamLock.Git
-			if l.Repo == "" || l.Ref == "" {
-				continue
-			}
-			refs, ok := listed[l.Repo]
-			if !ok {
-				if refs, err = lister.Refs(ctx, GitUpstream{Repo: l.Repo}); err != nil {
-					return nil, wrap(op, k, err)
-				}
-				listed[l.Repo] = refs
-			}
-			c := GitUpgradeCandidate{
-				Downstream: k,
-				Upstream:   GitUpstream{Repo: l.Repo, Directory: l.Directory, Ref: l.Ref},
-				Commit:     l.Commit,
-				Newer:      newerRefs(refs, l.Directory, l.Ref, l.Commit),
-			}
-			out = append(out, c)
+			listed[l.Repo] = refs
 		}
+		out = append(out, GitUpgradeCandidate{
+			Downstream: k,
+			Upstream:   GitUpstream{Repo: l.Repo, Directory: l.Directory, Ref: l.Ref},
+			Commit:     l.Commit,
+			Newer:      newerRefs(refs, l.Directory, l.Ref, l.Commit),
+		})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(out, func(a, b GitUpgradeCandidate) int { return byRepoAndPackage(a.Downstream, b.Downstream) })
 	return out, nil
@@ -171,4 +154,42 @@ func versionOf(s, prefix string) (int, bool) {
 	}
 	n, err := strconv.Atoi(rest)
 	return n, err == nil && n > 0
+}
+
+// eachLatestPublished calls fn with the key and Info of the latest
+// published revision of every package of the repositories named by repos,
+// repository by repository. A revision whose Info does not read is
+// skipped (its records do not parse: it names no upstream). It returns
+// the first error of a repository or of fn.
+func (e *Engine) eachLatestPublished(ctx context.Context, op string, repos []string, fn func(revision.Key, revision.Info) error) error {
+	for _, name := range repos {
+		r, err := e.repo(ctx, op, revision.Key{Repository: name})
+		if err != nil {
+			return err
+		}
+		revs, err := r.List(ctx, repository.ListOptions{Lifecycles: []revision.Lifecycle{revision.LifecyclePublished}})
+		if err != nil {
+			return wrap(op, revision.Key{Repository: name}, err)
+		}
+		var keys []revision.Key
+		for _, pr := range revs {
+			if k := pr.Meta().Key; k.Revision > 0 {
+				keys = append(keys, k)
+			}
+		}
+		for _, k := range latestPerPackage(keys) {
+			pr, err := r.Get(ctx, k)
+			if err != nil {
+				return wrap(op, k, err)
+			}
+			info, err := pr.Info(ctx)
+			if err != nil {
+				continue
+			}
+			if err := fn(k, info); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
-	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -61,49 +60,33 @@ func (e *Engine) DiscoverHelmUpgrades(ctx context.Context, repos []string, liste
 	type chartID struct{ repo, chart string }
 	listed := map[chartID][]string{}
 	var out []HelmUpgradeCandidate
-	for _, name := range repos {
-		r, err := e.repo(ctx, op, revision.Key{Repository: name})
-		if err != nil {
-			return nil, err
+	err := e.eachLatestPublished(ctx, op, repos, func(k revision.Key, info revision.Info) error {
+		if info.UpstreamLock == nil || info.UpstreamLock.Helm == nil {
+			return nil
 		}
-		revs, err := r.List(ctx, repository.ListOptions{Lifecycles: []revision.Lifecycle{revision.LifecyclePublished}})
-		if err != nil {
-			return nil, wrap(op, revision.Key{Repository: name}, err)
+		l := info.UpstreamLock.Helm
+		if l.Repo == "" || l.Chart == "" || l.Version == "" {
+			return nil
 		}
-		var keys []revision.Key
-		for _, pr := range revs {
-			if k := pr.Meta().Key; k.Revision > 0 {
-				keys = append(keys, k)
-			}
+		up := HelmUpstream{Repo: l.Repo, Chart: l.Chart, Version: l.Version}
+		if info.Upstream != nil && info.Upstream.Helm != nil {
+			h := info.Upstream.Helm
+			up.ReleaseName, up.Namespace, up.Values = h.ReleaseName, h.Namespace, revision.CloneValues(h.Values)
 		}
-		for _, k := range latestPerPackage(keys) {
-			pr, err := r.Get(ctx, k)
-			if err != nil {
-				return nil, wrap(op, k, err)
+		id := chartID{l.Repo, l.Chart}
+		versions, ok := listed[id]
+		if !ok {
+			var err error
+			if versions, err = lister.Versions(ctx, HelmUpstream{Repo: l.Repo, Chart: l.Chart}); err != nil {
+				return wrap(op, k, err)
 			}
-			info, err := pr.Info(ctx)
-			if err != nil || info.UpstreamLock == nil || info.UpstreamLock.Helm == nil {
-				continue // no Helm lock, or an unparsable record
-			}
-			l := info.UpstreamLock.Helm
-			if l.Repo == "" || l.Chart == "" || l.Version == "" {
-				continue
-			}
-			up := HelmUpstream{Repo: l.Repo, Chart: l.Chart, Version: l.Version}
-			if info.Upstream != nil && info.Upstream.Helm != nil {
-				h := info.Upstream.Helm
-				up.ReleaseName, up.Namespace, up.Values = h.ReleaseName, h.Namespace, revision.CloneValues(h.Values)
-			}
-			id := chartID{l.Repo, l.Chart}
-			versions, ok := listed[id]
-			if !ok {
-				if versions, err = lister.Versions(ctx, HelmUpstream{Repo: l.Repo, Chart: l.Chart}); err != nil {
-					return nil, wrap(op, k, err)
-				}
-				listed[id] = versions
-			}
-			out = append(out, HelmUpgradeCandidate{Downstream: k, Upstream: up, Digest: l.Digest, Newer: newerVersions(versions, l.Version)})
+			listed[id] = versions
 		}
+		out = append(out, HelmUpgradeCandidate{Downstream: k, Upstream: up, Digest: l.Digest, Newer: newerVersions(versions, l.Version)})
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	slices.SortStableFunc(out, func(a, b HelmUpgradeCandidate) int { return byRepoAndPackage(a.Downstream, b.Downstream) })
 	return out, nil
