@@ -98,8 +98,12 @@
 //     accessed anonymously: no host credential file (Helm's or Docker's)
 //     is read. chartArgs.registry is accepted and ignored.
 //   - helmGlobals.configHome is accepted and ignored: no Helm
-//     configuration, repository cache or plugins are used; every run
-//     downloads the index and the chart again.
+//     configuration, repository cache or plugins are used. Every run
+//     reads the repository's index.yaml; an archive whose index entry
+//     has a SHA-256 digest that its content matches is kept in memory
+//     (Options.ArchiveCacheBytes, per set of credentials) and not
+//     downloaded again while the index names the same digest. OCI charts
+//     are pulled on every run.
 //   - Local files are the rendered package's own (or Options.Files), not
 //     a container mount; outside a render and without Options.Files, a
 //     chart must be pulled and a values file must be a URL. Charts packed as .tgz in

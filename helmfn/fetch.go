@@ -188,9 +188,12 @@ func (f *Function) pullHTTP(ctx context.Context, args ChartArgs, creds *credenti
 	if err != nil {
 		return pulled{}, &kindError{kind: repository.ErrInvalidInput, msg: fmt.Sprintf("chart %s %s: %v", args.Name, cv.Version, err), cause: err}
 	}
-	tgz, err := f.get(ctx, u, creds)
-	if err != nil {
-		return pulled{}, fmt.Errorf("chart %s %s: %w", args.Name, cv.Version, err)
+	tgz, ok := f.archives.get(cv.Digest, creds)
+	if !ok {
+		if tgz, err = f.get(ctx, u, creds); err != nil {
+			return pulled{}, fmt.Errorf("chart %s %s: %w", args.Name, cv.Version, err)
+		}
+		f.archives.put(cv.Digest, creds, tgz)
 	}
 	ch, err := loader.LoadArchive(bytes.NewReader(tgz))
 	if err != nil {

@@ -58,6 +58,12 @@ type Options struct {
 	// MaxDownload caps one download (index, archive, values file); zero
 	// means 64 MiB.
 	MaxDownload int64
+	// ArchiveCacheBytes bounds the chart archives kept in memory between
+	// renders, by the digest the repository's index.yaml gives them (an
+	// archive whose content does not have that digest is not kept); zero
+	// means DefaultArchiveCacheBytes, negative keeps none. index.yaml
+	// itself is read on every render.
+	ArchiveCacheBytes int64
 }
 
 // Function is the render-helm-chart KRM function on Helm's Go SDK: it
@@ -65,7 +71,8 @@ type Options struct {
 // no cluster) and appends the rendered resources to the items. It
 // implements pipeline.Function and is safe for concurrent use.
 type Function struct {
-	opts Options
+	opts     Options
+	archives *archiveCache
 }
 
 var _ pipeline.Function = (*Function)(nil)
@@ -82,6 +89,10 @@ func New(opts *Options) *Function {
 	if f.opts.MaxDownload <= 0 {
 		f.opts.MaxDownload = 64 << 20
 	}
+	if f.opts.ArchiveCacheBytes == 0 {
+		f.opts.ArchiveCacheBytes = DefaultArchiveCacheBytes
+	}
+	f.archives = newArchiveCache(f.opts.ArchiveCacheBytes)
 	return f
 }
 
