@@ -116,3 +116,33 @@ func TestSyncDependenciesBadInput(t *testing.T) {
 		assert.Empty(t, v.revisions("deployments", "my-bucket"), "a draft was written before the sync failed")
 	})
 }
+
+// TestSyncSetSharedProvider: the variants of a set, synced concurrently,
+// all need the same provider; it is cloned into the deployment repository
+// exactly once and every variant ends Ready.
+func TestSyncSetSharedProvider(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, b backend) {
+		v := newEnv(t, b, "blueprints", "deployments", "catalog")
+		files := upstreamFiles()
+		files[revision.PackageFileName] = depsPackage("bucket", "  requires:\n  - capability: encryption\n")
+		v.publish("blueprints", "bucket", files)
+		v.publish("catalog", "kms", map[string]string{revision.PackageFileName: depsPackage("kms", "  provides:\n  - capability: encryption\n")})
+		names := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
+		pvs := newSet("set", variant.Target{
+			Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: names}},
+			Template:     &variant.PackageVariantTemplate{Dependencies: &variant.Dependencies{ProviderRepos: []string{"catalog"}, Gate: true}},
+		})
+		opts := *v.opts
+		opts.Concurrency = len(names)
+		res, err := variant.SyncSet(v.ctx, v.e, pvs, &opts)
+		require.NoError(t, err)
+		require.True(t, res.Ready(), "%v", res.Results)
+		require.Len(t, res.Results, len(names))
+		assert.Len(t, v.revisions("deployments", "kms"), 1, "the shared provider was cloned more than once")
+		for _, r := range res.Results {
+			c := v.depsCondition(r.Key)
+			require.NotNil(t, c, "%s has no dependency condition", r.Key)
+			assert.Equal(t, revision.ConditionFalse, c.Status)
+		}
+	})
+}
