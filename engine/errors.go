@@ -21,6 +21,7 @@ type GatesError struct {
 	Gates []string     // the condition types of the unsatisfied gates, in gate order
 }
 
+// Error names the proposal and its unsatisfied gates.
 func (e *GatesError) Error() string {
 	return fmt.Sprintf("approve %s: readiness gates not satisfied (condition not True): %s",
 		e.Key, strings.Join(e.Gates, ", "))
@@ -38,6 +39,7 @@ type PlaceholderError struct {
 	Key revision.Key // the placeholder revision
 }
 
+// Error names the operation and the placeholder revision.
 func (e *PlaceholderError) Error() string {
 	return fmt.Sprintf("%s: %s is a placeholder package revision; use a numbered published revision", e.Op, e.Key)
 }
@@ -52,6 +54,7 @@ type ReferencedError struct {
 	By  []revision.Key // the revisions that name it as upstream
 }
 
+// Error names the revision and the revisions that name it as upstream.
 func (e *ReferencedError) Error() string {
 	names := make([]string, len(e.By))
 	for i, k := range e.By {

@@ -62,6 +62,7 @@ type ConstraintError struct {
 	Err        error
 }
 
+// Error names the constraint and why it does not parse.
 func (e *ConstraintError) Error() string {
 	return fmt.Sprintf("malformed version constraint %q: %v", e.Constraint, e.Err)
 }

@@ -88,6 +88,7 @@ type CompileError struct {
 	Err  error
 }
 
+// Error names the expression and the compiler's error.
 func (e *CompileError) Error() string { return fmt.Sprintf("CEL expression %q: %v", e.Expr, e.Err) }
 
 // Unwrap returns the cause.

@@ -34,6 +34,7 @@ type LocalModifiedError struct {
 	Paths []string // the files added, deleted or changed locally, sorted
 }
 
+// Error lists the files modified locally.
 func (e *LocalModifiedError) Error() string {
 	return fmt.Sprintf("local package files have been modified: %v. use a different update --strategy.", e.Paths)
 }
