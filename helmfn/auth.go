@@ -15,6 +15,17 @@ type credentials struct {
 	host               string // the repository's host[:port]; nothing is sent elsewhere
 }
 
+// repoHost returns the host[:port] of a chart repository URL (http(s)://
+// or oci://), the only host credentials for it are sent to; false when it
+// has none.
+func repoHost(repo string) (string, bool) {
+	u, err := url.Parse(strings.Replace(repo, "oci://", "https://", 1))
+	if err != nil || u.Host == "" {
+		return "", false
+	}
+	return u.Host, true
+}
+
 // findCredentials reads the Secret ref names from items; nil, nil when
 // ref is nil.
 func findCredentials(items []*yaml.RNode, ref *AuthRef, repo string) (*credentials, error) {
@@ -53,11 +64,11 @@ func findCredentials(items []*yaml.RNode, ref *AuthRef, repo string) (*credentia
 		if err != nil {
 			return nil, err
 		}
-		u, err := url.Parse(strings.Replace(repo, "oci://", "https://", 1))
-		if err != nil || u.Host == "" {
+		host, ok := repoHost(repo)
+		if !ok {
 			return nil, fmt.Errorf("chartArgs.auth: repo %q has no host", repo)
 		}
-		return &credentials{username: user, password: pass, host: u.Host}, nil
+		return &credentials{username: user, password: pass, host: host}, nil
 	}
 	return nil, fmt.Errorf("chartArgs.auth: Secret %s/%s not found in the input resources", ns, ref.Name)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
@@ -191,11 +190,11 @@ func (c *Charts) check(up engine.HelmUpstream) (*credentials, error) {
 	default:
 		return nil, invalid("Auth is a %T; helmfn.Charts takes a helmfn.BasicAuth", up.Auth)
 	}
-	u, err := url.Parse(strings.Replace(up.Repo, "oci://", "https://", 1))
-	if err != nil || u.Host == "" {
+	host, ok := repoHost(up.Repo)
+	if !ok {
 		return nil, invalid("repo %q has no host", up.Repo)
 	}
-	return &credentials{username: a.Username, password: a.Password, host: u.Host}, nil
+	return &credentials{username: a.Username, password: a.Password, host: host}, nil
 }
 
 // pull fetches the chart up names.
