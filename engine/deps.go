@@ -87,8 +87,8 @@ func (e *Engine) dependencies(ctx context.Context, op string, pr revision.Packag
 // through [Engine.UpdateReadiness]. With opts.Gate it also adds the
 // readiness gate of that type, which turns enforcement on for the
 // revision: [Engine.Approve] resolves its requirements again and refuses
-// it (a *GatesError) until the providers are published. Nothing is written when the condition and gates are
-// already as computed.
+// it (a *GatesError) until the providers are published. Nothing is
+// written when the condition and gates are already as computed.
 //
 // The write is a compare-and-swap against the revision as it was read,
 // so a revision changed meanwhile fails with repository.ErrConflict (retry
