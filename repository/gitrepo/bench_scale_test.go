@@ -65,7 +65,7 @@ func BenchmarkPorchReadCold(b *testing.B) {
 		i := s.Packages / 2
 		n := s.Revisions / s.Packages
 		key := revision.Key{Package: s.pkg(i), Revision: n}
-		b.Run(s.String()+"/cad", func(b *testing.B) {
+		read := func(b *testing.B) {
 			cpu := cpuTime()
 			defer func() { b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op") }()
 			for b.Loop() {
@@ -80,6 +80,25 @@ func BenchmarkPorchReadCold(b *testing.B) {
 				}
 				r.Close()
 			}
+		}
+		// A repository no list has seen: the package is found through
+		// the tagged commit's root tree.
+		b.Run(s.String()+"/cad", func(b *testing.B) {
+			os.Remove(filepath.Join(dir, "cad-paths"))
+			read(b)
+		})
+		// After a list (of any process): the package tree is found in
+		// cad-paths.
+		b.Run(s.String()+"/cad-listed", func(b *testing.B) {
+			r := mustOpen(b, benchSpec(dir), nil)
+			if _, err := r.List(ctx, repository.ListOptions{}); err != nil {
+				b.Fatal(err)
+			}
+			r.Close()
+			if _, err := os.Stat(filepath.Join(dir, "cad-paths")); err != nil {
+				b.Fatal(err)
+			}
+			read(b)
 		})
 		b.Run(s.String()+"/git-ls-tree", func(b *testing.B) {
 			for b.Loop() {

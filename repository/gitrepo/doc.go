@@ -219,6 +219,17 @@
 // once: the append holds an flock on the file and leaves out what the
 // other appended since.
 //
+// Beside it, cad-paths holds cad-index's path records sorted, in records
+// of a fixed width behind a fan-out table, so that Get finds where a
+// package lies in a tagged commit with two reads of that file instead of
+// decoding the commit's root tree (which, as Porch writes repositories,
+// holds every package and comes out of a long delta chain). A list
+// rebuilds it when cad-index has grown by more than an eighth of what it
+// covers, merging in the records appended since; it is written to a
+// temporary file and renamed, and every record and its header carry a
+// checksum, so that a crash or damage costs lookups, never a wrong
+// answer. A revision no list has seen yet is found through the root tree.
+//
 // Memory: List returns every revision at once (about 300 bytes each, so
 // some 18 MB for 60,000, on top of what listing needs). Range
 // (repository.RangeLister) yields them a batch of refs at a time, holding

@@ -1,5 +1,65 @@
 package gitrepo
 
+import (
+	"bytes"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
 // SetFaultHook sets the hook called at every step of a ref transaction on
 // disk (refstore.go), for the crash tests of package gitrepo_test.
 func SetFaultHook(f func(step string)) { faultHook = f }
+
+// PathsRecord is a record of cad-paths, for the tests of package
+// gitrepo_test.
+type PathsRecord struct {
+	Root plumbing.Hash
+	Path string
+	Tree plumbing.Hash
+}
+
+// PathsLookup looks path p under tree root up in the cad-paths of gitDir.
+func PathsLookup(gitDir string, root plumbing.Hash, p string) (plumbing.Hash, bool) {
+	pf := newPathFile(gitDir)
+	defer pf.close()
+	return pf.subtree(root, p)
+}
+
+// PathsCovered returns how much of cad-index the cad-paths of gitDir
+// covers, and how many records it holds; false when it is missing or
+// not valid.
+func PathsCovered(gitDir string) (int64, int, bool) {
+	pf := newPathFile(gitDir)
+	defer pf.close()
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	pf.open()
+	if pf.hdr == nil {
+		return 0, 0, false
+	}
+	return pf.hdr.covered, int(pf.hdr.count), true
+}
+
+// WritePathsFile writes recs as the cad-paths of gitDir, covering the
+// first covered bytes of cad-index.
+func WritePathsFile(gitDir string, covered int64, recs []PathsRecord) error {
+	var fresh []pathRecord
+	for _, r := range recs {
+		fresh = append(fresh, pathRecord{key: pathKey36(r.Root, r.Path), tree: r.Tree})
+	}
+	slices.SortFunc(fresh, func(a, b pathRecord) int { return bytes.Compare(a.key[:], b.key[:]) })
+	pf := newPathFile(gitDir)
+	defer pf.close()
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	return pf.write(mergeRecords(nil, fresh), covered)
+}
+
+// UpdatePathsFile brings the cad-paths of gitDir up to date with its
+// cad-index, as a list does when the index has grown enough.
+func UpdatePathsFile(gitDir string) {
+	pf := newPathFile(gitDir)
+	defer pf.close()
+	pf.update()
+}

@@ -45,7 +45,8 @@ import (
 // mmap is missing) and only the place of each record is kept in maps; a
 // record is parsed when it is asked for.
 type objIndex struct {
-	path string
+	path   string
+	sorted *pathFile // cad-paths, rebuilt from the file when it has grown enough; may be nil
 
 	mu       sync.Mutex
 	loaded   bool
@@ -372,16 +373,27 @@ func (x *objIndex) record(line string) {
 	}
 }
 
-// flush appends what was recorded since the last flush to the file.
+// flush appends what was recorded since the last flush to the file, and
+// brings cad-paths up to date when the file has grown enough since it
+// was last built.
 func (x *objIndex) flush() {
 	if x == nil {
 		return
 	}
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	x.write()
+	known := int64(0)
+	if x.loaded && !x.disabled {
+		known = x.known
+	}
 	if len(x.newCommits)+len(x.newPaths) >= reloadAfter {
 		x.unload()
+	}
+	x.mu.Unlock()
+	// Outside x.mu: a rebuild reads the file on its own, and lookups by
+	// other goroutines need not wait for it.
+	if known > 0 && x.sorted.stale(known) {
+		x.sorted.update()
 	}
 }
 

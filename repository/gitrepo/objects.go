@@ -254,6 +254,8 @@ func (v *view) packageTree(c *commitInfo, full string, registered bool) (plumbin
 	var h plumbing.Hash
 	if e, ok := v.idx.subtree(c.tree, full); ok {
 		h = e.hash
+	} else if t, ok := v.sortedSubtree(c.tree, full); ok {
+		h = t
 	} else {
 		var ok bool
 		var err error
@@ -271,6 +273,16 @@ func (v *view) packageTree(c *commitInfo, full string, registered bool) (plumbin
 		return plumbing.ZeroHash, false, err
 	}
 	return h, hasKptfile(entries), nil
+}
+
+// sortedSubtree looks the package tree at full under root up in
+// cad-paths, when the view has no loaded cad-index to ask (a Get): two
+// reads of a small file instead of the root tree's delta chain.
+func (v *view) sortedSubtree(root plumbing.Hash, full string) (plumbing.Hash, bool) {
+	if v.idx != nil {
+		return plumbing.ZeroHash, false // it holds all cad-paths does
+	}
+	return v.paths.subtree(root, full)
 }
 
 // tagAnnotations returns the kpt: annotations of the message of tag object

@@ -36,6 +36,7 @@ type store struct {
 	gitDir      string
 	fsrefs      *fsRefs     // refs read directly from gitDir, nil in memory
 	idx         *objIndex   // the object index in gitDir, nil in memory
+	paths       *pathFile   // its sorted path records, nil in memory
 	packs       *packReader // the packs in gitDir, nil in memory
 	release     func()
 	warn        func(msg string, args ...any)
@@ -57,7 +58,9 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 	_, st.sharedReads = s.(*memory.Storage)
 	if gitDir != "" {
 		st.fsrefs = &fsRefs{gitDir: gitDir, sync: mode}
+		st.paths = newPathFile(gitDir)
 		st.idx = newObjIndex(gitDir)
+		st.idx.sorted = st.paths
 		st.packs = newPackReader(gitDir)
 		st.mu = &sync.RWMutex{}
 		st.flock = newFileLock(filepath.Join(gitDir, "cad.lock"))
@@ -68,6 +71,7 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 			st.packs.close()
 			st.mu.Unlock()
 			st.idx.close()
+			st.paths.close()
 			st.fsrefs.close()
 			st.flock.close()
 			if c, ok := s.(io.Closer); ok {
@@ -178,13 +182,15 @@ type view struct {
 	// idx is the persistent object index, used by lists only (loading
 	// it costs more than one revision's read); nil in memory.
 	idx *objIndex
+	// paths finds package trees without loading idx; nil in memory.
+	paths *pathFile
 	// packs reads packed objects on disk; nil in memory.
 	packs  *packReader
 	gitDir string
 }
 
 func (r *Repository) newView() *view {
-	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, packs: r.st.packs, gitDir: r.st.gitDir, damaged: func(err error) {
+	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, packs: r.st.packs, paths: r.st.paths, gitDir: r.st.gitDir, damaged: func(err error) {
 		r.log.Warn("leaving out a damaged ref", "error", err)
 	}}
 }
