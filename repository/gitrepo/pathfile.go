@@ -448,6 +448,9 @@ func (pf *pathFile) write(records []byte, covered int64) error {
 	if err == nil {
 		_, err = tmp.Write(records)
 	}
+	if err == nil {
+		err = tmp.Chmod(0o644) // as cad-index: readable by the repository's other readers
+	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}
