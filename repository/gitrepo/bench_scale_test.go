@@ -178,6 +178,17 @@ func BenchmarkPorchList(b *testing.B) {
 				b.ReportMetric(cpu/float64(b.N), "cpu-ns/op")
 			})
 		}
+		// Writing cad-paths whole from cad-index, as the first list after
+		// it went missing does.
+		b.Run(s.String()+"/cad-paths-rebuild", func(b *testing.B) {
+			list(b) // cad-index
+			cpu := cpuTime()
+			for b.Loop() {
+				os.Remove(filepath.Join(dir, "cad-paths"))
+				gitrepo.UpdatePathsFile(dir)
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
 		b.Run(s.String()+"/git-for-each-ref", func(b *testing.B) {
 			for b.Loop() {
 				runGit(b, dir, "", "for-each-ref", "--format=%(objectname) %(refname)")
