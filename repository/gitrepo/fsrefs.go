@@ -37,10 +37,12 @@ type fsRefs struct {
 	names   []string        // sorted; substrings of one copy of the file
 	hashes  []plumbing.Hash // hashes[i] is the value of names[i]
 	scans   int             // lookups that read packed-refs without parsing it
-	// scanned is packed-refs as the last lookup read it (mapped where
-	// mmap exists), kept while the file stays the same.
+	// scanned is packed-refs as the last lookup read it, kept while the
+	// file stays the same: whole when it is small or not sorted, else
+	// scanFile open to read the blocks a binary search looks at.
 	scanned     []byte
-	scanMapped  bool
+	scanFile    *os.File
+	scanBody    int64 // where the lines after the header start in scanFile
 	scannedStat os.FileInfo
 }
 
@@ -57,10 +59,10 @@ func (f *fsRefs) close() {
 
 // dropScanned forgets the kept packed-refs; f.mu is held.
 func (f *fsRefs) dropScanned() {
-	if f.scanMapped {
-		unmapFile(f.scanned)
+	if f.scanFile != nil {
+		f.scanFile.Close()
 	}
-	f.scanned, f.scanMapped, f.scannedStat = nil, false, nil
+	f.scanned, f.scanFile, f.scanBody, f.scannedStat = nil, nil, 0, nil
 }
 
 // packed returns the parsed packed-refs, re-reading the file when it
@@ -172,9 +174,10 @@ func truncate(s string, n int) string {
 }
 
 // notExist reports whether err says there is no file: none, a directory,
-// or a path through a file.
+// a path through a file, or a name too long to be a file's (a ref that
+// can only be packed).
 func notExist(err error) bool {
-	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR)
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENAMETOOLONG)
 }
 
 // ref returns the value of ref name.
@@ -230,17 +233,29 @@ func (f *fsRefs) packedScan(name string) (h plumbing.Hash, ok, done bool, err er
 	}
 	if f.scannedStat == nil || !os.SameFile(fi, f.scannedStat) || fi.Size() != f.scannedStat.Size() || !fi.ModTime().Equal(f.scannedStat.ModTime()) {
 		f.dropScanned()
-		if err := f.mapPacked(p); err != nil {
+		if err := f.openPacked(p); err != nil {
 			return plumbing.ZeroHash, false, true, err
 		}
+	}
+	if f.scanFile != nil {
+		h, ok, err = searchPackedAt(f.scanFile, f.scanBody, f.scannedStat.Size(), name)
+		return h, ok, true, err
 	}
 	h, ok = searchPacked(f.scanned, name)
 	return h, ok, true, nil
 }
 
-// mapPacked maps packed-refs (reads it where mmap is missing), so that a
-// lookup reads the pages it looks at, not the file; f.mu is held.
-func (f *fsRefs) mapPacked(p string) error {
+var errLongLine = errors.New("a line longer than a block")
+
+// packedReadWhole: a packed-refs up to this size is read whole for the
+// lookups; a larger sorted one is read a block at a time.
+const packedReadWhole = 16 << 10
+
+// openPacked opens packed-refs for lookups: read whole when small or not
+// sorted, else kept open so that a lookup reads only the blocks its
+// binary search looks at (a handful of system calls; mapping the file
+// would cost a page fault a block, dearer, and the munmap); f.mu is held.
+func (f *fsRefs) openPacked(p string) error {
 	file, err := os.Open(p)
 	if err != nil {
 		if notExist(err) {
@@ -248,21 +263,115 @@ func (f *fsRefs) mapPacked(p string) error {
 		}
 		return err
 	}
-	defer file.Close()
 	fi, err := file.Stat()
 	if err != nil {
+		file.Close()
 		return err
 	}
 	f.scannedStat = fi
-	if fi.Size() == 0 {
-		return nil
+	if fi.Size() > packedReadWhole {
+		head := make([]byte, min(fi.Size(), 4096))
+		if _, err := file.ReadAt(head, 0); err != nil {
+			file.Close()
+			return err
+		}
+		if end := bytes.IndexByte(head, '\n'); end >= 0 && sortedHeader(head[:end]) {
+			f.scanFile, f.scanBody = file, int64(end+1)
+			return nil
+		}
 	}
-	if f.scanned, err = mapFile(file, fi.Size()); err == nil {
-		f.scanMapped = true
-		return nil
-	}
+	defer file.Close()
 	f.scanned, err = io.ReadAll(file)
 	return err
+}
+
+// sortedHeader reports whether the first line of a packed-refs file says
+// its lines are sorted.
+func sortedHeader(line []byte) bool {
+	line = bytes.TrimSuffix(line, []byte("\r"))
+	return bytes.HasPrefix(line, []byte("# pack-refs with:")) && bytes.Contains(append(bytes.Clone(line), ' '), []byte(" sorted "))
+}
+
+// searchPackedAt finds the value of ref name in a sorted packed-refs file
+// of size bytes whose lines start at body, by a binary search that reads
+// the block it looks at (two or three blocks when the file is ten
+// thousand lines), then the few lines left.
+func searchPackedAt(r io.ReaderAt, body, size int64, name string) (plumbing.Hash, bool, error) {
+	const block = 4096
+	buf := make([]byte, block)
+	// line returns the ref line starting at or after at, skipping a
+	// peeled line, with where it starts and where the next starts; ok is
+	// false when no line starts in [at, hi), and err errLongLine when a
+	// line does not fit in a block.
+	line := func(at, hi int64) (l []byte, start, next int64, ok bool, err error) {
+		n, err := r.ReadAt(buf[:min(block, size-at)], at)
+		if err != nil && err != io.EOF {
+			return nil, 0, 0, false, err
+		}
+		b := buf[:n]
+		i := 0
+		if at > body {
+			// at may fall inside a line: the next starts after its newline.
+			j := bytes.IndexByte(b, '\n')
+			if j < 0 {
+				return nil, 0, 0, false, errLongLine
+			}
+			i = j + 1
+		}
+		for {
+			if at+int64(i) >= hi {
+				return nil, 0, 0, false, nil
+			}
+			j := bytes.IndexByte(b[i:], '\n')
+			if j < 0 {
+				if at+int64(n) < size {
+					return nil, 0, 0, false, errLongLine
+				}
+				j = len(b) - i // the last line, without a newline
+			}
+			l, start, next = bytes.TrimSuffix(b[i:i+j], []byte("\r")), at+int64(i), at+int64(i+j+1)
+			if len(l) == 0 || l[0] != '^' {
+				return l, start, next, true, nil
+			}
+			i += j + 1
+		}
+	}
+	// The line of name, if any, starts in [lo, hi).
+	lo, hi := body, size
+	for hi-lo > 2*block {
+		mid := lo + (hi-lo)/2
+		l, start, next, ok, err := line(mid-1, hi)
+		if err == errLongLine {
+			break // the lines left are read whole
+		}
+		if err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+		if !ok {
+			hi = mid // no line starts in [mid, hi)
+			continue
+		}
+		if len(l) < 42 || l[40] != ' ' {
+			break // not as expected: the lines left are read whole
+		}
+		switch c := strings.Compare(string(l[41:]), name); {
+		case c == 0:
+			if !plumbing.IsHash(string(l[:40])) {
+				return plumbing.ZeroHash, false, nil
+			}
+			return plumbing.NewHash(string(l[:40])), true, nil
+		case c < 0:
+			lo = next
+		default:
+			hi = start
+		}
+	}
+	rest := make([]byte, hi-lo)
+	if _, err := r.ReadAt(rest, lo); err != nil && err != io.EOF {
+		return plumbing.ZeroHash, false, err
+	}
+	h, ok := searchPackedLinear(rest, name)
+	return h, ok, nil
 }
 
 // searchPacked finds the value of ref name in the content of a
@@ -279,7 +388,7 @@ func searchPacked(data []byte, name string) (plumbing.Hash, bool) {
 		return bytes.TrimSuffix(data[start:end], []byte("\r")), end
 	}
 	header, end := lineAt(0)
-	if !bytes.HasPrefix(header, []byte("# pack-refs with:")) || !bytes.Contains(append(bytes.Clone(header), ' '), []byte(" sorted ")) {
+	if !sortedHeader(header) {
 		return searchPackedLinear(data, name)
 	}
 	// Lines start in [lo, hi).

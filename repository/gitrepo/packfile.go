@@ -26,8 +26,9 @@ import (
 // that share the first byte), and reads the object at its offset in the
 // pack, resolving delta chains through the object cache (delta bases are
 // cached by pack offset, bounded by Options.CacheBytes like everything
-// else in it). The index and the pack are mapped into memory where mmap
-// exists, read with ReadAt elsewhere.
+// else in it). An index or pack is read with ReadAt until it has been
+// read enough for a mapping to pay (see mapAfter), then mapped into memory
+// where mmap exists.
 //
 // It reads version 2 indexes, which git has written since 2007; a pack
 // with any other index is left to go-git, and so are loose objects. A
@@ -63,7 +64,28 @@ type packFile struct {
 	packMap []byte // the pack mapped into memory, where mmap exists
 	n       uint32
 	fanout  [256]uint32
+	// uses counts lookups and entries read while the files are not
+	// mapped; at mapAfter they are.
+	uses int
 }
+
+// Variables for the tests, which read packs in each way.
+var (
+	// mapWhole: an index or pack up to this size is mapped when opened.
+	// Touching a page of a mapping costs a page fault, which maps a
+	// window of pages around it (64 KiB on Linux): a small file is a
+	// few faults in all, fewer system calls than reading it piece by
+	// piece.
+	mapWhole int64 = 1 << 20
+	// mapAfter: a larger file is read with ReadAt until this many
+	// lookups and entries were read from it, then mapped. A Get reads
+	// a handful of objects lying megabytes apart, a fault and its window
+	// each (on a virtual machine tens of microseconds, ten to twenty
+	// times a read of the same bytes), and unmapping what was touched
+	// costs as much again; a list reads the whole pack in order, where a
+	// mapping wins.
+	mapAfter = 256
+)
 
 // readIdx reads len(b) bytes of the index at off.
 func (p *packFile) readIdx(b []byte, off int64) error {
@@ -176,20 +198,42 @@ func openPack(base string) (*packFile, error) {
 		p.close()
 		return nil, fmt.Errorf("pack index %s: cut short", base)
 	}
-	// The index is mapped, so that a lookup costs no system call; where
-	// mmap is missing it is read with ReadAt.
-	p.idxMap, _ = mapFile(idx, fi.Size())
 	var ph [12]byte
 	if _, err := pack.ReadAt(ph[:], 0); err != nil || string(ph[:4]) != "PACK" {
 		p.close()
 		return nil, fmt.Errorf("pack %s: not a pack file", base)
 	}
-	// The pack too is mapped: following a delta chain then reads memory
-	// (the pages of the chain) instead of making a system call a step.
-	if pfi, err := pack.Stat(); err == nil {
+	// Small files are mapped now, larger ones once read enough (see
+	// mapAfter); where mmap is missing they are read with ReadAt.
+	if fi.Size() <= mapWhole {
+		p.idxMap, _ = mapFile(idx, fi.Size())
+	}
+	if pfi, err := pack.Stat(); err == nil && pfi.Size() <= mapWhole {
 		p.packMap, _ = mapFile(pack, pfi.Size())
 	}
 	return p, nil
+}
+
+// used counts a lookup or an entry read, and maps the files that are not
+// yet when they have been read enough: a mapping then costs no system
+// call a read, and following a delta chain reads memory.
+func (p *packFile) used() {
+	if p.idxMap != nil && p.packMap != nil {
+		return
+	}
+	if p.uses++; p.uses != mapAfter {
+		return
+	}
+	if p.idxMap == nil {
+		if fi, err := p.idx.Stat(); err == nil {
+			p.idxMap, _ = mapFile(p.idx, fi.Size())
+		}
+	}
+	if p.packMap == nil {
+		if fi, err := p.pack.Stat(); err == nil {
+			p.packMap, _ = mapFile(p.pack, fi.Size())
+		}
+	}
 }
 
 func (p *packFile) close() {
@@ -207,6 +251,7 @@ func (p *packFile) close() {
 
 // find returns the offset of object h in p.
 func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
+	p.used()
 	lo := uint32(0)
 	if h[0] > 0 {
 		lo = p.fanout[h[0]-1]
@@ -342,6 +387,7 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru) (plumbing.ObjectTyp
 			break
 		}
 		pr.touched()
+		cp.used()
 		e, err := readPackEntry(cp, coff)
 		if err != nil {
 			return plumbing.InvalidObject, nil, err
@@ -432,7 +478,7 @@ func readPackEntry(p *packFile, off int64) (packEntry, error) {
 	} else {
 		sr := io.NewSectionReader(p.pack, off, 1<<62)
 		if in.br == nil {
-			in.br = bufio.NewReaderSize(sr, 4096)
+			in.br = bufio.NewReaderSize(sr, 8192)
 		} else {
 			in.br.Reset(sr)
 		}

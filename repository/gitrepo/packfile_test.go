@@ -37,13 +37,38 @@ func gitCLI(t *testing.T, dir string, args ...string) string {
 // the same objects repacked with ref deltas (base named by id).
 func TestPackReaderReadsWhatGoGitReads(t *testing.T) {
 	for _, refDeltas := range []bool{false, true} {
-		t.Run(fmt.Sprint("refDeltas=", refDeltas), func(t *testing.T) {
-			testPackReader(t, refDeltas)
-		})
+		for _, m := range readModes {
+			t.Run(fmt.Sprint("refDeltas=", refDeltas, "/", m.name), func(t *testing.T) {
+				m.set(t)
+				testPackReader(t, refDeltas, m.name != "read")
+			})
+		}
 	}
 }
 
-func testPackReader(t *testing.T, refDeltas bool) {
+// readMode is a way a pack and its index are read: mapped when opened
+// (small files), with ReadAt throughout, or with ReadAt until mapped
+// part way (large files).
+type readMode struct {
+	name  string
+	whole int64
+	after int
+}
+
+var readModes = []readMode{
+	{"mapped", 1 << 40, 256},
+	{"read", 0, 1 << 30},
+	{"read-then-mapped", 0, 40},
+}
+
+// set makes packs opened until the test ends be read in mode m.
+func (m readMode) set(t *testing.T) {
+	whole, after := mapWhole, mapAfter
+	mapWhole, mapAfter = m.whole, m.after
+	t.Cleanup(func() { mapWhole, mapAfter = whole, after })
+}
+
+func testPackReader(t *testing.T, refDeltas, mapped bool) {
 	gitDir := filepath.Join(t.TempDir(), "repo.git")
 	gitCLI(t, "", "init", "--quiet", "--bare", "-b", "main", gitDir)
 	var stream strings.Builder
@@ -107,6 +132,11 @@ func testPackReader(t *testing.T, refDeltas bool) {
 		if _, _, err := pr.object(plumbing.NewHash("0123456789012345678901234567890123456789"), c); err != errNotInPack {
 			t.Fatalf("a missing object: %v", err)
 		}
+		for _, p := range pr.packs {
+			if (p.packMap != nil) != mapped || (p.idxMap != nil) != mapped {
+				t.Fatalf("pack %s: mapped %v, index mapped %v; want %v", p.name, p.packMap != nil, p.idxMap != nil, mapped)
+			}
+		}
 		pr.close()
 	}
 }
@@ -147,6 +177,17 @@ func TestPackReaderDamagedPack(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(packPath, 0o644)
+	for _, m := range readModes {
+		t.Run(m.name, func(t *testing.T) {
+			m.set(t)
+			readDamaged(t, gitDir, packPath, orig, ids)
+		})
+	}
+}
+
+// readDamaged reads every object of ids from damaged and cut-short copies
+// of the pack at packPath, whose content is orig.
+func readDamaged(t *testing.T, gitDir, packPath string, orig []byte, ids []plumbing.Hash) {
 	for _, cut := range []int{12, 20, 40, len(orig) / 3, len(orig) / 2, len(orig) - 30} {
 		damaged := bytes.Clone(orig)
 		for i := cut; i < cut+8 && i < len(damaged); i++ {
@@ -230,5 +271,69 @@ func TestSearchPacked(t *testing.T) {
 				t.Fatalf("found %s", n)
 			}
 		}
+	}
+}
+
+// searchPackedAt, the block-by-block binary search of a large sorted
+// packed-refs file, finds what searchPacked finds in the whole content:
+// with peeled lines, CRLF line ends, a last line without a newline, and
+// lines longer than a block.
+func TestSearchPackedAt(t *testing.T) {
+	var names []string
+	want := map[string]plumbing.Hash{}
+	for i := range 3000 {
+		name := fmt.Sprintf("refs/tags/team-%02d/pkg-%04d/v%d", i%7, i/3, i%3+1)
+		if i == 1500 || i == 2999 {
+			name = "refs/tags/long/" + strings.Repeat("x", 5000+i)
+		}
+		names = append(names, name)
+		want[name] = plumbing.ComputeHash(plumbing.BlobObject, []byte(name))
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	var sorted strings.Builder
+	sorted.WriteString("# pack-refs with: peeled fully-peeled sorted \n")
+	for i, n := range names {
+		fmt.Fprintf(&sorted, "%s %s\n", want[n], n)
+		if i%4 == 0 {
+			fmt.Fprintf(&sorted, "^%s\n", plumbing.ComputeHash(plumbing.TagObject, []byte(n)))
+		}
+	}
+	absent := []string{"refs/heads/a", "refs/tags/team-00/pkg-0000/v0", "refs/tags/team-03/pkg-0500/v9", "refs/tags/zzz", "refs/tags/team-0", "refs/tags/long/x"}
+	for _, data := range []string{
+		sorted.String(),
+		strings.TrimSuffix(sorted.String(), "\n"),
+		strings.ReplaceAll(sorted.String(), "\n", "\r\n"),
+	} {
+		body := int64(strings.IndexByte(data, '\n') + 1)
+		r := strings.NewReader(data)
+		for _, n := range names {
+			h, ok, err := searchPackedAt(r, body, int64(len(data)), n)
+			if err != nil || !ok || h != want[n] {
+				t.Fatalf("%.60s: %s, %v, %v", n, h, ok, err)
+			}
+		}
+		for _, n := range absent {
+			if _, ok, err := searchPackedAt(r, body, int64(len(data)), n); ok || err != nil {
+				t.Fatalf("found %s (%v)", n, err)
+			}
+		}
+	}
+
+	// Through fsRefs, which reads a large sorted file this way and a
+	// small or unsorted one whole.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "packed-refs"), []byte(sorted.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f := &fsRefs{gitDir: dir}
+	defer f.close()
+	for _, n := range names[:scansBeforeParse-1] {
+		if h, ok, err := f.ref(plumbing.ReferenceName(n)); err != nil || !ok || h != want[n] {
+			t.Fatalf("%.60s: %s, %v, %v", n, h, ok, err)
+		}
+	}
+	if f.scanFile == nil || f.scanned != nil || f.hashes != nil {
+		t.Fatalf("a large sorted packed-refs was not searched block by block")
 	}
 }
