@@ -191,16 +191,21 @@
 // package lists and package contents are cached by object id in a
 // bounded LRU (Options.CacheBytes, 8 MiB by default), as they never
 // change. On disk, packed objects are read by cad itself, not go-git: an
-// object is looked up in its pack's .idx where it lies (mapped into
-// memory; go-git would decode every index whole before the first read),
-// and delta chains are resolved through the same cache, which keeps each
+// object is looked up in its pack's .idx where it lies (go-git would
+// decode every index whole before the first read), and delta chains are
+// resolved through the same cache, which keeps each
 // object's direct base and each chain's bottom; a list reads the refs in
 // the order their objects lie in the packs, so that each tag's trees are
 // a delta or two from the previous tag's. Loose objects, and packs with an index older than
-// version 2, are read through go-git. On disk, refs
-// are read as git reads them (a loose file, else packed-refs, parsed once
-// per change of the file), so looking up a tag costs the same among ten or
-// a hundred thousand. A path is found in a tree by scanning its raw
+// version 2, are read through go-git. A pack or index up to 1 MiB is
+// mapped into memory; a larger one is read with pread until a few hundred
+// objects were read from it, then mapped: a read of a few objects lying
+// megabytes apart (a Get) costs a system call each instead of a page
+// fault each, and a fault, which maps a window of pages, costs several
+// times as much. On disk, refs are read as git reads them (a loose file,
+// else packed-refs: the first lookups of a process binary-search it a
+// block at a time, later ones parse it once per change of the file), so
+// looking up a tag costs about the same among ten or a hundred thousand. A path is found in a tree by scanning its raw
 // entries for the one name, not by decoding the whole tree (the root tree
 // of an approval commit holds every package).
 //
