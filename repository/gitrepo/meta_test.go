@@ -132,7 +132,7 @@ func TestMetaSameEverywhere(t *testing.T) {
 }
 
 // metaFixture writes revisions of every lifecycle to r.
-func metaFixture(t *testing.T, r *Repository) {
+func metaFixture(t testing.TB, r *Repository) {
 	ctx := context.Background()
 	kpt := func(name string) revision.Files {
 		return revision.MustFiles(map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: " + name + "\n"})
@@ -176,4 +176,25 @@ func metaFixture(t *testing.T, r *Repository) {
 	// Metadata set afterwards on a published revision.
 	_, err := r.SetMetadata(ctx, revision.Key{Package: "c", Revision: 1}, *md("c"), repository.UpdateOptions{})
 	require.NoError(t, err)
+}
+
+// BenchmarkMeta measures building a listed revision's Meta, which the
+// server calls for every revision it lists: a published revision with a
+// publisher, and one with metadata.
+func BenchmarkMeta(b *testing.B) {
+	ctx := context.Background()
+	r, err := Open(ctx, repository.Spec{Name: "meta", Type: repository.TypeGit, Git: &repository.GitSpec{Repo: MemoryURL, CreateBranch: true, Directory: "pkgs"}}, &Options{Storage: memory.NewStorage()})
+	require.NoError(b, err)
+	defer r.Close()
+	metaFixture(b, r)
+	for _, key := range []revision.Key{{Package: "net/b", Revision: 1}, {Package: "c", Revision: 1}} {
+		pr, err := r.Get(ctx, key)
+		require.NoError(b, err)
+		b.Run(key.Package, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_ = pr.Meta()
+			}
+		})
+	}
 }
