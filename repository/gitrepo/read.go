@@ -140,7 +140,7 @@ var lifecycles = [...]revision.Lifecycle{
 // be nil): a list's publishers are mostly the same few.
 func (x *rev) compact(in *interner) revMeta {
 	m := revMeta{pkg: x.key.Package, ws: x.key.Workspace, num: x.key.Revision, commit: x.commit.hash, tree: x.pkgTree}
-	var more revMore
+	var lc revision.Lifecycle // when it is none of the four
 	switch x.lifecycle {
 	case revision.LifecycleDraft:
 		m.lc = lcDraft
@@ -151,15 +151,14 @@ func (x *rev) compact(in *interner) revMeta {
 	case revision.LifecycleDeletionProposed:
 		m.lc = lcDeletionProposed
 	default:
-		more.lc = x.lifecycle
+		lc = x.lifecycle
 	}
-	if !x.md.IsZero() {
-		more.md = x.md.Clone()
-		more.mdHash = x.md.Hash()
-	}
-	more.creation = porchtask.Decode(taskOf(x.commit, x.full, x.key.Workspace))
-	if more.lc != "" || !more.md.IsZero() || more.creation != nil {
-		m.more = &more
+	creation := porchtask.Decode(taskOf(x.commit, x.full, x.key.Workspace))
+	if lc != "" || !x.md.IsZero() || creation != nil {
+		m.more = &revMore{lc: lc, creation: creation}
+		if !x.md.IsZero() {
+			m.more.md, m.more.mdHash = x.md.Clone(), x.md.Hash()
+		}
 	}
 	var by *object.Signature
 	switch {
