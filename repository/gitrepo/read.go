@@ -94,8 +94,8 @@ func (x *rev) meta() revision.Meta {
 
 // revMeta is what a revision's Meta is built from, kept compactly: a
 // list of 50,000 revisions holds one per revision, so it keeps the few
-// fields Meta is computed from (about 140 bytes, where a Meta with its
-// Version is about 300) and builds Version and Commit on each call.
+// fields Meta is computed from (136 bytes, where a Meta with its Version
+// is about 300) and builds Version and Commit on each call.
 type revMeta struct {
 	pkg, ws string // Key.Package and Key.Workspace
 	num     int    // Key.Revision
@@ -181,6 +181,9 @@ func (x *rev) compact(in *interner) revMeta {
 // lifecycle returns m's Lifecycle.
 func (m *revMeta) lifecycle() revision.Lifecycle {
 	if m.lc == lcOther {
+		if m.more == nil {
+			return ""
+		}
 		return m.more.lc
 	}
 	return lifecycles[m.lc]
