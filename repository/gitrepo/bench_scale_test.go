@@ -285,6 +285,10 @@ func listChild(dir string) int {
 			defer pprof.StopCPUProfile()
 		}
 	}
+	if os.Getenv("CAD_BENCH_RSS_DETAIL") != "" {
+		stop := sampleRSS()
+		defer stop()
+	}
 	var revs []revision.PackageRevision
 	n := 0
 	if os.Getenv(listModeEnv) == "range" {
@@ -350,6 +354,81 @@ func listChild(dir string) int {
 		}
 	}
 	return 0
+}
+
+// sampleRSS samples the resident set every 2 ms until the returned func
+// is called, which prints the sample at which it peaked: anonymous and
+// file-backed pages, and the Go heap in use then.
+func sampleRSS() func() {
+	type sample struct {
+		anon, file, heap int
+		at               time.Duration
+		files            string // the resident pages of each mapped file
+	}
+	start := time.Now()
+	mapped := func() string {
+		b, err := os.ReadFile("/proc/self/smaps")
+		if err != nil {
+			return ""
+		}
+		var out, file string
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Fields(line)
+			switch {
+			case len(f) >= 5 && strings.Contains(f[0], "-") && !strings.HasSuffix(f[0], ":"):
+				file = ""
+				if len(f) >= 6 {
+					file = filepath.Base(f[5])
+				}
+			case len(f) >= 2 && f[0] == "Rss:" && file != "" && f[1] != "0":
+				out += " " + file + "=" + f[1]
+			}
+		}
+		return out
+	}
+	var peak sample
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	field := func(status, name string) int {
+		for _, line := range strings.Split(status, "\n") {
+			if rest, ok := strings.CutPrefix(line, name+":"); ok {
+				n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")))
+				return n
+			}
+		}
+		return 0
+	}
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(2 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			b, err := os.ReadFile("/proc/self/status")
+			if err != nil {
+				return
+			}
+			st := string(b)
+			s := sample{anon: field(st, "RssAnon"), file: field(st, "RssFile")}
+			if s.anon+s.file > peak.anon+peak.file {
+				var ms runtime.MemStats
+				runtime.ReadMemStats(&ms)
+				s.heap = int(ms.HeapInuse / 1024)
+				s.at = time.Since(start)
+				s.files = mapped()
+				peak = s
+			}
+		}
+	}()
+	return func() {
+		close(done)
+		<-stopped
+		fmt.Fprintf(os.Stderr, "sampled peak at %v: anon %d kB, file %d kB, heap in use %d kB;%s\n", peak.at.Round(time.Millisecond), peak.anon, peak.file, peak.heap, peak.files)
+	}
 }
 
 // writeHeapProfile writes the live heap to the file CAD_BENCH_HEAPPROFILE

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -43,83 +44,235 @@ func (x *rev) version() string {
 	if x.key.IsPlaceholder() {
 		h = x.pkgTree
 	}
-	v := h.String() + "." + strings.ToLower(string(x.lifecycle))
-	if mh := x.md.Hash(); mh != "" {
-		v += "." + mh
-	}
-	return v
+	return versionOf(h, x.lifecycle, x.md.Hash())
 }
 
+// versionOf returns the Version of a revision at h (its commit, or the
+// placeholder's package tree) in lifecycle lc with metadata hash mh, built
+// in one allocation.
+func versionOf(h plumbing.Hash, lc revision.Lifecycle, mh string) string {
+	lower := lowerLifecycle(lc)
+	n := 2*len(h) + 1 + len(lower)
+	if mh != "" {
+		n += 1 + len(mh)
+	}
+	var hx [2 * len(plumbing.Hash{})]byte
+	hex.Encode(hx[:], h[:])
+	var b strings.Builder
+	b.Grow(n)
+	b.Write(hx[:])
+	b.WriteByte('.')
+	b.WriteString(lower)
+	if mh != "" {
+		b.WriteByte('.')
+		b.WriteString(mh)
+	}
+	return b.String()
+}
+
+// lowerLifecycle returns lc in lower case, without allocating for the
+// four lifecycles.
+func lowerLifecycle(lc revision.Lifecycle) string {
+	switch lc {
+	case revision.LifecycleDraft:
+		return "draft"
+	case revision.LifecycleProposed:
+		return "proposed"
+	case revision.LifecyclePublished:
+		return "published"
+	case revision.LifecycleDeletionProposed:
+		return "deletionproposed"
+	}
+	return strings.ToLower(string(lc))
+}
+
+// meta returns x's Meta.
 func (x *rev) meta() revision.Meta {
-	version := x.version()
-	commit := version[:40] // the commit's id starts the version
-	if x.key.IsPlaceholder() {
-		commit = x.commit.hash.String()
+	m := x.compact(nil)
+	return m.meta(x.key.Repository)
+}
+
+// revMeta is what a revision's Meta is built from, kept compactly: a
+// list of 50,000 revisions holds one per revision, so it keeps the few
+// fields Meta is computed from (136 bytes, where a Meta with its Version
+// is about 300) and builds Version and Commit on each call.
+type revMeta struct {
+	pkg, ws string // Key.Package and Key.Workspace
+	num     int    // Key.Revision
+	// commit is the revision's commit (the branch head for the
+	// placeholder); tree is its package tree, Version's hash for the
+	// placeholder.
+	commit, tree plumbing.Hash
+	lc           lifecycleCode
+	pubBy        string    // PublishedBy
+	pubAt        time.Time // PublishedAt
+	more         *revMore  // nil when the revision has none of it
+}
+
+// revMore is the part of a Meta few revisions have.
+type revMore struct {
+	lc       revision.Lifecycle // when it is none of the four lifecycles
+	md       revision.Metadata
+	mdHash   string // md.Hash()
+	creation *revision.Creation
+}
+
+// lifecycleCode is a revision.Lifecycle in one byte; lcOther means the
+// lifecycle is in revMore.
+type lifecycleCode uint8
+
+const (
+	lcOther lifecycleCode = iota
+	lcDraft
+	lcProposed
+	lcPublished
+	lcDeletionProposed
+)
+
+var lifecycles = [...]revision.Lifecycle{
+	lcDraft:            revision.LifecycleDraft,
+	lcProposed:         revision.LifecycleProposed,
+	lcPublished:        revision.LifecyclePublished,
+	lcDeletionProposed: revision.LifecycleDeletionProposed,
+}
+
+// compact returns x's revMeta, its publisher's string from in (which may
+// be nil): a list's publishers are mostly the same few.
+func (x *rev) compact(in *interner) revMeta {
+	m := revMeta{pkg: x.key.Package, ws: x.key.Workspace, num: x.key.Revision, commit: x.commit.hash, tree: x.pkgTree}
+	var lc revision.Lifecycle // when it is none of the four
+	switch x.lifecycle {
+	case revision.LifecycleDraft:
+		m.lc = lcDraft
+	case revision.LifecycleProposed:
+		m.lc = lcProposed
+	case revision.LifecyclePublished:
+		m.lc = lcPublished
+	case revision.LifecycleDeletionProposed:
+		m.lc = lcDeletionProposed
+	default:
+		lc = x.lifecycle
 	}
-	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: version, Commit: commit, Metadata: x.md.Clone(),
-		Creation: porchtask.Decode(taskOf(x.commit, x.full, x.key.Workspace))}
-	if x.lifecycle.IsPublished() && !x.key.IsPlaceholder() {
-		m.PublishedBy = x.commit.author.Email
-		if m.PublishedBy == "" {
-			m.PublishedBy = x.commit.author.Name
+	creation := porchtask.Decode(taskOf(x.commit, x.full, x.key.Workspace))
+	if lc != "" || !x.md.IsZero() || creation != nil {
+		m.more = &revMore{lc: lc, creation: creation}
+		if !x.md.IsZero() {
+			m.more.md, m.more.mdHash = x.md.Clone(), x.md.Hash()
 		}
-		m.PublishedAt = x.commit.author.When
 	}
-	if x.key.IsPlaceholder() && x.published != nil {
-		m.PublishedBy = x.published.Email
-		if m.PublishedBy == "" {
-			m.PublishedBy = x.published.Name
+	var by *object.Signature
+	switch {
+	case x.key.IsPlaceholder():
+		by = x.published
+	case x.lifecycle.IsPublished():
+		by = &x.commit.author
+	}
+	if by != nil {
+		m.pubBy = by.Email
+		if m.pubBy == "" {
+			m.pubBy = by.Name
 		}
-		m.PublishedAt = x.published.When
+		m.pubBy = in.intern(m.pubBy)
+		m.pubAt = by.When
 	}
 	return m
+}
+
+// lifecycle returns m's Lifecycle.
+func (m *revMeta) lifecycle() revision.Lifecycle {
+	if m.lc == lcOther {
+		if m.more == nil {
+			return ""
+		}
+		return m.more.lc
+	}
+	return lifecycles[m.lc]
+}
+
+// meta returns the Meta m describes, of a revision in repository repo.
+func (m *revMeta) meta(repo string) revision.Meta {
+	lc := m.lifecycle()
+	placeholder := m.num == revision.Placeholder
+	h := m.commit
+	if placeholder {
+		h = m.tree
+	}
+	var out revision.Meta
+	if m.more != nil {
+		out.Metadata, out.Creation = m.more.md, m.more.creation
+		out.Version = versionOf(h, lc, m.more.mdHash)
+	} else {
+		out.Version = versionOf(h, lc, "")
+	}
+	out.Key = revision.Key{Repository: repo, Package: m.pkg, Workspace: m.ws, Revision: m.num}
+	out.Lifecycle = lc
+	out.Commit = out.Version[:2*len(h)] // the commit's id starts the version
+	if placeholder {
+		out.Commit = m.commit.String()
+	}
+	out.PublishedBy, out.PublishedAt = m.pubBy, m.pubAt
+	return out
 }
 
 // revision returns x as a PackageRevision whose files are read on demand
 // from its package tree.
 func (r *Repository) revision(x *rev) revision.PackageRevision {
-	return r.revisionWith(x, x.meta())
+	return r.lazy(x, nil)
 }
 
-// revisionWith is revision with x's meta computed.
-func (r *Repository) revisionWith(x *rev, m revision.Meta) revision.PackageRevision {
-	return &lazyRev{r: r, meta: m, tree: x.pkgTree}
+// lazy returns x as a *lazyRev; in is compact's.
+func (r *Repository) lazy(x *rev, in *interner) *lazyRev {
+	return &lazyRev{r: r, revMeta: x.compact(in)}
 }
 
 // lazyRev is a revision whose files and info are read on demand from its
 // package tree: one value per revision, as small as it can be, since a
-// list of a large repository holds many. It behaves as revision.NewWithInfo's
-// value does: a read's success is kept, a failure is not, and Info reads
-// only the Kptfile until the files have been read. Safe for concurrent
-// use.
+// list of a large repository holds many. Its Meta is built on each call
+// from its revMeta. It behaves as revision.NewWithInfo's value does: a
+// read's success is kept, a failure is not, and Info reads only the
+// Kptfile until the files have been read. Safe for concurrent use.
 type lazyRev struct {
-	r    *Repository
-	meta revision.Meta
-	tree plumbing.Hash
+	r *Repository
+	revMeta
 
-	mu    sync.Mutex
+	mu  sync.Mutex
+	got *lazyGot // nil until a read succeeds
+}
+
+// lazyGot is what a lazyRev has read.
+type lazyGot struct {
 	files *revision.Files
 	info  *revision.Info
 }
 
-func (l *lazyRev) Meta() revision.Meta { return l.meta }
+// Meta returns the revision's Meta, the same value on every call (its
+// Version and Commit strings are built anew each time). It cannot fail.
+func (l *lazyRev) Meta() revision.Meta { return l.meta(l.r.name) }
+
+// key returns the revision's key.
+func (l *lazyRev) key() revision.Key {
+	return revision.Key{Repository: l.r.name, Package: l.pkg, Workspace: l.ws, Revision: l.num}
+}
 
 // Files returns the package's files, read on first use. Errors wrap a
 // *repository.Error (ErrClosed, ErrUnavailable, or ctx's error).
 func (l *lazyRev) Files(ctx context.Context) (revision.Files, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.files != nil {
-		return *l.files, nil
+	if l.got != nil && l.got.files != nil {
+		return *l.got.files, nil
 	}
 	if err := ctx.Err(); err != nil {
 		return revision.Files{}, err
 	}
 	f, err := l.load(ctx)
 	if err != nil {
-		return revision.Files{}, fmt.Errorf("read files of %s: %w", l.meta.Key, err)
+		return revision.Files{}, fmt.Errorf("read files of %s: %w", l.key(), err)
 	}
-	l.files = &f
+	if l.got == nil {
+		l.got = &lazyGot{}
+	}
+	l.got.files = &f
 	return f, nil
 }
 
@@ -127,20 +280,23 @@ func (l *lazyRev) Files(ctx context.Context) (revision.Files, error) {
 // are Files' and revision.InfoFromFiles'.
 func (l *lazyRev) Info(ctx context.Context) (revision.Info, error) {
 	l.mu.Lock()
-	if l.info != nil {
+	if l.got != nil && l.got.info != nil {
 		defer l.mu.Unlock()
-		return *l.info, nil
+		return *l.got.info, nil
 	}
-	if l.files == nil {
+	if l.got == nil || l.got.files == nil {
 		defer l.mu.Unlock()
 		if err := ctx.Err(); err != nil {
 			return revision.Info{}, err
 		}
 		info, err := l.loadInfo(ctx)
 		if err != nil {
-			return revision.Info{}, fmt.Errorf("%s: %w", l.meta.Key, err)
+			return revision.Info{}, fmt.Errorf("%s: %w", l.key(), err)
 		}
-		l.info = &info
+		if l.got == nil {
+			l.got = &lazyGot{}
+		}
+		l.got.info = &info
 		return info, nil
 	}
 	l.mu.Unlock()
@@ -150,13 +306,13 @@ func (l *lazyRev) Info(ctx context.Context) (revision.Info, error) {
 	}
 	info, err := revision.InfoFromFiles(f)
 	if err != nil {
-		return revision.Info{}, fmt.Errorf("%s: %w", l.meta.Key, err)
+		return revision.Info{}, fmt.Errorf("%s: %w", l.key(), err)
 	}
 	return info, nil
 }
 
 func (l *lazyRev) loadInfo(ctx context.Context) (revision.Info, error) {
-	r, key := l.r, l.meta.Key
+	r, key := l.r, l.key()
 	if err := r.enter(ctx, "read info", key); err != nil {
 		return revision.Info{}, err
 	}
@@ -173,7 +329,7 @@ func (l *lazyRev) loadInfo(ctx context.Context) (revision.Info, error) {
 }
 
 func (l *lazyRev) load(ctx context.Context) (revision.Files, error) {
-	r, key := l.r, l.meta.Key
+	r, key := l.r, l.key()
 	if err := r.enter(ctx, "read files", key); err != nil {
 		return revision.Files{}, err
 	}
@@ -198,7 +354,7 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 	if err := r.enter(ctx, "list", revision.Key{}); err != nil {
 		return nil, err
 	}
-	var revs []listed
+	var revs []revision.PackageRevision
 	err := r.read(ctx, func(v *view) error {
 		v.idx = r.st.idx
 		var err error
@@ -209,55 +365,55 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 		return nil, r.wrapErr("list", revision.Key{}, err)
 	}
 	// The order of repository.SortRevisions, sorting the keys directly.
-	slices.SortStableFunc(revs, func(a, b listed) int {
-		ka, kb := a.key, b.key
-		if c := strings.Compare(ka.Package, kb.Package); c != 0 {
+	slices.SortStableFunc(revs, func(a, b revision.PackageRevision) int {
+		ka, kb := &a.(*lazyRev).revMeta, &b.(*lazyRev).revMeta
+		if c := strings.Compare(ka.pkg, kb.pkg); c != 0 {
 			return c
 		}
-		if ka.Revision != kb.Revision {
-			return ka.Revision - kb.Revision
+		if ka.num != kb.num {
+			return ka.num - kb.num
 		}
-		return strings.Compare(ka.Workspace, kb.Workspace)
+		return strings.Compare(ka.ws, kb.ws)
 	})
-	out := make([]revision.PackageRevision, len(revs))
-	for i, x := range revs {
-		out[i] = x.pr
-	}
-	return out, nil
-}
-
-// listed is a revision a list found, with its key to sort by.
-type listed struct {
-	key revision.Key
-	pr  revision.PackageRevision
+	return revs, nil
 }
 
 // list finds the revisions opts selects, filtering on what the ref names
-// tell before reading any object.
-func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOptions) ([]listed, error) {
+// tell before reading any object. Each is a *lazyRev.
+func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOptions) ([]revision.PackageRevision, error) {
 	l, err := r.startListing(v, opts)
 	if err != nil {
 		return nil, err
 	}
+	// The placeholders first, while little else is held: reading the
+	// trees of every package on the branch is the step that needs the
+	// most memory, on the heap and in the pack's pages, which are dropped
+	// before the refs are read. They go last in the result all the same,
+	// as in Range (the sort below keeps the order of equal keys).
+	phs, err := l.placeholders()
+	if err != nil {
+		return nil, err
+	}
+	r.st.dropPages()
+	last := make([]revision.PackageRevision, 0, len(phs))
+	for _, x := range phs {
+		if pr := l.revision(x); pr != nil {
+			last = append(last, pr)
+		}
+	}
+	phs = nil
 	// Each revision found becomes its PackageRevision at once, so that
 	// what was read to find it (its commit) is not kept to the end.
-	var out []listed
+	out := make([]revision.PackageRevision, 0, len(l.names)+len(last))
 	add := func(x *rev) {
 		if pr := l.revision(x); pr != nil {
-			out = append(out, listed{key: x.key, pr: pr})
+			out = append(out, pr)
 		}
 	}
 	if err := l.refs(ctx, len(l.names), add); err != nil {
 		return nil, err
 	}
-	phs, err := l.placeholders()
-	if err != nil {
-		return nil, err
-	}
-	for _, x := range phs {
-		add(x)
-	}
-	return out, nil
+	return append(out, last...), nil
 }
 
 // listing is one list in progress: the refs it reads, in the order it
@@ -270,6 +426,29 @@ type listing struct {
 	all   map[plumbing.ReferenceName]plumbing.Hash
 	names []plumbing.ReferenceName // in pack order; read from next on
 	next  int
+	seen  interner // the publishers
+}
+
+// interner hands out one string for equal strings: the revisions of a
+// list share their publishers' strings.
+type interner map[string]string
+
+// intern returns s, or an equal string an earlier call returned; it
+// remembers a few hundred. A nil *interner returns s.
+func (in *interner) intern(s string) string {
+	if in == nil {
+		return s
+	}
+	if t, ok := (*in)[s]; ok {
+		return t
+	}
+	if *in == nil {
+		*in = interner{}
+	}
+	if len(*in) < 256 {
+		(*in)[s] = s
+	}
+	return s
 }
 
 // startListing reads the refs that can hold revisions opts selects.
@@ -287,11 +466,11 @@ func (l *listing) revision(x *rev) revision.PackageRevision {
 	if x == nil {
 		return nil
 	}
-	m := x.meta()
-	if !l.opts.Matches(m) {
+	pr := l.r.lazy(x, &l.seen)
+	if !l.opts.Matches(pr.Meta()) {
 		return nil
 	}
-	return l.r.revisionWith(x, m)
+	return pr
 }
 
 // refs reads the next n refs (fewer at the end) and calls add with each
