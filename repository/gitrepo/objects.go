@@ -182,7 +182,7 @@ func (v *view) lookup(h plumbing.Hash, name string) (treeEntry, bool, error) {
 		te, found := findEntry(e.([]treeEntry), name)
 		return te, found, nil
 	}
-	_, data, err := v.raw(plumbing.TreeObject, h)
+	_, data, err := v.rawScan(plumbing.TreeObject, h)
 	if err != nil {
 		return treeEntry{}, false, err
 	}

@@ -40,8 +40,10 @@ type packReader struct {
 	packs   []*packFile
 	nextID  uint32
 	closed  bool // then go-git reads everything
-	// scratch holds the intermediate objects of a delta chain.
+	// scratch holds the intermediate objects of a delta chain; final
+	// the object objectScratch returns.
 	scratch [2][]byte
+	final   []byte
 	// reads counts the entries read, for touched.
 	reads int
 }
@@ -338,7 +340,25 @@ func (pr *packReader) object(h plumbing.Hash, cache *lru) (plumbing.ObjectType, 
 	if err != nil {
 		return plumbing.InvalidObject, nil, err
 	}
-	t, data, err := pr.at(p, off, cache)
+	t, data, err := pr.at(p, off, cache, false)
+	if err != nil {
+		return plumbing.InvalidObject, nil, fmt.Errorf("object %s in pack %s: %w", h, p.name, err)
+	}
+	return t, data, nil
+}
+
+// objectScratch is object for a caller that reads the content and keeps
+// none of it: when the object is a delta, it is built in memory the
+// packReader reuses, valid until its next read. A list scans every
+// tagged commit's root tree for one entry; in a repository as Porch
+// writes it those are as large as the number of packages, and a new one
+// each would be most of what a first list allocates.
+func (pr *packReader) objectScratch(h plumbing.Hash, cache *lru) (plumbing.ObjectType, []byte, error) {
+	p, off, err := pr.locate(h)
+	if err != nil {
+		return plumbing.InvalidObject, nil, err
+	}
+	t, data, err := pr.at(p, off, cache, true)
 	if err != nil {
 		return plumbing.InvalidObject, nil, fmt.Errorf("object %s in pack %s: %w", h, p.name, err)
 	}
@@ -365,8 +385,9 @@ func packKey(p *packFile, off int64) plumbing.Hash {
 // scratch buffers, and only the object's direct base and the chain's
 // bottom are kept in the cache. Read in pack order, as a list reads them,
 // each commit's trees are deltas on the previous one's: every read then
-// applies a delta or two, not the chain.
-func (pr *packReader) at(p *packFile, off int64, cache *lru) (plumbing.ObjectType, []byte, error) {
+// applies a delta or two, not the chain. With scratch, the object itself,
+// when built from a delta, is built in pr.final (see objectScratch).
+func (pr *packReader) at(p *packFile, off int64, cache *lru, scratch bool) (plumbing.ObjectType, []byte, error) {
 	type step struct {
 		p     *packFile
 		off   int64
@@ -413,15 +434,21 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru) (plumbing.ObjectTyp
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		var dst []byte
-		if i >= 2 {
+		switch {
+		case i >= 2:
 			dst = pr.scratch[i%2] // never base, which is level i+1
+		case i == 0 && scratch:
+			dst = pr.final // never base: bases are cached or scratch[]
 		}
 		data, err := applyDelta(dst, base, chain[i].delta)
 		if err != nil {
 			return plumbing.InvalidObject, nil, fmt.Errorf("at offset %d: %w", chain[i].off, err)
 		}
-		if i >= 2 {
+		switch {
+		case i >= 2:
 			pr.scratch[i%2] = data
+		case i == 0 && scratch:
+			pr.final = data
 		}
 		if i == 1 {
 			cache.put(kindPacked, packKey(chain[1].p, chain[1].off), &packedObject{t: t, data: data}, int64(len(data))+96)
@@ -432,6 +459,11 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru) (plumbing.ObjectTyp
 		if cap(b) > 4<<20 {
 			pr.scratch[i] = nil // not kept after a very large object
 		}
+	}
+	if cap(pr.final) > 4<<20 {
+		// Not kept after a very large object; what is returned stays
+		// valid.
+		pr.final = nil
 	}
 	return t, base, nil
 }

@@ -128,6 +128,22 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 			if typ != types[h] || !bytes.Equal(got, data) {
 				t.Fatalf("%s: read a %s of %d bytes, go-git a %s of %d", h, typ, len(got), types[h], len(data))
 			}
+			// The same read into reused memory, which must not change
+			// what was read before (got) nor the cached bases.
+			typ, scanned, err := pr.objectScratch(h, c)
+			if err != nil || typ != types[h] || !bytes.Equal(scanned, data) {
+				t.Fatalf("%s: objectScratch read a %s of %d bytes (%v), go-git a %s of %d", h, typ, len(scanned), err, types[h], len(data))
+			}
+			if !bytes.Equal(got, data) {
+				t.Fatalf("%s: objectScratch changed an object read before", h)
+			}
+		}
+		// Every object again, each through objectScratch after another's:
+		// reused memory never leaks into a base.
+		for h, data := range want {
+			if _, got, err := pr.objectScratch(h, c); err != nil || !bytes.Equal(got, data) {
+				t.Fatalf("%s: second objectScratch pass: %v", h, err)
+			}
 		}
 		if _, _, err := pr.object(plumbing.NewHash("0123456789012345678901234567890123456789"), c); err != errNotInPack {
 			t.Fatalf("a missing object: %v", err)

@@ -342,8 +342,23 @@ func (v *view) object(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedO
 // type for AnyObject. The content may be shared with the cache: it must
 // not be modified.
 func (v *view) raw(t plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	return v.rawRead(t, h, false)
+}
+
+// rawScan is raw for a caller that scans the content and keeps none of
+// it: a packed object may be returned in memory reused by the next read
+// (see packReader.objectScratch).
+func (v *view) rawScan(t plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	return v.rawRead(t, h, true)
+}
+
+func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumbing.ObjectType, []byte, error) {
 	if v.packs != nil {
-		got, data, err := v.packs.object(h, v.cache)
+		read := v.packs.object
+		if scan {
+			read = v.packs.objectScratch
+		}
+		got, data, err := read(h, v.cache)
 		switch {
 		case err == nil && t != plumbing.AnyObject && got != t:
 			return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %w", h, plumbing.ErrObjectNotFound)
