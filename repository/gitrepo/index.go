@@ -36,7 +36,7 @@ import (
 // Objects never change, so the index is never stale: a record is a fact
 // about an object id. It is a cache, not state: deleting the file loses
 // nothing. Records are appended, one line each with a checksum, in one
-// write per read operation or per MiB learnt (O_APPEND), by readers and
+// write per read operation or per 256 KiB learnt (O_APPEND), by readers and
 // writers alike; a
 // line cut short by a crash, or otherwise damaged, is skipped when the
 // file is loaded. A repository whose directory cannot be written is read
@@ -374,7 +374,7 @@ func (x *objIndex) addSubtree(root plumbing.Hash, p string, e treeEntry) {
 // record queues line with its checksum; x.mu is held.
 func (x *objIndex) record(line string) {
 	fmt.Fprintf(&x.pending, "%s %08x\n", line, crc32.ChecksumIEEE([]byte(line)))
-	if x.pending.Len() >= 1<<20 {
+	if x.pending.Len() >= 256<<10 {
 		x.write() // a list learning many records does not hold them all
 	}
 }

@@ -60,7 +60,7 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 			return
 		}
 		// What the batches learnt goes to cad-index once, at the end
-		// (and a MB at a time before, see objIndex.record).
+		// (and every 256 KiB before, see objIndex.record).
 		defer r.st.idx.flush()
 		err := r.read(ctx, func(v *view) error {
 			v.idx = r.st.idx
