@@ -420,13 +420,13 @@ func (r *Repository) list(ctx context.Context, v *view, opts repository.ListOpti
 // reads them, and how far it has come. List runs one under a single hold
 // of the lock; Range runs one a batch of refs at a time.
 type listing struct {
-	r     *Repository
-	v     *view
-	opts  repository.ListOptions
-	all   map[plumbing.ReferenceName]plumbing.Hash
-	names []plumbing.ReferenceName // in pack order; read from next on
-	next  int
-	seen  interner // the publishers
+	r      *Repository
+	v      *view
+	opts   repository.ListOptions
+	names  []plumbing.ReferenceName // in pack order; read from next on
+	hashes []plumbing.Hash          // their values
+	next   int
+	seen   interner // the publishers
 }
 
 // interner hands out one string for equal strings: the revisions of a
@@ -457,7 +457,8 @@ func (r *Repository) startListing(v *view, opts repository.ListOptions) (*listin
 	if err != nil {
 		return nil, err
 	}
-	return &listing{r: r, v: v, opts: opts, all: refs, names: v.packOrder(refs)}, nil
+	names, hashes := v.packOrder(refs)
+	return &listing{r: r, v: v, opts: opts, names: names, hashes: hashes}, nil
 }
 
 // revision returns x as its PackageRevision when opts selects it, and nil
@@ -495,8 +496,7 @@ func (l *listing) refs(ctx context.Context, n int, add func(*rev)) error {
 	}
 	end := min(l.next+n, len(l.names))
 	for ; l.next < end; l.next++ {
-		name := l.names[l.next]
-		h := l.all[name]
+		name, h := l.names[l.next], l.hashes[l.next]
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -581,21 +581,20 @@ func (l *listing) placeholders() ([]*rev, error) {
 // the packs, those in no pack last. Read in that order, each commit's
 // trees are mostly deltas on the previous commit's, still in the cache: a
 // list resolves each object's delta chain once, not once per tag.
-func (v *view) packOrder(refs map[plumbing.ReferenceName]plumbing.Hash) []plumbing.ReferenceName {
+func (v *view) packOrder(refs *refSnap) ([]plumbing.ReferenceName, []plumbing.Hash) {
 	type at struct {
-		name plumbing.ReferenceName
+		i    int32 // in refs, which is sorted by name
 		pack uint32
 		off  int64
 	}
-	all := make([]at, 0, len(refs))
-	for name, h := range refs {
-		a := at{name: name, pack: ^uint32(0)}
+	all := make([]at, refs.len())
+	for i, h := range refs.hashes {
+		all[i] = at{i: int32(i), pack: ^uint32(0)}
 		if v.packs != nil {
 			if p, off, ok := v.packs.offset(h); ok {
-				a.pack, a.off = p, off
+				all[i].pack, all[i].off = p, off
 			}
 		}
-		all = append(all, a)
 	}
 	slices.SortFunc(all, func(a, b at) int {
 		if a.pack != b.pack {
@@ -604,20 +603,21 @@ func (v *view) packOrder(refs map[plumbing.ReferenceName]plumbing.Hash) []plumbi
 		if a.off != b.off {
 			return cmp.Compare(a.off, b.off)
 		}
-		return strings.Compare(string(a.name), string(b.name))
+		return cmp.Compare(a.i, b.i)
 	})
-	out := make([]plumbing.ReferenceName, len(all))
-	for i, a := range all {
-		out[i] = a.name
+	names := make([]plumbing.ReferenceName, len(all))
+	hashes := make([]plumbing.Hash, len(all))
+	for k, a := range all {
+		names[k], hashes[k] = plumbing.ReferenceName(refs.names[a.i]), refs.hashes[a.i]
 	}
-	return out
+	return names, hashes
 }
 
 // candidateRefs returns the refs that can hold revisions opts selects:
 // for a package or a package prefix only the refs under that path
 // (drafts, proposals and tags), so that listing one package costs the same
 // however many the repository holds; all refs otherwise.
-func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (*refSnap, error) {
 	if opts.Package == "" && opts.PackagePrefix == "" {
 		return v.allRefs()
 	}
@@ -646,7 +646,7 @@ func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (map[pl
 			break // Package is the narrower selection
 		}
 	}
-	return out, nil
+	return snapOf(out), nil
 }
 
 // draftRev returns the draft or proposal on branch name at h, or nil when
@@ -966,16 +966,12 @@ func (r *Repository) Version(ctx context.Context) (string, error) {
 		if err != nil {
 			return err
 		}
-		names := make([]string, 0, len(refs))
-		for name := range refs {
-			if r.relevant(name) {
-				names = append(names, string(name))
-			}
-		}
-		slices.Sort(names)
 		sum := sha256.New()
-		for _, n := range names {
-			h := refs[plumbing.ReferenceName(n)]
+		for i, n := range refs.names { // sorted
+			if !r.relevant(plumbing.ReferenceName(n)) {
+				continue
+			}
+			h := refs.hashes[i]
 			sum.Write([]byte(n))
 			sum.Write([]byte{0})
 			sum.Write(h[:])

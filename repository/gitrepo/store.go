@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -174,7 +173,7 @@ type view struct {
 	// written lists the objects stored through this view, to push.
 	written []plumbing.Hash
 	// refs, when set, is a snapshot of all refs read once.
-	refs map[plumbing.ReferenceName]plumbing.Hash
+	refs *refSnap
 	// md, when set, is the metadata ref as read once.
 	md *mdState
 	// damaged receives the damaged refs that listing the refs left out.
@@ -214,7 +213,7 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 // ref returns the value of the ref name and whether it exists.
 func (v *view) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 	if v.refs != nil {
-		h, ok := v.refs[name]
+		h, ok := v.refs.get(name)
 		return h, ok, nil
 	}
 	if v.fr != nil {
@@ -246,9 +245,10 @@ func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash
 		return nil, err
 	}
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	for name, h := range refs {
-		if rest, ok := strings.CutPrefix(string(name), prefix); ok && rest != "" && !strings.Contains(rest, "/") {
-			out[name] = h
+	lo, hi := refs.prefixed(prefix)
+	for i := lo; i < hi; i++ {
+		if rest := refs.names[i][len(prefix):]; rest != "" && !strings.Contains(rest, "/") {
+			out[plumbing.ReferenceName(refs.names[i])] = refs.hashes[i]
 		}
 	}
 	return out, nil
@@ -265,40 +265,25 @@ func (v *view) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, e
 		return nil, err
 	}
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	for name, h := range refs {
-		if strings.HasPrefix(string(name), prefix) {
-			out[name] = h
-		}
+	lo, hi := refs.prefixed(prefix)
+	for i := lo; i < hi; i++ {
+		out[plumbing.ReferenceName(refs.names[i])] = refs.hashes[i]
 	}
 	return out, nil
 }
 
 // allRefs returns every hash ref (branches, tags and the metadata ref),
 // reading them once.
-func (v *view) allRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {
+func (v *view) allRefs() (*refSnap, error) {
 	if v.refs != nil {
 		return v.refs, nil
 	}
 	if v.fr != nil {
 		// On disk the refs are read directly, so that a damaged ref is
 		// left out instead of failing the whole read as go-git does.
-		out, err := v.fr.under("refs/heads/", v.damaged)
+		out, err := v.fr.snapshot([]string{"refs/heads/", "refs/tags/"}, []plumbing.ReferenceName{metadataRef}, v.damaged)
 		if err != nil {
 			return nil, err
-		}
-		tags, err := v.fr.under("refs/tags/", v.damaged)
-		if err != nil {
-			return nil, err
-		}
-		maps.Copy(out, tags)
-		h, ok, err := v.fr.ref(metadataRef)
-		switch {
-		case isDamaged(err):
-			v.damaged(err)
-		case err != nil:
-			return nil, err
-		case ok:
-			out[metadataRef] = h
 		}
 		v.refs = out
 		return out, nil
@@ -318,8 +303,8 @@ func (v *view) allRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.refs = out
-	return out, nil
+	v.refs = snapOf(out)
+	return v.refs, nil
 }
 
 // object reads the object h of type t, or any type for AnyObject.
