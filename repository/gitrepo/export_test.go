@@ -53,7 +53,7 @@ func WritePathsFile(gitDir string, covered int64, recs []PathsRecord) error {
 	defer pf.close()
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
-	return pf.write(mergeRecords(nil, fresh), covered)
+	return pf.write(bytes.NewReader(nil), fresh, covered)
 }
 
 // UpdatePathsFile brings the cad-paths of gitDir up to date with its

@@ -320,31 +320,28 @@ func (pf *pathFile) rebuild() error {
 	if err != nil {
 		return err
 	}
-	var old []byte
+	var old io.Reader = bytes.NewReader(nil)
 	from := int64(0)
 	if h := pf.hdr; h != nil && h.covered <= fi.Size() {
 		if h.covered == fi.Size() {
 			return nil // nothing new
 		}
-		old = make([]byte, int64(h.count)*pathRecordSize)
-		if _, err := pf.f.ReadAt(old, pathHeaderSize); err != nil {
-			return err
-		}
+		old = io.NewSectionReader(pf.f, pathHeaderSize, int64(h.count)*pathRecordSize)
 		from = h.covered
 	}
-	fresh, err := indexPathRecords(io.NewSectionReader(idx, from, fi.Size()-from))
+	fresh, err := indexPathRecords(io.NewSectionReader(idx, from, fi.Size()-from), fi.Size()-from)
 	if err != nil {
 		return err
 	}
-	out := mergeRecords(old, fresh)
-	return pf.write(out, fi.Size())
+	return pf.write(old, fresh, fi.Size())
 }
 
 // indexPathRecords reads the directory path records of cad-index lines
-// from r (a first line cut short, when r starts mid-line, fails its
-// checksum and is skipped), sorted by key without duplicates.
-func indexPathRecords(r io.Reader) ([]pathRecord, error) {
-	var out []pathRecord
+// from r, size bytes (a first line cut short, when r starts mid-line,
+// fails its checksum and is skipped), sorted by key without duplicates.
+func indexPathRecords(r io.Reader, size int64) ([]pathRecord, error) {
+	// About one path record for each commit record, 400 bytes the pair.
+	out := make([]pathRecord, 0, size/400+16)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -379,64 +376,57 @@ func indexPathRecords(r io.Reader) ([]pathRecord, error) {
 }
 
 // mergeRecords merges old, the records of a cad-paths file, with fresh,
-// sorted, into the encoded records of a new file. A damaged old record is
-// left out.
-func mergeRecords(old []byte, fresh []pathRecord) []byte {
-	out := make([]byte, 0, len(old)+len(fresh)*pathRecordSize)
-	emit := func(r pathRecord) {
-		var rec [pathRecordSize]byte
+// sorted, calling emit with each encoded record of the new file in
+// order. A damaged old record is left out.
+func mergeRecords(old io.Reader, fresh []pathRecord, emit func(rec []byte) error) error {
+	var rec [pathRecordSize]byte
+	put := func(r pathRecord) error {
 		copy(rec[:36], r.key[:])
 		copy(rec[36:56], r.tree[:])
 		binary.BigEndian.PutUint32(rec[56:], crc32.ChecksumIEEE(rec[:56]))
-		out = append(out, rec[:]...)
+		return emit(rec[:])
 	}
 	i := 0
-	for len(old) >= pathRecordSize {
-		rec := old[:pathRecordSize]
-		old = old[pathRecordSize:]
-		tree, ok := recordTree(rec)
+	br := bufio.NewReaderSize(old, 64<<10)
+	var o [pathRecordSize]byte
+	for {
+		if _, err := io.ReadFull(br, o[:]); err == io.EOF || err == io.ErrUnexpectedEOF {
+			break
+		} else if err != nil {
+			return err
+		}
+		tree, ok := recordTree(o[:])
 		if !ok {
 			continue
 		}
 		r := pathRecord{tree: tree}
-		copy(r.key[:], rec[:36])
+		copy(r.key[:], o[:36])
 		for i < len(fresh) && bytes.Compare(fresh[i].key[:], r.key[:]) < 0 {
-			emit(fresh[i])
+			if err := put(fresh[i]); err != nil {
+				return err
+			}
 			i++
 		}
 		if i < len(fresh) && fresh[i].key == r.key {
 			i++ // the same fact, recorded twice
 		}
-		emit(r)
+		if err := put(r); err != nil {
+			return err
+		}
 	}
 	for ; i < len(fresh); i++ {
-		emit(fresh[i])
+		if err := put(fresh[i]); err != nil {
+			return err
+		}
 	}
-	return out
+	return nil
 }
 
-// write writes records (encoded, sorted) as the new cad-paths covering
-// the first covered bytes of cad-index; pf.mu is held.
-func (pf *pathFile) write(records []byte, covered int64) error {
-	count := len(records) / pathRecordSize
-	var hdr [pathHeaderSize]byte
-	copy(hdr[:8], pathFileMagic)
-	binary.BigEndian.PutUint64(hdr[8:16], uint64(covered))
-	binary.BigEndian.PutUint32(hdr[16:20], uint32(count))
-	var fan [256]uint32
-	for i := 0; i < count; i++ {
-		fan[records[i*pathRecordSize]]++
-	}
-	total := uint32(0)
-	for i, n := range fan {
-		total += n
-		binary.BigEndian.PutUint32(hdr[24+4*i:], total)
-	}
-	sum := crc32.NewIEEE()
-	sum.Write(hdr[:20])
-	sum.Write(hdr[24:])
-	binary.BigEndian.PutUint32(hdr[20:24], sum.Sum32())
-
+// write writes the merge of old (the records of the current file) and
+// fresh as the new cad-paths covering the first covered bytes of
+// cad-index, streaming the records to a temporary file and putting the
+// header, which counts them, in front last; pf.mu is held.
+func (pf *pathFile) write(old io.Reader, fresh []pathRecord, covered int64) error {
 	dir := filepath.Dir(pf.path)
 	removeStaleTemps(dir)
 	tmp, err := os.CreateTemp(dir, pathFileName+"-*.tmp")
@@ -444,9 +434,36 @@ func (pf *pathFile) write(records []byte, covered int64) error {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename, there is none
-	_, err = tmp.Write(hdr[:])
+	var hdr [pathHeaderSize]byte
+	var fan [256]uint32
+	count := 0
+	bw := bufio.NewWriterSize(tmp, 64<<10)
+	_, err = bw.Write(hdr[:]) // the header's place
 	if err == nil {
-		_, err = tmp.Write(records)
+		err = mergeRecords(old, fresh, func(rec []byte) error {
+			fan[rec[0]]++
+			count++
+			_, err := bw.Write(rec)
+			return err
+		})
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		copy(hdr[:8], pathFileMagic)
+		binary.BigEndian.PutUint64(hdr[8:16], uint64(covered))
+		binary.BigEndian.PutUint32(hdr[16:20], uint32(count))
+		total := uint32(0)
+		for i, n := range fan {
+			total += n
+			binary.BigEndian.PutUint32(hdr[24+4*i:], total)
+		}
+		sum := crc32.NewIEEE()
+		sum.Write(hdr[:20])
+		sum.Write(hdr[24:])
+		binary.BigEndian.PutUint32(hdr[20:24], sum.Sum32())
+		_, err = tmp.WriteAt(hdr[:], 0)
 	}
 	if err == nil {
 		err = tmp.Chmod(0o644) // as cad-index: readable by the repository's other readers
