@@ -240,12 +240,13 @@
 // Meta on each call, and reads the branch's placeholders first, while
 // little else is held: a cold List of 50,000 revisions (61,000 with the
 // placeholders) peaks under 100 MB of resident memory, mapped files
-// included. Range (repository.RangeLister) yields them a batch of refs at
-// a time, holding the refs and one batch, for a loop that keeps nothing.
-// The mapped packs and cad-index count in the resident set only for the
-// pages read; a list drops them from it (the kernel keeps them in its
-// page cache) after cad-index is scanned, after List's placeholders and
-// each Range batch, and every 16,384 pack entries read.
+// included, the first list of a repository (which writes cad-index and
+// cad-paths) as well as later ones. Range (repository.RangeLister)
+// yields them a batch of refs at a time, holding the refs and one batch,
+// for a loop that keeps nothing. The mapped packs and cad-index count in
+// the resident set only for the pages read; a list drops them from it
+// (the kernel keeps them in its page cache) after cad-index is scanned,
+// after List's placeholders, and every 16,384 pack entries read.
 //
 // For a remote, every read first fetches: an ls-remote, and objects only
 // for refs that moved to commits not present locally. Watch polls the

@@ -44,9 +44,11 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 		// step reads the next batch of refs, or after the last the
 		// placeholders.
 		step := func() error {
-			// What a batch mapped in need not stay resident while the
-			// loop body runs.
-			defer r.st.dropPages()
+			// The mapped pages are dropped as List drops them (every
+			// dropPagesEvery entries), not after each batch: the pages a
+			// batch leaves are the next batch's (reads go in pack
+			// order), and faulting them in again made a first Range of
+			// 50,000 revisions a third dearer for 4 MB less at its peak.
 			if !l.done() {
 				return l.refs(ctx, rangeBatch, add)
 			}
