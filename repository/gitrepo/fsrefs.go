@@ -532,22 +532,7 @@ func (f *fsRefs) under(prefix string, damaged func(error)) (map[plumbing.Referen
 	for i := sort.SearchStrings(names, prefix); i < len(names) && strings.HasPrefix(names[i], prefix); i++ {
 		out[plumbing.ReferenceName(names[i])] = hashes[i]
 	}
-	root := filepath.Join(f.gitDir, filepath.FromSlash(prefix))
-	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if notExist(err) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || strings.HasSuffix(d.Name(), ".lock") {
-			return nil
-		}
-		rel, err := filepath.Rel(f.gitDir, p)
-		if err != nil {
-			return err
-		}
-		name := filepath.ToSlash(rel)
+	err = f.walkLoose(prefix, func(name string) error {
 		h, ok, err := f.loose(name)
 		if err != nil {
 			if !isDamaged(err) {
@@ -566,6 +551,28 @@ func (f *fsRefs) under(prefix string, damaged func(error)) (map[plumbing.Referen
 		return nil, err
 	}
 	return out, nil
+}
+
+// walkLoose calls visit with the name of every loose ref file below
+// prefix (which ends in a slash), lock files left out.
+func (f *fsRefs) walkLoose(prefix string, visit func(name string) error) error {
+	root := filepath.Join(f.gitDir, filepath.FromSlash(prefix))
+	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if notExist(err) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || strings.HasSuffix(d.Name(), ".lock") {
+			return nil
+		}
+		rel, err := filepath.Rel(f.gitDir, p)
+		if err != nil {
+			return err
+		}
+		return visit(filepath.ToSlash(rel))
+	})
 }
 
 // dropDamaged removes every damaged loose ref (a mirror's, which the next

@@ -1,8 +1,6 @@
 package gitrepo
 
 import (
-	"io/fs"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -93,24 +91,7 @@ func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 		return nil
 	}
 	for _, prefix := range prefixes {
-		root := filepath.Join(f.gitDir, filepath.FromSlash(prefix))
-		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil {
-				if notExist(err) {
-					return nil
-				}
-				return err
-			}
-			if d.IsDir() || strings.HasSuffix(d.Name(), ".lock") {
-				return nil
-			}
-			rel, err := filepath.Rel(f.gitDir, p)
-			if err != nil {
-				return err
-			}
-			return visit(filepath.ToSlash(rel))
-		})
-		if err != nil {
+		if err := f.walkLoose(prefix, visit); err != nil {
 			return nil, err
 		}
 	}
