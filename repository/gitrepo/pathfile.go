@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -52,7 +53,11 @@ type pathFile struct {
 	f      *os.File
 	hdr    *pathHeader // nil when the file is missing or not valid
 	failed bool        // a rebuild could not write: none is tried again
+	closed bool
 	buf    []byte
+	// updating is set while a rebuild runs, outside mu, so that lookups
+	// do not wait for it and a second one is not started.
+	updating atomic.Bool
 }
 
 const (
@@ -160,7 +165,7 @@ func (pf *pathFile) close() {
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
 	pf.closeFile()
-	pf.opened, pf.failed = true, true // nothing is opened or written again
+	pf.opened, pf.failed, pf.closed = true, true, true // nothing is opened or written again
 }
 
 // readPathHeader reads and checks the header of f, and that f has the
@@ -289,25 +294,43 @@ func (pf *pathFile) stale(indexSize int64) bool {
 // or all of cad-index's when the file is missing, damaged, or covers
 // more than cad-index holds (cad-index was deleted). It writes a
 // temporary file and renames it over the old. A failure leaves the old
-// file, and no rebuild is tried again in this process.
+// file, and no rebuild is tried again in this process. Lookups go on
+// while it runs, from the file as it was; a call while another rebuild
+// of this pathFile runs returns at once.
 func (pf *pathFile) update() {
-	if pf == nil {
+	if pf == nil || !pf.updating.CompareAndSwap(false, true) {
 		return
 	}
+	defer pf.updating.Store(false)
+	pf.mu.Lock()
+	failed := pf.failed
+	pf.mu.Unlock()
+	if failed {
+		return
+	}
+	err := pf.rebuild()
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
-	if pf.failed {
-		return
-	}
-	pf.open() // the latest: another process may have rebuilt it
-	if err := pf.rebuild(); err != nil {
+	if err != nil {
 		pf.failed = true
 	}
-	pf.open()
+	if !pf.closed {
+		pf.open() // the new file
+	}
 }
 
-// rebuild is update's work; pf.mu is held and the file just opened.
+// rebuild is update's work, on its own handles of the files: the latest
+// cad-paths (another process may have rebuilt it), read for the records
+// it holds, and cad-index.
 func (pf *pathFile) rebuild() error {
+	var cur *os.File
+	var hdr *pathHeader
+	if f, err := os.Open(pf.path); err == nil {
+		defer f.Close()
+		if h, err := readPathHeader(f); err == nil {
+			cur, hdr = f, h
+		}
+	}
 	idx, err := os.Open(pf.indexPath)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -322,11 +345,11 @@ func (pf *pathFile) rebuild() error {
 	}
 	var old io.Reader = bytes.NewReader(nil)
 	from := int64(0)
-	if h := pf.hdr; h != nil && h.covered <= fi.Size() {
+	if h := hdr; h != nil && h.covered <= fi.Size() {
 		if h.covered == fi.Size() {
 			return nil // nothing new
 		}
-		old = io.NewSectionReader(pf.f, pathHeaderSize, int64(h.count)*pathRecordSize)
+		old = io.NewSectionReader(cur, pathHeaderSize, int64(h.count)*pathRecordSize)
 		from = h.covered
 	}
 	fresh, err := indexPathRecords(io.NewSectionReader(idx, from, fi.Size()-from), fi.Size()-from)
@@ -425,7 +448,7 @@ func mergeRecords(old io.Reader, fresh []pathRecord, emit func(rec []byte) error
 // write writes the merge of old (the records of the current file) and
 // fresh as the new cad-paths covering the first covered bytes of
 // cad-index, streaming the records to a temporary file and putting the
-// header, which counts them, in front last; pf.mu is held.
+// header, which counts them, in front last.
 func (pf *pathFile) write(old io.Reader, fresh []pathRecord, covered int64) error {
 	dir := filepath.Dir(pf.path)
 	removeStaleTemps(dir)
