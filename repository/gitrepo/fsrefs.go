@@ -524,31 +524,13 @@ func isDamaged(err error) bool {
 // depth, reading only that part of the refs directory and of packed-refs.
 // A damaged ref is left out and passed to damaged.
 func (f *fsRefs) under(prefix string, damaged func(error)) (map[plumbing.ReferenceName]plumbing.Hash, error) {
-	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	names, hashes, err := f.packed()
+	snap, err := f.snapshot([]string{prefix}, nil, damaged)
 	if err != nil {
 		return nil, err
 	}
-	for i := sort.SearchStrings(names, prefix); i < len(names) && strings.HasPrefix(names[i], prefix); i++ {
-		out[plumbing.ReferenceName(names[i])] = hashes[i]
-	}
-	err = f.walkLoose(prefix, func(name string) error {
-		h, ok, err := f.loose(name)
-		if err != nil {
-			if !isDamaged(err) {
-				return err
-			}
-			delete(out, plumbing.ReferenceName(name))
-			damaged(err)
-			return nil
-		}
-		if ok {
-			out[plumbing.ReferenceName(name)] = h
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	out := make(map[plumbing.ReferenceName]plumbing.Hash, snap.len())
+	for i, n := range snap.names {
+		out[plumbing.ReferenceName(n)] = snap.hashes[i]
 	}
 	return out, nil
 }

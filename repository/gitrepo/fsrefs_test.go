@@ -119,4 +119,20 @@ func TestRefSnapshot(t *testing.T) {
 	if lo, hi := s.prefixed("refs/tags/z/"); lo != hi {
 		t.Fatalf("prefixed of nothing: [%d, %d)", lo, hi)
 	}
+	// A narrow prefix selects its refs only, packed and loose; under
+	// reads the same.
+	s, err = f.snapshot([]string{"refs/tags/a/"}, []plumbing.ReferenceName{"refs/heads/none"}, func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"refs/tags/a/v1", "refs/tags/a/v2"}; !slices.Equal(s.names, want) || s.hashes[1] != h("7") {
+		t.Fatalf("narrow snapshot: %v %v", s.names, s.hashes)
+	}
+	m, err := f.under("refs/tags/", func(error) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m) != 3 || m["refs/tags/a/v2"] != h("7") || m["refs/tags/c/v1"] != h("8") {
+		t.Fatalf("under: %v", m)
+	}
 }

@@ -56,23 +56,16 @@ func (s *refSnap) prefixed(prefix string) (lo, hi int) {
 }
 
 // snapshot reads every ref under the prefixes (each ending in a slash)
-// and the refs named in extra, as under and ref read them: loose refs
-// over packed-refs, a damaged loose ref left out and reported to damaged.
+// and the refs named in extra: loose refs over packed-refs, a damaged
+// loose ref left out (even when packed) and reported to damaged. Its
+// cost follows the refs it selects: the packed ones are found by binary
+// search.
 func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, damaged func(error)) (*refSnap, error) {
 	names, hashes, err := f.packed()
 	if err != nil {
 		return nil, err
 	}
-	wanted := func(n string) bool {
-		for _, p := range prefixes {
-			if strings.HasPrefix(n, p) {
-				return true
-			}
-		}
-		return slices.Contains(extra, plumbing.ReferenceName(n))
-	}
-	// Loose refs: those found, and those damaged (left out even when
-	// packed).
+	// Loose refs: those found, and those damaged.
 	loose := map[string]plumbing.Hash{}
 	drop := map[string]bool{}
 	visit := func(name string) error {
@@ -100,37 +93,60 @@ func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 			return nil, err
 		}
 	}
-	// The packed refs alone, when nothing is to be added, overridden,
-	// dropped or filtered: the parsed packed-refs, shared.
-	all := len(loose) == 0 && len(drop) == 0
-	for i := 0; all && i < len(names); i++ {
-		all = wanted(names[i])
+	// The packed refs selected, as spans of the sorted names, in order.
+	type span struct{ lo, hi int }
+	var spans []span
+	for _, p := range prefixes {
+		lo := sort.SearchStrings(names, p)
+		hi := lo
+		for hi < len(names) && strings.HasPrefix(names[hi], p) {
+			hi++
+		}
+		spans = append(spans, span{lo, hi})
 	}
-	if all {
+	for _, name := range extra {
+		if i, ok := slices.BinarySearch(names, string(name)); ok {
+			spans = append(spans, span{i, i + 1})
+		}
+	}
+	slices.SortFunc(spans, func(a, b span) int { return a.lo - b.lo })
+	merged := spans[:0]
+	for _, sp := range spans {
+		if n := len(merged); n > 0 && sp.lo <= merged[n-1].hi {
+			merged[n-1].hi = max(merged[n-1].hi, sp.hi)
+		} else if sp.lo < sp.hi {
+			merged = append(merged, sp)
+		}
+	}
+	// Nothing added, overridden, dropped or left out: the parsed
+	// packed-refs, shared.
+	if len(loose) == 0 && len(drop) == 0 && (len(names) == 0 || len(merged) == 1 && merged[0] == span{0, len(names)}) {
 		return &refSnap{names: names, hashes: hashes}, nil
 	}
-	s := &refSnap{names: make([]string, 0, len(names)+len(loose)), hashes: make([]plumbing.Hash, 0, len(names)+len(loose))}
 	looseNames := make([]string, 0, len(loose))
 	for n := range loose {
 		looseNames = append(looseNames, n)
 	}
 	slices.Sort(looseNames)
-	i, j := 0, 0
-	for i < len(names) || j < len(looseNames) {
-		switch {
-		case j == len(looseNames) || (i < len(names) && names[i] < looseNames[j]):
-			if n := names[i]; wanted(n) && !drop[n] {
-				s.names, s.hashes = append(s.names, n), append(s.hashes, hashes[i])
+	s := &refSnap{}
+	add := func(n string, h plumbing.Hash) { s.names, s.hashes = append(s.names, n), append(s.hashes, h) }
+	j := 0 // the next loose ref
+	for _, sp := range merged {
+		for i := sp.lo; i < sp.hi; i++ {
+			n := names[i]
+			for ; j < len(looseNames) && looseNames[j] < n; j++ {
+				add(looseNames[j], loose[looseNames[j]])
 			}
-			i++
-		default:
-			n := looseNames[j]
-			if i < len(names) && names[i] == n {
-				i++ // the loose value wins
+			if j < len(looseNames) && looseNames[j] == n {
+				continue // the loose value wins, added next
 			}
-			s.names, s.hashes = append(s.names, n), append(s.hashes, loose[n])
-			j++
+			if !drop[n] {
+				add(n, hashes[i])
+			}
 		}
+	}
+	for ; j < len(looseNames); j++ {
+		add(looseNames[j], loose[looseNames[j]])
 	}
 	return s, nil
 }
