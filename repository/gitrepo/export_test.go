@@ -63,3 +63,11 @@ func UpdatePathsFile(gitDir string) {
 	defer pf.close()
 	pf.update()
 }
+
+// SetPathBucketRead sets how many records of a cad-paths bucket are read
+// in one call, and returns a function that restores it.
+func SetPathBucketRead(n uint32) (restore func()) {
+	old := pathBucketRead
+	pathBucketRead = n
+	return func() { pathBucketRead = old }
+}

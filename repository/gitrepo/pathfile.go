@@ -65,10 +65,12 @@ const (
 	pathFileMagic  = "cadpath1"
 	pathHeaderSize = 24 + 256*4
 	pathRecordSize = 60
-	// pathBucketRead: a fan-out bucket up to this many records is read
-	// in one call; a larger one is searched a record at a time.
-	pathBucketRead = 1024
 )
+
+// pathBucketRead: a fan-out bucket up to this many records is read in
+// one call; a larger one is narrowed a record at a time first. A
+// variable for the tests.
+var pathBucketRead uint32 = 1024
 
 // pathHeader is the header of cad-paths.
 type pathHeader struct {
@@ -211,20 +213,10 @@ func (pf *pathFile) find(k [36]byte) (plumbing.Hash, bool) {
 		lo = pf.hdr.fanout[k[0]-1]
 	}
 	at := func(i uint32) int64 { return pathHeaderSize + int64(i)*pathRecordSize }
-	if hi-lo <= pathBucketRead {
-		n := int(hi-lo) * pathRecordSize
-		if cap(pf.buf) < n {
-			pf.buf = make([]byte, n)
-		}
-		b := pf.buf[:n]
-		if _, err := pf.f.ReadAt(b, at(lo)); err != nil {
-			return plumbing.ZeroHash, false
-		}
-		return searchRecords(b, k)
-	}
-	// A large bucket: a binary search reading a record at a time.
+	// A large bucket is narrowed a record at a time until what is left
+	// is read in one call.
 	var rec [pathRecordSize]byte
-	for lo < hi {
+	for hi-lo > pathBucketRead {
 		mid := lo + (hi-lo)/2
 		if _, err := pf.f.ReadAt(rec[:], at(mid)); err != nil {
 			return plumbing.ZeroHash, false
@@ -238,7 +230,15 @@ func (pf *pathFile) find(k [36]byte) (plumbing.Hash, bool) {
 			hi = mid
 		}
 	}
-	return plumbing.ZeroHash, false
+	n := int(hi-lo) * pathRecordSize
+	if cap(pf.buf) < n {
+		pf.buf = make([]byte, n)
+	}
+	b := pf.buf[:n]
+	if _, err := pf.f.ReadAt(b, at(lo)); err != nil {
+		return plumbing.ZeroHash, false
+	}
+	return searchRecords(b, k)
 }
 
 // searchRecords binary-searches the sorted records in b for key k.
