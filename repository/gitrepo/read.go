@@ -245,6 +245,14 @@ type lazyGot struct {
 	info  *revision.Info
 }
 
+// gotten returns l.got, made on first use; l.mu is held.
+func (l *lazyRev) gotten() *lazyGot {
+	if l.got == nil {
+		l.got = &lazyGot{}
+	}
+	return l.got
+}
+
 // Meta returns the revision's Meta, the same value on every call (its
 // Version and Commit strings are built anew each time). It cannot fail.
 func (l *lazyRev) Meta() revision.Meta { return l.meta(l.r.name) }
@@ -269,10 +277,7 @@ func (l *lazyRev) Files(ctx context.Context) (revision.Files, error) {
 	if err != nil {
 		return revision.Files{}, fmt.Errorf("read files of %s: %w", l.key(), err)
 	}
-	if l.got == nil {
-		l.got = &lazyGot{}
-	}
-	l.got.files = &f
+	l.gotten().files = &f
 	return f, nil
 }
 
@@ -293,10 +298,7 @@ func (l *lazyRev) Info(ctx context.Context) (revision.Info, error) {
 		if err != nil {
 			return revision.Info{}, fmt.Errorf("%s: %w", l.key(), err)
 		}
-		if l.got == nil {
-			l.got = &lazyGot{}
-		}
-		l.got.info = &info
+		l.gotten().info = &info
 		return info, nil
 	}
 	l.mu.Unlock()
