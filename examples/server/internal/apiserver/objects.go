@@ -116,6 +116,9 @@ func (si *storeImpl) list(ctx context.Context, rq *request, lo *listOptions) ([]
 func (si *storeImpl) watch(ctx context.Context, rq *request, lo *listOptions, send func(watchEvent) error) error {
 	rv := lo.resourceVersion
 	ch, err := si.s.store.Watch(ctx, si.res, rv)
+	if errors.Is(err, store.ErrInvalid) {
+		return errBadRequest("invalid resourceVersion %q: %v", rv, err)
+	}
 	if err != nil {
 		return toAPIError(si.def().gr, "", err)
 	}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -87,6 +88,7 @@ func (v VariantPackageSyncer) SyncPackageVariant(ctx context.Context, env *Varia
 	if res == nil {
 		return nil, err
 	}
+	err = errors.Join(err, addVariantAuthors(ctx, env.Engine, pv.Annotations, res))
 	status, merr := json.Marshal(res.Status())
 	if merr != nil {
 		return nil, merr
@@ -105,6 +107,7 @@ func (v VariantPackageSyncer) SyncPackageVariantSet(ctx context.Context, env *Va
 	if res == nil {
 		return nil, err
 	}
+	err = errors.Join(err, addVariantAuthors(ctx, env.Engine, pvs.Annotations, res.Results...))
 	status, merr := json.Marshal(variant.PackageVariantSetStatus{Conditions: res.Conditions})
 	if merr != nil {
 		return nil, merr
