@@ -1,12 +1,16 @@
 package apiserver
 
 import (
+	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/configasdata/cad/examples/internal/porchapi"
 )
 
 // A Repository whose git.branch is not a valid git branch name is
@@ -77,4 +81,37 @@ func TestWatchBadResourceVersion(t *testing.T) {
 		code, body := ts.do("GET", prPath+"?watch=true&timeoutSeconds=1&resourceVersion="+rv, "", nil)
 		assert.Equal(t, http.StatusOK, code, "rv %q: %s", rv, body)
 	}
+}
+
+// A resources update with more files than MaxPackageFiles is refused with
+// 413 and changes nothing; one at the limit is accepted.
+func TestResourcesFileLimit(t *testing.T) {
+	assert.Equal(t, DefaultMaxPackageFiles, startServer(t, "", nil).opts.MaxPackageFiles)
+	ts := startServer(t, "", func(o *Options) { o.MaxPackageFiles = 20 })
+	require.Equal(t, 201, ts.doJSON("POST", prPath, initPR("p", "ws"), nil))
+	var prr porchapi.PackageRevisionResources
+	require.Equal(t, 200, ts.doJSON("GET", prrPath+"/default.p.ws", nil, &prr))
+	before := len(prr.Spec.Resources)
+	withFiles := func(n int) porchapi.PackageRevisionResources {
+		out := prr
+		out.Spec.Resources = map[string]string{"Kptfile": prr.Spec.Resources["Kptfile"]}
+		for i := len(out.Spec.Resources); i < n; i++ {
+			out.Spec.Resources[fmt.Sprintf("cm%d.yaml", i)] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm%d\n", i)
+		}
+		return out
+	}
+	big := withFiles(21)
+	body, _ := json.Marshal(&big)
+	code, resp := ts.do("PUT", prrPath+"/default.p.ws", "application/json", body)
+	require.Equal(t, http.StatusRequestEntityTooLarge, code, "%s", resp)
+	st := decodeStatus(t, resp)
+	assert.Equal(t, "RequestEntityTooLarge", string(st.Reason))
+	assert.Contains(t, st.Message, "spec.resources has 21 files, more than this server's limit of 20 files")
+	var after porchapi.PackageRevisionResources
+	require.Equal(t, 200, ts.doJSON("GET", prrPath+"/default.p.ws", nil, &after))
+	assert.Len(t, after.Spec.Resources, before, "the refused update changed nothing")
+	assert.Equal(t, prr.ResourceVersion, after.ResourceVersion)
+
+	ok := withFiles(20)
+	require.Equal(t, 200, ts.doJSON("PUT", prrPath+"/default.p.ws", &ok, nil))
 }
