@@ -81,6 +81,7 @@ import (
 
 	"github.com/configasdata/cad"
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/examples/server/internal/store"
@@ -244,7 +245,7 @@ type Server struct {
 	variants VariantSyncer // nil when variants are not synced
 	handler  http.Handler
 	closeOne sync.Once
-	roots    []string // resolved RepositoryRoots
+	roots    *confine.Roots // resolved RepositoryRoots
 }
 
 type nsName struct{ ns, name string }
