@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -263,4 +265,52 @@ func TestFinalizeOwnRepositoryBrokenKeepsObject(t *testing.T) {
 	require.NoError(t, err)
 	assert.False(t, inGit(t, good, k), "the revision is deleted from git")
 	assert.True(t, apierrors.IsNotFound(u.c.Get(context.Background(), client.ObjectKeyFromObject(obj), &got)))
+}
+
+// On a real API server: with a broken Repository in the namespace, the
+// object of a DeletionProposed revision stays Terminating with Ready
+// False and a Warning Event (the deploy RBAC lets the operator record
+// it), and git keeps the revision; once the broken Repository is removed,
+// both go.
+func TestKubeDeleteRefusedByBrokenRepository(t *testing.T) {
+	e := newEnv(t)
+	e.run(Options{})
+	e.create("blueprints.b.ws1", "b", "ws1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{}},
+		func(pr *porchv1alpha2.PackageRevision) { pr.Spec.Lifecycle = porchv1alpha2.LifecyclePublished })
+	e.wait("blueprints.b.ws1", "published", readyAt(porchv1alpha2.LifecyclePublished))
+	e.setLifecycle("blueprints.b.ws1", porchv1alpha2.LifecycleDeletionProposed)
+	e.wait("blueprints.b.ws1", "proposed for deletion", readyAt(porchv1alpha2.LifecycleDeletionProposed))
+
+	broken := gitRepository("broken", filepath.Join(filepath.Dir(e.gitDir), "missing.git"))
+	broken.Namespace, broken.Spec.Git.CreateBranch = e.ns, false
+	require.NoError(t, e.c.Create(context.Background(), broken))
+	require.NoError(t, e.c.Delete(context.Background(), e.get("blueprints.b.ws1")))
+	pr := e.wait("blueprints.b.ws1", "the refusal", func(pr *porchv1alpha2.PackageRevision) bool {
+		c := meta.FindStatusCondition(pr.Status.Conditions, porchv1alpha2.ConditionReady)
+		return c != nil && c.Reason == ReasonDeleteFailed
+	})
+	require.NotNil(t, pr.DeletionTimestamp)
+	assert.Contains(t, meta.FindStatusCondition(pr.Status.Conditions, porchv1alpha2.ConditionReady).Message, "missing.git")
+	require.Equal(t, revision.LifecycleDeletionProposed, e.gitRevisions(e.gitDir)["b/ws1/1"], "git keeps the revision")
+	s, err := scheme()
+	require.NoError(t, err)
+	require.NoError(t, eventsv1.AddToScheme(s))
+	ec, err := client.New(e.cfg, client.Options{Scheme: s})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var l eventsv1.EventList
+		require.NoError(t, ec.List(context.Background(), &l, client.InNamespace(e.ns)))
+		for _, ev := range l.Items {
+			if ev.Regarding.Name == "blueprints.b.ws1" && ev.Reason == ReasonDeleteFailed && ev.Type == "Warning" {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 100*time.Millisecond, "a Warning Event says why")
+
+	require.NoError(t, e.c.Delete(context.Background(), broken))
+	require.Eventually(t, func() bool {
+		_, ok := e.gitRevisions(e.gitDir)["b/ws1/1"]
+		return !ok && !slices.Contains(e.names(), "blueprints.b.ws1")
+	}, 2*time.Minute, 100*time.Millisecond, "the deletion goes through once the namespace is healthy")
 }
