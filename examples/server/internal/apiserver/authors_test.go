@@ -14,6 +14,7 @@ import (
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/revision"
+	"github.com/configasdata/cad/variant"
 )
 
 func TestAuthorsAnnotation(t *testing.T) {
@@ -177,6 +178,12 @@ func TestSelfApprovalThroughPackageVariant(t *testing.T) {
 	// refuses alice.
 	code, body = ts.doAs("alice-token", "DELETE", pvPath+"/edge", nil, nil)
 	require.Equal(t, 200, code, body)
+	waitFor(t, "the revision orphaned", func() bool {
+		var cur porchapi.PackageRevision
+		ts.doAs("carol-token", "GET", prPath+"/"+edge.Name, nil, &cur)
+		_, owned := cur.Annotations[variant.OwnerAnnotation]
+		return cur.Name != "" && !owned
+	})
 	code, body = approveAs(t, ts, "alice-token", edge.Name)
 	assert.Equal(t, 403, code, body)
 	code, body = approveAs(t, ts, "carol-token", edge.Name)

@@ -342,9 +342,15 @@ func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *uns
 		return errExternalRepositories(u.GetName())
 	}
 	d := grRepositories
-	r, err := repositoryFrom(u)
+	data, err := json.Marshal(u.Object)
 	if err != nil {
 		return errBadRequest("the request body is not a valid Repository: %v", err)
+	}
+	// Typed: a field of the wrong type is a 400; unknown fields as
+	// fieldValidation says.
+	r := &porchapi.Repository{}
+	if err := decodeStrict(rq, data, r); err != nil {
+		return err
 	}
 	inv := func(field, msg string) error { return errInvalid(d, porchapi.KindRepository, r.Name, field, msg) }
 	if r.Spec.Content != "" && r.Spec.Content != porchapi.ContentPackage {

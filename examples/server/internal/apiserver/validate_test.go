@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -114,4 +115,35 @@ func TestResourcesFileLimit(t *testing.T) {
 
 	ok := withFiles(20)
 	require.Equal(t, 200, ts.doJSON("PUT", prrPath+"/default.p.ws", &ok, nil))
+}
+
+// Store-kept objects follow fieldValidation for unknown fields, as
+// Kubernetes does: Strict refuses them with 400, the default warns.
+func TestStoredObjectsUnknownFields(t *testing.T) {
+	ts := startServer(t, "", nil)
+	bare := filepath.Join(t.TempDir(), "r.git")
+	gitInitBare(t, bare)
+	const pvPath = "/apis/config.porch.kpt.dev/v1alpha1/namespaces/default/packagevariants"
+	repo := []byte(`{"apiVersion":"config.porch.kpt.dev/v1alpha1","kind":"Repository","metadata":{"name":"r"},"spec":{"type":"git","bogus":1,"git":{"repo":"` + bare + `","createBranch":true}}}`)
+	pv := []byte(`{"apiVersion":"config.porch.kpt.dev/v1alpha1","kind":"PackageVariant","metadata":{"name":"v"},"spec":{"bogus":1,"upstream":{"repo":"default","package":"a"},"downstream":{"repo":"default","package":"b"}}}`)
+	for _, c := range []struct {
+		path string
+		body []byte
+	}{{repoPath, repo}, {pvPath, pv}} {
+		code, body := ts.do("POST", c.path+"?fieldValidation=Strict", "application/json", c.body)
+		assert.Equal(t, http.StatusBadRequest, code, "%s", body)
+		assert.Contains(t, string(body), `unknown field \"bogus\"`)
+
+		req, err := http.NewRequest("POST", ts.URL+c.path, bytes.NewReader(c.body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusCreated, resp.StatusCode)
+		assert.Contains(t, resp.Header.Get("Warning"), `unknown field \"bogus\"`)
+	}
+	// A Repository field of the wrong type is a 400.
+	code, body := ts.do("POST", repoPath, "application/json", []byte(`{"apiVersion":"config.porch.kpt.dev/v1alpha1","kind":"Repository","metadata":{"name":"t"},"spec":{"type":"git","git":{"repo":5}}}`))
+	assert.Equal(t, http.StatusBadRequest, code, "%s", body)
 }

@@ -59,7 +59,10 @@ type VariantEnv struct {
 // variant.Sync and variant.Remove for PackageVariants, variant.SyncSet and
 // variant.RemoveSet for PackageVariantSets (whose generated variants are
 // not stored as objects: the variant package finds them by the labels of
-// their downstream revisions).
+// their downstream revisions). After a sync it adds the users of the
+// object's AuthorsAnnotation (who created or updated it) to the authors of
+// every revision the sync created or changed, so that
+// Options.RefuseSelfApproval holds for content written through a variant.
 type VariantPackageSyncer struct{}
 
 func (VariantPackageSyncer) options(env *VariantEnv) *variant.Options {
