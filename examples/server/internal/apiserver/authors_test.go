@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/revision"
@@ -213,4 +214,68 @@ func TestSelfApprovalDamagedAuthorsFailsClosed(t *testing.T) {
 	var got porchapi.PackageRevision
 	ts.doAs("carol-token", "GET", prPath+"/"+pr.Name, nil, &got)
 	assert.Equal(t, porchapi.LifecycleProposed, got.Spec.Lifecycle)
+}
+
+// The same through a PackageVariantSet: its author is an author of the
+// revisions its generated variants write.
+func TestSelfApprovalThroughPackageVariantSet(t *testing.T) {
+	ts := selfApprovalServer(t)
+	var base porchapi.PackageRevision
+	code, body := ts.doAs("bob-token", "POST", prPath, initPR("base", "v1"), &base)
+	require.Equal(t, 201, code, body)
+	proposeAs(t, ts, "bob-token", base.Name)
+	code, body = approveAs(t, ts, "carol-token", base.Name)
+	require.Equal(t, 200, code, body)
+
+	pvs := map[string]any{"apiVersion": "config.porch.kpt.dev/v1alpha2", "kind": "PackageVariantSet",
+		"metadata": map[string]any{"name": "fan"},
+		"spec": map[string]any{
+			"upstream": map[string]any{"repo": "default", "package": "base"},
+			"targets":  []any{map[string]any{"repositories": []any{map[string]any{"name": "default", "packageNames": []any{"fan-a"}}}}},
+		}}
+	const pvsPath = "/apis/config.porch.kpt.dev/v1alpha2/namespaces/default/packagevariantsets"
+	code, body = ts.doAs("alice-token", "POST", pvsPath, pvs, nil)
+	require.Equal(t, 201, code, body)
+	var fan porchapi.PackageRevision
+	waitFor(t, "the set's downstream draft with its authors", func() bool {
+		var l porchapi.PackageRevisionList
+		ts.doAs("carol-token", "GET", prPath, nil, &l)
+		for _, it := range l.Items {
+			if it.Spec.PackageName == "fan-a" {
+				fan = it
+			}
+		}
+		return fan.Annotations[AuthorsAnnotation] == `["alice"]`
+	})
+	proposeAs(t, ts, "bob-token", fan.Name)
+	code, body = approveAs(t, ts, "alice-token", fan.Name)
+	assert.Equal(t, 403, code, body)
+	assert.Contains(t, body, `User \"alice\" cannot approve a package revision`)
+	code, body = approveAs(t, ts, "carol-token", fan.Name)
+	assert.Equal(t, 200, code, body)
+}
+
+// The approval check reads the authors of the owning variant objects
+// themselves (covering the moment between a sync's write and its record
+// on the revision), and a damaged record there fails closed too.
+func TestVariantAuthors(t *testing.T) {
+	ts := startServer(t, "", nil)
+	put := func(res, name, authors string) {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "PackageVariant",
+			"metadata": map[string]any{"name": name, "namespace": "default", "annotations": map[string]any{AuthorsAnnotation: authors}}}}
+		_, err := ts.store.Create(res, u)
+		require.NoError(t, err)
+	}
+	put(resPackageVariants, "pv", `["alice"]`)
+	put(resPackageVariantSets, "set", `["dave"]`)
+	put(resPackageVariants, "bad", `alice`)
+	md := revision.Metadata{Annotations: map[string]string{variant.OwnerAnnotation: "default/pv"}, Labels: map[string]string{variant.SetLabel: "set"}}
+	names, err := ts.variantAuthors("default", md)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"alice", "dave"}, names)
+	names, err = ts.variantAuthors("default", revision.Metadata{Annotations: map[string]string{variant.OwnerAnnotation: "default/gone"}})
+	require.NoError(t, err)
+	assert.Empty(t, names, "an owner no longer stored adds nothing")
+	_, err = ts.variantAuthors("default", revision.Metadata{Annotations: map[string]string{variant.OwnerAnnotation: "default/bad"}})
+	assert.Error(t, err)
 }
