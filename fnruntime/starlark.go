@@ -74,24 +74,34 @@ const memoryCheckInterval = 5 * time.Millisecond
 // Steps do not bound memory: one step may build a string or list of up to
 // a GiB, and a few doublings (x = x + x) need only a handful of steps.
 // go.starlark.net has no allocation accounting (its Thread offers only a
-// step limit and Cancel), so the run is watched from outside: every 5ms
-// a watchdog reads the process's heap size (runtime/metrics) and, when it
-// has grown by more than MaxMemory since the run started, forces a garbage
+// step limit and Cancel), so the run is watched from outside. Each run is
+// measured on its own: its baseline is the live heap when it starts. When
+// the heap then holds more than MaxMemory/16 bytes beyond what the last
+// garbage collection found live (garbage left by earlier work, or
+// allocations since), the run starts with a collection, because garbage
+// counted in the baseline and freed during the run would hide as much of
+// the run's own growth; that collection costs time in proportion to the
+// live heap, paid only by runs that start on such a heap. Then every 5ms a
+// watchdog reads the process's heap size (runtime/metrics) and, when it
+// has grown by more than MaxMemory over the baseline, forces a garbage
 // collection (at most every 50ms) to tell live data from garbage; if the
 // live heap is still over, it cancels the thread. The script then fails
 // with an error matching ErrMemoryLimit, at its next step. The bound is
 // approximate: it is on the whole process's heap, so allocations of other
 // goroutines during the run count against it (in a server, a concurrent
-// large request can stop a script); a single step can overshoot it by what
-// that step allocates (at most about 1 GiB, starlark's own cap on one
-// repetition, or the size of one concatenation); and memory that the
-// script holds only briefly, between two samples, is not seen.
+// large request can stop a script) and their garbage freed during the run
+// hides as much of its growth; without a collection at the start, up to
+// MaxMemory/16 bytes of the baseline may be garbage; a single step can
+// overshoot the bound by what that step allocates (at most about 1 GiB,
+// starlark's own cap on one repetition, or the size of one
+// concatenation); and memory that the script holds only briefly, between
+// two samples, is not seen.
 type StarlarkFunction struct {
 	// MaxSteps bounds the Starlark computation steps of one run; zero
 	// means DefaultStarlarkSteps.
 	MaxSteps uint64
-	// MaxMemory bounds, in bytes, how much the heap may grow during one
-	// run (see Memory above); zero means DefaultStarlarkMemory, negative
+	// MaxMemory bounds, in bytes, how much the live heap may grow during
+	// one run (see Memory above); zero means DefaultStarlarkMemory, negative
 	// means no bound.
 	MaxMemory int64
 }
@@ -404,23 +414,38 @@ func starlarkToData(v starlark.Value) (any, error) {
 	return nil, fmt.Errorf("cannot convert a starlark %s to YAML", v.Type())
 }
 
-// heapMetric is the bytes of heap objects, live or not yet swept.
-const heapMetric = "/memory/classes/heap/objects:bytes"
+// heapMetric is the bytes of heap objects, live or not yet swept;
+// liveMetric is the bytes of heap objects found live by the last
+// collection.
+const (
+	heapMetric = "/memory/classes/heap/objects:bytes"
+	liveMetric = "/gc/heap/live:bytes"
+)
 
 // watchMemory starts a watchdog that calls over once, when the heap has
 // grown by more than limit bytes since the call (see StarlarkFunction's
-// Memory section). The returned function stops the watchdog and waits for
-// it.
+// Memory section). Its baseline is the live heap at the call: when the
+// heap holds more than limit/16 bytes beyond what the last collection
+// found live (garbage of earlier work, or allocations since), it collects
+// first, so that garbage freed during the run does not hide the run's own
+// growth. The returned function stops the watchdog and waits for it.
 func watchMemory(limit uint64, over func()) (stop func()) {
-	sample := []metrics.Sample{{Name: heapMetric}}
-	read := func() uint64 {
+	sample := []metrics.Sample{{Name: heapMetric}, {Name: liveMetric}}
+	read := func() (heap, live uint64) {
 		metrics.Read(sample)
-		if sample[0].Value.Kind() != metrics.KindUint64 {
-			return 0
+		if sample[0].Value.Kind() == metrics.KindUint64 {
+			heap = sample[0].Value.Uint64()
 		}
-		return sample[0].Value.Uint64()
+		if sample[1].Value.Kind() == metrics.KindUint64 {
+			live = sample[1].Value.Uint64()
+		}
+		return heap, live
 	}
-	base := read()
+	base, live := read()
+	if base > live+limit/16 {
+		runtime.GC()
+		base, _ = read()
+	}
 	quit := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
@@ -434,14 +459,14 @@ func watchMemory(limit uint64, over func()) (stop func()) {
 				return
 			case <-t.C:
 			}
-			if read() <= base+limit || time.Since(lastGC) < 10*memoryCheckInterval {
+			if h, _ := read(); h <= base+limit || time.Since(lastGC) < 10*memoryCheckInterval {
 				continue
 			}
 			// Over, perhaps with garbage: count only what survives a
 			// collection.
 			runtime.GC()
 			lastGC = time.Now()
-			if read() > base+limit {
+			if h, _ := read(); h > base+limit {
 				over()
 				return
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -98,6 +100,62 @@ func TestStarlarkConfigErrors(t *testing.T) {
 		}
 		if len(rl.Results) != 1 || !strings.Contains(rl.Results[0].Message, tc.want) {
 			t.Errorf("results = %v, want %q", rl.Results, tc.want)
+		}
+	}
+}
+
+// overLimitScript holds about 64 MiB, over a 32 MiB cap, in few steps,
+// and then works on for a while (so that the watchdog samples it).
+const overLimitScript = `
+keep = []
+for i in range(640):
+    keep.append("x" * 100000 + str(i))
+n = 0
+for i in range(2000000):
+    n += i
+`
+
+// garbageSink keeps the compiler from dropping the garbage allocations.
+var garbageSink []byte
+
+// The memory cap measures each run on its own: the same over-limit script
+// is refused on a fresh process and after earlier work left much garbage
+// on the heap (which a collection during the run frees, hiding the run's
+// own growth from a baseline that counted it).
+func TestStarlarkMemoryLimitIgnoresEarlierGarbage(t *testing.T) {
+	run := func() error {
+		return (&fnruntime.StarlarkFunction{MaxMemory: 32 << 20}).Run(context.Background(), starlarkList(t, overLimitScript))
+	}
+	runtime.GC()
+	if err := run(); !errors.Is(err, fnruntime.ErrMemoryLimit) {
+		t.Fatalf("fresh: got %v, want ErrMemoryLimit", err)
+	}
+	// Leave 256 MiB of garbage, with the collector off so that it stays
+	// until the run starts.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	runtime.GC()
+	for i := 0; i < 256; i++ {
+		garbageSink = make([]byte, 1<<20)
+		garbageSink[0] = 1
+	}
+	garbageSink = nil
+	if err := run(); !errors.Is(err, fnruntime.ErrMemoryLimit) {
+		t.Fatalf("after garbage: got %v, want ErrMemoryLimit", err)
+	}
+}
+
+// BenchmarkStarlarkSmall runs a small script over one resource: the cost
+// of a run, its memory watchdog included.
+func BenchmarkStarlarkSmall(b *testing.B) {
+	t := &testing.T{}
+	fn := &fnruntime.StarlarkFunction{}
+	for b.Loop() {
+		rl := starlarkList(t, `
+for r in ctx.resource_list["items"]:
+    r["metadata"]["annotations"] = {"seen": "yes"}
+`)
+		if err := fn.Run(context.Background(), rl); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

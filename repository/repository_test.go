@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -95,6 +97,47 @@ func TestListOptionsMatches(t *testing.T) {
 	for _, o := range no {
 		if o.Matches(m) {
 			t.Errorf("%+v matches", o)
+		}
+	}
+}
+
+// TestCheckBranchName checks branch names against git check-ref-format
+// --branch, the git CLI being the independent witness, and that a spec
+// naming a bad branch is refused by Validate.
+func TestCheckBranchName(t *testing.T) {
+	names := []string{
+		"main", "feature/x", "release-1.0", "a.b", "users/me/topic", "v1", "@x", "x@y", "ü",
+		"../../x", "..", "a..b", "/x", "x/", "a//b", ".x", "a/.b", "x.lock", "a.lock/b", "x.",
+		"a b", "a~b", "a^b", "a:b", "a?b", "a*b", "a[b", `a\b`, "a@{b", "@", "-x", "a\tb", "a\x7fb", "",
+	}
+	gitBin, err := exec.LookPath("git")
+	if err != nil && os.Getenv("CI") == "true" {
+		t.Fatal("git is needed as the witness: ", err)
+	}
+	outside := t.TempDir()
+	for _, name := range names {
+		err := repository.CheckBranchName(name)
+		if err != nil && !errors.Is(err, repository.ErrInvalidInput) {
+			t.Errorf("CheckBranchName(%q) = %v, want ErrInvalidInput", name, err)
+		}
+		if gitBin != "" {
+			// Outside any repository, so that git does not expand "@".
+			cmd := exec.Command(gitBin, "check-ref-format", "--branch", name)
+			cmd.Dir = outside
+			gitOK := cmd.Run() == nil
+			if gitOK != (err == nil) {
+				t.Errorf("CheckBranchName(%q) = %v; git check-ref-format --branch accepts it: %v", name, err, gitOK)
+			}
+		}
+		s := repository.Spec{Name: "ok", Type: repository.TypeGit, Git: &repository.GitSpec{Repo: "/x", Branch: name}}
+		verr := s.Validate()
+		switch {
+		case name == "": // the default branch
+			if verr != nil {
+				t.Errorf("Validate with no branch = %v", verr)
+			}
+		case (err == nil) != (verr == nil):
+			t.Errorf("branch %q: CheckBranchName = %v but Validate = %v", name, err, verr)
 		}
 	}
 }

@@ -90,7 +90,8 @@ func CleanDirectory(dir string) string {
 
 // Validate reports the first problem of s as an error matching
 // ErrInvalidInput: a name that is not a DNS-1123 label, a missing or
-// unknown type, a type whose section is missing, a directory with "..".
+// unknown type, a type whose section is missing, a directory with "..", a
+// git branch that is not a valid git branch name (see CheckBranchName).
 func (s Spec) Validate() error {
 	bad := func(format string, args ...any) error {
 		return &Error{Op: "validate spec", Repo: s.Name, Err: fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))}
@@ -108,6 +109,11 @@ func (s Spec) Validate() error {
 				return bad("git.directory %q must not contain ..", s.Git.Directory)
 			}
 		}
+		if s.Git.Branch != "" {
+			if why := branchNameProblem(s.Git.Branch); why != "" {
+				return bad("git.branch %q is not a valid git branch name: %s", s.Git.Branch, why)
+			}
+		}
 	case TypeOCI:
 		if s.OCI == nil || s.OCI.Registry == "" {
 			return bad("an oci repository needs oci.registry")
@@ -118,6 +124,58 @@ func (s Spec) Validate() error {
 		return bad("unknown type %q: must be git or oci", s.Type)
 	}
 	return nil
+}
+
+// CheckBranchName reports whether name is a valid git branch name, by the
+// rules of git check-ref-format --branch applied to refs/heads/<name>: no
+// empty component and none that starts with "." or ends with ".lock"; no
+// "..", "@{", "//", control characters, space, "~", "^", ":", "?", "*",
+// "[" or "\\"; no leading or trailing "/", no trailing "."; not "HEAD"
+// (which git 2.44 and later refuse too) and no leading "-". It returns nil for a valid name and otherwise
+// an error matching ErrInvalidInput that says which rule name breaks.
+func CheckBranchName(name string) error {
+	if why := branchNameProblem(name); why != "" {
+		return fmt.Errorf("%w: %q is not a valid git branch name: %s", ErrInvalidInput, name, why)
+	}
+	return nil
+}
+
+// branchNameProblem returns why name is not a valid branch name, or "".
+func branchNameProblem(name string) string {
+	bad := func(why string) string { return why }
+	switch {
+	case name == "":
+		return bad("it is empty")
+	case name == "HEAD":
+		return bad(`it is "HEAD"`)
+	case strings.HasPrefix(name, "-"):
+		return bad(`it starts with "-"`)
+	case strings.HasSuffix(name, "."):
+		return bad(`it ends with "."`)
+	case strings.Contains(name, ".."):
+		return bad(`it contains ".."`)
+	case strings.Contains(name, "@{"):
+		return bad(`it contains "@{"`)
+	}
+	for _, c := range name {
+		if c < 0x20 || c == 0x7f {
+			return bad("it contains a control character")
+		}
+		if strings.ContainsRune(" ~^:?*[\\", c) {
+			return bad(fmt.Sprintf("it contains %q", c))
+		}
+	}
+	for _, seg := range strings.Split(name, "/") {
+		switch {
+		case seg == "":
+			return bad(`it has an empty component (a leading, trailing or double "/")`)
+		case strings.HasPrefix(seg, "."):
+			return bad(fmt.Sprintf("its component %q starts with \".\"", seg))
+		case strings.HasSuffix(seg, ".lock"):
+			return bad(fmt.Sprintf("its component %q ends with \".lock\"", seg))
+		}
+	}
+	return ""
 }
 
 func dnsLabel(s string) string {

@@ -19,7 +19,11 @@
 //     revisions and creates a PackageRevision object for each (named
 //     <repository>.<package with / as .>.<workspace>, owned by the
 //     Repository), and deletes the objects whose revision is gone. It reads
-//     the repository again every --poll.
+//     the repository again every --poll. A local repository (a path or a
+//     file:// URL, in git.repo or in a PackageRevision's cloneFrom.git.repo)
+//     is opened only under a --repository-root (repeatable; default none),
+//     as the reference server confines them; anything else gets Ready False
+//     with the reason.
 //
 //   - PackageRevision: applies spec.source once (init, cloneFrom, copyFrom,
 //     upgrade), moves the revision to spec.lifecycle (propose, approve,
@@ -37,7 +41,11 @@
 //     proposed for deletion from the repository; deleting the object of a
 //     published revision leaves the repository untouched, and discovery
 //     makes the object again. To delete a published revision, set
-//     spec.lifecycle to DeletionProposed, then delete the object.
+//     spec.lifecycle to DeletionProposed, then delete the object. When the
+//     repository refuses the deletion (the revision is another's upstream,
+//     or a Repository of the namespace that must be checked is broken), the
+//     object stays, Terminating, with Ready False and reason DeleteFailed
+//     saying why, and a Warning Event; the deletion is retried.
 //
 //   - PackageVariant (config.porch.kpt.dev/v1alpha1) and PackageVariantSet
 //     (v1alpha2): cad's variant package keeps each downstream a
@@ -93,6 +101,10 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.CacheDir, "cache-dir", "", "keep clones of remote git repositories here (default in memory)")
 	fs.DurationVar(&o.Poll, "poll", 30*time.Second, "how often each repository is read again")
 	fs.IntVar(&o.Workers, "workers", 4, "objects of each kind reconciled at once")
+	fs.Func("repository-root", "directory under which local git repositories (git.repo or cloneFrom.git.repo as a path or file:// URL) may be opened; repeatable (default none: no local repository)", func(v string) error {
+		o.RepositoryRoots = append(o.RepositoryRoots, v)
+		return nil
+	})
 	qps := fs.Float64("kube-api-qps", 100, "requests per second to the API server (client-go's default of 5 would make discovering thousands of revisions take many minutes)")
 	burst := fs.Int("kube-api-burst", 200, "burst of requests to the API server")
 	verbose := fs.Bool("v", false, "log what the reconcilers do")

@@ -18,6 +18,7 @@ import (
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	configv1alpha2 "github.com/configasdata/cad/api/config/v1alpha2"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
+	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/fnruntime"
 )
@@ -46,6 +47,14 @@ type Options struct {
 	// Poll is how often each repository is read again for discovery;
 	// default 30s.
 	Poll time.Duration
+	// RepositoryRoots are the directories under which a local git
+	// repository (a Repository's git.repo or a cloneFrom.git.repo given as
+	// a path or a file:// URL) may be opened, symbolic links resolved, as
+	// the reference server's --repository-root; CacheDir is never allowed.
+	// Default none: the operator opens no repository on its own
+	// filesystem, and such a Repository or PackageRevision gets a Ready
+	// condition False that says why.
+	RepositoryRoots []string
 
 	// Workers is the number of objects of each kind reconciled at once;
 	// default 4.
@@ -141,9 +150,17 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
 	pipe := stdpipe.Kptfile(fnruntime.NewRegistry(nil), nil)
+	var private map[string]string
+	if o.CacheDir != "" {
+		private = map[string]string{"cache": o.CacheDir}
+	}
+	roots, err := confine.New("operator", o.RepositoryRoots, private)
+	if err != nil {
+		return nil, err
+	}
 	return &operator{
 		mgr:        mgr,
-		repos:      newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe),
+		repos:      newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe, roots),
 		opts:       o,
 		touch:      make(chan event.GenericEvent, 1024),
 		rediscover: make(chan event.GenericEvent, 1024),
@@ -158,7 +175,7 @@ func (op *operator) addRepositories() error {
 
 // addPackageRevisions adds the PackageRevision reconciler.
 func (op *operator) addPackageRevisions() error {
-	r := &prReconciler{client: op.mgr.GetClient(), repos: op.repos, retry: op.opts.Poll}
+	r := &prReconciler{client: op.mgr.GetClient(), repos: op.repos, retry: op.opts.Poll, events: op.mgr.GetEventRecorder("cad-operator")}
 	return r.setup(op.mgr, op.touch)
 }
 

@@ -97,6 +97,11 @@ func (e *env) runAs(cfg *rest.Config, o Options) (stop func()) {
 	}
 	o.Namespace = e.ns
 	o.inProcessReplica = true
+	if o.RepositoryRoots == nil {
+		// The test's repositories: every t.TempDir of a test shares a
+		// parent.
+		o.RepositoryRoots = []string{filepath.Dir(e.t.TempDir())}
+	}
 	op, err := newOperator(cfg, o)
 	require.NoError(e.t, err)
 	require.NoError(e.t, op.addRepositories())

@@ -7,9 +7,11 @@ import (
 	"maps"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -35,7 +37,13 @@ type prReconciler struct {
 	repos  *repoSet
 	// retry is how long a revision waits for its Repository to open.
 	retry time.Duration
+	// events records why a deletion was refused; nil records none.
+	events events.EventRecorder
 }
+
+// ReasonDeleteFailed is the reason of the Ready condition of an object
+// whose revision the repository refused to delete.
+const ReasonDeleteFailed = "DeleteFailed"
 
 // permanent is an error retrying will not fix: bad input in the object.
 type permanent struct{ err error }
@@ -73,8 +81,10 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 
 	repo, repoObj, err := r.repos.get(ctx, pr.Namespace, repoName)
 	if err != nil {
-		if pr.DeletionTimestamp != nil && errors.Is(err, repository.ErrNotFound) {
-			// The Repository is gone: nothing in git to guard.
+		if pr.DeletionTimestamp != nil && repoObj == nil && errors.Is(err, repository.ErrNotFound) {
+			// The Repository object is gone: nothing in git to guard.
+			// (A Repository that exists but does not open guards its
+			// revisions until it opens again.)
 			return ctrl.Result{}, r.dropFinalizer(ctx, &pr)
 		}
 		r.setReady(&pr, metav1.ConditionFalse, porchv1alpha2.ReasonPending, "repository: "+err.Error())
@@ -93,7 +103,7 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	found := err == nil
 
 	if pr.DeletionTimestamp != nil {
-		return ctrl.Result{}, r.finalize(ctx, e, &pr, rev, found)
+		return r.finalize(ctx, e, orig, &pr, rev, found)
 	}
 	if !controllerutil.ContainsFinalizer(&pr, porchv1alpha2.Finalizer) || pr.Labels[porchv1alpha2.RepositoryLabel] != repoName {
 		// The finalizer guards the repository; the label and the owner
@@ -297,6 +307,9 @@ func (r *prReconciler) applySource(ctx context.Context, e *engine.Engine, pr *po
 			}
 			cs.Revision = &k
 		case up.Git != nil:
+			if err := r.repos.roots.CheckGitURL(up.Git.Repo); err != nil {
+				return nil, permanent{fmt.Errorf("cloneFrom.git.repo: %w", err)}
+			}
 			g := &engine.GitUpstream{Repo: up.Git.Repo, Directory: up.Git.Directory, Ref: up.Git.Ref}
 			if up.Git.SecretRef != nil && up.Git.SecretRef.Name != "" {
 				sec, err := r.repos.secret(ctx, pr.Namespace, up.Git.SecretRef.Name)
@@ -382,22 +395,50 @@ func (r *prReconciler) transition(ctx context.Context, e *engine.Engine, m revis
 	return rev, nil
 }
 
-// finalize handles the deletion of the object: the revision is deleted from
-// the repository when it is a draft, a proposal or proposed for deletion;
-// a published revision stays (and discovery makes its object again).
-func (r *prReconciler) finalize(ctx context.Context, e *engine.Engine, pr *porchv1alpha2.PackageRevision, rev revision.PackageRevision, found bool) error {
+// finalize deletes the revision of a deleted object from its repository,
+// unless it is published, and then lets the object go. The object goes
+// only when the revision is deleted or found gone by its own repository:
+// a "not found" that the deletion met elsewhere (a broken Repository of
+// the namespace it consulted) is no proof. A refused deletion keeps the
+// object, Terminating, with Ready False (ReasonDeleteFailed) and a
+// Warning Event that say why, and is tried again after r.retry.
+func (r *prReconciler) finalize(ctx context.Context, e *engine.Engine, orig, pr *porchv1alpha2.PackageRevision, rev revision.PackageRevision, found bool) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(pr, porchv1alpha2.Finalizer) {
-		return nil
+		return ctrl.Result{}, nil
 	}
 	if found {
 		m := rev.Meta()
 		if m.Lifecycle != revision.LifecyclePublished {
-			if err := e.Delete(ctx, m.Key.Repository, m.Key); err != nil && !errors.Is(err, repository.ErrNotFound) {
-				return err
+			if err := e.Delete(ctx, m.Key.Repository, m.Key); err != nil && !r.gone(ctx, e, m.Key, err) {
+				return r.deleteRefused(ctx, orig, pr, m.Key, err)
 			}
 		}
 	}
-	return r.dropFinalizer(ctx, pr)
+	return ctrl.Result{}, r.dropFinalizer(ctx, pr)
+}
+
+// gone reports whether the deletion of k failed because k is no longer in
+// its repository, asking that repository alone.
+func (r *prReconciler) gone(ctx context.Context, e *engine.Engine, k revision.Key, err error) bool {
+	if !errors.Is(err, repository.ErrNotFound) {
+		return false
+	}
+	_, gerr := e.Get(ctx, k.Repository, k)
+	return errors.Is(gerr, repository.ErrNotFound)
+}
+
+// deleteRefused records that the repository refused to delete k: Ready
+// False with the reason in the status, and a Warning Event.
+func (r *prReconciler) deleteRefused(ctx context.Context, orig, pr *porchv1alpha2.PackageRevision, k revision.Key, err error) (ctrl.Result, error) {
+	msg := fmt.Sprintf("the revision cannot be deleted from repository %s, so the object stays until it can: %v", k.Repository, err)
+	r.setReady(pr, metav1.ConditionFalse, ReasonDeleteFailed, msg)
+	if r.events != nil {
+		r.events.Eventf(pr, nil, corev1.EventTypeWarning, ReasonDeleteFailed, "Delete", "%s", msg)
+	}
+	if werr := r.writeStatus(ctx, orig, pr); werr != nil {
+		return ctrl.Result{}, werr
+	}
+	return ctrl.Result{RequeueAfter: r.retry}, nil
 }
 
 func (r *prReconciler) dropFinalizer(ctx context.Context, pr *porchv1alpha2.PackageRevision) error {

@@ -19,6 +19,7 @@ import (
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
@@ -44,6 +45,7 @@ type repoSet struct {
 	secrets  client.Reader // Secrets, read from the API server directly
 	cacheDir string        // "" keeps remote clones in memory
 	pipe     pipeline.Pipeline
+	roots    *confine.Roots // where local repositories may be; nil: nowhere
 
 	mu      sync.Mutex
 	open    map[types.NamespacedName]*openRepo
@@ -56,8 +58,8 @@ type openRepo struct {
 	fingerprint string
 }
 
-func newRepoSet(objects, secrets client.Reader, cacheDir string, pipe pipeline.Pipeline) *repoSet {
-	return &repoSet{objects: objects, secrets: secrets, cacheDir: cacheDir, pipe: pipe,
+func newRepoSet(objects, secrets client.Reader, cacheDir string, pipe pipeline.Pipeline, roots *confine.Roots) *repoSet {
+	return &repoSet{objects: objects, secrets: secrets, cacheDir: cacheDir, pipe: pipe, roots: roots,
 		open: map[types.NamespacedName]*openRepo{}, engines: map[string]*engine.Engine{}}
 }
 
@@ -101,6 +103,9 @@ func (s *repoSet) openObject(ctx context.Context, obj *configv1alpha1.Repository
 	var r repository.Repository
 	switch spec.Type {
 	case repository.TypeGit:
+		if err := s.roots.CheckGitURL(spec.Git.Repo); err != nil {
+			return nil, fmt.Errorf("repository %s: %w", nn, err)
+		}
 		auth, err := gitAuth(sec)
 		if err != nil {
 			return nil, err

@@ -47,6 +47,8 @@
 //	                         bearerToken, or ssh-privatekey (with optional
 //	                         ssh-passphrase and known_hosts)
 //	--max-body-bytes N       request body cap (default 6 MiB, as Porch)
+//	--max-package-files N    files of one package revision resources update
+//	                         (default 10000; more is refused with 413)
 //	--starlark-max-steps N   step cap of the starlark function
 //	--starlark-max-memory N  heap growth cap of one starlark run, in bytes
 //	--target-kubeconfig FILE the cluster packages are deployed to: serves
@@ -124,6 +126,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(&roots, "repository-root", "directory under which local git repositories and local clone sources may be opened; repeatable (default the data directory)")
 	secretsDir := fs.String("secrets-dir", "", "directory of the credentials secretRefs name: <dir>/<namespace>/<secret>/<key> files (username, password, bearerToken, ssh-privatekey, ssh-passphrase, known_hosts)")
 	maxBody := fs.Int64("max-body-bytes", apiserver.DefaultMaxBodyBytes, "largest request body accepted, in bytes")
+	maxFiles := fs.Int("max-package-files", apiserver.DefaultMaxPackageFiles, "most files a package revision resources update may hold; more is refused with 413 before any work")
 	listCache := fs.Int64("list-cache-bytes", apiserver.DefaultListCacheBytes, "memory of the cache of recent PackageRevision list responses, in bytes; negative turns it off")
 	compressLists := fs.Bool("compress-lists", false, "send PackageRevision lists of 128 KiB or more gzip-compressed to clients that accept it (for clients over slow links; on loopback it costs more CPU than it saves)")
 	starlarkSteps := fs.Uint64("starlark-max-steps", fnruntime.DefaultStarlarkSteps, "computation steps a starlark function may take")
@@ -147,6 +150,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		RepositoryRoots:    roots,
 		SecretsDir:         *secretsDir,
 		MaxBodyBytes:       *maxBody,
+		MaxPackageFiles:    *maxFiles,
 		ListCacheBytes:     *listCache,
 		CompressLists:      *compressLists,
 		Pipeline: stdpipe.Kptfile(fnruntime.NewRegistry(&fnruntime.Options{

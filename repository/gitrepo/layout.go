@@ -2,12 +2,13 @@ package gitrepo
 
 import (
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // Porch's git layout: ref prefixes, commit messages and the initial commit.
@@ -139,27 +140,10 @@ func names(anns []annotation, full string) bool {
 	return false
 }
 
-// validBranchName checks a branch name against git's ref name rules.
+// validBranchName checks a branch name against git's ref name rules
+// (repository.CheckBranchName).
 func validBranchName(name string) error {
-	if name == "" {
-		return fmt.Errorf("empty")
-	}
-	if strings.HasPrefix(name, "/") || strings.HasSuffix(name, "/") || strings.HasSuffix(name, ".") ||
-		strings.HasSuffix(name, ".lock") || strings.Contains(name, "..") || strings.Contains(name, "//") ||
-		strings.Contains(name, "@{") || strings.HasPrefix(name, "-") {
-		return fmt.Errorf("not a valid git branch name")
-	}
-	for _, c := range name {
-		if c < 0x20 || c == 0x7f || strings.ContainsRune(" ~^:?*[\\", c) {
-			return fmt.Errorf("not a valid git branch name")
-		}
-	}
-	for _, seg := range strings.Split(name, "/") {
-		if strings.HasPrefix(seg, ".") {
-			return fmt.Errorf("not a valid git branch name")
-		}
-	}
-	return nil
+	return repository.CheckBranchName(name)
 }
 
 // signature returns a git signature at the repository's clock time.

@@ -13,6 +13,8 @@
 //   - server mode (--server URL): the same objects are read and written over
 //     the reference server's Kubernetes-style HTTP API with plain net/http and
 //     JSON; --token (or $CADCTL_TOKEN) authenticates with a bearer token,
+//     sent only to an https:// server (a token with an http:// server is
+//     refused, as kubectl sends no credentials over plain http),
 //     --client-certificate and --client-key with a TLS client certificate,
 //     and --certificate-authority verifies an https server.
 //

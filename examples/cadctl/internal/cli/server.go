@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -29,7 +28,9 @@ type ServerOptions struct {
 	// HTTPClient makes the requests; default a client with a 5 minute
 	// timeout (renders run during requests) and the TLS settings below.
 	HTTPClient *http.Client
-	// Token is sent as "Authorization: Bearer <token>"; empty sends none.
+	// Token is sent as "Authorization: Bearer <token>", only over https:
+	// NewServerClient refuses a Token with an http:// URL, and a request
+	// redirected to http:// fails rather than carry it. Empty sends none.
 	Token string
 	// CAFile, when set, holds the PEM CAs that verify an https server
 	// instead of the system's.
@@ -68,13 +69,25 @@ func (o *ServerOptions) tlsConfig() (*tls.Config, error) {
 	return cfg, nil
 }
 
-// bearer adds a bearer token to every request.
+// bearer adds a bearer token to every request to the server's host over
+// https; it refuses a request over plain http (a redirect to an http://
+// URL) and sends none to another host.
 type bearer struct {
 	token string
+	host  string
 	next  http.RoundTripper
 }
 
 func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.URL.Scheme != "https" {
+		if r.Body != nil {
+			r.Body.Close()
+		}
+		return nil, fmt.Errorf("refusing to send a bearer token over plain http to %s", r.URL.Host)
+	}
+	if r.URL.Host != b.host {
+		return b.next.RoundTrip(r)
+	}
 	r = r.Clone(r.Context())
 	r.Header.Set("Authorization", "Bearer "+b.token)
 	return b.next.RoundTrip(r)
@@ -92,7 +105,8 @@ type ServerClient struct {
 var _ Client = (*ServerClient)(nil)
 
 // NewServerClient returns a client of the server at rawURL for namespace
-// ns.
+// ns. It returns a usage error for a URL that is not http:// or https://
+// and for a bearer token (opts.Token) with an http:// URL.
 func NewServerClient(rawURL, ns string, opts *ServerOptions) (*ServerClient, error) {
 	u, err := url.Parse(rawURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -116,15 +130,16 @@ func NewServerClient(rawURL, ns string, opts *ServerOptions) (*ServerClient, err
 		hc = &http.Client{Timeout: 5 * time.Minute, Transport: tr}
 	}
 	if o.Token != "" {
-		if u.Scheme != "https" && !isLoopbackHost(u.Hostname()) {
-			return nil, usagef("a bearer token is sent only over https (or to a loopback server), not to %s", u.Host)
+		if u.Scheme != "https" {
+			// kubectl does not send credentials over plain http either.
+			return nil, usagef("refusing to send a bearer token over plain http to %s: use an https:// --server (or drop --token and $%s)", u.Host, EnvToken)
 		}
 		c := *hc
 		next := c.Transport
 		if next == nil {
 			next = http.DefaultTransport
 		}
-		c.Transport = &bearer{token: o.Token, next: next}
+		c.Transport = &bearer{token: o.Token, host: u.Host, next: next}
 		hc = &c
 	}
 	return &ServerClient{base: u, ns: ns, http: hc}, nil
@@ -342,12 +357,4 @@ func (s *ServerClient) UpdateResources(ctx context.Context, prr *porchapi.Packag
 		return nil, err
 	}
 	return &out, nil
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }

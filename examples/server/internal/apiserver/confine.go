@@ -17,87 +17,34 @@ import (
 	gossh "golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/examples/internal/urlcred"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 )
 
-// resolveRoots returns the repository roots, absolute and with symbolic
-// links resolved: roots, or the data directory when roots is empty, and
-// always the data directory's git directory, where the server keeps its
-// own default repository. Roots are created when missing.
-func resolveRoots(dataDir string, roots []string) ([]string, error) {
+// resolveRoots returns the repository roots: roots, or the data directory
+// when roots is empty, and always the data directory's git directory,
+// where the server keeps its own default repository; its objects and
+// cache directories are private. Roots are created when missing.
+func resolveRoots(dataDir string, roots []string) (*confine.Roots, error) {
 	if len(roots) == 0 {
 		roots = []string{dataDir}
 	}
 	roots = append(slices.Clone(roots), filepath.Join(dataDir, "git"))
-	var out []string
-	for _, r := range roots {
-		abs, err := filepath.Abs(r)
-		if err != nil {
-			return nil, fmt.Errorf("apiserver: repository root %s: %w", r, err)
-		}
-		if err := os.MkdirAll(abs, 0o755); err != nil {
-			return nil, fmt.Errorf("apiserver: repository root: %w", err)
-		}
-		real, err := filepath.EvalSymlinks(abs)
-		if err != nil {
-			return nil, fmt.Errorf("apiserver: repository root: %w", err)
-		}
-		out = append(out, real)
-	}
-	return out, nil
-}
-
-// realPath returns p absolute with the symbolic links of its longest
-// existing prefix resolved.
-func realPath(p string) (string, error) {
-	abs, err := filepath.Abs(p)
+	r, err := confine.New("server", roots, map[string]string{
+		"objects": filepath.Join(dataDir, "objects"), "cache": filepath.Join(dataDir, "cache")})
 	if err != nil {
-		return "", err
+		return nil, fmt.Errorf("apiserver: %w", err)
 	}
-	rest := ""
-	for cur := abs; ; {
-		if real, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(real, rest), nil
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return abs, nil
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
-}
-
-func within(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, dir+string(filepath.Separator))
+	return r, nil
 }
 
 // checkLocalPath refuses a local repository path outside the repository
 // roots, or inside the server's object store or caches.
 func (s *Server) checkLocalPath(p string) error {
-	real, err := realPath(p)
-	if err != nil {
-		return fmt.Errorf("%w: local repository %q: %v", repository.ErrInvalidInput, p, err)
-	}
-	dataDir, err := realPath(s.opts.DataDir)
-	if err != nil {
-		return err
-	}
-	for _, private := range []string{"objects", "cache"} {
-		if within(real, filepath.Join(dataDir, private)) {
-			return fmt.Errorf("%w: local repository %q is inside the server's private %s directory", repository.ErrInvalidInput, p, private)
-		}
-	}
-	for _, root := range s.roots {
-		if within(real, root) {
-			return nil
-		}
-	}
-	return fmt.Errorf("%w: local repository %q is outside the server's repository roots (%s); a server opens local repositories only under them",
-		repository.ErrInvalidInput, p, strings.Join(s.roots, ", "))
+	return s.roots.CheckPath(p)
 }
 
 // checkGitURL checks a git URL a client gave: no credentials in it, and

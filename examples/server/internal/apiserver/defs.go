@@ -128,7 +128,11 @@ func (s *Server) resourceDefs() []*resourceDef {
 			deleted: func(_ context.Context, rq *request, u *unstructured.Unstructured) { s.unregister(rq.ns, rq.name) }},
 	})
 	variantHooks := func(res string, def func() *resourceDef) *storeImpl {
-		return &storeImpl{s: s, res: res, def: def, keepStatus: true,
+		typed := func() any { return &porchapi.PackageVariant{} }
+		if res == resPackageVariantSets {
+			typed = func() any { return &porchapi.PackageVariantSet{} }
+		}
+		return &storeImpl{s: s, res: res, def: def, keepStatus: true, prepare: s.prepareVariant(typed),
 			written: func(_ context.Context, rq *request, u, _ *unstructured.Unstructured) *unstructured.Unstructured {
 				s.queueVariant(variantWork{resource: res, ns: rq.ns, name: u.GetName()})
 				return nil

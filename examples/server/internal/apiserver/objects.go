@@ -116,6 +116,9 @@ func (si *storeImpl) list(ctx context.Context, rq *request, lo *listOptions) ([]
 func (si *storeImpl) watch(ctx context.Context, rq *request, lo *listOptions, send func(watchEvent) error) error {
 	rv := lo.resourceVersion
 	ch, err := si.s.store.Watch(ctx, si.res, rv)
+	if errors.Is(err, store.ErrInvalid) {
+		return errBadRequest("invalid resourceVersion %q: %v", rv, err)
+	}
 	if err != nil {
 		return toAPIError(si.def().gr, "", err)
 	}
@@ -339,9 +342,15 @@ func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *uns
 		return errExternalRepositories(u.GetName())
 	}
 	d := grRepositories
-	r, err := repositoryFrom(u)
+	data, err := json.Marshal(u.Object)
 	if err != nil {
 		return errBadRequest("the request body is not a valid Repository: %v", err)
+	}
+	// Typed: a field of the wrong type is a 400; unknown fields as
+	// fieldValidation says.
+	r := &porchapi.Repository{}
+	if err := decodeStrict(rq, data, r); err != nil {
+		return err
 	}
 	inv := func(field, msg string) error { return errInvalid(d, porchapi.KindRepository, r.Name, field, msg) }
 	if r.Spec.Content != "" && r.Spec.Content != porchapi.ContentPackage {

@@ -74,12 +74,18 @@ func (p *prrImpl) delete(context.Context, *request, *metav1.DeleteOptions) (meta
 }
 
 // update replaces the files of a Draft with spec.resources and renders them.
-// The resourceVersion is required, as in Porch.
+// The resourceVersion is required, as in Porch. More files than
+// Options.MaxPackageFiles are refused (413) before anything is read.
 func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
 	s := p.s
 	var in porchapi.PackageRevisionResources
 	if err := decodeStrict(rq, body, &in); err != nil {
 		return nil, err
+	}
+	if n := len(in.Spec.Resources); n > s.opts.MaxPackageFiles {
+		return nil, newStatus(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, fmt.Sprintf(
+			"%s %q: spec.resources has %d files, more than this server's limit of %d files per package revision (--max-package-files)",
+			grPackageRevisionResources, rq.name, n, s.opts.MaxPackageFiles))
 	}
 	inv := func(field, msg string) error {
 		return errInvalid(grPackageRevisionResources, porchapi.KindPackageRevisionResources, rq.name, field, msg)

@@ -81,6 +81,7 @@ import (
 
 	"github.com/configasdata/cad"
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/examples/server/internal/store"
@@ -95,6 +96,7 @@ import (
 // Defaults of Options.
 const (
 	DefaultMaxBodyBytes      = 6 << 20 // Porch's figure
+	DefaultMaxPackageFiles   = 10000
 	DefaultGitPollInterval   = time.Second
 	DefaultVariantResync     = 5 * time.Minute
 	DefaultMaxWatch          = time.Hour
@@ -146,6 +148,10 @@ type Options struct {
 	// MaxBodyBytes bounds request bodies; default DefaultMaxBodyBytes.
 	// Larger bodies get 413.
 	MaxBodyBytes int64
+	// MaxPackageFiles bounds the files of one PackageRevisionResources
+	// update; default DefaultMaxPackageFiles. An update with more gets 413
+	// before any work is done on it.
+	MaxPackageFiles int
 	// MaxWatch bounds the duration of one watch request; default
 	// DefaultMaxWatch.
 	MaxWatch time.Duration
@@ -239,7 +245,7 @@ type Server struct {
 	variants VariantSyncer // nil when variants are not synced
 	handler  http.Handler
 	closeOne sync.Once
-	roots    []string // resolved RepositoryRoots
+	roots    *confine.Roots // resolved RepositoryRoots
 }
 
 type nsName struct{ ns, name string }
@@ -271,6 +277,9 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.MaxPackageFiles <= 0 {
+		o.MaxPackageFiles = DefaultMaxPackageFiles
 	}
 	if o.MaxWatch <= 0 {
 		o.MaxWatch = DefaultMaxWatch

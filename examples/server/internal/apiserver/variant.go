@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -58,7 +59,10 @@ type VariantEnv struct {
 // variant.Sync and variant.Remove for PackageVariants, variant.SyncSet and
 // variant.RemoveSet for PackageVariantSets (whose generated variants are
 // not stored as objects: the variant package finds them by the labels of
-// their downstream revisions).
+// their downstream revisions). After a sync it adds the users of the
+// object's AuthorsAnnotation (who created or updated it) to the authors of
+// every revision the sync created or changed, so that
+// Options.RefuseSelfApproval holds for content written through a variant.
 type VariantPackageSyncer struct{}
 
 func (VariantPackageSyncer) options(env *VariantEnv) *variant.Options {
@@ -87,6 +91,7 @@ func (v VariantPackageSyncer) SyncPackageVariant(ctx context.Context, env *Varia
 	if res == nil {
 		return nil, err
 	}
+	err = errors.Join(err, addVariantAuthors(ctx, env.Engine, pv.Annotations, res))
 	status, merr := json.Marshal(res.Status())
 	if merr != nil {
 		return nil, merr
@@ -105,6 +110,7 @@ func (v VariantPackageSyncer) SyncPackageVariantSet(ctx context.Context, env *Va
 	if res == nil {
 		return nil, err
 	}
+	err = errors.Join(err, addVariantAuthors(ctx, env.Engine, pvs.Annotations, res.Results...))
 	status, merr := json.Marshal(variant.PackageVariantSetStatus{Conditions: res.Conditions})
 	if merr != nil {
 		return nil, merr

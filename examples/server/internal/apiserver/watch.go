@@ -26,7 +26,16 @@ type prEvent struct {
 type hub struct {
 	mu   sync.Mutex
 	subs map[*hubSub]struct{}
+	// recent holds the resourceVersions of the last recentRVs objects
+	// published (ring at next), so that a watch may resume from the
+	// resourceVersion of an object it saw deleted.
+	recent map[string]int
+	ring   []string
+	next   int
 }
+
+// recentRVs is how many published resourceVersions the hub remembers.
+const recentRVs = 4096
 
 type hubSub struct {
 	ns string // "" for every namespace
@@ -37,7 +46,17 @@ type hubSub struct {
 // ended (the client watches again).
 const hubBuffer = 1024
 
-func newHub() *hub { return &hub{subs: map[*hubSub]struct{}{}} }
+func newHub() *hub {
+	return &hub{subs: map[*hubSub]struct{}{}, recent: map[string]int{}, ring: make([]string, recentRVs)}
+}
+
+// published reports whether an object with resourceVersion rv was
+// published lately.
+func (h *hub) published(rv string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.recent[rv] > 0
+}
 
 func (h *hub) subscribe(ns string) *hubSub {
 	sub := &hubSub{ns: ns, ch: make(chan prEvent, hubBuffer)}
@@ -59,6 +78,16 @@ func (h *hub) unsubscribe(sub *hubSub) {
 func (h *hub) publish(ev prEvent) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if rv := ev.obj.ResourceVersion; rv != "" {
+		if old := h.ring[h.next]; old != "" {
+			if h.recent[old]--; h.recent[old] <= 0 {
+				delete(h.recent, old)
+			}
+		}
+		h.ring[h.next] = rv
+		h.recent[rv]++
+		h.next = (h.next + 1) % len(h.ring)
+	}
 	for sub := range h.subs {
 		if sub.ns != "" && sub.ns != ev.obj.Namespace {
 			continue
@@ -173,6 +202,37 @@ func (s *Server) repoEvent(ctx context.Context, e *repoEntry, latest map[string]
 	}
 }
 
+// issuedRV reports whether rv, which names no remembered list, is a
+// resourceVersion a watch of package revisions may start from: empty,
+// "0", the form of a list's resourceVersion (one forgotten since), or the
+// resourceVersion of an object of cur or of one published lately (an
+// informer resumes from the last object it saw).
+func (s *Server) issuedRV(rv string, cur []*porchapi.PackageRevision) bool {
+	if rv == "" || rv == "0" || isListRV(rv) {
+		return true
+	}
+	for _, o := range cur {
+		if o.ResourceVersion == rv {
+			return true
+		}
+	}
+	return s.hub.published(rv)
+}
+
+// isListRV reports whether rv has the form of the resourceVersion of a
+// list (snapshots.put).
+func isListRV(rv string) bool {
+	if len(rv) != 25 || rv[0] != 'l' {
+		return false
+	}
+	for _, c := range rv[1:] {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
+}
+
 // fingerprint says whether a watcher has already seen this state of an
 // object.
 func fingerprint(pr *porchapi.PackageRevision) string {
@@ -261,8 +321,11 @@ func (p *prImpl) watch(ctx context.Context, rq *request, lo *listOptions, send f
 	if err != nil {
 		return err
 	}
-	sent := map[string]string{} // object key → fingerprint sent
 	base, known := s.snaps.get(lo.resourceVersion)
+	if !known && !s.issuedRV(lo.resourceVersion, cur) {
+		return errBadRequest("invalid resourceVersion %q: it is not a resourceVersion this server issued for packagerevisions (list or watch without one to start afresh)", lo.resourceVersion)
+	}
+	sent := map[string]string{} // object key → fingerprint sent
 	if lo.sendInitial {
 		known = false
 	}
