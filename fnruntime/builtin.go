@@ -15,8 +15,8 @@ import (
 // search-replace, starlark ([StarlarkFunction]), apply-replacements,
 // apply-setters, ensure-name-substring, upsert-resource, set-project-id,
 // remove-local-config-resources, format, set-enforcement-action,
-// list-setters, create-setters, fix, generate-folders, kubeconform, kpt's
-// builtins/gen-pkg-context, and the test images no-op and drop-comments.
+// list-setters, create-setters, fix, generate-folders, kubeconform and
+// kpt's builtins/gen-pkg-context.
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages, and fail (a
 // *pipeline.FunctionError) whenever they report an error result.
@@ -42,8 +42,6 @@ func Builtins() map[string]pipeline.Function {
 		"generate-folders":              strict(generateFolders),
 		"kubeconform":                   strict(kubeconform),
 		PkgContextFunction:              strict(genPkgContext),
-		"no-op":                         pipeline.FunctionFunc(noOp),
-		"drop-comments":                 pipeline.FunctionFunc(dropComments),
 	}
 }
 
@@ -130,25 +128,6 @@ func info(msg string) *pipeline.Result {
 
 func errorResult(msg string) *pipeline.Result {
 	return &pipeline.Result{Message: msg, Severity: pipeline.SeverityError}
-}
-
-func noOp(context.Context, *pipeline.ResourceList) error { return nil }
-
-func dropComments(_ context.Context, rl *pipeline.ResourceList) error {
-	for _, it := range rl.Items {
-		clearComments(it.YNode())
-	}
-	return nil
-}
-
-func clearComments(n *yaml.Node) {
-	if n == nil {
-		return
-	}
-	n.HeadComment, n.LineComment, n.FootComment = "", "", ""
-	for _, c := range n.Content {
-		clearComments(c)
-	}
 }
 
 // isLocalConfig reports the config.kubernetes.io/local-config annotation

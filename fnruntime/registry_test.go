@@ -129,13 +129,16 @@ func TestContainerFunction(t *testing.T) {
 	}
 }
 
+// noop is a function that changes nothing.
+var noop = pipeline.FunctionFunc(func(context.Context, *pipeline.ResourceList) error { return nil })
+
 func TestResolveVersionConstraints(t *testing.T) {
 	ctx := context.Background()
 	r := fnruntime.NewRegistry(nil)
-	if err := r.RegisterVersion("example.com/fns/mine", fnruntime.Builtins()["no-op"], "v1.3.0"); err != nil {
+	if err := r.RegisterVersion("example.com/fns/mine", noop, "v1.3.0"); err != nil {
 		t.Fatal(err)
 	}
-	r.Register("example.com/fns/any", fnruntime.Builtins()["no-op"])
+	r.Register("example.com/fns/any", noop)
 	const ns = "ghcr.io/kptdev/krm-functions-catalog/set-namespace" // v0.2.0, v0.3.4 and v0.4.1
 	for _, tc := range []struct {
 		image, tag string
@@ -175,7 +178,8 @@ func TestResolveVersionConstraints(t *testing.T) {
 		{"example.com/fns/mine", "~1.2", pipeline.ErrNotFound},
 		{"example.com/fns/any", "v9.9.9", nil}, // registered without a version
 		{"example.com/fns/any", ">=", revision.ErrInvalid},
-		{"no-op", "v7", nil},
+		{"no-op", "", pipeline.ErrNotFound}, // kpt's test image is no builtin
+		{"drop-comments", "", pipeline.ErrNotFound},
 	} {
 		_, err := r.Resolve(ctx, pipeline.Step{Image: tc.image, Tag: tc.tag})
 		switch {
@@ -197,10 +201,10 @@ func TestResolveVersionConstraints(t *testing.T) {
 			t.Errorf("error %v does not name %q", err, want)
 		}
 	}
-	if err := r.RegisterVersion("bad", fnruntime.Builtins()["no-op"], "one"); !errors.Is(err, revision.ErrInvalid) {
+	if err := r.RegisterVersion("bad", noop, "one"); !errors.Is(err, revision.ErrInvalid) {
 		t.Errorf("RegisterVersion with a malformed version: %v", err)
 	}
-	if err := r.RegisterVersion("bad", fnruntime.Builtins()["no-op"]); !errors.Is(err, revision.ErrInvalid) {
+	if err := r.RegisterVersion("bad", noop); !errors.Is(err, revision.ErrInvalid) {
 		t.Errorf("RegisterVersion without a release: %v", err)
 	}
 }

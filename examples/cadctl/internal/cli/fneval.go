@@ -226,7 +226,11 @@ after "--".`}
 		step = pipeline.Step{Image: normalizeImage(*image), Tag: *tag}
 		id = step.Image
 	}
-	fn, err := c.registry(true, *network, containerOpts{env: envs, mounts: mounts}).Resolve(c.ctx, step)
+	reg, err := c.registry(true, *network, containerOpts{env: envs, mounts: mounts})
+	if err != nil {
+		return err
+	}
+	fn, err := reg.Resolve(c.ctx, step)
 	if err != nil {
 		return err
 	}
