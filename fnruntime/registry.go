@@ -29,8 +29,8 @@ const DefaultTimeout = 5 * time.Minute
 // Options configure a [Registry]. The zero value (and nil) means: builtins
 // only, no exec, a 5 minute timeout.
 type Options struct {
-	// AllowExec allows exec steps. Default false: an exec step fails with
-	// pipeline.ErrExecNotAllowed.
+	// AllowExec allows exec steps. Default false: resolving an exec step
+	// fails with an error matching pipeline.ErrExecNotAllowed.
 	AllowExec bool
 	// ExecAllow, when not empty, limits exec steps to these programs (the
 	// first word of the command line, compared after path.Clean).
@@ -386,7 +386,7 @@ func imageTag(image string) string {
 
 func (r *Registry) resolveExec(step pipeline.Step) (pipeline.Function, error) {
 	if !r.opts.AllowExec {
-		return nil, pipeline.ErrExecNotAllowed
+		return nil, fmt.Errorf("exec %q: %w by this registry (Options.AllowExec is false)", step.Exec, pipeline.ErrExecNotAllowed)
 	}
 	args, err := splitCommand(step.Exec)
 	if err != nil {

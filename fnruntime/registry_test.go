@@ -51,7 +51,9 @@ func TestAllowDeny(t *testing.T) {
 func TestExecGating(t *testing.T) {
 	ctx := context.Background()
 	_, err := fnruntime.NewRegistry(nil).Resolve(ctx, pipeline.Step{Exec: "sed -e s/a/b/"})
-	if !errors.Is(err, pipeline.ErrNotAllowed) || !strings.Contains(err.Error(), "--allow-exec") {
+	// The library's words: it has no --allow-exec flag (that is kpt's CLI).
+	if !errors.Is(err, pipeline.ErrNotAllowed) || !errors.Is(err, pipeline.ErrExecNotAllowed) ||
+		strings.Contains(err.Error(), "--allow-exec") || !strings.Contains(err.Error(), "AllowExec") || !strings.Contains(err.Error(), "sed -e s/a/b/") {
 		t.Errorf("exec without AllowExec: %v", err)
 	}
 	_, err = fnruntime.NewRegistry(&fnruntime.Options{AllowExec: true, ExecAllow: []string{"/bin/cat"}}).Resolve(ctx, pipeline.Step{Exec: "sed"})

@@ -165,7 +165,7 @@ func runCase(t *testing.T, dir, name, e2e string, tl *tally) {
 	files := readDir(t, pkg)
 	reg := fnruntime.NewRegistry(&fnruntime.Options{AllowExec: cfg.AllowExec, ExecDir: e2e, Env: os.Environ()})
 	kpttestfns.Register(reg) // kpt's test images no-op and drop-comments
-	out, err := pipeline.NewKptfile(reg, &pipeline.Options{RequireKptfile: true, KptStyleKptfile: true}).Render(context.Background(), files)
+	out, err := pipeline.NewKptfile(kptWords(reg), &pipeline.Options{RequireKptfile: true, KptStyleKptfile: true}).Render(context.Background(), files)
 	var steps []pipeline.StepResult
 	result := files
 	if err != nil {
@@ -237,6 +237,27 @@ func runCase(t *testing.T, dir, name, e2e string, tl *tally) {
 		t.Error(strings.Join(problems, "\n"))
 	}
 }
+
+// kptWords wraps a resolver as the kpt CLI words its errors: the render
+// records them in the Kptfile's status, and kpt's fixtures expect the
+// CLI's text, which names its --allow-exec flag where the library has
+// none. This harness stands in for kpt's CLI, so the wording is its.
+func kptWords(r pipeline.Resolver) pipeline.Resolver {
+	return pipeline.ResolverFunc(func(ctx context.Context, step pipeline.Step) (pipeline.Function, error) {
+		fn, err := r.Resolve(ctx, step)
+		if errors.Is(err, pipeline.ErrExecNotAllowed) {
+			err = kptExecNotAllowed{err}
+		}
+		return fn, err
+	})
+}
+
+type kptExecNotAllowed struct{ error }
+
+func (kptExecNotAllowed) Error() string {
+	return "must run with `--allow-exec` option to allow running function binaries"
+}
+func (e kptExecNotAllowed) Unwrap() error { return e.error }
 
 func itoa(i int) string { return strconv.Itoa(i) }
 

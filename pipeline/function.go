@@ -235,9 +235,11 @@ var (
 	ErrNotAllowed = errors.New("function not allowed")
 )
 
-// ErrExecNotAllowed is returned for exec steps when exec is not allowed.
-// Its text is kpt's. It matches [ErrNotAllowed].
-var ErrExecNotAllowed = fmt.Errorf("must run with `--allow-exec` option to allow running function binaries%w", silent{ErrNotAllowed})
+// ErrExecNotAllowed is returned (wrapped, naming the step) for exec steps
+// when the resolver does not run function binaries (fnruntime's
+// Options.AllowExec is false). It matches [ErrNotAllowed]. A CLI that
+// imitates kpt words it as kpt does (kpt's --allow-exec flag).
+var ErrExecNotAllowed = fmt.Errorf("running function binaries (exec steps) is not allowed%w", silent{ErrNotAllowed})
 
 // silent wraps an error for errors.Is without adding text.
 type silent struct{ error }

@@ -142,11 +142,9 @@ func readKptfile(data []byte, rel string) (*revision.Kptfile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&probe); err != nil && !errors.Is(err, io.EOF) {
-		// With kpt's API package's Go type names in the decoder's
-		// message (cad's types have the same names), as kpt reports it.
-		msg := strings.ReplaceAll(err.Error(), " in type revision.ObjectMeta", " in type yaml.ObjectMeta")
-		msg = strings.ReplaceAll(msg, " in type revision.", " in type v1.")
-		return nil, invalidf("error reading Kptfile at %q: %s", rel, msg)
+		// The decoder's own message, naming cad's Go types; a CLI that
+		// imitates kpt words it as kpt does.
+		return nil, invalidf("error reading Kptfile at %q: %v", rel, err)
 	}
 	kf, err := revision.ParseKptfile(data)
 	if err != nil {

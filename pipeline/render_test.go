@@ -328,3 +328,22 @@ func TestRenderOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestKptfileDecodeErrorIsTheLibrarys: a Kptfile with an unknown field
+// fails with the decoder's message naming cad's own Go type; kpt's
+// wording (v1.Function) is a CLI's to choose.
+func TestKptfileDecodeErrorIsTheLibrarys(t *testing.T) {
+	files := revision.MustFiles(map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\npipeline:\n  mutators:\n  - image: set-labels\n    targetResources: []\n",
+	})
+	_, err := pipeline.NewKptfile(pipeline.ResolverFunc(func(context.Context, pipeline.Step) (pipeline.Function, error) {
+		t.Fatal("nothing may be resolved")
+		return nil, nil
+	}), nil).Render(context.Background(), files)
+	if err == nil || !errors.Is(err, pipeline.ErrInvalidPackage) {
+		t.Fatalf("want an invalid-package error, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "field targetResources not found in type revision.Function") || strings.Contains(err.Error(), "v1.Function") {
+		t.Errorf("error does not give the decoder's own words: %v", err)
+	}
+}

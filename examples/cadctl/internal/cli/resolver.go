@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"sort"
 	"strings"
@@ -95,7 +96,7 @@ type recorder struct {
 func (r *recorder) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Function, error) {
 	fn, err := r.inner.Resolve(ctx, step)
 	if err != nil {
-		return nil, err
+		return nil, kptResolveError(err)
 	}
 	id := step.Image
 	if id == "" {
@@ -195,4 +196,23 @@ func matchCalls(steps []pipeline.StepResult, calls []*fnCall) []*fnCall {
 		}
 	}
 	return out
+}
+
+// execNotAllowedError is the library's pipeline.ErrExecNotAllowed in
+// kpt's words, which name the CLI's flag; the render records it in the
+// Kptfile's status as kpt does.
+type execNotAllowedError struct{ err error }
+
+func (e *execNotAllowedError) Error() string {
+	return "must run with `--allow-exec` option to allow running function binaries"
+}
+
+func (e *execNotAllowedError) Unwrap() error { return e.err }
+
+// kptResolveError words a resolution error as kpt's CLI does.
+func kptResolveError(err error) error {
+	if errors.Is(err, pipeline.ErrExecNotAllowed) {
+		return &execNotAllowedError{err: err}
+	}
+	return err
 }
