@@ -76,6 +76,35 @@ type CatalogVersion struct {
 	// releases document, and why other lines are refused; empty when
 	// nothing is known to differ.
 	Differs string
+	// Released are all the versions of the function the catalog
+	// released (its git tags as of 2025-06-25), oldest first. A step
+	// pinning a full version not among them ("v0.4.99") is refused even
+	// when its minor line is implemented; empty means not checked.
+	Released []string
+}
+
+// catalogReleases are the catalog's release tags by function (the
+// krm-functions-catalog repository's tags <fn>/vX.Y.Z, functions/go/<fn>/
+// and go/<fn>/ ones included, as of 2025-06-25).
+var catalogReleases = map[string][]string{
+	"set-namespace":                 {"v0.1.0", "v0.1.1", "v0.1.2", "v0.1.3", "v0.1.4", "v0.2.0", "v0.3.0", "v0.3.1", "v0.3.2", "v0.3.3", "v0.3.4", "v0.4.0", "v0.4.1"},
+	"set-labels":                    {"v0.1.3", "v0.1.4", "v0.1.5", "v0.2.0", "v0.2.1"},
+	"set-annotations":               {"v0.1.3", "v0.1.4"},
+	"set-image":                     {"v0.1.0", "v0.1.1"},
+	"search-replace":                {"v0.1.0", "v0.1.1", "v0.2.0"},
+	"starlark":                      {"v0.1.0", "v0.1.1", "v0.1.2", "v0.2.0", "v0.2.1", "v0.2.2", "v0.3.0", "v0.4.0", "v0.4.1", "v0.4.2", "v0.4.3", "v0.5.0", "v0.5.1"},
+	"apply-replacements":            {"v0.1.0", "v0.1.1", "v0.1.2"},
+	"apply-setters":                 {"v0.1.0", "v0.1.1", "v0.2.0", "v0.2.1"},
+	"ensure-name-substring":         {"v0.1.0", "v0.1.1", "v0.2.0"},
+	"upsert-resource":               {"v0.1.0", "v0.2.0"},
+	"set-project-id":                {"v0.1.0", "v0.2.0"},
+	"remove-local-config-resources": {"v0.1.0"},
+	"format":                        {"v0.1.0"},
+	"set-enforcement-action":        {"v0.1.0"},
+	"list-setters":                  {"v0.1.0"},
+	"create-setters":                {"v0.1.0"},
+	"fix":                           {"v0.2.0", "v0.2.1"},
+	"generate-folders":              {"v0.1.1"},
 }
 
 // BuiltinVersions returns, as a new map by builtin name, the catalog
@@ -85,9 +114,18 @@ type CatalogVersion struct {
 // version and resolve for any tag. The package documentation has the same
 // table.
 func BuiltinVersions() map[string]CatalogVersion {
+	out := builtinVersions()
+	for name, cv := range out {
+		cv.Released = append([]string(nil), catalogReleases[name]...)
+		out[name] = cv
+	}
+	return out
+}
+
+func builtinVersions() map[string]CatalogVersion {
 	return map[string]CatalogVersion{
 		"set-namespace": {Releases: []string{"v0.2.0", "v0.3.4", "v0.4.1"},
-			Differs: "v0.2.x has its own implementation, as documented (kustomize's namespace transformer: every resource not known to be cluster-scoped, custom kinds and the Kptfile included, Namespace names, binding subjects, additionalNamespaceFields); v0.3.x runs v0.4's behaviour (origin tracking, namespaceMatcher), which gives kpt's v0.3.4 fixtures their expected output; v0.1 is refused"},
+			Differs: "v0.2.x and v0.3.x have their own implementations, as their READMEs document: v0.2 is kustomize's namespace transformer (every resource not known to be cluster-scoped, custom kinds and the Kptfile included, Namespace names, binding subjects, additionalNamespaceFields); v0.3 replaces one old namespace chosen by namespaceMatcher, the single Namespace object or the one value all namespace fields share (restrict mode), with result messages worded by cad (the README gives none); v0.1 is refused"},
 		"set-labels": {Releases: []string{"v0.2.0"},
 			Differs: "v0.1.x (kustomize's label transformer and its field specs, additionalLabelFields) is refused"},
 		"set-annotations": {Releases: []string{"v0.1.4"}},

@@ -71,3 +71,22 @@ func TestDocTableListsEveryBuiltin(t *testing.T) {
 func TestVersionedBuiltinsGolden(t *testing.T) {
 	pipelinetest.Run(t, filepath.Join("testdata", "versions"), pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil))
 }
+
+// TestImplementedReleasesWereReleased: every release a builtin claims to
+// implement is one the catalog released.
+func TestImplementedReleasesWereReleased(t *testing.T) {
+	for name, cv := range fnruntime.BuiltinVersions() {
+		if len(cv.Released) == 0 {
+			t.Errorf("%s: no list of released versions", name)
+		}
+		for _, rel := range cv.Releases {
+			found := false
+			for _, r := range cv.Released {
+				found = found || r == rel
+			}
+			if !found {
+				t.Errorf("%s: implements %s, which is not among its releases %v", name, rel, cv.Released)
+			}
+		}
+	}
+}

@@ -39,13 +39,15 @@
 // error, worded as the catalog function words it.
 //
 //	function               versions implemented   what differs
-//	set-namespace          v0.2.x, v0.3.x, v0.4.x v0.2 has its own implementation, as
-//	                                              documented (kustomize's transformer: every
-//	                                              resource not known to be cluster-scoped, custom
-//	                                              kinds and the Kptfile included); v0.3 runs
-//	                                              v0.4's behaviour (origin tracking,
-//	                                              namespaceMatcher), which gives kpt's v0.3.4
-//	                                              fixtures their output; v0.1 refused
+//	set-namespace          v0.2.x, v0.3.x, v0.4.x v0.2 and v0.3 have their own implementations,
+//	                                              as their READMEs document: v0.2 kustomize's
+//	                                              transformer (every resource not known to be
+//	                                              cluster-scoped, custom kinds and the Kptfile
+//	                                              included); v0.3 one old namespace replaced,
+//	                                              chosen by namespaceMatcher, the one Namespace
+//	                                              object or the one value all fields share, its
+//	                                              messages cad's (the README gives none); v0.1
+//	                                              refused
 //	set-labels             v0.2.x                 v0.1 (kustomize's label transformer,
 //	                                              additionalLabelFields) refused
 //	set-annotations        v0.1.x                 -
@@ -80,8 +82,14 @@
 //	                                              kyaml's bundled Kubernetes OpenAPI schema with
 //	                                              kubeconform's messages; no schema_location, no
 //	                                              kubernetes_version choice
-//	builtins/gen-pkg-context, no-op, drop-comments: unversioned (kpt's builtin
-//	and test images)
+//	builtins/gen-pkg-context: unversioned (kpt's builtin)
+//
+// kpt's e2e test images no-op and drop-comments are not builtins: a
+// package naming them gets a *NotFoundError, as from kpt without them.
+//
+// A pinned full version must also be one the catalog released
+// (CatalogVersion.Released, from its git tags): "v0.4.99" is refused
+// though cad implements v0.4.x.
 //
 // Not in-process here: kubeval and gatekeeper; they run as containers with
 // Options.Containers. render-helm-chart (v0.2) is in-process in its own

@@ -158,8 +158,11 @@ func TestResolveVersionConstraints(t *testing.T) {
 		{ns, "0.4.0 - 0.4.3", nil},
 		{ns, "0.3.0 - 0.4.0", nil},                  // v0.3.4
 		{ns, "0.4.2 - 0.4.9", pipeline.ErrNotFound}, // no implemented release in it
-		{ns, "v0.4.2", nil},                         // a patch of an implemented line
-		{ns, "v0.3.0", nil},
+		{ns, "v0.4.0", nil},                         // a patch of an implemented line
+		{ns, "v0.4.2", pipeline.ErrNotFound},        // in an implemented line, never released
+		{ns, "v0.4.99", pipeline.ErrNotFound},
+		{ns + ":v0.4.99", "", pipeline.ErrNotFound},
+		{ns, "v0.3.0", nil}, // v0.3's own implementation
 		{ns, "v0.2.0", nil}, // its own implementation
 		{ns, "v0.1.4", pipeline.ErrNotFound},
 		{ns, "v0.5.0", pipeline.ErrNotFound},
@@ -202,6 +205,14 @@ func TestResolveVersionConstraints(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %q", err, want)
 		}
+	}
+	_, err = r.Resolve(ctx, pipeline.Step{Image: ns + ":v0.4.99"})
+	if !errors.As(err, &ve) || !ve.NotReleased || !strings.Contains(err.Error(), "never released") {
+		t.Errorf("an unreleased version: %v", err)
+	}
+	// A user's implementation has no release list: any version of its lines.
+	if _, err := r.Resolve(ctx, pipeline.Step{Image: "example.com/fns/mine:v1.3.99"}); err != nil {
+		t.Errorf("a registered implementation's line: %v", err)
 	}
 	if err := r.RegisterVersion("bad", noop, "one"); !errors.Is(err, revision.ErrInvalid) {
 		t.Errorf("RegisterVersion with a malformed version: %v", err)
