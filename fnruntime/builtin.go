@@ -76,6 +76,14 @@ type CatalogVersion struct {
 	// releases document, and why other lines are refused; empty when
 	// nothing is known to differ.
 	Differs string
+	// SortsOutput says the catalog function is built on the kpt
+	// functions SDK (krm-functions-sdk's go/fn), whose ResourceList
+	// output is sorted by apiVersion, kind, namespace and name whatever
+	// the function did; functions on kyaml's framework keep their order.
+	// The builtin itself keeps the input order (the renderer writes each
+	// resource back to its own file either way); a tool that prints the
+	// output list, as kpt fn eval does, sorts it when this is set.
+	SortsOutput bool
 	// Released are all the versions of the function the catalog
 	// released (its git tags as of 2025-06-25), oldest first. A step
 	// pinning a full version not among them ("v0.4.99") is refused even
@@ -117,9 +125,17 @@ func BuiltinVersions() map[string]CatalogVersion {
 	out := builtinVersions()
 	for name, cv := range out {
 		cv.Released = append([]string(nil), catalogReleases[name]...)
+		cv.SortsOutput = sdkFunctions[name]
 		out[name] = cv
 	}
 	return out
+}
+
+// sdkFunctions are the builtins whose catalog function runs on the kpt
+// functions SDK's fn.AsMain (its main package), which sorts the output
+// items; the others run on kyaml's fn/framework.
+var sdkFunctions = map[string]bool{
+	"set-namespace": true, "set-labels": true, "set-image": true, "starlark": true, "apply-replacements": true,
 }
 
 func builtinVersions() map[string]CatalogVersion {

@@ -13,18 +13,13 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/pipeline"
 )
 
-// sdkSorted are the catalog functions built on the kpt functions SDK,
-// whose ResourceList output is sorted by apiVersion, kind, namespace and
-// name. cad's builtins keep the input order, which shows in fn eval and
-// fn render -o stdout output, so cadctl sorts the output of these as the
-// catalog images do. It sorts after the render rather than inside the
-// function: the library's in-process comment restoration misplaces a
-// file's head comment when a builtin's output is reordered (reported to
-// the library).
-var sdkSorted = map[string]bool{"set-namespace": true, "set-labels": true}
+// builtinVersions are the facts fnruntime keeps about its builtins'
+// catalog functions, among them which sort their output.
+var builtinVersions = fnruntime.BuiltinVersions()
 
 // catalogName returns the catalog function name of an image:
 // "ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2" is "set-labels".
@@ -41,8 +36,14 @@ func catalogName(image string) string {
 }
 
 // sortsOutput reports whether the catalog function of image sorts its
-// output.
-func sortsOutput(image string) bool { return image != "" && sdkSorted[catalogName(image)] }
+// output, as every function on the kpt functions SDK does
+// (fnruntime.CatalogVersion.SortsOutput). cadctl sorts the printed output
+// of such a function after the render rather than the builtin sorting
+// its own output: the order of the package's files is the same either
+// way.
+func sortsOutput(image string) bool {
+	return image != "" && builtinVersions[catalogName(image)].SortsOutput
+}
 
 func sortItems(items []*kyaml.RNode) {
 	id := func(n *kyaml.RNode) string {
