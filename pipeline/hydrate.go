@@ -607,7 +607,7 @@ func (h *hydration) normalise(st Step) Step {
 }
 
 func (h *hydration) newResult(pn *pkgNode, st Step, validator bool) StepResult {
-	return StepResult{Package: pn.rel, Validator: validator, Name: st.Name, Image: st.Image, Exec: st.Exec}
+	return StepResult{Package: pn.rel, Validator: validator, Name: st.Name, Image: st.Image, Exec: st.Exec, When: stepWhen(st)}
 }
 
 func preExecFailure(sr StepResult, err error) StepResult {
@@ -718,18 +718,43 @@ func (h *hydration) runValidators(ctx context.Context, pn *pkgNode, input []*yam
 	return nil
 }
 
+// skip evaluates a step's conditions: Condition over the whole input,
+// When (kpt's) over the resources the step selects. It reports whether
+// one of them is false.
 func (h *hydration) skip(ctx context.Context, st Step, input []*yaml.RNode) (bool, error) {
-	if st.Condition == "" {
+	if st.Condition == "" && st.When == "" {
 		return false, nil
 	}
 	if h.r.opts.Conditions == nil {
 		return false, fmt.Errorf("step %q has a condition but no condition evaluator is configured", stepShortName(st))
 	}
-	ok, err := h.r.opts.Conditions.Eval(ctx, st.Condition, input)
-	if err != nil {
-		return false, fmt.Errorf("condition of step %q: %w", stepShortName(st), err)
+	if st.Condition != "" {
+		ok, err := h.r.opts.Conditions.Eval(ctx, st.Condition, input)
+		if err != nil {
+			return false, fmt.Errorf("condition of step %q: %w", stepShortName(st), err)
+		}
+		if !ok {
+			return true, nil
+		}
 	}
-	return !ok, nil
+	if st.When != "" {
+		ok, err := h.r.opts.Conditions.Eval(ctx, st.When, selectInput(input, st.Selectors, st.Exclude))
+		if err != nil {
+			return false, fmt.Errorf("failed to evaluate condition for function %q: %w", stepShortName(st), err)
+		}
+		if !ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// stepWhen is the condition a step's status records.
+func stepWhen(st Step) string {
+	if st.When != "" {
+		return st.When
+	}
+	return st.Condition
 }
 
 // fnConfig returns the functionConfig of a step: the in-memory copy of the

@@ -123,6 +123,9 @@ type StepResult struct {
 	Executed bool
 	// Skipped is true when the step's condition was false.
 	Skipped bool
+	// When is the step's condition (its When, else its Condition), as
+	// the render status records it; empty for a step without one.
+	When string
 	// ExitCode is 0 on success.
 	ExitCode int
 	// Stderr is the function's standard error.

@@ -347,3 +347,32 @@ func TestKptfileDecodeErrorIsTheLibrarys(t *testing.T) {
 		t.Errorf("error does not give the decoder's own words: %v", err)
 	}
 }
+
+// TestResultListRecordsSkippedSteps: kpt's results file has an entry for
+// a step whose condition was false (exit code 0, skipped: true), and none
+// for a step that neither ran nor was skipped.
+func TestResultListRecordsSkippedSteps(t *testing.T) {
+	out, err := pipeline.EncodeResultList([]pipeline.StepResult{
+		{Image: "ghcr.io/kptdev/krm-functions-catalog/no-op:latest", Skipped: true, When: "false"},
+		{Image: "ghcr.io/kptdev/krm-functions-catalog/set-labels:latest", Executed: true},
+		{Image: "ghcr.io/kptdev/krm-functions-catalog/never-ran:latest"},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `apiVersion: kpt.dev/v1
+kind: FunctionResultList
+metadata:
+  name: fnresults
+exitCode: 0
+items:
+  - image: ghcr.io/kptdev/krm-functions-catalog/no-op:latest
+    exitCode: 0
+    skipped: true
+  - image: ghcr.io/kptdev/krm-functions-catalog/set-labels:latest
+    exitCode: 0
+`
+	if string(out) != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}

@@ -151,7 +151,8 @@ says otherwise. Functions are cad's builtins, exec functions with
 		}
 		executed := 0
 		for _, s := range steps {
-			if s.Executed && s.ExitCode == 0 && s.ExecutionError == "" {
+			// kpt counts a skipped step (its when false) as executed.
+			if (s.Executed || s.Skipped) && s.ExitCode == 0 && s.ExecutionError == "" {
 				executed++
 			}
 		}

@@ -106,6 +106,12 @@ func printRender(w io.Writer, steps []pipeline.StepResult, calls []*fnCall, root
 		for k := i; k < j; k++ {
 			s := steps[k]
 			if s.Skipped {
+				// kpt's line for a step whose when was false.
+				id := s.Image
+				if id == "" {
+					id = s.Exec
+				}
+				fmt.Fprintf(w, "[SKIPPED] %q (celCondition not met)\n", id)
 				continue
 			}
 			failed := s.ExitCode != 0 || s.ExecutionError != ""
