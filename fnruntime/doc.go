@@ -73,8 +73,10 @@
 //	                                              documentation shows (the catalog's code writes
 //	                                              setters.yaml); OpenAPI enum values are not
 //	                                              substituted; v1alpha2's configMap stays
-//	generate-folders       v0.1.x                 a Go port of the TypeScript function; cad does
-//	                                              not add kpt's cnrm blueprint attribution
+//	generate-folders       v0.1.x                 a Go port of the TypeScript function (its
+//	                                              warnings have the TS SDK's severity "warn");
+//	                                              kpt's cnrm blueprint attribution is the
+//	                                              render's (pipeline.Options.NoAttribution)
 //	create-setters         v0.1.x                 kpt's path/index annotations are never
 //	                                              parameterised; equal-length setter values are
 //	                                              tried in name order (random in the catalog)

@@ -236,6 +236,9 @@ func (h *hydration) run(ctx context.Context) (*Output, error) {
 		h.writeStatus(err)
 		return h.fail(err)
 	}
+	if !h.r.opts.NoAttribution {
+		attribute(h.root.res)
+	}
 	outputFiles := map[string]bool{}
 	for _, r := range h.root.res {
 		p, _, _ := kioutil.GetFileAnnotations(r)

@@ -376,3 +376,55 @@ items:
 		t.Errorf("got\n%s\nwant\n%s", out, want)
 	}
 }
+
+// TestRenderAttributesConfigConnectorResources: as kpt's render does,
+// every resource whose apiVersion has ".cnrm." records "krm-fn" in
+// cnrm.cloud.google.com/blueprint, merged with what it said; other
+// resources are untouched; Options.NoAttribution turns it off.
+func TestRenderAttributesConfigConnectorResources(t *testing.T) {
+	res := `apiVersion: storage.cnrm.cloud.google.com/v1beta1
+kind: StorageBucket
+metadata:
+  name: plain
+---
+apiVersion: storage.cnrm.cloud.google.com/v1beta1
+kind: StorageBucket
+metadata:
+  name: other-tool
+  annotations:
+    cnrm.cloud.google.com/blueprint: cft
+---
+apiVersion: storage.cnrm.cloud.google.com/v1beta1
+kind: StorageBucket
+metadata:
+  name: fetched
+  annotations:
+    cnrm.cloud.google.com/blueprint: cft,krm-pkg
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: not-cnrm
+`
+	files := revision.MustFiles(map[string]string{
+		"Kptfile":        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\n",
+		"resources.yaml": res,
+	})
+	nothing := pipeline.ResolverFunc(func(context.Context, pipeline.Step) (pipeline.Function, error) { return nil, pipeline.ErrNotFound })
+	for _, off := range []bool{false, true} {
+		out, err := pipeline.NewKptfile(nothing, &pipeline.Options{NoAttribution: off, NoRenderStatus: true}).Render(context.Background(), files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := out.Files.Get("resources.yaml")
+		want := res
+		if !off {
+			want = strings.Replace(want, "  name: plain\n", "  name: plain\n  annotations:\n    cnrm.cloud.google.com/blueprint: 'krm-fn'\n", 1)
+			want = strings.Replace(want, "blueprint: cft\n", "blueprint: cft,krm-fn\n", 1)
+			want = strings.Replace(want, "blueprint: cft,krm-pkg\n", "blueprint: cft,krm-pkg-fn\n", 1)
+		}
+		if string(got) != want {
+			t.Errorf("NoAttribution=%v: got\n%s\nwant\n%s", off, got, want)
+		}
+	}
+}
