@@ -1319,6 +1319,15 @@ func isMatch(n *yaml.RNode, s Selector) bool {
 	return true
 }
 
+// CheckKRM reports the first of nodes that is not a KRM resource (it
+// lacks apiVersion, kind or metadata.name) as kpt checks a function's
+// input and output: the error names the resource's path annotation and
+// what it lacks ("a.yaml: resource must have `apiVersion`"). Kustomization
+// files are exempt (by file name, by a kustomize.config.k8s.io
+// apiVersion, or kind Kustomization without apiVersion). It returns nil
+// when all are KRM.
+func CheckKRM(nodes []*yaml.RNode) error { return areKRM(nodes) }
+
 // areKRM checks that every node has apiVersion, kind and metadata.name,
 // exempting Kustomization files.
 func areKRM(nodes []*yaml.RNode) error {
