@@ -281,7 +281,13 @@ after "--".`}
 	if runErr != nil {
 		runErr = fmt.Errorf("input resource list must contain only KRM resources: %w", runErr)
 	} else {
-		result, runErr = ff.Filter(selected)
+		// Through kio.Pipeline, as kpt runs it: the pipeline reconciles
+		// the legacy and internal path and index annotations, so a
+		// function that changes either moves the resource.
+		out := &kio.PackageBuffer{}
+		runErr = kio.Pipeline{Inputs: []kio.Reader{&kio.PackageBuffer{Nodes: selected}}, Filters: []kio.Filter{ff},
+			Outputs: []kio.Writer{out}, ContinueOnEmptyResult: true}.Execute()
+		result = out.Nodes
 	}
 	call := &fnCall{id: id, selective: selective, in: len(selected), dur: time.Since(start)}
 	results, perr := pipeline.ParseResults(ff.Results)
