@@ -80,10 +80,12 @@
 //	create-setters         v0.1.x                 kpt's path/index annotations are never
 //	                                              parameterised; equal-length setter values are
 //	                                              tried in name order (random in the catalog)
-//	kubeconform            unversioned            kpt's tests pin latest; validates against
-//	                                              kyaml's bundled Kubernetes OpenAPI schema with
-//	                                              kubeconform's messages; no schema_location, no
-//	                                              kubernetes_version choice
+//	kubeconform            unversioned            kpt's tests pin latest; validates against the
+//	                                              Kubernetes OpenAPI schemas cad ships (1.37.2,
+//	                                              embedded from k8s.io/kubernetes, the default;
+//	                                              1.21.2, kyaml's) with kubeconform's messages;
+//	                                              kubernetes_version picks one, another minor is
+//	                                              refused; no schema_location (no download)
 //	builtins/gen-pkg-context: unversioned (kpt's builtin)
 //
 // kpt's e2e test images no-op and drop-comments are not builtins: a

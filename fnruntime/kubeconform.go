@@ -1,36 +1,49 @@
 package fnruntime
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
+	_ "embed"
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+
+	"k8s.io/kube-openapi/pkg/validation/spec"
 
 	"github.com/configasdata/cad/pipeline"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// kubeconform validates resources against the Kubernetes OpenAPI schema
-// bundled with kyaml, as the kubeconform image validates them against its
-// bundled JSON schemas, with kubeconform's messages: "missing properties
+// kubeconform validates resources against the OpenAPI schema of a
+// Kubernetes version, as the kubeconform image validates them against
+// its JSON schemas, with kubeconform's messages: "missing properties
 // 'selector', 'template'", "got string, want null or integer" (an
 // optional field may also be null) and, with strict, "additionalProperties
 // 'x' not allowed". Each violation is an error result naming the resource,
 // the field (a dotted path, list indexes as numbers) and the file, so the
 // step fails. The ConfigMap config takes strict ("true": unknown fields
-// are errors), skip_kinds (comma separated kinds not validated) and
+// are errors), skip_kinds (comma separated kinds not validated),
 // ignore_missing_schemas (default "true": kinds without a schema, custom
-// resources and the Kptfile, are skipped; "false" makes them errors);
-// kubernetes_version is accepted and ignored (the bundled schema is
-// fixed), schema_location is refused (there is no download in-process).
+// resources and the Kptfile, are skipped; "false" makes them errors) and
+// kubernetes_version: cad ships the schemas of Kubernetes 1.37 (v1.37.2,
+// the default, also for "master") and 1.21 (kyaml's, v1.21.2); a version
+// of another minor is refused with an error result naming those, as is
+// schema_location (there is no download in-process).
 func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
 	cfg := map[string]string{}
 	if !rl.FunctionConfig.IsNilOrEmpty() {
 		cfg = rl.FunctionConfig.GetDataMap()
 	}
 	if cfg["schema_location"] != "" {
-		return failWith(rl, "schema_location is not supported in-process: cad validates against the Kubernetes schema it bundles")
+		return failWith(rl, "schema_location is not supported in-process: cad validates against the Kubernetes schemas it bundles")
+	}
+	ks, err := kubeSchemaFor(cfg["kubernetes_version"])
+	if err != nil {
+		return failWith(rl, err.Error())
 	}
 	strict := cfg["strict"] == "true"
 	ignoreMissing := cfg["ignore_missing_schemas"] != "false"
@@ -46,7 +59,7 @@ func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
 		}
 		ref := &pipeline.ResourceRef{APIVersion: o.GetApiVersion(), Kind: o.GetKind(), Name: o.GetName(), Namespace: o.GetNamespace()}
 		file := &pipeline.File{Path: itemPath(o)}
-		rs := openapi.SchemaForResourceType(yaml.TypeMeta{APIVersion: o.GetApiVersion(), Kind: o.GetKind()})
+		rs := ks.forType(o.GetApiVersion(), o.GetKind())
 		if rs.IsMissingOrNull() {
 			if !ignoreMissing {
 				rl.Results = append(rl.Results, &pipeline.Result{Message: fmt.Sprintf("could not find schema for %s", o.GetKind()),
@@ -54,7 +67,7 @@ func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
 			}
 			continue
 		}
-		v := &schemaValidator{strict: strict}
+		v := &schemaValidator{strict: strict, root: ks.root()}
 		v.validate(o.YNode(), rs, "", false)
 		for _, p := range v.problems {
 			rl.Results = append(rl.Results, &pipeline.Result{Message: p.msg, Severity: pipeline.SeverityError,
@@ -64,10 +77,116 @@ func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
 	return nil
 }
 
+//go:embed k8sschema/kubernetes-v1.37.2-swagger.json.gz
+var kubeSchemaV137 []byte
+
+// kubeSchemas are the Kubernetes versions whose schemas cad ships, by
+// minor line, newest first; the first is the default.
+var kubeSchemas = []*kubeSchema{
+	{minor: "1.37", version: "v1.37.2", gz: kubeSchemaV137},
+	{minor: "1.21", version: "v1.21.2"}, // kyaml's bundled schema
+}
+
+// kubeSchema is one Kubernetes version's OpenAPI definitions: an embedded
+// swagger.json, parsed on first use, or (no gz) kyaml's bundled schema.
+type kubeSchema struct {
+	minor, version string
+	gz             []byte
+
+	once  sync.Once
+	defs  *spec.Schema      // a root holding the definitions
+	byGVK map[string]string // "group/version/kind" to definition name
+	err   error
+}
+
+// kubeSchemaFor returns the shipped schema for a kubernetes_version
+// ("1.37", "v1.37.0", "1.37.2"; "" and "master" mean the newest); a
+// version of a minor line cad does not ship is an error naming those it
+// does.
+func kubeSchemaFor(version string) (*kubeSchema, error) {
+	v := strings.TrimPrefix(strings.TrimSpace(version), "v")
+	if v == "" || v == "master" {
+		return kubeSchemas[0], nil
+	}
+	parts := strings.Split(v, ".")
+	if len(parts) >= 2 {
+		for _, ks := range kubeSchemas {
+			if parts[0]+"."+parts[1] == ks.minor {
+				return ks, nil
+			}
+		}
+	}
+	var have []string
+	for _, ks := range kubeSchemas {
+		have = append(have, ks.minor+" ("+ks.version+")")
+	}
+	return nil, fmt.Errorf("kubernetes_version %q: cad has the schemas of Kubernetes %s only", version, strings.Join(have, " and "))
+}
+
+func (ks *kubeSchema) load() error {
+	ks.once.Do(func() {
+		if ks.gz == nil {
+			return
+		}
+		zr, err := gzip.NewReader(bytes.NewReader(ks.gz))
+		if err != nil {
+			ks.err = err
+			return
+		}
+		var doc struct {
+			Definitions spec.Definitions `json:"definitions"`
+		}
+		if err := json.NewDecoder(zr).Decode(&doc); err != nil {
+			ks.err = fmt.Errorf("kubernetes %s schema: %w", ks.version, err)
+			return
+		}
+		ks.defs = &spec.Schema{SchemaProps: spec.SchemaProps{Definitions: doc.Definitions}}
+		ks.byGVK = map[string]string{}
+		for name, d := range doc.Definitions {
+			gvks, _ := d.Extensions["x-kubernetes-group-version-kind"].([]any)
+			for _, g := range gvks {
+				m, _ := g.(map[string]any)
+				group, _ := m["group"].(string)
+				version, _ := m["version"].(string)
+				kind, _ := m["kind"].(string)
+				ks.byGVK[group+"/"+version+"/"+kind] = name
+			}
+		}
+	})
+	return ks.err
+}
+
+// root is the schema references resolve against.
+func (ks *kubeSchema) root() *spec.Schema {
+	if ks.gz == nil {
+		return openapi.Schema()
+	}
+	_ = ks.load()
+	return ks.defs
+}
+
+// forType returns the schema of a kind, nil when there is none.
+func (ks *kubeSchema) forType(apiVersion, kind string) *openapi.ResourceSchema {
+	if ks.gz == nil {
+		return openapi.SchemaForResourceType(yaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
+	}
+	if ks.load() != nil {
+		return nil
+	}
+	group, version := groupVersion(apiVersion)
+	name, ok := ks.byGVK[group+"/"+version+"/"+kind]
+	if !ok {
+		return nil
+	}
+	d := ks.defs.Definitions[name]
+	return &openapi.ResourceSchema{Schema: &d}
+}
+
 type schemaProblem struct{ path, msg string }
 
 type schemaValidator struct {
 	strict   bool
+	root     *spec.Schema // what references resolve against
 	problems []schemaProblem
 }
 
@@ -75,11 +194,10 @@ func (v *schemaValidator) add(path, format string, args ...any) {
 	v.problems = append(v.problems, schemaProblem{path: path, msg: fmt.Sprintf(format, args...)})
 }
 
-// resolve follows the schema's references. Schemas are handled through
-// kyaml's ResourceSchema, so that fnruntime names no kube-openapi type.
+// resolve follows the schema's references.
 func (v *schemaValidator) resolve(rs *openapi.ResourceSchema) *openapi.ResourceSchema {
 	for i := 0; rs != nil && rs.Schema != nil && rs.Schema.Ref.String() != "" && i < 32; i++ {
-		r, err := openapi.Resolve(&rs.Schema.Ref, openapi.Schema())
+		r, err := openapi.Resolve(&rs.Schema.Ref, v.root)
 		if err != nil || r == nil {
 			return nil
 		}
