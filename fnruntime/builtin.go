@@ -15,8 +15,8 @@ import (
 // search-replace, starlark ([StarlarkFunction]), apply-replacements,
 // apply-setters, ensure-name-substring, upsert-resource, set-project-id,
 // remove-local-config-resources, format, set-enforcement-action,
-// list-setters, create-setters, fix, generate-folders, kubeconform and
-// kpt's builtins/gen-pkg-context.
+// list-setters, create-setters, fix, generate-folders, kubeconform,
+// enable-gcp-services and kpt's builtins/gen-pkg-context.
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages, and fail (a
 // *pipeline.FunctionError) whenever they report an error result.
@@ -41,6 +41,7 @@ func Builtins() map[string]pipeline.Function {
 		"fix":                           strict(fixKptfiles),
 		"generate-folders":              strict(generateFolders),
 		"kubeconform":                   strict(kubeconform),
+		"enable-gcp-services":           strict(enableGCPServices),
 		PkgContextFunction:              strict(genPkgContext),
 	}
 }
@@ -113,6 +114,7 @@ var catalogReleases = map[string][]string{
 	"create-setters":                {"v0.1.0"},
 	"fix":                           {"v0.2.0", "v0.2.1"},
 	"generate-folders":              {"v0.1.1"},
+	"enable-gcp-services":           {"v0.1.0"},
 }
 
 // BuiltinVersions returns, as a new map by builtin name, the catalog
@@ -161,6 +163,8 @@ func builtinVersions() map[string]CatalogVersion {
 		"set-enforcement-action":        {Releases: []string{"v0.1.0"}},
 		"list-setters":                  {Releases: []string{"v0.1.0"}},
 		"generate-folders":              {Releases: []string{"v0.1.1"}, Differs: "a Go port of the TypeScript function"},
+		"enable-gcp-services": {Releases: []string{"v0.1.0"},
+			Differs: "written from the README and examples: a set that is not local-config or lacks spec.services is an error result worded by cad; a new Service's file is service_<name>.yaml in its set's directory"},
 		"fix": {Releases: []string{"v0.2.1"},
 			Differs: "setters go into the apply-setters configMap, as the documentation shows (the catalog's code writes setters.yaml); a v1alpha2 Kptfile's apply-setters configMap is left in place; OpenAPI enum values are not substituted"},
 		"create-setters": {Releases: []string{"v0.1.0"},

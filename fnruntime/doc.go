@@ -86,6 +86,11 @@
 //	                                              1.21.2, kyaml's) with kubeconform's messages;
 //	                                              kubernetes_version picks one, another minor is
 //	                                              refused; no schema_location (no download)
+//	enable-gcp-services    v0.1.x                 written from its README and examples; a set
+//	                                              that is not local-config or has no services
+//	                                              is an error result worded by cad; a new
+//	                                              Service goes to service_<name>.yaml beside
+//	                                              its set
 //	builtins/gen-pkg-context: unversioned (kpt's builtin)
 //
 // kpt's e2e test images no-op and drop-comments are not builtins: a
@@ -95,10 +100,30 @@
 // (CatalogVersion.Released, from its git tags): "v0.4.99" is refused
 // though cad implements v0.4.x.
 //
-// Not in-process here: kubeval and gatekeeper; they run as containers with
-// Options.Containers. render-helm-chart (v0.2) is in-process in its own
-// module, github.com/configasdata/cad/helmfn, so that Helm's SDK stays out
-// of this one: helmfn.Register adds it to a Registry.
+// render-helm-chart (v0.2) is in-process in its own module,
+// github.com/configasdata/cad/helmfn, so that Helm's SDK stays out of this
+// one: helmfn.Register adds it to a Registry (cadctl registers it).
+//
+// Catalog functions cad does not implement in-process (they run as
+// containers with Options.Containers), and why:
+//
+//	gatekeeper             needs OPA's Rego engine and Gatekeeper's constraint
+//	                       framework, a large dependency outside DESIGN.md's list
+//	kubeval                deprecated by the catalog in favour of kubeconform
+//	                       (a builtin); it downloads its schemas
+//	source-gcloud-config   reads the gcloud CLI's configuration (a binary and
+//	                       the user's cloud account)
+//	sops                   decrypts with external keys (KMS, PGP)
+//	set-name-prefix        no documentation beyond a one-line description: its
+//	                       behaviour (renaming through the SDK's reference
+//	                       rewriting) is defined only by its code
+//	bind, set-gcp-resource-ids
+//	                       no README and no release in the catalog
+//	export-terraform, generate-kpt-pkg-docs
+//	                       documented and implementable without network; not
+//	                       written yet (export-terraform converts Config
+//	                       Connector resources to Terraform, generate-kpt-pkg-docs
+//	                       renders a package README)
 //
 // The starlark builtin (go.starlark.net) is bounded in steps and, by a
 // heap watchdog, in memory ([StarlarkFunction], Options.StarlarkMaxSteps
