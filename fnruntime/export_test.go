@@ -1,10 +1,12 @@
 package fnruntime
 
-// LoadKubeSchemaForBenchmark parses the embedded Kubernetes 1.37 schema
+import "github.com/configasdata/cad/internal/k8sschema"
+
+// LoadKubeSchemaForBenchmark parses the newest shipped Kubernetes schema
 // afresh (tests only).
 func LoadKubeSchemaForBenchmark() {
-	ks := &kubeSchema{minor: "1.37", version: "v1.37.2", gz: kubeSchemaV137}
-	if err := ks.load(); err != nil {
+	v := k8sschema.Versions()[0]
+	if err := k8sschema.New(v.Version, k8sschema.Embedded(v)).Load(); err != nil {
 		panic(err)
 	}
 }

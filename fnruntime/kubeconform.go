@@ -1,17 +1,12 @@
 package fnruntime
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
-	_ "embed"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 
-	"k8s.io/kube-openapi/pkg/validation/spec"
+	"github.com/configasdata/cad/internal/k8sschema"
 
 	"github.com/configasdata/cad/pipeline"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
@@ -77,32 +72,27 @@ func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
 	return nil
 }
 
-//go:embed k8sschema/kubernetes-v1.37.2-swagger.json.gz
-var kubeSchemaV137 []byte
-
 // kubeSchemas are the Kubernetes versions whose schemas cad ships, by
 // minor line, newest first; the first is the default.
-var kubeSchemas = []*kubeSchema{
-	{minor: "1.37", version: "v1.37.2", gz: kubeSchemaV137},
-	{minor: "1.21", version: "v1.21.2"}, // kyaml's bundled schema
-}
+var kubeSchemas = func() []*kubeSchema {
+	var out []*kubeSchema
+	for _, s := range k8sschema.Versions() {
+		parts := strings.SplitN(strings.TrimPrefix(s.Version, "v"), ".", 3)
+		out = append(out, &kubeSchema{minor: parts[0] + "." + parts[1], version: s.Version, shipped: s})
+	}
+	return append(out, &kubeSchema{minor: "1.21", version: "v1.21.2"}) // kyaml's bundled schema
+}()
 
-// kubeSchema is one Kubernetes version's OpenAPI definitions: an embedded
-// swagger.json, parsed on first use, or (no gz) kyaml's bundled schema.
+// kubeSchema is one Kubernetes version's OpenAPI definitions: shipped in
+// internal/k8sschema, or (shipped nil) kyaml's bundled schema.
 type kubeSchema struct {
 	minor, version string
-	gz             []byte
-
-	once  sync.Once
-	defs  *spec.Schema      // a root holding the definitions
-	byGVK map[string]string // "group/version/kind" to definition name
-	err   error
+	shipped        *k8sschema.Schema
 }
 
-// kubeSchemaFor returns the shipped schema for a kubernetes_version
-// ("1.37", "v1.37.0", "1.37.2"; "" and "master" mean the newest); a
-// version of a minor line cad does not ship is an error naming those it
-// does.
+// kubeSchemaFor returns the schema for a kubernetes_version ("1.37",
+// "v1.37.0", "1.37.2"; "" and "master" mean the newest); a version of a
+// minor line cad does not ship is an error naming those it does.
 func kubeSchemaFor(version string) (*kubeSchema, error) {
 	v := strings.TrimPrefix(strings.TrimSpace(version), "v")
 	if v == "" || v == "master" {
@@ -123,70 +113,27 @@ func kubeSchemaFor(version string) (*kubeSchema, error) {
 	return nil, fmt.Errorf("kubernetes_version %q: cad has the schemas of Kubernetes %s only", version, strings.Join(have, " and "))
 }
 
-func (ks *kubeSchema) load() error {
-	ks.once.Do(func() {
-		if ks.gz == nil {
-			return
-		}
-		zr, err := gzip.NewReader(bytes.NewReader(ks.gz))
-		if err != nil {
-			ks.err = err
-			return
-		}
-		var doc struct {
-			Definitions spec.Definitions `json:"definitions"`
-		}
-		if err := json.NewDecoder(zr).Decode(&doc); err != nil {
-			ks.err = fmt.Errorf("kubernetes %s schema: %w", ks.version, err)
-			return
-		}
-		ks.defs = &spec.Schema{SchemaProps: spec.SchemaProps{Definitions: doc.Definitions}}
-		ks.byGVK = map[string]string{}
-		for name, d := range doc.Definitions {
-			gvks, _ := d.Extensions["x-kubernetes-group-version-kind"].([]any)
-			for _, g := range gvks {
-				m, _ := g.(map[string]any)
-				group, _ := m["group"].(string)
-				version, _ := m["version"].(string)
-				kind, _ := m["kind"].(string)
-				ks.byGVK[group+"/"+version+"/"+kind] = name
-			}
-		}
-	})
-	return ks.err
-}
-
-// root is the schema references resolve against.
-func (ks *kubeSchema) root() *spec.Schema {
-	if ks.gz == nil {
-		return openapi.Schema()
+// root is what references resolve against.
+func (ks *kubeSchema) root() *openapi.ResourceSchema {
+	if ks.shipped == nil {
+		return &openapi.ResourceSchema{Schema: openapi.Schema()}
 	}
-	_ = ks.load()
-	return ks.defs
+	return ks.shipped.Root()
 }
 
 // forType returns the schema of a kind, nil when there is none.
 func (ks *kubeSchema) forType(apiVersion, kind string) *openapi.ResourceSchema {
-	if ks.gz == nil {
+	if ks.shipped == nil {
 		return openapi.SchemaForResourceType(yaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
 	}
-	if ks.load() != nil {
-		return nil
-	}
-	group, version := groupVersion(apiVersion)
-	name, ok := ks.byGVK[group+"/"+version+"/"+kind]
-	if !ok {
-		return nil
-	}
-	d := ks.defs.Definitions[name]
-	return &openapi.ResourceSchema{Schema: &d}
+	return ks.shipped.ForType(apiVersion, kind)
 }
 
 type schemaProblem struct{ path, msg string }
 
 type schemaValidator struct {
 	strict   bool
-	root     *spec.Schema // what references resolve against
+	root     *openapi.ResourceSchema // what references resolve against
 	problems []schemaProblem
 }
 
@@ -197,7 +144,10 @@ func (v *schemaValidator) add(path, format string, args ...any) {
 // resolve follows the schema's references.
 func (v *schemaValidator) resolve(rs *openapi.ResourceSchema) *openapi.ResourceSchema {
 	for i := 0; rs != nil && rs.Schema != nil && rs.Schema.Ref.String() != "" && i < 32; i++ {
-		r, err := openapi.Resolve(&rs.Schema.Ref, v.root)
+		if v.root == nil {
+			return nil
+		}
+		r, err := openapi.Resolve(&rs.Schema.Ref, v.root.Schema)
 		if err != nil || r == nil {
 			return nil
 		}
