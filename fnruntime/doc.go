@@ -119,11 +119,12 @@
 //	                       rewriting) is defined only by its code
 //	bind, set-gcp-resource-ids
 //	                       no README and no release in the catalog
-//	export-terraform, generate-kpt-pkg-docs
-//	                       documented and implementable without network; not
-//	                       written yet (export-terraform converts Config
-//	                       Connector resources to Terraform, generate-kpt-pkg-docs
-//	                       renders a package README)
+//	generate-kpt-pkg-docs  writes a README into a directory mounted into its
+//	                       container (readme-path), not KRM output: a library
+//	                       function has no such mount
+//	export-terraform       documented and needs no network, but is a converter
+//	                       of many Config Connector kinds to Terraform; not
+//	                       written yet
 //
 // The starlark builtin (go.starlark.net) is bounded in steps and, by a
 // heap watchdog, in memory ([StarlarkFunction], Options.StarlarkMaxSteps
