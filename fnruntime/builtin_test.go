@@ -67,7 +67,7 @@ func TestDocTableListsEveryBuiltin(t *testing.T) {
 
 // TestVersionedBuiltinsGolden renders testdata/versions/<case> through a
 // registry, so that a Kptfile pinning an older catalog line runs that
-// line's implementation (set-namespace v0.2).
+// line's implementation (set-namespace v0.2 and v0.3).
 func TestVersionedBuiltinsGolden(t *testing.T) {
 	pipelinetest.Run(t, filepath.Join("testdata", "versions"), pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil))
 }

@@ -15,7 +15,7 @@
 // Each builtin declares the catalog releases it implements
 // ([BuiltinVersions], the table below): the newest release of each minor
 // line whose documented behaviour it has. Where an older line behaves
-// differently and its documentation says how (set-namespace v0.2), that
+// differently and its documentation says how (set-namespace v0.2 and v0.3), that
 // line has its own implementation, which a step pinning it runs. A version pinned in the image
 // ("set-labels:v0.1.5") or in Step.Tag, or a semver constraint in Step.Tag
 // (the Masterminds semver library's syntax, which kpt uses: x-ranges,
