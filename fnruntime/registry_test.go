@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/internal/fixtures"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -63,10 +64,7 @@ func TestExecGating(t *testing.T) {
 }
 
 func TestExecFunction(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
+	sh := fixtures.RequireTool(t, "sh", "the exec function")
 	rl := &pipeline.ResourceList{Items: []*yaml.RNode{yaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foo\n")}}
 	ctx := context.Background()
 	sed := &fnruntime.ExecFunction{Path: "sed", Args: []string{"-e", "s/foo/bar/"}}
@@ -77,7 +75,7 @@ func TestExecFunction(t *testing.T) {
 		t.Errorf("name %q", rl.Items[0].GetName())
 	}
 	fail := &fnruntime.ExecFunction{Path: sh, Args: []string{"-c", "cat >/dev/null; echo broken >&2; exit 3"}}
-	err = fail.Run(ctx, rl)
+	err := fail.Run(ctx, rl)
 	var fe *pipeline.FunctionError
 	if !errors.As(err, &fe) || fe.ExitCode != 3 || fe.Stderr != "broken\n" {
 		t.Errorf("failure: %#v", err)
