@@ -153,3 +153,12 @@ func BenchmarkKustomize1000(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkKubeconformSchemaLoad measures parsing the embedded Kubernetes
+// 1.37 OpenAPI document, which the kubeconform builtin does once per
+// process on first use.
+func BenchmarkKubeconformSchemaLoad(b *testing.B) {
+	for b.Loop() {
+		fnruntime.LoadKubeSchemaForBenchmark()
+	}
+}

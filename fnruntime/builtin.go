@@ -15,8 +15,8 @@ import (
 // search-replace, starlark ([StarlarkFunction]), apply-replacements,
 // apply-setters, ensure-name-substring, upsert-resource, set-project-id,
 // remove-local-config-resources, format, set-enforcement-action,
-// list-setters, create-setters, fix, generate-folders, kubeconform, kpt's
-// builtins/gen-pkg-context, and the test images no-op and drop-comments.
+// list-setters, create-setters, fix, generate-folders, kubeconform,
+// enable-gcp-services and kpt's builtins/gen-pkg-context.
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages, and fail (a
 // *pipeline.FunctionError) whenever they report an error result.
@@ -41,9 +41,8 @@ func Builtins() map[string]pipeline.Function {
 		"fix":                           strict(fixKptfiles),
 		"generate-folders":              strict(generateFolders),
 		"kubeconform":                   strict(kubeconform),
+		"enable-gcp-services":           strict(enableGCPServices),
 		PkgContextFunction:              strict(genPkgContext),
-		"no-op":                         pipeline.FunctionFunc(noOp),
-		"drop-comments":                 pipeline.FunctionFunc(dropComments),
 	}
 }
 
@@ -78,6 +77,44 @@ type CatalogVersion struct {
 	// releases document, and why other lines are refused; empty when
 	// nothing is known to differ.
 	Differs string
+	// SortsOutput says the catalog function is built on the kpt
+	// functions SDK (krm-functions-sdk's go/fn), whose ResourceList
+	// output is sorted by apiVersion, kind, namespace and name whatever
+	// the function did; functions on kyaml's framework keep their order.
+	// The builtin itself keeps the input order (the renderer writes each
+	// resource back to its own file either way); a tool that prints the
+	// output list, as kpt fn eval does, sorts it when this is set.
+	SortsOutput bool
+	// Released are all the versions of the function the catalog
+	// released (its git tags as of 2025-06-25), oldest first. A step
+	// pinning a full version not among them ("v0.4.99") is refused even
+	// when its minor line is implemented; empty means not checked.
+	Released []string
+}
+
+// catalogReleases are the catalog's release tags by function (the
+// krm-functions-catalog repository's tags <fn>/vX.Y.Z, functions/go/<fn>/
+// and go/<fn>/ ones included, as of 2025-06-25).
+var catalogReleases = map[string][]string{
+	"set-namespace":                 {"v0.1.0", "v0.1.1", "v0.1.2", "v0.1.3", "v0.1.4", "v0.2.0", "v0.3.0", "v0.3.1", "v0.3.2", "v0.3.3", "v0.3.4", "v0.4.0", "v0.4.1"},
+	"set-labels":                    {"v0.1.3", "v0.1.4", "v0.1.5", "v0.2.0", "v0.2.1"},
+	"set-annotations":               {"v0.1.3", "v0.1.4"},
+	"set-image":                     {"v0.1.0", "v0.1.1"},
+	"search-replace":                {"v0.1.0", "v0.1.1", "v0.2.0"},
+	"starlark":                      {"v0.1.0", "v0.1.1", "v0.1.2", "v0.2.0", "v0.2.1", "v0.2.2", "v0.3.0", "v0.4.0", "v0.4.1", "v0.4.2", "v0.4.3", "v0.5.0", "v0.5.1"},
+	"apply-replacements":            {"v0.1.0", "v0.1.1", "v0.1.2"},
+	"apply-setters":                 {"v0.1.0", "v0.1.1", "v0.2.0", "v0.2.1"},
+	"ensure-name-substring":         {"v0.1.0", "v0.1.1", "v0.2.0"},
+	"upsert-resource":               {"v0.1.0", "v0.2.0"},
+	"set-project-id":                {"v0.1.0", "v0.2.0"},
+	"remove-local-config-resources": {"v0.1.0"},
+	"format":                        {"v0.1.0"},
+	"set-enforcement-action":        {"v0.1.0"},
+	"list-setters":                  {"v0.1.0"},
+	"create-setters":                {"v0.1.0"},
+	"fix":                           {"v0.2.0", "v0.2.1"},
+	"generate-folders":              {"v0.1.1"},
+	"enable-gcp-services":           {"v0.1.0"},
 }
 
 // BuiltinVersions returns, as a new map by builtin name, the catalog
@@ -87,9 +124,26 @@ type CatalogVersion struct {
 // version and resolve for any tag. The package documentation has the same
 // table.
 func BuiltinVersions() map[string]CatalogVersion {
+	out := builtinVersions()
+	for name, cv := range out {
+		cv.Released = append([]string(nil), catalogReleases[name]...)
+		cv.SortsOutput = sdkFunctions[name]
+		out[name] = cv
+	}
+	return out
+}
+
+// sdkFunctions are the builtins whose catalog function runs on the kpt
+// functions SDK's fn.AsMain (its main package), which sorts the output
+// items; the others run on kyaml's fn/framework.
+var sdkFunctions = map[string]bool{
+	"set-namespace": true, "set-labels": true, "set-image": true, "starlark": true, "apply-replacements": true,
+}
+
+func builtinVersions() map[string]CatalogVersion {
 	return map[string]CatalogVersion{
 		"set-namespace": {Releases: []string{"v0.2.0", "v0.3.4", "v0.4.1"},
-			Differs: "v0.2.x has its own implementation, as documented (kustomize's namespace transformer: every resource not known to be cluster-scoped, custom kinds and the Kptfile included, Namespace names, binding subjects, additionalNamespaceFields); v0.3.x runs v0.4's behaviour (origin tracking, namespaceMatcher), which gives kpt's v0.3.4 fixtures their expected output; v0.1 is refused"},
+			Differs: "v0.2.x and v0.3.x have their own implementations, as their READMEs document: v0.2 is kustomize's namespace transformer (every resource not known to be cluster-scoped, custom kinds and the Kptfile included, Namespace names, binding subjects, additionalNamespaceFields); v0.3 replaces one old namespace chosen by namespaceMatcher, the single Namespace object or the one value all namespace fields share (restrict mode), with result messages worded by cad (the README gives none); v0.1 is refused"},
 		"set-labels": {Releases: []string{"v0.2.0"},
 			Differs: "v0.1.x (kustomize's label transformer and its field specs, additionalLabelFields) is refused"},
 		"set-annotations": {Releases: []string{"v0.1.4"}},
@@ -109,6 +163,8 @@ func BuiltinVersions() map[string]CatalogVersion {
 		"set-enforcement-action":        {Releases: []string{"v0.1.0"}},
 		"list-setters":                  {Releases: []string{"v0.1.0"}},
 		"generate-folders":              {Releases: []string{"v0.1.1"}, Differs: "a Go port of the TypeScript function"},
+		"enable-gcp-services": {Releases: []string{"v0.1.0"},
+			Differs: "written from the README and examples: a set that is not local-config or lacks spec.services is an error result worded by cad; a new Service's file is service_<name>.yaml in its set's directory"},
 		"fix": {Releases: []string{"v0.2.1"},
 			Differs: "setters go into the apply-setters configMap, as the documentation shows (the catalog's code writes setters.yaml); a v1alpha2 Kptfile's apply-setters configMap is left in place; OpenAPI enum values are not substituted"},
 		"create-setters": {Releases: []string{"v0.1.0"},
@@ -130,25 +186,6 @@ func info(msg string) *pipeline.Result {
 
 func errorResult(msg string) *pipeline.Result {
 	return &pipeline.Result{Message: msg, Severity: pipeline.SeverityError}
-}
-
-func noOp(context.Context, *pipeline.ResourceList) error { return nil }
-
-func dropComments(_ context.Context, rl *pipeline.ResourceList) error {
-	for _, it := range rl.Items {
-		clearComments(it.YNode())
-	}
-	return nil
-}
-
-func clearComments(n *yaml.Node) {
-	if n == nil {
-		return
-	}
-	n.HeadComment, n.LineComment, n.FootComment = "", "", ""
-	for _, c := range n.Content {
-		clearComments(c)
-	}
 }
 
 // isLocalConfig reports the config.kubernetes.io/local-config annotation

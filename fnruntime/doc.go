@@ -15,7 +15,7 @@
 // Each builtin declares the catalog releases it implements
 // ([BuiltinVersions], the table below): the newest release of each minor
 // line whose documented behaviour it has. Where an older line behaves
-// differently and its documentation says how (set-namespace v0.2), that
+// differently and its documentation says how (set-namespace v0.2 and v0.3), that
 // line has its own implementation, which a step pinning it runs. A version pinned in the image
 // ("set-labels:v0.1.5") or in Step.Tag, or a semver constraint in Step.Tag
 // (the Masterminds semver library's syntax, which kpt uses: x-ranges,
@@ -39,13 +39,15 @@
 // error, worded as the catalog function words it.
 //
 //	function               versions implemented   what differs
-//	set-namespace          v0.2.x, v0.3.x, v0.4.x v0.2 has its own implementation, as
-//	                                              documented (kustomize's transformer: every
-//	                                              resource not known to be cluster-scoped, custom
-//	                                              kinds and the Kptfile included); v0.3 runs
-//	                                              v0.4's behaviour (origin tracking,
-//	                                              namespaceMatcher), which gives kpt's v0.3.4
-//	                                              fixtures their output; v0.1 refused
+//	set-namespace          v0.2.x, v0.3.x, v0.4.x v0.2 and v0.3 have their own implementations,
+//	                                              as their READMEs document: v0.2 kustomize's
+//	                                              transformer (every resource not known to be
+//	                                              cluster-scoped, custom kinds and the Kptfile
+//	                                              included); v0.3 one old namespace replaced,
+//	                                              chosen by namespaceMatcher, the one Namespace
+//	                                              object or the one value all fields share, its
+//	                                              messages cad's (the README gives none); v0.1
+//	                                              refused
 //	set-labels             v0.2.x                 v0.1 (kustomize's label transformer,
 //	                                              additionalLabelFields) refused
 //	set-annotations        v0.1.x                 -
@@ -71,22 +73,58 @@
 //	                                              documentation shows (the catalog's code writes
 //	                                              setters.yaml); OpenAPI enum values are not
 //	                                              substituted; v1alpha2's configMap stays
-//	generate-folders       v0.1.x                 a Go port of the TypeScript function; cad does
-//	                                              not add kpt's cnrm blueprint attribution
+//	generate-folders       v0.1.x                 a Go port of the TypeScript function (its
+//	                                              warnings have the TS SDK's severity "warn");
+//	                                              kpt's cnrm blueprint attribution is the
+//	                                              render's (pipeline.Options.NoAttribution)
 //	create-setters         v0.1.x                 kpt's path/index annotations are never
 //	                                              parameterised; equal-length setter values are
 //	                                              tried in name order (random in the catalog)
-//	kubeconform            unversioned            kpt's tests pin latest; validates against
-//	                                              kyaml's bundled Kubernetes OpenAPI schema with
-//	                                              kubeconform's messages; no schema_location, no
-//	                                              kubernetes_version choice
-//	builtins/gen-pkg-context, no-op, drop-comments: unversioned (kpt's builtin
-//	and test images)
+//	kubeconform            unversioned            kpt's tests pin latest; validates against the
+//	                                              Kubernetes OpenAPI schemas cad ships (1.37.2,
+//	                                              embedded from k8s.io/kubernetes, the default;
+//	                                              1.21.2, kyaml's) with kubeconform's messages;
+//	                                              kubernetes_version picks one, another minor is
+//	                                              refused; no schema_location (no download)
+//	enable-gcp-services    v0.1.x                 written from its README and examples; a set
+//	                                              that is not local-config or has no services
+//	                                              is an error result worded by cad; a new
+//	                                              Service goes to service_<name>.yaml beside
+//	                                              its set
+//	builtins/gen-pkg-context: unversioned (kpt's builtin)
 //
-// Not in-process here: kubeval and gatekeeper; they run as containers with
-// Options.Containers. render-helm-chart (v0.2) is in-process in its own
-// module, github.com/configasdata/cad/helmfn, so that Helm's SDK stays out
-// of this one: helmfn.Register adds it to a Registry.
+// kpt's e2e test images no-op and drop-comments are not builtins: a
+// package naming them gets a *NotFoundError, as from kpt without them.
+//
+// A pinned full version must also be one the catalog released
+// (CatalogVersion.Released, from its git tags): "v0.4.99" is refused
+// though cad implements v0.4.x.
+//
+// render-helm-chart (v0.2) is in-process in its own module,
+// github.com/configasdata/cad/helmfn, so that Helm's SDK stays out of this
+// one: helmfn.Register adds it to a Registry (cadctl registers it).
+//
+// Catalog functions cad does not implement in-process (they run as
+// containers with Options.Containers), and why:
+//
+//	gatekeeper             needs OPA's Rego engine and Gatekeeper's constraint
+//	                       framework, a large dependency outside DESIGN.md's list
+//	kubeval                deprecated by the catalog in favour of kubeconform
+//	                       (a builtin); it downloads its schemas
+//	source-gcloud-config   reads the gcloud CLI's configuration (a binary and
+//	                       the user's cloud account)
+//	sops                   decrypts with external keys (KMS, PGP)
+//	set-name-prefix        no documentation beyond a one-line description: its
+//	                       behaviour (renaming through the SDK's reference
+//	                       rewriting) is defined only by its code
+//	bind, set-gcp-resource-ids
+//	                       no README and no release in the catalog
+//	generate-kpt-pkg-docs  writes a README into a directory mounted into its
+//	                       container (readme-path), not KRM output: a library
+//	                       function has no such mount
+//	export-terraform       documented and needs no network, but is a converter
+//	                       of many Config Connector kinds to Terraform; not
+//	                       written yet
 //
 // The starlark builtin (go.starlark.net) is bounded in steps and, by a
 // heap watchdog, in memory ([StarlarkFunction], Options.StarlarkMaxSteps

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/configasdata/cad/pipeline"
+	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -66,7 +67,10 @@ type ensureNameSubstringConfig struct {
 // create) and the deprecated fieldSpecs; it leaves
 // CustomResourceDefinitions, APIServices, Namespaces and Kptfiles alone and
 // processes local-config resources too. Step selectors and exclude are
-// applied by the pipeline before the function runs.
+// applied by the pipeline before the function runs. Like the catalog
+// function (see asKustomizeResources), it drops every item's file
+// annotations, so the render writes each resource to kpt's default file
+// for it, <namespace>/<kind>_<name>.yaml.
 //
 // Fields that refer to a renamed resource of the same namespace are
 // rewritten for a subset of kustomize's name-reference table (the catalog
@@ -134,7 +138,7 @@ func ensureNameSubstring(_ context.Context, rl *pipeline.ResourceList) error {
 		}
 	}
 	if len(renamed) == 0 {
-		return nil
+		return asKustomizeResources(rl)
 	}
 	fixNameReferences(rl.Items, renamedIn)
 	for _, it := range rl.Items {
@@ -159,6 +163,33 @@ func ensureNameSubstring(_ context.Context, rl *pipeline.ResourceList) error {
 		seg[n] = newName
 		if err := it.PipeE(yaml.SetAnnotation(dependsOnAnnotation, strings.Join(seg, "/"))); err != nil {
 			return err
+		}
+	}
+	return asKustomizeResources(rl)
+}
+
+// fileAnnotations are the annotations that place a resource in a file,
+// which kustomize drops as build annotations when the catalog function
+// turns its items into a resource map and back.
+var fileAnnotations = []string{
+	kioutil.PathAnnotation, kioutil.IndexAnnotation, kioutil.SeqIndentAnnotation,
+	kioutil.LegacyPathAnnotation, kioutil.LegacyIndexAnnotation,
+}
+
+// asKustomizeResources gives every item the form the catalog's
+// ensure-name-substring outputs, as its documented examples show: the
+// function passes all items through a kustomize resource map, which drops
+// each item's file annotations (path, index, sequence indent), so kpt
+// writes every resource, renamed or not, to its default file
+// (<namespace>/<kind>_<name>.yaml) and removes the files they came from.
+// The id annotation survives, so kpt (and cad) restore comments and field
+// order from the input.
+func asKustomizeResources(rl *pipeline.ResourceList) error {
+	for _, it := range rl.Items {
+		for _, a := range fileAnnotations {
+			if err := it.PipeE(yaml.ClearAnnotation(a)); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

@@ -29,6 +29,11 @@ type folderNode struct {
 	children []*folderNode
 }
 
+// severityWarn is the severity the TypeScript SDK, which the catalog's
+// generate-folders is written with, gives warnings: "warn", not the Go
+// SDK's "warning".
+const severityWarn pipeline.Severity = "warn"
+
 // generateFolders is the catalog's generate-folders: every
 // ResourceHierarchy item (blueprints.cloud.google.com/v1alpha3, or the older
 // cft.dev/v1alpha2 and v1alpha1, which get a warning) adds one Folder
@@ -58,7 +63,7 @@ func generateFolders(_ context.Context, rl *pipeline.ResourceList) error {
 		}
 		switch api {
 		case hierarchyV1, hierarchyV2:
-			result(fmt.Sprintf("ResourceHierarchy %s references an older Resource Hierarchy GroupVersion. Latest GroupVersion is %s.", h.GetName(), hierarchyV3), pipeline.SeverityWarning)
+			result(fmt.Sprintf("ResourceHierarchy %s references an older Resource Hierarchy GroupVersion. Latest GroupVersion is %s.", h.GetName(), hierarchyV3), severityWarn)
 		case hierarchyV3:
 		default:
 			continue

@@ -8,16 +8,17 @@ import (
 	"testing"
 
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/internal/fixtures"
 	"github.com/configasdata/cad/pipeline"
 )
 
 // TestGenPkgContextConformance feeds kpt's builtin fixtures
 // (shared/conformance/kpt/pkg/lib/builtins/testdata) through the builtin.
 func TestGenPkgContextConformance(t *testing.T) {
-	root := filepath.Join("..", "..", "shared", "conformance", "kpt", "pkg", "lib", "builtins", "testdata")
+	root := fixtures.Dir(t, "kpt", "pkg", "lib", "builtins", "testdata")
 	cases, _ := filepath.Glob(filepath.Join(root, "*", "in.yaml"))
 	if len(cases) == 0 {
-		t.Skip("builtin fixtures not found")
+		t.Fatalf("no builtin fixture (*/in.yaml) under %s", root)
 	}
 	fn, err := fnruntime.NewRegistry(nil).Resolve(context.Background(), pipeline.Step{Image: fnruntime.PkgContextFunction + ":latest"})
 	if err != nil {

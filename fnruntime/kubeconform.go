@@ -6,31 +6,39 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/configasdata/cad/internal/k8sschema"
+
 	"github.com/configasdata/cad/pipeline"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-// kubeconform validates resources against the Kubernetes OpenAPI schema
-// bundled with kyaml, as the kubeconform image validates them against its
-// bundled JSON schemas, with kubeconform's messages: "missing properties
+// kubeconform validates resources against the OpenAPI schema of a
+// Kubernetes version, as the kubeconform image validates them against
+// its JSON schemas, with kubeconform's messages: "missing properties
 // 'selector', 'template'", "got string, want null or integer" (an
 // optional field may also be null) and, with strict, "additionalProperties
 // 'x' not allowed". Each violation is an error result naming the resource,
 // the field (a dotted path, list indexes as numbers) and the file, so the
 // step fails. The ConfigMap config takes strict ("true": unknown fields
-// are errors), skip_kinds (comma separated kinds not validated) and
+// are errors), skip_kinds (comma separated kinds not validated),
 // ignore_missing_schemas (default "true": kinds without a schema, custom
-// resources and the Kptfile, are skipped; "false" makes them errors);
-// kubernetes_version is accepted and ignored (the bundled schema is
-// fixed), schema_location is refused (there is no download in-process).
+// resources and the Kptfile, are skipped; "false" makes them errors) and
+// kubernetes_version: cad ships the schemas of Kubernetes 1.37 (v1.37.2,
+// the default, also for "master") and 1.21 (kyaml's, v1.21.2); a version
+// of another minor is refused with an error result naming those, as is
+// schema_location (there is no download in-process).
 func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
 	cfg := map[string]string{}
 	if !rl.FunctionConfig.IsNilOrEmpty() {
 		cfg = rl.FunctionConfig.GetDataMap()
 	}
 	if cfg["schema_location"] != "" {
-		return failWith(rl, "schema_location is not supported in-process: cad validates against the Kubernetes schema it bundles")
+		return failWith(rl, "schema_location is not supported in-process: cad validates against the Kubernetes schemas it bundles")
+	}
+	ks, err := kubeSchemaFor(cfg["kubernetes_version"])
+	if err != nil {
+		return failWith(rl, err.Error())
 	}
 	strict := cfg["strict"] == "true"
 	ignoreMissing := cfg["ignore_missing_schemas"] != "false"
@@ -46,7 +54,7 @@ func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
 		}
 		ref := &pipeline.ResourceRef{APIVersion: o.GetApiVersion(), Kind: o.GetKind(), Name: o.GetName(), Namespace: o.GetNamespace()}
 		file := &pipeline.File{Path: itemPath(o)}
-		rs := openapi.SchemaForResourceType(yaml.TypeMeta{APIVersion: o.GetApiVersion(), Kind: o.GetKind()})
+		rs := ks.forType(o.GetApiVersion(), o.GetKind())
 		if rs.IsMissingOrNull() {
 			if !ignoreMissing {
 				rl.Results = append(rl.Results, &pipeline.Result{Message: fmt.Sprintf("could not find schema for %s", o.GetKind()),
@@ -54,7 +62,7 @@ func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
 			}
 			continue
 		}
-		v := &schemaValidator{strict: strict}
+		v := &schemaValidator{strict: strict, root: ks.root()}
 		v.validate(o.YNode(), rs, "", false)
 		for _, p := range v.problems {
 			rl.Results = append(rl.Results, &pipeline.Result{Message: p.msg, Severity: pipeline.SeverityError,
@@ -64,10 +72,68 @@ func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
 	return nil
 }
 
+// kubeSchemas are the Kubernetes versions whose schemas cad ships, by
+// minor line, newest first; the first is the default.
+var kubeSchemas = func() []*kubeSchema {
+	var out []*kubeSchema
+	for _, s := range k8sschema.Versions() {
+		parts := strings.SplitN(strings.TrimPrefix(s.Version, "v"), ".", 3)
+		out = append(out, &kubeSchema{minor: parts[0] + "." + parts[1], version: s.Version, shipped: s})
+	}
+	return append(out, &kubeSchema{minor: "1.21", version: "v1.21.2"}) // kyaml's bundled schema
+}()
+
+// kubeSchema is one Kubernetes version's OpenAPI definitions: shipped in
+// internal/k8sschema, or (shipped nil) kyaml's bundled schema.
+type kubeSchema struct {
+	minor, version string
+	shipped        *k8sschema.Schema
+}
+
+// kubeSchemaFor returns the schema for a kubernetes_version ("1.37",
+// "v1.37.0", "1.37.2"; "" and "master" mean the newest); a version of a
+// minor line cad does not ship is an error naming those it does.
+func kubeSchemaFor(version string) (*kubeSchema, error) {
+	v := strings.TrimPrefix(strings.TrimSpace(version), "v")
+	if v == "" || v == "master" {
+		return kubeSchemas[0], nil
+	}
+	parts := strings.Split(v, ".")
+	if len(parts) >= 2 {
+		for _, ks := range kubeSchemas {
+			if parts[0]+"."+parts[1] == ks.minor {
+				return ks, nil
+			}
+		}
+	}
+	var have []string
+	for _, ks := range kubeSchemas {
+		have = append(have, ks.minor+" ("+ks.version+")")
+	}
+	return nil, fmt.Errorf("kubernetes_version %q: cad has the schemas of Kubernetes %s only", version, strings.Join(have, " and "))
+}
+
+// root is what references resolve against.
+func (ks *kubeSchema) root() *openapi.ResourceSchema {
+	if ks.shipped == nil {
+		return &openapi.ResourceSchema{Schema: openapi.Schema()}
+	}
+	return ks.shipped.Root()
+}
+
+// forType returns the schema of a kind, nil when there is none.
+func (ks *kubeSchema) forType(apiVersion, kind string) *openapi.ResourceSchema {
+	if ks.shipped == nil {
+		return openapi.SchemaForResourceType(yaml.TypeMeta{APIVersion: apiVersion, Kind: kind})
+	}
+	return ks.shipped.ForType(apiVersion, kind)
+}
+
 type schemaProblem struct{ path, msg string }
 
 type schemaValidator struct {
 	strict   bool
+	root     *openapi.ResourceSchema // what references resolve against
 	problems []schemaProblem
 }
 
@@ -75,11 +141,13 @@ func (v *schemaValidator) add(path, format string, args ...any) {
 	v.problems = append(v.problems, schemaProblem{path: path, msg: fmt.Sprintf(format, args...)})
 }
 
-// resolve follows the schema's references. Schemas are handled through
-// kyaml's ResourceSchema, so that fnruntime names no kube-openapi type.
+// resolve follows the schema's references.
 func (v *schemaValidator) resolve(rs *openapi.ResourceSchema) *openapi.ResourceSchema {
 	for i := 0; rs != nil && rs.Schema != nil && rs.Schema.Ref.String() != "" && i < 32; i++ {
-		r, err := openapi.Resolve(&rs.Schema.Ref, openapi.Schema())
+		if v.root == nil {
+			return nil
+		}
+		r, err := openapi.Resolve(&rs.Schema.Ref, v.root.Schema)
 		if err != nil || r == nil {
 			return nil
 		}

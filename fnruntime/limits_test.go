@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/internal/fixtures"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
 )
@@ -53,9 +53,7 @@ ctx.resource_list["items"][0]["data"]["n"] = n
 // renderer reports the typed error rather than a parse error of the
 // truncated output.
 func TestExecOutputTooLargeThroughPipeline(t *testing.T) {
-	if _, err := exec.LookPath("yes"); err != nil {
-		t.Skip("no yes(1)")
-	}
+	fixtures.RequireTool(t, "yes", "the oversized output")
 	var out bytes.Buffer
 	big := &fnruntime.ExecFunction{Path: "sh", Args: []string{"-c", "cat >/dev/null; yes | head -c 100000"}, MaxOutput: 1000}
 	stderr, err := big.RunStream(context.Background(), strings.NewReader("{}"), &out)

@@ -29,8 +29,8 @@ const DefaultTimeout = 5 * time.Minute
 // Options configure a [Registry]. The zero value (and nil) means: builtins
 // only, no exec, a 5 minute timeout.
 type Options struct {
-	// AllowExec allows exec steps. Default false: an exec step fails with
-	// pipeline.ErrExecNotAllowed.
+	// AllowExec allows exec steps. Default false: resolving an exec step
+	// fails with an error matching pipeline.ErrExecNotAllowed.
 	AllowExec bool
 	// ExecAllow, when not empty, limits exec steps to these programs (the
 	// first word of the command line, compared after path.Clean).
@@ -95,6 +95,9 @@ type Registry struct {
 	mu       sync.RWMutex
 	fns      map[string]pipeline.Function
 	versions map[string][]semVersion // by key: the minor lines' newest releases; absent: unversioned
+	// released are, by key, every version ever released ("0.4.1"); a
+	// pinned full version outside it is refused. Absent: not checked.
+	released map[string]map[string]bool
 	// lines are implementations of older minor lines, by key and by
 	// release ("0.2.0"); a line without one runs fns[key].
 	lines map[string]map[string]pipeline.Function
@@ -105,7 +108,7 @@ var _ pipeline.Resolver = (*Registry)(nil)
 // NewRegistry returns a registry with the builtin functions (unless
 // opts.NoBuiltins) and no others.
 func NewRegistry(opts *Options) *Registry {
-	r := &Registry{fns: map[string]pipeline.Function{}, versions: map[string][]semVersion{}, lines: map[string]map[string]pipeline.Function{}}
+	r := &Registry{fns: map[string]pipeline.Function{}, versions: map[string][]semVersion{}, lines: map[string]map[string]pipeline.Function{}, released: map[string]map[string]bool{}}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -128,6 +131,13 @@ func NewRegistry(opts *Options) *Registry {
 				v, _ := parseVersion(rel)
 				r.versions[name] = append(r.versions[name], v)
 			}
+			if len(cv.Released) > 0 {
+				r.released[name] = map[string]bool{}
+				for _, rel := range cv.Released {
+					v, _ := parseVersion(rel)
+					r.released[name][v.String()] = true
+				}
+			}
 		}
 		for name, byRelease := range builtinLines() {
 			r.lines[name] = byRelease
@@ -147,6 +157,7 @@ func (r *Registry) Register(name string, fn pipeline.Function) {
 	r.fns[key] = fn
 	delete(r.versions, key)
 	delete(r.lines, key)
+	delete(r.released, key)
 }
 
 // RegisterVersion is Register for an implementation that behaves like
@@ -173,6 +184,7 @@ func (r *Registry) RegisterVersion(name string, fn pipeline.Function, releases .
 	r.fns[key] = fn
 	r.versions[key] = vs
 	delete(r.lines, key)
+	delete(r.released, key)
 	return nil
 }
 
@@ -228,8 +240,9 @@ func matchAny(patterns []string, names ...string) bool {
 // Options.IgnoreImageTags), that is a version or a semver constraint
 // ("v0.4.1", "v0.4", "~0.4", "^0.4.1", ">=0.3, <1") is checked against
 // the releases of an implementation registered with them (the builtins'
-// BuiltinVersions, RegisterVersion). A full version (v0.4.2) resolves when
-// it is in the minor line of one of the releases; any other constraint
+// BuiltinVersions, RegisterVersion). A full version (v0.4.0) resolves when
+// it is in the minor line of one of the releases and, for a builtin, was
+// released (BuiltinVersions' Released: v0.4.99 is refused); any other constraint
 // when one of the releases satisfies it; a bare or partial version is an
 // x-range ("v0.4" is 0.4.x), as in the Masterminds semver library kpt
 // uses. Otherwise, when Options.Containers is set, the image runs in a
@@ -255,6 +268,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 	fn, ok := r.fns[key]
 	releases, versioned := r.versions[key]
 	lines := r.lines[key]
+	released := r.released[key]
 	r.mu.RUnlock()
 	tag := step.Tag
 	if tag == "" && !r.opts.IgnoreImageTags {
@@ -267,6 +281,10 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 			return nil, fmt.Errorf("function %q: %w", step.Image, err)
 		}
 		rel, implemented := implements(releases, tag, c)
+		notReleased := false
+		if v, err := semver.StrictNewVersion(strings.TrimPrefix(strings.TrimPrefix(tag, "v"), "V")); err == nil && released != nil && !released[v.String()] {
+			implemented, notReleased = false, true
+		}
 		if ok && versioned && implemented {
 			if lf, has := lines[rel.String()]; has {
 				fn = lf
@@ -278,7 +296,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 				for i, v := range releases {
 					names[i] = "v" + v.String()
 				}
-				return nil, &VersionError{Image: step.Image, Constraint: tag, Version: names[len(names)-1], Implemented: names}
+				return nil, &VersionError{Image: step.Image, Constraint: tag, Version: names[len(names)-1], Implemented: names, NotReleased: notReleased}
 			}
 			ok = false
 		}
@@ -322,6 +340,10 @@ type VersionError struct {
 	// Implemented are the releases it behaves like, each standing for its
 	// minor line.
 	Implemented []string
+	// NotReleased says the version pinned was never released (it is not
+	// in the function's list of releases, BuiltinVersions' Released),
+	// though its minor line may be implemented.
+	NotReleased bool
 }
 
 // Error names the image, the version asked for and the versions
@@ -333,6 +355,10 @@ func (e *VersionError) Error() string {
 	}
 	if len(lines) == 0 {
 		lines = []string{e.Version}
+	}
+	if e.NotReleased {
+		return fmt.Sprintf("function %q: version %q was never released; pin a released version (cad implements %s)",
+			e.Image, e.Constraint, strings.Join(lines, ", "))
 	}
 	return fmt.Sprintf("function %q: version %q is not implemented in-process (cad implements %s); pin one of those, or enable container functions",
 		e.Image, e.Constraint, strings.Join(lines, ", "))
@@ -386,7 +412,7 @@ func imageTag(image string) string {
 
 func (r *Registry) resolveExec(step pipeline.Step) (pipeline.Function, error) {
 	if !r.opts.AllowExec {
-		return nil, pipeline.ErrExecNotAllowed
+		return nil, fmt.Errorf("exec %q: %w by this registry (Options.AllowExec is false)", step.Exec, pipeline.ErrExecNotAllowed)
 	}
 	args, err := splitCommand(step.Exec)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/internal/fixtures"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -51,7 +52,9 @@ func TestAllowDeny(t *testing.T) {
 func TestExecGating(t *testing.T) {
 	ctx := context.Background()
 	_, err := fnruntime.NewRegistry(nil).Resolve(ctx, pipeline.Step{Exec: "sed -e s/a/b/"})
-	if !errors.Is(err, pipeline.ErrNotAllowed) || !strings.Contains(err.Error(), "--allow-exec") {
+	// The library's words: it has no --allow-exec flag (that is kpt's CLI).
+	if !errors.Is(err, pipeline.ErrNotAllowed) || !errors.Is(err, pipeline.ErrExecNotAllowed) ||
+		strings.Contains(err.Error(), "--allow-exec") || !strings.Contains(err.Error(), "AllowExec") || !strings.Contains(err.Error(), "sed -e s/a/b/") {
 		t.Errorf("exec without AllowExec: %v", err)
 	}
 	_, err = fnruntime.NewRegistry(&fnruntime.Options{AllowExec: true, ExecAllow: []string{"/bin/cat"}}).Resolve(ctx, pipeline.Step{Exec: "sed"})
@@ -61,10 +64,7 @@ func TestExecGating(t *testing.T) {
 }
 
 func TestExecFunction(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skip("no sh")
-	}
+	sh := fixtures.RequireTool(t, "sh", "the exec function")
 	rl := &pipeline.ResourceList{Items: []*yaml.RNode{yaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: foo\n")}}
 	ctx := context.Background()
 	sed := &fnruntime.ExecFunction{Path: "sed", Args: []string{"-e", "s/foo/bar/"}}
@@ -75,7 +75,7 @@ func TestExecFunction(t *testing.T) {
 		t.Errorf("name %q", rl.Items[0].GetName())
 	}
 	fail := &fnruntime.ExecFunction{Path: sh, Args: []string{"-c", "cat >/dev/null; echo broken >&2; exit 3"}}
-	err = fail.Run(ctx, rl)
+	err := fail.Run(ctx, rl)
 	var fe *pipeline.FunctionError
 	if !errors.As(err, &fe) || fe.ExitCode != 3 || fe.Stderr != "broken\n" {
 		t.Errorf("failure: %#v", err)
@@ -129,13 +129,16 @@ func TestContainerFunction(t *testing.T) {
 	}
 }
 
+// noop is a function that changes nothing.
+var noop = pipeline.FunctionFunc(func(context.Context, *pipeline.ResourceList) error { return nil })
+
 func TestResolveVersionConstraints(t *testing.T) {
 	ctx := context.Background()
 	r := fnruntime.NewRegistry(nil)
-	if err := r.RegisterVersion("example.com/fns/mine", fnruntime.Builtins()["no-op"], "v1.3.0"); err != nil {
+	if err := r.RegisterVersion("example.com/fns/mine", noop, "v1.3.0"); err != nil {
 		t.Fatal(err)
 	}
-	r.Register("example.com/fns/any", fnruntime.Builtins()["no-op"])
+	r.Register("example.com/fns/any", noop)
 	const ns = "ghcr.io/kptdev/krm-functions-catalog/set-namespace" // v0.2.0, v0.3.4 and v0.4.1
 	for _, tc := range []struct {
 		image, tag string
@@ -153,8 +156,11 @@ func TestResolveVersionConstraints(t *testing.T) {
 		{ns, "0.4.0 - 0.4.3", nil},
 		{ns, "0.3.0 - 0.4.0", nil},                  // v0.3.4
 		{ns, "0.4.2 - 0.4.9", pipeline.ErrNotFound}, // no implemented release in it
-		{ns, "v0.4.2", nil},                         // a patch of an implemented line
-		{ns, "v0.3.0", nil},
+		{ns, "v0.4.0", nil},                         // a patch of an implemented line
+		{ns, "v0.4.2", pipeline.ErrNotFound},        // in an implemented line, never released
+		{ns, "v0.4.99", pipeline.ErrNotFound},
+		{ns + ":v0.4.99", "", pipeline.ErrNotFound},
+		{ns, "v0.3.0", nil}, // v0.3's own implementation
 		{ns, "v0.2.0", nil}, // its own implementation
 		{ns, "v0.1.4", pipeline.ErrNotFound},
 		{ns, "v0.5.0", pipeline.ErrNotFound},
@@ -175,7 +181,8 @@ func TestResolveVersionConstraints(t *testing.T) {
 		{"example.com/fns/mine", "~1.2", pipeline.ErrNotFound},
 		{"example.com/fns/any", "v9.9.9", nil}, // registered without a version
 		{"example.com/fns/any", ">=", revision.ErrInvalid},
-		{"no-op", "v7", nil},
+		{"no-op", "", pipeline.ErrNotFound}, // kpt's test image is no builtin
+		{"drop-comments", "", pipeline.ErrNotFound},
 	} {
 		_, err := r.Resolve(ctx, pipeline.Step{Image: tc.image, Tag: tc.tag})
 		switch {
@@ -197,10 +204,18 @@ func TestResolveVersionConstraints(t *testing.T) {
 			t.Errorf("error %v does not name %q", err, want)
 		}
 	}
-	if err := r.RegisterVersion("bad", fnruntime.Builtins()["no-op"], "one"); !errors.Is(err, revision.ErrInvalid) {
+	_, err = r.Resolve(ctx, pipeline.Step{Image: ns + ":v0.4.99"})
+	if !errors.As(err, &ve) || !ve.NotReleased || !strings.Contains(err.Error(), "never released") {
+		t.Errorf("an unreleased version: %v", err)
+	}
+	// A user's implementation has no release list: any version of its lines.
+	if _, err := r.Resolve(ctx, pipeline.Step{Image: "example.com/fns/mine:v1.3.99"}); err != nil {
+		t.Errorf("a registered implementation's line: %v", err)
+	}
+	if err := r.RegisterVersion("bad", noop, "one"); !errors.Is(err, revision.ErrInvalid) {
 		t.Errorf("RegisterVersion with a malformed version: %v", err)
 	}
-	if err := r.RegisterVersion("bad", fnruntime.Builtins()["no-op"]); !errors.Is(err, revision.ErrInvalid) {
+	if err := r.RegisterVersion("bad", noop); !errors.Is(err, revision.ErrInvalid) {
 		t.Errorf("RegisterVersion without a release: %v", err)
 	}
 }

@@ -14,7 +14,7 @@ import (
 // line and the builtin of Builtins for the others.
 func builtinLines() map[string]map[string]pipeline.Function {
 	return map[string]map[string]pipeline.Function{
-		"set-namespace": {"0.2.0": strict(setNamespaceV02)},
+		"set-namespace": {"0.2.0": strict(setNamespaceV02), "0.3.4": strict(setNamespaceV03)},
 	}
 }
 

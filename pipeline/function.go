@@ -92,6 +92,11 @@ type Step struct {
 	// Condition is a CEL expression over the resources; when it is false
 	// the step is skipped. It needs Options.Conditions.
 	Condition string `yaml:"condition,omitempty" json:"condition,omitempty"`
+	// When is kpt's condition (the Kptfile's when): a CEL expression over
+	// the resources the step selects (after Selectors and Exclude); when
+	// it is false the step is skipped. It needs Options.Conditions. A step
+	// with both runs only when both hold.
+	When string `yaml:"when,omitempty" json:"when,omitempty"`
 }
 
 // StepFromKptfile converts a Kptfile function to a Step.
@@ -99,7 +104,7 @@ func StepFromKptfile(f revision.Function) Step {
 	return Step{
 		Name: f.Name, Image: f.Image, Tag: f.Tag, Exec: f.Exec,
 		ConfigPath: f.ConfigPath, ConfigMap: f.ConfigMap, ConfigMapExprs: f.ConfigMapExprs,
-		Selectors: f.Selectors, Exclude: f.Exclude, Condition: f.Condition,
+		Selectors: f.Selectors, Exclude: f.Exclude, Condition: f.Condition, When: f.When,
 	}
 }
 
@@ -235,9 +240,11 @@ var (
 	ErrNotAllowed = errors.New("function not allowed")
 )
 
-// ErrExecNotAllowed is returned for exec steps when exec is not allowed.
-// Its text is kpt's. It matches [ErrNotAllowed].
-var ErrExecNotAllowed = fmt.Errorf("must run with `--allow-exec` option to allow running function binaries%w", silent{ErrNotAllowed})
+// ErrExecNotAllowed is returned (wrapped, naming the step) for exec steps
+// when the resolver does not run function binaries (fnruntime's
+// Options.AllowExec is false). It matches [ErrNotAllowed]. A CLI that
+// imitates kpt words it as kpt does (kpt's --allow-exec flag).
+var ErrExecNotAllowed = fmt.Errorf("running function binaries (exec steps) is not allowed%w", silent{ErrNotAllowed})
 
 // silent wraps an error for errors.Is without adding text.
 type silent struct{ error }

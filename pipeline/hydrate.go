@@ -142,11 +142,9 @@ func readKptfile(data []byte, rel string) (*revision.Kptfile, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&probe); err != nil && !errors.Is(err, io.EOF) {
-		// With kpt's API package's Go type names in the decoder's
-		// message (cad's types have the same names), as kpt reports it.
-		msg := strings.ReplaceAll(err.Error(), " in type revision.ObjectMeta", " in type yaml.ObjectMeta")
-		msg = strings.ReplaceAll(msg, " in type revision.", " in type v1.")
-		return nil, invalidf("error reading Kptfile at %q: %s", rel, msg)
+		// The decoder's own message, naming cad's Go types; a CLI that
+		// imitates kpt words it as kpt does.
+		return nil, invalidf("error reading Kptfile at %q: %v", rel, err)
 	}
 	kf, err := revision.ParseKptfile(data)
 	if err != nil {
@@ -237,6 +235,9 @@ func (h *hydration) run(ctx context.Context) (*Output, error) {
 	if err := h.adjustRelPaths(); err != nil {
 		h.writeStatus(err)
 		return h.fail(err)
+	}
+	if !h.r.opts.NoAttribution {
+		attribute(h.root.res)
 	}
 	outputFiles := map[string]bool{}
 	for _, r := range h.root.res {
@@ -609,7 +610,7 @@ func (h *hydration) normalise(st Step) Step {
 }
 
 func (h *hydration) newResult(pn *pkgNode, st Step, validator bool) StepResult {
-	return StepResult{Package: pn.rel, Validator: validator, Name: st.Name, Image: st.Image, Exec: st.Exec}
+	return StepResult{Package: pn.rel, Validator: validator, Name: st.Name, Image: st.Image, Exec: st.Exec, When: stepWhen(st)}
 }
 
 func preExecFailure(sr StepResult, err error) StepResult {
@@ -720,18 +721,43 @@ func (h *hydration) runValidators(ctx context.Context, pn *pkgNode, input []*yam
 	return nil
 }
 
+// skip evaluates a step's conditions: Condition over the whole input,
+// When (kpt's) over the resources the step selects. It reports whether
+// one of them is false.
 func (h *hydration) skip(ctx context.Context, st Step, input []*yaml.RNode) (bool, error) {
-	if st.Condition == "" {
+	if st.Condition == "" && st.When == "" {
 		return false, nil
 	}
 	if h.r.opts.Conditions == nil {
 		return false, fmt.Errorf("step %q has a condition but no condition evaluator is configured", stepShortName(st))
 	}
-	ok, err := h.r.opts.Conditions.Eval(ctx, st.Condition, input)
-	if err != nil {
-		return false, fmt.Errorf("condition of step %q: %w", stepShortName(st), err)
+	if st.Condition != "" {
+		ok, err := h.r.opts.Conditions.Eval(ctx, st.Condition, input)
+		if err != nil {
+			return false, fmt.Errorf("condition of step %q: %w", stepShortName(st), err)
+		}
+		if !ok {
+			return true, nil
+		}
 	}
-	return !ok, nil
+	if st.When != "" {
+		ok, err := h.r.opts.Conditions.Eval(ctx, st.When, selectInput(input, st.Selectors, st.Exclude))
+		if err != nil {
+			return false, fmt.Errorf("failed to evaluate condition for function %q: %w", stepShortName(st), err)
+		}
+		if !ok {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// stepWhen is the condition a step's status records.
+func stepWhen(st Step) string {
+	if st.When != "" {
+		return st.When
+	}
+	return st.Condition
 }
 
 // fnConfig returns the functionConfig of a step: the in-memory copy of the
@@ -1292,6 +1318,15 @@ func isMatch(n *yaml.RNode, s Selector) bool {
 	}
 	return true
 }
+
+// CheckKRM reports the first of nodes that is not a KRM resource (it
+// lacks apiVersion, kind or metadata.name) as kpt checks a function's
+// input and output: the error names the resource's path annotation and
+// what it lacks ("a.yaml: resource must have `apiVersion`"). Kustomization
+// files are exempt (by file name, by a kustomize.config.k8s.io
+// apiVersion, or kind Kustomization without apiVersion). It returns nil
+// when all are KRM.
+func CheckKRM(nodes []*yaml.RNode) error { return areKRM(nodes) }
 
 // areKRM checks that every node has apiVersion, kind and metadata.name,
 // exempting Kustomization files.

@@ -42,6 +42,11 @@ type Options struct {
 	// kpt's CLI twin (examples/cadctl fn render) sets it, so its output
 	// matches kpt's.
 	KptStyleKptfile bool
+	// NoAttribution leaves out kpt's attribution: by default, as kpt's
+	// (and Porch's) render does, every Config Connector resource
+	// (apiVersion with ".cnrm.") of the written output gets "krm-fn" in
+	// its BlueprintAnnotation.
+	NoAttribution bool
 	// RequireKptfile makes a Renderer from NewKptfile refuse a root
 	// without a Kptfile ("No Kptfile found", matching ErrInvalidPackage),
 	// as kpt fn render does. By default such a root runs the pipeline of
@@ -123,6 +128,9 @@ type StepResult struct {
 	Executed bool
 	// Skipped is true when the step's condition was false.
 	Skipped bool
+	// When is the step's condition (its When, else its Condition), as
+	// the render status records it; empty for a step without one.
+	When string
 	// ExitCode is 0 on success.
 	ExitCode int
 	// Stderr is the function's standard error.

@@ -328,3 +328,103 @@ func TestRenderOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestKptfileDecodeErrorIsTheLibrarys: a Kptfile with an unknown field
+// fails with the decoder's message naming cad's own Go type; kpt's
+// wording (v1.Function) is a CLI's to choose.
+func TestKptfileDecodeErrorIsTheLibrarys(t *testing.T) {
+	files := revision.MustFiles(map[string]string{
+		"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\npipeline:\n  mutators:\n  - image: set-labels\n    targetResources: []\n",
+	})
+	_, err := pipeline.NewKptfile(pipeline.ResolverFunc(func(context.Context, pipeline.Step) (pipeline.Function, error) {
+		t.Fatal("nothing may be resolved")
+		return nil, nil
+	}), nil).Render(context.Background(), files)
+	if err == nil || !errors.Is(err, pipeline.ErrInvalidPackage) {
+		t.Fatalf("want an invalid-package error, got %v", err)
+	}
+	if !strings.Contains(err.Error(), "field targetResources not found in type revision.Function") || strings.Contains(err.Error(), "v1.Function") {
+		t.Errorf("error does not give the decoder's own words: %v", err)
+	}
+}
+
+// TestResultListRecordsSkippedSteps: kpt's results file has an entry for
+// a step whose condition was false (exit code 0, skipped: true), and none
+// for a step that neither ran nor was skipped.
+func TestResultListRecordsSkippedSteps(t *testing.T) {
+	out, err := pipeline.EncodeResultList([]pipeline.StepResult{
+		{Image: "ghcr.io/kptdev/krm-functions-catalog/no-op:latest", Skipped: true, When: "false"},
+		{Image: "ghcr.io/kptdev/krm-functions-catalog/set-labels:latest", Executed: true},
+		{Image: "ghcr.io/kptdev/krm-functions-catalog/never-ran:latest"},
+	}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `apiVersion: kpt.dev/v1
+kind: FunctionResultList
+metadata:
+  name: fnresults
+exitCode: 0
+items:
+  - image: ghcr.io/kptdev/krm-functions-catalog/no-op:latest
+    exitCode: 0
+    skipped: true
+  - image: ghcr.io/kptdev/krm-functions-catalog/set-labels:latest
+    exitCode: 0
+`
+	if string(out) != want {
+		t.Errorf("got\n%s\nwant\n%s", out, want)
+	}
+}
+
+// TestRenderAttributesConfigConnectorResources: as kpt's render does,
+// every resource whose apiVersion has ".cnrm." records "krm-fn" in
+// cnrm.cloud.google.com/blueprint, merged with what it said; other
+// resources are untouched; Options.NoAttribution turns it off.
+func TestRenderAttributesConfigConnectorResources(t *testing.T) {
+	res := `apiVersion: storage.cnrm.cloud.google.com/v1beta1
+kind: StorageBucket
+metadata:
+  name: plain
+---
+apiVersion: storage.cnrm.cloud.google.com/v1beta1
+kind: StorageBucket
+metadata:
+  name: other-tool
+  annotations:
+    cnrm.cloud.google.com/blueprint: cft
+---
+apiVersion: storage.cnrm.cloud.google.com/v1beta1
+kind: StorageBucket
+metadata:
+  name: fetched
+  annotations:
+    cnrm.cloud.google.com/blueprint: cft,krm-pkg
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: not-cnrm
+`
+	files := revision.MustFiles(map[string]string{
+		"Kptfile":        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\n",
+		"resources.yaml": res,
+	})
+	nothing := pipeline.ResolverFunc(func(context.Context, pipeline.Step) (pipeline.Function, error) { return nil, pipeline.ErrNotFound })
+	for _, off := range []bool{false, true} {
+		out, err := pipeline.NewKptfile(nothing, &pipeline.Options{NoAttribution: off, NoRenderStatus: true}).Render(context.Background(), files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := out.Files.Get("resources.yaml")
+		want := res
+		if !off {
+			want = strings.Replace(want, "  name: plain\n", "  name: plain\n  annotations:\n    cnrm.cloud.google.com/blueprint: 'krm-fn'\n", 1)
+			want = strings.Replace(want, "blueprint: cft\n", "blueprint: cft,krm-fn\n", 1)
+			want = strings.Replace(want, "blueprint: cft,krm-pkg\n", "blueprint: cft,krm-pkg-fn\n", 1)
+		}
+		if string(got) != want {
+			t.Errorf("NoAttribution=%v: got\n%s\nwant\n%s", off, got, want)
+		}
+	}
+}

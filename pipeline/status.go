@@ -54,7 +54,7 @@ func RenderStatus(steps []StepResult, err error) (revision.Condition, *revision.
 	for _, s := range steps {
 		ps := revision.PipelineStepResult{
 			Name: s.Name, Image: s.Image, Exec: s.Exec, ExecutionError: s.ExecutionError,
-			Stderr: s.Stderr, ExitCode: s.ExitCode,
+			Stderr: s.Stderr, ExitCode: s.ExitCode, When: s.When, Skipped: s.Skipped,
 		}
 		for _, r := range s.Results {
 			ri := toResultItem(r)
@@ -179,9 +179,10 @@ type resultItem struct {
 	Stderr   string                `yaml:"stderr,omitempty"`
 	ExitCode int                   `yaml:"exitCode"`
 	Results  []revision.ResultItem `yaml:"results,omitempty"`
+	Skipped  bool                  `yaml:"skipped,omitempty"`
 }
 
-// EncodeResultList writes the executed steps as kpt's results file
+// EncodeResultList writes the executed and skipped steps as kpt's results file
 // (results.yaml: a kpt.dev/v1 FunctionResultList named fnresults). Its
 // exitCode is 1 when failed is true.
 func EncodeResultList(steps []StepResult, failed bool) ([]byte, error) {
@@ -190,10 +191,12 @@ func EncodeResultList(steps []StepResult, failed bool) ([]byte, error) {
 		rl.ExitCode = 1
 	}
 	for _, s := range steps {
-		if !s.Executed {
+		if !s.Executed && !s.Skipped {
 			continue
 		}
-		it := resultItem{Image: s.Image, Exec: s.Exec, Stderr: s.Stderr, ExitCode: s.ExitCode}
+		// A skipped step has its entry too, as kpt gives one per step
+		// whose condition was evaluated: exit code 0, skipped.
+		it := resultItem{Image: s.Image, Exec: s.Exec, Stderr: s.Stderr, ExitCode: s.ExitCode, Skipped: s.Skipped}
 		for _, r := range s.Results {
 			it.Results = append(it.Results, toResultItem(r))
 		}

@@ -12,22 +12,18 @@ import (
 	"testing"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/configasdata/cad/internal/fixtures"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
 
-// conformanceDir is the shared kpt fixture tree; tests that need it skip
-// when it is absent. CAD_CONFORMANCE overrides the location.
+// conformanceDir is the shared kpt fixture tree (CAD_CONFORMANCE
+// overrides the location); tests that need it skip when it is absent,
+// and fail in CI.
 func conformanceDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("CAD_CONFORMANCE")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "conformance")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("conformance fixtures not found at %s (set CAD_CONFORMANCE)", dir)
-	}
-	return dir
+	return fixtures.Dir(t)
 }
 
 func readTestdata(t *testing.T, name string) []byte {

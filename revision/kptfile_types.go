@@ -207,9 +207,15 @@ type Function struct {
 	Exclude    []Selector        `yaml:"exclude,omitempty" json:"exclude,omitempty"`
 	// Condition is a CEL expression over the package's resources (the
 	// variable resources); when it is false the step is skipped. It is
-	// kpt's own field (kpt.dev/v1); a renderer evaluates it only when it
+	// cad's spelling; kpt's is When. A renderer evaluates it only when it
 	// has a condition evaluator (fnruntime/celfn).
 	Condition string `yaml:"condition,omitempty" json:"condition,omitempty"`
+	// When is kpt's step condition (kpt.dev/v1, kpt's CEL conditional
+	// execution): a CEL expression over the resources the step selects
+	// (after Selectors and Exclude), the variable resources; when it is
+	// false the step is skipped and recorded as skipped in the render
+	// status.
+	When string `yaml:"when,omitempty" json:"when,omitempty"`
 	// ConfigMapExprs are cad's computed function inputs: each value is a
 	// CEL expression over the resources, whose result becomes the
 	// function-input ConfigMap's entry for its key. It is not kpt's:
@@ -280,6 +286,11 @@ type PipelineStepResult struct {
 	ExitCode       int          `yaml:"exitCode" json:"exitCode"`
 	Results        []ResultItem `yaml:"results,omitempty" json:"results,omitempty"`
 	ErrorResults   []ResultItem `yaml:"errorResults,omitempty" json:"errorResults,omitempty"`
+	// When is the step's condition, recorded whether or not it held.
+	When string `yaml:"when,omitempty" json:"when,omitempty"`
+	// Skipped says the condition was false and the function did not run
+	// (ExitCode is then 0).
+	Skipped bool `yaml:"skipped,omitempty" json:"skipped,omitempty"`
 }
 
 // ResultItem is one function result as recorded in a Kptfile's render

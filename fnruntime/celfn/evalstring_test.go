@@ -208,3 +208,16 @@ metadata:
 	//   name: web
 	//   namespace: prod
 }
+
+// kpt's when: a step whose condition is false over the resources it
+// selects is skipped, and the root Kptfile's render status records it as
+// kpt does (when, skipped: true, exit code 0); one whose condition holds
+// runs and records its when (cases under testdata/when).
+func TestWhenGolden(t *testing.T) {
+	e, err := celfn.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := pipeline.NewKptfile(fnruntime.NewRegistry(nil), &pipeline.Options{Conditions: e, KptStyleKptfile: true, RequireKptfile: true})
+	pipelinetest.Run(t, "testdata/when", r)
+}

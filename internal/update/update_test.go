@@ -17,18 +17,12 @@ import (
 	"github.com/configasdata/cad/revision"
 )
 
-// conformanceDir is the shared kpt fixture tree; tests that need it skip
-// when it is absent. CAD_CONFORMANCE overrides the location.
+// conformanceDir is the shared kpt fixture tree (CAD_CONFORMANCE
+// overrides the location); tests that need it skip when it is absent,
+// and fail in CI.
 func conformanceDir(t *testing.T) string {
 	t.Helper()
-	dir := os.Getenv("CAD_CONFORMANCE")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "..", "shared", "conformance")
-	}
-	if _, err := os.Stat(dir); err != nil {
-		fixtures.Require(t, dir)
-	}
-	return dir
+	return fixtures.Dir(t)
 }
 
 // readTree reads dir as Files, skipping .git.

@@ -12,6 +12,8 @@
 //
 // Run the tests with -update (or CAD_UPDATE_GOLDEN=1) to rewrite
 // expected/, errors.txt and results.yaml from what the code does now;
-// review the diff before committing it. The package defines the -update
-// flag on the default flag set.
+// review the diff before committing it. Importing the package defines no
+// flag: a test that has its own -update flag keeps it (pipelinetest reads
+// whichever flag is named update), and one that has none calls
+// [UpdateFlag] from its TestMain.
 package pipelinetest

@@ -16,9 +16,50 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
-var update = flag.Bool("update", false, "rewrite the golden expectations of pipelinetest cases")
+// UpdateFlagName is the name of the flag that asks for golden files to be
+// rewritten.
+const UpdateFlagName = "update"
 
-func updating() bool { return *update || os.Getenv("CAD_UPDATE_GOLDEN") != "" }
+// EnvUpdate is the environment variable that, set to any value, asks for
+// golden files to be rewritten, with or without the flag.
+const EnvUpdate = "CAD_UPDATE_GOLDEN"
+
+// UpdateFlag defines the boolean -update flag on flag.CommandLine and
+// returns it; when a flag of that name is defined already (the test's own
+// -update), it defines nothing and returns nil. Importing the package
+// defines no flag, so that a test binary with its own -update does not
+// panic; call UpdateFlag from TestMain, before flag.Parse (m.Run parses
+// the flags), to make "go test -update" work in a test that has none:
+//
+//	func TestMain(m *testing.M) {
+//		pipelinetest.UpdateFlag()
+//		os.Exit(m.Run())
+//	}
+func UpdateFlag() *bool {
+	if flag.Lookup(UpdateFlagName) != nil {
+		return nil
+	}
+	return flag.Bool(UpdateFlagName, false, "rewrite the golden expectations of pipelinetest cases")
+}
+
+// updating reports whether golden files are to be rewritten: the
+// CAD_UPDATE_GOLDEN variable is set, or a flag named update (ours or the
+// test's own) is set to true.
+func updating() bool {
+	if os.Getenv(EnvUpdate) != "" {
+		return true
+	}
+	f := flag.Lookup(UpdateFlagName)
+	if f == nil {
+		return false
+	}
+	if g, ok := f.Value.(flag.Getter); ok {
+		if b, ok := g.Get().(bool); ok {
+			return b
+		}
+	}
+	return f.Value.String() == "true"
+}
 
 // Run renders the input/ of every case under dir with p and compares the
 // outcome with the case's expectations.

@@ -3,6 +3,9 @@ package repotest_test
 import (
 	"context"
 	"errors"
+	"os"
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/configasdata/cad/repository"
@@ -63,3 +66,36 @@ func TestInterceptInjectsErrors(t *testing.T) {
 		t.Fatalf("Commit hook ran %d times, want 2", commits)
 	}
 }
+
+// forgetCreation is a backend that drops revision.CommitOptions.Creation.
+func forgetCreation() repository.Repository {
+	return repotest.Intercept(memrepo.New("test", nil), repotest.Funcs{
+		Commit: func(ctx context.Context, next revision.Draft, opts revision.CommitOptions) (revision.PackageRevision, error) {
+			opts.Creation = nil
+			return next.Commit(ctx, opts)
+		},
+	})
+}
+
+// TestCreationNotRecordedIsDeclared: a backend that records no creation
+// passes the Creation test only when its harness says so (NoCreation).
+// Without it the Creation test fails (run in a child process, as a
+// failing test cannot be observed from inside).
+func TestCreationNotRecordedIsDeclared(t *testing.T) {
+	if os.Getenv(envUndeclared) == "1" {
+		repotest.Run(t, repotest.Harness{New: func(t *testing.T) repository.Repository { return forgetCreation() }})
+		return
+	}
+	repotest.Run(t, repotest.Harness{
+		New:        func(t *testing.T) repository.Repository { return forgetCreation() },
+		NoCreation: true,
+	})
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCreationNotRecordedIsDeclared$/^Creation$", "-test.v")
+	cmd.Env = append(os.Environ(), envUndeclared+"=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--- FAIL: TestCreationNotRecordedIsDeclared/Creation") {
+		t.Fatalf("an undeclared backend without creations did not fail the Creation test (err %v):\n%s", err, out)
+	}
+}
+
+const envUndeclared = "REPOTEST_CHILD_UNDECLARED_CREATION"

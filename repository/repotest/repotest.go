@@ -25,6 +25,11 @@ type Harness struct {
 	// NoPlaceholder says the backend has no branch placeholder revisions
 	// (revision -1), as an OCI registry has none.
 	NoPlaceholder bool
+	// NoCreation says the backend does not record how revisions were
+	// created (revision.CommitOptions.Creation): Meta.Creation is always
+	// nil. Without it, a backend that returns no Creation fails the
+	// Creation test.
+	NoCreation bool
 	// Concurrency is the number of goroutines of the race tests; default 8.
 	Concurrency int
 }

@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/configasdata/cad/pipeline"
 )
 
 // Environment variables cadctl reads. Flags win over them.
@@ -58,6 +60,10 @@ type Invocation struct {
 	// Env is the environment as KEY=value pairs, read for cadctl's
 	// variables and passed to exec functions; nil means os.Environ().
 	Env []string
+	// Functions are extra function implementations of the fn commands,
+	// by image name (as fnruntime.Registry.Register takes it); they
+	// replace builtins of the same name. Tests use it for test images.
+	Functions map[string]pipeline.Function
 }
 
 // Run runs the invocation until it is done or ctx (or an interrupt) stops
@@ -65,7 +71,7 @@ type Invocation struct {
 func (inv Invocation) Run(ctx context.Context) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt)
 	defer stop()
-	c := &cmdEnv{ctx: ctx, stdin: inv.Stdin, stdout: inv.Stdout, stderr: inv.Stderr, dir: inv.Dir, env: inv.Env}
+	c := &cmdEnv{ctx: ctx, stdin: inv.Stdin, stdout: inv.Stdout, stderr: inv.Stderr, dir: inv.Dir, env: inv.Env, functions: inv.Functions}
 	if c.stdin == nil {
 		c.stdin = strings.NewReader("")
 	}
@@ -97,6 +103,7 @@ type cmdEnv struct {
 	stdout, stderr io.Writer
 	dir            string   // the working directory
 	env            []string // the environment
+	functions      map[string]pipeline.Function
 
 	global globalFlags
 	cl     Client

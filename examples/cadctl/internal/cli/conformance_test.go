@@ -18,11 +18,12 @@ import (
 
 	"github.com/configasdata/cad/examples/cadctl/internal/cli"
 	"github.com/configasdata/cad/internal/fixtures"
+	"github.com/configasdata/cad/internal/kpttestfns"
 )
 
-// The kpt e2e fixtures (see /work/shared/conformance/README.md), relative
-// to this package.
-var conformanceE2E = filepath.Join("..", "..", "..", "..", "..", "shared", "conformance", "kpt", "e2e")
+// minCLIConformancePass is the number of fn-render cases that must pass
+// through cadctl when all of them run: the test fails if fewer pass.
+const minCLIConformancePass = 91
 
 // cliOnly are the fn-render cases the library's own conformance test cannot
 // run (pipeline/conformance_test.go's unrunnable list): they need kpt's
@@ -73,19 +74,14 @@ const envConformanceAll = "CADCTL_CONFORMANCE"
 // library's own test cannot run (CADCTL_CONFORMANCE=cli or -short runs
 // only those).
 func TestConformanceFnRender(t *testing.T) {
-	root := filepath.Join(conformanceE2E, "testdata", "fn-render")
-	if _, err := os.Stat(root); err != nil {
-		fixtures.Require(t, root)
-	}
-	for _, tool := range []string{"git", "bash"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not on PATH", tool)
-		}
-	}
-	e2e, err := filepath.Abs(conformanceE2E)
+	e2e, err := filepath.Abs(fixtures.Dir(t, "kpt", "e2e"))
 	if err != nil {
 		t.Fatal(err)
 	}
+	root := filepath.Join(e2e, "testdata", "fn-render")
+	fixtures.Require(t, root)
+	fixtures.RequireTool(t, "git", "the diff witness")
+	fixtures.RequireTool(t, "bash", "runs the fixtures' exec.sh")
 	shim := kptShim(t)
 	var cases []string
 	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
@@ -99,9 +95,11 @@ func TestConformanceFnRender(t *testing.T) {
 	sort.Strings(cases)
 	var mu sync.Mutex
 	var passed, failed, skipped []string
+	all := true
 	t.Run("cases", func(t *testing.T) {
 		for _, name := range cases {
 			if !cliOnly[name] && (os.Getenv(envConformanceAll) == "cli" || testing.Short()) {
+				all = false
 				continue
 			}
 			t.Run(name, func(t *testing.T) {
@@ -135,6 +133,9 @@ func TestConformanceFnRender(t *testing.T) {
 	})
 	sort.Strings(passed)
 	sort.Strings(failed)
+	if all && len(passed)+len(failed)+len(skipped) == len(cases) && len(passed) < minCLIConformancePass {
+		t.Errorf("%d fn-render cases pass through cadctl, fewer than the %d that must (minCLIConformancePass)", len(passed), minCLIConformancePass)
+	}
 	t.Logf("fn-render through cadctl: %d cases run, %d pass, %d fail, %d skipped", len(passed)+len(failed)+len(skipped), len(passed), len(failed), len(skipped))
 	for _, s := range failed {
 		t.Logf("  failing: %s", s)
@@ -245,12 +246,11 @@ func runConformanceCase(t *testing.T, dir, e2e, shim string, iterations int) (pr
 			if cfg.DisableOutputTruncate {
 				args = append(args, "--truncate-output=false")
 			}
-			exit = cli.Invocation{Args: args, Stdout: &stdout, Stderr: &stderr, Dir: e2e}.Run(context.Background())
+			exit = cli.Invocation{Args: args, Stdout: &stdout, Stderr: &stderr, Dir: e2e, Functions: kpttestfns.Functions()}.Run(context.Background())
 		}
 		errText := stderr.String()
-		if strings.Contains(errText, "is not available in-process") {
-			return nil, "needs a function cad does not have"
-		}
+		// A function cad lacks fails the case like any other difference
+		// (it is a missing feature, never a skip).
 		if exit != cfg.ExitCode {
 			problems = append(problems, "exit code "+strconv.Itoa(exit)+", want "+strconv.Itoa(cfg.ExitCode)+"\nstderr:\n"+errText)
 		}

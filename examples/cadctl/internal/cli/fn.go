@@ -11,6 +11,7 @@ import (
 
 	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/helmfn"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
 )
@@ -25,15 +26,16 @@ func fnCommands() []command {
 }
 
 // registry returns the function registry of the fn commands: the builtins,
+// render-helm-chart (helmfn, in-process), the invocation's own Functions,
 // exec functions when allowed, and images in a container when docker or
 // podman is installed.
-func (c *cmdEnv) registry(allowExec, network bool, container ...containerOpts) *fnruntime.Registry {
+func (c *cmdEnv) registry(allowExec, network bool, container ...containerOpts) (*fnruntime.Registry, error) {
 	var co containerOpts
 	if len(container) > 0 {
 		co = container[0]
 	}
 	_, noEngine := fnruntime.FindContainerEngine("")
-	return fnruntime.NewRegistry(&fnruntime.Options{
+	reg := fnruntime.NewRegistry(&fnruntime.Options{
 		ContainerEnv:     co.env,
 		ContainerMounts:  co.mounts,
 		AllowExec:        allowExec,
@@ -42,6 +44,15 @@ func (c *cmdEnv) registry(allowExec, network bool, container ...containerOpts) *
 		Containers:       noEngine == nil,
 		ContainerNetwork: network,
 	})
+	// Local charts and values files are read from the package being
+	// rendered (helmfn.Options.Files nil: pipeline.PackageFiles).
+	if err := helmfn.Register(reg, nil); err != nil {
+		return nil, fmt.Errorf("registering %s: %w", helmfn.Image, err)
+	}
+	for name, fn := range c.functions {
+		reg.Register(name, fn)
+	}
+	return reg, nil
 }
 
 // containerOpts are fn eval's settings for container functions.
@@ -110,7 +121,10 @@ says otherwise. Functions are cad's builtins, exec functions with
 	if err != nil {
 		return err
 	}
-	reg := c.registry(*allowExec, *allowNetwork)
+	reg, err := c.registry(*allowExec, *allowNetwork)
+	if err != nil {
+		return err
+	}
 	rec := &recorder{inner: reg}
 	// Messages show paths under the directory as given, as kpt's do.
 	res, rerr := pipeline.NewKptfile(rec, stdpipe.Options(reg, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg)), RequireKptfile: true, KptStyleKptfile: true})).Render(c.ctx, files)
@@ -137,7 +151,8 @@ says otherwise. Functions are cad's builtins, exec functions with
 		}
 		executed := 0
 		for _, s := range steps {
-			if s.Executed && s.ExitCode == 0 && s.ExecutionError == "" {
+			// kpt counts a skipped step (its when false) as executed.
+			if (s.Executed || s.Skipped) && s.ExitCode == 0 && s.ExecutionError == "" {
 				executed++
 			}
 		}

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -213,6 +214,21 @@ after "--".`}
 		}
 	}
 
+	// As kpt: a --fn-config file inside the package is the function's
+	// config, not one of its input resources; it is written back as it was.
+	var fnConfigNode *kyaml.RNode
+	if *fnConfig != "" && rw != nil {
+		cfgAbs := c.abs(*fnConfig)
+		items = slices.DeleteFunc(items, func(n *kyaml.RNode) bool {
+			p, _, _ := kioutil.GetFileAnnotations(n)
+			if p != "" && filepath.Join(rw.PackagePath, filepath.FromSlash(p)) == cfgAbs {
+				fnConfigNode = n
+				return true
+			}
+			return false
+		})
+	}
+
 	if *save && *fnConfig != "" && arg != "-" {
 		pkgAbs, cfgAbs := c.abs(arg), c.abs(*fnConfig)
 		if rel, err := filepath.Rel(pkgAbs, cfgAbs); err != nil || strings.HasPrefix(rel, "..") {
@@ -226,7 +242,11 @@ after "--".`}
 		step = pipeline.Step{Image: normalizeImage(*image), Tag: *tag}
 		id = step.Image
 	}
-	fn, err := c.registry(true, *network, containerOpts{env: envs, mounts: mounts}).Resolve(c.ctx, step)
+	reg, err := c.registry(true, *network, containerOpts{env: envs, mounts: mounts})
+	if err != nil {
+		return err
+	}
+	fn, err := reg.Resolve(c.ctx, step)
 	if err != nil {
 		return err
 	}
@@ -254,7 +274,21 @@ after "--".`}
 	var stderr string
 	ff := &runtimeutil.FunctionFilter{Run: streamRunner(c.ctx, fn, &stderr), FunctionConfig: cfg, GlobalScope: true}
 	start := time.Now()
-	result, runErr := ff.Filter(selected)
+	var result []*kyaml.RNode
+	// As kpt, the input is checked before the function runs: a resource
+	// that is not KRM fails the step and nothing runs.
+	runErr := pipeline.CheckKRM(selected)
+	if runErr != nil {
+		runErr = fmt.Errorf("input resource list must contain only KRM resources: %w", runErr)
+	} else {
+		// Through kio.Pipeline, as kpt runs it: the pipeline reconciles
+		// the legacy and internal path and index annotations, so a
+		// function that changes either moves the resource.
+		out := &kio.PackageBuffer{}
+		runErr = kio.Pipeline{Inputs: []kio.Reader{&kio.PackageBuffer{Nodes: selected}}, Filters: []kio.Filter{ff},
+			Outputs: []kio.Writer{out}, ContinueOnEmptyResult: true}.Execute()
+		result = out.Nodes
+	}
 	call := &fnCall{id: id, selective: selective, in: len(selected), dur: time.Since(start)}
 	results, perr := pipeline.ParseResults(ff.Results)
 	if runErr == nil && perr != nil {
@@ -291,6 +325,9 @@ after "--".`}
 			if err := n.PipeE(kyaml.ClearAnnotation(resourceIDAnnotation)); err != nil {
 				return err
 			}
+		}
+		if fnConfigNode != nil {
+			result = append(result, fnConfigNode)
 		}
 		if out.kind == "" {
 			err = rw.Write(result)
@@ -330,35 +367,62 @@ after "--".`}
 // ConfigMap named function-input holding the key=value arguments, or nil.
 func (c *cmdEnv) functionConfig(file string, kvs []string) (*kyaml.RNode, error) {
 	if file != "" {
-		data, err := os.ReadFile(c.abs(file))
+		// As kpt reads --fn-config: one document, not unwrapped (a
+		// kind: List is one config), and a KRM resource.
+		f, err := os.Open(c.abs(file))
 		if err != nil {
-			return nil, fmt.Errorf("missing function config %q: %w", file, err)
+			return nil, fmt.Errorf("failed to open functionConfig from path %q: %w", c.abs(file), err)
 		}
-		nodes, err := kio.FromBytes(data)
+		defer f.Close()
+		nodes, err := (&kio.ByteReader{Reader: f, PreserveSeqIndent: true, WrapBareSeqNode: true, DisableUnwrapping: true}).Read()
 		if err != nil {
-			return nil, fmt.Errorf("invalid function config %q: %w", file, err)
+			return nil, fmt.Errorf("failed to read functionConfig %q: %w", c.abs(file), err)
 		}
-		if len(nodes) != 1 {
-			return nil, fmt.Errorf("function config %q must hold exactly one object, got %d", file, len(nodes))
+		switch {
+		case len(nodes) > 1:
+			return nil, fmt.Errorf("functionConfig %q must not contain more than one config, got %d", c.abs(file), len(nodes))
+		case len(nodes) == 0:
+			return nil, fmt.Errorf("functionConfig %q: resource must have `apiVersion`", c.abs(file))
+		}
+		if err := pipeline.CheckKRM(nodes); err != nil {
+			return nil, fmt.Errorf("functionConfig %q: %w", c.abs(file), trimPathPrefix(err))
 		}
 		return nodes[0], nil
 	}
-	if len(kvs) == 0 {
-		return nil, nil
-	}
-	data := map[string]string{}
-	for _, kv := range kvs {
+	// As kpt: the key=value arguments in a ConfigMap function-input, its
+	// data empty when there are none; a first argument without "=" is the
+	// config's kind.
+	cm := kyaml.MustParse("metadata:\n  name: function-input\ndata: {}\n")
+	kind := "ConfigMap"
+	for i, kv := range kvs {
 		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, usagef("function arguments must be key=value, got %q", kv)
+		if i == 0 && !ok {
+			kind = kv
+			continue
 		}
-		data[k] = v
+		if !ok {
+			return nil, usagef("args must have keys and values separated by =")
+		}
+		if err := cm.PipeE(kyaml.Lookup("data"), kyaml.SetField(k, kyaml.NewStringRNode(v))); err != nil {
+			return nil, err
+		}
 	}
-	cm := kyaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\n  annotations:\n    config.kubernetes.io/local-config: \"true\"\n")
-	if err := cm.PipeE(kyaml.SetField("data", kyaml.NewMapRNode(&data))); err != nil {
+	if err := cm.PipeE(kyaml.SetField("kind", kyaml.NewScalarRNode(kind))); err != nil {
+		return nil, err
+	}
+	if err := cm.PipeE(kyaml.SetField("apiVersion", kyaml.NewScalarRNode("v1"))); err != nil {
 		return nil, err
 	}
 	return cm, nil
+}
+
+// trimPathPrefix drops the "<path>: " CheckKRM puts before what a
+// resource lacks, for a resource read from a file named already.
+func trimPathPrefix(err error) error {
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
 }
 
 // streamRunner runs fn over a serialised ResourceList, as an external
@@ -412,16 +476,11 @@ func runSafely(ctx context.Context, fn pipeline.Function, rl *pipeline.ResourceL
 // KRM resource, none lives outside the package, no two share a file and
 // index.
 func checkOutput(items []*kyaml.RNode) error {
+	if err := pipeline.CheckKRM(items); err != nil {
+		return fmt.Errorf("output resource list must contain only KRM resources: %w", err)
+	}
 	seen := map[string]bool{}
 	for _, n := range items {
-		switch {
-		case n.GetApiVersion() == "":
-			return errors.New("output resource list must contain only KRM resources: resource must have `apiVersion`")
-		case n.GetKind() == "":
-			return errors.New("output resource list must contain only KRM resources: resource must have `kind`")
-		case n.GetName() == "":
-			return errors.New("output resource list must contain only KRM resources: resource must have `metadata.name`")
-		}
 		p, idx, _ := kioutil.GetFileAnnotations(n)
 		clean := path.Clean(p)
 		if strings.HasPrefix(clean, "../") {

@@ -106,6 +106,12 @@ func printRender(w io.Writer, steps []pipeline.StepResult, calls []*fnCall, root
 		for k := i; k < j; k++ {
 			s := steps[k]
 			if s.Skipped {
+				// kpt's line for a step whose when was false.
+				id := s.Image
+				if id == "" {
+					id = s.Exec
+				}
+				fmt.Fprintf(w, "[SKIPPED] %q (celCondition not met)\n", id)
 				continue
 			}
 			failed := s.ExitCode != 0 || s.ExecutionError != ""
@@ -175,11 +181,15 @@ func renderCause(err error) (string, bool) {
 var unreadableKptfile = regexp.MustCompile(`(?s)^error reading Kptfile at "([^"]*)": (yaml: .*)$`)
 
 // kptfileReadText rewrites a Kptfile decoding error as kpt's CLI prints
-// it; other messages are returned as they are.
+// it, with the Go type names of kpt's API package (v1.Function,
+// yaml.ObjectMeta) where the library's decoder names cad's (revision.X);
+// other messages are returned as they are.
 func kptfileReadText(msg string) string {
 	m := unreadableKptfile.FindStringSubmatch(msg)
 	if m == nil {
 		return msg
 	}
-	return fmt.Sprintf("Kptfile at %q can't be read.\n\nDetails:\n%s", path.Join(m[1], "Kptfile"), m[2])
+	details := strings.ReplaceAll(m[2], " in type revision.ObjectMeta", " in type yaml.ObjectMeta")
+	details = strings.ReplaceAll(details, " in type revision.", " in type v1.")
+	return fmt.Sprintf("Kptfile at %q can't be read.\n\nDetails:\n%s", path.Join(m[1], "Kptfile"), details)
 }

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"sort"
 	"strings"
@@ -12,18 +13,13 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/pipeline"
 )
 
-// sdkSorted are the catalog functions built on the kpt functions SDK,
-// whose ResourceList output is sorted by apiVersion, kind, namespace and
-// name. cad's builtins keep the input order, which shows in fn eval and
-// fn render -o stdout output, so cadctl sorts the output of these as the
-// catalog images do. It sorts after the render rather than inside the
-// function: the library's in-process comment restoration misplaces a
-// file's head comment when a builtin's output is reordered (reported to
-// the library).
-var sdkSorted = map[string]bool{"set-namespace": true, "set-labels": true}
+// builtinVersions are the facts fnruntime keeps about its builtins'
+// catalog functions, among them which sort their output.
+var builtinVersions = fnruntime.BuiltinVersions()
 
 // catalogName returns the catalog function name of an image:
 // "ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2" is "set-labels".
@@ -40,8 +36,14 @@ func catalogName(image string) string {
 }
 
 // sortsOutput reports whether the catalog function of image sorts its
-// output.
-func sortsOutput(image string) bool { return image != "" && sdkSorted[catalogName(image)] }
+// output, as every function on the kpt functions SDK does
+// (fnruntime.CatalogVersion.SortsOutput). cadctl sorts the printed output
+// of such a function after the render rather than the builtin sorting
+// its own output: the order of the package's files is the same either
+// way.
+func sortsOutput(image string) bool {
+	return image != "" && builtinVersions[catalogName(image)].SortsOutput
+}
 
 func sortItems(items []*kyaml.RNode) {
 	id := func(n *kyaml.RNode) string {
@@ -95,7 +97,7 @@ type recorder struct {
 func (r *recorder) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Function, error) {
 	fn, err := r.inner.Resolve(ctx, step)
 	if err != nil {
-		return nil, err
+		return nil, kptResolveError(err)
 	}
 	id := step.Image
 	if id == "" {
@@ -195,4 +197,23 @@ func matchCalls(steps []pipeline.StepResult, calls []*fnCall) []*fnCall {
 		}
 	}
 	return out
+}
+
+// execNotAllowedError is the library's pipeline.ErrExecNotAllowed in
+// kpt's words, which name the CLI's flag; the render records it in the
+// Kptfile's status as kpt does.
+type execNotAllowedError struct{ err error }
+
+func (e *execNotAllowedError) Error() string {
+	return "must run with `--allow-exec` option to allow running function binaries"
+}
+
+func (e *execNotAllowedError) Unwrap() error { return e.err }
+
+// kptResolveError words a resolution error as kpt's CLI does.
+func kptResolveError(err error) error {
+	if errors.Is(err, pipeline.ErrExecNotAllowed) {
+		return &execNotAllowedError{err: err}
+	}
+	return err
 }

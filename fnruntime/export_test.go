@@ -1,0 +1,12 @@
+package fnruntime
+
+import "github.com/configasdata/cad/internal/k8sschema"
+
+// LoadKubeSchemaForBenchmark parses the newest shipped Kubernetes schema
+// afresh (tests only).
+func LoadKubeSchemaForBenchmark() {
+	v := k8sschema.Versions()[0]
+	if err := k8sschema.New(v.Version, k8sschema.Embedded(v)).Load(); err != nil {
+		panic(err)
+	}
+}

@@ -1,0 +1,53 @@
+package pipeline
+
+import (
+	"strings"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// BlueprintAnnotation is the annotation in which kpt's render (and so
+// Porch's) records that Config Connector resources (apiVersion with
+// ".cnrm.") went through a KRM function render: "krm-fn", merged with
+// what the annotation said before.
+const BlueprintAnnotation = "cnrm.cloud.google.com/blueprint"
+
+// attribute adds kpt's "fn" attribution to every Config Connector
+// resource among items (see BlueprintAnnotation).
+func attribute(items []*yaml.RNode) {
+	for _, it := range items {
+		if !strings.Contains(it.GetApiVersion(), ".cnrm.") || it.Field(yaml.MetadataField).IsNilOrEmpty() {
+			continue
+		}
+		v := withKRMAction(it.GetAnnotations()[BlueprintAnnotation], "fn")
+		_ = it.PipeE(yaml.SetAnnotation(BlueprintAnnotation, v))
+	}
+}
+
+// withKRMAction records the kpt command group (pkg, fn or live) in a
+// blueprint annotation value: an empty value becomes "krm-<group>"; a
+// value without a krm part gets ",krm-<group>" appended; a krm part
+// becomes "krm" followed by the groups it named and this one, in the
+// order pkg, fn, live.
+func withKRMAction(cur, group string) string {
+	if cur == "" {
+		return "krm-" + group
+	}
+	if !strings.Contains(cur, "krm-") {
+		return cur + ",krm-" + group
+	}
+	parts := strings.Split(cur, ",")
+	for i, p := range parts {
+		if !strings.Contains(p, "krm") {
+			continue
+		}
+		out := []string{"krm"}
+		for _, g := range []string{"pkg", "fn", "live"} {
+			if strings.Contains(p, g) || group == g {
+				out = append(out, g)
+			}
+		}
+		parts[i] = strings.Join(out, "-")
+	}
+	return strings.Join(parts, ",")
+}
