@@ -38,13 +38,23 @@ func readShapes() []porchShape {
 	return []porchShape{{Packages: 10, Revisions: 10}, {Packages: 100, Revisions: 500}}
 }
 
-// listShapes are a tiny repository and two sizes, one five times the
-// other, for listing and approving; the packages sit in directories.
+// listShapes are repositories of three sizes, for listing and approving,
+// on both of Porch's layouts: packages in directories of a hundred (D=20
+// and D=100 at full size) and every package at the root (D=1, where each
+// approval commit's root tree holds every package). With -scale they are
+// issue 22's 100, 10,000 and 50,000 revisions.
 func listShapes() []porchShape {
 	if *scale {
-		return []porchShape{{Packages: 10, Revisions: 10, Dirs: 1}, {Packages: 2000, Revisions: 10000, Dirs: 20, Drafts: 100, Proposals: 100}, {Packages: 10000, Revisions: 50000, Dirs: 100, Drafts: 500, Proposals: 500}}
+		return []porchShape{
+			{Packages: 20, Revisions: 100, Dirs: 2, Drafts: 2, Proposals: 2},
+			{Packages: 20, Revisions: 100, Dirs: 1, Drafts: 2, Proposals: 2},
+			{Packages: 2000, Revisions: 10000, Dirs: 20, Drafts: 100, Proposals: 100},
+			{Packages: 2000, Revisions: 10000, Dirs: 1, Drafts: 100, Proposals: 100},
+			{Packages: 10000, Revisions: 50000, Dirs: 100, Drafts: 500, Proposals: 500},
+			{Packages: 10000, Revisions: 50000, Dirs: 1, Drafts: 500, Proposals: 500},
+		}
 	}
-	return []porchShape{{Packages: 10, Revisions: 10, Dirs: 1}, {Packages: 100, Revisions: 400, Dirs: 4, Drafts: 5, Proposals: 5}, {Packages: 250, Revisions: 1000, Dirs: 5, Drafts: 25, Proposals: 25}}
+	return []porchShape{{Packages: 10, Revisions: 10, Dirs: 1}, {Packages: 100, Revisions: 400, Dirs: 4, Drafts: 5, Proposals: 5}, {Packages: 100, Revisions: 400, Dirs: 1, Drafts: 5, Proposals: 5}, {Packages: 250, Revisions: 1000, Dirs: 5, Drafts: 25, Proposals: 25}}
 }
 
 // cpuTime returns the user and system CPU time of the process so far.

@@ -182,6 +182,16 @@ func (v *view) lookup(h plumbing.Hash, name string) (treeEntry, bool, error) {
 		te, found := findEntry(e.([]treeEntry), name)
 		return te, found, nil
 	}
+	if v.packs != nil {
+		// A tree built by a delta is searched without building it.
+		te, found, err := v.packs.lookupEntry(h, name, v.cache)
+		if !errors.Is(err, errRopeUnfit) {
+			if err != nil {
+				return treeEntry{}, false, fmt.Errorf("tree %s: %w", h, err)
+			}
+			return te, found, nil
+		}
+	}
 	_, data, err := v.rawScan(plumbing.TreeObject, h)
 	if err != nil {
 		return treeEntry{}, false, err
