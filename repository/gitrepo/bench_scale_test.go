@@ -168,6 +168,21 @@ func BenchmarkPorchList(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
+		// The first list of a new process, in a child: no cad-index or
+		// cad-paths yet (it writes them), its peak memory and CPU.
+		b.Run(s.String()+"/cad-cold-rss", func(b *testing.B) {
+			var peak, cpu float64
+			for b.Loop() {
+				b.StopTimer()
+				os.Remove(index)
+				os.Remove(filepath.Join(dir, "cad-paths"))
+				b.StartTimer()
+				kb, c := runListChild(b, dir, "list", want)
+				peak, cpu = max(peak, kb), cpu+c
+			}
+			b.ReportMetric(peak/1024, "peak-rss-MB")
+			b.ReportMetric(cpu/float64(b.N), "cpu-ns/op")
+		})
 		// The peak memory of a new process that lists once, with the
 		// index (a child process: the benchmark's own peak holds its
 		// fixtures and earlier runs).
@@ -472,4 +487,56 @@ func runListChild(b *testing.B, dir, mode string, want int) (float64, float64) {
 		b.Fatalf("list child: %q (%v), want %d revisions", out, err, want)
 	}
 	return kb, ns
+}
+
+// draftShapes are one package with few and with many revisions (500, or
+// 5,000 with -scale), for creating drafts.
+func draftShapes() []porchShape {
+	if *scale {
+		return []porchShape{{Packages: 1, Revisions: 10}, {Packages: 1, Revisions: 5000}}
+	}
+	return []porchShape{{Packages: 1, Revisions: 10}, {Packages: 1, Revisions: 500}}
+}
+
+// BenchmarkPorchCreateDraft creates a draft of a package and commits it
+// for the first time (what a Copy does in git), in a Repository that
+// has read the package before (warm) and in a new one each time (cold).
+// Both check that no revision of the package holds the workspace.
+func BenchmarkPorchCreateDraft(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range draftShapes() {
+		dir := copyDir(b, porchFixture(b, s))
+		pkg := s.pkg(0)
+		n := 0
+		create := func(b *testing.B, r *gitrepo.Repository) {
+			n++
+			key := revision.Key{Package: pkg, Workspace: fmt.Sprintf("bench%d", n)}
+			d, err := r.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: kptPkg(pkg, map[string]string{"ws.yaml": "ws: x\n"})})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(s.String()+"/warm", func(b *testing.B) {
+			r := mustOpen(b, benchSpec(dir), nil)
+			defer r.Close()
+			create(b, r)
+			cpu := cpuTime()
+			for b.Loop() {
+				create(b, r)
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+		b.Run(s.String()+"/cold", func(b *testing.B) {
+			cpu := cpuTime()
+			for b.Loop() {
+				r := mustOpen(b, benchSpec(dir), nil)
+				create(b, r)
+				r.Close()
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
 }

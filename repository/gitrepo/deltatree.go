@@ -442,9 +442,16 @@ func (pr *packReader) ropeAt(p *packFile, off int64, cache *lru) (*rope, *ropeBa
 			return nil, nil, err
 		}
 		if e.typ == packObjTree {
-			if len(chain) == 0 {
-				return nil, nil, errRopeUnfit // a whole tree: scanned as it is
+			if len(chain) == 0 && len(e.data) < ropeMinSize {
+				return nil, nil, errRopeUnfit // a small whole tree: scanned as it is
 			}
+			// A chain's bottom, or a large whole tree that is likely
+			// one: indexed once, for the deltas on it too. Its pages of
+			// the pack count as entries read, one per 512 bytes, so
+			// that reading many of them (10,000 packages at the root
+			// are 360 KB a tree) does not keep megabytes of the pack
+			// resident until the next drop.
+			pr.touchedN(len(e.data) / 512)
 			if r, b, err = baseRope(cache, key, e.data); err != nil {
 				return nil, nil, err
 			}
