@@ -283,6 +283,46 @@ func BenchmarkPorchApprove(b *testing.B) {
 			// disk (each approval is made durable).
 			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
+		// The same update by the git CLI: the branch's root tree listed,
+		// one package's entry replaced, the new tree written (mktree), a
+		// merge commit on it, the branch moved and a tag created in one
+		// ref transaction. Its CPU is git's, process starts included.
+		b.Run(s.String()+"/git", func(b *testing.B) {
+			dir := copyDir(b, porchFixture(b, s))
+			pkg := s.pkg(s.Packages / 2)
+			top, _, _ := strings.Cut(pkg, "/")
+			other := s.pkg(s.Packages/2 + 1)
+			var cpu time.Duration
+			run := func(stdin string, args ...string) string {
+				cmd := exec.Command("git", args...)
+				cmd.Dir = dir
+				cmd.Stdin = strings.NewReader(stdin)
+				out, err := cmd.Output()
+				if err != nil {
+					b.Fatalf("git %v: %v", args, err)
+				}
+				cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+				return string(out)
+			}
+			// A tree to put in place of the package: another package's.
+			sub := strings.TrimSpace(runGit(b, dir, "", "rev-parse", "main:"+other))
+			n := 0
+			for b.Loop() {
+				n++
+				head := strings.TrimSpace(run("", "rev-parse", "main"))
+				var listing strings.Builder
+				for line := range strings.SplitSeq(strings.TrimSuffix(run("", "ls-tree", "main"), "\n"), "\n") {
+					if strings.HasSuffix(line, "\t"+top) && top == pkg {
+						line = "040000 tree " + sub + "\t" + top
+					}
+					listing.WriteString(line + "\n")
+				}
+				tree := strings.TrimSpace(run(listing.String(), "mktree"))
+				commit := strings.TrimSpace(run("", "commit-tree", tree, "-p", head, "-p", head, "-m", fmt.Sprintf("Approving package revision %s/%d", pkg, 1000+n)))
+				run(fmt.Sprintf("start\nupdate refs/heads/main %s %s\ncreate refs/tags/%s/v%d %s\nprepare\ncommit\n", commit, head, pkg, 1000+n, commit), "update-ref", "--stdin")
+			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+		})
 	}
 }
 

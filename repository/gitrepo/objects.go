@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -493,15 +494,7 @@ var emptyTree = plumbing.ComputeHash(plumbing.TreeObject, nil)
 func (v *view) putTree(entries []treeEntry) (plumbing.Hash, error) {
 	sorted := append([]treeEntry(nil), entries...)
 	slices.SortFunc(sorted, compareEntries)
-	t := &object.Tree{Entries: make([]object.TreeEntry, len(sorted))}
-	for i, e := range sorted {
-		t.Entries[i] = object.TreeEntry{Name: e.name, Mode: e.mode, Hash: e.hash}
-	}
-	data, err := encode(t, plumbing.TreeObject)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	h, err := v.put(plumbing.TreeObject, data)
+	h, err := v.put(plumbing.TreeObject, encodeTree(sorted))
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -511,6 +504,25 @@ func (v *view) putTree(entries []treeEntry) (plumbing.Hash, error) {
 	}
 	v.cache.put(kindTree, h, sorted, size)
 	return h, nil
+}
+
+// encodeTree returns the raw content of a tree of sorted entries: for
+// each "<octal mode> <name>\x00<20-byte id>", as git and go-git write
+// them (a directory's mode is 40000).
+func encodeTree(sorted []treeEntry) []byte {
+	n := 0
+	for _, e := range sorted {
+		n += len(e.name) + 28
+	}
+	out := make([]byte, 0, n)
+	for _, e := range sorted {
+		out = strconv.AppendUint(out, uint64(e.mode), 8)
+		out = append(out, ' ')
+		out = append(out, e.name...)
+		out = append(out, 0)
+		out = append(out, e.hash[:]...)
+	}
+	return out
 }
 
 // compareEntries orders tree entries as git does: by name, as if
