@@ -385,9 +385,9 @@ func (r *rope) find(b *ropeBase, name string) (treeEntry, bool, error) {
 }
 
 // lookupEntry finds entry name in the packed tree h through ropes (see
-// the top of this file). It returns errRopeUnfit when h is not a delta
-// in a pack, or anything else stops the rope path; the caller then reads
-// the tree whole.
+// the top of this file); a tree under ropeMinSize is built, as at builds
+// it, and scanned. It returns errRopeUnfit when h is not in a pack, or
+// anything else stops this path; the caller then reads the tree whole.
 func (pr *packReader) lookupEntry(h plumbing.Hash, name string, cache *lru) (treeEntry, bool, error) {
 	if cache == nil {
 		return treeEntry{}, false, errRopeUnfit
@@ -396,17 +396,70 @@ func (pr *packReader) lookupEntry(h plumbing.Hash, name string, cache *lru) (tre
 	if err != nil {
 		return treeEntry{}, false, errRopeUnfit
 	}
-	r, b, err := pr.ropeAt(p, off, cache)
+	key := packKey(p, off)
+	if r, b, ok := getRope(cache, key); ok {
+		return r.find(b, name)
+	}
+	if _, ok := cache.get(kindPacked, key); ok {
+		return treeEntry{}, false, errRopeUnfit // built already
+	}
+	pr.touched()
+	p.used()
+	e, err := readPackEntry(p, off)
+	if err != nil {
+		return treeEntry{}, false, errRopeUnfit
+	}
+	switch e.typ {
+	case packObjTree:
+		if len(e.data) < ropeMinSize {
+			return scanTree(e.data, name)
+		}
+	case packObjOfsDelt, packObjRefDelt:
+		if size, n := binary.Uvarint(e.data); n > 0 {
+			if size, n = binary.Uvarint(e.data[n:]); n > 0 && size < ropeMinSize {
+				return pr.smallDelta(p, e, name, cache)
+			}
+		}
+	default:
+		return treeEntry{}, false, errRopeUnfit
+	}
+	r, b, err := pr.ropeAt(p, off, &e, cache)
 	if err != nil {
 		return treeEntry{}, false, errRopeUnfit
 	}
 	return r.find(b, name)
 }
 
+// smallDelta scans the small tree the delta entry e of p builds, as at
+// builds it: its base through the cache (and into it, as at keeps an
+// object's direct base), the tree in pr.final.
+func (pr *packReader) smallDelta(p *packFile, e packEntry, name string, cache *lru) (treeEntry, bool, error) {
+	bp, boff := p, e.baseOff
+	if e.typ == packObjRefDelt {
+		var err error
+		if bp, boff, err = pr.locate(e.baseHash); err != nil {
+			return treeEntry{}, false, errRopeUnfit
+		}
+	}
+	t, base, err := pr.at(bp, boff, cache, false)
+	if err != nil || t != plumbing.TreeObject {
+		return treeEntry{}, false, errRopeUnfit
+	}
+	cache.put(kindPacked, packKey(bp, boff), &packedObject{t: t, data: base}, int64(len(base))+96)
+	data, err := applyDelta(pr.final, base, e.data)
+	if err != nil {
+		return treeEntry{}, false, errRopeUnfit
+	}
+	if cap(data) <= 4<<20 {
+		pr.final = data
+	}
+	return scanTree(data, name)
+}
+
 // ropeAt returns the rope of the tree at off in p: the chain is followed
 // down to a cached rope or a whole object, then composed upwards, each
 // level's rope cached.
-func (pr *packReader) ropeAt(p *packFile, off int64, cache *lru) (*rope, *ropeBase, error) {
+func (pr *packReader) ropeAt(p *packFile, off int64, first *packEntry, cache *lru) (*rope, *ropeBase, error) {
 	type step struct {
 		key   plumbing.Hash
 		delta []byte
@@ -435,16 +488,19 @@ func (pr *packReader) ropeAt(p *packFile, off int64, cache *lru) (*rope, *ropeBa
 			}
 			break
 		}
-		pr.touched()
-		cp.used()
-		e, err := readPackEntry(cp, coff)
-		if err != nil {
-			return nil, nil, err
-		}
-		if e.typ == packObjTree {
-			if len(chain) == 0 && len(e.data) < ropeMinSize {
-				return nil, nil, errRopeUnfit // a small whole tree: scanned as it is
+		var e packEntry
+		if len(chain) == 0 && first != nil {
+			e = *first // read by the caller
+		} else {
+			pr.touched()
+			cp.used()
+			var err error
+			if e, err = readPackEntry(cp, coff); err != nil {
+				return nil, nil, err
 			}
+		}
+		var err error
+		if e.typ == packObjTree {
 			// A chain's bottom, or a large whole tree that is likely
 			// one: indexed once, for the deltas on it too. Its pages of
 			// the pack count as entries read, one per 512 bytes, so
@@ -459,14 +515,6 @@ func (pr *packReader) ropeAt(p *packFile, off int64, cache *lru) (*rope, *ropeBa
 		}
 		if e.typ != packObjOfsDelt && e.typ != packObjRefDelt {
 			return nil, nil, errRopeUnfit
-		}
-		if len(chain) == 0 {
-			// A small tree is built and scanned sooner than composed.
-			if size, n := binary.Uvarint(e.data); n > 0 {
-				if size, n = binary.Uvarint(e.data[n:]); n <= 0 || size < ropeMinSize {
-					return nil, nil, errRopeUnfit
-				}
-			}
 		}
 		chain = append(chain, step{key, e.data})
 		if e.typ == packObjRefDelt {
