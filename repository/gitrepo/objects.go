@@ -129,15 +129,84 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 	default:
 		return nil, fmt.Errorf("object %s is a %s: %w", h, o.Type(), errNotCommit)
 	}
-	c := &object.Commit{}
-	if err := c.Decode(o); err != nil {
-		return nil, fmt.Errorf("commit %s: %w", h, err)
+	ci, ok := decodeCommit(h, data)
+	if !ok {
+		c := &object.Commit{}
+		if err := c.Decode(o); err != nil {
+			return nil, fmt.Errorf("commit %s: %w", h, err)
+		}
+		ci = &commitInfo{hash: h, tree: c.TreeHash, parents: c.ParentHashes, author: c.Author, message: c.Message}
 	}
-	ci := &commitInfo{hash: h, tree: c.TreeHash, parents: c.ParentHashes, author: c.Author, message: c.Message}
-	ci.annotations = annotations(c.Message)
-	v.cache.put(kindCommit, h, ci, int64(256+len(c.Message)))
+	ci.annotations = annotations(ci.message)
+	v.cache.put(kindCommit, h, ci, int64(256+len(ci.message)))
 	v.idx.addCommit(ci)
 	return ci, nil
+}
+
+// decodeCommit reads what cad keeps of commit h from its raw content, as
+// go-git's decoder reads it: the tree (the first header), the parents
+// that follow it, the author right after them (else none), and the
+// message after the first blank line; other headers are skipped. ok is
+// false when the commit does not start with a valid tree header or a
+// parent's id is malformed, for go-git to decode (and report). It saves
+// the decoder's copies and its hash of the whole object, which a list
+// or a workspace lookup pays for every tag.
+func decodeCommit(h plumbing.Hash, data []byte) (*commitInfo, bool) {
+	ci := &commitInfo{hash: h}
+	line := func() ([]byte, bool) {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			l := data
+			data = nil
+			return l, len(l) > 0
+		}
+		l := data[:i]
+		data = data[i+1:]
+		return l, true
+	}
+	l, _ := line()
+	rest, ok := bytes.CutPrefix(l, []byte("tree "))
+	if !ok || !plumbing.IsHash(string(rest)) {
+		return nil, false
+	}
+	ci.tree = plumbing.NewHash(string(rest))
+	for {
+		if len(data) == 0 {
+			return ci, true
+		}
+		if data[0] == '\n' {
+			ci.message = string(data[1:])
+			return ci, true
+		}
+		save := data
+		l, _ = line()
+		rest, ok := bytes.CutPrefix(l, []byte("parent "))
+		if !ok {
+			if bytes.Equal(l, []byte("parent")) {
+				return nil, false
+			}
+			data = save
+			break
+		}
+		if !plumbing.IsHash(string(rest)) {
+			return nil, false
+		}
+		ci.parents = append(ci.parents, plumbing.NewHash(string(rest)))
+	}
+	if bytes.HasPrefix(data, []byte("author\n")) || bytes.Equal(data, []byte("author")) {
+		return nil, false
+	}
+	if rest, ok := bytes.CutPrefix(data, []byte("author ")); ok {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			i = len(rest)
+		}
+		ci.author.Decode(rest[:i])
+	}
+	if i := bytes.Index(data, []byte("\n\n")); i >= 0 {
+		ci.message = string(data[i+2:])
+	}
+	return ci, true
 }
 
 // subtree returns the tree at path p (slash-separated, "" for root) under
