@@ -69,6 +69,9 @@ func writeLoose(gitDir string, h plumbing.Hash, t plumbing.ObjectType, data []by
 	}
 	if err := os.Rename(f.Name(), path); err != nil {
 		os.Remove(f.Name())
+		if _, serr := os.Lstat(path); serr == nil {
+			return nil // another writer stored it meanwhile (Windows renames over no file)
+		}
 		return fmt.Errorf("store object %s: %w", h, err)
 	}
 	return nil
