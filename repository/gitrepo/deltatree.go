@@ -47,10 +47,9 @@ const (
 // a few pieces per level of its chain cost more to compose than a small
 // tree costs to build (trees of a few hundred entries and less, such as
 // the directories of packages in directories).
-const (
-	maxRopePieces = 512
-	ropeMinSize   = 16 << 10
-)
+const ropeMinSize = 16 << 10
+
+var maxRopePieces = 512 // a variable for the tests
 
 // errRopeUnfit says the rope path does not answer; the plain path does.
 var errRopeUnfit = errors.New("not fit for a rope")

@@ -42,3 +42,11 @@ func (l *TreeLookup) Scan(h plumbing.Hash, name string) (mode string, id plumbin
 	e, found, err := scanTree(data, name)
 	return e.mode.String(), e.hash, found, err
 }
+
+// SetMaxRopePieces sets how many pieces a rope may have before it is
+// built into a new bottom, and returns a func that restores it.
+func SetMaxRopePieces(n int) func() {
+	old := maxRopePieces
+	maxRopePieces = n
+	return func() { maxRopePieces = old }
+}

@@ -254,8 +254,17 @@ func TestTreeLookupThroughDeltas(t *testing.T) {
 				trees = append(trees, plumbing.NewHash(id))
 			}
 		}
-		for _, cacheBytes := range []int64{8 << 20, 64 << 10} {
-			l := gitrepo.NewTreeLookup(dir, cacheBytes)
+		// The default cache; one too small for a chain's bottom; ropes
+		// built into new bottoms every few pieces.
+		for _, c := range []struct {
+			cacheBytes int64
+			pieces     int
+		}{{8 << 20, 0}, {64 << 10, 0}, {8 << 20, 6}} {
+			restore := func() {}
+			if c.pieces > 0 {
+				restore = gitrepo.SetMaxRopePieces(c.pieces)
+			}
+			l := gitrepo.NewTreeLookup(dir, c.cacheBytes)
 			roped := 0
 			for _, h := range trees {
 				names := []string{"Kptfile", "pkg-00000", "pkg-00003", "pkg-00299", "pkg-00599", "pkg-00600", "pkg-0000", "zzz", ""}
@@ -272,6 +281,7 @@ func TestTreeLookupThroughDeltas(t *testing.T) {
 				}
 			}
 			l.Close()
+			restore()
 			if roped < 500 {
 				t.Fatalf("%s: the rope path answered only %d lookups in %d trees", dir, roped, len(trees))
 			}
