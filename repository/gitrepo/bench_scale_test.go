@@ -38,13 +38,23 @@ func readShapes() []porchShape {
 	return []porchShape{{Packages: 10, Revisions: 10}, {Packages: 100, Revisions: 500}}
 }
 
-// listShapes are a tiny repository and two sizes, one five times the
-// other, for listing and approving; the packages sit in directories.
+// listShapes are repositories of three sizes, for listing and approving,
+// on both of Porch's layouts: packages in directories of a hundred (D=20
+// and D=100 at full size) and every package at the root (D=1, where each
+// approval commit's root tree holds every package). With -scale they are
+// issue 22's 100, 10,000 and 50,000 revisions.
 func listShapes() []porchShape {
 	if *scale {
-		return []porchShape{{Packages: 10, Revisions: 10, Dirs: 1}, {Packages: 2000, Revisions: 10000, Dirs: 20, Drafts: 100, Proposals: 100}, {Packages: 10000, Revisions: 50000, Dirs: 100, Drafts: 500, Proposals: 500}}
+		return []porchShape{
+			{Packages: 20, Revisions: 100, Dirs: 2, Drafts: 2, Proposals: 2},
+			{Packages: 20, Revisions: 100, Dirs: 1, Drafts: 2, Proposals: 2},
+			{Packages: 2000, Revisions: 10000, Dirs: 20, Drafts: 100, Proposals: 100},
+			{Packages: 2000, Revisions: 10000, Dirs: 1, Drafts: 100, Proposals: 100},
+			{Packages: 10000, Revisions: 50000, Dirs: 100, Drafts: 500, Proposals: 500},
+			{Packages: 10000, Revisions: 50000, Dirs: 1, Drafts: 500, Proposals: 500},
+		}
 	}
-	return []porchShape{{Packages: 10, Revisions: 10, Dirs: 1}, {Packages: 100, Revisions: 400, Dirs: 4, Drafts: 5, Proposals: 5}, {Packages: 250, Revisions: 1000, Dirs: 5, Drafts: 25, Proposals: 25}}
+	return []porchShape{{Packages: 10, Revisions: 10, Dirs: 1}, {Packages: 100, Revisions: 400, Dirs: 4, Drafts: 5, Proposals: 5}, {Packages: 100, Revisions: 400, Dirs: 1, Drafts: 5, Proposals: 5}, {Packages: 250, Revisions: 1000, Dirs: 5, Drafts: 25, Proposals: 25}}
 }
 
 // cpuTime returns the user and system CPU time of the process so far.
@@ -158,6 +168,21 @@ func BenchmarkPorchList(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
+		// The first list of a new process, in a child: no cad-index or
+		// cad-paths yet (it writes them), its peak memory and CPU.
+		b.Run(s.String()+"/cad-cold-rss", func(b *testing.B) {
+			var peak, cpu float64
+			for b.Loop() {
+				b.StopTimer()
+				os.Remove(index)
+				os.Remove(filepath.Join(dir, "cad-paths"))
+				b.StartTimer()
+				kb, c := runListChild(b, dir, "list", want)
+				peak, cpu = max(peak, kb), cpu+c
+			}
+			b.ReportMetric(peak/1024, "peak-rss-MB")
+			b.ReportMetric(cpu/float64(b.N), "cpu-ns/op")
+		})
 		// The peak memory of a new process that lists once, with the
 		// index (a child process: the benchmark's own peak holds its
 		// fixtures and earlier runs).
@@ -256,6 +281,46 @@ func BenchmarkPorchApprove(b *testing.B) {
 			}
 			// The CPU is steadier than the time, which waits for the
 			// disk (each approval is made durable).
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+		})
+		// The same update by the git CLI: the branch's root tree listed,
+		// one package's entry replaced, the new tree written (mktree), a
+		// merge commit on it, the branch moved and a tag created in one
+		// ref transaction. Its CPU is git's, process starts included.
+		b.Run(s.String()+"/git", func(b *testing.B) {
+			dir := copyDir(b, porchFixture(b, s))
+			pkg := s.pkg(s.Packages / 2)
+			top, _, _ := strings.Cut(pkg, "/")
+			other := s.pkg(s.Packages/2 + 1)
+			var cpu time.Duration
+			run := func(stdin string, args ...string) string {
+				cmd := exec.Command("git", args...)
+				cmd.Dir = dir
+				cmd.Stdin = strings.NewReader(stdin)
+				out, err := cmd.Output()
+				if err != nil {
+					b.Fatalf("git %v: %v", args, err)
+				}
+				cpu += cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+				return string(out)
+			}
+			// A tree to put in place of the package: another package's.
+			sub := strings.TrimSpace(runGit(b, dir, "", "rev-parse", "main:"+other))
+			n := 0
+			for b.Loop() {
+				n++
+				head := strings.TrimSpace(run("", "rev-parse", "main"))
+				var listing strings.Builder
+				for line := range strings.SplitSeq(strings.TrimSuffix(run("", "ls-tree", "main"), "\n"), "\n") {
+					if strings.HasSuffix(line, "\t"+top) && top == pkg {
+						line = "040000 tree " + sub + "\t" + top
+					}
+					listing.WriteString(line + "\n")
+				}
+				tree := strings.TrimSpace(run(listing.String(), "mktree"))
+				commit := strings.TrimSpace(run("", "commit-tree", tree, "-p", head, "-p", head, "-m", fmt.Sprintf("Approving package revision %s/%d", pkg, 1000+n)))
+				run(fmt.Sprintf("start\nupdate refs/heads/main %s %s\ncreate refs/tags/%s/v%d %s\nprepare\ncommit\n", commit, head, pkg, 1000+n, commit), "update-ref", "--stdin")
+			}
 			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
@@ -462,4 +527,56 @@ func runListChild(b *testing.B, dir, mode string, want int) (float64, float64) {
 		b.Fatalf("list child: %q (%v), want %d revisions", out, err, want)
 	}
 	return kb, ns
+}
+
+// draftShapes are one package with few and with many revisions (500, or
+// 5,000 with -scale), for creating drafts.
+func draftShapes() []porchShape {
+	if *scale {
+		return []porchShape{{Packages: 1, Revisions: 10}, {Packages: 1, Revisions: 5000}}
+	}
+	return []porchShape{{Packages: 1, Revisions: 10}, {Packages: 1, Revisions: 500}}
+}
+
+// BenchmarkPorchCreateDraft creates a draft of a package and commits it
+// for the first time (what a Copy does in git), in a Repository that
+// has read the package before (warm) and in a new one each time (cold).
+// Both check that no revision of the package holds the workspace.
+func BenchmarkPorchCreateDraft(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range draftShapes() {
+		dir := copyDir(b, porchFixture(b, s))
+		pkg := s.pkg(0)
+		n := 0
+		create := func(b *testing.B, r *gitrepo.Repository) {
+			n++
+			key := revision.Key{Package: pkg, Workspace: fmt.Sprintf("bench%d", n)}
+			d, err := r.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: kptPkg(pkg, map[string]string{"ws.yaml": "ws: x\n"})})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(s.String()+"/warm", func(b *testing.B) {
+			r := mustOpen(b, benchSpec(dir), nil)
+			defer r.Close()
+			create(b, r)
+			cpu := cpuTime()
+			for b.Loop() {
+				create(b, r)
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+		b.Run(s.String()+"/cold", func(b *testing.B) {
+			cpu := cpuTime()
+			for b.Loop() {
+				r := mustOpen(b, benchSpec(dir), nil)
+				create(b, r)
+				r.Close()
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
 }

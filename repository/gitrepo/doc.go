@@ -204,10 +204,18 @@
 // fault each, and a fault, which maps a window of pages, costs several
 // times as much. On disk, refs are read as git reads them (a loose file,
 // else packed-refs: the first lookups of a process binary-search it a
-// block at a time, later ones parse it once per change of the file), so
-// looking up a tag costs about the same among ten or a hundred thousand. A path is found in a tree by scanning its raw
-// entries for the one name, not by decoding the whole tree (the root tree
-// of an approval commit holds every package).
+// block at a time, later ones parse it; after another writer rewrote it,
+// the next few lookups search it by blocks again before it is parsed
+// anew), so looking up a tag costs about the same among ten or a hundred
+// thousand. A path is found in a tree by scanning its raw entries for the
+// one name, not by decoding the whole tree (the root tree of an approval
+// commit holds every package). A tree of 16 KiB or more stored as a delta
+// is not even built: it is searched as a rope, the pieces of its delta
+// chain's bottom (indexed once per chain) and of the deltas' inserted
+// bytes, so that a first list of a repository with thousands of packages
+// at the root costs per tag what the deltas hold, not the tree's size.
+// Loose objects are written by cad, at zlib's fastest level as git
+// writes them.
 //
 // On disk, lists also keep cad-index in the git directory: facts about
 // immutable objects (a commit's tree, parents, author and message; the

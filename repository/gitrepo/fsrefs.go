@@ -37,6 +37,7 @@ type fsRefs struct {
 	names   []string        // sorted; substrings of one copy of the file
 	hashes  []plumbing.Hash // hashes[i] is the value of names[i]
 	scans   int             // lookups that read packed-refs without parsing it
+	closed  bool            // no more files opened for lookups
 	// scanned is packed-refs as the last lookup read it, kept while the
 	// file stays the same: whole when it is small or not sorted, else
 	// scanFile open to read the blocks a binary search looks at.
@@ -55,6 +56,7 @@ func (f *fsRefs) close() {
 	defer f.mu.Unlock()
 	f.dropScanned()
 	f.scans = scansBeforeParse // no more mapping
+	f.closed = true
 }
 
 // dropScanned forgets the kept packed-refs; f.mu is held.
@@ -214,15 +216,31 @@ const scansBeforeParse = 16
 // line, without parsing the others, while the parsed form is not current
 // and fewer than scansBeforeParse lookups were made; done is false when
 // the caller should use the parsed form instead.
+//
+// When another writer rewrote packed-refs since it was parsed, the
+// lookups go back to searching the file, scansBeforeParse of them, before
+// it is parsed again: a process that made one write after another's
+// (which rewrites packed-refs to delete a ref) pays a few block reads,
+// not a parse of every ref.
 func (f *fsRefs) packedScan(name string) (h plumbing.Hash, ok, done bool, err error) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	p := filepath.Join(f.gitDir, "packed-refs")
+	if f.hashes != nil && !f.closed {
+		fi, err := os.Stat(p)
+		if err != nil {
+			return plumbing.ZeroHash, false, false, nil // packed reports it
+		}
+		if fi.ModTime().Equal(f.modTime) && fi.Size() == f.size {
+			h, ok := packedLookup(f.names, f.hashes, name)
+			return h, ok, true, nil
+		}
+		f.names, f.hashes, f.scans = nil, nil, 0
+	}
 	if f.hashes != nil || f.scans >= scansBeforeParse {
-		f.mu.Unlock()
 		return plumbing.ZeroHash, false, false, nil
 	}
 	f.scans++
-	defer f.mu.Unlock()
-	p := filepath.Join(f.gitDir, "packed-refs")
 	fi, err := os.Stat(p)
 	if err != nil {
 		f.dropScanned()

@@ -137,6 +137,8 @@ type Repository struct {
 	st     *store
 	remote *remote // nil for local and memory repositories
 	cache  *lru
+	// tagWS remembers the workspaces of package tags (see resolve).
+	tagWS tagWorkspaces
 
 	closed atomic.Bool
 

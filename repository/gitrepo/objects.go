@@ -7,6 +7,7 @@ import (
 	"path"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -128,15 +129,84 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 	default:
 		return nil, fmt.Errorf("object %s is a %s: %w", h, o.Type(), errNotCommit)
 	}
-	c := &object.Commit{}
-	if err := c.Decode(o); err != nil {
-		return nil, fmt.Errorf("commit %s: %w", h, err)
+	ci, ok := decodeCommit(h, data)
+	if !ok {
+		c := &object.Commit{}
+		if err := c.Decode(o); err != nil {
+			return nil, fmt.Errorf("commit %s: %w", h, err)
+		}
+		ci = &commitInfo{hash: h, tree: c.TreeHash, parents: c.ParentHashes, author: c.Author, message: c.Message}
 	}
-	ci := &commitInfo{hash: h, tree: c.TreeHash, parents: c.ParentHashes, author: c.Author, message: c.Message}
-	ci.annotations = annotations(c.Message)
-	v.cache.put(kindCommit, h, ci, int64(256+len(c.Message)))
+	ci.annotations = annotations(ci.message)
+	v.cache.put(kindCommit, h, ci, int64(256+len(ci.message)))
 	v.idx.addCommit(ci)
 	return ci, nil
+}
+
+// decodeCommit reads what cad keeps of commit h from its raw content, as
+// go-git's decoder reads it: the tree (the first header), the parents
+// that follow it, the author right after them (else none), and the
+// message after the first blank line; other headers are skipped. ok is
+// false when the commit does not start with a valid tree header or a
+// parent's id is malformed, for go-git to decode (and report). It saves
+// the decoder's copies and its hash of the whole object, which a list
+// or a workspace lookup pays for every tag.
+func decodeCommit(h plumbing.Hash, data []byte) (*commitInfo, bool) {
+	ci := &commitInfo{hash: h}
+	line := func() ([]byte, bool) {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			l := data
+			data = nil
+			return l, len(l) > 0
+		}
+		l := data[:i]
+		data = data[i+1:]
+		return l, true
+	}
+	l, _ := line()
+	rest, ok := bytes.CutPrefix(l, []byte("tree "))
+	if !ok || !plumbing.IsHash(string(rest)) {
+		return nil, false
+	}
+	ci.tree = plumbing.NewHash(string(rest))
+	for {
+		if len(data) == 0 {
+			return ci, true
+		}
+		if data[0] == '\n' {
+			ci.message = string(data[1:])
+			return ci, true
+		}
+		save := data
+		l, _ = line()
+		rest, ok := bytes.CutPrefix(l, []byte("parent "))
+		if !ok {
+			if bytes.Equal(l, []byte("parent")) {
+				return nil, false
+			}
+			data = save
+			break
+		}
+		if !plumbing.IsHash(string(rest)) {
+			return nil, false
+		}
+		ci.parents = append(ci.parents, plumbing.NewHash(string(rest)))
+	}
+	if bytes.HasPrefix(data, []byte("author\n")) || bytes.Equal(data, []byte("author")) {
+		return nil, false
+	}
+	if rest, ok := bytes.CutPrefix(data, []byte("author ")); ok {
+		i := bytes.IndexByte(rest, '\n')
+		if i < 0 {
+			i = len(rest)
+		}
+		ci.author.Decode(rest[:i])
+	}
+	if i := bytes.Index(data, []byte("\n\n")); i >= 0 {
+		ci.message = string(data[i+2:])
+	}
+	return ci, true
 }
 
 // subtree returns the tree at path p (slash-separated, "" for root) under
@@ -181,6 +251,16 @@ func (v *view) lookup(h plumbing.Hash, name string) (treeEntry, bool, error) {
 	if e, ok := v.cache.get(kindTree, h); ok {
 		te, found := findEntry(e.([]treeEntry), name)
 		return te, found, nil
+	}
+	if v.packs != nil {
+		// A tree built by a delta is searched without building it.
+		te, found, err := v.packs.lookupEntry(h, name, v.cache)
+		if !errors.Is(err, errRopeUnfit) {
+			if err != nil {
+				return treeEntry{}, false, fmt.Errorf("tree %s: %w", h, err)
+			}
+			return te, found, nil
+		}
 	}
 	_, data, err := v.rawScan(plumbing.TreeObject, h)
 	if err != nil {
@@ -483,15 +563,7 @@ var emptyTree = plumbing.ComputeHash(plumbing.TreeObject, nil)
 func (v *view) putTree(entries []treeEntry) (plumbing.Hash, error) {
 	sorted := append([]treeEntry(nil), entries...)
 	slices.SortFunc(sorted, compareEntries)
-	t := &object.Tree{Entries: make([]object.TreeEntry, len(sorted))}
-	for i, e := range sorted {
-		t.Entries[i] = object.TreeEntry{Name: e.name, Mode: e.mode, Hash: e.hash}
-	}
-	data, err := encode(t, plumbing.TreeObject)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	h, err := v.put(plumbing.TreeObject, data)
+	h, err := v.put(plumbing.TreeObject, encodeTree(sorted))
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
@@ -501,6 +573,25 @@ func (v *view) putTree(entries []treeEntry) (plumbing.Hash, error) {
 	}
 	v.cache.put(kindTree, h, sorted, size)
 	return h, nil
+}
+
+// encodeTree returns the raw content of a tree of sorted entries: for
+// each "<octal mode> <name>\x00<20-byte id>", as git and go-git write
+// them (a directory's mode is 40000).
+func encodeTree(sorted []treeEntry) []byte {
+	n := 0
+	for _, e := range sorted {
+		n += len(e.name) + 28
+	}
+	out := make([]byte, 0, n)
+	for _, e := range sorted {
+		out = strconv.AppendUint(out, uint64(e.mode), 8)
+		out = append(out, ' ')
+		out = append(out, e.name...)
+		out = append(out, 0)
+		out = append(out, e.hash[:]...)
+	}
+	return out
 }
 
 // compareEntries orders tree entries as git does: by name, as if

@@ -640,8 +640,12 @@ func applyDelta(dst, base, delta []byte) ([]byte, error) {
 
 // touched counts an entry read from a mapped pack, and every
 // dropPagesEvery drops the packs' pages.
-func (pr *packReader) touched() {
-	if pr.reads++; pr.reads%dropPagesEvery == 0 {
+func (pr *packReader) touched() { pr.touchedN(1) }
+
+// touchedN counts n entries' worth of reads (see touched).
+func (pr *packReader) touchedN(n int) {
+	before := pr.reads / dropPagesEvery
+	if pr.reads += n; pr.reads/dropPagesEvery != before {
 		for _, p := range pr.packs {
 			dropPages(p.packMap)
 		}

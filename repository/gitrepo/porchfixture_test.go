@@ -11,7 +11,10 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
+
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
 )
 
 // porchShape describes a repository as Porch writes it: every approval
@@ -229,5 +232,59 @@ func TestIndexListsTheSame(t *testing.T) {
 	}
 	if got := list(); got != want {
 		t.Fatalf("from a garbled index:\n%s\nwithout:\n%s", got, want)
+	}
+}
+
+// Every packed tree of a repository as Porch writes it, packed by git
+// fast-import and repacked by git gc's rules, finds every entry and
+// misses absent ones the same through ropes (delta chains composed, not
+// applied) as by scanning the tree built whole; and the rope path does
+// answer for the trees built by deltas.
+func TestTreeLookupThroughDeltas(t *testing.T) {
+	// 600 packages at the root: root trees of 22 KB, above the size
+	// from which the rope path answers.
+	src := porchFixture(t, porchShape{Packages: 600, Revisions: 800, Dirs: 1, Drafts: 2, Proposals: 2})
+	repacked := copyDir(t, src)
+	git(t, repacked, "repack", "-a", "-d", "-f", "--depth=50", "--window=50")
+	for _, dir := range []string{src, repacked} {
+		out := git(t, dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objecttype)")
+		var trees []plumbing.Hash
+		for line := range strings.SplitSeq(strings.TrimSpace(out), "\n") {
+			if id, typ, _ := strings.Cut(line, " "); typ == "tree" {
+				trees = append(trees, plumbing.NewHash(id))
+			}
+		}
+		// The default cache; one too small for a chain's bottom; ropes
+		// built into new bottoms every few pieces.
+		for _, c := range []struct {
+			cacheBytes int64
+			pieces     int
+		}{{8 << 20, 0}, {64 << 10, 0}, {8 << 20, 6}} {
+			restore := func() {}
+			if c.pieces > 0 {
+				restore = gitrepo.SetMaxRopePieces(c.pieces)
+			}
+			l := gitrepo.NewTreeLookup(dir, c.cacheBytes)
+			roped := 0
+			for _, h := range trees {
+				names := []string{"Kptfile", "pkg-00000", "pkg-00003", "pkg-00299", "pkg-00599", "pkg-00600", "pkg-0000", "zzz", ""}
+				for _, name := range names {
+					mode, id, found, rope, err := l.Rope(h, name)
+					if !rope {
+						continue
+					}
+					roped++
+					wmode, wid, wfound, werr := l.Scan(h, name)
+					if err != nil || werr != nil || found != wfound || found && (mode != wmode || id != wid) {
+						t.Fatalf("%s: tree %s, %q: rope %s %s %v %v; scan %s %s %v %v", dir, h, name, mode, id, found, err, wmode, wid, wfound, werr)
+					}
+				}
+			}
+			l.Close()
+			restore()
+			if roped < 500 {
+				t.Fatalf("%s: the rope path answered only %d lookups in %d trees", dir, roped, len(trees))
+			}
+		}
 	}
 }

@@ -914,6 +914,9 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 		if key.Revision != 0 && key.Revision != n {
 			continue
 		}
+		if key.Workspace != "" && !r.tagMayHaveWorkspace(v, full, ver, h, key.Workspace) {
+			continue
+		}
 		x, err := r.tagRev(v, key.Package, ver, name, h)
 		if err != nil {
 			return nil, err
@@ -926,6 +929,69 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 		return notFound()
 	}
 	return best, nil
+}
+
+// tagMayHaveWorkspace reports whether tag <full>/<ver> at h, read as
+// tagRev reads it, can have workspace ws; it reads only the tagged commit
+// (and an annotated tag's message), not the package tree or metadata, and
+// answers true when it cannot tell, so that tagRev decides. Looking a
+// workspace up among a package's thousands of tags (every new draft
+// checks that its workspace is free) then reads no tree, and in a
+// Repository that looked before, no object: the answers are remembered
+// (tagWorkspaces).
+func (r *Repository) tagMayHaveWorkspace(v *view, full, ver string, h plumbing.Hash, ws string) bool {
+	if parseVersion(ver) <= 0 {
+		return ver == ws
+	}
+	if w, ok := r.tagWS.get(h, full); ok {
+		return w == ws
+	}
+	c, err := v.commit(h)
+	if err != nil {
+		return true
+	}
+	w := workspaceIn(v.tagAnnotations(h), full)
+	if w == "" {
+		w = workspaceOf(c, full)
+	}
+	if w == "" {
+		w = ver
+	}
+	r.tagWS.put(h, full, w)
+	return w == ws
+}
+
+// tagWorkspaces remembers the workspace a v<N> tag at an object (an
+// annotated tag or a commit) gives a package: a fact of immutable
+// objects, valid in any state of the refs. It holds up to
+// maxTagWorkspaces answers (some 100 bytes each), then starts again.
+// The zero value is ready; it is safe for concurrent use.
+type tagWorkspaces struct {
+	mu sync.Mutex
+	m  map[tagWSKey]string
+}
+
+type tagWSKey struct {
+	h    plumbing.Hash
+	full string
+}
+
+const maxTagWorkspaces = 1 << 17
+
+func (t *tagWorkspaces) get(h plumbing.Hash, full string) (string, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	w, ok := t.m[tagWSKey{h, full}]
+	return w, ok
+}
+
+func (t *tagWorkspaces) put(h plumbing.Hash, full, ws string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil || len(t.m) >= maxTagWorkspaces {
+		t.m = map[tagWSKey]string{}
+	}
+	t.m[tagWSKey{h, full}] = ws
 }
 
 // Get returns the revision key selects (see revision.Key): by revision

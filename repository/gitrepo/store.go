@@ -399,6 +399,9 @@ func (v *view) put(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	if v.has(h) {
 		return h, nil
 	}
+	if v.gitDir != "" {
+		return h, writeLoose(v.gitDir, h, t, data)
+	}
 	o := v.s.NewEncodedObject()
 	o.SetType(t)
 	o.SetSize(int64(len(data)))

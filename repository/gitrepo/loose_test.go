@@ -1,0 +1,149 @@
+package gitrepo
+
+import (
+	"bytes"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// encodeTree writes what go-git's encoder writes, for every mode.
+func TestEncodeTreeAsGoGit(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	modes := []filemode.FileMode{filemode.Dir, filemode.Regular, filemode.Executable, filemode.Symlink, filemode.Submodule}
+	for range 50 {
+		var entries []treeEntry
+		tree := &object.Tree{}
+		for i := range rng.Intn(30) {
+			e := treeEntry{name: string(rune('a'+i)) + "x", mode: modes[rng.Intn(len(modes))]}
+			rng.Read(e.hash[:])
+			entries = append(entries, e)
+			tree.Entries = append(tree.Entries, object.TreeEntry{Name: e.name, Mode: e.mode, Hash: e.hash})
+		}
+		want, err := encode(tree, plumbing.TreeObject)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := encodeTree(entries); !bytes.Equal(got, want) {
+			t.Fatalf("encodeTree:\n%q\ngo-git:\n%q", got, want)
+		}
+	}
+}
+
+// A loose object cad writes is one git reads, compressed at zlib's
+// fastest level as git writes loose objects, and writing it again
+// changes nothing.
+func TestWriteLooseAsGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed as a witness")
+	}
+	dir := filepath.Join(t.TempDir(), "r.git")
+	if out, err := exec.Command("git", "init", "--quiet", "--bare", dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	data := bytes.Repeat([]byte("apiVersion: v1\nkind: ConfigMap\n"), 100)
+	h := plumbing.ComputeHash(plumbing.BlobObject, data)
+	if err := writeLoose(dir, h, plumbing.BlobObject, data); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "objects", h.String()[:2], h.String()[2:])
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) < 2 || raw[0] != 0x78 || raw[1] != 0x01 {
+		t.Fatalf("zlib header % x, want 78 01 (best speed)", raw[:2])
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o444 {
+		t.Fatalf("mode %v", st.Mode())
+	}
+	cmd := exec.Command("git", "cat-file", "blob", h.String())
+	cmd.Dir = dir
+	if got, err := cmd.Output(); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("git cat-file: %v", err)
+	}
+	fsck := exec.Command("git", "fsck", "--strict")
+	fsck.Dir = dir
+	if out, err := fsck.CombinedOutput(); err != nil {
+		t.Fatalf("git fsck: %v\n%s", err, out)
+	}
+	if err := writeLoose(dir, h, plumbing.BlobObject, data); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(path); !bytes.Equal(again, raw) {
+		t.Fatal("written again")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "objects", h.String()[:2], "tmp_obj_*")); len(left) > 0 {
+		t.Fatalf("left %v", left)
+	}
+}
+
+// decodeCommit reads what go-git's decoder reads of every commit shape:
+// several parents, signed, merge tags, extra and unknown headers, an
+// author out of place, no message, no blank line, a message without a
+// final newline; and leaves to go-git what it would reject.
+func TestDecodeCommitAsGoGit(t *testing.T) {
+	tree := "tree 4b825dc642cb6eb9a060e54bf8d69288fbee4904\n"
+	p1 := "parent 1111111111111111111111111111111111111111\n"
+	p2 := "parent 2222222222222222222222222222222222222222\n"
+	author := "author A U Thor <a@example.com> 1767225600 +0100\n"
+	committer := "committer Package Orchestration Service <porch@kpt.dev> 1767225601 +0000\n"
+	sig := "gpgsig -----BEGIN PGP SIGNATURE-----\n \n iQEzBAAB\n -----END PGP SIGNATURE-----\n"
+	merge := "mergetag object 1111111111111111111111111111111111111111\n type commit\n tag v1\n\n"
+	cases := map[string]string{
+		"plain":           tree + p1 + author + committer + "\nApproving package revision a/1\n\nkpt:{\"package\":\"a\"}\n",
+		"root":            tree + author + committer + "\nInitial\n",
+		"merge":           tree + p1 + p2 + author + committer + "\nmerge\n",
+		"signed":          tree + p1 + author + committer + sig + "\nsigned\n",
+		"mergetag":        tree + p1 + p2 + author + committer + merge + "\nmsg\n",
+		"encoding":        tree + author + committer + "encoding ISO-8859-1\nx-custom a\n b\n\nmsg\n",
+		"no author":       tree + p1 + committer + "\nmsg\n",
+		"author late":     tree + committer + author + "\nmsg\n",
+		"late parent":     tree + author + p1 + committer + "\nmsg\n",
+		"no message":      tree + author + committer,
+		"empty message":   tree + author + committer + "\n",
+		"no final eol":    tree + author + committer + "\nmsg",
+		"no eol at all":   strings.TrimSuffix(tree, "\n"),
+		"blank after":     tree + "\n\nmsg\n\n",
+		"crlf":            tree + author + "x\r\n\r\n" + "\nmsg\n",
+		"bad tree":        "tree 123\n" + author + "\nmsg\n",
+		"no tree":         author + "\nmsg\n",
+		"bad parent":      tree + "parent xyz\n" + author + "\nmsg\n",
+		"bare parent":     tree + "parent\n" + author + "\nmsg\n",
+		"bare author":     tree + "author\n" + committer + "\nmsg\n",
+		"author at eof":   tree + strings.TrimSuffix(author, "\n"),
+		"empty":           "",
+		"tree double sp":  "tree  4b825dc642cb6eb9a060e54bf8d69288fbee4904\n\nmsg\n",
+		"message headers": tree + author + "\ntree 1111111111111111111111111111111111111111\nparent x\n",
+	}
+	for name, raw := range cases {
+		o := &plumbing.MemoryObject{}
+		o.SetType(plumbing.CommitObject)
+		o.Write([]byte(raw))
+		c := &object.Commit{}
+		gerr := c.Decode(o)
+		h := plumbing.ComputeHash(plumbing.CommitObject, []byte(raw))
+		ci, ok := decodeCommit(h, []byte(raw))
+		if gerr != nil {
+			if ok {
+				t.Errorf("%s: go-git rejects it (%v), decodeCommit read it", name, gerr)
+			}
+			continue
+		}
+		if !ok {
+			continue // left to go-git, which reads it
+		}
+		if ci.tree != c.TreeHash || !slices.Equal(ci.parents, c.ParentHashes) || ci.message != c.Message ||
+			ci.author.Name != c.Author.Name || ci.author.Email != c.Author.Email || !ci.author.When.Equal(c.Author.When) || ci.hash != h {
+			t.Errorf("%s: decodeCommit %v %v %q %v; go-git %v %v %q %v", name, ci.tree, ci.parents, ci.message, ci.author, c.TreeHash, c.ParentHashes, c.Message, c.Author)
+		}
+	}
+}

@@ -1,0 +1,52 @@
+package gitrepo_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// A new draft's check that its workspace is free reads each tag's
+// commit, not the revision behind it: a published revision of another
+// workspace whose root tree is missing does not stop a draft, while the
+// workspaces taken stay taken, and one whose revision cannot be read is
+// reported, not taken for free.
+func TestWorkspaceFreeReadsNoOtherRevision(t *testing.T) {
+	ctx := context.Background()
+	dir := newBare(t)
+	spec := benchSpec(dir)
+	spec.Git.CreateBranch = true
+	r := mustOpen(t, spec, nil)
+	defer r.Close()
+	for _, ws := range []string{"a", "b"} {
+		propose(t, r, "pkg", ws)
+		if _, err := r.UpdateLifecycle(ctx, revision.Key{Package: "pkg", Workspace: ws}, revision.LifecyclePublished, repository.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Remove v1's root tree (only v1's commit holds it).
+	root := git(t, dir, "rev-parse", "pkg/v1^{tree}")
+	if err := os.Remove(filepath.Join(dir, "objects", root[:2], root[2:])); err != nil {
+		t.Fatal(err)
+	}
+	create := func(ws string) error {
+		r := mustOpen(t, benchSpec(dir), nil) // nothing cached
+		defer r.Close()
+		_, err := r.CreateDraft(ctx, revision.Key{Package: "pkg", Workspace: ws}, repository.CreateDraftOptions{Files: kptPkg("pkg", nil)})
+		return err
+	}
+	if err := create("c"); err != nil {
+		t.Fatalf("a draft beside a damaged revision of another workspace: %v", err)
+	}
+	if err := create("b"); !errors.Is(err, repository.ErrAlreadyExists) {
+		t.Fatalf("workspace b, taken: %v", err)
+	}
+	if err := create("a"); err == nil || errors.Is(err, repository.ErrAlreadyExists) {
+		t.Fatalf("workspace a, whose revision cannot be read: %v", err)
+	}
+}
