@@ -38,10 +38,11 @@ func processCPU() time.Duration {
 //
 // n is 20 by default (what CI's -benchtime=1x runs); CAD_BENCH_FANOUT sets
 // it (issue 22's target is at 1000). The repositories are made in
-// CAD_BENCH_DIR when it is set, else in the test's temporary directory:
-// creating a file costs 10-25 times more CPU in some directories than in
-// others of the same file system (see BENCHMARKS.md), and a fan-out
-// creates about 12 files per downstream. Rerun:
+// CAD_BENCH_DIR when it is set, else in the test's temporary directory: a
+// fan-out creates about 12 files and syncs about 12 per downstream, whose
+// cost depends on the file system and its load (see BENCHMARKS.md). The
+// upstream has 2 files (files=2), or 20 more that every downstream shares
+// unchanged (files=22). Rerun:
 //
 //	CAD_BENCH_FANOUT=1000 go test ./variant -run '^$' -bench Fanout -benchtime 1x -count 3
 func BenchmarkFanout(b *testing.B) {
@@ -77,49 +78,58 @@ func BenchmarkFanout(b *testing.B) {
 		b.Cleanup(func() { r.Close() })
 		return r
 	}
-	b.Run(fmt.Sprintf("gitrepo-disk/n=%d", n), func(b *testing.B) {
-		var wall, cpu, recpu time.Duration
-		for range b.N {
-			b.StopTimer()
-			repos := engine.Repos{"blueprints": open(b, "blueprints"), "deployments": open(b, "deployments")}
-			e, err := engine.New(&engine.Options{Repositories: repos})
-			require.NoError(b, err)
-			v := &env{t: b, ctx: context.Background(), repos: repos, e: e}
-			v.publish("blueprints", "bucket", upstreamFiles())
-			names := make([]string, n)
-			for i := range names {
-				names[i] = fmt.Sprintf("pkg-%04d", i)
-			}
-			pvs := newSet("fan", variant.Target{
-				Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: names}},
-				Template: &variant.PackageVariantTemplate{
-					PackageContext: &variant.PackageContextTemplate{DataExprs: []variant.MapExpr{{Key: ptr("pkg"), ValueExpr: ptr("packageDefault")}}},
-				},
-			})
-			opts := &variant.Options{Repositories: repos}
-			b.StartTimer()
+	for _, files := range []int{2, 22} {
+		b.Run(fmt.Sprintf("gitrepo-disk/n=%d/files=%d", n, files), func(b *testing.B) { fanout(b, n, files, open) })
+	}
+}
 
-			start, c0 := time.Now(), processCPU()
-			res, err := variant.SyncSet(v.ctx, e, pvs, opts)
-			wall += time.Since(start)
-			cpu += processCPU() - c0
-			require.NoError(b, err)
-			require.Len(b, res.Results, n)
-			for _, r := range res.Results {
-				require.Equal(b, variant.ActionCreated, r.Action, "%s", r)
-			}
-
-			c0 = processCPU()
-			res, err = variant.SyncSet(v.ctx, e, pvs, opts)
-			recpu += processCPU() - c0
-			require.NoError(b, err)
-			for _, r := range res.Results {
-				require.Equal(b, variant.ActionUnchanged, r.Action, "resync: %s", r)
-			}
+// fanout runs one case of BenchmarkFanout.
+func fanout(b *testing.B, n, files int, open func(b *testing.B, name string) repository.Repository) {
+	var wall, cpu, recpu time.Duration
+	for range b.N {
+		b.StopTimer()
+		repos := engine.Repos{"blueprints": open(b, "blueprints"), "deployments": open(b, "deployments")}
+		e, err := engine.New(&engine.Options{Repositories: repos})
+		require.NoError(b, err)
+		v := &env{t: b, ctx: context.Background(), repos: repos, e: e}
+		up := upstreamFiles()
+		for i := range files - len(up) {
+			up[fmt.Sprintf("cm-%02d.yaml", i)] = fmt.Sprintf("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: cm-%02d\ndata:\n  key: value-%d\n", i, i)
 		}
-		per := func(d time.Duration) float64 { return float64(d) / 1e6 / float64(b.N*n) }
-		b.ReportMetric(per(cpu), "cpu-ms/downstream")
-		b.ReportMetric(per(wall), "wall-ms/downstream")
-		b.ReportMetric(per(recpu), "resync-cpu-ms/downstream")
-	})
+		v.publish("blueprints", "bucket", up)
+		names := make([]string, n)
+		for i := range names {
+			names[i] = fmt.Sprintf("pkg-%04d", i)
+		}
+		pvs := newSet("fan", variant.Target{
+			Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: names}},
+			Template: &variant.PackageVariantTemplate{
+				PackageContext: &variant.PackageContextTemplate{DataExprs: []variant.MapExpr{{Key: ptr("pkg"), ValueExpr: ptr("packageDefault")}}},
+			},
+		})
+		opts := &variant.Options{Repositories: repos}
+		b.StartTimer()
+
+		start, c0 := time.Now(), processCPU()
+		res, err := variant.SyncSet(v.ctx, e, pvs, opts)
+		wall += time.Since(start)
+		cpu += processCPU() - c0
+		require.NoError(b, err)
+		require.Len(b, res.Results, n)
+		for _, r := range res.Results {
+			require.Equal(b, variant.ActionCreated, r.Action, "%s", r)
+		}
+
+		c0 = processCPU()
+		res, err = variant.SyncSet(v.ctx, e, pvs, opts)
+		recpu += processCPU() - c0
+		require.NoError(b, err)
+		for _, r := range res.Results {
+			require.Equal(b, variant.ActionUnchanged, r.Action, "resync: %s", r)
+		}
+	}
+	per := func(d time.Duration) float64 { return float64(d) / 1e6 / float64(b.N*n) }
+	b.ReportMetric(per(cpu), "cpu-ms/downstream")
+	b.ReportMetric(per(wall), "wall-ms/downstream")
+	b.ReportMetric(per(recpu), "resync-cpu-ms/downstream")
 }
