@@ -14,11 +14,13 @@ import (
 // packages shares. Syncing those again costs a flush of the disk's cache
 // each, for nothing: the process synced them when it wrote them. So an
 // fsRefs remembers the loose objects it synced, by hash and file
-// identity (device and inode), and skips them while the same file is in
-// place. An object whose file was replaced since (removed by git gc and
-// written again by another program, which may not have synced it) has
-// another identity and is synced again. Where the identity of a file is
-// not known (see fileID), every object is synced, as before.
+// identity (device, inode, size and modification time), and skips them
+// while the same file is in place. An object whose file was replaced
+// since (removed, and written again by another program, which may not
+// have synced it) is synced again: its file has another inode, or the
+// freed inode number reused with another modification time. Where the
+// identity of a file is not known (see fileID), every object is synced,
+// as before.
 
 // maxDurable bounds the objects remembered; when it is reached the
 // memory starts afresh, which costs only syncs.
@@ -30,8 +32,12 @@ type durableObjects struct {
 	ids map[plumbing.Hash]fileIdentity
 }
 
-// fileIdentity is a file's device and inode.
-type fileIdentity struct{ dev, ino uint64 }
+// fileIdentity is a file's device, inode, size and modification time.
+type fileIdentity struct {
+	dev, ino uint64
+	size     int64
+	mtime    int64 // nanoseconds
+}
 
 // synced reports whether the loose object h, whose file is at path, was
 // synced by this process and is still the same file.

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -68,8 +69,9 @@ func TestWriteSyncsOnlyNewObjects(t *testing.T) {
 	write("a")
 	write("b")
 
-	// Another program replaces the object's file (git gc, then a writer
-	// that stored it again): the new file is synced.
+	// Another program replaces the object's file (removed, then stored
+	// again by a writer that may not have synced it): the new file is
+	// synced.
 	hex := sharedHash.String()
 	p := filepath.Join(dir, "objects", hex[:2], hex[2:])
 	data, err := os.ReadFile(p)
@@ -80,6 +82,13 @@ func TestWriteSyncsOnlyNewObjects(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(p, data, 0o444); err != nil {
+		t.Fatal(err)
+	}
+	// The file system may give the new file the freed inode number; its
+	// modification time tells it apart (set here, as a clock tick of a
+	// few milliseconds could make it equal).
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(p, old, old); err != nil {
 		t.Fatal(err)
 	}
 	write("c")
