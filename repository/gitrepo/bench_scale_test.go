@@ -620,6 +620,8 @@ func BenchmarkPorchCreateDraft(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
+		// A new Repository each time, in a repository where a new draft of
+		// the package was created before (by any process).
 		b.Run(s.String()+"/cold", func(b *testing.B) {
 			cpu := cpuTime()
 			for b.Loop() {
@@ -628,6 +630,22 @@ func BenchmarkPorchCreateDraft(b *testing.B) {
 				r.Close()
 			}
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+		// A new Repository each time, and no cad-paths: the first new
+		// draft of the package in a repository cad never read.
+		b.Run(s.String()+"/cold-first", func(b *testing.B) {
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				os.Remove(filepath.Join(dir, "cad-paths"))
+				b.StartTimer()
+				start := cpuTime()
+				r := mustOpen(b, benchSpec(dir), nil)
+				create(b, r)
+				r.Close()
+				cpu += cpuTime() - start
+			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }
