@@ -44,6 +44,19 @@ func TestGetAddsPackageTree(t *testing.T) {
 	if got := f.read(t); !equalDigests(got, want) {
 		t.Fatal("the files read after the merge differ")
 	}
+	// With cad-paths gone and cad-index there, a Get writes a file of
+	// what it learnt alone; merging cad-index is left to the next list.
+	if err := os.Remove(filepath.Join(f.dir, "cad-paths")); err != nil {
+		t.Fatal(err)
+	}
+	r := mustOpen(t, benchSpec(f.dir), nil)
+	readDigest(t, r, f.keys[0])
+	r.Close()
+	if covered, count, ok := gitrepo.PathsCovered(f.dir); !ok || covered != 0 || count != 1 {
+		t.Fatalf("after a Get: %d records covering %d bytes of cad-index (%v), want 1 and 0", count, covered, ok)
+	}
+	f.list(t)
+	f.requireAll(t)
 }
 
 // Records appended past pathTailMax are merged into the sorted records

@@ -502,45 +502,83 @@ func (pf *pathFile) add(recs ...pathRecord) {
 	if len(news) == 0 {
 		return
 	}
-	if !pf.appendTail(news) {
+	switch pf.appendTail(news) {
+	case appended:
+	case tailFull:
 		pf.rebuildWith(news)
+	case noFile:
+		// A file of these records alone, covering none of cad-index: a
+		// Get does not pay for merging cad-index (the next list does).
+		pf.writeAlone(news)
 	}
 }
 
-// appendTail appends recs to the tail of the file at pf.path, and reports
-// whether it did: false when the file is missing or not valid, or its
-// tail would hold more than pathTailMax records.
-func (pf *pathFile) appendTail(recs []pathRecord) bool {
+// appendResult is what appendTail did.
+type appendResult int
+
+const (
+	appended appendResult = iota
+	tailFull              // the tail would hold more than pathTailMax records
+	noFile                // the file is missing or not valid
+	appendFailed
+)
+
+// appendTail appends recs to the tail of the file at pf.path.
+func (pf *pathFile) appendTail(recs []pathRecord) appendResult {
 	for range 2 { // again once when another process replaced the file
 		f, err := os.OpenFile(pf.path, os.O_RDWR|os.O_APPEND, 0)
-		if err != nil {
-			return false
+		if errors.Is(err, fs.ErrNotExist) {
+			return noFile
 		}
-		done, again := appendLocked(f, pf.path, recs)
+		if err != nil {
+			return appendFailed
+		}
+		res, again := appendLocked(f, pf.path, recs)
 		f.Close()
 		if !again {
-			return done
+			return res
 		}
 	}
-	return false
+	return appendFailed
+}
+
+// writeAlone writes recs as the whole file, covering none of cad-index,
+// unless a rebuild runs.
+func (pf *pathFile) writeAlone(recs []pathRecord) {
+	if !pf.updating.CompareAndSwap(false, true) {
+		return
+	}
+	defer pf.updating.Store(false)
+	recs = slices.Clone(recs)
+	slices.SortFunc(recs, func(a, b pathRecord) int { return bytes.Compare(a.key[:], b.key[:]) })
+	recs = slices.CompactFunc(recs, func(a, b pathRecord) bool { return a.key == b.key })
+	err := pf.write(bytes.NewReader(nil), recs, 0)
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	if err != nil {
+		pf.failed = true
+	}
+	if !pf.closed {
+		pf.open()
+	}
 }
 
 // appendLocked is appendTail's work on the open file f, under its lock;
 // again is true when f is no longer the file at path.
-func appendLocked(f *os.File, path string, recs []pathRecord) (done, again bool) {
+func appendLocked(f *os.File, path string, recs []pathRecord) (res appendResult, again bool) {
 	defer lockFile(f)()
 	if fi, err := os.Stat(path); err != nil {
-		return false, false
+		return noFile, false
 	} else if open, err := f.Stat(); err != nil || !os.SameFile(fi, open) {
-		return false, true
+		return appendFailed, true
 	}
 	hdr, err := readPathHeader(f)
 	if err != nil {
-		return false, false
+		return noFile, false
 	}
 	fi, err := f.Stat()
 	if err != nil {
-		return false, false
+		return appendFailed, false
 	}
 	tail := fi.Size() - hdr.sortedEnd()
 	if tail%pathRecordSize != 0 {
@@ -548,18 +586,20 @@ func appendLocked(f *os.File, path string, recs []pathRecord) (done, again bool)
 		// appended now start where records start.
 		tail -= tail % pathRecordSize
 		if err := f.Truncate(hdr.sortedEnd() + tail); err != nil {
-			return false, false
+			return appendFailed, false
 		}
 	}
 	if int(tail/pathRecordSize)+len(recs) > pathTailMax {
-		return false, false
+		return tailFull, false
 	}
 	b := make([]byte, 0, len(recs)*pathRecordSize)
 	for _, r := range recs {
 		b = appendRecord(b, r)
 	}
-	_, err = f.Write(b)
-	return err == nil, false
+	if _, err := f.Write(b); err != nil {
+		return appendFailed, false
+	}
+	return appended, false
 }
 
 // appendRecord appends the encoding of r to b.
