@@ -137,7 +137,7 @@ func BenchmarkPorchReadCold(b *testing.B) {
 				nth++
 				os.Remove(filepath.Join(cp, "cad-paths"))
 				k := revision.Key{Package: key.Package, Workspace: fmt.Sprintf("approved%d", nth)}
-				d, err := w.CreateDraft(ctx, k, repository.CreateDraftOptions{Files: kptPkg(key.Package, map[string]string{"a.yaml": "a: 1\n", "b.yaml": "b: 1\n"})})
+				d, err := w.CreateDraft(ctx, k, repository.CreateDraftOptions{Files: kptPkg(key.Package, map[string]string{"a.yaml": fmt.Sprintf("a: %d\n", nth), "b.yaml": "b: 1\n"})})
 				if err != nil {
 					b.Fatal(err)
 				}

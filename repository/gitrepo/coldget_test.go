@@ -296,3 +296,38 @@ func TestWorkspaceRecordsSameAnswers(t *testing.T) {
 		check(t)
 	})
 }
+
+// A cad-paths removed while a Repository is open is written again by
+// that Repository's next approval, even of a root tree it recorded
+// before (the same content approved again).
+func TestPathsRemovedWhileOpen(t *testing.T) {
+	ctx := context.Background()
+	dir := newBare(t)
+	spec := benchSpec(dir)
+	spec.Git.CreateBranch = true
+	r := mustOpen(t, spec, nil)
+	defer r.Close()
+	for i, ws := range []string{"a", "b"} {
+		os.Remove(filepath.Join(dir, "cad-paths"))
+		d, err := r.CreateDraft(ctx, revision.Key{Package: "pkg", Workspace: ws}, repository.CreateDraftOptions{Files: kptPkg("pkg", nil)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.UpdateLifecycle(ctx, revision.Key{Package: "pkg", Workspace: ws}, revision.LifecycleProposed, repository.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		os.Remove(filepath.Join(dir, "cad-paths"))
+		if _, err := r.UpdateLifecycle(ctx, revision.Key{Package: "pkg", Workspace: ws}, revision.LifecyclePublished, repository.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		tag := fmt.Sprintf("pkg/v%d", i+1)
+		root := strings.TrimSpace(git(t, dir, "rev-parse", tag+"^{tree}"))
+		tree := strings.TrimSpace(git(t, dir, "rev-parse", tag+":pkg"))
+		if got, ok := gitrepo.PathsLookup(dir, plumbing.NewHash(root), "pkg"); !ok || got.String() != tree {
+			t.Fatalf("%s: cad-paths: %s, %v; want %s", tag, got, ok, tree)
+		}
+	}
+}

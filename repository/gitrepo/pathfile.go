@@ -509,7 +509,14 @@ func (pf *pathFile) add(recs ...pathRecord) {
 	case noFile:
 		// A file of these records alone, covering none of cad-index: a
 		// Get does not pay for merging cad-index (the next list does).
-		pf.writeAlone(news)
+		// What this process added before went with the file it was in.
+		pf.addedMu.Lock()
+		pf.added = map[[36]byte]struct{}{}
+		for _, r := range recs {
+			pf.added[r.key] = struct{}{}
+		}
+		pf.addedMu.Unlock()
+		pf.writeAlone(recs)
 	}
 }
 
