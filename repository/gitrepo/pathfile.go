@@ -800,10 +800,28 @@ func wsHash(ws string) plumbing.Hash {
 	return plumbing.Hash(sum[:20])
 }
 
-// workspaces returns the workspace records of package full, by the first
-// 16 bytes of their objects' ids; nil when there are none or the file
-// cannot be read.
-func (pf *pathFile) workspaces(full string) map[[16]byte]plumbing.Hash {
+// wsRecords are a package's workspace records, sorted by the first 16
+// bytes of their objects' ids.
+type wsRecords []wsRec
+
+type wsRec struct {
+	obj [16]byte
+	ws  plumbing.Hash
+}
+
+// get returns the value of the record of object h.
+func (rs wsRecords) get(h plumbing.Hash) (plumbing.Hash, bool) {
+	k := [16]byte(h[:16])
+	i, ok := slices.BinarySearchFunc(rs, k, func(r wsRec, k [16]byte) int { return bytes.Compare(r.obj[:], k[:]) })
+	if !ok {
+		return plumbing.ZeroHash, false
+	}
+	return rs[i].ws, true
+}
+
+// workspaces returns the workspace records of package full whose
+// checksums hold; nil when there are none or the file cannot be read.
+func (pf *pathFile) workspaces(full string) wsRecords {
 	if pf == nil {
 		return nil
 	}
@@ -816,13 +834,13 @@ func (pf *pathFile) workspaces(full string) map[[16]byte]plumbing.Hash {
 		return nil
 	}
 	prefix := wsPrefix(full)
-	out := map[[16]byte]plumbing.Hash{}
+	var out wsRecords
 	take := func(rec []byte) {
 		if [20]byte(rec[:20]) != prefix {
 			return
 		}
 		if h, ok := recordTree(rec); ok {
-			out[[16]byte(rec[20:36])] = h
+			out = append(out, wsRec{obj: [16]byte(rec[20:36]), ws: h})
 		}
 	}
 	// The sorted records: the first with the prefix, by binary search in
@@ -865,10 +883,16 @@ func (pf *pathFile) workspaces(full string) map[[16]byte]plumbing.Hash {
 			break
 		}
 	}
+	sorted := len(out)
 	if tail, err := readTail(pf.f, pf.hdr, nil); err == nil {
 		for j := 0; j+pathRecordSize <= len(tail); j += pathRecordSize {
 			take(tail[j : j+pathRecordSize])
 		}
+	}
+	if len(out) > sorted {
+		// The tail's records were appended in no order. Records of one
+		// object are the same fact, so any of them may be found.
+		slices.SortStableFunc(out, func(a, b wsRec) int { return bytes.Compare(a.obj[:], b.obj[:]) })
 	}
 	return out
 }

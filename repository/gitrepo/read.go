@@ -959,11 +959,12 @@ func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h pl
 	}
 	if !wl.loaded {
 		wl.loaded, wl.recs = true, v.paths.workspaces(full)
+		wl.want, wl.none = wsHash(ws), wsHash("")
 	}
-	if got, ok := wl.recs[[16]byte(h[:16])]; ok {
+	if got, ok := wl.recs.get(h); ok {
 		// A hash of the workspace: two names with one hash are told
 		// apart by tagRev.
-		return got == wsHash(ws) || (got == wsHash("") && ver == ws)
+		return got == wl.want || (got == wl.none && ver == ws)
 	}
 	c, err := v.commit(h)
 	if err != nil {
@@ -984,8 +985,11 @@ func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h pl
 type wsLookup struct {
 	full   string
 	loaded bool
-	recs   map[[16]byte]plumbing.Hash
-	learnt []pathRecord
+	recs   wsRecords
+	// want and none are the records' values for the workspace looked up
+	// and for none.
+	want, none plumbing.Hash
+	learnt     []pathRecord
 }
 
 // tagWorkspaces remembers the workspace a v<N> tag at an object (an
