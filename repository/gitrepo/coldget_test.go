@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -329,5 +330,54 @@ func TestPathsRemovedWhileOpen(t *testing.T) {
 		if got, ok := gitrepo.PathsLookup(dir, plumbing.NewHash(root), "pkg"); !ok || got.String() != tree {
 			t.Fatalf("%s: cad-paths: %s, %v; want %s", tag, got, ok, tree)
 		}
+	}
+}
+
+// Gets in many Repositories at once (as in many processes) append to one
+// cad-paths and merge its full tail into new files: the file stays
+// valid, its tail whole records, and every read the same.
+func TestPathsTailConcurrentAppends(t *testing.T) {
+	defer gitrepo.SetPathTailMax(8)()
+	f := newPathsFixture(t)
+	want := f.read(t)
+	os.Remove(filepath.Join(f.dir, "cad-paths"))
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 30 {
+				k := f.keys[(g*7+i)%len(f.keys)]
+				r, err := gitrepo.Open(context.Background(), benchSpec(f.dir), nil)
+				if err != nil {
+					errs <- err
+					return
+				}
+				pr, err := r.Get(context.Background(), k)
+				if err == nil {
+					_, err = pr.Files(context.Background())
+				}
+				r.Close()
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if _, _, ok := gitrepo.PathsCovered(f.dir); !ok {
+		t.Fatal("cad-paths not valid after concurrent appends")
+	}
+	if n := gitrepo.PathsTail(f.dir); n%gitrepo.PathsRecordSize != 0 || n > 8*gitrepo.PathsRecordSize {
+		t.Fatalf("tail of %d bytes", n)
+	}
+	if got := f.read(t); !equalDigests(got, want) {
+		t.Fatal("the files read after concurrent appends differ")
 	}
 }
