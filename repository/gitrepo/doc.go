@@ -176,7 +176,14 @@
 // a missing object, as go-git's in-place writes or other tools can leave
 // one) is a [*DamagedRefError] matching repository.ErrCorrupt for the
 // revisions it holds only: List leaves them out with a warning, Get and
-// writes of them return the error, and cad never rewrites it. The
+// writes of them return the error, and cad never rewrites it. A line of
+// packed-refs that is not a ref line (garbage, a bad object id, or a last
+// line cut short; git refuses such a file) damages the ref it names, or,
+// when its name cannot be read, every ref it may have held (in a sorted
+// file, the names between its neighbours'): those are reported the same
+// way, and a write that needs one of those names free, such as an
+// approval numbering a package whose next number the line may hold,
+// fails with ErrCorrupt rather than hand out a number twice. The
 // registered branch is created by spec.git.createBranch only when no ref
 // of that name exists at all: a damaged branch is reported, never
 // replaced. A remote's local mirror in Options.CacheDir is a cache: its
