@@ -165,7 +165,9 @@
 // journal. What a dead writer left is found by the next process: before
 // the commit point no ref changed, and the next writer removes the intent
 // and the lock files; after it, the next reader or writer completes the
-// write, setting every ref still at its old value. So a revision is in exactly one lifecycle state
+// write, setting every ref still at its old value (a reader that may not
+// write to the git directory reads the refs as the journal completes
+// them, in memory, and leaves the journal to a writer). So a revision is in exactly one lifecycle state
 // after any crash, and an approval retried after a crash never publishes
 // twice: it either happened or it did not. TestCrash kills a child
 // process at every step of init, save, propose, approve, metadata,

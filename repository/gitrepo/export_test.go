@@ -71,3 +71,8 @@ func SetPathBucketRead(n uint32) (restore func()) {
 	pathBucketRead = n
 	return func() { pathBucketRead = old }
 }
+
+// SetDenyWrite makes writes to the git directories deny returns true for
+// fail with a permission error, as for a reader that may not write; nil
+// restores writes.
+func SetDenyWrite(deny func(gitDir string) bool) { denyWrite = deny }

@@ -46,6 +46,9 @@ type fsRefs struct {
 	scanBody    int64 // where the lines after the header start in scanFile
 	scannedStat os.FileInfo
 	scanClean   bool // scanned holds no damaged line
+	// ov is the outcome of a journal this process could not complete,
+	// laid over the refs on disk (overlay.go); nil when there is none.
+	ov *refOverlay
 }
 
 // close releases what the lookups kept.
@@ -304,6 +307,14 @@ func notExist(err error) bool {
 
 // ref returns the value of ref name.
 func (f *fsRefs) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
+	if h, ok := f.overlaid(string(name)); ok {
+		return h, !h.IsZero(), nil
+	}
+	return f.refOnDisk(name)
+}
+
+// refOnDisk returns the value of ref name on disk, without the overlay.
+func (f *fsRefs) refOnDisk(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 	if h, ok, err := f.loose(string(name)); err != nil || ok {
 		return h, ok, err
 	}
@@ -706,6 +717,16 @@ func (f *fsRefs) children(prefix string, damaged func(error)) (map[plumbing.Refe
 			out[plumbing.ReferenceName(name)] = h
 		}
 	}
+	f.overlayUnder(func(name string) bool {
+		rest, ok := strings.CutPrefix(name, prefix)
+		return ok && !strings.Contains(rest, "/")
+	}, func(name string, h plumbing.Hash) {
+		if h.IsZero() {
+			delete(out, plumbing.ReferenceName(name))
+		} else {
+			out[plumbing.ReferenceName(name)] = h
+		}
+	})
 	return out, nil
 }
 

@@ -126,7 +126,7 @@ func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 	// Nothing added, overridden, dropped or left out: the parsed
 	// packed-refs, shared.
 	if len(loose) == 0 && len(drop) == 0 && (len(names) == 0 || len(merged) == 1 && merged[0] == span{0, len(names)}) {
-		return &refSnap{names: names, hashes: hashes}, nil
+		return f.overlaySnap(&refSnap{names: names, hashes: hashes}, prefixes, extra), nil
 	}
 	looseNames := make([]string, 0, len(loose))
 	for n := range loose {
@@ -153,5 +153,5 @@ func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 	for ; j < len(looseNames); j++ {
 		add(looseNames[j], loose[looseNames[j]])
 	}
-	return s, nil
+	return f.overlaySnap(s, prefixes, extra), nil
 }

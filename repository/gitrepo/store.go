@@ -121,7 +121,8 @@ func (st *store) close() {
 
 // read runs fn with the storage locked for reading. When a process died
 // in the middle of a write, its journal is rolled forward first, so that
-// fn never sees a write half done.
+// fn never sees a write half done; a reader that may not write reads the
+// refs as the journal completes them instead (overlay.go).
 func (st *store) read(ctx context.Context, fn func() error) error {
 	if st.fsrefs != nil && st.fsrefs.pending() {
 		err := st.write(ctx, func() error { return nil })
@@ -142,8 +143,19 @@ func (st *store) read(ctx context.Context, fn func() error) error {
 		}
 		defer st.flock.unlock()
 	}
+	if st.fsrefs != nil {
+		// Under the lock: a writer may have died since the check above.
+		if err := st.fsrefs.loadOverlay(); err != nil {
+			return err
+		}
+	}
 	return fn()
 }
+
+// denyWrite, when set (by tests only), makes writes to the git directory
+// it returns true for fail as a reader without write permission sees
+// them: running as root, a test cannot take the permission away.
+var denyWrite func(gitDir string) bool
 
 // write runs fn with the storage locked for writing, in this process and
 // across processes. A write a dead process left half done is completed
@@ -151,6 +163,9 @@ func (st *store) read(ctx context.Context, fn func() error) error {
 func (st *store) write(ctx context.Context, fn func() error) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if denyWrite != nil && st.gitDir != "" && denyWrite(st.gitDir) {
+		return &os.PathError{Op: "open", Path: filepath.Join(st.gitDir, "cad.lock"), Err: os.ErrPermission}
+	}
 	if st.flock != nil {
 		if err := st.flock.lock(ctx, true); err != nil {
 			return err
@@ -161,6 +176,8 @@ func (st *store) write(ctx context.Context, fn func() error) error {
 		if err := st.fsrefs.recover(st.warn); err != nil {
 			return err
 		}
+		st.fsrefs.setOverlay(nil) // the journal is complete
+
 	}
 	return fn()
 }
