@@ -125,9 +125,14 @@ func (st *store) close() {
 // refs as the journal completes them instead (overlay.go).
 func (st *store) read(ctx context.Context, fn func() error) error {
 	if st.fsrefs != nil && st.fsrefs.pending() {
-		err := st.write(ctx, func() error { return nil })
-		if err != nil && !errors.Is(err, os.ErrPermission) {
-			return err
+		// A reader that cannot complete it (no write permission, a ref
+		// or packed-refs locked by another program) reads the refs as
+		// the journal completes them.
+		if err := st.write(ctx, func() error { return nil }); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			st.warn("could not complete an interrupted write; reading the refs as its journal sets them", "error", err)
 		}
 	}
 	if st.sharedReads {
@@ -176,7 +181,6 @@ func (st *store) write(ctx context.Context, fn func() error) error {
 		if err := st.fsrefs.recover(st.warn); err != nil {
 			return err
 		}
-		st.fsrefs.setOverlay(nil) // the journal is complete
 
 	}
 	return fn()
