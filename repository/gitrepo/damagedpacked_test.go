@@ -130,3 +130,57 @@ func TestDamagedPackedRefs(t *testing.T) {
 func join(lines []string) string { return strings.Join(lines, "\n") + "\n" }
 
 var _ = fmt.Sprint
+
+// Reading revisions out of a damaged pack fails with errors matching
+// repository.ErrCorrupt, as the repository contract says.
+func TestDamagedPackIsErrCorrupt(t *testing.T) {
+	ctx := context.Background()
+	dir, _, opts := damagedFixture(t)
+	git(t, dir, "gc", "--quiet")
+	packs, _ := filepath.Glob(filepath.Join(dir, "objects", "pack", "*.pack"))
+	if len(packs) != 1 {
+		t.Fatalf("packs after gc: %v", packs)
+	}
+	data, err := os.ReadFile(packs[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 12; i < len(data)-20; i++ {
+		data[i] ^= 0x5a
+	}
+	os.Chmod(packs[0], 0o644)
+	if err := os.WriteFile(packs[0], data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := gitrepo.Open(ctx, crashSpec(dir), opts)
+	if err != nil {
+		if !errors.Is(err, repository.ErrCorrupt) {
+			t.Fatalf("open: %v, want ErrCorrupt", err)
+		}
+		return
+	}
+	defer r.Close()
+	failed := 0
+	check := func(what string, err error) {
+		if err == nil {
+			return
+		}
+		failed++
+		if !errors.Is(err, repository.ErrCorrupt) {
+			t.Fatalf("%s: %v, want an error matching ErrCorrupt", what, err)
+		}
+	}
+	revs, err := r.List(ctx, repository.ListOptions{})
+	check("list", err)
+	for _, k := range []revision.Key{{Package: "a", Revision: 1}, {Package: "b", Revision: 1}, {Package: "a", Workspace: "draft"}, {Package: "a", Revision: revision.Placeholder}} {
+		pr, err := r.Get(ctx, k)
+		check("get "+k.String(), err)
+		if err == nil {
+			_, err := pr.Files(ctx)
+			check("files of "+k.String(), err)
+		}
+	}
+	if failed == 0 {
+		t.Fatalf("nothing failed reading a damaged pack (%d revisions listed)", len(revs))
+	}
+}

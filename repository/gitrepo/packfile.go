@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // packReader reads objects out of the pack files of a git directory on
@@ -181,29 +183,29 @@ func openPack(base string) (*packFile, error) {
 	var head [8 + 256*4]byte
 	if _, err := idx.ReadAt(head[:], 0); err != nil {
 		p.close()
-		return nil, fmt.Errorf("pack index %s: %w", base, err)
+		return nil, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, base, err)
 	}
 	if string(head[:4]) != packIdxMagic || binary.BigEndian.Uint32(head[4:8]) != 2 {
 		p.close()
-		return nil, fmt.Errorf("pack index %s: not a version 2 index", base)
+		return nil, fmt.Errorf("%w: pack index %s: not a version 2 index", repository.ErrCorrupt, base)
 	}
 	for i := range p.fanout {
 		p.fanout[i] = binary.BigEndian.Uint32(head[8+4*i:])
 		if i > 0 && p.fanout[i] < p.fanout[i-1] {
 			p.close()
-			return nil, fmt.Errorf("pack index %s: bad fan-out table", base)
+			return nil, fmt.Errorf("%w: pack index %s: bad fan-out table", repository.ErrCorrupt, base)
 		}
 	}
 	p.n = p.fanout[255]
 	fi, err := idx.Stat()
 	if err != nil || fi.Size() < 8+256*4+int64(p.n)*28+40 {
 		p.close()
-		return nil, fmt.Errorf("pack index %s: cut short", base)
+		return nil, fmt.Errorf("%w: pack index %s: cut short", repository.ErrCorrupt, base)
 	}
 	var ph [12]byte
 	if _, err := pack.ReadAt(ph[:], 0); err != nil || string(ph[:4]) != "PACK" {
 		p.close()
-		return nil, fmt.Errorf("pack %s: not a pack file", base)
+		return nil, fmt.Errorf("%w: pack %s: not a pack file", repository.ErrCorrupt, base)
 	}
 	// Small files are mapped now, larger ones once read enough (see
 	// mapAfter); where mmap is missing they are read with ReadAt.
@@ -268,7 +270,7 @@ func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
 	} else {
 		names = make([]byte, int(hi-lo)*20)
 		if err := p.readIdx(names, 8+256*4+int64(lo)*20); err != nil {
-			return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
+			return 0, false, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, p.name, err)
 		}
 	}
 	count := int(hi - lo)
@@ -279,14 +281,14 @@ func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
 	pos := int64(lo) + int64(i)
 	var b [8]byte
 	if err := p.readIdx(b[:4], 8+256*4+int64(p.n)*24+pos*4); err != nil {
-		return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
+		return 0, false, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, p.name, err)
 	}
 	off := binary.BigEndian.Uint32(b[:4])
 	if off&0x80000000 == 0 {
 		return int64(off), true, nil
 	}
 	if err := p.readIdx(b[:], 8+256*4+int64(p.n)*28+int64(off&0x7fffffff)*8); err != nil {
-		return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
+		return 0, false, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, p.name, err)
 	}
 	return int64(binary.BigEndian.Uint64(b[:])), true, nil
 }
@@ -342,7 +344,7 @@ func (pr *packReader) object(h plumbing.Hash, cache *lru) (plumbing.ObjectType, 
 	}
 	t, data, err := pr.at(p, off, cache, false)
 	if err != nil {
-		return plumbing.InvalidObject, nil, fmt.Errorf("object %s in pack %s: %w", h, p.name, err)
+		return plumbing.InvalidObject, nil, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
 	}
 	return t, data, nil
 }
@@ -360,7 +362,7 @@ func (pr *packReader) objectScratch(h plumbing.Hash, cache *lru) (plumbing.Objec
 	}
 	t, data, err := pr.at(p, off, cache, true)
 	if err != nil {
-		return plumbing.InvalidObject, nil, fmt.Errorf("object %s in pack %s: %w", h, p.name, err)
+		return plumbing.InvalidObject, nil, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
 	}
 	return t, data, nil
 }

@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // gitCLI runs git in dir for the tests of this file.
@@ -170,7 +173,8 @@ func packNames(t *testing.T, gitDir string) []string {
 	return out
 }
 
-// A damaged pack gives errors, never a panic or wrong content.
+// A damaged pack gives errors matching repository.ErrCorrupt, never a
+// panic or wrong content.
 func TestPackReaderDamagedPack(t *testing.T) {
 	work := t.TempDir()
 	gitCLI(t, work, "init", "--quiet", "-b", "main")
@@ -216,6 +220,9 @@ func readDamaged(t *testing.T, gitDir, packPath string, orig []byte, ids []plumb
 			pr := newPackReader(gitDir)
 			for _, h := range ids {
 				typ, got, err := pr.object(h, nil)
+				if err != nil && !errors.Is(err, repository.ErrCorrupt) && !errors.Is(err, errNotInPack) {
+					t.Fatalf("%s: %v, want an error matching repository.ErrCorrupt", h, err)
+				}
 				if err == nil && plumbing.ComputeHash(typ, got) != h {
 					// A flipped byte in a zlib stream can go unnoticed only
 					// where the checksum still matches: never silently.
