@@ -127,6 +127,10 @@
 //     holding a lock: a mutex in the process and, for a repository on
 //     disk, an flock on cad.lock in the git directory (shared by readers,
 //     exclusive by writers, released by the kernel if the process dies).
+//     Where there is no flock (off unix, such as on Windows) nothing
+//     would keep other processes out, so a repository on disk, and a
+//     remote's clone in Options.CacheDir, is only read there: every write
+//     fails with repository.ErrNotSupported.
 //     In memory every ref is checked against its expected old value, then
 //     swapped with go-git's CheckAndSetReference, and the swaps made are
 //     rolled back if one fails. On disk the refs are written by cad's own

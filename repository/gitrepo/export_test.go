@@ -85,3 +85,12 @@ func SetPushClient(c func(*transport.Endpoint) (transport.Transport, error)) (re
 	pushClient = c
 	return func() { pushClient = old }
 }
+
+// SetCrossProcessLock sets whether the cross-process lock is taken to
+// work, as on unix (true) or elsewhere (false), and returns a function
+// that restores it.
+func SetCrossProcessLock(works bool) (restore func()) {
+	old := crossProcessLock
+	crossProcessLock = works
+	return func() { crossProcessLock = old }
+}

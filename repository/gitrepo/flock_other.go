@@ -7,8 +7,14 @@ import (
 	"os"
 )
 
+// crossProcessLock is false here: there is no flock, so writes to a git
+// directory on disk are refused (store.write), since other processes
+// sharing it would not be kept out.
+var crossProcessLock = false
+
 // fileLock is a no-op where flock is not available: processes sharing one
-// git directory are then not guarded against each other, only goroutines.
+// git directory are not guarded against each other, so store.write
+// refuses writes to one.
 type fileLock struct{}
 
 func newFileLock(string) *fileLock                 { return &fileLock{} }

@@ -11,6 +11,11 @@ import (
 	"time"
 )
 
+// crossProcessLock says whether fileLock keeps other processes out: true
+// on unix, where it is flock. A variable so that tests can see the other
+// platforms' behaviour.
+var crossProcessLock = true
+
 // fileLock is an advisory lock on a file shared by every process that
 // opens the same git directory: shared for readers, exclusive for writers.
 // The caller serialises lock and unlock calls (store holds its mutex).

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 
@@ -16,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // store is the local go-git storage of a repository with its locks.
@@ -168,6 +171,9 @@ var denyWrite func(gitDir string) bool
 func (st *store) write(ctx context.Context, fn func() error) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.flock != nil && !crossProcessLock {
+		return fmt.Errorf("%w: writing to a git directory on disk (%s) needs a cross-process file lock, which %s lacks", repository.ErrNotSupported, st.gitDir, runtime.GOOS)
+	}
 	if denyWrite != nil && st.gitDir != "" && denyWrite(st.gitDir) {
 		return &os.PathError{Op: "open", Path: filepath.Join(st.gitDir, "cad.lock"), Err: os.ErrPermission}
 	}
