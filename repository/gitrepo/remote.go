@@ -314,10 +314,86 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	return nil
 }
 
+// mirrorPrefixes are the refs the local clone mirrors (mirrorRefSpecs).
+var mirrorPrefixes = []string{"refs/heads/", "refs/tags/", "refs/cad/"}
+
+// lsRemote returns the refs of the remote that the local clone mirrors,
+// as the remote advertises them. It holds no lock, and ends with ctx.
+func (rm *remote) lsRemote(ctx context.Context) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	const what = "fetch from "
+	ep, err := transport.NewEndpoint(rm.url)
+	if err != nil {
+		return nil, err
+	}
+	ep.InsecureSkipTLS = rm.insecure
+	ep.CaBundle = rm.caBundle
+	cl, err := pushClient(ep)
+	if err != nil {
+		return nil, rm.classify(what+rm.redactedURL, err)
+	}
+	var sess transport.UploadPackSession
+	closeSess := func() {
+		if sess != nil {
+			_ = sess.Close()
+		}
+	}
+	if _, err := withCtx(ctx, func() error {
+		var err error
+		sess, err = cl.NewUploadPackSession(ep, rm.auth)
+		return err
+	}, closeSess); err != nil {
+		return nil, rm.classify(what+rm.redactedURL, err)
+	}
+	var ar *packp.AdvRefs
+	abandoned, err := withCtx(ctx, func() error {
+		var err error
+		ar, err = sess.AdvertisedReferencesContext(ctx)
+		return err
+	}, closeSess)
+	if !abandoned {
+		closeSess()
+	}
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	switch {
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return out, nil
+	case err != nil:
+		return nil, rm.classify(what+rm.redactedURL, err)
+	}
+	for name, h := range ar.References {
+		for _, p := range mirrorPrefixes {
+			if strings.HasPrefix(name, p) {
+				out[plumbing.ReferenceName(name)] = h
+			}
+		}
+	}
+	return out, nil
+}
+
+// mirrors reports whether the local clone v holds exactly refs, the
+// mirrored refs of the remote.
+func mirrors(v *view, refs map[plumbing.ReferenceName]plumbing.Hash) (bool, error) {
+	n := 0
+	for _, p := range mirrorPrefixes {
+		local, err := v.under(p)
+		if err != nil {
+			return false, err
+		}
+		for name, h := range local {
+			if refs[name] != h {
+				return false, nil
+			}
+		}
+		n += len(local)
+	}
+	return n == len(refs), nil
+}
+
 // errPackNotRead: the transport returned before reading the whole pack.
 var errPackNotRead = errors.New("the remote did not read the whole pack")
 
-// pushClient returns the transport for a push to ep; tests replace it.
+// pushClient returns the transport for a push to ep, or for asking the
+// remote for its refs; tests replace it.
 var pushClient = client.NewClient
 
 // withCtx runs fn and returns its error, or, as soon as ctx ends,

@@ -222,10 +222,29 @@ func (r *Repository) newView() *view {
 }
 
 // read runs fn on a view of the local storage locked for reading. For a
-// remote, it first brings the local clone up to date.
+// remote, it first brings the local clone up to date: it asks the remote
+// for its refs holding no lock, and when the clone has them all, fn runs
+// under the read lock, beside other reads; only when the remote moved is
+// the clone fetched, under the write lock.
 func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 	if r.remote != nil {
 		defer r.st.idx.flush()
+		refs, err := r.remote.lsRemote(ctx)
+		if err != nil {
+			return err
+		}
+		ran := false
+		err = r.st.read(ctx, func() error {
+			v := r.newView()
+			if ok, err := mirrors(v, refs); err != nil || !ok {
+				return err
+			}
+			ran = true
+			return fn(v)
+		})
+		if ran || err != nil {
+			return err
+		}
 		return r.st.write(ctx, func() error {
 			if err := r.remote.sync(ctx, r.st); err != nil {
 				return err
