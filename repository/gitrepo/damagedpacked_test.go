@@ -3,7 +3,6 @@ package gitrepo_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -128,8 +127,6 @@ func TestDamagedPackedRefs(t *testing.T) {
 }
 
 func join(lines []string) string { return strings.Join(lines, "\n") + "\n" }
-
-var _ = fmt.Sprint
 
 // Reading revisions out of a damaged pack fails with errors matching
 // repository.ErrCorrupt, as the repository contract says.

@@ -127,7 +127,7 @@ func (d packedDamage) coversPrefix(prefix string) bool {
 	return d.lo == "" || end == "" || d.lo < end
 }
 
-// validRefLine reports whether name reads as the name of a ref in
+// validRefName reports whether name reads as the name of a ref in
 // packed-refs.
 func validRefName(name string) bool {
 	return strings.HasPrefix(name, "refs/") && len(name) > len("refs/") && !strings.ContainsAny(name, " \t\x00\x7f") && !strings.Contains(name, "..")
@@ -189,11 +189,8 @@ func (f *fsRefs) packedAll() ([]string, []plumbing.Hash, []packedDamage, error) 
 			if complete && plumbing.IsHash(line[1:]) {
 				continue
 			}
-			if prev == "" {
-				damage.lo, damage.hi = "", ""
-			} else {
-				damage.name = prev
-			}
+			// It damages that ref; with none above, any ref.
+			damage.name = prev
 			bad = append(bad, damage)
 			continue
 		}
