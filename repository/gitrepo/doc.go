@@ -124,9 +124,12 @@
 // changes, all or nothing:
 //
 //   - On local storage a write plans its objects and ref updates while
-//     holding a lock: a mutex in the process and, for a repository on
-//     disk, an flock on cad.lock in the git directory (shared by readers,
-//     exclusive by writers, released by the kernel if the process dies).
+//     holding a lock: a read-write mutex in the process and, for a
+//     repository on disk, an flock on cad.lock in the git directory (both
+//     shared by readers, which run side by side, and exclusive by writers;
+//     the flock is released by the kernel if the process dies). A read of
+//     a remote asks the remote for its refs holding no lock, and fetches,
+//     under the write lock, only when they moved.
 //     Where there is no flock (off unix, such as on Windows) nothing
 //     would keep other processes out, so a repository on disk, and a
 //     remote's clone in Options.CacheDir, is only read there: every write

@@ -18,11 +18,15 @@ var crossProcessLock = true
 
 // fileLock is an advisory lock on a file shared by every process that
 // opens the same git directory: shared for readers, exclusive for writers.
-// The caller serialises lock and unlock calls (store holds its mutex).
+// The store's mutex keeps a writer alone in the process; readers of one
+// process may hold the shared lock together, and it is released when the
+// last of them unlocks (one flock per open file: the first reader's
+// unlock would otherwise release it for all).
 type fileLock struct {
-	path string
-	mu   sync.Mutex
-	f    *os.File
+	path   string
+	mu     sync.Mutex
+	f      *os.File
+	shared int // readers of this process holding the shared lock
 }
 
 func newFileLock(path string) *fileLock { return &fileLock{path: path} }
@@ -31,6 +35,10 @@ func newFileLock(path string) *fileLock { return &fileLock{path: path} }
 func (l *fileLock) lock(ctx context.Context, exclusive bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !exclusive && l.shared > 0 {
+		l.shared++
+		return nil
+	}
 	if l.f == nil {
 		f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
@@ -49,6 +57,9 @@ func (l *fileLock) lock(ctx context.Context, exclusive bool) error {
 	for {
 		err := syscall.Flock(int(l.f.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
+			if !exclusive {
+				l.shared = 1
+			}
 			return nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
@@ -68,6 +79,11 @@ func (l *fileLock) lock(ctx context.Context, exclusive bool) error {
 func (l *fileLock) unlock() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.shared > 0 {
+		if l.shared--; l.shared > 0 {
+			return // other readers still hold it
+		}
+	}
 	if l.f != nil {
 		_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	}

@@ -34,18 +34,19 @@ import (
 //
 // It reads version 2 indexes, which git has written since 2007; a pack
 // with any other index is left to go-git, and so are loose objects. A
-// packReader is used under the store's lock, never concurrently.
+// packReader is safe for concurrent use: readers holding the store's
+// shared lock take turns on mu, one object at a time.
 type packReader struct {
 	dir string // objects/pack
+
+	mu sync.Mutex // guards what follows
 
 	scanned time.Time // the directory's modification time at the last scan
 	packs   []*packFile
 	nextID  uint32
 	closed  bool // then go-git reads everything
-	// scratch holds the intermediate objects of a delta chain; final
-	// the object objectScratch returns.
+	// scratch holds the intermediate objects of a delta chain.
 	scratch [2][]byte
-	final   []byte
 	// reads counts the entries read, for touched.
 	reads int
 }
@@ -129,6 +130,8 @@ func (pr *packReader) close() {
 	if pr == nil {
 		return
 	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	for _, p := range pr.packs {
 		p.close()
 	}
@@ -320,6 +323,8 @@ func (pr *packReader) locate(h plumbing.Hash) (*packFile, int64, error) {
 
 // has reports whether h is in a pack.
 func (pr *packReader) has(h plumbing.Hash) bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	_, _, err := pr.locate(h)
 	return err == nil
 }
@@ -328,6 +333,8 @@ func (pr *packReader) has(h plumbing.Hash) bool {
 // packs, for reading objects in the order they lie on disk; ok is false
 // when h is in no pack.
 func (pr *packReader) offset(h plumbing.Hash) (pack uint32, off int64, ok bool) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	p, off, err := pr.locate(h)
 	if err != nil {
 		return 0, 0, false
@@ -338,11 +345,13 @@ func (pr *packReader) offset(h plumbing.Hash) (pack uint32, off int64, ok bool) 
 // object returns the type and content of object h, errNotInPack when no
 // pack holds it.
 func (pr *packReader) object(h plumbing.Hash, cache *lru) (plumbing.ObjectType, []byte, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	p, off, err := pr.locate(h)
 	if err != nil {
 		return plumbing.InvalidObject, nil, err
 	}
-	t, data, err := pr.at(p, off, cache, false)
+	t, data, err := pr.at(p, off, cache, nil)
 	if err != nil {
 		return plumbing.InvalidObject, nil, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
 	}
@@ -350,17 +359,19 @@ func (pr *packReader) object(h plumbing.Hash, cache *lru) (plumbing.ObjectType, 
 }
 
 // objectScratch is object for a caller that reads the content and keeps
-// none of it: when the object is a delta, it is built in memory the
-// packReader reuses, valid until its next read. A list scans every
+// none of it: when the object is a delta, it is built in *final (the
+// caller's, reused by its next read of this kind). A list scans every
 // tagged commit's root tree for one entry; in a repository as Porch
 // writes it those are as large as the number of packages, and a new one
 // each would be most of what a first list allocates.
-func (pr *packReader) objectScratch(h plumbing.Hash, cache *lru) (plumbing.ObjectType, []byte, error) {
+func (pr *packReader) objectScratch(h plumbing.Hash, cache *lru, final *[]byte) (plumbing.ObjectType, []byte, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	p, off, err := pr.locate(h)
 	if err != nil {
 		return plumbing.InvalidObject, nil, err
 	}
-	t, data, err := pr.at(p, off, cache, true)
+	t, data, err := pr.at(p, off, cache, final)
 	if err != nil {
 		return plumbing.InvalidObject, nil, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
 	}
@@ -387,9 +398,10 @@ func packKey(p *packFile, off int64) plumbing.Hash {
 // scratch buffers, and only the object's direct base and the chain's
 // bottom are kept in the cache. Read in pack order, as a list reads them,
 // each commit's trees are deltas on the previous one's: every read then
-// applies a delta or two, not the chain. With scratch, the object itself,
-// when built from a delta, is built in pr.final (see objectScratch).
-func (pr *packReader) at(p *packFile, off int64, cache *lru, scratch bool) (plumbing.ObjectType, []byte, error) {
+// applies a delta or two, not the chain. With final, the object itself,
+// when built from a delta, is built in *final (see objectScratch). pr.mu
+// is held.
+func (pr *packReader) at(p *packFile, off int64, cache *lru, final *[]byte) (plumbing.ObjectType, []byte, error) {
 	type step struct {
 		p     *packFile
 		off   int64
@@ -439,8 +451,8 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru, scratch bool) (plum
 		switch {
 		case i >= 2:
 			dst = pr.scratch[i%2] // never base, which is level i+1
-		case i == 0 && scratch:
-			dst = pr.final // never base: bases are cached or scratch[]
+		case i == 0 && final != nil:
+			dst = *final // never base: bases are cached or scratch[]
 		}
 		data, err := applyDelta(dst, base, chain[i].delta)
 		if err != nil {
@@ -449,8 +461,8 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru, scratch bool) (plum
 		switch {
 		case i >= 2:
 			pr.scratch[i%2] = data
-		case i == 0 && scratch:
-			pr.final = data
+		case i == 0 && final != nil:
+			*final = data
 		}
 		if i == 1 {
 			cache.put(kindPacked, packKey(chain[1].p, chain[1].off), &packedObject{t: t, data: data}, int64(len(data))+96)
@@ -462,10 +474,10 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru, scratch bool) (plum
 			pr.scratch[i] = nil // not kept after a very large object
 		}
 	}
-	if cap(pr.final) > 4<<20 {
+	if final != nil && cap(*final) > 4<<20 {
 		// Not kept after a very large object; what is returned stays
 		// valid.
-		pr.final = nil
+		*final = nil
 	}
 	return t, base, nil
 }
@@ -656,6 +668,8 @@ func (pr *packReader) dropPages() {
 	if pr == nil {
 		return
 	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	for _, p := range pr.packs {
 		dropPages(p.packMap)
 		dropPages(p.idxMap)

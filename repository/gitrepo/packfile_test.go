@@ -123,6 +123,7 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 	}
 	for _, c := range []*lru{nil, newLRU(1 << 20)} {
 		pr := newPackReader(gitDir)
+		var final []byte
 		for h, data := range want {
 			typ, got, err := pr.object(h, c)
 			if err != nil {
@@ -133,7 +134,7 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 			}
 			// The same read into reused memory, which must not change
 			// what was read before (got) nor the cached bases.
-			typ, scanned, err := pr.objectScratch(h, c)
+			typ, scanned, err := pr.objectScratch(h, c, &final)
 			if err != nil || typ != types[h] || !bytes.Equal(scanned, data) {
 				t.Fatalf("%s: objectScratch read a %s of %d bytes (%v), go-git a %s of %d", h, typ, len(scanned), err, types[h], len(data))
 			}
@@ -144,7 +145,7 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 		// Every object again, each through objectScratch after another's:
 		// reused memory never leaks into a base.
 		for h, data := range want {
-			if _, got, err := pr.objectScratch(h, c); err != nil || !bytes.Equal(got, data) {
+			if _, got, err := pr.objectScratch(h, c, &final); err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("%s: second objectScratch pass: %v", h, err)
 			}
 		}

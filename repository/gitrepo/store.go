@@ -16,7 +16,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
-	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/configasdata/cad/repository"
 )
@@ -25,23 +24,26 @@ import (
 //
 // go-git storage is not safe for concurrent use (the filesystem storage
 // mutates its pack index on reads, the memory storage has unguarded maps),
-// so every access goes through read or write. In one process, mu guards
-// the storage; when several Repositories share one storage value (a
-// memory.Storage passed in Options.Storage) they share mu. Across
-// processes, a file lock on cad.lock in the git directory is held shared
-// by readers and exclusive by writers.
+// so every access goes through read or write. In one process, mu is held
+// shared by readers, which run side by side, and exclusive by writers;
+// readers take turns on what is not safe to share (objMu for go-git's
+// object reads, the packReader's own mutex, one object at a time). When
+// several Repositories share one storage value (a memory.Storage passed
+// in Options.Storage) they share mu. Across processes, a file lock on
+// cad.lock in the git directory is held shared by readers and exclusive
+// by writers.
 type store struct {
-	s           storage.Storer
-	mu          *sync.RWMutex
-	sharedReads bool // readers may run concurrently (pure in-memory maps)
-	flock       *fileLock
-	gitDir      string
-	fsrefs      *fsRefs     // refs read directly from gitDir, nil in memory
-	idx         *objIndex   // the object index in gitDir, nil in memory
-	paths       *pathFile   // its sorted path records, nil in memory
-	packs       *packReader // the packs in gitDir, nil in memory
-	release     func()
-	warn        func(msg string, args ...any)
+	s       storage.Storer
+	mu      *sync.RWMutex
+	objMu   sync.Mutex // serialises readers' use of s (view.object)
+	flock   *fileLock
+	gitDir  string
+	fsrefs  *fsRefs     // refs read directly from gitDir, nil in memory
+	idx     *objIndex   // the object index in gitDir, nil in memory
+	paths   *pathFile   // its sorted path records, nil in memory
+	packs   *packReader // the packs in gitDir, nil in memory
+	release func()
+	warn    func(msg string, args ...any)
 }
 
 // shared locks of storage values used by several Repositories at once.
@@ -57,7 +59,6 @@ type sharedLock struct {
 
 func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg string, args ...any)) *store {
 	st := &store{s: s, gitDir: gitDir, warn: warn}
-	_, st.sharedReads = s.(*memory.Storage)
 	if gitDir != "" {
 		st.fsrefs = &fsRefs{gitDir: gitDir, sync: mode}
 		st.paths = newPathFile(gitDir)
@@ -138,13 +139,8 @@ func (st *store) read(ctx context.Context, fn func() error) error {
 			st.warn("could not complete an interrupted write; reading the refs as its journal sets them", "error", err)
 		}
 	}
-	if st.sharedReads {
-		st.mu.RLock()
-		defer st.mu.RUnlock()
-	} else {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-	}
+	st.mu.RLock()
+	defer st.mu.RUnlock()
 	if st.flock != nil {
 		if err := st.flock.lock(ctx, false); err != nil {
 			return err
@@ -211,12 +207,17 @@ type view struct {
 	// paths finds package trees without loading idx; nil in memory.
 	paths *pathFile
 	// packs reads packed objects on disk; nil in memory.
-	packs  *packReader
+	packs *packReader
+	// final holds what rawScan last built from a delta.
+	final []byte
+	// objMu serialises reads of go-git's storage, which is not safe for
+	// concurrent use (the store's).
+	objMu  *sync.Mutex
 	gitDir string
 }
 
 func (r *Repository) newView() *view {
-	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, packs: r.st.packs, paths: r.st.paths, gitDir: r.st.gitDir, damaged: func(err error) {
+	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, packs: r.st.packs, paths: r.st.paths, gitDir: r.st.gitDir, objMu: &r.st.objMu, damaged: func(err error) {
 		r.log.Warn("leaving out a damaged ref", "error", err)
 	}}
 }
@@ -355,6 +356,10 @@ func (v *view) allRefs() (*refSnap, error) {
 
 // object reads the object h of type t, or any type for AnyObject.
 func (v *view) object(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if v.objMu != nil {
+		v.objMu.Lock()
+		defer v.objMu.Unlock()
+	}
 	o, err := v.s.EncodedObject(t, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		// Another process may have repacked: look at the packs again.
@@ -387,7 +392,9 @@ func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumb
 	if v.packs != nil {
 		read := v.packs.object
 		if scan {
-			read = v.packs.objectScratch
+			read = func(h plumbing.Hash, c *lru) (plumbing.ObjectType, []byte, error) {
+				return v.packs.objectScratch(h, c, &v.final)
+			}
 		}
 		got, data, err := read(h, v.cache)
 		switch {
