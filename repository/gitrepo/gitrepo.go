@@ -60,7 +60,9 @@ type Options struct {
 	Storage storage.Storer
 	// CacheDir, for a remote, keeps the local clone in this directory (a
 	// bare repository, created when missing) instead of in memory.
-	// Default: in memory.
+	// Default: in memory. Off unix, where there is no cross-process file
+	// lock, a clone on disk cannot be written (see Sync), so a remote with
+	// a CacheDir fails with repository.ErrNotSupported there.
 	CacheDir string
 	// CommitterName and CommitterEmail are the committer of every commit
 	// and the author when neither the spec nor the call names one.
@@ -82,6 +84,9 @@ type Options struct {
 	PollInterval time.Duration
 	// Sync says what a write to a repository on disk (a local path, or
 	// CacheDir) flushes to the disk; see SyncMode. Default: SyncFiles.
+	// Writes to a repository on disk need a cross-process file lock
+	// (flock): off unix there is none, and such writes fail with
+	// repository.ErrNotSupported (reads work).
 	Sync SyncMode
 	// InsecureSkipTLS and CABundle configure TLS to an https remote.
 	InsecureSkipTLS bool

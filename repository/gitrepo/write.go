@@ -341,7 +341,7 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 func (r *Repository) nextRevision(v *view, full string) (int, error) {
 	prefix := "refs/tags/" + full + "/"
 	var vers []string
-	if v.fr != nil && v.refs == nil {
+	if v.fr != nil { // a snapshot leaves damaged refs out: their numbers count
 		var err error
 		if vers, err = v.fr.childNames(prefix); err != nil {
 			return 0, err
