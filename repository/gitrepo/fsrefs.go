@@ -378,8 +378,10 @@ func (f *fsRefs) packedScan(name string) (h plumbing.Hash, ok, done bool, err er
 			return plumbing.ZeroHash, false, false, nil // packed reports it
 		}
 		if fi.ModTime().Equal(f.modTime) && fi.Size() == f.size {
+			// A miss is the parsed form's to answer: a damaged line
+			// may hold name.
 			h, ok := packedLookup(f.names, f.hashes, name)
-			return h, ok, true, nil
+			return h, ok, ok, nil
 		}
 		f.names, f.hashes, f.scans = nil, nil, 0
 	}
