@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"path"
 	"strings"
 
@@ -25,6 +26,33 @@ func isYtt(data []byte) bool {
 	return bytes.Contains(data, []byte("#@")) || bytes.Contains(data, []byte("#!"))
 }
 
+// checkYAML applies lim to every YAML file of next that differs from old,
+// so that nothing reads an over-bound file (see revision.CheckYAML). It
+// returns the first *revision.YAMLLimitError, or ctx.Err().
+func checkYAML(ctx context.Context, old, next revision.Files, lim *revision.YAMLLimits) error {
+	for _, p := range next.Paths() {
+		if !isKRMFile(p) {
+			continue
+		}
+		data, _ := next.Get(p)
+		if prev, ok := old.Get(p); ok && bytes.Equal(prev, data) {
+			continue
+		}
+		if err := revision.CheckYAML(ctx, p, data, lim); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}
+
+// readResources parses data's resources as they are written: aliases and
+// merge keys are kept, not expanded (kio.FromBytes expands them, at a cost
+// that grows with the square of a mapping's size even where there are
+// none).
+func readResources(data []byte) ([]*yaml.RNode, error) {
+	return (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}).Read()
+}
+
 // resourceID identifies a resource for comment matching: apiVersion, kind,
 // namespace and name.
 func resourceID(n *yaml.RNode) string {
@@ -41,7 +69,9 @@ func resourceID(n *yaml.RNode) string {
 // that round-trip resources through JSON lose their comments. A file of
 // next that is byte-identical to old's, fails to parse, or is a ytt
 // template is kept as is; a file is re-serialized only when one of its
-// resources regained a comment.
+// resources regained a comment. Comments are not carried over onto a
+// resource whose mappings or sequences are too long for that to be cheap
+// (see cheapToCopy). Aliases and merge keys are kept as written.
 func keepComments(old, next revision.Files) revision.Files {
 	var index map[string]*yaml.RNode // built on first need
 	out := next
@@ -53,7 +83,7 @@ func keepComments(old, next revision.Files) revision.Files {
 		if prev, ok := old.Get(p); ok && bytes.Equal(prev, data) {
 			continue
 		}
-		nodes, err := kio.FromBytes(data)
+		nodes, err := readResources(data)
 		if err != nil || len(nodes) == 0 {
 			continue
 		}
@@ -63,7 +93,7 @@ func keepComments(old, next revision.Files) revision.Files {
 		changed := false
 		for _, n := range nodes {
 			from, ok := index[resourceID(n)]
-			if !ok {
+			if !ok || !cheapToCopy(from, n) {
 				continue
 			}
 			before := n.MustString()
@@ -88,6 +118,34 @@ func keepComments(old, next revision.Files) revision.Files {
 	return out
 }
 
+// maxCommentWork bounds the work of copying comments onto one resource, in
+// the units of commentWork: about a second of CPU.
+const maxCommentWork = 1 << 24
+
+// cheapToCopy reports whether copying comments from one resource to the
+// other is cheap enough to do. kyaml's comments.CopyComments looks every
+// field and list element up by a linear scan, so its work on a mapping
+// or sequence grows with the square of its length (20,000 keys took 16 s);
+// comments are kept only where that work is bounded.
+func cheapToCopy(from, to *yaml.RNode) bool {
+	return commentWork(from.YNode(), 0) <= maxCommentWork && commentWork(to.YNode(), 0) <= maxCommentWork
+}
+
+// commentWork returns w plus the sum of the squared lengths of n's
+// mappings and sequences, saturating at just over maxCommentWork.
+func commentWork(n *yaml.Node, w int) int {
+	if n == nil || w > maxCommentWork {
+		return w
+	}
+	w += len(n.Content) * len(n.Content)
+	for _, c := range n.Content {
+		if w = commentWork(c, w); w > maxCommentWork {
+			break
+		}
+	}
+	return w
+}
+
 // indexResources returns the resources of files' KRM files by resourceID.
 func indexResources(files revision.Files) map[string]*yaml.RNode {
 	index := map[string]*yaml.RNode{}
@@ -96,7 +154,7 @@ func indexResources(files revision.Files) map[string]*yaml.RNode {
 		if !isKRMFile(p) || isYtt(data) {
 			continue
 		}
-		nodes, err := kio.FromBytes(data)
+		nodes, err := readResources(data)
 		if err != nil {
 			continue
 		}

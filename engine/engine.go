@@ -92,6 +92,12 @@ type Options struct {
 	// gate (see [Engine.Approve]); nil means the defaults of
 	// [DependenciesOptions].
 	Dependencies *DependenciesOptions
+	// YAMLLimits bound the work of reading each YAML file (and Kptfile)
+	// that Update is given: its size, documents, nesting, nodes and alias
+	// expansion. A file over a bound makes Update fail with a
+	// *revision.YAMLLimitError (matching repository.ErrInvalidInput),
+	// writing nothing. Nil means the defaults of revision.YAMLLimits.
+	YAMLLimits *revision.YAMLLimits
 }
 
 func (o *Options) withDefaults() Options {

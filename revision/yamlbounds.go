@@ -1,0 +1,258 @@
+package revision
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// Default bounds of [YAMLLimits], per YAML file.
+const (
+	// DefaultYAMLMaxBytes bounds the size of one file.
+	DefaultYAMLMaxBytes = 32 << 20
+	// DefaultYAMLMaxDocuments bounds the documents ("---") of one file:
+	// each costs kyaml tens of kilobytes, so 85,000 small ones in 5.5 MB
+	// once took 2.4 GB.
+	DefaultYAMLMaxDocuments = 10_000
+	// DefaultYAMLMaxDepth bounds the nesting of mappings and sequences,
+	// aliases expanded. Kubernetes schemas nest a few dozen levels.
+	DefaultYAMLMaxDepth = 1000
+	// DefaultYAMLMaxNodes bounds the nodes of one file with its aliases
+	// expanded: about what 10 MB of ordinary YAML holds.
+	DefaultYAMLMaxNodes = 1_000_000
+	// DefaultYAMLMaxAliasNodes bounds the nodes that aliases (including
+	// merge keys, "<<: *base") add when they are expanded. A 348-byte
+	// "billion laughs" file adds 387 million.
+	DefaultYAMLMaxAliasNodes = 100_000
+	// DefaultYAMLMaxMapEntries bounds the keys of one mapping; kyaml looks
+	// fields up by a linear scan, so its work on one mapping grows with
+	// the square of its size.
+	DefaultYAMLMaxMapEntries = 20_000
+)
+
+// YAMLLimits bound the work of reading one YAML file of a package: its
+// size, documents, nesting, nodes, and the nodes its aliases expand to.
+// The zero value of each field means its Default constant; a negative
+// value means no bound. [CheckYAML] applies them; the engine, the
+// pipeline, the Kptfile and package file parsers apply them to every file
+// of user YAML before reading it, so a file over a bound is refused
+// before any work that grows with it is done.
+type YAMLLimits struct {
+	MaxBytes      int // default DefaultYAMLMaxBytes
+	MaxDocuments  int // default DefaultYAMLMaxDocuments
+	MaxDepth      int // default DefaultYAMLMaxDepth
+	MaxNodes      int // default DefaultYAMLMaxNodes
+	MaxAliasNodes int // default DefaultYAMLMaxAliasNodes
+	MaxMapEntries int // default DefaultYAMLMaxMapEntries
+}
+
+func (l *YAMLLimits) withDefaults() YAMLLimits {
+	var o YAMLLimits
+	if l != nil {
+		o = *l
+	}
+	def := func(v *int, d int) {
+		switch {
+		case *v == 0:
+			*v = d
+		case *v < 0:
+			*v = int(^uint(0) >> 1)
+		}
+	}
+	def(&o.MaxBytes, DefaultYAMLMaxBytes)
+	def(&o.MaxDocuments, DefaultYAMLMaxDocuments)
+	def(&o.MaxDepth, DefaultYAMLMaxDepth)
+	def(&o.MaxNodes, DefaultYAMLMaxNodes)
+	def(&o.MaxAliasNodes, DefaultYAMLMaxAliasNodes)
+	def(&o.MaxMapEntries, DefaultYAMLMaxMapEntries)
+	return o
+}
+
+// YAMLLimitError reports a YAML file refused because reading it would
+// exceed a bound of [YAMLLimits]. It matches [ErrInvalid] with errors.Is.
+type YAMLLimitError struct {
+	File     string // the file, as the caller named it
+	Document int    // the 1-based document where the bound was crossed; 0 for the whole file
+	Limit    string // the YAMLLimits field, e.g. "MaxAliasNodes"
+	Max      int    // its value
+}
+
+// Error returns the message, naming the file and the bound.
+func (e *YAMLLimitError) Error() string {
+	what := map[string]string{
+		"MaxBytes":      "is larger than %d bytes",
+		"MaxDocuments":  "has more than %d documents",
+		"MaxDepth":      "nests deeper than %d levels",
+		"MaxNodes":      "has more than %d nodes",
+		"MaxAliasNodes": "has aliases that expand to more than %d nodes",
+		"MaxMapEntries": "has a mapping of more than %d keys",
+	}[e.Limit]
+	if what == "" {
+		what = "exceeds %d"
+	}
+	doc := ""
+	if e.Document > 0 {
+		doc = fmt.Sprintf(" (document %d)", e.Document)
+	}
+	return fmt.Sprintf("YAML file %q%s %s (YAMLLimits.%s)", e.File, doc, fmt.Sprintf(what, e.Max), e.Limit)
+}
+
+// Is reports whether target is [ErrInvalid].
+func (e *YAMLLimitError) Is(target error) bool { return target == ErrInvalid }
+
+// CheckYAML reports whether reading data, the YAML file name, stays within
+// lim (nil means the defaults). It parses the documents one at a time
+// without expanding aliases, and measures what expanding them would cost
+// by walking each document's node graph once, remembering the size of
+// every anchored node, so a "billion laughs" file is refused in
+// microseconds. It returns a *YAMLLimitError (matching [ErrInvalid]) for
+// the first bound crossed, ctx.Err() when ctx ends first, and nil
+// otherwise, including for data that is not valid YAML: a syntax error is
+// for the parser that reads the file to report.
+func CheckYAML(ctx context.Context, name string, data []byte, lim *YAMLLimits) error {
+	l := lim.withDefaults()
+	if len(data) > l.MaxBytes {
+		return &YAMLLimitError{File: name, Limit: "MaxBytes", Max: l.MaxBytes}
+	}
+	c := yamlChecker{l: l, name: name}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		var doc yaml.Node
+		err := dec.Decode(&doc)
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return nil
+		}
+		c.doc++
+		if c.doc > l.MaxDocuments {
+			return c.fail("MaxDocuments", l.MaxDocuments)
+		}
+		c.sizes = nil
+		if _, _, err := c.walk(&doc, 0); err != nil {
+			return err
+		}
+	}
+}
+
+type yamlChecker struct {
+	l     YAMLLimits
+	name  string
+	doc   int
+	nodes int // expanded nodes so far, over the whole file
+	alias int // nodes added by aliases so far
+	// sizes memoises the expanded size and height of anchored nodes
+	// (alias targets) of the current document; -1 marks one being
+	// measured, a cycle.
+	sizes map[*yaml.Node][2]int
+}
+
+func (c *yamlChecker) fail(limit string, max int) error {
+	return &YAMLLimitError{File: c.name, Document: c.doc, Limit: limit, Max: max}
+}
+
+// walk returns the expanded size and height of n at depth, counting its
+// nodes into c.nodes as it goes (aliases count through c.alias). It
+// fails as soon as a bound is crossed, so its work is bounded by the
+// limits whatever the input.
+func (c *yamlChecker) walk(n *yaml.Node, depth int) (size, height int, err error) {
+	if depth > c.l.MaxDepth {
+		return 0, 0, c.fail("MaxDepth", c.l.MaxDepth)
+	}
+	if n.Kind == yaml.AliasNode {
+		if n.Alias == nil {
+			return 1, 1, nil
+		}
+		s, h, err := c.measure(n.Alias)
+		if err != nil {
+			return 0, 0, err
+		}
+		if depth+h > c.l.MaxDepth {
+			return 0, 0, c.fail("MaxDepth", c.l.MaxDepth)
+		}
+		c.alias += s
+		c.nodes += s
+		if c.alias > c.l.MaxAliasNodes {
+			return 0, 0, c.fail("MaxAliasNodes", c.l.MaxAliasNodes)
+		}
+		if c.nodes > c.l.MaxNodes {
+			return 0, 0, c.fail("MaxNodes", c.l.MaxNodes)
+		}
+		return s, h, nil
+	}
+	c.nodes++
+	if c.nodes > c.l.MaxNodes {
+		return 0, 0, c.fail("MaxNodes", c.l.MaxNodes)
+	}
+	if n.Kind == yaml.MappingNode && len(n.Content)/2 > c.l.MaxMapEntries {
+		return 0, 0, c.fail("MaxMapEntries", c.l.MaxMapEntries)
+	}
+	size, height = 1, 1
+	for _, ch := range n.Content {
+		s, h, err := c.walk(ch, depth+1)
+		if err != nil {
+			return 0, 0, err
+		}
+		size = satAdd(size, s)
+		height = max(height, h+1)
+	}
+	if n.Anchor != "" {
+		if c.sizes == nil {
+			c.sizes = map[*yaml.Node][2]int{}
+		}
+		c.sizes[n] = [2]int{size, height}
+	}
+	return size, height, nil
+}
+
+// measure returns the expanded size and height of the alias target n
+// without counting it into the totals: from the memo when n was walked
+// already (an alias names an anchor defined before it), else by a
+// separate walk whose sizes are saturated at the bounds.
+func (c *yamlChecker) measure(n *yaml.Node) (size, height int, err error) {
+	if sh, ok := c.sizes[n]; ok {
+		if sh[0] < 0 {
+			return 0, 0, c.fail("MaxAliasNodes", c.l.MaxAliasNodes)
+		}
+		return sh[0], sh[1], nil
+	}
+	if c.sizes == nil {
+		c.sizes = map[*yaml.Node][2]int{}
+	}
+	c.sizes[n] = [2]int{-1, 0}
+	size, height = 1, 1
+	for _, ch := range n.Content {
+		var s, h int
+		if ch.Kind == yaml.AliasNode && ch.Alias != nil {
+			s, h, err = c.measure(ch.Alias)
+		} else {
+			s, h, err = c.measure(ch)
+		}
+		if err != nil {
+			return 0, 0, err
+		}
+		size = satAdd(size, s)
+		height = max(height, h+1)
+		if height > c.l.MaxDepth {
+			return 0, 0, c.fail("MaxDepth", c.l.MaxDepth)
+		}
+	}
+	c.sizes[n] = [2]int{size, height}
+	return size, height, nil
+}
+
+// satAdd adds two non-negative sizes, saturating instead of overflowing.
+func satAdd(a, b int) int {
+	if s := a + b; s >= a {
+		return s
+	}
+	return int(^uint(0) >> 1)
+}
