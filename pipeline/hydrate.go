@@ -654,7 +654,7 @@ func (h *hydration) runMutators(ctx context.Context, pn *pkgNode, input []*yaml.
 			setResourceIDs(input)
 		}
 		selected := selectInput(input, st.Selectors, st.Exclude)
-		run := &runner{ctx: h.withFiles(ctx, pn), fn: fns[i], pkgAbs: pn.abs, config: cfg, result: &sr}
+		run := &runner{ctx: h.withFiles(ctx, pn), fn: fns[i], pkgAbs: pn.abs, config: cfg, result: &sr, limits: h.r.opts.YAMLLimits}
 		out := &kio.PackageBuffer{}
 		if _, stream := fns[i].(StreamFunction); stream {
 			err = kio.Pipeline{
@@ -710,7 +710,7 @@ func (h *hydration) runValidators(ctx context.Context, pn *pkgNode, input []*yam
 		for i, r := range selected {
 			copies[i] = r.Copy()
 		}
-		run := &runner{ctx: h.withFiles(ctx, pn), fn: fn, pkgAbs: pn.abs, config: cfg, result: &sr}
+		run := &runner{ctx: h.withFiles(ctx, pn), fn: fn, pkgAbs: pn.abs, config: cfg, result: &sr, limits: h.r.opts.YAMLLimits}
 		_, err = run.Filter(copies)
 		h.steps = append(h.steps, run.finish(err))
 		if err != nil {
@@ -867,6 +867,7 @@ type runner struct {
 	config   *yaml.RNode
 	result   *StepResult
 	recorded bool
+	limits   *revision.YAMLLimits // the render's, for the function's output
 }
 
 var _ kio.Filter = (*runner)(nil)
@@ -1095,9 +1096,7 @@ func (r *runner) finish(err error) StepResult {
 // run is the function's process: ResourceList bytes in, bytes out.
 func (r *runner) run(in io.Reader, out io.Writer) (err error) {
 	if sf, ok := r.fn.(StreamFunction); ok {
-		stderr, err := sf.RunStream(r.ctx, in, out)
-		r.result.Stderr = stderr
-		return err
+		return r.runStream(sf, in, out)
 	}
 	data, err := io.ReadAll(in)
 	if err != nil {

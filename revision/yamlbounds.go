@@ -83,6 +83,15 @@ type YAMLLimitError struct {
 
 // Error returns the message, naming the file and the bound.
 func (e *YAMLLimitError) Error() string {
+	doc := ""
+	if e.Document > 0 {
+		doc = fmt.Sprintf(" (document %d)", e.Document)
+	}
+	return fmt.Sprintf("YAML file %q%s %s", e.File, doc, e.reason())
+}
+
+// reason says which bound was crossed, without the file.
+func (e *YAMLLimitError) reason() string {
 	what := map[string]string{
 		"MaxBytes":      "is larger than %d bytes",
 		"MaxDocuments":  "has more than %d documents",
@@ -94,15 +103,21 @@ func (e *YAMLLimitError) Error() string {
 	if what == "" {
 		what = "exceeds %d"
 	}
-	doc := ""
-	if e.Document > 0 {
-		doc = fmt.Sprintf(" (document %d)", e.Document)
-	}
-	return fmt.Sprintf("YAML file %q%s %s (YAMLLimits.%s)", e.File, doc, fmt.Sprintf(what, e.Max), e.Limit)
+	return fmt.Sprintf(what, e.Max) + " (YAMLLimits." + e.Limit + ")"
 }
 
 // Is reports whether target is [ErrInvalid].
 func (e *YAMLLimitError) Is(target error) bool { return target == ErrInvalid }
+
+// checkParse applies the default limits to data, the file name, for the
+// parsers of this package; it returns the *YAMLLimitError, or nil.
+func checkParse(name string, data []byte) *YAMLLimitError {
+	var le *YAMLLimitError
+	if err := CheckYAML(context.Background(), name, data, nil); errors.As(err, &le) {
+		return le
+	}
+	return nil
+}
 
 // CheckYAML reports whether reading data, the YAML file name, stays within
 // lim (nil means the defaults). It parses the documents one at a time
@@ -175,7 +190,7 @@ func (c *yamlChecker) walk(n *yaml.Node, depth int) (size, height int, err error
 		if err != nil {
 			return 0, 0, err
 		}
-		if depth+h > c.l.MaxDepth {
+		if depth+h-1 > c.l.MaxDepth {
 			return 0, 0, c.fail("MaxDepth", c.l.MaxDepth)
 		}
 		c.alias += s

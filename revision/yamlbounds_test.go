@@ -1,0 +1,98 @@
+package revision_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/configasdata/cad/internal/hostileyaml"
+	"github.com/configasdata/cad/revision"
+)
+
+func TestCheckYAMLRefusesHostile(t *testing.T) {
+	want := map[string]string{
+		"laughs": "MaxAliasNodes", "mergebomb": "MaxAliasNodes", "deep": "MaxDepth",
+		"documents": "MaxDocuments", "hugemap": "MaxMapEntries",
+	}
+	for name, data := range hostileyaml.All() {
+		t.Run(name, func(t *testing.T) {
+			err := revision.CheckYAML(context.Background(), "x/"+name+".yaml", []byte(data), nil)
+			var le *revision.YAMLLimitError
+			if !errors.Is(err, revision.ErrInvalid) || !errors.As(err, &le) {
+				t.Fatalf("CheckYAML: %v, want a *YAMLLimitError", err)
+			}
+			if le.Limit != want[name] || le.File != "x/"+name+".yaml" || !strings.Contains(err.Error(), `"x/`+name+`.yaml"`) {
+				t.Fatalf("error %q (limit %s), want %s naming the file", err, le.Limit, want[name])
+			}
+			// The parsers of the package refuse it the same way.
+			if _, err := revision.ParseKptfile([]byte(data)); !errors.As(err, &le) {
+				t.Errorf("ParseKptfile: %v, want a *YAMLLimitError", err)
+			}
+			if _, err := revision.ParsePackageFile([]byte(data)); !errors.As(err, &le) {
+				t.Errorf("ParsePackageFile: %v, want a *YAMLLimitError", err)
+			}
+		})
+	}
+}
+
+func TestCheckYAMLAcceptsOrdinary(t *testing.T) {
+	for name, data := range map[string]string{
+		"anchors": "a: &a {x: 1, y: [1, 2]}\nb: *a\nc:\n  <<: *a\n  x: 2\n",
+		"streams": "---\na: 1\n---\n# only a comment\n---\nb: [1, {c: d}]\n",
+		"not yaml": "a: [\n",
+		"empty":   "",
+		"scalars": "just a string",
+		"kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: set-labels:v0.1\n    configMap: {a: b}\n",
+		"at most": hostileyaml.Laughs(3, 10) + hostileyaml.Deep(900) + hostileyaml.HugeMap(19_000)[len("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n"):],
+	} {
+		if err := revision.CheckYAML(context.Background(), name, []byte(data), nil); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestCheckYAMLCounts: the bounds are exact, aliases count the expanded
+// size of what they name (nested aliases included), and a negative bound
+// lifts it.
+func TestCheckYAMLCounts(t *testing.T) {
+	// a: 1 + 3 nodes; b: 1 + 2 aliases of 4; c: alias of b (1 + 8).
+	const data = "a: &a [x, y, z]\nb: &b [*a, *a]\nc: *b\n"
+	for _, tc := range []struct {
+		lim  revision.YAMLLimits
+		want string
+	}{
+		{revision.YAMLLimits{MaxAliasNodes: 17}, ""},
+		{revision.YAMLLimits{MaxAliasNodes: 16}, "MaxAliasNodes"},
+		{revision.YAMLLimits{MaxAliasNodes: -1, MaxNodes: 27}, ""},
+		{revision.YAMLLimits{MaxNodes: 26}, "MaxNodes"},
+		{revision.YAMLLimits{MaxDepth: 4}, ""},
+		{revision.YAMLLimits{MaxDepth: 3}, "MaxDepth"},
+		{revision.YAMLLimits{MaxMapEntries: 3}, ""},
+		{revision.YAMLLimits{MaxMapEntries: 2}, "MaxMapEntries"},
+		{revision.YAMLLimits{MaxBytes: len(data)}, ""},
+		{revision.YAMLLimits{MaxBytes: len(data) - 1}, "MaxBytes"},
+		{revision.YAMLLimits{MaxDocuments: 1}, ""},
+	} {
+		err := revision.CheckYAML(context.Background(), "f", []byte(data), &tc.lim)
+		var le *revision.YAMLLimitError
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%+v: %v, want nil", tc.lim, err)
+		case tc.want != "" && (!errors.As(err, &le) || le.Limit != tc.want):
+			t.Errorf("%+v: %v, want %s", tc.lim, err, tc.want)
+		}
+	}
+	lifted := &revision.YAMLLimits{MaxDocuments: -1}
+	if err := revision.CheckYAML(context.Background(), "f", []byte(hostileyaml.ManyDocuments(10_001)), lifted); err != nil {
+		t.Errorf("MaxDocuments -1: %v", err)
+	}
+}
+
+func TestCheckYAMLCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := revision.CheckYAML(ctx, "f", []byte(hostileyaml.ManyDocuments(10)), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("CheckYAML: %v, want context.Canceled", err)
+	}
+}
