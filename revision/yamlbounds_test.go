@@ -38,13 +38,13 @@ func TestCheckYAMLRefusesHostile(t *testing.T) {
 
 func TestCheckYAMLAcceptsOrdinary(t *testing.T) {
 	for name, data := range map[string]string{
-		"anchors": "a: &a {x: 1, y: [1, 2]}\nb: *a\nc:\n  <<: *a\n  x: 2\n",
-		"streams": "---\na: 1\n---\n# only a comment\n---\nb: [1, {c: d}]\n",
+		"anchors":  "a: &a {x: 1, y: [1, 2]}\nb: *a\nc:\n  <<: *a\n  x: 2\n",
+		"streams":  "---\na: 1\n---\n# only a comment\n---\nb: [1, {c: d}]\n",
 		"not yaml": "a: [\n",
-		"empty":   "",
-		"scalars": "just a string",
-		"kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: set-labels:v0.1\n    configMap: {a: b}\n",
-		"at most": hostileyaml.Laughs(3, 10) + hostileyaml.Deep(900) + hostileyaml.HugeMap(19_000)[len("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n"):],
+		"empty":    "",
+		"scalars":  "just a string",
+		"kptfile":  "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: set-labels:v0.1\n    configMap: {a: b}\n",
+		"at most":  hostileyaml.Laughs(3, 10) + hostileyaml.Deep(900) + hostileyaml.HugeMap(19_000)[len("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: big\n"):],
 	} {
 		if err := revision.CheckYAML(context.Background(), name, []byte(data), nil); err != nil {
 			t.Errorf("%s: %v", name, err)
