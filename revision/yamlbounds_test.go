@@ -96,3 +96,28 @@ func TestCheckYAMLCancelled(t *testing.T) {
 		t.Fatalf("CheckYAML: %v, want context.Canceled", err)
 	}
 }
+
+// countdown is a context that ends after its Err has been asked n times.
+type countdown struct {
+	context.Context
+	n int
+}
+
+func (c *countdown) Err() error {
+	if c.n--; c.n < 0 {
+		return context.Canceled
+	}
+	return nil
+}
+
+// TestCheckYAMLCancelledMidway: the check looks at the context between
+// documents, so a long file stops soon after the caller has gone.
+func TestCheckYAMLCancelledMidway(t *testing.T) {
+	ctx := &countdown{Context: context.Background(), n: 10}
+	if err := revision.CheckYAML(ctx, "f", []byte(hostileyaml.ManyDocuments(1000)), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("CheckYAML: %v, want context.Canceled", err)
+	}
+	if ctx.n != -1 {
+		t.Fatalf("Err asked %d times after the end, want once", -ctx.n)
+	}
+}
