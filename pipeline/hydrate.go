@@ -635,6 +635,9 @@ func (h *hydration) runMutators(ctx context.Context, pn *pkgNode, input []*yaml.
 		fns[i] = fn
 	}
 	for i, st := range norm {
+		if err := ctx.Err(); err != nil {
+			return input, err // the caller has gone: run no further step
+		}
 		sr := h.newResult(pn, st, false)
 		if skip, err := h.skip(ctx, st, input); err != nil {
 			h.steps = append(h.steps, preExecFailure(sr, err))
@@ -685,6 +688,9 @@ func (h *hydration) runMutators(ctx context.Context, pn *pkgNode, input []*yaml.
 
 func (h *hydration) runValidators(ctx context.Context, pn *pkgNode, input []*yaml.RNode) error {
 	for _, st := range pn.steps.Validators {
+		if err := ctx.Err(); err != nil {
+			return err // the caller has gone: run no further step
+		}
 		st = h.normalise(st)
 		sr := h.newResult(pn, st, true)
 		fn, err := h.r.resolver.Resolve(ctx, st)

@@ -69,3 +69,27 @@ func TestRenderRefusesHostileFunctionOutput(t *testing.T) {
 		t.Fatalf("ParseResourceList: %v, want a *revision.YAMLLimitError", err)
 	}
 }
+
+// TestRenderStopsWhenCallerGone: once the context ends, no further step
+// runs (in-process functions need not watch the context themselves), and
+// the render fails with the context's error.
+func TestRenderStopsWhenCallerGone(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var ran []string
+	r := pipeline.NewKptfile(pipeline.ResolverFunc(func(_ context.Context, st pipeline.Step) (pipeline.Function, error) {
+		return pipeline.FunctionFunc(func(context.Context, *pipeline.ResourceList) error {
+			ran = append(ran, st.Image)
+			cancel() // the client goes away during the first step
+			return nil
+		}), nil
+	}), nil)
+	kf := "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: first\n  - image: second\n  validators:\n  - image: third\n"
+	_, err := r.Render(ctx, revision.MustFiles(map[string]string{"Kptfile": kf, "cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n"}))
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("render: %v, want context.Canceled", err)
+	}
+	if len(ran) != 1 {
+		t.Fatalf("steps run: %v, want only the first", ran)
+	}
+}
