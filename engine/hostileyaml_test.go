@@ -3,8 +3,13 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"io"
+	"log"
+	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/fnruntime"
@@ -12,6 +17,7 @@ import (
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/memrepo"
+	"github.com/configasdata/cad/repository/ocirepo"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -129,5 +135,89 @@ func TestUpdateLimitsConfigurable(t *testing.T) {
 		if got := errors.Is(err, repository.ErrInvalidInput); got != tc.fail {
 			t.Errorf("MaxDocuments %d: update of 20 documents: %v", tc.max, err)
 		}
+	}
+}
+
+// TestCloneRefusesHostileOCIUpstream: a published revision in an OCI
+// registry whose layer holds an alias bomb (written by an engine with the
+// bounds lifted, as another tool could) is refused by Clone and Upgrade
+// with a *revision.YAMLLimitError naming the file, and nothing is written
+// downstream.
+func TestCloneRefusesHostileOCIUpstream(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	defer srv.Close()
+	catalog, err := ocirepo.Open(ctx, repository.Spec{Name: "catalog", Type: repository.TypeOCI,
+		OCI: &repository.OCISpec{Registry: strings.TrimPrefix(srv.URL, "http://") + "/blueprints"}}, &ocirepo.Options{Insecure: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer catalog.Close()
+	deploy := memrepo.New("deploy", nil)
+	defer deploy.Close()
+	repos := engine.Repos{"catalog": catalog, "deploy": deploy}
+	unbounded := &revision.YAMLLimits{MaxBytes: -1, MaxDocuments: -1, MaxDepth: -1, MaxNodes: -1, MaxAliasNodes: -1, MaxMapEntries: -1}
+	loose, err := engine.New(&engine.Options{Repositories: repos, YAMLLimits: unbounded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := engine.New(&engine.Options{Repositories: repos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(k revision.Key, bomb bool) {
+		t.Helper()
+		var d revision.PackageRevision
+		var err error
+		if k.Workspace == "v1" {
+			d, err = loose.Init(ctx, "catalog", k, engine.InitOptions{})
+		} else {
+			d, err = loose.Copy(ctx, "catalog", revision.Key{Repository: "catalog", Package: k.Package, Revision: 1}, k.Workspace, engine.CopyOptions{})
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := files(t, d)
+		if bomb {
+			f, _ = f.With("bomb.yaml", []byte(hostileyaml.Laughs(9, 9)))
+			if _, err := loose.Update(ctx, "catalog", k, f, engine.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := loose.Propose(ctx, "catalog", k); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := loose.Approve(ctx, "catalog", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	publish(revision.Key{Package: "bad", Workspace: "v1"}, true)
+	_, err = e.Clone(ctx, "deploy", revision.Key{Package: "bad", Workspace: "ws"},
+		engine.CloneSource{Revision: &revision.Key{Repository: "catalog", Package: "bad", Revision: 1}}, engine.CloneOptions{})
+	var le *revision.YAMLLimitError
+	if !errors.Is(err, repository.ErrInvalidInput) || !errors.As(err, &le) || le.File != "bomb.yaml" {
+		t.Fatalf("clone: %v, want a *revision.YAMLLimitError for bomb.yaml", err)
+	}
+	if got, err := deploy.List(ctx, repository.ListOptions{}); err != nil || len(got) != 0 {
+		t.Fatalf("after the refused clone, deploy holds %d revisions (%v)", len(got), err)
+	}
+
+	// An upgrade to a hostile new upstream is refused the same way.
+	publish(revision.Key{Package: "good", Workspace: "v1"}, false)
+	if _, err := e.Clone(ctx, "deploy", revision.Key{Package: "good", Workspace: "ws"},
+		engine.CloneSource{Revision: &revision.Key{Repository: "catalog", Package: "good", Revision: 1}}, engine.CloneOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	publish(revision.Key{Package: "good", Workspace: "v2"}, true)
+	before, _ := deploy.List(ctx, repository.ListOptions{})
+	_, err = e.UpgradeDraft(ctx, "deploy", revision.Key{Package: "good", Workspace: "ws"},
+		engine.Ref{Key: revision.Key{Repository: "catalog", Package: "good", Revision: 1}},
+		engine.Ref{Key: revision.Key{Repository: "catalog", Package: "good", Revision: 2}}, engine.UpgradeOptions{})
+	if !errors.As(err, &le) || le.File != "bomb.yaml" {
+		t.Fatalf("upgrade: %v, want a *revision.YAMLLimitError for bomb.yaml", err)
+	}
+	after, _ := deploy.List(ctx, repository.ListOptions{})
+	if len(after) != len(before) || after[0].Meta().Version != before[0].Meta().Version {
+		t.Fatal("the refused upgrade changed deploy")
 	}
 }
