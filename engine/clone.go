@@ -180,7 +180,7 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 	if err != nil {
 		return nil, err
 	}
-	if err := checkYAML(ctx, revision.Files{}, files, e.opts.YAMLLimits); err != nil {
+	if err := revision.CheckYAMLFiles(ctx, files, e.opts.YAMLLimits); err != nil {
 		return nil, wrap(op, key, err) // hostile upstream content, from any backend
 	}
 	strategy := opts.Strategy

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"context"
 	"path"
 	"strings"
 
@@ -24,25 +23,6 @@ func isKRMFile(p string) bool {
 // are never copied (as in Porch).
 func isYtt(data []byte) bool {
 	return bytes.Contains(data, []byte("#@")) || bytes.Contains(data, []byte("#!"))
-}
-
-// checkYAML applies lim to every YAML file of next that differs from old,
-// so that nothing reads an over-bound file (see revision.CheckYAML). It
-// returns the first *revision.YAMLLimitError, or ctx.Err().
-func checkYAML(ctx context.Context, old, next revision.Files, lim *revision.YAMLLimits) error {
-	for _, p := range next.Paths() {
-		if !isKRMFile(p) {
-			continue
-		}
-		data, _ := next.Get(p)
-		if prev, ok := old.Get(p); ok && bytes.Equal(prev, data) {
-			continue
-		}
-		if err := revision.CheckYAML(ctx, p, data, lim); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
 }
 
 // readResources parses data's resources as they are written: aliases and

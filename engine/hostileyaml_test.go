@@ -3,6 +3,7 @@ package engine_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http/httptest"
@@ -66,6 +67,37 @@ func TestUpdateRefusesHostileYAML(t *testing.T) {
 					}
 				})
 			}
+		}
+	}
+}
+
+// TestUpdateRefusesDocumentsSplitOverFiles: 85,000 small documents split
+// over nine files, each under the per-file bound, are refused by the
+// package bound (before it, the render of such a package took 68 s and
+// 1.9 GB), with and without a pipeline, and the draft is unchanged.
+func TestUpdateRefusesDocumentsSplitOverFiles(t *testing.T) {
+	ctx := context.Background()
+	for _, p := range []pipeline.Pipeline{nil, pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil)} {
+		r := memrepo.New(repoName, nil)
+		e := newEngine(t, r, p)
+		key := revision.Key{Package: "app", Workspace: "ws1"}
+		pr, err := e.Init(ctx, repoName, key, engine.InitOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := files(t, pr)
+		for i := range 9 {
+			if in, err = in.With(fmt.Sprintf("cm%d.yaml", i), []byte(hostileyaml.ManyDocuments(9_444))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		_, err = e.Update(ctx, repoName, key, in, engine.UpdateOptions{})
+		var le *revision.YAMLLimitError
+		if !errors.Is(err, repository.ErrInvalidInput) || !errors.As(err, &le) || le.Limit != "MaxPackageDocuments" || le.File != "cm1.yaml" {
+			t.Fatalf("update: %v, want MaxPackageDocuments crossed in cm1.yaml", err)
+		}
+		if cur, _ := r.Get(ctx, key); cur.Meta().Version != pr.Meta().Version {
+			t.Fatal("the refused update changed the draft")
 		}
 	}
 }
@@ -156,7 +188,8 @@ func TestCloneRefusesHostileOCIUpstream(t *testing.T) {
 	deploy := memrepo.New("deploy", nil)
 	defer deploy.Close()
 	repos := engine.Repos{"catalog": catalog, "deploy": deploy}
-	unbounded := &revision.YAMLLimits{MaxBytes: -1, MaxDocuments: -1, MaxDepth: -1, MaxNodes: -1, MaxAliasNodes: -1, MaxMapEntries: -1}
+	unbounded := &revision.YAMLLimits{MaxBytes: -1, MaxDocuments: -1, MaxDepth: -1, MaxNodes: -1, MaxAliasNodes: -1, MaxMapEntries: -1,
+		MaxPackageDocuments: -1, MaxPackageNodes: -1}
 	loose, err := engine.New(&engine.Options{Repositories: repos, YAMLLimits: unbounded})
 	if err != nil {
 		t.Fatal(err)

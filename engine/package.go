@@ -320,7 +320,7 @@ func (e *Engine) Update(ctx context.Context, repo string, key revision.Key, file
 		md := keepReadiness(*opts.Metadata, d.Base().Metadata)
 		opts.Metadata = &md
 	}
-	if err := checkYAML(ctx, d.Files(), files, e.opts.YAMLLimits); err != nil {
+	if err := revision.CheckYAMLFiles(ctx, files, e.opts.YAMLLimits); err != nil {
 		return nil, wrap(op, d.Key(), err)
 	}
 	return e.save(ctx, op, r, d, keepComments(d.Files(), files), opts)

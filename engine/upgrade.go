@@ -211,7 +211,7 @@ func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Ke
 		return revision.Files{}, err
 	}
 	for _, f := range []revision.Files{oldFiles, newFiles} {
-		if err := checkYAML(ctx, revision.Files{}, f, e.opts.YAMLLimits); err != nil {
+		if err := revision.CheckYAMLFiles(ctx, f, e.opts.YAMLLimits); err != nil {
 			return revision.Files{}, wrap(op, key, err) // hostile upstream content, from any backend
 		}
 	}

@@ -234,7 +234,7 @@ func New(resolver Resolver, steps Steps, opts *Options) *Renderer {
 // bound of Options.YAMLLimits; matching ctx.Err() when ctx ends) whose
 // Output holds the results; the returned *Output is nil then.
 func (r *Renderer) Render(ctx context.Context, files revision.Files) (*Output, error) {
-	if err := checkYAML(ctx, files, r.opts.YAMLLimits); err != nil {
+	if err := revision.CheckYAMLFiles(ctx, files, r.opts.YAMLLimits); err != nil {
 		return nil, &RenderError{Package: ".", Err: err, Output: &Output{Files: files}}
 	}
 	h, err := newHydration(ctx, r, files)

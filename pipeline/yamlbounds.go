@@ -2,29 +2,11 @@ package pipeline
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"io"
-	"path"
 
 	"github.com/configasdata/cad/revision"
 )
-
-// checkYAML applies lim to every file of files that the render reads as
-// YAML (Kptfiles, *.yaml, *.yml), before anything reads them. It returns
-// the first *revision.YAMLLimitError, or ctx.Err().
-func checkYAML(ctx context.Context, files revision.Files, lim *revision.YAMLLimits) error {
-	for _, p := range files.Paths() {
-		if ext := path.Ext(p); ext != ".yaml" && ext != ".yml" && path.Base(p) != revision.KptfileName {
-			continue
-		}
-		data, _ := files.Get(p)
-		if err := revision.CheckYAML(ctx, p, data, lim); err != nil {
-			return err
-		}
-	}
-	return ctx.Err()
-}
 
 // resourceListLimits returns the bounds of lim that apply to a
 // ResourceList, which holds a whole package in one document: those on
@@ -35,7 +17,7 @@ func resourceListLimits(lim *revision.YAMLLimits) *revision.YAMLLimits {
 	if lim != nil {
 		l = *lim
 	}
-	l.MaxBytes, l.MaxNodes = -1, -1
+	l.MaxBytes, l.MaxNodes, l.MaxPackageNodes = -1, -1, -1
 	return &l
 }
 

@@ -3,6 +3,7 @@ package revision_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -119,5 +120,28 @@ func TestCheckYAMLCancelledMidway(t *testing.T) {
 	}
 	if ctx.n != -1 {
 		t.Fatalf("Err asked %d times after the end, want once", -ctx.n)
+	}
+}
+
+// TestCheckYAMLFilesPackageBounds: documents and nodes are also bounded
+// over the package, so splitting a stream over many files does not
+// escape the bound; the error names the file that crossed it.
+func TestCheckYAMLFilesPackageBounds(t *testing.T) {
+	m := map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n", "README.md": hostileyaml.ManyDocuments(20_000)}
+	for i := range 9 {
+		m[fmt.Sprintf("cm%d.yaml", i)] = hostileyaml.ManyDocuments(1_200)
+	}
+	files := revision.MustFiles(m)
+	err := revision.CheckYAMLFiles(context.Background(), files, nil)
+	var le *revision.YAMLLimitError
+	if !errors.As(err, &le) || le.Limit != "MaxPackageDocuments" || le.File != "cm8.yaml" || !errors.Is(err, revision.ErrInvalid) {
+		t.Fatalf("CheckYAMLFiles: %v, want MaxPackageDocuments crossed in cm8.yaml", err)
+	}
+	if err := revision.CheckYAMLFiles(context.Background(), files, &revision.YAMLLimits{MaxPackageDocuments: 10_801}); err != nil {
+		t.Fatalf("CheckYAMLFiles with room for 10,801 documents: %v", err)
+	}
+	err = revision.CheckYAMLFiles(context.Background(), files, &revision.YAMLLimits{MaxPackageDocuments: -1, MaxPackageNodes: 50_000})
+	if !errors.As(err, &le) || le.Limit != "MaxPackageNodes" {
+		t.Fatalf("CheckYAMLFiles: %v, want MaxPackageNodes", err)
 	}
 }
