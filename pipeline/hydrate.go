@@ -1014,14 +1014,11 @@ func restoreComments(from, to *yaml.Node) {
 			restoreComments(from.Content[i], to.Content[i])
 		}
 	case yaml.MappingNode:
+		find := firstKey(from)
 		for i := 0; i+1 < len(to.Content); i += 2 {
-			k := to.Content[i].Value
-			for j := 0; j+1 < len(from.Content); j += 2 {
-				if from.Content[j].Value == k {
-					restoreComments(from.Content[j], to.Content[i])
-					restoreComments(from.Content[j+1], to.Content[i+1])
-					break
-				}
+			if j := find(to.Content[i].Value); j >= 0 {
+				restoreComments(from.Content[j], to.Content[i])
+				restoreComments(from.Content[j+1], to.Content[i+1])
 			}
 		}
 	case yaml.SequenceNode:
@@ -1030,6 +1027,36 @@ func restoreComments(from, to *yaml.Node) {
 				restoreComments(from.Content[i], to.Content[i])
 			}
 		}
+	}
+}
+
+// firstKey returns a lookup of the position of the first key of the
+// mapping m with a given value, -1 when there is none: a scan for a small
+// mapping, an index for a large one, so that matching two mappings key by
+// key costs time linear in their size.
+func firstKey(m *yaml.Node) func(string) int {
+	const small = 16 // keys
+	if len(m.Content) <= 2*small {
+		return func(k string) int {
+			for j := 0; j+1 < len(m.Content); j += 2 {
+				if m.Content[j].Value == k {
+					return j
+				}
+			}
+			return -1
+		}
+	}
+	index := make(map[string]int, len(m.Content)/2)
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if _, dup := index[m.Content[j].Value]; !dup {
+			index[m.Content[j].Value] = j
+		}
+	}
+	return func(k string) int {
+		if j, ok := index[k]; ok {
+			return j
+		}
+		return -1
 	}
 }
 
