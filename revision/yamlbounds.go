@@ -255,8 +255,8 @@ func (c *yamlChecker) walk(n *yaml.Node, depth int) (size, height int, err error
 		if depth+h-1 > c.l.MaxDepth {
 			return 0, 0, c.fail("MaxDepth", c.l.MaxDepth)
 		}
-		c.alias += s
-		c.nodes += s
+		c.alias = satAdd(c.alias, s)
+		c.nodes = satAdd(c.nodes, s)
 		if c.alias > c.l.MaxAliasNodes {
 			return 0, 0, c.fail("MaxAliasNodes", c.l.MaxAliasNodes)
 		}

@@ -84,6 +84,12 @@ func TestCheckYAMLCounts(t *testing.T) {
 			t.Errorf("%+v: %v, want %s", tc.lim, err, tc.want)
 		}
 	}
+	// Sizes too large for an int saturate instead of wrapping around.
+	huge := []byte(hostileyaml.Laughs(40, 9)) // 9^40 strings
+	var le *revision.YAMLLimitError
+	if err := revision.CheckYAML(context.Background(), "f", huge, &revision.YAMLLimits{MaxAliasNodes: -1}); !errors.As(err, &le) || le.Limit != "MaxNodes" {
+		t.Errorf("9^40 laughs without an alias bound: %v, want MaxNodes", err)
+	}
 	lifted := &revision.YAMLLimits{MaxDocuments: -1}
 	if err := revision.CheckYAML(context.Background(), "f", []byte(hostileyaml.ManyDocuments(10_001)), lifted); err != nil {
 		t.Errorf("MaxDocuments -1: %v", err)

@@ -22,7 +22,7 @@ func Laughs(levels, width int) string {
 	}
 	b.WriteString("]\n")
 	for l := 1; l < levels; l++ {
-		prev, cur := string(rune('a'+l-1)), string(rune('a'+l))
+		prev, cur := level(l-1), level(l)
 		fmt.Fprintf(&b, "%s: &%s [", cur, cur)
 		for i := range width {
 			if i > 0 {
@@ -33,6 +33,14 @@ func Laughs(levels, width int) string {
 		b.WriteString("]\n")
 	}
 	return b.String()
+}
+
+// level names level l of Laughs: a to z, then z26, z27, ...
+func level(l int) string {
+	if l < 26 {
+		return string(rune('a' + l))
+	}
+	return fmt.Sprintf("z%d", l)
 }
 
 // MergeBomb returns a bomb made of merge keys, as an editor's file with
