@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"path"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/comments"
@@ -11,13 +10,6 @@ import (
 
 	"github.com/configasdata/cad/revision"
 )
-
-// isKRMFile reports whether p may hold KRM resources whose comments are
-// carried over: YAML files and Kptfiles.
-func isKRMFile(p string) bool {
-	ext := path.Ext(p)
-	return ext == ".yaml" || ext == ".yml" || path.Base(p) == revision.KptfileName
-}
 
 // isYtt reports whether data is a ytt template, whose comments are code and
 // are never copied (as in Porch).
@@ -57,7 +49,7 @@ func keepComments(old, next revision.Files) revision.Files {
 	out := next
 	for _, p := range next.Paths() {
 		data, _ := next.Get(p)
-		if !isKRMFile(p) || isYtt(data) {
+		if !revision.IsYAMLFile(p) || isYtt(data) {
 			continue
 		}
 		if prev, ok := old.Get(p); ok && bytes.Equal(prev, data) {
@@ -131,7 +123,7 @@ func indexResources(files revision.Files) map[string]*yaml.RNode {
 	index := map[string]*yaml.RNode{}
 	for _, p := range files.Paths() {
 		data, _ := files.Get(p)
-		if !isKRMFile(p) || isYtt(data) {
+		if !revision.IsYAMLFile(p) || isYtt(data) {
 			continue
 		}
 		nodes, err := readResources(data)

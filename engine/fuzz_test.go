@@ -18,7 +18,10 @@ import (
 // fails with an error matching repository.ErrInvalidInput that leaves the
 // draft as it was, and none allocates more than a bound that grows with
 // the input's size only linearly: the YAML bounds keep an alias bomb, deep
-// nesting or a huge mapping from costing more.
+// nesting or a huge mapping from costing more. The engine's bounds are
+// scaled down (fuzzLimits) so that the fuzzer explores inputs around them
+// at a few kilobytes instead of megabytes; the seeds are the hostile
+// files at those sizes.
 //
 //	go test -run '^$' -fuzz FuzzUpdateYAML -fuzztime 60s ./engine/
 func FuzzUpdateYAML(f *testing.F) {
@@ -27,18 +30,18 @@ func FuzzUpdateYAML(f *testing.F) {
 		"apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n",
 		"---\na: 1\n---\n- [1, 2]\n",
 		hostileyaml.Laughs(9, 9),
-		hostileyaml.Laughs(4, 30),
+		hostileyaml.Laughs(3, 20),
 		hostileyaml.MergeBomb(),
-		hostileyaml.Deep(1100),
-		hostileyaml.ManyDocuments(10_001),
-		hostileyaml.HugeMap(20_001),
+		hostileyaml.Deep(fuzzLimits.MaxDepth),
+		hostileyaml.ManyDocuments(fuzzLimits.MaxDocuments + 1),
+		hostileyaml.HugeMap(fuzzLimits.MaxMapEntries + 1),
 	} {
 		f.Add([]byte(seed))
 	}
 	ctx := context.Background()
 	r := memrepo.New(repoName, nil)
 	defer r.Close()
-	e, err := engine.New(&engine.Options{Repositories: engine.Repos{repoName: r}})
+	e, err := engine.New(&engine.Options{Repositories: engine.Repos{repoName: r}, YAMLLimits: &fuzzLimits})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -80,4 +83,11 @@ func FuzzUpdateYAML(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzLimits are the YAML bounds of FuzzUpdateYAML, scaled down from the
+// defaults so that inputs near them are small.
+var fuzzLimits = revision.YAMLLimits{
+	MaxBytes: 1 << 20, MaxDocuments: 50, MaxDepth: 100, MaxNodes: 20_000, MaxAliasNodes: 5_000, MaxMapEntries: 500,
+	MaxPackageDocuments: 60, MaxPackageNodes: 40_000,
 }
