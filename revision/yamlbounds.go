@@ -147,11 +147,41 @@ func checkParse(name string, data []byte) *YAMLLimitError {
 // the first bound crossed, ctx.Err() when ctx ends first, and nil
 // otherwise, including for data that is not valid YAML: a syntax error is
 // for the parser that reads the file to report.
+//
+// A file whose size alone shows that it is within the bounds (small, no
+// alias) is not parsed at all, so checking a Kptfile costs next to
+// nothing.
 func CheckYAML(ctx context.Context, name string, data []byte, lim *YAMLLimits) error {
 	l := lim.withDefaults()
 	l.MaxPackageDocuments, l.MaxPackageNodes = l.MaxDocuments, l.MaxNodes // one file alone
+	if withinByScan(data, l) {
+		return ctx.Err()
+	}
 	c := yamlChecker{l: l}
 	return c.check(ctx, name, data)
+}
+
+// withinByScan reports whether data is certainly within the per-file
+// bounds of l, from upper bounds that a scan of its bytes gives without
+// parsing: with no "*" there is no alias to expand; every node takes at
+// least half a byte (as in "{a,b}" or "?\n"); every mapping entry, at
+// least a byte; every document, at least three ("---"); and every level
+// of nesting below the top one is opened by one of ":-?[{" (a value, a
+// sequence entry, an explicit key, a flow collection). The walk is
+// needed only when a bound is within reach of these estimates.
+func withinByScan(data []byte, l YAMLLimits) bool {
+	if len(data) > l.MaxBytes || bytes.IndexByte(data, '*') >= 0 {
+		return false
+	}
+	openers := 0
+	for _, b := range data {
+		switch b {
+		case ':', '-', '?', '[', '{':
+			openers++
+		}
+	}
+	n := len(data)
+	return 2+openers <= l.MaxDepth && 2*n+2 <= l.MaxNodes && n <= l.MaxMapEntries && n/3+1 <= l.MaxDocuments
 }
 
 // CheckYAMLFiles applies lim (nil means the defaults) to every YAML file
