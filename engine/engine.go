@@ -92,6 +92,15 @@ type Options struct {
 	// gate (see [Engine.Approve]); nil means the defaults of
 	// [DependenciesOptions].
 	Dependencies *DependenciesOptions
+	// YAMLLimits bound the work of reading each YAML file (and Kptfile)
+	// that Update is given or Clone and Upgrade read from an upstream:
+	// its size, documents, nesting, nodes, alias expansion and mapping
+	// size, and the documents and nodes of the package as a whole (see
+	// revision.CheckYAMLFiles). Content over a bound makes the operation
+	// fail with a *revision.YAMLLimitError (matching
+	// repository.ErrInvalidInput), writing nothing. Nil means the defaults
+	// of revision.YAMLLimits.
+	YAMLLimits *revision.YAMLLimits
 }
 
 func (o *Options) withDefaults() Options {
