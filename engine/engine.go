@@ -17,6 +17,10 @@ import (
 const (
 	MessageInit = "Creating new empty revision"
 	MessageCopy = "Creating new revision by copying previous revision"
+	// MessageRender is the message of a draft's later commits, its edits
+	// (UpdateDraft) and the re-render of a proposal: Porch's message for
+	// a commit of its render task.
+	MessageRender = "Rendering package"
 )
 
 // Repositories resolves the repositories an Engine may use. The caller

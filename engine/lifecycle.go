@@ -116,7 +116,7 @@ func (e *Engine) Propose(ctx context.Context, repo string, key revision.Key, pre
 		}
 		if !rendered.Equal(d.Files()) {
 			d.SetFiles(rendered)
-			if pr, err = d.Commit(ctx, e.commitOptions("")); err != nil {
+			if pr, err = d.Commit(ctx, e.commitOptions(MessageRender)); err != nil {
 				return nil, wrap(op, m.Key, err)
 			}
 		} else if d.Base().Version != m.Version {
