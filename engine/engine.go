@@ -96,6 +96,16 @@ type Options struct {
 	// gate (see [Engine.Approve]); nil means the defaults of
 	// [DependenciesOptions].
 	Dependencies *DependenciesOptions
+	// ProtectKptfileUpstreams makes Delete stricter than Porch: besides
+	// the revisions whose creation record names the target as the source
+	// of their clone or the new upstream of their upgrade (Porch's rule,
+	// always applied), a published revision is also kept while any
+	// revision's Kptfile upstream or upstream lock names it (its package
+	// directory with its tag or commit), whatever created that revision:
+	// a hand-made clone, a kpt CLI clone, an adopted package. It costs a
+	// read of every revision's Kptfile in every repository on each
+	// delete. Default false, as Porch.
+	ProtectKptfileUpstreams bool
 }
 
 func (o *Options) withDefaults() Options {
