@@ -2,11 +2,14 @@ package porchapi
 
 import (
 	"encoding/json"
+	"path"
 	"slices"
+	"strconv"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -150,4 +153,41 @@ func WithOwnerReferences(md revision.Metadata, refs []metav1.OwnerReference) rev
 		out.Annotations[DeletionTimestampAnnotation] = v
 	}
 	return out
+}
+
+// SelfRef returns the git ref Porch names in a revision's status.selfLock:
+// the registered branch for the placeholder, drafts/<dir>/<workspace> and
+// proposed/<dir>/<workspace> for drafts and proposals, and the tag
+// <dir>/v<N> (<dir>/<workspace> for a tag not of the form v<N>) for
+// published revisions; dir is the package's path in the repository (the
+// repository's directory joined with the package).
+func SelfRef(m revision.Meta, dir, branch string) string {
+	if branch == "" {
+		branch = repository.DefaultBranch
+	}
+	switch {
+	case m.Key.IsPlaceholder() && m.Key.Workspace == branch:
+		return branch
+	case m.Lifecycle == revision.LifecycleDraft:
+		return "drafts/" + dir + "/" + m.Key.Workspace
+	case m.Lifecycle == revision.LifecycleProposed:
+		return "proposed/" + dir + "/" + m.Key.Workspace
+	case m.Key.Revision > 0:
+		return dir + "/v" + strconv.Itoa(m.Key.Revision)
+	default:
+		return dir + "/" + m.Key.Workspace
+	}
+}
+
+// SelfLock returns the status.selfLock of a revision with meta m in the
+// git repository at url (without credentials) registered with spec g: the
+// repository, the package's directory, its ref (see SelfRef) and commit.
+// It returns nil when g is nil (a repository that is not git).
+func SelfLock(m revision.Meta, url string, g *repository.GitSpec) *UpstreamLock {
+	if g == nil || url == "" {
+		return nil
+	}
+	dir := path.Join(g.Directory, m.Key.Package)
+	return &UpstreamLock{Type: OriginType(revision.GitOrigin),
+		Git: &GitLock{Repo: url, Directory: dir, Ref: SelfRef(m, dir, g.Branch), Commit: m.Commit}}
 }

@@ -136,6 +136,9 @@ func (s *Server) prObject(ctx context.Context, ns string, e *repoEntry, rev revi
 	o := porchapi.FromRevision(m, porchapi.RevisionOptions{
 		Namespace: ns, Kptfile: kf, Deployment: e.spec.Deployment, Latest: latest,
 	})
+	if typ, url := repository.LocationOf(e.repo); typ == repository.TypeGit {
+		o.Status.SelfLock = porchapi.SelfLock(m, url, e.spec.Git)
+	}
 	if m.Version != "" {
 		s.prs.put(ck, &o)
 	}
