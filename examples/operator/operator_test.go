@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -278,9 +279,31 @@ func TestSourcesAndLifecycle(t *testing.T) {
 	e.wait("blueprints.app.ws2", "labelled latest", func(pr *porchv1alpha2.PackageRevision) bool {
 		return pr.Labels[porchv1alpha2.LatestRevisionLabel] == "true"
 	})
-	e.wait("blueprints.app.ws1", "no longer labelled latest", func(pr *porchv1alpha2.PackageRevision) bool {
-		return pr.Labels[porchv1alpha2.LatestRevisionLabel] == ""
+	// As Porch does, the revision that was latest keeps the label, "false".
+	e.wait("blueprints.app.ws1", "labelled latest false", func(pr *porchv1alpha2.PackageRevision) bool {
+		return pr.Labels[porchv1alpha2.LatestRevisionLabel] == "false"
 	})
+	require.Equal(t, "copy", pr.Status.CreationSource)
+	require.Equal(t, "init", e.get("blueprints.app.ws1").Status.CreationSource)
+	require.Equal(t, pr.Status.ObservedVersion, pr.Status.ObservedPrrResourceVersion)
+	// The CRD's selectable fields serve the field selectors porchctl and
+	// kubectl send.
+	for sel, want := range map[string][]string{
+		"spec.packageName=app,status.revision=2":            {"blueprints.app.ws2"},
+		"spec.workspaceName=ws1,spec.repository=blueprints": {"blueprints.app.ws1"},
+		"spec.lifecycle=Published,spec.packageName=app":     {"blueprints.app.main", "blueprints.app.ws1", "blueprints.app.ws2"},
+	} {
+		var list porchv1alpha2.PackageRevisionList
+		fs, err := fields.ParseSelector(sel)
+		require.NoError(t, err)
+		require.NoError(t, e.c.List(context.Background(), &list, client.InNamespace(e.ns), client.MatchingFieldsSelector{Selector: fs}))
+		var got []string
+		for _, it := range list.Items {
+			got = append(got, it.Name)
+		}
+		sort.Strings(got)
+		require.Equal(t, want, got, sel)
+	}
 
 	// clone app v1 into another package, published.
 	e.create("blueprints.edge.ws1", "edge", "ws1", &porchv1alpha2.PackageSource{CloneFrom: &porchv1alpha2.UpstreamPackage{UpstreamRef: ref("blueprints.app.ws1")}},
@@ -413,16 +436,24 @@ func TestDiscoveryAndDeletion(t *testing.T) {
 	// discovery gives them objects.
 	e.wait("blueprints.a.main", "discovered", readyAt(porchv1alpha2.LifecyclePublished))
 
-	// Deleting the object of a published revision leaves git untouched;
-	// discovery makes it again.
-	old := e.get("blueprints.a.ws1")
-	require.NoError(t, e.c.Delete(context.Background(), old))
-	pr := e.wait("blueprints.a.ws1", "rediscovered", func(pr *porchv1alpha2.PackageRevision) bool {
-		return pr.UID != old.UID && ready(pr)
+	// As in Porch, the object of a published revision is not deleted
+	// until the revision is proposed for deletion: it stays, marked,
+	// with Ready False saying why, and git is untouched.
+	require.NoError(t, e.c.Delete(context.Background(), e.get("blueprints.a.ws1")))
+	pr := e.wait("blueprints.a.ws1", "blocked", func(pr *porchv1alpha2.PackageRevision) bool {
+		c := meta.FindStatusCondition(pr.Status.Conditions, porchv1alpha2.ConditionReady)
+		return pr.DeletionTimestamp != nil && c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "DeletionProposed")
 	})
 	require.Equal(t, 1, pr.Status.Revision)
-	require.Nil(t, pr.Spec.Source, "a discovered object has no source")
+	time.Sleep(time.Second) // a discovery pass changes nothing
 	require.Equal(t, revision.LifecyclePublished, e.gitRevisions(e.gitDir)["a/ws1/1"])
+	require.Equal(t, pr.UID, e.get("blueprints.a.ws1").UID)
+	// Proposing it for deletion lets the deletion through.
+	e.setLifecycle("blueprints.a.ws1", porchv1alpha2.LifecycleDeletionProposed)
+	require.Eventually(t, func() bool {
+		_, ok := e.gitRevisions(e.gitDir)["a/ws1/1"]
+		return !ok && !slices.Contains(e.names(), "blueprints.a.ws1")
+	}, 30*time.Second, 100*time.Millisecond)
 
 	// Through DeletionProposed, deleting the object deletes the revision.
 	e.setLifecycle("blueprints.b.ws1", porchv1alpha2.LifecycleDeletionProposed)

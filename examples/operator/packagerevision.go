@@ -116,6 +116,9 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &pr))
 		}
 		rev, err = r.applySource(ctx, e, &pr, key)
+		if err == nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("created package revision", "revision", rev.Meta().Key.String(), "source", creationSource(&pr, nil))
+		}
 		if err != nil {
 			var re *pipeline.RenderError
 			if errors.As(err, &re) {
@@ -209,6 +212,8 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	pr.Status.Conditions = conds
 	pr.Status.ObservedGeneration = pr.Generation
 	pr.Status.ObservedVersion = o.meta.Version
+	pr.Status.ObservedPrrResourceVersion = o.meta.Version
+	pr.Status.CreationSource = creationSource(&pr, o.meta.Creation)
 	switch {
 	case rendered != nil:
 	case o.rendered != nil:
@@ -377,27 +382,69 @@ func (r *prReconciler) transition(ctx context.Context, e *engine.Engine, m revis
 			return rev, err
 		}
 		m := rev.Meta()
+		ctrl.LoggerFrom(ctx).V(1).Info("moved package revision", "revision", m.Key.String(), "from", string(cur), "to", string(m.Lifecycle))
 		key, cur = m.Key, m.Lifecycle
 	}
 	return rev, nil
 }
 
 // finalize handles the deletion of the object: the revision is deleted from
-// the repository when it is a draft, a proposal or proposed for deletion;
-// a published revision stays (and discovery makes its object again).
+// the repository when it is a draft, a proposal or proposed for deletion.
+// As in Porch, a Published revision (the placeholder included) is not
+// deleted until it is proposed for deletion: its object stays, marked for
+// deletion, with Ready False saying so, until spec.lifecycle is set to
+// DeletionProposed, and then both go.
 func (r *prReconciler) finalize(ctx context.Context, e *engine.Engine, pr *porchv1alpha2.PackageRevision, rev revision.PackageRevision, found bool) error {
 	if !controllerutil.ContainsFinalizer(pr, porchv1alpha2.Finalizer) {
 		return nil
 	}
 	if found {
 		m := rev.Meta()
-		if m.Lifecycle != revision.LifecyclePublished {
-			if err := e.Delete(ctx, m.Key.Repository, m.Key); err != nil && !errors.Is(err, repository.ErrNotFound) {
+		if m.Lifecycle == revision.LifecyclePublished {
+			if pr.Spec.Lifecycle != porchv1alpha2.LifecycleDeletionProposed {
+				orig := pr.DeepCopy()
+				r.setReady(pr, metav1.ConditionFalse, porchv1alpha2.ReasonFailed,
+					"published package revisions must be proposed for deletion by setting spec.lifecycle to 'DeletionProposed' prior to deletion")
+				return r.writeStatus(ctx, orig, pr)
+			}
+			var err error
+			if rev, err = e.ProposeDelete(ctx, m.Key.Repository, m.Key); err != nil {
 				return err
 			}
+			m = rev.Meta()
 		}
+		if err := e.Delete(ctx, m.Key.Repository, m.Key); err != nil && !errors.Is(err, repository.ErrNotFound) {
+			return err
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("deleted package revision", "revision", m.Key.String(), "lifecycle", string(m.Lifecycle))
 	}
 	return r.dropFinalizer(ctx, pr)
+}
+
+// creationSource is status.creationSource: the source the object applied,
+// else the creation the repository records, as Porch names them.
+func creationSource(pr *porchv1alpha2.PackageRevision, c *revision.Creation) string {
+	if s := pr.Spec.Source; s != nil {
+		switch {
+		case s.Init != nil:
+			return "init"
+		case s.CloneFrom != nil:
+			return "clone"
+		case s.CopyFrom != nil:
+			return "copy"
+		case s.Upgrade != nil:
+			return "upgrade"
+		}
+	}
+	if c == nil {
+		return ""
+	}
+	switch c.Op {
+	case revision.CreatedByCopy:
+		return "copy"
+	default:
+		return string(c.Op)
+	}
 }
 
 func (r *prReconciler) dropFinalizer(ctx context.Context, pr *porchv1alpha2.PackageRevision) error {
