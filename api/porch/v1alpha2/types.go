@@ -233,11 +233,16 @@ type PackageRevisionStatus struct {
 	// Deployment is the repository's spec.deployment.
 	// +optional
 	Deployment bool `json:"deployment,omitempty"`
-	// PackageConditions are the Kptfile's status.conditions. For a Draft
-	// or Proposed revision they are also an input: an entry set here
-	// (through the status subresource) that differs from the Kptfile's is
-	// written to the Kptfile by the controller, provided ObservedVersion
-	// is still the revision's version.
+	// PackageConditions are the revision's conditions: the Kptfile's
+	// status.conditions merged with those kept beside the revision. For a
+	// Draft or Proposed revision they are also an input: an entry set here
+	// (through the status subresource) that differs is recorded by the
+	// controller, provided ObservedVersion is still the revision's
+	// version. On a Draft it is written to the Kptfile. A Proposed
+	// revision's content is frozen (as in Porch), so there it is kept as
+	// revision data beside it: reported here and counted by the readiness
+	// gates at approval, and written to the Kptfile if the revision goes
+	// back to Draft and is proposed again.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
