@@ -158,8 +158,22 @@ func (op *operator) addRepositories() error {
 
 // addPackageRevisions adds the PackageRevision reconciler.
 func (op *operator) addPackageRevisions() error {
-	r := &prReconciler{client: op.mgr.GetClient(), repos: op.repos, retry: op.opts.Poll}
+	r := &prReconciler{client: op.mgr.GetClient(), repos: op.repos, retry: op.opts.Poll, rediscover: op.rediscoverRepository}
 	return r.setup(op.mgr, op.touch)
+}
+
+// rediscoverRepository queues the discovery of Repository name in ns (the
+// PackageRevision reconciler wrote to it). It never blocks: a full queue
+// means discovery is busy anyway.
+func (op *operator) rediscoverRepository(ctx context.Context, ns, name string) {
+	var obj configv1alpha1.Repository
+	if err := op.mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &obj); err != nil {
+		return
+	}
+	select {
+	case op.rediscover <- event.GenericEvent{Object: &obj}:
+	default:
+	}
 }
 
 // addVariants adds the PackageVariant and PackageVariantSet reconcilers.

@@ -619,3 +619,31 @@ spec:
 	_, err = k("", "get", "rpkg", "blueprints.two.ws1")
 	require.Error(t, err, "nothing was stored")
 }
+
+// The operator's own writes reach the other objects at once, not at the
+// next poll: with a poll of an hour, publishing a revision labels it
+// latest and makes the object of the placeholder it created, and a newer
+// revision moves the label.
+func TestOwnWritesRediscovered(t *testing.T) {
+	e := newEnv(t)
+	e.run(Options{Poll: time.Hour})
+	require.Eventually(t, func() bool {
+		var repo configv1alpha1.Repository
+		require.NoError(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "blueprints"}, &repo))
+		return meta.IsStatusConditionTrue(repo.Status.Conditions, configv1alpha1.RepositoryReady)
+	}, 30*time.Second, 50*time.Millisecond, "the repository's first discovery")
+	e.create("blueprints.app.ws1", "app", "ws1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{}},
+		func(pr *porchv1alpha2.PackageRevision) { pr.Spec.Lifecycle = porchv1alpha2.LifecyclePublished })
+	e.wait("blueprints.app.ws1", "labelled latest", func(pr *porchv1alpha2.PackageRevision) bool {
+		return ready(pr) && pr.Labels[porchv1alpha2.LatestRevisionLabel] == "true"
+	})
+	e.wait("blueprints.app.main", "discovered", ready)
+	e.create("blueprints.app.ws2", "app", "ws2", &porchv1alpha2.PackageSource{CopyFrom: ref("blueprints.app.ws1")},
+		func(pr *porchv1alpha2.PackageRevision) { pr.Spec.Lifecycle = porchv1alpha2.LifecyclePublished })
+	e.wait("blueprints.app.ws2", "labelled latest", func(pr *porchv1alpha2.PackageRevision) bool {
+		return ready(pr) && pr.Labels[porchv1alpha2.LatestRevisionLabel] == "true"
+	})
+	e.wait("blueprints.app.ws1", "labelled latest false", func(pr *porchv1alpha2.PackageRevision) bool {
+		return pr.Labels[porchv1alpha2.LatestRevisionLabel] == "false"
+	})
+}

@@ -35,6 +35,19 @@ type prReconciler struct {
 	repos  *repoSet
 	// retry is how long a revision waits for its Repository to open.
 	retry time.Duration
+	// rediscover, when set, asks for the discovery of a repository the
+	// reconciler wrote to, so that what the write changed for other
+	// objects (the latest-revision label, a new placeholder, a deleted
+	// revision) reaches them at once rather than at the next poll.
+	rediscover func(ctx context.Context, ns, repo string)
+}
+
+// wrote reports a write to repository repo of namespace ns (see
+// rediscover).
+func (r *prReconciler) wrote(ctx context.Context, ns, repo string) {
+	if r.rediscover != nil {
+		r.rediscover(ctx, ns, repo)
+	}
 }
 
 // permanent is an error retrying will not fix: bad input in the object.
@@ -91,6 +104,10 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	found := err == nil
+	before := ""
+	if found {
+		before = rev.Meta().Version
+	}
 
 	if pr.DeletionTimestamp != nil {
 		return ctrl.Result{}, r.finalize(ctx, e, &pr, rev, found)
@@ -204,6 +221,10 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 				return ctrl.Result{}, err
 			}
 		}
+	}
+
+	if o.meta.Version != before {
+		r.wrote(ctx, pr.Namespace, repoName)
 	}
 
 	// The status: the repository's view, and the controller's conditions.
@@ -417,6 +438,7 @@ func (r *prReconciler) finalize(ctx context.Context, e *engine.Engine, pr *porch
 			return err
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("deleted package revision", "revision", m.Key.String(), "lifecycle", string(m.Lifecycle))
+		r.wrote(ctx, pr.Namespace, m.Key.Repository)
 	}
 	return r.dropFinalizer(ctx, pr)
 }
