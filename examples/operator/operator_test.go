@@ -647,3 +647,27 @@ func TestOwnWritesRediscovered(t *testing.T) {
 		return pr.Labels[porchv1alpha2.LatestRevisionLabel] == "false"
 	})
 }
+
+// spec.sync is not used, and a Repository that sets it says so.
+func TestSyncScheduleReported(t *testing.T) {
+	e := newEnv(t)
+	e.run(Options{})
+	dir := filepath.Join(t.TempDir(), "scheduled.git")
+	_, err := git.PlainInit(dir, true)
+	require.NoError(t, err)
+	repo := &configv1alpha1.Repository{
+		ObjectMeta: metav1.ObjectMeta{Name: "scheduled", Namespace: e.ns},
+		Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.RepositoryTypeGit,
+			Git:  &configv1alpha1.GitRepository{Repo: dir, Branch: "main", CreateBranch: true},
+			Sync: &configv1alpha1.RepositorySync{Schedule: "*/10 * * * *"}},
+	}
+	require.NoError(t, e.c.Create(context.Background(), repo))
+	require.Eventually(t, func() bool {
+		require.NoError(t, e.c.Get(context.Background(), client.ObjectKeyFromObject(repo), repo))
+		c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.RepositoryReady)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "spec.sync is not used")
+	}, 30*time.Second, 50*time.Millisecond)
+	var plain configv1alpha1.Repository
+	require.NoError(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "blueprints"}, &plain))
+	require.Empty(t, meta.FindStatusCondition(plain.Status.Conditions, configv1alpha1.RepositoryReady).Message)
+}

@@ -64,6 +64,9 @@ func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, configv1alpha1.ReasonError, err.Error()
 	} else {
 		obj.Status.PackageCount = n
+		if s := obj.Spec.Sync; s != nil && (s.Schedule != "" || s.RunOnceAt != nil) {
+			cond.Message = fmt.Sprintf("spec.sync is not used: the repository is read every %s and after the operator's own writes", r.poll)
+		}
 	}
 	meta.SetStatusCondition(&obj.Status.Conditions, cond)
 	obj.Status.ObservedGeneration = obj.Generation
