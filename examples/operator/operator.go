@@ -141,9 +141,14 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
 	pipe := stdpipe.Kptfile(fnruntime.NewRegistry(nil), nil)
+	repos := newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe)
+	// A remote repository is fetched at most about twice a poll for
+	// reads: by its discovery, and by a reconcile after half a poll.
+	// Writes always fetch first.
+	repos.readMaxAge = o.Poll / 2
 	return &operator{
 		mgr:        mgr,
-		repos:      newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe),
+		repos:      repos,
 		opts:       o,
 		touch:      make(chan event.GenericEvent, 1024),
 		rediscover: make(chan event.GenericEvent, 1024),

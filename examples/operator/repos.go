@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -44,6 +45,10 @@ type repoSet struct {
 	secrets  client.Reader // Secrets, read from the API server directly
 	cacheDir string        // "" keeps remote clones in memory
 	pipe     pipeline.Pipeline
+	// readMaxAge is gitrepo's RemoteReadMaxAge for remote repositories:
+	// reads within it of the last fetch (the reconciles of the objects a
+	// discovery just listed) ask the remote nothing.
+	readMaxAge time.Duration
 
 	mu      sync.Mutex
 	open    map[types.NamespacedName]*openRepo
@@ -105,7 +110,7 @@ func (s *repoSet) openObject(ctx context.Context, obj *configv1alpha1.Repository
 		if err != nil {
 			return nil, err
 		}
-		o := &gitrepo.Options{Auth: auth}
+		o := &gitrepo.Options{Auth: auth, RemoteReadMaxAge: s.readMaxAge}
 		if s.cacheDir != "" && strings.Contains(spec.Git.Repo, "://") && !strings.HasPrefix(spec.Git.Repo, "file://") {
 			o.CacheDir = filepath.Join(s.cacheDir, obj.Namespace, obj.Name)
 		}

@@ -2,13 +2,16 @@ package gitrepo_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -182,5 +185,55 @@ func TestCreationTaskThroughHistory(t *testing.T) {
 	}
 	if c := pr.Meta().Creation; c == nil || c.Op != revision.CreatedByCopy || c.Source == nil || c.Source.Workspace != "ws1" {
 		t.Fatalf("v2's creation %+v", c)
+	}
+}
+
+// With RemoteReadMaxAge, reads of a remote repository within that time of
+// the last fetch use the mirror without a request; writes still fetch
+// first, and a read after the window sees another writer's change.
+func TestRemoteReadMaxAge(t *testing.T) {
+	ctx := context.Background()
+	srv := gitServer(t, t.TempDir(), "", "")
+	url := srv.InitBare(t, "r.git")
+	spec := gitSpec(url)
+	spec.Git.CreateBranch = true
+	writer := mustOpen(t, spec, nil)
+	defer writer.Close()
+	reader := mustOpen(t, spec, &gitrepo.Options{RemoteReadMaxAge: 3 * time.Second})
+	defer reader.Close()
+	key := revision.Key{Package: "app", Workspace: "ws1"}
+	d, err := writer.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: kptPkg("app", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Opening fetched just now: the draft is not seen yet, and ten reads
+	// make no request.
+	before := srv.Requests()
+	for range 10 {
+		revs, err := reader.List(ctx, repository.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(revs) != 0 {
+			t.Fatalf("a read within the window saw %d revisions", len(revs))
+		}
+	}
+	if n := srv.Requests() - before; n != 0 {
+		t.Fatalf("%d requests for reads within the window", n)
+	}
+	time.Sleep(3100 * time.Millisecond)
+	if _, err := reader.Get(ctx, key); err != nil {
+		t.Fatalf("a read after the window: %v", err)
+	}
+	if n := srv.Requests() - before; n == 0 {
+		t.Fatal("a read after the window made no request")
+	}
+	// A write always fetches first: it sees the draft and refuses a
+	// second one in its workspace.
+	if _, err := reader.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: kptPkg("app", nil)}); !errors.Is(err, repository.ErrAlreadyExists) {
+		t.Fatalf("creating the same draft again: %v", err)
 	}
 }
