@@ -50,6 +50,14 @@ func (r *prReconciler) wrote(ctx context.Context, ns, repo string) {
 	}
 }
 
+// ApprovedByAnnotation names the user who moved a PackageRevision to
+// Published. The admission policies of deploy/approved-by.yaml set it from
+// the request's user and keep clients from changing it; the operator
+// approves with that user as the author, so that status.publishedBy
+// records who approved, as Porch records the approving user. Without it
+// the operator's own identity is recorded.
+const ApprovedByAnnotation = "cad.configasdata.dev/approved-by"
+
 // permanent is an error retrying will not fix: bad input in the object.
 type permanent struct{ err error }
 
@@ -208,7 +216,15 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	pending := ""
 	if string(want) != string(o.meta.Lifecycle) {
-		rev, err = r.transition(ctx, e, o.meta, revision.Lifecycle(want))
+		te := e
+		if by := pr.Annotations[ApprovedByAnnotation]; by != "" && want == porchv1alpha2.LifecyclePublished {
+			// The approval's author is the user who published (see
+			// deploy/approved-by.yaml).
+			if te, err = r.repos.engineAs(pr.Namespace, by); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		rev, err = r.transition(ctx, te, o.meta, revision.Lifecycle(want))
 		var gerr *engine.GatesError
 		switch {
 		case errors.As(err, &gerr):

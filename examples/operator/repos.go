@@ -178,6 +178,17 @@ func (s *repoSet) engine(ns string) (*engine.Engine, error) {
 	return e, nil
 }
 
+// engineAs returns an engine over the repositories of ns whose commits
+// and approvals name user as their author (its email too when user looks
+// like one).
+func (s *repoSet) engineAs(ns, user string) (*engine.Engine, error) {
+	email := ""
+	if strings.Contains(user, "@") {
+		email = user
+	}
+	return engine.New(&engine.Options{Repositories: nsRepos{s: s, ns: ns}, Pipeline: s.pipe, AuthorName: user, AuthorEmail: email})
+}
+
 // nsRepos is the engine.Repositories of one namespace: the Repository
 // objects in it.
 type nsRepos struct {
