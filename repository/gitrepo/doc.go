@@ -78,7 +78,9 @@
 //     hand on an approval commit gets, in Porch, the workspace of the
 //     v<N> tag there and the same PackageRevision name; cad gives it its
 //     own name, so that no two revisions share a key or metadata. Tags
-//     without a slash (release tags) are ignored.
+//     without a slash (release tags) are ignored. A tag's PublishedBy and
+//     PublishedAt are its commit's author, for v<N> tags and the others
+//     alike.
 //   - Every package on the branch head is a placeholder revision:
 //     revision -1, workspace <branch>, lifecycle Published. Its PublishedBy
 //     and PublishedAt are the author of the newest commit, walking the
