@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -47,6 +48,7 @@ func TestPorchPackageVariantControllerManager(t *testing.T) {
 	r := &pvController{c: mgr.GetClient(), ns: "default"}
 	err = ctrl.NewControllerManagedBy(mgr).
 		For(&configv1alpha1.PackageVariant{}).
+		WithOptions(controller.Options{SkipNameValidation: ptr(true)}). // -count runs it again
 		Watches(&porchv1alpha1.PackageRevision{}, handler.EnqueueRequestForOwner(scheme, mgr.GetRESTMapper(), &configv1alpha1.PackageVariant{})).
 		Complete(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			return reconcile.Result{}, r.reconcile(ctx, req.Name)
