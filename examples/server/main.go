@@ -47,6 +47,9 @@
 //	                         bearerToken, or ssh-privatekey (with optional
 //	                         ssh-passphrase and known_hosts)
 //	--max-body-bytes N       request body cap (default 6 MiB, as Porch)
+//	--poll DURATION          how often each repository is read for other
+//	                         writers' changes; for a remote repository each
+//	                         read is a fetch (default 1s, 10s in cluster mode)
 //	--starlark-max-steps N   step cap of the starlark function
 //	--starlark-max-memory N  heap growth cap of one starlark run, in bytes
 //	--target-kubeconfig FILE the cluster packages are deployed to: serves
