@@ -17,6 +17,10 @@ import (
 const (
 	MessageInit = "Creating new empty revision"
 	MessageCopy = "Creating new revision by copying previous revision"
+	// MessageRender is the message of a draft's later commits, its edits
+	// (UpdateDraft) and the re-render of a proposal: Porch's message for
+	// a commit of its render task.
+	MessageRender = "Rendering package"
 )
 
 // Repositories resolves the repositories an Engine may use. The caller
@@ -101,6 +105,16 @@ type Options struct {
 	// repository.ErrInvalidInput), writing nothing. Nil means the defaults
 	// of revision.YAMLLimits.
 	YAMLLimits *revision.YAMLLimits
+	// ProtectKptfileUpstreams makes Delete stricter than Porch: besides
+	// the revisions whose creation record names the target as the source
+	// of their clone or the new upstream of their upgrade (Porch's rule,
+	// always applied), a published revision is also kept while any
+	// revision's Kptfile upstream or upstream lock names it (its package
+	// directory with its tag or commit), whatever created that revision:
+	// a hand-made clone, a kpt CLI clone, an adopted package. It costs a
+	// read of every revision's Kptfile in every repository on each
+	// delete. Default false, as Porch.
+	ProtectKptfileUpstreams bool
 }
 
 func (o *Options) withDefaults() Options {

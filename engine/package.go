@@ -361,7 +361,7 @@ func (e *Engine) save(ctx context.Context, op string, r repository.Repository, d
 		return pr, renderErr
 	}
 	d.SetFiles(rendered)
-	co := e.commitOptions("")
+	co := e.commitOptions(MessageRender)
 	if opts.Metadata != nil {
 		co = withMetadata(co, *opts.Metadata)
 	}
