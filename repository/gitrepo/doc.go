@@ -47,9 +47,18 @@
 //     newUpstreamRef, localPackageRevisionRef, strategy}}, where <PR> is
 //     Porch's PackageRevision name <repository>.<package with / as .>.<workspace>.
 //     Every later commit of the draft repeats its task, so a revision's own
-//     commit says how it was created (Meta.Creation); Porch reads the
-//     newest annotation with a creation task in the history, which is the
-//     same. A draft created without a Creation has no "task".
+//     commit says how it was created (Meta.Creation). Porch writes the
+//     task only on a revision's first commit ("Intermediate commit",
+//     "Rendering package" and its approval carry the kpt: line without
+//     it) and reads the newest annotation with a creation task in the
+//     history; so does cad when a revision's commit has none: from an
+//     approval merge into the proposal side, then back along the commits
+//     annotated for the same revision (package and workspace, or, for
+//     Porch's oldest commits, package and revision number), at most 1000
+//     commits, the answer cached by commit. A draft created without a
+//     Creation has no "task". The engine commits a draft's later edits,
+//     and the re-render of a proposal, as "Rendering package", as Porch
+//     does.
 //     A draft branch with neither a marker nor that line at <path> is
 //     ignored.
 //   - A Proposed revision is the branch proposed/<path>/<workspace>.
@@ -69,7 +78,9 @@
 //     hand on an approval commit gets, in Porch, the workspace of the
 //     v<N> tag there and the same PackageRevision name; cad gives it its
 //     own name, so that no two revisions share a key or metadata. Tags
-//     without a slash (release tags) are ignored.
+//     without a slash (release tags) are ignored. A tag's PublishedBy and
+//     PublishedAt are its commit's author, for v<N> tags and the others
+//     alike.
 //   - Every package on the branch head is a placeholder revision:
 //     revision -1, workspace <branch>, lifecycle Published. Its PublishedBy
 //     and PublishedAt are the author of the newest commit, walking the

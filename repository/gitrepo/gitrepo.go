@@ -82,6 +82,14 @@ type Options struct {
 	Clock func() time.Time
 	// PollInterval is how often Watch re-reads the refs. Default: 1s.
 	PollInterval time.Duration
+	// RemoteReadMaxAge is, for a remote repository, how old the local
+	// mirror may be for a read (Get, List, Range, Version, ...): a read
+	// within this time of the last fetch reads the mirror as it is,
+	// without asking the remote for its refs. Writes always fetch first
+	// and push with the expected old values, so a stale read never makes
+	// a write wrong; it only delays seeing other writers' changes. Default
+	// 0: every read fetches.
+	RemoteReadMaxAge time.Duration
 	// Sync says what a write to a repository on disk (a local path, or
 	// CacheDir) flushes to the disk; see SyncMode. Default: SyncFiles.
 	// Writes to a repository on disk need a cross-process file lock

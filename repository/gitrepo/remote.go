@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -29,6 +30,19 @@ type remote struct {
 	secrets     []string
 	insecure    bool
 	caBundle    []byte
+	// maxAge is Options.RemoteReadMaxAge; synced is when the mirror was
+	// last brought up to date (both under the store's write lock).
+	maxAge time.Duration
+	synced time.Time
+}
+
+// syncForRead brings the mirror up to date for a read, unless it was
+// within maxAge.
+func (rm *remote) syncForRead(ctx context.Context, st *store) error {
+	if rm.maxAge > 0 && !rm.synced.IsZero() && time.Since(rm.synced) < rm.maxAge {
+		return nil
+	}
+	return rm.sync(ctx, st)
 }
 
 var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+refs/cad/*:refs/cad/*"}
@@ -38,7 +52,8 @@ func newRemote(u string, o Options) (*remote, error) {
 	if _, err := transport.NewEndpoint(clean); err != nil {
 		return nil, fmt.Errorf("invalid URL %q", redactURL(u))
 	}
-	rm := &remote{url: clean, redactedURL: redactURL(clean), auth: o.Auth, insecure: o.InsecureSkipTLS, caBundle: o.CABundle}
+	rm := &remote{url: clean, redactedURL: redactURL(clean), auth: o.Auth, insecure: o.InsecureSkipTLS, caBundle: o.CABundle,
+		maxAge: o.RemoteReadMaxAge}
 	if rm.auth == nil && urlAuth != nil {
 		rm.auth = urlAuth
 	}
@@ -94,7 +109,11 @@ func (e *redactedError) Unwrap() error { return e.err }
 // whose refs a crash damaged (go-git's fetch writes them in place) is a
 // cache: its damaged refs are dropped and the fetch brings them back.
 func (rm *remote) sync(ctx context.Context, st *store) error {
+	start := time.Now()
 	err := rm.fetch(ctx, st)
+	if err == nil {
+		rm.synced = start
+	}
 	if err == nil || st.fsrefs == nil || errors.Is(err, ctx.Err()) {
 		return err
 	}

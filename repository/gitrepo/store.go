@@ -247,7 +247,7 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 			return err
 		}
 		return r.st.write(ctx, func() error {
-			if err := r.remote.sync(ctx, r.st); err != nil {
+			if err := r.remote.syncForRead(ctx, r.st); err != nil {
 				return err
 			}
 			return fn(r.newView())
