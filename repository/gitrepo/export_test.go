@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // SetFaultHook sets the hook called at every step of a ref transaction on
@@ -120,4 +121,26 @@ func AddWorkspaceRecord(gitDir, full string, h plumbing.Hash, ws string) {
 	pf := newPathFile(gitDir)
 	defer pf.close()
 	pf.add(wsRecord(full, h, ws))
+}
+
+// SetDenyWrite makes writes to the git directories deny returns true for
+// fail with a permission error, as for a reader that may not write; nil
+// restores writes.
+func SetDenyWrite(deny func(gitDir string) bool) { denyWrite = deny }
+
+// SetPushClient replaces the transport pushes use, and returns a function
+// that restores it.
+func SetPushClient(c func(*transport.Endpoint) (transport.Transport, error)) (restore func()) {
+	old := pushClient
+	pushClient = c
+	return func() { pushClient = old }
+}
+
+// SetCrossProcessLock sets whether the cross-process lock is taken to
+// work, as on unix (true) or elsewhere (false), and returns a function
+// that restores it.
+func SetCrossProcessLock(works bool) (restore func()) {
+	old := crossProcessLock
+	crossProcessLock = works
+	return func() { crossProcessLock = old }
 }

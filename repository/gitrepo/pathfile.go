@@ -711,6 +711,9 @@ func (pf *pathFile) write(old io.Reader, fresh []pathRecord, covered int64) erro
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename, there is none
+	// Held while the file is written and until it is renamed (closing
+	// releases it): a tmp file whose lock is free is a dead writer's.
+	_ = lockFile(tmp)
 	var hdr [pathHeaderSize]byte
 	var fan [256]uint32
 	count := 0
@@ -745,23 +748,27 @@ func (pf *pathFile) write(old io.Reader, fresh []pathRecord, covered int64) erro
 	if err == nil {
 		err = tmp.Chmod(0o644) // as cad-index: readable by the repository's other readers
 	}
-	if cerr := tmp.Close(); err == nil {
+	if err == nil {
+		err = renameOpen(tmp, pf.path)
+	}
+	if cerr := tmp.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), pf.path)
+	return err
 }
 
 // removeStaleTemps removes the temporary files of rebuilds that did not
-// finish (a process killed while writing) an hour or more ago.
+// finish (a process killed while writing): at once when their writer's
+// lock is free and they hold data (a writer takes the lock before it
+// writes), else an hour after they were last written.
 func removeStaleTemps(dir string) {
 	names, _ := filepath.Glob(filepath.Join(dir, pathFileName+"-*.tmp"))
 	for _, n := range names {
 		if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > time.Hour {
 			os.Remove(n)
+			continue
 		}
+		removeIfAbandoned(n)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -34,6 +35,7 @@ type rev struct {
 	dpHash    plumbing.Hash          // its value; zero when absent
 	md        revision.Metadata      // from the metadata ref
 	published *object.Signature      // for the placeholder, see attachPublished
+	task      json.RawMessage        // the creation task, see view.taskIn
 }
 
 // version is the revision's Meta.Version: the commit (the package tree
@@ -84,6 +86,15 @@ func lowerLifecycle(lc revision.Lifecycle) string {
 		return "deletionproposed"
 	}
 	return strings.ToLower(string(lc))
+}
+
+// creationTask returns x's creation task: the one found through its
+// history when draftRev or tagRev found x, else its commit's own.
+func (x *rev) creationTask() json.RawMessage {
+	if x.task != nil {
+		return x.task
+	}
+	return taskOf(x.commit, x.full, x.key.Workspace)
 }
 
 // meta returns x's Meta.
@@ -153,7 +164,7 @@ func (x *rev) compact(in *interner) revMeta {
 	default:
 		lc = x.lifecycle
 	}
-	creation := porchtask.Decode(taskOf(x.commit, x.full, x.key.Workspace))
+	creation := porchtask.Decode(x.creationTask())
 	if lc != "" || !x.md.IsZero() || creation != nil {
 		m.more = &revMore{lc: lc, creation: creation}
 		if !x.md.IsZero() {
@@ -675,6 +686,7 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 		key:       revision.Key{Repository: r.name, Package: pkg, Workspace: ws},
 		lifecycle: lc, full: full, ref: name, refHash: h, commit: c, pkgTree: tree,
 	}
+	x.task = v.taskIn(c, full, ws, 0)
 	if err := r.attachMetadata(v, x); err != nil {
 		return nil, err
 	}
@@ -716,6 +728,14 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 		key:       revision.Key{Repository: r.name, Package: pkg, Workspace: ws, Revision: parseVersion(ver)},
 		lifecycle: revision.LifecyclePublished, full: full, ref: name, refHash: h, commit: c, pkgTree: tree,
 		dpRef: deletionProposedRef(full, ver),
+	}
+	x.task = v.taskIn(c, full, ws, x.key.Revision)
+	if x.key.IsPlaceholder() {
+		// A tag not of the form v<N> has revision -1, as the branch's
+		// placeholder does; its publisher is its commit's author, as for
+		// the other tags and as Porch reads it.
+		sig := c.author
+		x.published = &sig
 	}
 	if err := r.markDeletionProposed(v, x); err != nil {
 		return nil, err

@@ -157,7 +157,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 				}
 				if task == nil {
 					// Every commit of the revision repeats its creation task.
-					task = taskOf(x.commit, full, key.Workspace)
+					task = x.creationTask()
 				}
 			}
 			var rootTree plumbing.Hash
@@ -318,7 +318,7 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 		return nil, err
 	}
 	msg := annotate(fmt.Sprintf(approveMessage, x.full, n), annotation{PackagePath: x.full, WorkspaceName: x.key.Workspace, Revision: itoa(n),
-		Task: taskOf(x.commit, x.full, x.key.Workspace)})
+		Task: x.creationTask()})
 	h, err := v.putCommit(root, parents, r.author(opts.AuthorName, opts.AuthorEmail), r.committer(), msg)
 	if err != nil {
 		return nil, err
@@ -353,7 +353,7 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 func (r *Repository) nextRevision(v *view, full string) (int, error) {
 	prefix := "refs/tags/" + full + "/"
 	var vers []string
-	if v.fr != nil && v.refs == nil {
+	if v.fr != nil { // a snapshot leaves damaged refs out: their numbers count
 		var err error
 		if vers, err = v.fr.childNames(prefix); err != nil {
 			return 0, err
