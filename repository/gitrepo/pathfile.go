@@ -38,7 +38,8 @@ import (
 //	                root tree id (20), SHA-256 of the path (first 16),
 //	                the tree the path leads to (20), CRC-32 of these (4)
 //	tail            records of the same form, unsorted, appended after
-//	                the sorted ones (at most pathTailMax are searched)
+//	                the sorted ones (up to pathTailMax; a lookup reads
+//	                twice that at most, the last ones)
 //
 // Besides the path records it holds workspace records (see wsRecord):
 // the workspace a tag object gives a package, so that a new draft's
