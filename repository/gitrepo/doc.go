@@ -268,7 +268,17 @@
 // covers, merging in the records appended since; it is written to a
 // temporary file and renamed, and every record and its header carry a
 // checksum, so that a crash or damage costs lookups, never a wrong
-// answer. A revision no list has seen yet is found through the root tree.
+// answer. Between rebuilds, records are appended to its tail (at most
+// 1,024, then merged), in whole checksummed records under the file's
+// lock: an approval appends where the new revision's package lies in its
+// root tree, and a Get that had to search a root tree (a revision no list
+// and no approval by cad recorded) appends what it found, so that only
+// the first read of such a revision, in any process, reads the root tree.
+// cad-paths also holds workspace records: the workspace a v<N> tag's
+// object gives its package, written by approvals and by the workspace
+// check of a new draft for the tags it had to read, so that the check
+// (which looks at every tag of the package) reads no commit in a new
+// process once the package's tags are recorded.
 //
 // Memory: List returns every revision at once, each a 160-byte value
 // (some 10 MB for 60,000, on top of what listing needs) that builds its

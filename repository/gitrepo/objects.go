@@ -344,7 +344,13 @@ func (v *view) packageTree(c *commitInfo, full string, registered bool) (plumbin
 		if err != nil || !ok {
 			return plumbing.ZeroHash, false, err
 		}
-		v.idx.addSubtree(c.tree, full, treeEntry{name: path.Base(full), mode: modeDir, hash: h})
+		if v.idx != nil {
+			v.idx.addSubtree(c.tree, full, treeEntry{name: path.Base(full), mode: modeDir, hash: h})
+		} else {
+			// A Get or a write, which do not load cad-index: what the
+			// root tree told is kept where the next process's Get looks.
+			v.paths.add(pathRecord{key: pathKey36(c.tree, full), tree: h})
+		}
 	}
 	if registered {
 		return h, true, nil

@@ -928,13 +928,15 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 		return nil, err
 	}
 	var best *rev
+	wl := &wsLookup{full: full}
+	defer func() { v.paths.add(wl.learnt...) }()
 	for name, h := range tags {
 		ver := shortName(name)[len(full)+1:]
 		n := parseVersion(ver)
 		if key.Revision != 0 && key.Revision != n {
 			continue
 		}
-		if key.Workspace != "" && !r.tagMayHaveWorkspace(v, full, ver, h, key.Workspace) {
+		if key.Workspace != "" && !r.tagMayHaveWorkspace(v, wl, ver, h, key.Workspace) {
 			continue
 		}
 		x, err := r.tagRev(v, key.Package, ver, name, h)
@@ -951,20 +953,38 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 	return best, nil
 }
 
-// tagMayHaveWorkspace reports whether tag <full>/<ver> at h, read as
+// tagMayHaveWorkspace reports whether tag <wl.full>/<ver> at h, read as
 // tagRev reads it, can have workspace ws; it reads only the tagged commit
 // (and an annotated tag's message), not the package tree or metadata, and
 // answers true when it cannot tell, so that tagRev decides. Looking a
 // workspace up among a package's thousands of tags (every new draft
-// checks that its workspace is free) then reads no tree, and in a
-// Repository that looked before, no object: the answers are remembered
-// (tagWorkspaces).
-func (r *Repository) tagMayHaveWorkspace(v *view, full, ver string, h plumbing.Hash, ws string) bool {
+// checks that its workspace is free) then reads no tree, and no object
+// when the answer is known: remembered in the Repository (tagWorkspaces)
+// or recorded in cad-paths (workspace records, read once per lookup
+// and written for what was read, in wl.learnt).
+func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h plumbing.Hash, ws string) bool {
 	if parseVersion(ver) <= 0 {
 		return ver == ws
 	}
-	if w, ok := r.tagWS.get(h, full); ok {
+	full := wl.full
+	// The objects' workspace, or "" for the tag's name.
+	match := func(w string) bool {
+		if w == "" {
+			w = ver
+		}
 		return w == ws
+	}
+	if w, ok := r.tagWS.get(h, full); ok {
+		return match(w)
+	}
+	if !wl.loaded {
+		wl.loaded, wl.recs = true, v.paths.workspaces(full)
+		wl.want, wl.none = wsHash(ws), wsHash("")
+	}
+	if got, ok := wl.recs.get(h); ok {
+		// A hash of the workspace: two names with one hash are told
+		// apart by tagRev.
+		return got == wl.want || (got == wl.none && ver == ws)
 	}
 	c, err := v.commit(h)
 	if err != nil {
@@ -974,16 +994,28 @@ func (r *Repository) tagMayHaveWorkspace(v *view, full, ver string, h plumbing.H
 	if w == "" {
 		w = workspaceOf(c, full)
 	}
-	if w == "" {
-		w = ver
-	}
 	r.tagWS.put(h, full, w)
-	return w == ws
+	wl.learnt = append(wl.learnt, wsRecord(full, h, w))
+	return match(w)
+}
+
+// wsLookup is one workspace lookup among the tags of package full: the
+// workspace records of cad-paths, read when first needed, and the
+// records learnt from the objects.
+type wsLookup struct {
+	full   string
+	loaded bool
+	recs   wsRecords
+	// want and none are the records' values for the workspace looked up
+	// and for none.
+	want, none plumbing.Hash
+	learnt     []pathRecord
 }
 
 // tagWorkspaces remembers the workspace a v<N> tag at an object (an
-// annotated tag or a commit) gives a package: a fact of immutable
-// objects, valid in any state of the refs. It holds up to
+// annotated tag or a commit) gives a package through the objects'
+// annotations ("" when they give none: the tag's name is then the
+// workspace): a fact of immutable objects, valid in any state of the refs. It holds up to
 // maxTagWorkspaces answers (some 100 bytes each), then starts again.
 // The zero value is ready; it is safe for concurrent use.
 type tagWorkspaces struct {

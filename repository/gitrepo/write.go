@@ -241,7 +241,9 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 	}
 	expected := opts.Version
 	var result *rev
+	approved := false
 	err := r.update(ctx, func(v *view) (*txn, error) {
+		approved = false
 		x, err := r.resolveAt(v, op, key, &expected)
 		if err != nil {
 			return nil, err
@@ -261,6 +263,7 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 			t.set(y.ref, plumbing.ZeroHash, x.refHash)
 			t.del(x.ref, x.refHash)
 		case x.lifecycle == revision.LifecycleProposed && to == revision.LifecyclePublished:
+			approved = true
 			return r.planApprove(v, x, opts, &result)
 		case to == revision.LifecycleDeletionProposed:
 			t.set(x.dpRef, plumbing.ZeroHash, x.commit.hash)
@@ -275,6 +278,15 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 	})
 	if err != nil {
 		return nil, r.wrapErr(op, key, err)
+	}
+	if approved {
+		// What the approval knows, for the next process: where the
+		// package lies in the new root tree (a Get of the revision then
+		// reads no root tree), and the workspace its tag gives it (a new
+		// draft's check then reads no commit).
+		c := result.commit
+		r.st.paths.add(pathRecord{key: pathKey36(c.tree, result.full), tree: result.pkgTree},
+			wsRecord(result.full, c.hash, workspaceOf(c, result.full)))
 	}
 	r.log.Debug("updated lifecycle", "key", keyString(result.key), "lifecycle", string(to))
 	return r.revision(result), nil
