@@ -44,9 +44,10 @@ type crd struct {
 	Spec struct {
 		Group string `json:"group"`
 		Names struct {
-			Kind     string `json:"kind"`
-			ListKind string `json:"listKind"`
-			Plural   string `json:"plural"`
+			Kind       string   `json:"kind"`
+			ListKind   string   `json:"listKind"`
+			Plural     string   `json:"plural"`
+			ShortNames []string `json:"shortNames"`
 		} `json:"names"`
 		Scope    string       `json:"scope"`
 		Versions []crdVersion `json:"versions"`
@@ -63,6 +64,9 @@ type crdVersion struct {
 	Schema struct {
 		OpenAPIV3Schema *schema `json:"openAPIV3Schema"`
 	} `json:"schema"`
+	SelectableFields []struct {
+		JSONPath string `json:"jsonPath"`
+	} `json:"selectableFields"`
 }
 
 func readCRDs(t *testing.T) map[string]crd {
@@ -291,5 +295,31 @@ func TestCheckFindsUndeclaredFields(t *testing.T) {
 		if len(errs) == 0 {
 			t.Errorf("%s passed a schema that does not declare it", doc)
 		}
+	}
+}
+
+// The CRDs carry what Porch's clients use: the field selectors porchctl
+// and kubectl send for PackageRevisions (package, repository, workspace,
+// lifecycle and revision, which v1alpha2 keeps in status) and the repo
+// short name of Repositories.
+func TestCRDsSelectAndShortNames(t *testing.T) {
+	crds := readCRDs(t)
+	pr := crds["porch.kpt.dev/PackageRevision"]
+	var got []string
+	for _, v := range pr.Spec.Versions {
+		for _, f := range v.SelectableFields {
+			got = append(got, v.Name+" "+f.JSONPath)
+		}
+	}
+	want := []string{"v1alpha2 .spec.packageName", "v1alpha2 .spec.repository", "v1alpha2 .spec.workspaceName",
+		"v1alpha2 .spec.lifecycle", "v1alpha2 .status.revision"}
+	if !slices.Equal(got, want) {
+		t.Errorf("PackageRevision selectableFields %v, want %v", got, want)
+	}
+	if names := crds["config.porch.kpt.dev/Repository"].Spec.Names.ShortNames; !slices.Equal(names, []string{"repo"}) {
+		t.Errorf("Repository short names %v", names)
+	}
+	if names := pr.Spec.Names.ShortNames; !slices.Equal(names, []string{"rpkg"}) {
+		t.Errorf("PackageRevision short names %v", names)
 	}
 }

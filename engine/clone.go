@@ -138,7 +138,9 @@ type CloneOptions struct {
 // that is not Published or DeletionProposed, a CloneSource with not exactly
 // one field, a Git source without repo or ref or without a Fetcher, a Helm
 // source without repo or chart or without a ChartRenderer, a bad
-// key or a nested package path; repository.ErrAlreadyExists when the package
+// key or a nested package path, and a *revision.YAMLLimitError (matching
+// it) for an upstream YAML file over a bound of Options.YAMLLimits;
+// repository.ErrAlreadyExists when the package
 // already exists in repo (use Copy for a new revision); repository.ErrNotFound
 // for an unknown repository or source (the renderer's for an unknown
 // chart or version); the renderer's other errors (an unreachable
@@ -177,6 +179,9 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 	}
 	if err != nil {
 		return nil, err
+	}
+	if err := revision.CheckYAMLFiles(ctx, files, e.opts.YAMLLimits); err != nil {
+		return nil, wrap(op, key, err) // hostile upstream content, from any backend
 	}
 	strategy := opts.Strategy
 	if strategy == "" {

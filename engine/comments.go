@@ -2,7 +2,6 @@ package engine
 
 import (
 	"bytes"
-	"path"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/comments"
@@ -12,17 +11,18 @@ import (
 	"github.com/configasdata/cad/revision"
 )
 
-// isKRMFile reports whether p may hold KRM resources whose comments are
-// carried over: YAML files and Kptfiles.
-func isKRMFile(p string) bool {
-	ext := path.Ext(p)
-	return ext == ".yaml" || ext == ".yml" || path.Base(p) == revision.KptfileName
-}
-
 // isYtt reports whether data is a ytt template, whose comments are code and
 // are never copied (as in Porch).
 func isYtt(data []byte) bool {
 	return bytes.Contains(data, []byte("#@")) || bytes.Contains(data, []byte("#!"))
+}
+
+// readResources parses data's resources as they are written: aliases and
+// merge keys are kept, not expanded (kio.FromBytes expands them, at a cost
+// that grows with the square of a mapping's size even where there are
+// none).
+func readResources(data []byte) ([]*yaml.RNode, error) {
+	return (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}).Read()
 }
 
 // resourceID identifies a resource for comment matching: apiVersion, kind,
@@ -41,19 +41,21 @@ func resourceID(n *yaml.RNode) string {
 // that round-trip resources through JSON lose their comments. A file of
 // next that is byte-identical to old's, fails to parse, or is a ytt
 // template is kept as is; a file is re-serialized only when one of its
-// resources regained a comment.
+// resources regained a comment. Comments are not carried over onto a
+// resource whose mappings or sequences are too long for that to be cheap
+// (see cheapToCopy). Aliases and merge keys are kept as written.
 func keepComments(old, next revision.Files) revision.Files {
 	var index map[string]*yaml.RNode // built on first need
 	out := next
 	for _, p := range next.Paths() {
 		data, _ := next.Get(p)
-		if !isKRMFile(p) || isYtt(data) {
+		if !revision.IsYAMLFile(p) || isYtt(data) {
 			continue
 		}
 		if prev, ok := old.Get(p); ok && bytes.Equal(prev, data) {
 			continue
 		}
-		nodes, err := kio.FromBytes(data)
+		nodes, err := readResources(data)
 		if err != nil || len(nodes) == 0 {
 			continue
 		}
@@ -63,7 +65,7 @@ func keepComments(old, next revision.Files) revision.Files {
 		changed := false
 		for _, n := range nodes {
 			from, ok := index[resourceID(n)]
-			if !ok {
+			if !ok || !cheapToCopy(from, n) {
 				continue
 			}
 			before := n.MustString()
@@ -88,15 +90,43 @@ func keepComments(old, next revision.Files) revision.Files {
 	return out
 }
 
+// maxCommentWork bounds the work of copying comments onto one resource, in
+// the units of commentWork: about a second of CPU.
+const maxCommentWork = 1 << 24
+
+// cheapToCopy reports whether copying comments from one resource to the
+// other is cheap enough to do. kyaml's comments.CopyComments looks every
+// field and list element up by a linear scan, so its work on a mapping
+// or sequence grows with the square of its length (20,000 keys took 16 s);
+// comments are kept only where that work is bounded.
+func cheapToCopy(from, to *yaml.RNode) bool {
+	return commentWork(from.YNode(), 0) <= maxCommentWork && commentWork(to.YNode(), 0) <= maxCommentWork
+}
+
+// commentWork returns w plus the sum of the squared lengths of n's
+// mappings and sequences, saturating at just over maxCommentWork.
+func commentWork(n *yaml.Node, w int) int {
+	if n == nil || w > maxCommentWork {
+		return w
+	}
+	w += len(n.Content) * len(n.Content)
+	for _, c := range n.Content {
+		if w = commentWork(c, w); w > maxCommentWork {
+			break
+		}
+	}
+	return w
+}
+
 // indexResources returns the resources of files' KRM files by resourceID.
 func indexResources(files revision.Files) map[string]*yaml.RNode {
 	index := map[string]*yaml.RNode{}
 	for _, p := range files.Paths() {
 		data, _ := files.Get(p)
-		if !isKRMFile(p) || isYtt(data) {
+		if !revision.IsYAMLFile(p) || isYtt(data) {
 			continue
 		}
-		nodes, err := kio.FromBytes(data)
+		nodes, err := readResources(data)
 		if err != nil {
 			continue
 		}

@@ -50,8 +50,9 @@
 //     package is never seen half done (the variant package uses it);
 //   - lifecycle: [Engine.Propose], [Engine.Reject], [Engine.Approve] (which
 //     assigns the next revision number and refuses while a readiness gate is
-//     not satisfied), [Engine.ProposeDelete] and [Engine.Delete] (which
-//     refuses revisions named as upstream by others);
+//     not satisfied), [Engine.ProposeDelete] and [Engine.Delete] (which,
+//     as Porch, refuses a revision another one was cloned from or upgraded
+//     to; [Options].ProtectKptfileUpstreams also counts Kptfile upstreams);
 //   - readiness: [Engine.UpdateReadiness], [Engine.SetReadinessGates] and
 //     [Engine.SetConditions] set readiness gates and conditions of a Draft
 //     or Proposed revision as revision data, so that a checker can set a

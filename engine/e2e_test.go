@@ -533,6 +533,15 @@ func TestE2EInit(t *testing.T) {
 			if seen, want := r.git(t, "show", ref+":new-package/Kptfile"), e2eFile(t, e2eFiles(t, got), "Kptfile"); seen != strings.TrimSpace(want) {
 				t.Fatalf("git sees Kptfile\n%s\nwant\n%s", seen, want)
 			}
+			// An edit is committed with Porch's render message.
+			if _, err := env.e.Update(e2eCtx, e2eTest, task, e2eWith(t, e2eFiles(t, got), map[string]string{"local.yaml": e2eLocalConfigMap}), engine.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if msg := r.git(t, "log", "-1", "--format=%B", ref); !strings.HasPrefix(msg, engine.MessageRender+"\n") ||
+				!strings.Contains(msg, `"task":{"type":"init"`) {
+				t.Fatalf("edit commit message:\n%s", msg)
+			}
+			got = env.mustGet(e2eTest, task)
 		}
 
 		// Refusals change nothing.

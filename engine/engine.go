@@ -17,6 +17,10 @@ import (
 const (
 	MessageInit = "Creating new empty revision"
 	MessageCopy = "Creating new revision by copying previous revision"
+	// MessageRender is the message of a draft's later commits, its edits
+	// (UpdateDraft) and the re-render of a proposal: Porch's message for
+	// a commit of its render task.
+	MessageRender = "Rendering package"
 )
 
 // Repositories resolves the repositories an Engine may use. The caller
@@ -92,6 +96,25 @@ type Options struct {
 	// gate (see [Engine.Approve]); nil means the defaults of
 	// [DependenciesOptions].
 	Dependencies *DependenciesOptions
+	// YAMLLimits bound the work of reading each YAML file (and Kptfile)
+	// that Update is given or Clone and Upgrade read from an upstream:
+	// its size, documents, nesting, nodes, alias expansion and mapping
+	// size, and the documents and nodes of the package as a whole (see
+	// revision.CheckYAMLFiles). Content over a bound makes the operation
+	// fail with a *revision.YAMLLimitError (matching
+	// repository.ErrInvalidInput), writing nothing. Nil means the defaults
+	// of revision.YAMLLimits.
+	YAMLLimits *revision.YAMLLimits
+	// ProtectKptfileUpstreams makes Delete stricter than Porch: besides
+	// the revisions whose creation record names the target as the source
+	// of their clone or the new upstream of their upgrade (Porch's rule,
+	// always applied), a published revision is also kept while any
+	// revision's Kptfile upstream or upstream lock names it (its package
+	// directory with its tag or commit), whatever created that revision:
+	// a hand-made clone, a kpt CLI clone, an adopted package. It costs a
+	// read of every revision's Kptfile in every repository on each
+	// delete. Default false, as Porch.
+	ProtectKptfileUpstreams bool
 }
 
 func (o *Options) withDefaults() Options {

@@ -443,10 +443,18 @@ func TestDelete(t *testing.T) {
 	}
 }
 
+// With Options.ProtectKptfileUpstreams, a revision whose Kptfile names a
+// published revision as upstream keeps it; without, as in Porch, only
+// creation records count, and the same delete goes through.
 func TestDeleteReferencedUpstream(t *testing.T) {
 	ctx := context.Background()
 	up, down := memrepo.New("upstream", nil), memrepo.New("deployments", nil)
-	e, err := engine.New(&engine.Options{Repositories: engine.Repos{"upstream": up, "deployments": down}})
+	repos := engine.Repos{"upstream": up, "deployments": down}
+	e, err := engine.New(&engine.Options{Repositories: repos, ProtectKptfileUpstreams: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	porch, err := engine.New(&engine.Options{Repositories: repos})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -496,11 +504,14 @@ upstreamLock:
 	if !errors.As(err, &re) || !errors.Is(err, repository.ErrImmutable) || len(re.By) != 1 || re.By[0].Package != "ns1" {
 		t.Fatalf("delete referenced: %v, want a *ReferencedError naming ns1", err)
 	}
+	if _, err := up.Get(ctx, v1); err != nil {
+		t.Fatalf("the refused delete removed v1: %v", err)
+	}
+	if err := porch.Delete(ctx, "upstream", v1); err != nil {
+		t.Fatalf("delete of an upstream only a Kptfile names, by Porch's rule: %v", err)
+	}
 	if err := e.Delete(ctx, "deployments", revision.Key{Package: "ns1", Workspace: "ws1"}); err != nil {
 		t.Fatal(err)
-	}
-	if err := e.Delete(ctx, "upstream", v1); err != nil {
-		t.Fatalf("delete after the reference went: %v", err)
 	}
 }
 

@@ -116,7 +116,7 @@ func (e *Engine) Propose(ctx context.Context, repo string, key revision.Key, pre
 		}
 		if !rendered.Equal(d.Files()) {
 			d.SetFiles(rendered)
-			if pr, err = d.Commit(ctx, e.commitOptions("")); err != nil {
+			if pr, err = d.Commit(ctx, e.commitOptions(MessageRender)); err != nil {
 				return nil, wrap(op, m.Key, err)
 			}
 		} else if d.Base().Version != m.Version {
@@ -214,15 +214,20 @@ func (e *Engine) ProposeDelete(ctx context.Context, repo string, key revision.Ke
 // directly; a published revision only after ProposeDelete. Deleting the
 // placeholder revision removes the package from the branch.
 //
-// A numbered published revision is not deleted while another revision, in
-// any repository of the Engine's Repositories, names it as upstream. The
-// check is deliberately simple: a non-placeholder revision names it when
-// its Kptfile upstreamLock.git (or, without a lock, upstream.git) has
-// directory equal to the package path and either ref "<package>/v<N>" or
-// a commit equal to the revision's Meta.Commit or Version. The repository
-// URL is not compared, so a same-named package elsewhere can block a
-// delete; that errs on the side of keeping data. It reads every revision's
-// Kptfile.
+// A revision (not the placeholder) is not deleted while another revision,
+// in any repository of the Engine's Repositories, was created from it, as
+// Porch counts references: a revision whose creation record
+// (Meta.Creation) is a clone with it as source, or an upgrade with it as
+// new upstream. Copies and old upstreams do not count, nor do Kptfiles:
+// a revision cloned by hand or with the kpt CLI does not keep its
+// upstream. Options.ProtectKptfileUpstreams adds cad's stricter rule for
+// numbered published revisions: it is also kept while a non-placeholder
+// revision's Kptfile upstreamLock.git (or, without a lock, upstream.git)
+// has directory equal to the package path and either ref
+// "<package>/v<N>" or a commit equal to the revision's Meta.Commit or
+// Version. The repository URL is not compared, so a same-named package
+// elsewhere can block a delete; that errs on the side of keeping data. It
+// reads every revision's Kptfile.
 //
 // Errors: repository.ErrImmutable for a Published revision not proposed
 // for deletion; a *ReferencedError (matching repository.ErrImmutable) when
@@ -240,7 +245,7 @@ func (e *Engine) Delete(ctx context.Context, repo string, key revision.Key, pre 
 		return repository.Errorf(op, repo, m.Key, repository.ErrImmutable,
 			"published package revisions must be proposed for deletion before they are deleted")
 	}
-	if m.Key.Revision > 0 {
+	if !m.Key.IsPlaceholder() {
 		by, err := e.referencedBy(ctx, m)
 		if err != nil {
 			return wrap(op, m.Key, err)
@@ -257,12 +262,16 @@ func (e *Engine) Delete(ctx context.Context, repo string, key revision.Key, pre 
 }
 
 // referencedBy returns the revisions that name target as upstream (see
-// Delete).
+// Delete): as Porch counts them, those created by a clone of target or
+// by an upgrade whose new upstream is target, in any repository; with
+// Options.ProtectKptfileUpstreams, also those whose Kptfile names a
+// published target as upstream.
 func (e *Engine) referencedBy(ctx context.Context, target revision.Meta) ([]revision.Key, error) {
 	names, err := e.opts.Repositories.Names(ctx)
 	if err != nil {
 		return nil, err
 	}
+	kptfiles := e.opts.ProtectKptfileUpstreams && target.Key.Revision > 0
 	ref := target.Key.Package + "/v" + strconv.Itoa(target.Key.Revision)
 	var by []revision.Key
 	for _, name := range names {
@@ -279,6 +288,13 @@ func (e *Engine) referencedBy(ctx context.Context, target revision.Meta) ([]revi
 			if m.Key.IsPlaceholder() || (name == target.Key.Repository && m.Key == target.Key) {
 				continue
 			}
+			if createdFrom(m.Creation, target.Key) {
+				by = append(by, m.Key)
+				continue
+			}
+			if !kptfiles {
+				continue
+			}
 			info, err := pr.Info(ctx)
 			if err != nil {
 				continue // an unparsable Kptfile names no upstream
@@ -289,6 +305,28 @@ func (e *Engine) referencedBy(ctx context.Context, target revision.Meta) ([]revi
 		}
 	}
 	return by, nil
+}
+
+// createdFrom reports whether creation record c names target as Porch's
+// delete check counts it: the source of a clone, or the new upstream of
+// an upgrade. Records name revisions by repository, package and
+// workspace.
+func createdFrom(c *revision.Creation, target revision.Key) bool {
+	if c == nil {
+		return false
+	}
+	var k *revision.Key
+	switch c.Op {
+	case revision.CreatedByClone:
+		k = c.Source
+	case revision.CreatedByUpgrade:
+		k = c.NewUpstream
+	}
+	if k == nil {
+		return false
+	}
+	return k.Repository == target.Repository && k.Package == target.Package &&
+		(k.Workspace == target.Workspace || (k.Workspace == "" && k.Revision != 0 && k.Revision == target.Revision))
 }
 
 func namesUpstream(info revision.Info, target revision.Meta, ref string) bool {

@@ -291,7 +291,9 @@ type UpdateOptions struct {
 // nothing is written and the current revision is returned.
 //
 // Errors: repository.ErrInvalidInput for an empty files (an update never
-// wipes a package); repository.ErrNotFound when there is no such revision;
+// wipes a package), and a *revision.YAMLLimitError (matching it) for a
+// YAML file over a bound of Options.YAMLLimits; ctx.Err() when ctx ends
+// while the files are read; repository.ErrNotFound when there is no such revision;
 // repository.ErrImmutable when it is not a Draft; repository.ErrConflict
 // when it changed meanwhile. When the render fails the error wraps the
 // *pipeline.RenderError (errors.As) and nothing is saved, unless
@@ -317,6 +319,9 @@ func (e *Engine) Update(ctx context.Context, repo string, key revision.Key, file
 	if opts.Metadata != nil {
 		md := keepReadiness(*opts.Metadata, d.Base().Metadata)
 		opts.Metadata = &md
+	}
+	if err := revision.CheckYAMLFiles(ctx, files, e.opts.YAMLLimits); err != nil {
+		return nil, wrap(op, d.Key(), err)
 	}
 	return e.save(ctx, op, r, d, keepComments(d.Files(), files), opts)
 }
@@ -356,7 +361,7 @@ func (e *Engine) save(ctx context.Context, op string, r repository.Repository, d
 		return pr, renderErr
 	}
 	d.SetFiles(rendered)
-	co := e.commitOptions("")
+	co := e.commitOptions(MessageRender)
 	if opts.Metadata != nil {
 		co = withMetadata(co, *opts.Metadata)
 	}

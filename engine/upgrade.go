@@ -94,7 +94,9 @@ func (r Ref) key() revision.Key {
 // when one is not Published or DeletionProposed, for an unknown strategy
 // or a bad workspace, for a Helm upstream without a ChartRenderer or
 // without repo and chart (given or recorded), and for a zero old upstream
-// when the local package has no Helm lock; the renderer's errors
+// when the local package has no Helm lock; a *revision.YAMLLimitError
+// (matching it) for an upstream YAML file over a bound of
+// Options.YAMLLimits; the renderer's errors
 // (repository.ErrNotFound for an unknown chart or version);
 // repository.ErrNotFound for an unknown repository or revision;
 // repository.ErrAlreadyExists when the workspace is taken; an
@@ -207,6 +209,11 @@ func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Ke
 	newFiles, newFrom, err := e.readRef(ctx, op, key, newUpstream, opts)
 	if err != nil {
 		return revision.Files{}, err
+	}
+	for _, f := range []revision.Files{oldFiles, newFiles} {
+		if err := revision.CheckYAMLFiles(ctx, f, e.opts.YAMLLimits); err != nil {
+			return revision.Files{}, wrap(op, key, err) // hostile upstream content, from any backend
+		}
 	}
 	localUp, err := upstreamRecord(localFiles)
 	if err != nil {

@@ -463,10 +463,11 @@ func watchMemory(limit uint64, over func()) (stop func()) {
 				continue
 			}
 			// Over, perhaps with garbage: count only what survives a
-			// collection.
+			// collection, what it found live; the heap read after it
+			// also holds what the run allocated while it ran.
 			runtime.GC()
 			lastGC = time.Now()
-			if h, _ := read(); h > base+limit {
+			if _, live := read(); live > base+limit {
 				over()
 				return
 			}

@@ -636,6 +636,9 @@ func (h *hydration) runMutators(ctx context.Context, pn *pkgNode, input []*yaml.
 		fns[i] = fn
 	}
 	for i, st := range norm {
+		if err := ctx.Err(); err != nil {
+			return input, err // the caller has gone: run no further step
+		}
 		sr := h.newResult(pn, st, false)
 		if skip, err := h.skip(ctx, st, input); err != nil {
 			h.steps = append(h.steps, preExecFailure(sr, err))
@@ -655,7 +658,7 @@ func (h *hydration) runMutators(ctx context.Context, pn *pkgNode, input []*yaml.
 			setResourceIDs(input)
 		}
 		selected := selectInput(input, st.Selectors, st.Exclude)
-		run := &runner{ctx: h.withFiles(ctx, pn), fn: fns[i], pkgAbs: pn.abs, config: cfg, result: &sr}
+		run := &runner{ctx: h.withFiles(ctx, pn), fn: fns[i], pkgAbs: pn.abs, config: cfg, result: &sr, limits: h.r.opts.YAMLLimits}
 		out := &kio.PackageBuffer{}
 		if _, stream := fns[i].(StreamFunction); stream {
 			err = kio.Pipeline{
@@ -686,6 +689,9 @@ func (h *hydration) runMutators(ctx context.Context, pn *pkgNode, input []*yaml.
 
 func (h *hydration) runValidators(ctx context.Context, pn *pkgNode, input []*yaml.RNode) error {
 	for _, st := range pn.steps.Validators {
+		if err := ctx.Err(); err != nil {
+			return err // the caller has gone: run no further step
+		}
 		st = h.normalise(st)
 		sr := h.newResult(pn, st, true)
 		fn, err := h.r.resolver.Resolve(ctx, st)
@@ -711,7 +717,7 @@ func (h *hydration) runValidators(ctx context.Context, pn *pkgNode, input []*yam
 		for i, r := range selected {
 			copies[i] = r.Copy()
 		}
-		run := &runner{ctx: h.withFiles(ctx, pn), fn: fn, pkgAbs: pn.abs, config: cfg, result: &sr}
+		run := &runner{ctx: h.withFiles(ctx, pn), fn: fn, pkgAbs: pn.abs, config: cfg, result: &sr, limits: h.r.opts.YAMLLimits}
 		_, err = run.Filter(copies)
 		h.steps = append(h.steps, run.finish(err))
 		if err != nil {
@@ -893,6 +899,7 @@ type runner struct {
 	config   *yaml.RNode
 	result   *StepResult
 	recorded bool
+	limits   *revision.YAMLLimits // the render's, for the function's output
 }
 
 var _ kio.Filter = (*runner)(nil)
@@ -1033,14 +1040,11 @@ func restoreComments(from, to *yaml.Node) {
 			restoreComments(from.Content[i], to.Content[i])
 		}
 	case yaml.MappingNode:
+		find := firstKey(from)
 		for i := 0; i+1 < len(to.Content); i += 2 {
-			k := to.Content[i].Value
-			for j := 0; j+1 < len(from.Content); j += 2 {
-				if from.Content[j].Value == k {
-					restoreComments(from.Content[j], to.Content[i])
-					restoreComments(from.Content[j+1], to.Content[i+1])
-					break
-				}
+			if j := find(to.Content[i].Value); j >= 0 {
+				restoreComments(from.Content[j], to.Content[i])
+				restoreComments(from.Content[j+1], to.Content[i+1])
 			}
 		}
 	case yaml.SequenceNode:
@@ -1049,6 +1053,36 @@ func restoreComments(from, to *yaml.Node) {
 				restoreComments(from.Content[i], to.Content[i])
 			}
 		}
+	}
+}
+
+// firstKey returns a lookup of the position of the first key of the
+// mapping m with a given value, -1 when there is none: a scan for a small
+// mapping, an index for a large one, so that matching two mappings key by
+// key costs time linear in their size.
+func firstKey(m *yaml.Node) func(string) int {
+	const small = 16 // keys
+	if len(m.Content) <= 2*small {
+		return func(k string) int {
+			for j := 0; j+1 < len(m.Content); j += 2 {
+				if m.Content[j].Value == k {
+					return j
+				}
+			}
+			return -1
+		}
+	}
+	index := make(map[string]int, len(m.Content)/2)
+	for j := 0; j+1 < len(m.Content); j += 2 {
+		if _, dup := index[m.Content[j].Value]; !dup {
+			index[m.Content[j].Value] = j
+		}
+	}
+	return func(k string) int {
+		if j, ok := index[k]; ok {
+			return j
+		}
+		return -1
 	}
 }
 
@@ -1121,9 +1155,7 @@ func (r *runner) finish(err error) StepResult {
 // run is the function's process: ResourceList bytes in, bytes out.
 func (r *runner) run(in io.Reader, out io.Writer) (err error) {
 	if sf, ok := r.fn.(StreamFunction); ok {
-		stderr, err := sf.RunStream(r.ctx, in, out)
-		r.result.Stderr = stderr
-		return err
+		return r.runStream(sf, in, out)
 	}
 	data, err := io.ReadAll(in)
 	if err != nil {

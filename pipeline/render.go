@@ -59,6 +59,14 @@ type Options struct {
 	// directory given on its command line. Empty means paths relative to
 	// the package.
 	Path string
+	// YAMLLimits bound the work of reading each YAML file of the package
+	// (Kptfiles, *.yaml, *.yml) and of each function's output (where the
+	// whole package is one ResourceList, so only the bounds on nesting,
+	// aliases and mapping size apply). Render refuses an over-bound file
+	// with a *RenderError wrapping a *revision.YAMLLimitError (matching
+	// ErrInvalidPackage) before it runs anything. Nil means the defaults
+	// of revision.YAMLLimits.
+	YAMLLimits *revision.YAMLLimits
 }
 
 func (o *Options) withDefaults() Options {
@@ -230,9 +238,13 @@ func New(resolver Resolver, steps Steps, opts *Options) *Renderer {
 }
 
 // Render renders files. On failure it returns a *RenderError (matching
-// ErrInvalidPackage for package problems) whose Output holds the results;
-// the returned *Output is nil then.
+// ErrInvalidPackage for package problems, such as a YAML file over a
+// bound of Options.YAMLLimits; matching ctx.Err() when ctx ends) whose
+// Output holds the results; the returned *Output is nil then.
 func (r *Renderer) Render(ctx context.Context, files revision.Files) (*Output, error) {
+	if err := revision.CheckYAMLFiles(ctx, files, r.opts.YAMLLimits); err != nil {
+		return nil, &RenderError{Package: ".", Err: err, Output: &Output{Files: files}}
+	}
 	h, err := newHydration(ctx, r, files)
 	if err != nil {
 		return nil, &RenderError{Package: ".", Err: err, Output: &Output{Files: files}}

@@ -4,6 +4,7 @@ import (
 	"github.com/configasdata/cad/revision"
 
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 
@@ -51,7 +52,15 @@ type ResourceList struct {
 
 // ParseResourceList decodes a ResourceList (or a List) in kpt's wire
 // format. The annotations of the items are kept as they are.
+//
+// data is bounded as a function's output is (see Options.YAMLLimits): an
+// alias bomb, deep nesting or a huge mapping is refused with a
+// *revision.YAMLLimitError (matching ErrInvalidPackage) before it is
+// read.
 func ParseResourceList(data []byte) (*ResourceList, error) {
+	if err := revision.CheckYAML(context.Background(), "ResourceList", data, resourceListLimits(nil)); err != nil {
+		return nil, fmt.Errorf("parse ResourceList: %w", err)
+	}
 	r := &kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}
 	items, err := r.Read()
 	if err != nil {

@@ -32,4 +32,11 @@
 // package's [Dependencies] (spec.requires, spec.provides), with or
 // without a Kptfile; [DependenciesFromFiles] reads them and adds the APIs
 // the package's CustomResourceDefinitions provide.
+//
+// User YAML is hostile until measured: [CheckYAML] holds a file to
+// [YAMLLimits] (size, documents, nesting, nodes, the nodes its aliases
+// and merge keys expand to, keys of one mapping) without expanding
+// anything, and returns a [*YAMLLimitError] matching [ErrInvalid] for a
+// file over a bound. The Kptfile and package file parsers apply it, and
+// so do the engine and the pipeline to every YAML file they are given.
 package revision

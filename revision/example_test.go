@@ -1,6 +1,7 @@
 package revision_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -177,4 +178,26 @@ func ExamplePackageFile() {
 	//       ref: web/v2
 	//       commit: 3f2a
 	// web/v2
+}
+
+// CheckYAML refuses a "billion laughs" file before anything expands it,
+// and accepts ordinary anchors and merge keys.
+func ExampleCheckYAML() {
+	bomb := `a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]
+b: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a]
+c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b]
+d: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c]
+e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d]
+f: &f [*e,*e,*e,*e,*e,*e,*e,*e,*e]
+`
+	err := revision.CheckYAML(context.Background(), "bomb.yaml", []byte(bomb), nil)
+	fmt.Println(err)
+	fmt.Println(errors.Is(err, revision.ErrInvalid))
+
+	ordinary := "base: &base {color: blue}\nlarge:\n  <<: *base\n  size: large\n"
+	fmt.Println(revision.CheckYAML(context.Background(), "ok.yaml", []byte(ordinary), nil))
+	// Output:
+	// YAML file "bomb.yaml" (document 1) has aliases that expand to more than 100000 nodes (YAMLLimits.MaxAliasNodes)
+	// true
+	// <nil>
 }

@@ -75,8 +75,12 @@ const kptGroup = "kpt.dev"
 // schemas and any other resource type, then decodes the first YAML document
 // refusing unknown fields. The returned Kptfile remembers the parsed
 // document, so [Kptfile.Encode] keeps its comments and formatting. Every
-// error is a *KptfileError matching [ErrInvalid].
+// error is a *KptfileError matching [ErrInvalid]; for a file over a bound
+// of the default [YAMLLimits], it wraps the *YAMLLimitError.
 func ParseKptfile(data []byte) (*Kptfile, error) {
+	if le := checkParse(KptfileName, data); le != nil {
+		return nil, &KptfileError{Reason: le.reason(), Err: le}
+	}
 	rn, err := parseDocument(data)
 	if err != nil {
 		return nil, err

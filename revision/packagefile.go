@@ -121,8 +121,12 @@ func NewPackageFile(name string) *PackageFile { return &PackageFile{Name: name} 
 // when data is not YAML or not of PackageFileAPIVersion and
 // PackageFileKind, or a field has the wrong shape, and a
 // *DependencyError (also matching ErrInvalid) for an invalid requires or
-// provides entry.
+// provides entry. A file over a bound of the default [YAMLLimits] is a
+// *PackageFileError wrapping the *YAMLLimitError.
 func ParsePackageFile(data []byte) (*PackageFile, error) {
+	if le := checkParse(PackageFileName, data); le != nil {
+		return nil, &PackageFileError{Reason: le.reason(), Err: le}
+	}
 	var node yaml.Node
 	if err := yaml.NewDecoder(bytes.NewReader(data)).Decode(&node); err != nil {
 		if errors.Is(err, io.EOF) {

@@ -56,9 +56,18 @@ fi
 # Building needs no root; it takes a few minutes on two cores.
 kube_bin="${CAD_KUBE_BIN:-$HOME/.cache/cad/kube-v1.37.2/bin}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
+# The version is stamped as Kubernetes' own build does, so that the server
+# reports v1.37.2 (kubectl version, discovery) rather than v0.0.0-master; a
+# binary built before without it is built again.
+kube_version_pkg=k8s.io/component-base/version
+kube_ldflags="-X $kube_version_pkg.gitVersion=v1.37.2 -X $kube_version_pkg.gitMajor=1 -X $kube_version_pkg.gitMinor=37 -X $kube_version_pkg.gitTreeState=clean"
+if [ -x "$kube_bin/kube-apiserver" ] && ! "$kube_bin/kube-apiserver" --version 2>/dev/null | grep -q 'v1\.37\.2'; then
+	log "kube-apiserver in $kube_bin does not report v1.37.2: building it again"
+	rm -f "$kube_bin/kube-apiserver"
+fi
 if [ ! -x "$kube_bin/kube-apiserver" ]; then
 	log "building kube-apiserver v1.37.2 into $kube_bin"
-	(cd "$root/tools/kube" && GOWORK=off go build -o "$kube_bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
+	(cd "$root/tools/kube" && GOWORK=off go build -ldflags "$kube_ldflags" -o "$kube_bin/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver)
 fi
 if [ ! -x "$kube_bin/etcd" ]; then
 	log "building etcd into $kube_bin"

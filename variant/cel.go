@@ -2,11 +2,10 @@ package variant
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"sync"
 
+	"github.com/configasdata/cad/fnruntime/celfn"
 	"github.com/configasdata/cad/repository"
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
@@ -23,8 +22,8 @@ const (
 )
 
 // ErrCostLimit is matched by an *ExprError whose evaluation was stopped by
-// Options.CostLimit.
-var ErrCostLimit = errors.New("CEL cost limit exceeded")
+// Options.CostLimit. It is the same value as celfn.ErrCostLimit.
+var ErrCostLimit = celfn.ErrCostLimit
 
 // ExprError is a template expression that does not compile, fails, exceeds
 // its cost limit or does not yield a string. It matches
@@ -107,7 +106,7 @@ func (c *celEnv) eval(ctx context.Context, field, expr string, vars map[string]a
 	out, _, err := p.ContextEval(ctx, vars)
 	if err != nil {
 		switch {
-		case strings.Contains(err.Error(), "cost limit exceeded"):
+		case celfn.IsCostLimit(err):
 			err = ErrCostLimit
 		case ctx.Err() != nil:
 			return "", ctx.Err()

@@ -38,10 +38,11 @@
 //     the status subresource: kubectl patch --subresource=status).
 //
 //   - Deletion: a finalizer deletes a draft, a proposal or a revision
-//     proposed for deletion from the repository; deleting the object of a
-//     published revision leaves the repository untouched, and discovery
-//     makes the object again. To delete a published revision, set
-//     spec.lifecycle to DeletionProposed, then delete the object. When the
+//     proposed for deletion from the repository. As in Porch, the object
+//     of a Published revision is not deleted until the revision is
+//     proposed for deletion: it stays, marked for deletion, with Ready
+//     False saying why, and goes (with the revision) once spec.lifecycle
+//     is set to DeletionProposed. When the
 //     repository refuses the deletion (the revision is another's upstream,
 //     or a Repository of the namespace that must be checked is broken), the
 //     object stays, Terminating, with Ready False and reason DeleteFailed
@@ -69,6 +70,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -83,9 +85,19 @@ import (
 )
 
 func main() {
-	if err := run(context.Background(), os.Args[1:]); err != nil {
+	os.Exit(exitCode(run(context.Background(), os.Args[1:])))
+}
+
+// exitCode is the process's exit status after run returned err: 0 for
+// success and for -h (the usage was asked for, and printed), 1 otherwise,
+// with the error printed.
+func exitCode(err error) int {
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	default:
 		fmt.Fprintln(os.Stderr, "operator:", err)
-		os.Exit(1)
+		return 1
 	}
 }
 
@@ -107,7 +119,7 @@ func run(ctx context.Context, args []string) error {
 	})
 	qps := fs.Float64("kube-api-qps", 100, "requests per second to the API server (client-go's default of 5 would make discovering thousands of revisions take many minutes)")
 	burst := fs.Int("kube-api-burst", 200, "burst of requests to the API server")
-	verbose := fs.Bool("v", false, "log what the reconcilers do")
+	verbose := fs.Bool("v", false, "log what the reconcilers do: revisions created, moved, deleted and discovered")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
@@ -33,8 +34,14 @@ func TestOCIRepository(t *testing.T) {
 	require.Equal(t, 1, pr.Status.Revision)
 	require.Nil(t, pr.Status.SelfLock, "no git self lock for an OCI revision")
 
+	// Deleting the object of a published revision waits for
+	// DeletionProposed, as for git.
 	old := pr.UID
 	require.NoError(t, e.c.Delete(ctx, pr))
-	pr = e.wait("images.app.ws1", "rediscovered", func(pr *porchv1alpha2.PackageRevision) bool { return pr.UID != old && ready(pr) })
+	pr = e.wait("images.app.ws1", "blocked", func(pr *porchv1alpha2.PackageRevision) bool {
+		c := meta.FindStatusCondition(pr.Status.Conditions, porchv1alpha2.ConditionReady)
+		return pr.DeletionTimestamp != nil && c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "DeletionProposed")
+	})
+	require.Equal(t, old, pr.UID)
 	require.Equal(t, 1, pr.Status.Revision)
 }

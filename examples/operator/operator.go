@@ -158,9 +158,14 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	if err != nil {
 		return nil, err
 	}
+	repos := newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe, roots)
+	// A remote repository is fetched at most about twice a poll for
+	// reads: by its discovery, and by a reconcile after half a poll.
+	// Writes always fetch first.
+	repos.readMaxAge = o.Poll / 2
 	return &operator{
 		mgr:        mgr,
-		repos:      newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe, roots),
+		repos:      repos,
 		opts:       o,
 		touch:      make(chan event.GenericEvent, 1024),
 		rediscover: make(chan event.GenericEvent, 1024),
@@ -175,8 +180,22 @@ func (op *operator) addRepositories() error {
 
 // addPackageRevisions adds the PackageRevision reconciler.
 func (op *operator) addPackageRevisions() error {
-	r := &prReconciler{client: op.mgr.GetClient(), repos: op.repos, retry: op.opts.Poll, events: op.mgr.GetEventRecorder("cad-operator")}
+	r := &prReconciler{client: op.mgr.GetClient(), repos: op.repos, retry: op.opts.Poll, events: op.mgr.GetEventRecorder("cad-operator"), rediscover: op.rediscoverRepository}
 	return r.setup(op.mgr, op.touch)
+}
+
+// rediscoverRepository queues the discovery of Repository name in ns (the
+// PackageRevision reconciler wrote to it). It never blocks: a full queue
+// means discovery is busy anyway.
+func (op *operator) rediscoverRepository(ctx context.Context, ns, name string) {
+	var obj configv1alpha1.Repository
+	if err := op.mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &obj); err != nil {
+		return
+	}
+	select {
+	case op.rediscover <- event.GenericEvent{Object: &obj}:
+	default:
+	}
 }
 
 // addVariants adds the PackageVariant and PackageVariantSet reconcilers.

@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
@@ -283,9 +284,31 @@ func TestSourcesAndLifecycle(t *testing.T) {
 	e.wait("blueprints.app.ws2", "labelled latest", func(pr *porchv1alpha2.PackageRevision) bool {
 		return pr.Labels[porchv1alpha2.LatestRevisionLabel] == "true"
 	})
-	e.wait("blueprints.app.ws1", "no longer labelled latest", func(pr *porchv1alpha2.PackageRevision) bool {
-		return pr.Labels[porchv1alpha2.LatestRevisionLabel] == ""
+	// As Porch does, the revision that was latest keeps the label, "false".
+	e.wait("blueprints.app.ws1", "labelled latest false", func(pr *porchv1alpha2.PackageRevision) bool {
+		return pr.Labels[porchv1alpha2.LatestRevisionLabel] == "false"
 	})
+	require.Equal(t, "copy", pr.Status.CreationSource)
+	require.Equal(t, "init", e.get("blueprints.app.ws1").Status.CreationSource)
+	require.Equal(t, pr.Status.ObservedVersion, pr.Status.ObservedPrrResourceVersion)
+	// The CRD's selectable fields serve the field selectors porchctl and
+	// kubectl send.
+	for sel, want := range map[string][]string{
+		"spec.packageName=app,status.revision=2":            {"blueprints.app.ws2"},
+		"spec.workspaceName=ws1,spec.repository=blueprints": {"blueprints.app.ws1"},
+		"spec.lifecycle=Published,spec.packageName=app":     {"blueprints.app.main", "blueprints.app.ws1", "blueprints.app.ws2"},
+	} {
+		var list porchv1alpha2.PackageRevisionList
+		fs, err := fields.ParseSelector(sel)
+		require.NoError(t, err)
+		require.NoError(t, e.c.List(context.Background(), &list, client.InNamespace(e.ns), client.MatchingFieldsSelector{Selector: fs}))
+		var got []string
+		for _, it := range list.Items {
+			got = append(got, it.Name)
+		}
+		sort.Strings(got)
+		require.Equal(t, want, got, sel)
+	}
 
 	// clone app v1 into another package, published.
 	e.create("blueprints.edge.ws1", "edge", "ws1", &porchv1alpha2.PackageSource{CloneFrom: &porchv1alpha2.UpstreamPackage{UpstreamRef: ref("blueprints.app.ws1")}},
@@ -418,16 +441,24 @@ func TestDiscoveryAndDeletion(t *testing.T) {
 	// discovery gives them objects.
 	e.wait("blueprints.a.main", "discovered", readyAt(porchv1alpha2.LifecyclePublished))
 
-	// Deleting the object of a published revision leaves git untouched;
-	// discovery makes it again.
-	old := e.get("blueprints.a.ws1")
-	require.NoError(t, e.c.Delete(context.Background(), old))
-	pr := e.wait("blueprints.a.ws1", "rediscovered", func(pr *porchv1alpha2.PackageRevision) bool {
-		return pr.UID != old.UID && ready(pr)
+	// As in Porch, the object of a published revision is not deleted
+	// until the revision is proposed for deletion: it stays, marked,
+	// with Ready False saying why, and git is untouched.
+	require.NoError(t, e.c.Delete(context.Background(), e.get("blueprints.a.ws1")))
+	pr := e.wait("blueprints.a.ws1", "blocked", func(pr *porchv1alpha2.PackageRevision) bool {
+		c := meta.FindStatusCondition(pr.Status.Conditions, porchv1alpha2.ConditionReady)
+		return pr.DeletionTimestamp != nil && c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "DeletionProposed")
 	})
 	require.Equal(t, 1, pr.Status.Revision)
-	require.Nil(t, pr.Spec.Source, "a discovered object has no source")
+	time.Sleep(time.Second) // a discovery pass changes nothing
 	require.Equal(t, revision.LifecyclePublished, e.gitRevisions(e.gitDir)["a/ws1/1"])
+	require.Equal(t, pr.UID, e.get("blueprints.a.ws1").UID)
+	// Proposing it for deletion lets the deletion through.
+	e.setLifecycle("blueprints.a.ws1", porchv1alpha2.LifecycleDeletionProposed)
+	require.Eventually(t, func() bool {
+		_, ok := e.gitRevisions(e.gitDir)["a/ws1/1"]
+		return !ok && !slices.Contains(e.names(), "blueprints.a.ws1")
+	}, 30*time.Second, 100*time.Millisecond)
 
 	// Through DeletionProposed, deleting the object deletes the revision.
 	e.setLifecycle("blueprints.b.ws1", porchv1alpha2.LifecycleDeletionProposed)
@@ -592,4 +623,56 @@ spec:
 	require.Contains(t, out, "exactly one of init, cloneFrom, copyFrom and upgrade")
 	_, err = k("", "get", "rpkg", "blueprints.two.ws1")
 	require.Error(t, err, "nothing was stored")
+}
+
+// The operator's own writes reach the other objects at once, not at the
+// next poll: with a poll of an hour, publishing a revision labels it
+// latest and makes the object of the placeholder it created, and a newer
+// revision moves the label.
+func TestOwnWritesRediscovered(t *testing.T) {
+	e := newEnv(t)
+	e.run(Options{Poll: time.Hour})
+	require.Eventually(t, func() bool {
+		var repo configv1alpha1.Repository
+		require.NoError(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "blueprints"}, &repo))
+		return meta.IsStatusConditionTrue(repo.Status.Conditions, configv1alpha1.RepositoryReady)
+	}, 30*time.Second, 50*time.Millisecond, "the repository's first discovery")
+	e.create("blueprints.app.ws1", "app", "ws1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{}},
+		func(pr *porchv1alpha2.PackageRevision) { pr.Spec.Lifecycle = porchv1alpha2.LifecyclePublished })
+	e.wait("blueprints.app.ws1", "labelled latest", func(pr *porchv1alpha2.PackageRevision) bool {
+		return ready(pr) && pr.Labels[porchv1alpha2.LatestRevisionLabel] == "true"
+	})
+	e.wait("blueprints.app.main", "discovered", ready)
+	e.create("blueprints.app.ws2", "app", "ws2", &porchv1alpha2.PackageSource{CopyFrom: ref("blueprints.app.ws1")},
+		func(pr *porchv1alpha2.PackageRevision) { pr.Spec.Lifecycle = porchv1alpha2.LifecyclePublished })
+	e.wait("blueprints.app.ws2", "labelled latest", func(pr *porchv1alpha2.PackageRevision) bool {
+		return ready(pr) && pr.Labels[porchv1alpha2.LatestRevisionLabel] == "true"
+	})
+	e.wait("blueprints.app.ws1", "labelled latest false", func(pr *porchv1alpha2.PackageRevision) bool {
+		return pr.Labels[porchv1alpha2.LatestRevisionLabel] == "false"
+	})
+}
+
+// spec.sync is not used, and a Repository that sets it says so.
+func TestSyncScheduleReported(t *testing.T) {
+	e := newEnv(t)
+	e.run(Options{})
+	dir := filepath.Join(t.TempDir(), "scheduled.git")
+	_, err := git.PlainInit(dir, true)
+	require.NoError(t, err)
+	repo := &configv1alpha1.Repository{
+		ObjectMeta: metav1.ObjectMeta{Name: "scheduled", Namespace: e.ns},
+		Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.RepositoryTypeGit,
+			Git:  &configv1alpha1.GitRepository{Repo: dir, Branch: "main", CreateBranch: true},
+			Sync: &configv1alpha1.RepositorySync{Schedule: "*/10 * * * *"}},
+	}
+	require.NoError(t, e.c.Create(context.Background(), repo))
+	require.Eventually(t, func() bool {
+		require.NoError(t, e.c.Get(context.Background(), client.ObjectKeyFromObject(repo), repo))
+		c := meta.FindStatusCondition(repo.Status.Conditions, configv1alpha1.RepositoryReady)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "spec.sync is not used")
+	}, 30*time.Second, 50*time.Millisecond)
+	var plain configv1alpha1.Repository
+	require.NoError(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "blueprints"}, &plain))
+	require.Empty(t, meta.FindStatusCondition(plain.Status.Conditions, configv1alpha1.RepositoryReady).Message)
 }

@@ -39,11 +39,32 @@ type prReconciler struct {
 	retry time.Duration
 	// events records why a deletion was refused; nil records none.
 	events events.EventRecorder
+	// rediscover, when set, asks for the discovery of a repository the
+	// reconciler wrote to, so that what the write changed for other
+	// objects (the latest-revision label, a new placeholder, a deleted
+	// revision) reaches them at once rather than at the next poll.
+	rediscover func(ctx context.Context, ns, repo string)
 }
 
 // ReasonDeleteFailed is the reason of the Ready condition of an object
 // whose revision the repository refused to delete.
 const ReasonDeleteFailed = "DeleteFailed"
+
+// wrote reports a write to repository repo of namespace ns (see
+// rediscover).
+func (r *prReconciler) wrote(ctx context.Context, ns, repo string) {
+	if r.rediscover != nil {
+		r.rediscover(ctx, ns, repo)
+	}
+}
+
+// ApprovedByAnnotation names the user who moved a PackageRevision to
+// Published. The admission policies of deploy/approved-by.yaml set it from
+// the request's user and keep clients from changing it; the operator
+// approves with that user as the author, so that status.publishedBy
+// records who approved, as Porch records the approving user. Without it
+// the operator's own identity is recorded.
+const ApprovedByAnnotation = "cad.configasdata.dev/approved-by"
 
 // permanent is an error retrying will not fix: bad input in the object.
 type permanent struct{ err error }
@@ -101,6 +122,10 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, err
 	}
 	found := err == nil
+	before := ""
+	if found {
+		before = rev.Meta().Version
+	}
 
 	if pr.DeletionTimestamp != nil {
 		return r.finalize(ctx, e, orig, &pr, rev, found)
@@ -126,6 +151,9 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 			return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &pr))
 		}
 		rev, err = r.applySource(ctx, e, &pr, key)
+		if err == nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("created package revision", "revision", rev.Meta().Key.String(), "source", creationSource(&pr, nil))
+		}
 		if err != nil {
 			var re *pipeline.RenderError
 			if errors.As(err, &re) {
@@ -198,7 +226,15 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 	pending := ""
 	if string(want) != string(o.meta.Lifecycle) {
-		rev, err = r.transition(ctx, e, o.meta, revision.Lifecycle(want))
+		te := e
+		if by := pr.Annotations[ApprovedByAnnotation]; by != "" && want == porchv1alpha2.LifecyclePublished {
+			// The approval's author is the user who published (see
+			// deploy/approved-by.yaml).
+			if te, err = r.repos.engineAs(pr.Namespace, by); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
+		rev, err = r.transition(ctx, te, o.meta, revision.Lifecycle(want))
 		var gerr *engine.GatesError
 		switch {
 		case errors.As(err, &gerr):
@@ -213,12 +249,18 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		}
 	}
 
+	if o.meta.Version != before {
+		r.wrote(ctx, pr.Namespace, repoName)
+	}
+
 	// The status: the repository's view, and the controller's conditions.
 	conds := pr.Status.Conditions
 	pr.Status = o.status
 	pr.Status.Conditions = conds
 	pr.Status.ObservedGeneration = pr.Generation
 	pr.Status.ObservedVersion = o.meta.Version
+	pr.Status.ObservedPrrResourceVersion = o.meta.Version
+	pr.Status.CreationSource = creationSource(&pr, o.meta.Creation)
 	switch {
 	case rendered != nil:
 	case o.rendered != nil:
@@ -390,29 +432,46 @@ func (r *prReconciler) transition(ctx context.Context, e *engine.Engine, m revis
 			return rev, err
 		}
 		m := rev.Meta()
+		ctrl.LoggerFrom(ctx).V(1).Info("moved package revision", "revision", m.Key.String(), "from", string(cur), "to", string(m.Lifecycle))
 		key, cur = m.Key, m.Lifecycle
 	}
 	return rev, nil
 }
 
-// finalize deletes the revision of a deleted object from its repository,
-// unless it is published, and then lets the object go. The object goes
-// only when the revision is deleted or found gone by its own repository:
-// a "not found" that the deletion met elsewhere (a broken Repository of
-// the namespace it consulted) is no proof. A refused deletion keeps the
-// object, Terminating, with Ready False (ReasonDeleteFailed) and a
-// Warning Event that say why, and is tried again after r.retry.
+// finalize handles the deletion of the object: the revision is deleted from
+// the repository when it is a draft, a proposal or proposed for deletion.
+// As in Porch, a Published revision (the placeholder included) is not
+// deleted until it is proposed for deletion: its object stays, marked for
+// deletion, with Ready False saying so, until spec.lifecycle is set to
+// DeletionProposed, and then both go. The object goes only when the
+// revision is deleted or found gone by its own repository: a "not found"
+// that the deletion met elsewhere (a broken Repository of the namespace it
+// consulted) is no proof. A refused deletion keeps the object, Terminating,
+// with Ready False (ReasonDeleteFailed) and a Warning Event that say why,
+// and is tried again after r.retry.
 func (r *prReconciler) finalize(ctx context.Context, e *engine.Engine, orig, pr *porchv1alpha2.PackageRevision, rev revision.PackageRevision, found bool) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(pr, porchv1alpha2.Finalizer) {
 		return ctrl.Result{}, nil
 	}
 	if found {
 		m := rev.Meta()
-		if m.Lifecycle != revision.LifecyclePublished {
-			if err := e.Delete(ctx, m.Key.Repository, m.Key); err != nil && !r.gone(ctx, e, m.Key, err) {
+		if m.Lifecycle == revision.LifecyclePublished {
+			if pr.Spec.Lifecycle != porchv1alpha2.LifecycleDeletionProposed {
+				r.setReady(pr, metav1.ConditionFalse, porchv1alpha2.ReasonFailed,
+					"published package revisions must be proposed for deletion by setting spec.lifecycle to 'DeletionProposed' prior to deletion")
+				return ctrl.Result{}, r.writeStatus(ctx, orig, pr)
+			}
+			var err error
+			if rev, err = e.ProposeDelete(ctx, m.Key.Repository, m.Key); err != nil {
 				return r.deleteRefused(ctx, orig, pr, m.Key, err)
 			}
+			m = rev.Meta()
 		}
+		if err := e.Delete(ctx, m.Key.Repository, m.Key); err != nil && !r.gone(ctx, e, m.Key, err) {
+			return r.deleteRefused(ctx, orig, pr, m.Key, err)
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("deleted package revision", "revision", m.Key.String(), "lifecycle", string(m.Lifecycle))
+		r.wrote(ctx, pr.Namespace, m.Key.Repository)
 	}
 	return ctrl.Result{}, r.dropFinalizer(ctx, pr)
 }
@@ -439,6 +498,32 @@ func (r *prReconciler) deleteRefused(ctx context.Context, orig, pr *porchv1alpha
 		return ctrl.Result{}, werr
 	}
 	return ctrl.Result{RequeueAfter: r.retry}, nil
+}
+
+// creationSource is status.creationSource: the source the object applied,
+// else the creation the repository records, as Porch names them.
+func creationSource(pr *porchv1alpha2.PackageRevision, c *revision.Creation) string {
+	if s := pr.Spec.Source; s != nil {
+		switch {
+		case s.Init != nil:
+			return "init"
+		case s.CloneFrom != nil:
+			return "clone"
+		case s.CopyFrom != nil:
+			return "copy"
+		case s.Upgrade != nil:
+			return "upgrade"
+		}
+	}
+	if c == nil {
+		return ""
+	}
+	switch c.Op {
+	case revision.CreatedByCopy:
+		return "copy"
+	default:
+		return string(c.Op)
+	}
 }
 
 func (r *prReconciler) dropFinalizer(ctx context.Context, pr *porchv1alpha2.PackageRevision) error {

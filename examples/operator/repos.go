@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -46,6 +47,10 @@ type repoSet struct {
 	cacheDir string        // "" keeps remote clones in memory
 	pipe     pipeline.Pipeline
 	roots    *confine.Roots // where local repositories may be; nil: nowhere
+	// readMaxAge is gitrepo's RemoteReadMaxAge for remote repositories:
+	// reads within it of the last fetch (the reconciles of the objects a
+	// discovery just listed) ask the remote nothing.
+	readMaxAge time.Duration
 
 	mu      sync.Mutex
 	open    map[types.NamespacedName]*openRepo
@@ -110,7 +115,7 @@ func (s *repoSet) openObject(ctx context.Context, obj *configv1alpha1.Repository
 		if err != nil {
 			return nil, err
 		}
-		o := &gitrepo.Options{Auth: auth}
+		o := &gitrepo.Options{Auth: auth, RemoteReadMaxAge: s.readMaxAge}
 		if s.cacheDir != "" && strings.Contains(spec.Git.Repo, "://") && !strings.HasPrefix(spec.Git.Repo, "file://") {
 			o.CacheDir = filepath.Join(s.cacheDir, obj.Namespace, obj.Name)
 		}
@@ -176,6 +181,17 @@ func (s *repoSet) engine(ns string) (*engine.Engine, error) {
 	}
 	s.engines[ns] = e
 	return e, nil
+}
+
+// engineAs returns an engine over the repositories of ns whose commits
+// and approvals name user as their author (its email too when user looks
+// like one).
+func (s *repoSet) engineAs(ns, user string) (*engine.Engine, error) {
+	email := ""
+	if strings.Contains(user, "@") {
+		email = user
+	}
+	return engine.New(&engine.Options{Repositories: nsRepos{s: s, ns: ns}, Pipeline: s.pipe, AuthorName: user, AuthorEmail: email})
 }
 
 // nsRepos is the engine.Repositories of one namespace: the Repository

@@ -64,6 +64,9 @@ func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, configv1alpha1.ReasonError, err.Error()
 	} else {
 		obj.Status.PackageCount = n
+		if s := obj.Spec.Sync; s != nil && (s.Schedule != "" || s.RunOnceAt != nil) {
+			cond.Message = fmt.Sprintf("spec.sync is not used: the repository is read every %s and after the operator's own writes", r.poll)
+		}
 	}
 	meta.SetStatusCondition(&obj.Status.Conditions, cond)
 	obj.Status.ObservedGeneration = obj.Generation
@@ -168,6 +171,7 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 		if err := r.client.Create(ctx, pr); err != nil && !apierrors.IsAlreadyExists(err) {
 			return 0, fmt.Errorf("create %s: %w", name, err)
 		}
+		ctrl.LoggerFrom(ctx).V(1).Info("discovered package revision", "name", name, "lifecycle", string(m.Lifecycle))
 	}
 	for name, cur := range have {
 		if inRepo[name] || cur.DeletionTimestamp != nil {
@@ -179,25 +183,32 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 		if err := r.client.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
 			return 0, fmt.Errorf("delete %s: %w", name, err)
 		}
+		ctrl.LoggerFrom(ctx).V(1).Info("package revision gone from the repository", "name", name)
 	}
 	return len(revs), nil
 }
 
-// label sets or removes the latest-revision label of pr, with a patch of
-// the labels alone.
+// label sets the latest-revision label of pr, with a patch of the labels
+// alone: "true" on the latest revision, and, as Porch does, "false" on a
+// revision that had it and is no longer the latest; a revision that never
+// was the latest has none.
 func (r *repoReconciler) label(ctx context.Context, pr *porchv1alpha2.PackageRevision, latest bool) error {
-	if (pr.Labels[porchv1alpha2.LatestRevisionLabel] == "true") == latest {
+	v, had := pr.Labels[porchv1alpha2.LatestRevisionLabel]
+	want := "true"
+	if !latest {
+		if !had {
+			return nil
+		}
+		want = "false"
+	}
+	if v == want {
 		return nil
 	}
 	p := client.MergeFrom(pr.DeepCopy())
-	if latest {
-		if pr.Labels == nil {
-			pr.Labels = map[string]string{}
-		}
-		pr.Labels[porchv1alpha2.LatestRevisionLabel] = "true"
-	} else {
-		delete(pr.Labels, porchv1alpha2.LatestRevisionLabel)
+	if pr.Labels == nil {
+		pr.Labels = map[string]string{}
 	}
+	pr.Labels[porchv1alpha2.LatestRevisionLabel] = want
 	return client.IgnoreNotFound(r.client.Patch(ctx, pr, p))
 }
 

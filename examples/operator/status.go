@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"path"
 	"slices"
@@ -88,19 +87,7 @@ func observe(ctx context.Context, r repository.Repository, spec repository.Spec,
 // dir: drafts/<dir>/<ws>, proposed/<dir>/<ws>, <dir>/v<N>, or the branch for
 // the placeholder revision.
 func selfRef(m revision.Meta, dir, branch string) string {
-	switch {
-	case m.Key.IsPlaceholder():
-		if branch == "" {
-			return repository.DefaultBranch
-		}
-		return branch
-	case m.Lifecycle == revision.LifecycleDraft:
-		return "drafts/" + dir + "/" + m.Key.Workspace
-	case m.Lifecycle == revision.LifecycleProposed:
-		return "proposed/" + dir + "/" + m.Key.Workspace
-	default:
-		return fmt.Sprintf("%s/v%d", dir, m.Key.Revision)
-	}
+	return porchapi.SelfRef(m, dir, branch)
 }
 
 // samePackageMetadata reports whether a and b hold the same labels and

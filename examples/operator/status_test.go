@@ -10,23 +10,25 @@ import (
 )
 
 func TestSelfRef(t *testing.T) {
-	k := revision.Key{Package: "net/istio", Workspace: "ws1"}
 	cases := []struct {
 		lc   revision.Lifecycle
+		ws   string
 		rev  int
 		want string
 	}{
-		{revision.LifecycleDraft, 0, "drafts/pkgs/net/istio/ws1"},
-		{revision.LifecycleProposed, 0, "proposed/pkgs/net/istio/ws1"},
-		{revision.LifecyclePublished, 3, "pkgs/net/istio/v3"},
-		{revision.LifecycleDeletionProposed, 3, "pkgs/net/istio/v3"},
-		{revision.LifecyclePublished, revision.Placeholder, "trunk"},
+		{revision.LifecycleDraft, "ws1", 0, "drafts/pkgs/net/istio/ws1"},
+		{revision.LifecycleProposed, "ws1", 0, "proposed/pkgs/net/istio/ws1"},
+		{revision.LifecyclePublished, "ws1", 3, "pkgs/net/istio/v3"},
+		{revision.LifecycleDeletionProposed, "ws1", 3, "pkgs/net/istio/v3"},
+		{revision.LifecyclePublished, "trunk", revision.Placeholder, "trunk"},
+		// A tag not of the form v<N>: its own name.
+		{revision.LifecyclePublished, "v2.0.0", revision.Placeholder, "pkgs/net/istio/v2.0.0"},
 	}
 	for _, c := range cases {
-		k.Revision = c.rev
+		k := revision.Key{Package: "net/istio", Workspace: c.ws, Revision: c.rev}
 		require.Equal(t, c.want, selfRef(revision.Meta{Key: k, Lifecycle: c.lc}, "pkgs/net/istio", "trunk"))
 	}
-	k.Revision = revision.Placeholder
+	k := revision.Key{Package: "x", Workspace: "main", Revision: revision.Placeholder}
 	require.Equal(t, "main", selfRef(revision.Meta{Key: k, Lifecycle: revision.LifecyclePublished}, "x", ""))
 }
 

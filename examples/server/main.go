@@ -49,6 +49,9 @@
 //	--max-body-bytes N       request body cap (default 6 MiB, as Porch)
 //	--max-package-files N    files of one package revision resources update
 //	                         (default 10000; more is refused with 413)
+//	--poll DURATION          how often each repository is read for other
+//	                         writers' changes; for a remote repository each
+//	                         read is a fetch (default 1s, 10s in cluster mode)
 //	--starlark-max-steps N   step cap of the starlark function
 //	--starlark-max-memory N  heap growth cap of one starlark run, in bytes
 //	--target-kubeconfig FILE the cluster packages are deployed to: serves
@@ -138,6 +141,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Var(&rhNames, "requestheader-allowed-names", "cluster mode: common names the aggregator's client certificate may have; repeatable (default: the cluster's)")
 	targetKubeconfig := fs.String("target-kubeconfig", "", "serve packagerevisions/NAME/livestatus: the status of a revision's resources in the cluster of this kubeconfig")
 	starlarkMemory := fs.Int64("starlark-max-memory", fnruntime.DefaultStarlarkMemory, "bytes by which the heap may grow during one starlark run; negative for no cap")
+	poll := fs.Duration("poll", 0, fmt.Sprintf("how often each repository is read for changes made by other writers (watches, lists); each read of a remote repository is a fetch (default %s, %s in cluster mode)",
+		apiserver.DefaultGitPollInterval, clusterPollInterval))
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -165,6 +170,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		opts.LiveCluster = r
 	}
 	cc.requestHeaderName = rhNames
+	opts.GitPollInterval = pollInterval(*poll, cc.enabled())
 	var kube *cluster
 	if cc.enabled() {
 		var err error
@@ -291,6 +297,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, "server stopped")
 	return nil
+}
+
+// clusterPollInterval is the default of --poll in cluster mode, where the
+// registered repositories are mostly remote and each poll is a fetch.
+const clusterPollInterval = 10 * time.Second
+
+// pollInterval is the poll interval of the server: flag when set, else
+// clusterPollInterval in cluster mode and apiserver's default otherwise.
+func pollInterval(flag time.Duration, cluster bool) time.Duration {
+	switch {
+	case flag > 0:
+		return flag
+	case cluster:
+		return clusterPollInterval
+	default:
+		return apiserver.DefaultGitPollInterval
+	}
 }
 
 // stringList is a repeatable string flag.

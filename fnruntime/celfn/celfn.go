@@ -5,21 +5,29 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 
 	"github.com/configasdata/cad/pipeline"
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
+	"github.com/google/cel-go/interpreter"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // DefaultCostLimit bounds one evaluation when WithCostLimit is not given.
 const DefaultCostLimit = 1_000_000
 
-// ErrCostLimit matches an evaluation stopped by its cost limit.
+// ErrCostLimit matches an evaluation stopped by its cost limit. It is the
+// one such sentinel of cad: variant.ErrCostLimit is the same value.
 var ErrCostLimit = errors.New("CEL cost limit exceeded")
+
+// IsCostLimit reports whether err, returned by a cel-go program's
+// evaluation, says the program's cost limit stopped it.
+func IsCostLimit(err error) bool {
+	var c interpreter.EvalCancelledError
+	return errors.As(err, &c) && c.Cause == interpreter.CostLimitExceeded
+}
 
 // Option configures an Evaluator. Options are functional because CEL
 // environment options are open-ended and composable.
@@ -195,7 +203,7 @@ func (e *Evaluator) eval(ctx context.Context, expr string, vars map[string]any) 
 func (e *Evaluator) run(ctx context.Context, expr string, c *compiled, vars map[string]any) (ref.Val, error) {
 	out, _, err := c.prog.ContextEval(ctx, vars)
 	if err != nil {
-		if strings.Contains(err.Error(), "cost limit exceeded") {
+		if IsCostLimit(err) {
 			return nil, fmt.Errorf("CEL expression %q: %w", expr, ErrCostLimit)
 		}
 		if ctx.Err() != nil {

@@ -33,9 +33,10 @@ var scale = flag.Bool("scale", false, "benchmark Porch-shaped repositories at fu
 // readShapes are a small and a large repository for reading one revision.
 func readShapes() []porchShape {
 	if *scale {
-		return []porchShape{{Packages: 100, Revisions: 100}, {Packages: 2000, Revisions: 10000}}
+		return []porchShape{{Packages: 100, Revisions: 100}, {Packages: 2000, Revisions: 10000},
+			{Packages: 100, Revisions: 100, Dirs: 10}, {Packages: 2000, Revisions: 10000, Dirs: 20}}
 	}
-	return []porchShape{{Packages: 10, Revisions: 10}, {Packages: 100, Revisions: 500}}
+	return []porchShape{{Packages: 10, Revisions: 10}, {Packages: 100, Revisions: 500}, {Packages: 100, Revisions: 500, Dirs: 5}}
 }
 
 // listShapes are repositories of three sizes, for listing and approving,
@@ -82,30 +83,80 @@ func BenchmarkPorchReadCold(b *testing.B) {
 		i := s.Packages / 2
 		n := s.Revisions / s.Packages
 		key := revision.Key{Package: s.pkg(i), Revision: n}
-		read := func(b *testing.B) {
-			cpu, faults := cpuTime(), minorFaults()
+		read := func(b *testing.B, key *revision.Key, before func()) {
+			var cpu time.Duration
+			faults := minorFaults()
 			defer func() {
-				b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 				b.ReportMetric(float64(minorFaults()-faults)/float64(b.N), "faults/op")
 			}()
 			for b.Loop() {
+				if before != nil {
+					b.StopTimer()
+					before()
+					b.StartTimer()
+				}
+				start := cpuTime()
 				r := mustOpen(b, benchSpec(dir), nil)
-				pr, err := r.Get(ctx, key)
+				pr, err := r.Get(ctx, *key)
 				if err != nil {
 					b.Fatal(err)
 				}
 				files, err := pr.Files(ctx)
-				if err != nil || len(files.Paths()) != 3 {
+				if err != nil || len(files.Paths()) < 3 {
 					b.Fatalf("files: %v, %v", files.Paths(), err)
 				}
 				r.Close()
+				cpu += cpuTime() - start
 			}
 		}
-		// A repository no list has seen: the package is found through
-		// the tagged commit's root tree.
+		noPaths := func() { os.Remove(filepath.Join(dir, "cad-paths")) }
+		// A repository no list has seen, the revision read by no process
+		// before: the package is found through the tagged commit's root
+		// tree.
+		b.Run(s.String()+"/cad-first", func(b *testing.B) {
+			read(b, &key, noPaths)
+		})
+		// A repository no list has seen, the revision read before by
+		// another process (the first iteration pays cad-first's cost).
 		b.Run(s.String()+"/cad", func(b *testing.B) {
-			os.Remove(filepath.Join(dir, "cad-paths"))
-			read(b)
+			noPaths()
+			read(b, &key, nil)
+		})
+		// A revision that cad approved, in a repository no list has seen
+		// (approved outside the timing, in a copy, each iteration).
+		b.Run(s.String()+"/cad-approved", func(b *testing.B) {
+			cp := copyDir(b, dir)
+			os.Remove(filepath.Join(cp, "cad-paths"))
+			os.Remove(filepath.Join(cp, "cad-index"))
+			w := mustOpen(b, benchSpec(cp), nil)
+			defer w.Close()
+			nth := 0
+			var akey revision.Key
+			approve := func() {
+				nth++
+				os.Remove(filepath.Join(cp, "cad-paths"))
+				k := revision.Key{Package: key.Package, Workspace: fmt.Sprintf("approved%d", nth)}
+				d, err := w.CreateDraft(ctx, k, repository.CreateDraftOptions{Files: kptPkg(key.Package, map[string]string{"a.yaml": fmt.Sprintf("a: %d\n", nth), "b.yaml": "b: 1\n"})})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := w.UpdateLifecycle(ctx, k, revision.LifecycleProposed, repository.UpdateOptions{}); err != nil {
+					b.Fatal(err)
+				}
+				pr, err := w.UpdateLifecycle(ctx, k, revision.LifecyclePublished, repository.UpdateOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				akey = revision.Key{Package: key.Package, Revision: pr.Meta().Key.Revision}
+			}
+			orig := dir
+			dir = cp
+			defer func() { dir = orig }()
+			read(b, &akey, approve)
 		})
 		// After a list (of any process): the package tree is found in
 		// cad-paths.
@@ -118,7 +169,7 @@ func BenchmarkPorchReadCold(b *testing.B) {
 			if _, err := os.Stat(filepath.Join(dir, "cad-paths")); err != nil {
 				b.Fatal(err)
 			}
-			read(b)
+			read(b, &key, nil)
 		})
 		b.Run(s.String()+"/git-ls-tree", func(b *testing.B) {
 			for b.Loop() {
@@ -569,6 +620,8 @@ func BenchmarkPorchCreateDraft(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
+		// A new Repository each time, in a repository where a new draft of
+		// the package was created before (by any process).
 		b.Run(s.String()+"/cold", func(b *testing.B) {
 			cpu := cpuTime()
 			for b.Loop() {
@@ -577,6 +630,22 @@ func BenchmarkPorchCreateDraft(b *testing.B) {
 				r.Close()
 			}
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+		// A new Repository each time, and no cad-paths: the first new
+		// draft of the package in a repository cad never read.
+		b.Run(s.String()+"/cold-first", func(b *testing.B) {
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				os.Remove(filepath.Join(dir, "cad-paths"))
+				b.StartTimer()
+				start := cpuTime()
+				r := mustOpen(b, benchSpec(dir), nil)
+				create(b, r)
+				r.Close()
+				cpu += cpuTime() - start
+			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
 }

@@ -388,10 +388,13 @@ func (r *rope) find(b *ropeBase, name string) (treeEntry, bool, error) {
 // the top of this file); a tree under ropeMinSize is built, as at builds
 // it, and scanned. It returns errRopeUnfit when h is not in a pack, or
 // anything else stops this path; the caller then reads the tree whole.
-func (pr *packReader) lookupEntry(h plumbing.Hash, name string, cache *lru) (treeEntry, bool, error) {
+// A small tree is built in *final, the caller's (see objectScratch).
+func (pr *packReader) lookupEntry(h plumbing.Hash, name string, cache *lru, final *[]byte) (treeEntry, bool, error) {
 	if cache == nil {
 		return treeEntry{}, false, errRopeUnfit
 	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	p, off, err := pr.locate(h)
 	if err != nil {
 		return treeEntry{}, false, errRopeUnfit
@@ -417,7 +420,7 @@ func (pr *packReader) lookupEntry(h plumbing.Hash, name string, cache *lru) (tre
 	case packObjOfsDelt, packObjRefDelt:
 		if size, n := binary.Uvarint(e.data); n > 0 {
 			if size, n = binary.Uvarint(e.data[n:]); n > 0 && size < ropeMinSize {
-				return pr.smallDelta(p, e, name, cache)
+				return pr.smallDelta(p, e, name, cache, final)
 			}
 		}
 	default:
@@ -432,8 +435,8 @@ func (pr *packReader) lookupEntry(h plumbing.Hash, name string, cache *lru) (tre
 
 // smallDelta scans the small tree the delta entry e of p builds, as at
 // builds it: its base through the cache (and into it, as at keeps an
-// object's direct base), the tree in pr.final.
-func (pr *packReader) smallDelta(p *packFile, e packEntry, name string, cache *lru) (treeEntry, bool, error) {
+// object's direct base), the tree in *final.
+func (pr *packReader) smallDelta(p *packFile, e packEntry, name string, cache *lru, final *[]byte) (treeEntry, bool, error) {
 	bp, boff := p, e.baseOff
 	if e.typ == packObjRefDelt {
 		var err error
@@ -441,17 +444,17 @@ func (pr *packReader) smallDelta(p *packFile, e packEntry, name string, cache *l
 			return treeEntry{}, false, errRopeUnfit
 		}
 	}
-	t, base, err := pr.at(bp, boff, cache, false)
+	t, base, err := pr.at(bp, boff, cache, nil)
 	if err != nil || t != plumbing.TreeObject {
 		return treeEntry{}, false, errRopeUnfit
 	}
 	cache.put(kindPacked, packKey(bp, boff), &packedObject{t: t, data: base}, int64(len(base))+96)
-	data, err := applyDelta(pr.final, base, e.data)
+	data, err := applyDelta(*final, base, e.data)
 	if err != nil {
 		return treeEntry{}, false, errRopeUnfit
 	}
 	if cap(data) <= 4<<20 {
-		pr.final = data
+		*final = data
 	}
 	return scanTree(data, name)
 }

@@ -12,6 +12,7 @@ import (
 type TreeLookup struct {
 	pr               *packReader
 	cache, scanCache *lru
+	final            []byte
 }
 
 // NewTreeLookup opens the packs of gitDir, with an object cache of
@@ -26,7 +27,7 @@ func (l *TreeLookup) Close() { l.pr.close() }
 // Rope looks name up in tree h through ropes; rope is false when the
 // rope path left it to the scan.
 func (l *TreeLookup) Rope(h plumbing.Hash, name string) (mode string, id plumbing.Hash, found, rope bool, err error) {
-	e, found, err := l.pr.lookupEntry(h, name, l.cache)
+	e, found, err := l.pr.lookupEntry(h, name, l.cache, &l.final)
 	if errors.Is(err, errRopeUnfit) {
 		return "", plumbing.ZeroHash, false, false, nil
 	}

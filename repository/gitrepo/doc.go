@@ -47,9 +47,18 @@
 //     newUpstreamRef, localPackageRevisionRef, strategy}}, where <PR> is
 //     Porch's PackageRevision name <repository>.<package with / as .>.<workspace>.
 //     Every later commit of the draft repeats its task, so a revision's own
-//     commit says how it was created (Meta.Creation); Porch reads the
-//     newest annotation with a creation task in the history, which is the
-//     same. A draft created without a Creation has no "task".
+//     commit says how it was created (Meta.Creation). Porch writes the
+//     task only on a revision's first commit ("Intermediate commit",
+//     "Rendering package" and its approval carry the kpt: line without
+//     it) and reads the newest annotation with a creation task in the
+//     history; so does cad when a revision's commit has none: from an
+//     approval merge into the proposal side, then back along the commits
+//     annotated for the same revision (package and workspace, or, for
+//     Porch's oldest commits, package and revision number), at most 1000
+//     commits, the answer cached by commit. A draft created without a
+//     Creation has no "task". The engine commits a draft's later edits,
+//     and the re-render of a proposal, as "Rendering package", as Porch
+//     does.
 //     A draft branch with neither a marker nor that line at <path> is
 //     ignored.
 //   - A Proposed revision is the branch proposed/<path>/<workspace>.
@@ -69,7 +78,9 @@
 //     hand on an approval commit gets, in Porch, the workspace of the
 //     v<N> tag there and the same PackageRevision name; cad gives it its
 //     own name, so that no two revisions share a key or metadata. Tags
-//     without a slash (release tags) are ignored.
+//     without a slash (release tags) are ignored. A tag's PublishedBy and
+//     PublishedAt are its commit's author, for v<N> tags and the others
+//     alike.
 //   - Every package on the branch head is a placeholder revision:
 //     revision -1, workspace <branch>, lifecycle Published. Its PublishedBy
 //     and PublishedAt are the author of the newest commit, walking the
@@ -124,9 +135,16 @@
 // changes, all or nothing:
 //
 //   - On local storage a write plans its objects and ref updates while
-//     holding a lock: a mutex in the process and, for a repository on
-//     disk, an flock on cad.lock in the git directory (shared by readers,
-//     exclusive by writers, released by the kernel if the process dies).
+//     holding a lock: a read-write mutex in the process and, for a
+//     repository on disk, an flock on cad.lock in the git directory (both
+//     shared by readers, which run side by side, and exclusive by writers;
+//     the flock is released by the kernel if the process dies). A read of
+//     a remote asks the remote for its refs holding no lock, and fetches,
+//     under the write lock, only when they moved.
+//     Where there is no flock (off unix, such as on Windows) nothing
+//     would keep other processes out, so a repository on disk, and a
+//     remote's clone in Options.CacheDir, is only read there: every write
+//     fails with repository.ErrNotSupported.
 //     In memory every ref is checked against its expected old value, then
 //     swapped with go-git's CheckAndSetReference, and the swaps made are
 //     rolled back if one fails. On disk the refs are written by cad's own
@@ -165,7 +183,9 @@
 // journal. What a dead writer left is found by the next process: before
 // the commit point no ref changed, and the next writer removes the intent
 // and the lock files; after it, the next reader or writer completes the
-// write, setting every ref still at its old value. So a revision is in exactly one lifecycle state
+// write, setting every ref still at its old value (a reader that may not
+// write to the git directory reads the refs as the journal completes
+// them, in memory, and leaves the journal to a writer). So a revision is in exactly one lifecycle state
 // after any crash, and an approval retried after a crash never publishes
 // twice: it either happened or it did not. TestCrash kills a child
 // process at every step of init, save, propose, approve, metadata,
@@ -176,7 +196,14 @@
 // a missing object, as go-git's in-place writes or other tools can leave
 // one) is a [*DamagedRefError] matching repository.ErrCorrupt for the
 // revisions it holds only: List leaves them out with a warning, Get and
-// writes of them return the error, and cad never rewrites it. The
+// writes of them return the error, and cad never rewrites it. A line of
+// packed-refs that is not a ref line (garbage, a bad object id, or a last
+// line cut short; git refuses such a file) damages the ref it names, or,
+// when its name cannot be read, every ref it may have held (in a sorted
+// file, the names between its neighbours'): those are reported the same
+// way, and a write that needs one of those names free, such as an
+// approval numbering a package whose next number the line may hold,
+// fails with ErrCorrupt rather than hand out a number twice. The
 // registered branch is created by spec.git.createBranch only when no ref
 // of that name exists at all: a damaged branch is reported, never
 // replaced. A remote's local mirror in Options.CacheDir is a cache: its
@@ -241,7 +268,17 @@
 // covers, merging in the records appended since; it is written to a
 // temporary file and renamed, and every record and its header carry a
 // checksum, so that a crash or damage costs lookups, never a wrong
-// answer. A revision no list has seen yet is found through the root tree.
+// answer. Between rebuilds, records are appended to its tail (at most
+// 1,024, then merged), in whole checksummed records under the file's
+// lock: an approval appends where the new revision's package lies in its
+// root tree, and a Get that had to search a root tree (a revision no list
+// and no approval by cad recorded) appends what it found, so that only
+// the first read of such a revision, in any process, reads the root tree.
+// cad-paths also holds workspace records: the workspace a v<N> tag's
+// object gives its package, written by approvals and by the workspace
+// check of a new draft for the tags it had to read, so that the check
+// (which looks at every tag of the package) reads no commit in a new
+// process once the package's tags are recorded.
 //
 // Memory: List returns every revision at once, each a 160-byte value
 // (some 10 MB for 60,000, on top of what listing needs) that builds its

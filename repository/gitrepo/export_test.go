@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 )
 
 // SetFaultHook sets the hook called at every step of a ref transaction on
@@ -70,4 +71,76 @@ func SetPathBucketRead(n uint32) (restore func()) {
 	old := pathBucketRead
 	pathBucketRead = n
 	return func() { pathBucketRead = old }
+}
+
+// SetPathTailMax sets how many appended records cad-paths holds before
+// they are merged, and returns a function that restores it.
+func SetPathTailMax(n int) (restore func()) {
+	old := pathTailMax
+	pathTailMax = n
+	return func() { pathTailMax = old }
+}
+
+// PathsTail returns the size in bytes of the tail of the cad-paths of
+// gitDir (what was appended after its sorted records), -1 when it is
+// missing or not valid.
+func PathsTail(gitDir string) int64 {
+	pf := newPathFile(gitDir)
+	defer pf.close()
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	pf.open()
+	if pf.hdr == nil {
+		return -1
+	}
+	fi, err := pf.f.Stat()
+	if err != nil {
+		return -1
+	}
+	return fi.Size() - pf.hdr.sortedEnd()
+}
+
+// PathsHeaderSize is the size of cad-paths's header, PathsRecordSize of
+// one of its records.
+const (
+	PathsHeaderSize = pathHeaderSize
+	PathsRecordSize = pathRecordSize
+)
+
+// WorkspacePrefix is the first 20 bytes of the keys of package full's
+// workspace records in cad-paths.
+func WorkspacePrefix(full string) []byte {
+	p := wsPrefix(full)
+	return p[:]
+}
+
+// AddWorkspaceRecord adds to the cad-paths of gitDir the record that
+// object h gives package full workspace ws, as a process that learnt it
+// would.
+func AddWorkspaceRecord(gitDir, full string, h plumbing.Hash, ws string) {
+	pf := newPathFile(gitDir)
+	defer pf.close()
+	pf.add(wsRecord(full, h, ws))
+}
+
+// SetDenyWrite makes writes to the git directories deny returns true for
+// fail with a permission error, as for a reader that may not write; nil
+// restores writes.
+func SetDenyWrite(deny func(gitDir string) bool) { denyWrite = deny }
+
+// SetPushClient replaces the transport pushes use, and returns a function
+// that restores it.
+func SetPushClient(c func(*transport.Endpoint) (transport.Transport, error)) (restore func()) {
+	old := pushClient
+	pushClient = c
+	return func() { pushClient = old }
+}
+
+// SetCrossProcessLock sets whether the cross-process lock is taken to
+// work, as on unix (true) or elsewhere (false), and returns a function
+// that restores it.
+func SetCrossProcessLock(works bool) (restore func()) {
+	old := crossProcessLock
+	crossProcessLock = works
+	return func() { crossProcessLock = old }
 }

@@ -11,13 +11,22 @@ import (
 	"time"
 )
 
+// crossProcessLock says whether fileLock keeps other processes out: true
+// on unix, where it is flock. A variable so that tests can see the other
+// platforms' behaviour.
+var crossProcessLock = true
+
 // fileLock is an advisory lock on a file shared by every process that
 // opens the same git directory: shared for readers, exclusive for writers.
-// The caller serialises lock and unlock calls (store holds its mutex).
+// The store's mutex keeps a writer alone in the process; readers of one
+// process may hold the shared lock together, and it is released when the
+// last of them unlocks (one flock per open file: the first reader's
+// unlock would otherwise release it for all).
 type fileLock struct {
-	path string
-	mu   sync.Mutex
-	f    *os.File
+	path   string
+	mu     sync.Mutex
+	f      *os.File
+	shared int // readers of this process holding the shared lock
 }
 
 func newFileLock(path string) *fileLock { return &fileLock{path: path} }
@@ -26,6 +35,10 @@ func newFileLock(path string) *fileLock { return &fileLock{path: path} }
 func (l *fileLock) lock(ctx context.Context, exclusive bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if !exclusive && l.shared > 0 {
+		l.shared++
+		return nil
+	}
 	if l.f == nil {
 		f, err := os.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o644)
 		if err != nil {
@@ -44,6 +57,9 @@ func (l *fileLock) lock(ctx context.Context, exclusive bool) error {
 	for {
 		err := syscall.Flock(int(l.f.Fd()), how|syscall.LOCK_NB)
 		if err == nil {
+			if !exclusive {
+				l.shared = 1
+			}
 			return nil
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
@@ -63,6 +79,11 @@ func (l *fileLock) lock(ctx context.Context, exclusive bool) error {
 func (l *fileLock) unlock() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.shared > 0 {
+		if l.shared--; l.shared > 0 {
+			return // other readers still hold it
+		}
+	}
 	if l.f != nil {
 		_ = syscall.Flock(int(l.f.Fd()), syscall.LOCK_UN)
 	}
@@ -89,5 +110,30 @@ func lockFile(f *os.File) (unlock func()) {
 		if !errors.Is(err, syscall.EINTR) {
 			return func() {}
 		}
+	}
+}
+
+// renameOpen renames the open file f to newpath: here while f is open, so
+// that its lock is held until the file is in place.
+func renameOpen(f *os.File, newpath string) error { return os.Rename(f.Name(), newpath) }
+
+// removeIfAbandoned removes the temporary file p when its writer is gone:
+// no process holds its lock (lockFile) and it holds data, so a writer
+// had locked it before writing. A file renamed meanwhile is left.
+func removeIfAbandoned(p string) {
+	f, err := os.Open(p)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) != nil {
+		return // its writer is alive
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() == 0 {
+		return // perhaps created and not yet locked
+	}
+	if cur, err := os.Stat(p); err == nil && os.SameFile(cur, fi) {
+		_ = os.Remove(p)
 	}
 }

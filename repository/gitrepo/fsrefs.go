@@ -38,6 +38,7 @@ type fsRefs struct {
 	size    int64
 	names   []string        // sorted; substrings of one copy of the file
 	hashes  []plumbing.Hash // hashes[i] is the value of names[i]
+	bad     []packedDamage  // the lines of packed-refs that are not ref lines
 	scans   int             // lookups that read packed-refs without parsing it
 	closed  bool            // no more files opened for lookups
 	// scanned is packed-refs as the last lookup read it, kept while the
@@ -47,6 +48,10 @@ type fsRefs struct {
 	scanFile    *os.File
 	scanBody    int64 // where the lines after the header start in scanFile
 	scannedStat os.FileInfo
+	scanClean   bool // scanned holds no damaged line
+	// ov is the outcome of a journal this process could not complete,
+	// laid over the refs on disk (overlay.go); nil when there is none.
+	ov *refOverlay
 }
 
 // close releases what the lookups kept.
@@ -72,23 +77,86 @@ func (f *fsRefs) dropScanned() {
 // packed returns the parsed packed-refs, re-reading the file when it
 // changed.
 func (f *fsRefs) packed() ([]string, []plumbing.Hash, error) {
+	names, hashes, _, err := f.packedAll()
+	return names, hashes, err
+}
+
+// packedDamage is a line of packed-refs that is not a ref line: its hash
+// or name is not one, or it is the last line and has no newline (the file
+// was cut short). git refuses such a file; cad reports the refs it may
+// hold as damaged and keeps reading the others.
+type packedDamage struct {
+	line int    // its number, from 1
+	text string // what it holds, shortened
+	// name is the ref the line names when its name reads as one but its
+	// value does not; "" when the ref it held cannot be told.
+	name string
+	// lo and hi bound the name of the ref a line without a name held: in
+	// a sorted file it lies strictly between the names of the good lines
+	// around it ("" is no bound); in an unsorted file it may be any.
+	lo, hi string
+}
+
+// err returns the damage as a *DamagedRefError for ref name.
+func (d packedDamage) err(name string) error {
+	if d.name != "" {
+		return &DamagedRefError{Ref: name, Reason: fmt.Sprintf("packed-refs line %d holds %q, not an object id and a ref name", d.line, d.text)}
+	}
+	return &DamagedRefError{Ref: name, Reason: fmt.Sprintf("packed-refs line %d holds %q, not a ref line, and may be this ref's", d.line, d.text)}
+}
+
+// covers reports whether the nameless damaged line may have held ref
+// name.
+func (d packedDamage) covers(name string) bool {
+	return d.name == "" && (d.lo == "" || name > d.lo) && (d.hi == "" || name < d.hi)
+}
+
+// coversPrefix reports whether the nameless damaged line may have held a
+// ref whose name starts with prefix.
+func (d packedDamage) coversPrefix(prefix string) bool {
+	if d.name != "" {
+		return false
+	}
+	if d.hi != "" && prefix >= d.hi {
+		return false
+	}
+	// The names starting with prefix sort below end.
+	end := ""
+	for i := len(prefix) - 1; i >= 0; i-- {
+		if prefix[i] < 0xff {
+			end = prefix[:i] + string([]byte{prefix[i] + 1})
+			break
+		}
+	}
+	return d.lo == "" || end == "" || d.lo < end
+}
+
+// validRefName reports whether name reads as the name of a ref in
+// packed-refs.
+func validRefName(name string) bool {
+	return strings.HasPrefix(name, "refs/") && len(name) > len("refs/") && !strings.ContainsAny(name, " \t\x00\x7f") && !strings.Contains(name, "..")
+}
+
+// packedAll returns the parsed packed-refs and its damaged lines,
+// re-reading the file when it changed.
+func (f *fsRefs) packedAll() ([]string, []plumbing.Hash, []packedDamage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	p := filepath.Join(f.gitDir, "packed-refs")
 	fi, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		f.names, f.hashes, f.modTime, f.size = nil, nil, time.Time{}, -1
-		return nil, nil, nil
+		f.names, f.hashes, f.bad, f.modTime, f.size = nil, nil, nil, time.Time{}, -1
+		return nil, nil, nil, nil
 	}
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if f.hashes != nil && fi.ModTime().Equal(f.modTime) && fi.Size() == f.size {
-		return f.names, f.hashes, nil
+		return f.names, f.hashes, f.bad, nil
 	}
 	data, err := os.ReadFile(p)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	f.dropScanned() // parsed from now on
 	// The names are substrings of one string, the hashes in a slice
@@ -100,20 +168,61 @@ func (f *fsRefs) packed() ([]string, []plumbing.Hash, error) {
 		h    plumbing.Hash
 	}
 	var entries []entry
+	var bad []packedDamage
+	sorted := false
+	open := -1 // the first damage still waiting for its hi bound
+	lineNo := 0
 	for rest := text; rest != ""; {
-		line, next, _ := strings.Cut(rest, "\n")
+		line, next, complete := strings.Cut(rest, "\n")
 		rest = next
+		lineNo++
 		line = strings.TrimSuffix(line, "\r")
-		if line == "" || line[0] == '#' || line[0] == '^' {
+		if lineNo == 1 && sortedHeader([]byte(line)) {
+			sorted = true
+		}
+		if line == "" || lineNo == 1 && line[0] == '#' {
+			continue
+		}
+		prev := ""
+		if len(entries) > 0 {
+			prev = entries[len(entries)-1].name
+		}
+		damage := packedDamage{line: lineNo, text: truncate(line, 60)}
+		if line[0] == '^' {
+			// The peeled value of the ref above.
+			if complete && plumbing.IsHash(line[1:]) {
+				continue
+			}
+			// It damages that ref; with none above, any ref.
+			damage.name = prev
+			bad = append(bad, damage)
 			continue
 		}
 		h, name, ok := strings.Cut(line, " ")
-		if !ok || !plumbing.IsHash(h) {
+		if complete && ok && plumbing.IsHash(h) && validRefName(name) {
+			entries = append(entries, entry{name, plumbing.NewHash(h)})
+			if sorted {
+				for ; open >= 0 && open < len(bad); open++ {
+					if bad[open].name == "" {
+						bad[open].hi = name
+					}
+				}
+			}
+			open = -1
 			continue
 		}
-		entries = append(entries, entry{name, plumbing.NewHash(h)})
+		if complete && ok && validRefName(name) {
+			damage.name = name
+		} else if sorted {
+			damage.lo = prev
+			if open < 0 {
+				open = len(bad)
+			}
+		}
+		bad = append(bad, damage)
 	}
 	// git writes them sorted; a name written twice keeps its last value.
+	// A ref with a damaged line (its peeled value) is damaged.
 	slices.SortStableFunc(entries, func(a, b entry) int { return strings.Compare(a.name, b.name) })
 	names := make([]string, 0, len(entries))
 	hashes := make([]plumbing.Hash, 0, len(entries))
@@ -121,11 +230,14 @@ func (f *fsRefs) packed() ([]string, []plumbing.Hash, error) {
 		if i+1 < len(entries) && entries[i+1].name == e.name {
 			continue
 		}
+		if len(bad) > 0 && slices.ContainsFunc(bad, func(d packedDamage) bool { return d.name == e.name }) {
+			continue
+		}
 		names = append(names, e.name)
 		hashes = append(hashes, e.h)
 	}
-	f.names, f.hashes, f.modTime, f.size = names, hashes, fi.ModTime(), fi.Size()
-	return names, hashes, nil
+	f.names, f.hashes, f.bad, f.modTime, f.size = names, hashes, bad, fi.ModTime(), fi.Size()
+	return names, hashes, bad, nil
 }
 
 // loose reads the loose ref file name; ok is false when there is none or
@@ -159,8 +271,18 @@ func (f *fsRefs) loose(name string) (plumbing.Hash, bool, error) {
 // and writes return this error for them, and cad never rewrites such a
 // ref by itself: setting it with git update-ref, or removing the file,
 // repairs it.
+//
+// A line of packed-refs that is not a ref line is damage too, as git reads
+// it: when it still names its ref, that ref is damaged; when it does not,
+// every ref it may have held (in a sorted file, those whose names sort
+// between the good lines around it) is reported damaged, List warns about
+// it, and a write that needs one of those names to be free (a new draft, a
+// revision number of a package concerned) fails with this error, so that
+// no revision number is handed out twice. Ref then ends in "..." when it
+// names a prefix. Removing or repairing the line (git pack-refs rewrites
+// the file) repairs it.
 type DamagedRefError struct {
-	Ref    string // the ref's full name, refs/...
+	Ref    string // the ref's full name, refs/..., or a prefix followed by "..."
 	Reason string
 }
 
@@ -186,18 +308,42 @@ func notExist(err error) bool {
 
 // ref returns the value of ref name.
 func (f *fsRefs) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
+	if h, ok := f.overlaid(string(name)); ok {
+		return h, !h.IsZero(), nil
+	}
+	return f.refOnDisk(name)
+}
+
+// refOnDisk returns the value of ref name on disk, without the overlay.
+func (f *fsRefs) refOnDisk(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 	if h, ok, err := f.loose(string(name)); err != nil || ok {
 		return h, ok, err
 	}
 	if h, ok, done, err := f.packedScan(string(name)); done || err != nil {
 		return h, ok, err
 	}
-	names, hashes, err := f.packed()
+	names, hashes, bad, err := f.packedAll()
 	if err != nil {
 		return plumbing.ZeroHash, false, err
 	}
 	h, ok := packedLookup(names, hashes, string(name))
+	if !ok {
+		if err := packedDamageOf(bad, string(name)); err != nil {
+			return plumbing.ZeroHash, false, err
+		}
+	}
 	return h, ok, nil
+}
+
+// packedDamageOf returns the *DamagedRefError of ref name when a damaged
+// line of packed-refs holds it or may hold it, else nil.
+func packedDamageOf(bad []packedDamage, name string) error {
+	for _, d := range bad {
+		if d.name == name || d.covers(name) {
+			return d.err(name)
+		}
+	}
+	return nil
 }
 
 // packedLookup returns the value of name in the parsed packed-refs.
@@ -234,8 +380,10 @@ func (f *fsRefs) packedScan(name string) (h plumbing.Hash, ok, done bool, err er
 			return plumbing.ZeroHash, false, false, nil // packed reports it
 		}
 		if fi.ModTime().Equal(f.modTime) && fi.Size() == f.size {
+			// A miss is the parsed form's to answer: a damaged line
+			// may hold name.
 			h, ok := packedLookup(f.names, f.hashes, name)
-			return h, ok, true, nil
+			return h, ok, ok, nil
 		}
 		f.names, f.hashes, f.scans = nil, nil, 0
 	}
@@ -258,8 +406,14 @@ func (f *fsRefs) packedScan(name string) (h plumbing.Hash, ok, done bool, err er
 		}
 	}
 	if f.scanFile != nil {
-		h, ok, err = searchPackedAt(f.scanFile, f.scanBody, f.scannedStat.Size(), name)
-		return h, ok, true, err
+		var clean bool
+		h, ok, clean, err = searchPackedAt(f.scanFile, f.scanBody, f.scannedStat.Size(), name)
+		// A damaged line where name's would be: the parsed form says
+		// what it may hold.
+		return h, ok, clean || err != nil, err
+	}
+	if !f.scanClean {
+		return plumbing.ZeroHash, false, false, nil
 	}
 	h, ok = searchPacked(f.scanned, name)
 	return h, ok, true, nil
@@ -302,7 +456,35 @@ func (f *fsRefs) openPacked(p string) error {
 	}
 	defer file.Close()
 	f.scanned, err = io.ReadAll(file)
+	f.scanClean = cleanLines(f.scanned, true)
 	return err
+}
+
+// cleanLines reports whether every line of packed-refs content b is a
+// ref line or a peeled value (or, with header, the first line a
+// comment), and b ends with a newline.
+func cleanLines(b []byte, header bool) bool {
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		return false
+	}
+	for first := true; len(b) > 0; first = false {
+		i := bytes.IndexByte(b, '\n')
+		line := string(bytes.TrimSuffix(b[:i], []byte("\r")))
+		b = b[i+1:]
+		switch {
+		case line == "" || first && header && line[0] == '#':
+		case line[0] == '^':
+			if !plumbing.IsHash(line[1:]) {
+				return false
+			}
+		default:
+			h, name, ok := strings.Cut(line, " ")
+			if !ok || !plumbing.IsHash(h) || !validRefName(name) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // sortedHeader reports whether the first line of a packed-refs file says
@@ -315,8 +497,10 @@ func sortedHeader(line []byte) bool {
 // searchPackedAt finds the value of ref name in a sorted packed-refs file
 // of size bytes whose lines start at body, by a binary search that reads
 // the block it looks at (two or three blocks when the file is ten
-// thousand lines), then the few lines left.
-func searchPackedAt(r io.ReaderAt, body, size int64, name string) (plumbing.Hash, bool, error) {
+// thousand lines), then the few lines left. clean is false when it met a
+// damaged line where name's would be: the caller must then look at the
+// whole file.
+func searchPackedAt(r io.ReaderAt, body, size int64, name string) (h plumbing.Hash, found, clean bool, err error) {
 	const block = 4096
 	buf := make([]byte, block)
 	// line returns the ref line starting at or after at, skipping a
@@ -344,10 +528,9 @@ func searchPackedAt(r io.ReaderAt, body, size int64, name string) (plumbing.Hash
 			}
 			j := bytes.IndexByte(b[i:], '\n')
 			if j < 0 {
-				if at+int64(n) < size {
-					return nil, 0, 0, false, errLongLine
-				}
-				j = len(b) - i // the last line, without a newline
+				// A line longer than a block, or the last line cut
+				// short: the lines left are read whole.
+				return nil, 0, 0, false, errLongLine
 			}
 			l, start, next = bytes.TrimSuffix(b[i:i+j], []byte("\r")), at+int64(i), at+int64(i+j+1)
 			if len(l) == 0 || l[0] != '^' {
@@ -365,7 +548,7 @@ func searchPackedAt(r io.ReaderAt, body, size int64, name string) (plumbing.Hash
 			break // the lines left are read whole
 		}
 		if err != nil {
-			return plumbing.ZeroHash, false, err
+			return plumbing.ZeroHash, false, false, err
 		}
 		if !ok {
 			hi = mid // no line starts in [mid, hi)
@@ -377,9 +560,9 @@ func searchPackedAt(r io.ReaderAt, body, size int64, name string) (plumbing.Hash
 		switch c := strings.Compare(string(l[41:]), name); {
 		case c == 0:
 			if !plumbing.IsHash(string(l[:40])) {
-				return plumbing.ZeroHash, false, nil
+				return plumbing.ZeroHash, false, false, nil
 			}
-			return plumbing.NewHash(string(l[:40])), true, nil
+			return plumbing.NewHash(string(l[:40])), true, true, nil
 		case c < 0:
 			lo = next
 		default:
@@ -388,10 +571,13 @@ func searchPackedAt(r io.ReaderAt, body, size int64, name string) (plumbing.Hash
 	}
 	rest := make([]byte, hi-lo)
 	if _, err := r.ReadAt(rest, lo); err != nil && err != io.EOF {
-		return plumbing.ZeroHash, false, err
+		return plumbing.ZeroHash, false, false, err
+	}
+	if !cleanLines(rest, false) {
+		return plumbing.ZeroHash, false, false, nil
 	}
 	h, ok := searchPackedLinear(rest, name)
-	return h, ok, nil
+	return h, ok, true, nil
 }
 
 // searchPacked finds the value of ref name in the content of a
@@ -472,14 +658,26 @@ func searchPackedLinear(data []byte, name string) (plumbing.Hash, bool) {
 
 // childNames returns the names of the refs directly under prefix (which
 // ends in a slash) without reading their values.
+//
+// A damaged line of packed-refs that names a ref under prefix counts as
+// that ref; one that may have held a ref under prefix whose name cannot be
+// read is a *DamagedRefError: the names are not all known.
 func (f *fsRefs) childNames(prefix string) ([]string, error) {
 	var out []string
-	names, _, err := f.packed()
+	names, _, bad, err := f.packedAll()
 	if err != nil {
 		return nil, err
 	}
 	for i := sort.SearchStrings(names, prefix); i < len(names) && strings.HasPrefix(names[i], prefix); i++ {
 		if rest := names[i][len(prefix):]; !strings.Contains(rest, "/") {
+			out = append(out, rest)
+		}
+	}
+	for _, d := range bad {
+		if d.coversPrefix(prefix) {
+			return nil, d.err(prefix + "...")
+		}
+		if rest, ok := strings.CutPrefix(d.name, prefix); ok && rest != "" && !strings.Contains(rest, "/") {
 			out = append(out, rest)
 		}
 	}
@@ -500,7 +698,7 @@ func (f *fsRefs) childNames(prefix string) ([]string, error) {
 // damaged.
 func (f *fsRefs) children(prefix string, damaged func(error)) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	names, hashes, err := f.packed()
+	names, hashes, bad, err := f.packedAll()
 	if err != nil {
 		return nil, err
 	}
@@ -513,6 +711,13 @@ func (f *fsRefs) children(prefix string, damaged func(error)) (map[plumbing.Refe
 	if err != nil && !notExist(err) {
 		return nil, err
 	}
+	reportPackedDamage(bad, []string{prefix}, nil, func(name string) bool {
+		if strings.Contains(name[len(prefix):], "/") {
+			return true
+		}
+		_, err := os.Lstat(filepath.Join(f.gitDir, filepath.FromSlash(name)))
+		return err == nil // a loose ref, damaged or not, shadows the line
+	}, damaged)
 	for _, e := range entries {
 		if e.IsDir() || strings.HasSuffix(e.Name(), ".lock") {
 			continue
@@ -531,7 +736,41 @@ func (f *fsRefs) children(prefix string, damaged func(error)) (map[plumbing.Refe
 			out[plumbing.ReferenceName(name)] = h
 		}
 	}
+	f.overlayUnder(func(name string) bool {
+		rest, ok := strings.CutPrefix(name, prefix)
+		return ok && !strings.Contains(rest, "/")
+	}, func(name string, h plumbing.Hash) {
+		if h.IsZero() {
+			delete(out, plumbing.ReferenceName(name))
+		} else {
+			out[plumbing.ReferenceName(name)] = h
+		}
+	})
 	return out, nil
+}
+
+// reportPackedDamage passes to damaged the damaged lines of packed-refs
+// (bad) that hold, or may hold, a ref under one of prefixes or named in
+// extra, except named ones shadowed says are hidden (by a loose ref).
+func reportPackedDamage(bad []packedDamage, prefixes []string, extra []plumbing.ReferenceName, shadowed func(name string) bool, damaged func(error)) {
+	for _, d := range bad {
+		if d.name == "" {
+			for _, p := range prefixes {
+				if d.coversPrefix(p) {
+					damaged(d.err(p + "..."))
+					break
+				}
+			}
+			continue
+		}
+		under := slices.Contains(extra, plumbing.ReferenceName(d.name))
+		for _, p := range prefixes {
+			under = under || strings.HasPrefix(d.name, p)
+		}
+		if under && !shadowed(d.name) {
+			damaged(d.err(d.name))
+		}
+	}
 }
 
 // isDamaged reports whether err is a *DamagedRefError.

@@ -22,7 +22,7 @@ func TestPackedRefsScanAndParse(t *testing.T) {
 		"^" + h("3") + "\n" +
 		h("4") + " refs/tags/a/v10\n" +
 		h("5") + " refs/tags/b/refs/tags/a/v1x\n" +
-		h("6") + " refs/tags/z/v1" // no newline at the end
+		h("6") + " refs/tags/z/v1\n"
 	if err := os.WriteFile(filepath.Join(dir, "packed-refs"), []byte(packed), 0o644); err != nil {
 		t.Fatal(err)
 	}

@@ -60,7 +60,9 @@ type Options struct {
 	Storage storage.Storer
 	// CacheDir, for a remote, keeps the local clone in this directory (a
 	// bare repository, created when missing) instead of in memory.
-	// Default: in memory.
+	// Default: in memory. Off unix, where there is no cross-process file
+	// lock, a clone on disk cannot be written (see Sync), so a remote with
+	// a CacheDir fails with repository.ErrNotSupported there.
 	CacheDir string
 	// CommitterName and CommitterEmail are the committer of every commit
 	// and the author when neither the spec nor the call names one.
@@ -80,8 +82,19 @@ type Options struct {
 	Clock func() time.Time
 	// PollInterval is how often Watch re-reads the refs. Default: 1s.
 	PollInterval time.Duration
+	// RemoteReadMaxAge is, for a remote repository, how old the local
+	// mirror may be for a read (Get, List, Range, Version, ...): a read
+	// within this time of the last fetch reads the mirror as it is,
+	// without asking the remote for its refs. Writes always fetch first
+	// and push with the expected old values, so a stale read never makes
+	// a write wrong; it only delays seeing other writers' changes. Default
+	// 0: every read fetches.
+	RemoteReadMaxAge time.Duration
 	// Sync says what a write to a repository on disk (a local path, or
 	// CacheDir) flushes to the disk; see SyncMode. Default: SyncFiles.
+	// Writes to a repository on disk need a cross-process file lock
+	// (flock): off unix there is none, and such writes fail with
+	// repository.ErrNotSupported (reads work).
 	Sync SyncMode
 	// InsecureSkipTLS and CABundle configure TLS to an https remote.
 	InsecureSkipTLS bool

@@ -302,6 +302,17 @@ func TestReadsPorchLayout(t *testing.T) {
 	if err != nil || b.Meta().Key.Revision != -1 {
 		t.Fatalf("Get(b@v2.0.0) = %v, %v", b, err)
 	}
+	// Tags not of the form v<N> have their commit's author as publisher.
+	for _, pr := range revs {
+		if m := pr.Meta(); m.Key.Workspace == "v2.0.0" || m.Key.Workspace == "stable" {
+			if m.PublishedBy != "test@example.com" || m.PublishedAt.IsZero() {
+				t.Fatalf("%s published by %q at %v", m.Key, m.PublishedBy, m.PublishedAt)
+			}
+		}
+	}
+	if b.Meta().PublishedBy != "test@example.com" {
+		t.Fatalf("Get(b@v2.0.0) published by %q", b.Meta().PublishedBy)
+	}
 	// Approving a's draft continues the numbering from the CLI's tags.
 	if _, err := r.UpdateLifecycle(ctx, revision.Key{Package: "a", Workspace: "ws-draft"}, revision.LifecycleProposed, repository.UpdateOptions{}); err != nil {
 		t.Fatal(err)

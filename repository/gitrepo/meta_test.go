@@ -32,7 +32,7 @@ func metaBefore(x *rev) revision.Meta {
 		commit = x.commit.hash.String()
 	}
 	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: version, Commit: commit, Metadata: x.md.Clone(),
-		Creation: porchtask.Decode(taskOf(x.commit, x.full, x.key.Workspace))}
+		Creation: porchtask.Decode(x.creationTask())}
 	if x.lifecycle.IsPublished() && !x.key.IsPlaceholder() {
 		m.PublishedBy = x.commit.author.Email
 		if m.PublishedBy == "" {

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -82,7 +83,7 @@ func (v *view) tree(h plumbing.Hash) ([]treeEntry, error) {
 func (v *view) parsedTree(h plumbing.Hash, data []byte) ([]treeEntry, error) {
 	out, err := parseTree(data)
 	if err != nil {
-		return nil, fmt.Errorf("tree %s: %w", h, err)
+		return nil, fmt.Errorf("%w: tree %s: %w", repository.ErrCorrupt, h, err)
 	}
 	size := int64(64)
 	for _, e := range out {
@@ -117,7 +118,7 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 	case plumbing.TagObject:
 		tag, err := object.DecodeTag(nil, o)
 		if err != nil {
-			return nil, fmt.Errorf("tag %s: %w", h, err)
+			return nil, fmt.Errorf("%w: tag %s: %w", repository.ErrCorrupt, h, err)
 		}
 		v.cache.put(kindPeel, h, tag.Target, 64)
 		anns := annotations(tag.Message)
@@ -127,13 +128,13 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 		v.cache.put(kindTagAnnotations, h, anns, int64(64+len(tag.Message)))
 		return v.commit(tag.Target)
 	default:
-		return nil, fmt.Errorf("object %s is a %s: %w", h, o.Type(), errNotCommit)
+		return nil, fmt.Errorf("%w: object %s is a %s: %w", repository.ErrCorrupt, h, o.Type(), errNotCommit)
 	}
 	ci, ok := decodeCommit(h, data)
 	if !ok {
 		c := &object.Commit{}
 		if err := c.Decode(o); err != nil {
-			return nil, fmt.Errorf("commit %s: %w", h, err)
+			return nil, fmt.Errorf("%w: commit %s: %w", repository.ErrCorrupt, h, err)
 		}
 		ci = &commitInfo{hash: h, tree: c.TreeHash, parents: c.ParentHashes, author: c.Author, message: c.Message}
 	}
@@ -254,7 +255,7 @@ func (v *view) lookup(h plumbing.Hash, name string) (treeEntry, bool, error) {
 	}
 	if v.packs != nil {
 		// A tree built by a delta is searched without building it.
-		te, found, err := v.packs.lookupEntry(h, name, v.cache)
+		te, found, err := v.packs.lookupEntry(h, name, v.cache, &v.final)
 		if !errors.Is(err, errRopeUnfit) {
 			if err != nil {
 				return treeEntry{}, false, fmt.Errorf("tree %s: %w", h, err)
@@ -268,7 +269,7 @@ func (v *view) lookup(h plumbing.Hash, name string) (treeEntry, bool, error) {
 	}
 	te, found, err := scanTree(data, name)
 	if err != nil {
-		return treeEntry{}, false, fmt.Errorf("tree %s: %w", h, err)
+		return treeEntry{}, false, fmt.Errorf("%w: tree %s: %w", repository.ErrCorrupt, h, err)
 	}
 	return te, found, nil
 }
@@ -343,7 +344,13 @@ func (v *view) packageTree(c *commitInfo, full string, registered bool) (plumbin
 		if err != nil || !ok {
 			return plumbing.ZeroHash, false, err
 		}
-		v.idx.addSubtree(c.tree, full, treeEntry{name: path.Base(full), mode: modeDir, hash: h})
+		if v.idx != nil {
+			v.idx.addSubtree(c.tree, full, treeEntry{name: path.Base(full), mode: modeDir, hash: h})
+		} else {
+			// A Get or a write, which do not load cad-index: what the
+			// root tree told is kept where the next process's Get looks.
+			v.paths.add(pathRecord{key: pathKey36(c.tree, full), tree: h})
+		}
 	}
 	if registered {
 		return h, true, nil
@@ -466,7 +473,7 @@ func (v *view) packagesAt(h plumbing.Hash, root bool) ([]pkgEntry, error) {
 		if !root {
 			marked, err := rawHasKptfile(data)
 			if err != nil {
-				return nil, fmt.Errorf("tree %s: %w", h, err)
+				return nil, fmt.Errorf("%w: tree %s: %w", repository.ErrCorrupt, h, err)
 			}
 			if marked {
 				out := []pkgEntry{{path: "", tree: h}}

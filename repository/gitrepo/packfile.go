@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // packReader reads objects out of the pack files of a git directory on
@@ -32,18 +34,19 @@ import (
 //
 // It reads version 2 indexes, which git has written since 2007; a pack
 // with any other index is left to go-git, and so are loose objects. A
-// packReader is used under the store's lock, never concurrently.
+// packReader is safe for concurrent use: readers holding the store's
+// shared lock take turns on mu, one object at a time.
 type packReader struct {
 	dir string // objects/pack
+
+	mu sync.Mutex // guards what follows
 
 	scanned time.Time // the directory's modification time at the last scan
 	packs   []*packFile
 	nextID  uint32
 	closed  bool // then go-git reads everything
-	// scratch holds the intermediate objects of a delta chain; final
-	// the object objectScratch returns.
+	// scratch holds the intermediate objects of a delta chain.
 	scratch [2][]byte
-	final   []byte
 	// reads counts the entries read, for touched.
 	reads int
 }
@@ -127,6 +130,8 @@ func (pr *packReader) close() {
 	if pr == nil {
 		return
 	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	for _, p := range pr.packs {
 		p.close()
 	}
@@ -181,29 +186,29 @@ func openPack(base string) (*packFile, error) {
 	var head [8 + 256*4]byte
 	if _, err := idx.ReadAt(head[:], 0); err != nil {
 		p.close()
-		return nil, fmt.Errorf("pack index %s: %w", base, err)
+		return nil, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, base, err)
 	}
 	if string(head[:4]) != packIdxMagic || binary.BigEndian.Uint32(head[4:8]) != 2 {
 		p.close()
-		return nil, fmt.Errorf("pack index %s: not a version 2 index", base)
+		return nil, fmt.Errorf("%w: pack index %s: not a version 2 index", repository.ErrCorrupt, base)
 	}
 	for i := range p.fanout {
 		p.fanout[i] = binary.BigEndian.Uint32(head[8+4*i:])
 		if i > 0 && p.fanout[i] < p.fanout[i-1] {
 			p.close()
-			return nil, fmt.Errorf("pack index %s: bad fan-out table", base)
+			return nil, fmt.Errorf("%w: pack index %s: bad fan-out table", repository.ErrCorrupt, base)
 		}
 	}
 	p.n = p.fanout[255]
 	fi, err := idx.Stat()
 	if err != nil || fi.Size() < 8+256*4+int64(p.n)*28+40 {
 		p.close()
-		return nil, fmt.Errorf("pack index %s: cut short", base)
+		return nil, fmt.Errorf("%w: pack index %s: cut short", repository.ErrCorrupt, base)
 	}
 	var ph [12]byte
 	if _, err := pack.ReadAt(ph[:], 0); err != nil || string(ph[:4]) != "PACK" {
 		p.close()
-		return nil, fmt.Errorf("pack %s: not a pack file", base)
+		return nil, fmt.Errorf("%w: pack %s: not a pack file", repository.ErrCorrupt, base)
 	}
 	// Small files are mapped now, larger ones once read enough (see
 	// mapAfter); where mmap is missing they are read with ReadAt.
@@ -268,7 +273,7 @@ func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
 	} else {
 		names = make([]byte, int(hi-lo)*20)
 		if err := p.readIdx(names, 8+256*4+int64(lo)*20); err != nil {
-			return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
+			return 0, false, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, p.name, err)
 		}
 	}
 	count := int(hi - lo)
@@ -279,14 +284,14 @@ func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
 	pos := int64(lo) + int64(i)
 	var b [8]byte
 	if err := p.readIdx(b[:4], 8+256*4+int64(p.n)*24+pos*4); err != nil {
-		return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
+		return 0, false, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, p.name, err)
 	}
 	off := binary.BigEndian.Uint32(b[:4])
 	if off&0x80000000 == 0 {
 		return int64(off), true, nil
 	}
 	if err := p.readIdx(b[:], 8+256*4+int64(p.n)*28+int64(off&0x7fffffff)*8); err != nil {
-		return 0, false, fmt.Errorf("pack index %s: %w", p.name, err)
+		return 0, false, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, p.name, err)
 	}
 	return int64(binary.BigEndian.Uint64(b[:])), true, nil
 }
@@ -318,6 +323,8 @@ func (pr *packReader) locate(h plumbing.Hash) (*packFile, int64, error) {
 
 // has reports whether h is in a pack.
 func (pr *packReader) has(h plumbing.Hash) bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	_, _, err := pr.locate(h)
 	return err == nil
 }
@@ -326,6 +333,8 @@ func (pr *packReader) has(h plumbing.Hash) bool {
 // packs, for reading objects in the order they lie on disk; ok is false
 // when h is in no pack.
 func (pr *packReader) offset(h plumbing.Hash) (pack uint32, off int64, ok bool) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	p, off, err := pr.locate(h)
 	if err != nil {
 		return 0, 0, false
@@ -336,31 +345,35 @@ func (pr *packReader) offset(h plumbing.Hash) (pack uint32, off int64, ok bool) 
 // object returns the type and content of object h, errNotInPack when no
 // pack holds it.
 func (pr *packReader) object(h plumbing.Hash, cache *lru) (plumbing.ObjectType, []byte, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	p, off, err := pr.locate(h)
 	if err != nil {
 		return plumbing.InvalidObject, nil, err
 	}
-	t, data, err := pr.at(p, off, cache, false)
+	t, data, err := pr.at(p, off, cache, nil)
 	if err != nil {
-		return plumbing.InvalidObject, nil, fmt.Errorf("object %s in pack %s: %w", h, p.name, err)
+		return plumbing.InvalidObject, nil, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
 	}
 	return t, data, nil
 }
 
 // objectScratch is object for a caller that reads the content and keeps
-// none of it: when the object is a delta, it is built in memory the
-// packReader reuses, valid until its next read. A list scans every
+// none of it: when the object is a delta, it is built in *final (the
+// caller's, reused by its next read of this kind). A list scans every
 // tagged commit's root tree for one entry; in a repository as Porch
 // writes it those are as large as the number of packages, and a new one
 // each would be most of what a first list allocates.
-func (pr *packReader) objectScratch(h plumbing.Hash, cache *lru) (plumbing.ObjectType, []byte, error) {
+func (pr *packReader) objectScratch(h plumbing.Hash, cache *lru, final *[]byte) (plumbing.ObjectType, []byte, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	p, off, err := pr.locate(h)
 	if err != nil {
 		return plumbing.InvalidObject, nil, err
 	}
-	t, data, err := pr.at(p, off, cache, true)
+	t, data, err := pr.at(p, off, cache, final)
 	if err != nil {
-		return plumbing.InvalidObject, nil, fmt.Errorf("object %s in pack %s: %w", h, p.name, err)
+		return plumbing.InvalidObject, nil, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
 	}
 	return t, data, nil
 }
@@ -385,9 +398,10 @@ func packKey(p *packFile, off int64) plumbing.Hash {
 // scratch buffers, and only the object's direct base and the chain's
 // bottom are kept in the cache. Read in pack order, as a list reads them,
 // each commit's trees are deltas on the previous one's: every read then
-// applies a delta or two, not the chain. With scratch, the object itself,
-// when built from a delta, is built in pr.final (see objectScratch).
-func (pr *packReader) at(p *packFile, off int64, cache *lru, scratch bool) (plumbing.ObjectType, []byte, error) {
+// applies a delta or two, not the chain. With final, the object itself,
+// when built from a delta, is built in *final (see objectScratch). pr.mu
+// is held.
+func (pr *packReader) at(p *packFile, off int64, cache *lru, final *[]byte) (plumbing.ObjectType, []byte, error) {
 	type step struct {
 		p     *packFile
 		off   int64
@@ -437,8 +451,8 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru, scratch bool) (plum
 		switch {
 		case i >= 2:
 			dst = pr.scratch[i%2] // never base, which is level i+1
-		case i == 0 && scratch:
-			dst = pr.final // never base: bases are cached or scratch[]
+		case i == 0 && final != nil:
+			dst = *final // never base: bases are cached or scratch[]
 		}
 		data, err := applyDelta(dst, base, chain[i].delta)
 		if err != nil {
@@ -447,8 +461,8 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru, scratch bool) (plum
 		switch {
 		case i >= 2:
 			pr.scratch[i%2] = data
-		case i == 0 && scratch:
-			pr.final = data
+		case i == 0 && final != nil:
+			*final = data
 		}
 		if i == 1 {
 			cache.put(kindPacked, packKey(chain[1].p, chain[1].off), &packedObject{t: t, data: data}, int64(len(data))+96)
@@ -460,10 +474,10 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru, scratch bool) (plum
 			pr.scratch[i] = nil // not kept after a very large object
 		}
 	}
-	if cap(pr.final) > 4<<20 {
+	if final != nil && cap(*final) > 4<<20 {
 		// Not kept after a very large object; what is returned stays
 		// valid.
-		pr.final = nil
+		*final = nil
 	}
 	return t, base, nil
 }
@@ -658,6 +672,8 @@ func (pr *packReader) dropPages() {
 	if pr == nil {
 		return
 	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
 	for _, p := range pr.packs {
 		dropPages(p.packMap)
 		dropPages(p.idxMap)

@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // gitCLI runs git in dir for the tests of this file.
@@ -120,6 +123,7 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 	}
 	for _, c := range []*lru{nil, newLRU(1 << 20)} {
 		pr := newPackReader(gitDir)
+		var final []byte
 		for h, data := range want {
 			typ, got, err := pr.object(h, c)
 			if err != nil {
@@ -130,7 +134,7 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 			}
 			// The same read into reused memory, which must not change
 			// what was read before (got) nor the cached bases.
-			typ, scanned, err := pr.objectScratch(h, c)
+			typ, scanned, err := pr.objectScratch(h, c, &final)
 			if err != nil || typ != types[h] || !bytes.Equal(scanned, data) {
 				t.Fatalf("%s: objectScratch read a %s of %d bytes (%v), go-git a %s of %d", h, typ, len(scanned), err, types[h], len(data))
 			}
@@ -141,7 +145,7 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 		// Every object again, each through objectScratch after another's:
 		// reused memory never leaks into a base.
 		for h, data := range want {
-			if _, got, err := pr.objectScratch(h, c); err != nil || !bytes.Equal(got, data) {
+			if _, got, err := pr.objectScratch(h, c, &final); err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("%s: second objectScratch pass: %v", h, err)
 			}
 		}
@@ -170,7 +174,8 @@ func packNames(t *testing.T, gitDir string) []string {
 	return out
 }
 
-// A damaged pack gives errors, never a panic or wrong content.
+// A damaged pack gives errors matching repository.ErrCorrupt, never a
+// panic or wrong content.
 func TestPackReaderDamagedPack(t *testing.T) {
 	work := t.TempDir()
 	gitCLI(t, work, "init", "--quiet", "-b", "main")
@@ -216,6 +221,9 @@ func readDamaged(t *testing.T, gitDir, packPath string, orig []byte, ids []plumb
 			pr := newPackReader(gitDir)
 			for _, h := range ids {
 				typ, got, err := pr.object(h, nil)
+				if err != nil && !errors.Is(err, repository.ErrCorrupt) && !errors.Is(err, errNotInPack) {
+					t.Fatalf("%s: %v, want an error matching repository.ErrCorrupt", h, err)
+				}
 				if err == nil && plumbing.ComputeHash(typ, got) != h {
 					// A flipped byte in a zlib stream can go unnoticed only
 					// where the checksum still matches: never silently.
@@ -292,8 +300,9 @@ func TestSearchPacked(t *testing.T) {
 
 // searchPackedAt, the block-by-block binary search of a large sorted
 // packed-refs file, finds what searchPacked finds in the whole content:
-// with peeled lines, CRLF line ends, a last line without a newline, and
-// lines longer than a block.
+// with peeled lines, CRLF line ends and lines longer than a block; a last
+// line without a newline is damaged, as git reads it, and sends the
+// caller to the parsed file.
 func TestSearchPackedAt(t *testing.T) {
 	var names []string
 	want := map[string]plumbing.Hash{}
@@ -323,14 +332,27 @@ func TestSearchPackedAt(t *testing.T) {
 	} {
 		body := int64(strings.IndexByte(data, '\n') + 1)
 		r := strings.NewReader(data)
-		for _, n := range names {
-			h, ok, err := searchPackedAt(r, body, int64(len(data)), n)
-			if err != nil || !ok || h != want[n] {
+		cut := !strings.HasSuffix(data, "\n") // the last line cut short: damaged, as git reads it
+		for i, n := range names {
+			h, ok, clean, err := searchPackedAt(r, body, int64(len(data)), n)
+			if cut && !clean {
+				// A search that ends in the last lines meets the
+				// unterminated one: not found, and the caller is sent to
+				// the parsed file.
+				if ok || err != nil {
+					t.Fatalf("%.60s near an unterminated last line: %v, %v", n, ok, err)
+				}
+				continue
+			}
+			if cut && i == len(names)-1 {
+				t.Fatalf("%.60s on an unterminated last line: %v, %v, %v", n, ok, clean, err)
+			}
+			if err != nil || !ok || !clean || h != want[n] {
 				t.Fatalf("%.60s: %s, %v, %v", n, h, ok, err)
 			}
 		}
 		for _, n := range absent {
-			if _, ok, err := searchPackedAt(r, body, int64(len(data)), n); ok || err != nil {
+			if _, ok, _, err := searchPackedAt(r, body, int64(len(data)), n); ok || err != nil {
 				t.Fatalf("found %s (%v)", n, err)
 			}
 		}

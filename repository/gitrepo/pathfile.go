@@ -37,13 +37,25 @@ import (
 //	records         count × 60 bytes, sorted by key:
 //	                root tree id (20), SHA-256 of the path (first 16),
 //	                the tree the path leads to (20), CRC-32 of these (4)
+//	tail            records of the same form, unsorted, appended after
+//	                the sorted ones (up to pathTailMax; a lookup reads
+//	                twice that at most, the last ones)
+//
+// Besides the path records it holds workspace records (see wsRecord):
+// the workspace a tag object gives a package, so that a new draft's
+// check that its workspace is free reads no commit of the package's tags.
 //
 // Like cad-index it is a cache of facts about immutable objects: a
 // missing, short or damaged file, or a damaged record, is read as no
 // answer. It is rebuilt (to a temporary file, then renamed over, so that
 // a crash leaves the old file or the new) when a list has appended to
 // cad-index more than an eighth of what the file covers, merging the
-// records it holds with those appended since. Safe for concurrent use.
+// records it holds with those appended since. Between rebuilds, what a
+// Get or a new draft learns and what an approval writes is appended to
+// the tail, under the file's lock, in whole records: a record cut short
+// by a crash is cut off by the next append and never read. A record
+// appended while another process rebuilds the file may be lost, which
+// costs a read of the objects later. Safe for concurrent use.
 type pathFile struct {
 	path      string // gitDir/cad-paths
 	indexPath string // gitDir/cad-index
@@ -58,6 +70,10 @@ type pathFile struct {
 	// updating is set while a rebuild runs, outside mu, so that lookups
 	// do not wait for it and a second one is not started.
 	updating atomic.Bool
+	// added holds the keys this process appended (or found appended), so
+	// that what a process learns again is not appended twice.
+	addedMu sync.Mutex
+	added   map[[36]byte]struct{}
 }
 
 const (
@@ -71,6 +87,11 @@ const (
 // one call; a larger one is narrowed a record at a time first. A
 // variable for the tests.
 var pathBucketRead uint32 = 1024
+
+// pathTailMax is how many appended records cad-paths holds before an
+// append merges them into the sorted records (a rebuild). A variable for
+// the tests.
+var pathTailMax = 1024
 
 // pathHeader is the header of cad-paths.
 type pathHeader struct {
@@ -197,10 +218,56 @@ func readPathHeader(f *os.File) (*pathHeader, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.fanout[255] != h.count || h.covered < 0 || fi.Size() != pathHeaderSize+int64(h.count)*pathRecordSize {
+	if h.fanout[255] != h.count || h.covered < 0 || fi.Size() < h.sortedEnd() {
 		return nil, errors.New("cad-paths: cut short")
 	}
 	return h, nil
+}
+
+// sortedEnd is where the sorted records end and the tail starts.
+func (h *pathHeader) sortedEnd() int64 {
+	return pathHeaderSize + int64(h.count)*pathRecordSize
+}
+
+// readTail returns the whole records of f's tail after the sorted
+// records of hdr, the last pathTailMax*2 at most, unchecked.
+func readTail(f *os.File, hdr *pathHeader, buf []byte) ([]byte, error) {
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	n := (fi.Size() - hdr.sortedEnd()) / pathRecordSize
+	if n <= 0 {
+		return nil, nil
+	}
+	from := hdr.sortedEnd()
+	if max := int64(2 * pathTailMax); n > max {
+		from += (n - max) * pathRecordSize
+		n = max
+	}
+	size := int(n) * pathRecordSize
+	if cap(buf) < size {
+		buf = make([]byte, size)
+	}
+	b := buf[:size]
+	if _, err := f.ReadAt(b, from); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+// searchTail returns the tree of the last record of tail with key k
+// whose checksum holds.
+func searchTail(tail []byte, k [36]byte) (plumbing.Hash, bool) {
+	for i := len(tail) - pathRecordSize; i >= 0; i -= pathRecordSize {
+		rec := tail[i : i+pathRecordSize]
+		if [36]byte(rec[:36]) == k {
+			if h, ok := recordTree(rec); ok {
+				return h, true
+			}
+		}
+	}
+	return plumbing.ZeroHash, false
 }
 
 // find looks k up in the open file; pf.mu is held.
@@ -223,7 +290,10 @@ func (pf *pathFile) find(k [36]byte) (plumbing.Hash, bool) {
 		}
 		switch c := bytes.Compare(rec[:36], k[:]); {
 		case c == 0:
-			return recordTree(rec[:])
+			if h, ok := recordTree(rec[:]); ok {
+				return h, true
+			}
+			return pf.findInTail(k)
 		case c < 0:
 			lo = mid + 1
 		default:
@@ -238,7 +308,20 @@ func (pf *pathFile) find(k [36]byte) (plumbing.Hash, bool) {
 	if _, err := pf.f.ReadAt(b, at(lo)); err != nil {
 		return plumbing.ZeroHash, false
 	}
-	return searchRecords(b, k)
+	if h, ok := searchRecords(b, k); ok {
+		return h, true
+	}
+	return pf.findInTail(k)
+}
+
+// findInTail looks k up among the appended records; pf.mu is held.
+func (pf *pathFile) findInTail(k [36]byte) (plumbing.Hash, bool) {
+	tail, err := readTail(pf.f, pf.hdr, pf.buf)
+	if err != nil || len(tail) == 0 {
+		return plumbing.ZeroHash, false
+	}
+	pf.buf = tail[:0]
+	return searchTail(tail, k)
 }
 
 // searchRecords binary-searches the sorted records in b for key k.
@@ -290,14 +373,17 @@ func (pf *pathFile) stale(indexSize int64) bool {
 }
 
 // update rebuilds cad-paths so that it holds every path record of
-// cad-index: the records it held and those appended to cad-index since,
-// or all of cad-index's when the file is missing, damaged, or covers
-// more than cad-index holds (cad-index was deleted). It writes a
-// temporary file and renames it over the old. A failure leaves the old
-// file, and no rebuild is tried again in this process. Lookups go on
-// while it runs, from the file as it was; a call while another rebuild
-// of this pathFile runs returns at once.
-func (pf *pathFile) update() {
+// cad-index: the records it held (sorted and appended) and those
+// appended to cad-index since, or all of cad-index's when the file is
+// missing, damaged, or covers more than cad-index holds (cad-index was
+// deleted). It writes a temporary file and renames it over the old. A
+// failure leaves the old file, and no rebuild is tried again in this
+// process. Lookups go on while it runs, from the file as it was; a call
+// while another rebuild of this pathFile runs returns at once.
+func (pf *pathFile) update() { pf.rebuildWith(nil) }
+
+// rebuildWith is update, with the records extra added to the new file.
+func (pf *pathFile) rebuildWith(extra []pathRecord) {
 	if pf == nil || !pf.updating.CompareAndSwap(false, true) {
 		return
 	}
@@ -308,7 +394,7 @@ func (pf *pathFile) update() {
 	if failed {
 		return
 	}
-	err := pf.rebuild()
+	err := pf.rebuild(extra)
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
 	if err != nil {
@@ -321,42 +407,214 @@ func (pf *pathFile) update() {
 
 // rebuild is update's work, on its own handles of the files: the latest
 // cad-paths (another process may have rebuilt it), read for the records
-// it holds, and cad-index.
-func (pf *pathFile) rebuild() error {
+// it holds, cad-index, and extra.
+func (pf *pathFile) rebuild(extra []pathRecord) error {
 	var cur *os.File
 	var hdr *pathHeader
+	var tail []pathRecord
 	if f, err := os.Open(pf.path); err == nil {
 		defer f.Close()
 		if h, err := readPathHeader(f); err == nil {
 			cur, hdr = f, h
+			if b, err := readTail(f, h, nil); err == nil {
+				tail = tailRecords(b)
+			}
 		}
 	}
+	var idxSize int64
 	idx, err := os.Open(pf.indexPath)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
 		return err
-	}
-	defer idx.Close()
-	fi, err := idx.Stat()
-	if err != nil {
-		return err
+	default:
+		defer idx.Close()
+		fi, err := idx.Stat()
+		if err != nil {
+			return err
+		}
+		idxSize = fi.Size()
 	}
 	var old io.Reader = bytes.NewReader(nil)
 	from := int64(0)
-	if h := hdr; h != nil && h.covered <= fi.Size() {
-		if h.covered == fi.Size() {
+	if h := hdr; h != nil && h.covered <= idxSize {
+		if h.covered == idxSize && len(extra) == 0 && len(tail) < pathTailMax {
 			return nil // nothing new
 		}
 		old = io.NewSectionReader(cur, pathHeaderSize, int64(h.count)*pathRecordSize)
 		from = h.covered
 	}
-	fresh, err := indexPathRecords(io.NewSectionReader(idx, from, fi.Size()-from), fi.Size()-from)
-	if err != nil {
-		return err
+	var fresh []pathRecord
+	if idxSize > from {
+		if fresh, err = indexPathRecords(io.NewSectionReader(idx, from, idxSize-from), idxSize-from); err != nil {
+			return err
+		}
 	}
-	return pf.write(old, fresh, fi.Size())
+	if len(tail)+len(extra) > 0 {
+		fresh = append(append(fresh, tail...), extra...)
+		slices.SortFunc(fresh, func(a, b pathRecord) int { return bytes.Compare(a.key[:], b.key[:]) })
+		fresh = slices.CompactFunc(fresh, func(a, b pathRecord) bool { return a.key == b.key })
+	}
+	if len(fresh) == 0 && hdr == nil && idxSize == 0 {
+		return nil // nothing to write
+	}
+	return pf.write(old, fresh, idxSize)
+}
+
+// tailRecords returns the records of tail whose checksums hold.
+func tailRecords(tail []byte) []pathRecord {
+	out := make([]pathRecord, 0, len(tail)/pathRecordSize)
+	for i := 0; i+pathRecordSize <= len(tail); i += pathRecordSize {
+		rec := tail[i : i+pathRecordSize]
+		if h, ok := recordTree(rec); ok {
+			out = append(out, pathRecord{key: [36]byte(rec[:36]), tree: h})
+		}
+	}
+	return out
+}
+
+// add records recs, facts about immutable objects, in cad-paths: appended
+// to its tail under the file's lock, or, when the tail is full or the
+// file missing or not valid, merged into a rebuilt file. Records this
+// process added before are left out. Failures are ignored: the file is
+// a cache.
+func (pf *pathFile) add(recs ...pathRecord) {
+	if pf == nil || len(recs) == 0 {
+		return
+	}
+	pf.mu.Lock()
+	failed := pf.failed
+	pf.mu.Unlock()
+	if failed {
+		return
+	}
+	pf.addedMu.Lock()
+	if pf.added == nil || len(pf.added) > 1<<16 {
+		pf.added = map[[36]byte]struct{}{}
+	}
+	news := make([]pathRecord, 0, len(recs))
+	for _, r := range recs {
+		if _, ok := pf.added[r.key]; !ok {
+			pf.added[r.key] = struct{}{}
+			news = append(news, r)
+		}
+	}
+	pf.addedMu.Unlock()
+	if len(news) == 0 {
+		return
+	}
+	switch pf.appendTail(news) {
+	case appended:
+	case tailFull:
+		pf.rebuildWith(news)
+	case noFile:
+		// A file of these records alone, covering none of cad-index: a
+		// Get does not pay for merging cad-index (the next list does).
+		// What this process added before went with the file it was in.
+		pf.addedMu.Lock()
+		pf.added = map[[36]byte]struct{}{}
+		for _, r := range recs {
+			pf.added[r.key] = struct{}{}
+		}
+		pf.addedMu.Unlock()
+		pf.writeAlone(recs)
+	}
+}
+
+// appendResult is what appendTail did.
+type appendResult int
+
+const (
+	appended appendResult = iota
+	tailFull              // the tail would hold more than pathTailMax records
+	noFile                // the file is missing or not valid
+	appendFailed
+)
+
+// appendTail appends recs to the tail of the file at pf.path.
+func (pf *pathFile) appendTail(recs []pathRecord) appendResult {
+	for range 2 { // again once when another process replaced the file
+		f, err := os.OpenFile(pf.path, os.O_RDWR|os.O_APPEND, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			return noFile
+		}
+		if err != nil {
+			return appendFailed
+		}
+		res, again := appendLocked(f, pf.path, recs)
+		f.Close()
+		if !again {
+			return res
+		}
+	}
+	return appendFailed
+}
+
+// writeAlone writes recs as the whole file, covering none of cad-index,
+// unless a rebuild runs.
+func (pf *pathFile) writeAlone(recs []pathRecord) {
+	if !pf.updating.CompareAndSwap(false, true) {
+		return
+	}
+	defer pf.updating.Store(false)
+	recs = slices.Clone(recs)
+	slices.SortFunc(recs, func(a, b pathRecord) int { return bytes.Compare(a.key[:], b.key[:]) })
+	recs = slices.CompactFunc(recs, func(a, b pathRecord) bool { return a.key == b.key })
+	err := pf.write(bytes.NewReader(nil), recs, 0)
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	if err != nil {
+		pf.failed = true
+	}
+	if !pf.closed {
+		pf.open()
+	}
+}
+
+// appendLocked is appendTail's work on the open file f, under its lock;
+// again is true when f is no longer the file at path.
+func appendLocked(f *os.File, path string, recs []pathRecord) (res appendResult, again bool) {
+	defer lockFile(f)()
+	if fi, err := os.Stat(path); err != nil {
+		return noFile, false
+	} else if open, err := f.Stat(); err != nil || !os.SameFile(fi, open) {
+		return appendFailed, true
+	}
+	hdr, err := readPathHeader(f)
+	if err != nil {
+		return noFile, false
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return appendFailed, false
+	}
+	tail := fi.Size() - hdr.sortedEnd()
+	if tail%pathRecordSize != 0 {
+		// A record cut short by a crash: cut off, so that the records
+		// appended now start where records start.
+		tail -= tail % pathRecordSize
+		if err := f.Truncate(hdr.sortedEnd() + tail); err != nil {
+			return appendFailed, false
+		}
+	}
+	if int(tail/pathRecordSize)+len(recs) > pathTailMax {
+		return tailFull, false
+	}
+	b := make([]byte, 0, len(recs)*pathRecordSize)
+	for _, r := range recs {
+		b = appendRecord(b, r)
+	}
+	if _, err := f.Write(b); err != nil {
+		return appendFailed, false
+	}
+	return appended, false
+}
+
+// appendRecord appends the encoding of r to b.
+func appendRecord(b []byte, r pathRecord) []byte {
+	b = append(b, r.key[:]...)
+	b = append(b, r.tree[:]...)
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b[len(b)-56:]))
 }
 
 // indexPathRecords reads the directory path records of cad-index lines
@@ -402,12 +660,9 @@ func indexPathRecords(r io.Reader, size int64) ([]pathRecord, error) {
 // sorted, calling emit with each encoded record of the new file in
 // order. A damaged old record is left out.
 func mergeRecords(old io.Reader, fresh []pathRecord, emit func(rec []byte) error) error {
-	var rec [pathRecordSize]byte
+	rec := make([]byte, 0, pathRecordSize)
 	put := func(r pathRecord) error {
-		copy(rec[:36], r.key[:])
-		copy(rec[36:56], r.tree[:])
-		binary.BigEndian.PutUint32(rec[56:], crc32.ChecksumIEEE(rec[:56]))
-		return emit(rec[:])
+		return emit(appendRecord(rec[:0], r))
 	}
 	i := 0
 	br := bufio.NewReaderSize(old, 64<<10)
@@ -457,6 +712,9 @@ func (pf *pathFile) write(old io.Reader, fresh []pathRecord, covered int64) erro
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename, there is none
+	// Held while the file is written and until it is renamed (closing
+	// releases it): a tmp file whose lock is free is a dead writer's.
+	_ = lockFile(tmp)
 	var hdr [pathHeaderSize]byte
 	var fan [256]uint32
 	count := 0
@@ -491,22 +749,158 @@ func (pf *pathFile) write(old io.Reader, fresh []pathRecord, covered int64) erro
 	if err == nil {
 		err = tmp.Chmod(0o644) // as cad-index: readable by the repository's other readers
 	}
-	if cerr := tmp.Close(); err == nil {
+	if err == nil {
+		err = renameOpen(tmp, pf.path)
+	}
+	if cerr := tmp.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
 		err = cerr
 	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), pf.path)
+	return err
 }
 
 // removeStaleTemps removes the temporary files of rebuilds that did not
-// finish (a process killed while writing) an hour or more ago.
+// finish (a process killed while writing): at once when their writer's
+// lock is free and they hold data (a writer takes the lock before it
+// writes), else an hour after they were last written.
 func removeStaleTemps(dir string) {
 	names, _ := filepath.Glob(filepath.Join(dir, pathFileName+"-*.tmp"))
 	for _, n := range names {
 		if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > time.Hour {
 			os.Remove(n)
+			continue
+		}
+		removeIfAbandoned(n)
+	}
+}
+
+// A workspace record says which workspace a v<N> tag's object (the
+// tagged commit, or an annotated tag) gives a package, as tagRev reads
+// it from the objects' kpt: annotations ("" when they give none, and the
+// tag's name is the workspace): its key is a hash of the package path
+// (20 bytes, so that a package's records lie together) and the first 16
+// bytes of the object's id, its value the first 20 bytes of the
+// workspace's SHA-256. A path record's key starts with a tree's id, which
+// is never this hash. Like the path records, a workspace record is a
+// fact about immutable objects, true in any state of the refs; a tag
+// moved or created again at another object has another record.
+
+// wsPrefix is the first 20 bytes of the keys of package full's
+// workspace records.
+func wsPrefix(full string) [20]byte {
+	sum := sha256.Sum256([]byte("cad-workspace\x00" + full))
+	return [20]byte(sum[:20])
+}
+
+// wsRecord is the workspace record saying that object h gives package
+// full workspace ws.
+func wsRecord(full string, h plumbing.Hash, ws string) pathRecord {
+	var r pathRecord
+	p := wsPrefix(full)
+	copy(r.key[:20], p[:])
+	copy(r.key[20:], h[:16])
+	r.tree = wsHash(ws)
+	return r
+}
+
+// wsHash is a workspace record's value for workspace ws.
+func wsHash(ws string) plumbing.Hash {
+	sum := sha256.Sum256([]byte(ws))
+	return plumbing.Hash(sum[:20])
+}
+
+// wsRecords are a package's workspace records, sorted by the first 16
+// bytes of their objects' ids.
+type wsRecords []wsRec
+
+type wsRec struct {
+	obj [16]byte
+	ws  plumbing.Hash
+}
+
+// get returns the value of the record of object h.
+func (rs wsRecords) get(h plumbing.Hash) (plumbing.Hash, bool) {
+	k := [16]byte(h[:16])
+	i, ok := slices.BinarySearchFunc(rs, k, func(r wsRec, k [16]byte) int { return bytes.Compare(r.obj[:], k[:]) })
+	if !ok {
+		return plumbing.ZeroHash, false
+	}
+	return rs[i].ws, true
+}
+
+// workspaces returns the workspace records of package full whose
+// checksums hold; nil when there are none or the file cannot be read.
+func (pf *pathFile) workspaces(full string) wsRecords {
+	if pf == nil {
+		return nil
+	}
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	if !pf.opened || pf.replaced() {
+		pf.open()
+	}
+	if pf.hdr == nil {
+		return nil
+	}
+	prefix := wsPrefix(full)
+	var out wsRecords
+	take := func(rec []byte) {
+		if [20]byte(rec[:20]) != prefix {
+			return
+		}
+		if h, ok := recordTree(rec); ok {
+			out = append(out, wsRec{obj: [16]byte(rec[20:36]), ws: h})
 		}
 	}
+	// The sorted records: the first with the prefix, by binary search in
+	// its fan-out bucket, then the following ones a block at a time.
+	lo, hi := uint32(0), pf.hdr.fanout[prefix[0]]
+	if prefix[0] > 0 {
+		lo = pf.hdr.fanout[prefix[0]-1]
+	}
+	at := func(i uint32) int64 { return pathHeaderSize + int64(i)*pathRecordSize }
+	var rec [pathRecordSize]byte
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if _, err := pf.f.ReadAt(rec[:], at(mid)); err != nil {
+			return nil
+		}
+		if bytes.Compare(rec[:20], prefix[:]) < 0 {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	end := pf.hdr.fanout[prefix[0]]
+	const block = 512
+	buf := make([]byte, block*pathRecordSize)
+	for i := lo; i < end; i += block {
+		n := min(end-i, block)
+		b := buf[:n*pathRecordSize]
+		if _, err := pf.f.ReadAt(b, at(i)); err != nil {
+			return nil
+		}
+		stop := false
+		for j := 0; j < len(b); j += pathRecordSize {
+			if [20]byte(b[j:j+20]) != prefix {
+				stop = true
+				break
+			}
+			take(b[j : j+pathRecordSize])
+		}
+		if stop {
+			break
+		}
+	}
+	sorted := len(out)
+	if tail, err := readTail(pf.f, pf.hdr, nil); err == nil {
+		for j := 0; j+pathRecordSize <= len(tail); j += pathRecordSize {
+			take(tail[j : j+pathRecordSize])
+		}
+	}
+	if len(out) > sorted {
+		// The tail's records were appended in no order. Records of one
+		// object are the same fact, so any of them may be found.
+		slices.SortStableFunc(out, func(a, b wsRec) int { return bytes.Compare(a.obj[:], b.obj[:]) })
+	}
+	return out
 }

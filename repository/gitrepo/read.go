@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path"
@@ -34,6 +35,7 @@ type rev struct {
 	dpHash    plumbing.Hash          // its value; zero when absent
 	md        revision.Metadata      // from the metadata ref
 	published *object.Signature      // for the placeholder, see attachPublished
+	task      json.RawMessage        // the creation task, see view.taskIn
 }
 
 // version is the revision's Meta.Version: the commit (the package tree
@@ -84,6 +86,15 @@ func lowerLifecycle(lc revision.Lifecycle) string {
 		return "deletionproposed"
 	}
 	return strings.ToLower(string(lc))
+}
+
+// creationTask returns x's creation task: the one found through its
+// history when draftRev or tagRev found x, else its commit's own.
+func (x *rev) creationTask() json.RawMessage {
+	if x.task != nil {
+		return x.task
+	}
+	return taskOf(x.commit, x.full, x.key.Workspace)
 }
 
 // meta returns x's Meta.
@@ -153,7 +164,7 @@ func (x *rev) compact(in *interner) revMeta {
 	default:
 		lc = x.lifecycle
 	}
-	creation := porchtask.Decode(taskOf(x.commit, x.full, x.key.Workspace))
+	creation := porchtask.Decode(x.creationTask())
 	if lc != "" || !x.md.IsZero() || creation != nil {
 		m.more = &revMore{lc: lc, creation: creation}
 		if !x.md.IsZero() {
@@ -675,6 +686,7 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 		key:       revision.Key{Repository: r.name, Package: pkg, Workspace: ws},
 		lifecycle: lc, full: full, ref: name, refHash: h, commit: c, pkgTree: tree,
 	}
+	x.task = v.taskIn(c, full, ws, 0)
 	if err := r.attachMetadata(v, x); err != nil {
 		return nil, err
 	}
@@ -716,6 +728,14 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 		key:       revision.Key{Repository: r.name, Package: pkg, Workspace: ws, Revision: parseVersion(ver)},
 		lifecycle: revision.LifecyclePublished, full: full, ref: name, refHash: h, commit: c, pkgTree: tree,
 		dpRef: deletionProposedRef(full, ver),
+	}
+	x.task = v.taskIn(c, full, ws, x.key.Revision)
+	if x.key.IsPlaceholder() {
+		// A tag not of the form v<N> has revision -1, as the branch's
+		// placeholder does; its publisher is its commit's author, as for
+		// the other tags and as Porch reads it.
+		sig := c.author
+		x.published = &sig
 	}
 	if err := r.markDeletionProposed(v, x); err != nil {
 		return nil, err
@@ -908,13 +928,15 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 		return nil, err
 	}
 	var best *rev
+	wl := &wsLookup{full: full}
+	defer func() { v.paths.add(wl.learnt...) }()
 	for name, h := range tags {
 		ver := shortName(name)[len(full)+1:]
 		n := parseVersion(ver)
 		if key.Revision != 0 && key.Revision != n {
 			continue
 		}
-		if key.Workspace != "" && !r.tagMayHaveWorkspace(v, full, ver, h, key.Workspace) {
+		if key.Workspace != "" && !r.tagMayHaveWorkspace(v, wl, ver, h, key.Workspace) {
 			continue
 		}
 		x, err := r.tagRev(v, key.Package, ver, name, h)
@@ -931,20 +953,38 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 	return best, nil
 }
 
-// tagMayHaveWorkspace reports whether tag <full>/<ver> at h, read as
+// tagMayHaveWorkspace reports whether tag <wl.full>/<ver> at h, read as
 // tagRev reads it, can have workspace ws; it reads only the tagged commit
 // (and an annotated tag's message), not the package tree or metadata, and
 // answers true when it cannot tell, so that tagRev decides. Looking a
 // workspace up among a package's thousands of tags (every new draft
-// checks that its workspace is free) then reads no tree, and in a
-// Repository that looked before, no object: the answers are remembered
-// (tagWorkspaces).
-func (r *Repository) tagMayHaveWorkspace(v *view, full, ver string, h plumbing.Hash, ws string) bool {
+// checks that its workspace is free) then reads no tree, and no object
+// when the answer is known: remembered in the Repository (tagWorkspaces)
+// or recorded in cad-paths (workspace records, read once per lookup
+// and written for what was read, in wl.learnt).
+func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h plumbing.Hash, ws string) bool {
 	if parseVersion(ver) <= 0 {
 		return ver == ws
 	}
-	if w, ok := r.tagWS.get(h, full); ok {
+	full := wl.full
+	// The objects' workspace, or "" for the tag's name.
+	match := func(w string) bool {
+		if w == "" {
+			w = ver
+		}
 		return w == ws
+	}
+	if w, ok := r.tagWS.get(h, full); ok {
+		return match(w)
+	}
+	if !wl.loaded {
+		wl.loaded, wl.recs = true, v.paths.workspaces(full)
+		wl.want, wl.none = wsHash(ws), wsHash("")
+	}
+	if got, ok := wl.recs.get(h); ok {
+		// A hash of the workspace: two names with one hash are told
+		// apart by tagRev.
+		return got == wl.want || (got == wl.none && ver == ws)
 	}
 	c, err := v.commit(h)
 	if err != nil {
@@ -954,16 +994,28 @@ func (r *Repository) tagMayHaveWorkspace(v *view, full, ver string, h plumbing.H
 	if w == "" {
 		w = workspaceOf(c, full)
 	}
-	if w == "" {
-		w = ver
-	}
 	r.tagWS.put(h, full, w)
-	return w == ws
+	wl.learnt = append(wl.learnt, wsRecord(full, h, w))
+	return match(w)
+}
+
+// wsLookup is one workspace lookup among the tags of package full: the
+// workspace records of cad-paths, read when first needed, and the
+// records learnt from the objects.
+type wsLookup struct {
+	full   string
+	loaded bool
+	recs   wsRecords
+	// want and none are the records' values for the workspace looked up
+	// and for none.
+	want, none plumbing.Hash
+	learnt     []pathRecord
 }
 
 // tagWorkspaces remembers the workspace a v<N> tag at an object (an
-// annotated tag or a commit) gives a package: a fact of immutable
-// objects, valid in any state of the refs. It holds up to
+// annotated tag or a commit) gives a package through the objects'
+// annotations ("" when they give none: the tag's name is then the
+// workspace): a fact of immutable objects, valid in any state of the refs. It holds up to
 // maxTagWorkspaces answers (some 100 bytes each), then starts again.
 // The zero value is ready; it is safe for concurrent use.
 type tagWorkspaces struct {

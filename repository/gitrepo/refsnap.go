@@ -57,11 +57,12 @@ func (s *refSnap) prefixed(prefix string) (lo, hi int) {
 
 // snapshot reads every ref under the prefixes (each ending in a slash)
 // and the refs named in extra: loose refs over packed-refs, a damaged
-// loose ref left out (even when packed) and reported to damaged. Its
+// loose ref left out (even when packed) and reported to damaged, as is a
+// damaged line of packed-refs that holds or may hold a selected ref. Its
 // cost follows the refs it selects: the packed ones are found by binary
 // search.
 func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, damaged func(error)) (*refSnap, error) {
-	names, hashes, err := f.packed()
+	names, hashes, bad, err := f.packedAll()
 	if err != nil {
 		return nil, err
 	}
@@ -93,6 +94,10 @@ func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 			return nil, err
 		}
 	}
+	reportPackedDamage(bad, prefixes, extra, func(name string) bool {
+		_, ok := loose[name]
+		return ok || drop[name]
+	}, damaged)
 	// The packed refs selected, as spans of the sorted names, in order.
 	type span struct{ lo, hi int }
 	var spans []span
@@ -121,7 +126,7 @@ func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 	// Nothing added, overridden, dropped or left out: the parsed
 	// packed-refs, shared.
 	if len(loose) == 0 && len(drop) == 0 && (len(names) == 0 || len(merged) == 1 && merged[0] == span{0, len(names)}) {
-		return &refSnap{names: names, hashes: hashes}, nil
+		return f.overlaySnap(&refSnap{names: names, hashes: hashes}, prefixes, extra), nil
 	}
 	looseNames := make([]string, 0, len(loose))
 	for n := range loose {
@@ -148,5 +153,5 @@ func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 	for ; j < len(looseNames); j++ {
 		add(looseNames[j], loose[looseNames[j]])
 	}
-	return s, nil
+	return f.overlaySnap(s, prefixes, extra), nil
 }

@@ -31,12 +31,18 @@ import (
 //     file gets the new value and is synced;
 //  4. the commit point: the intent is renamed to cad-journal;
 //  5. the lock files are renamed over the refs; deletions rewrite
-//     packed-refs (through packed-refs.lock, synced, renamed) before the
-//     loose file is removed, so that an older packed value never shows;
+//     packed-refs before the loose file is removed, so that an older
+//     packed value never shows: the new content is written and synced to
+//     cad-packed-refs.tmp, hard-linked as packed-refs.lock (failing, as
+//     git's O_EXCL does, when the lock exists) and renamed over
+//     packed-refs;
 //  6. the directories are synced and the journal is removed.
 //
 // A crash before step 4 leaves the refs as they were; the next process
-// that takes the lock removes the intent and the lock files it made. After
+// that takes the lock removes the intent and the lock files it made.
+// packed-refs.lock is removed only when it is the same file as
+// cad-packed-refs.tmp: a lock another program (git pack-refs) holds is
+// never taken away. After
 // step 4, that process rolls the journal forward: every ref still at its
 // old value is set to its new one. So every transaction is all or
 // nothing, whatever the moment the process dies, and git reads the refs
@@ -212,6 +218,12 @@ func (f *fsRefs) apply(updates []refUpdate) error {
 // another program since and is left as it is, reported through warn when
 // set. The caller holds the exclusive lock.
 func (f *fsRefs) recover(warn func(msg string, args ...any)) error {
+	// A reader's view of the journal's outcome: the writer looks at the
+	// refs on disk.
+	f.setOverlay(nil)
+	if err := f.dropPackedLock(warn); err != nil {
+		return err
+	}
 	if err := f.dropIntent(); err != nil {
 		return err
 	}
@@ -227,16 +239,6 @@ func (f *fsRefs) recover(warn func(msg string, args ...any)) error {
 		// The journal is written whole through a rename, so this is not
 		// cad's: leave it for a person to look at.
 		return fmt.Errorf("%s: %w", journalName, err)
-	}
-	for _, u := range updates {
-		if u.new.IsZero() {
-			// The dead writer may have been rewriting packed-refs: its
-			// lock is the writer's, since the journal names a deletion.
-			if err := os.Remove(filepath.Join(f.gitDir, "packed-refs.lock")); err != nil && !notExist(err) {
-				return err
-			}
-			break
-		}
 	}
 	var todo []refUpdate
 	for _, u := range updates {
@@ -412,34 +414,78 @@ func (f *fsRefs) rewritePacked(deletes []refUpdate) error {
 	if !changed {
 		return nil
 	}
-	lock := p + ".lock"
-	fl, err := os.OpenFile(lock, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
+	// The new content is written to cad's own file, then linked as
+	// packed-refs.lock: taking the lock is then atomic as with O_EXCL,
+	// and a lock left by a dead process is cad's exactly when it is the
+	// same file as cad's (dropPackedLock); one held by git is never
+	// removed.
+	lock, mine := p+".lock", f.packedTmpPath()
+	fl, err := os.OpenFile(mine, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return fmt.Errorf("%w: %w: packed-refs.lock exists", errRetry, errRefLocked)
-		}
+		return err
+	}
+	fail := func(err error) error {
+		os.Remove(mine)
 		return err
 	}
 	if _, err := fl.Write(out.Bytes()); err != nil {
 		fl.Close()
-		os.Remove(lock)
-		return err
+		return fail(err)
 	}
 	if err := f.syncFile(fl); err != nil {
 		fl.Close()
-		os.Remove(lock)
-		return err
+		return fail(err)
 	}
 	if err := fl.Close(); err != nil {
-		os.Remove(lock)
-		return err
+		return fail(err)
 	}
 	fault("packed-written")
+	if err := os.Link(mine, lock); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return fail(fmt.Errorf("%w: %w: packed-refs.lock exists", errRetry, errRefLocked))
+		}
+		return fail(fmt.Errorf("lock packed-refs: %w", err))
+	}
+	fault("packed-locked")
 	if err := os.Rename(lock, p); err != nil {
 		os.Remove(lock)
-		return err
+		return fail(err)
 	}
 	fault("packed-renamed")
+	return fail(nil) // packed-refs is the only name left of the new content
+}
+
+// packedTmpPath returns the file in which cad writes a new packed-refs
+// before it links it as packed-refs.lock. Only the holder of the exclusive
+// cad.lock writes it.
+func (f *fsRefs) packedTmpPath() string { return filepath.Join(f.gitDir, "cad-packed-refs.tmp") }
+
+// dropPackedLock removes what a dead cad writer left of a rewrite of
+// packed-refs: its new content, and packed-refs.lock when that is the
+// same file (the writer had linked it). Any other packed-refs.lock is
+// another program's, such as a running git pack-refs: it is left, and
+// reported through warn when set. The caller holds the exclusive lock.
+func (f *fsRefs) dropPackedLock(warn func(msg string, args ...any)) error {
+	mine, err := os.Lstat(f.packedTmpPath())
+	if notExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	lock := filepath.Join(f.gitDir, "packed-refs.lock")
+	if fi, err := os.Lstat(lock); err == nil {
+		if os.SameFile(fi, mine) {
+			if err := os.Remove(lock); err != nil && !notExist(err) {
+				return err
+			}
+		} else if warn != nil {
+			warn("packed-refs.lock is held by another program; left as it is", "path", lock)
+		}
+	}
+	if err := os.Remove(f.packedTmpPath()); err != nil && !notExist(err) {
+		return err
+	}
 	return nil
 }
 

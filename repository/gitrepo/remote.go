@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -29,6 +30,19 @@ type remote struct {
 	secrets     []string
 	insecure    bool
 	caBundle    []byte
+	// maxAge is Options.RemoteReadMaxAge; synced is when the mirror was
+	// last brought up to date (both under the store's write lock).
+	maxAge time.Duration
+	synced time.Time
+}
+
+// syncForRead brings the mirror up to date for a read, unless it was
+// within maxAge.
+func (rm *remote) syncForRead(ctx context.Context, st *store) error {
+	if rm.maxAge > 0 && !rm.synced.IsZero() && time.Since(rm.synced) < rm.maxAge {
+		return nil
+	}
+	return rm.sync(ctx, st)
 }
 
 var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+refs/cad/*:refs/cad/*"}
@@ -38,7 +52,8 @@ func newRemote(u string, o Options) (*remote, error) {
 	if _, err := transport.NewEndpoint(clean); err != nil {
 		return nil, fmt.Errorf("invalid URL %q", redactURL(u))
 	}
-	rm := &remote{url: clean, redactedURL: redactURL(clean), auth: o.Auth, insecure: o.InsecureSkipTLS, caBundle: o.CABundle}
+	rm := &remote{url: clean, redactedURL: redactURL(clean), auth: o.Auth, insecure: o.InsecureSkipTLS, caBundle: o.CABundle,
+		maxAge: o.RemoteReadMaxAge}
 	if rm.auth == nil && urlAuth != nil {
 		rm.auth = urlAuth
 	}
@@ -94,7 +109,11 @@ func (e *redactedError) Unwrap() error { return e.err }
 // whose refs a crash damaged (go-git's fetch writes them in place) is a
 // cache: its damaged refs are dropped and the fetch brings them back.
 func (rm *remote) sync(ctx context.Context, st *store) error {
+	start := time.Now()
 	err := rm.fetch(ctx, st)
+	if err == nil {
+		rm.synced = start
+	}
 	if err == nil || st.fsrefs == nil || errors.Is(err, ctx.Err()) {
 		return err
 	}
@@ -170,20 +189,46 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	}
 	ep.InsecureSkipTLS = rm.insecure
 	ep.CaBundle = rm.caBundle
-	cl, err := client.NewClient(ep)
+	cl, err := pushClient(ep)
 	if err != nil {
 		return rm.classify("push to "+rm.redactedURL, err)
 	}
-	sess, err := cl.NewReceivePackSession(ep, rm.auth)
+	// Every step on the network ends with ctx, even where the transport
+	// does not watch it (withCtx); the session is then closed aside.
+	var sess transport.ReceivePackSession
+	_, err = withCtx(ctx, func() error {
+		var err error
+		sess, err = cl.NewReceivePackSession(ep, rm.auth)
+		return err
+	}, func() {
+		if sess != nil {
+			_ = sess.Close()
+		}
+	})
 	if err != nil {
 		return rm.classify("push to "+rm.redactedURL, err)
 	}
+	// Closed here, or, when ctx ended first, once the step running has
+	// returned.
+	abandoned := false
+	closeSess := func() { _ = sess.Close() }
 	defer func() {
+		if abandoned {
+			return
+		}
 		if cerr := sess.Close(); cerr != nil && err == nil {
 			err = rm.classify("push to "+rm.redactedURL, cerr)
 		}
 	}()
-	ar, err := sess.AdvertisedReferencesContext(ctx)
+	var ar *packp.AdvRefs
+	abandoned, err = withCtx(ctx, func() error {
+		var err error
+		ar, err = sess.AdvertisedReferencesContext(ctx)
+		return err
+	}, closeSess)
+	if abandoned {
+		return err
+	}
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return rm.classify("push to "+rm.redactedURL, err)
 	}
@@ -191,15 +236,21 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	if ar != nil {
 		refs, err := ar.AllReferences()
 		if err != nil {
-			return err
+			return rm.classify("push to "+rm.redactedURL, err)
 		}
-		iter, _ := refs.IterReferences()
-		_ = iter.ForEach(func(r *plumbing.Reference) error {
+		iter, err := refs.IterReferences()
+		if err != nil {
+			return rm.classify("push to "+rm.redactedURL, err)
+		}
+		err = iter.ForEach(func(r *plumbing.Reference) error {
 			if r.Type() == plumbing.HashReference {
 				current[r.Name()] = r.Hash()
 			}
 			return nil
 		})
+		if err != nil {
+			return rm.classify("push to "+rm.redactedURL, err)
+		}
 	}
 	for _, u := range t.updates {
 		if current[u.name] != u.old {
@@ -227,21 +278,40 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	if allDelete && !caps.Supports(capability.DeleteRefs) {
 		return fmt.Errorf("%w: the remote does not allow deleting refs", errUnavailable)
 	}
+	// The pack is encoded from the local storage into a pipe the
+	// transport reads. Once the transport has returned (or ctx ended) the
+	// read side is closed, so that an encoder the transport did not read
+	// to the end stops; it reads the storage, which the caller's lock
+	// guards, so it has stopped before push returns.
 	done := make(chan error, 1)
+	var rd *io.PipeReader
 	if !allDelete {
-		rd, wr := io.Pipe()
+		var wr *io.PipeWriter
+		rd, wr = io.Pipe()
 		req.Packfile = rd
 		hashes := dedupe(v.written)
 		go func() {
 			_, err := packfile.NewEncoder(wr, v.s, false).Encode(hashes, 0)
-			done <- wr.CloseWithError(err)
+			wr.CloseWithError(err)
+			done <- err
 		}()
-		defer rd.Close()
 	} else {
 		close(done)
 	}
-	rs, err := sess.ReceivePack(ctx, req)
-	if perr := <-done; perr != nil && err == nil {
+	var rs *packp.ReportStatus
+	abandoned, err = withCtx(ctx, func() error {
+		var err error
+		rs, err = sess.ReceivePack(ctx, req)
+		return err
+	}, closeSess)
+	if rd != nil {
+		rd.CloseWithError(errPackNotRead)
+	}
+	perr := <-done
+	if abandoned {
+		return err
+	}
+	if perr != nil && err == nil {
 		err = perr
 	}
 	if err != nil {
@@ -261,6 +331,109 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 		}
 	}
 	return nil
+}
+
+// mirrorPrefixes are the refs the local clone mirrors (mirrorRefSpecs).
+var mirrorPrefixes = []string{"refs/heads/", "refs/tags/", "refs/cad/"}
+
+// lsRemote returns the refs of the remote that the local clone mirrors,
+// as the remote advertises them. It holds no lock, and ends with ctx.
+func (rm *remote) lsRemote(ctx context.Context) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	const what = "fetch from "
+	ep, err := transport.NewEndpoint(rm.url)
+	if err != nil {
+		return nil, err
+	}
+	ep.InsecureSkipTLS = rm.insecure
+	ep.CaBundle = rm.caBundle
+	cl, err := pushClient(ep)
+	if err != nil {
+		return nil, rm.classify(what+rm.redactedURL, err)
+	}
+	var sess transport.UploadPackSession
+	closeSess := func() {
+		if sess != nil {
+			_ = sess.Close()
+		}
+	}
+	if _, err := withCtx(ctx, func() error {
+		var err error
+		sess, err = cl.NewUploadPackSession(ep, rm.auth)
+		return err
+	}, closeSess); err != nil {
+		return nil, rm.classify(what+rm.redactedURL, err)
+	}
+	var ar *packp.AdvRefs
+	abandoned, err := withCtx(ctx, func() error {
+		var err error
+		ar, err = sess.AdvertisedReferencesContext(ctx)
+		return err
+	}, closeSess)
+	if !abandoned {
+		closeSess()
+	}
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	switch {
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+		return out, nil
+	case err != nil:
+		return nil, rm.classify(what+rm.redactedURL, err)
+	}
+	for name, h := range ar.References {
+		for _, p := range mirrorPrefixes {
+			if strings.HasPrefix(name, p) {
+				out[plumbing.ReferenceName(name)] = h
+			}
+		}
+	}
+	return out, nil
+}
+
+// mirrors reports whether the local clone v holds exactly refs, the
+// mirrored refs of the remote.
+func mirrors(v *view, refs map[plumbing.ReferenceName]plumbing.Hash) (bool, error) {
+	n := 0
+	for _, p := range mirrorPrefixes {
+		local, err := v.under(p)
+		if err != nil {
+			return false, err
+		}
+		for name, h := range local {
+			if refs[name] != h {
+				return false, nil
+			}
+		}
+		n += len(local)
+	}
+	return n == len(refs), nil
+}
+
+// errPackNotRead: the transport returned before reading the whole pack.
+var errPackNotRead = errors.New("the remote did not read the whole pack")
+
+// pushClient returns the transport for a push to ep, or for asking the
+// remote for its refs; tests replace it.
+var pushClient = client.NewClient
+
+// withCtx runs fn and returns its error, or, as soon as ctx ends,
+// abandoned and ctx's error, leaving fn to finish on its own; cleanup
+// (when not nil) then runs once fn has finished, with what it left. fn
+// must not touch anything the caller's lock guards.
+func withCtx(ctx context.Context, fn func() error, cleanup func()) (abandoned bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		return false, err
+	case <-ctx.Done():
+		if cleanup != nil {
+			go func() {
+				<-done
+				cleanup()
+			}()
+		}
+		return true, ctx.Err()
+	}
 }
 
 func dedupe(hs []plumbing.Hash) []plumbing.Hash {

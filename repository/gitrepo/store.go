@@ -9,36 +9,41 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage"
-	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // store is the local go-git storage of a repository with its locks.
 //
 // go-git storage is not safe for concurrent use (the filesystem storage
 // mutates its pack index on reads, the memory storage has unguarded maps),
-// so every access goes through read or write. In one process, mu guards
-// the storage; when several Repositories share one storage value (a
-// memory.Storage passed in Options.Storage) they share mu. Across
-// processes, a file lock on cad.lock in the git directory is held shared
-// by readers and exclusive by writers.
+// so every access goes through read or write. In one process, mu is held
+// shared by readers, which run side by side, and exclusive by writers;
+// readers take turns on what is not safe to share (objMu for go-git's
+// object reads, the packReader's own mutex, one object at a time). When
+// several Repositories share one storage value (a memory.Storage passed
+// in Options.Storage) they share mu. Across processes, a file lock on
+// cad.lock in the git directory is held shared by readers and exclusive
+// by writers.
 type store struct {
-	s           storage.Storer
-	mu          *sync.RWMutex
-	sharedReads bool // readers may run concurrently (pure in-memory maps)
-	flock       *fileLock
-	gitDir      string
-	fsrefs      *fsRefs     // refs read directly from gitDir, nil in memory
-	idx         *objIndex   // the object index in gitDir, nil in memory
-	paths       *pathFile   // its sorted path records, nil in memory
-	packs       *packReader // the packs in gitDir, nil in memory
-	release     func()
-	warn        func(msg string, args ...any)
+	s       storage.Storer
+	mu      *sync.RWMutex
+	objMu   sync.Mutex // serialises readers' use of s (view.object)
+	flock   *fileLock
+	gitDir  string
+	fsrefs  *fsRefs     // refs read directly from gitDir, nil in memory
+	idx     *objIndex   // the object index in gitDir, nil in memory
+	paths   *pathFile   // its sorted path records, nil in memory
+	packs   *packReader // the packs in gitDir, nil in memory
+	release func()
+	warn    func(msg string, args ...any)
 }
 
 // shared locks of storage values used by several Repositories at once.
@@ -54,7 +59,6 @@ type sharedLock struct {
 
 func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg string, args ...any)) *store {
 	st := &store{s: s, gitDir: gitDir, warn: warn}
-	_, st.sharedReads = s.(*memory.Storage)
 	if gitDir != "" {
 		st.fsrefs = &fsRefs{gitDir: gitDir, sync: mode}
 		st.paths = newPathFile(gitDir)
@@ -121,29 +125,41 @@ func (st *store) close() {
 
 // read runs fn with the storage locked for reading. When a process died
 // in the middle of a write, its journal is rolled forward first, so that
-// fn never sees a write half done.
+// fn never sees a write half done; a reader that may not write reads the
+// refs as the journal completes them instead (overlay.go).
 func (st *store) read(ctx context.Context, fn func() error) error {
 	if st.fsrefs != nil && st.fsrefs.pending() {
-		err := st.write(ctx, func() error { return nil })
-		if err != nil && !errors.Is(err, os.ErrPermission) {
-			return err
+		// A reader that cannot complete it (no write permission, a ref
+		// or packed-refs locked by another program) reads the refs as
+		// the journal completes them.
+		if err := st.write(ctx, func() error { return nil }); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			st.warn("could not complete an interrupted write; reading the refs as its journal sets them", "error", err)
 		}
 	}
-	if st.sharedReads {
-		st.mu.RLock()
-		defer st.mu.RUnlock()
-	} else {
-		st.mu.Lock()
-		defer st.mu.Unlock()
-	}
+	st.mu.RLock()
+	defer st.mu.RUnlock()
 	if st.flock != nil {
 		if err := st.flock.lock(ctx, false); err != nil {
 			return err
 		}
 		defer st.flock.unlock()
 	}
+	if st.fsrefs != nil {
+		// Under the lock: a writer may have died since the check above.
+		if err := st.fsrefs.loadOverlay(); err != nil {
+			return err
+		}
+	}
 	return fn()
 }
+
+// denyWrite, when set (by tests only), makes writes to the git directory
+// it returns true for fail as a reader without write permission sees
+// them: running as root, a test cannot take the permission away.
+var denyWrite func(gitDir string) bool
 
 // write runs fn with the storage locked for writing, in this process and
 // across processes. A write a dead process left half done is completed
@@ -151,6 +167,12 @@ func (st *store) read(ctx context.Context, fn func() error) error {
 func (st *store) write(ctx context.Context, fn func() error) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	if st.flock != nil && !crossProcessLock {
+		return fmt.Errorf("%w: writing to a git directory on disk (%s) needs a cross-process file lock, which %s lacks", repository.ErrNotSupported, st.gitDir, runtime.GOOS)
+	}
+	if denyWrite != nil && st.gitDir != "" && denyWrite(st.gitDir) {
+		return &os.PathError{Op: "open", Path: filepath.Join(st.gitDir, "cad.lock"), Err: os.ErrPermission}
+	}
 	if st.flock != nil {
 		if err := st.flock.lock(ctx, true); err != nil {
 			return err
@@ -161,6 +183,7 @@ func (st *store) write(ctx context.Context, fn func() error) error {
 		if err := st.fsrefs.recover(st.warn); err != nil {
 			return err
 		}
+
 	}
 	return fn()
 }
@@ -184,23 +207,47 @@ type view struct {
 	// paths finds package trees without loading idx; nil in memory.
 	paths *pathFile
 	// packs reads packed objects on disk; nil in memory.
-	packs  *packReader
+	packs *packReader
+	// final holds what rawScan last built from a delta.
+	final []byte
+	// objMu serialises reads of go-git's storage, which is not safe for
+	// concurrent use (the store's).
+	objMu  *sync.Mutex
 	gitDir string
 }
 
 func (r *Repository) newView() *view {
-	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, packs: r.st.packs, paths: r.st.paths, gitDir: r.st.gitDir, damaged: func(err error) {
+	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, packs: r.st.packs, paths: r.st.paths, gitDir: r.st.gitDir, objMu: &r.st.objMu, damaged: func(err error) {
 		r.log.Warn("leaving out a damaged ref", "error", err)
 	}}
 }
 
 // read runs fn on a view of the local storage locked for reading. For a
-// remote, it first brings the local clone up to date.
+// remote, it first brings the local clone up to date: it asks the remote
+// for its refs holding no lock, and when the clone has them all, fn runs
+// under the read lock, beside other reads; only when the remote moved is
+// the clone fetched, under the write lock.
 func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 	if r.remote != nil {
 		defer r.st.idx.flush()
+		refs, err := r.remote.lsRemote(ctx)
+		if err != nil {
+			return err
+		}
+		ran := false
+		err = r.st.read(ctx, func() error {
+			v := r.newView()
+			if ok, err := mirrors(v, refs); err != nil || !ok {
+				return err
+			}
+			ran = true
+			return fn(v)
+		})
+		if ran || err != nil {
+			return err
+		}
 		return r.st.write(ctx, func() error {
-			if err := r.remote.sync(ctx, r.st); err != nil {
+			if err := r.remote.syncForRead(ctx, r.st); err != nil {
 				return err
 			}
 			return fn(r.newView())
@@ -309,6 +356,10 @@ func (v *view) allRefs() (*refSnap, error) {
 
 // object reads the object h of type t, or any type for AnyObject.
 func (v *view) object(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	if v.objMu != nil {
+		v.objMu.Lock()
+		defer v.objMu.Unlock()
+	}
 	o, err := v.s.EncodedObject(t, h)
 	if errors.Is(err, plumbing.ErrObjectNotFound) {
 		// Another process may have repacked: look at the packs again.
@@ -341,7 +392,9 @@ func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumb
 	if v.packs != nil {
 		read := v.packs.object
 		if scan {
-			read = v.packs.objectScratch
+			read = func(h plumbing.Hash, c *lru) (plumbing.ObjectType, []byte, error) {
+				return v.packs.objectScratch(h, c, &v.final)
+			}
 		}
 		got, data, err := read(h, v.cache)
 		switch {

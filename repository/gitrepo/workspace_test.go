@@ -29,9 +29,14 @@ func TestWorkspaceFreeReadsNoOtherRevision(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	// Remove v1's root tree (only v1's commit holds it).
+	// Remove v1's root tree (only v1's commit holds it), and cad-paths,
+	// where the approval recorded v1's package tree (which would spare a
+	// read of the root tree).
 	root := git(t, dir, "rev-parse", "pkg/v1^{tree}")
 	if err := os.Remove(filepath.Join(dir, "objects", root[:2], root[2:])); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(filepath.Join(dir, "cad-paths")); err != nil {
 		t.Fatal(err)
 	}
 	create := func(ws string) error {

@@ -157,7 +157,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 				}
 				if task == nil {
 					// Every commit of the revision repeats its creation task.
-					task = taskOf(x.commit, full, key.Workspace)
+					task = x.creationTask()
 				}
 			}
 			var rootTree plumbing.Hash
@@ -241,7 +241,9 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 	}
 	expected := opts.Version
 	var result *rev
+	approved := false
 	err := r.update(ctx, func(v *view) (*txn, error) {
+		approved = false
 		x, err := r.resolveAt(v, op, key, &expected)
 		if err != nil {
 			return nil, err
@@ -261,6 +263,7 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 			t.set(y.ref, plumbing.ZeroHash, x.refHash)
 			t.del(x.ref, x.refHash)
 		case x.lifecycle == revision.LifecycleProposed && to == revision.LifecyclePublished:
+			approved = true
 			return r.planApprove(v, x, opts, &result)
 		case to == revision.LifecycleDeletionProposed:
 			t.set(x.dpRef, plumbing.ZeroHash, x.commit.hash)
@@ -275,6 +278,15 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 	})
 	if err != nil {
 		return nil, r.wrapErr(op, key, err)
+	}
+	if approved {
+		// What the approval knows, for the next process: where the
+		// package lies in the new root tree (a Get of the revision then
+		// reads no root tree), and the workspace its tag gives it (a new
+		// draft's check then reads no commit).
+		c := result.commit
+		r.st.paths.add(pathRecord{key: pathKey36(c.tree, result.full), tree: result.pkgTree},
+			wsRecord(result.full, c.hash, workspaceOf(c, result.full)))
 	}
 	r.log.Debug("updated lifecycle", "key", keyString(result.key), "lifecycle", string(to))
 	return r.revision(result), nil
@@ -306,7 +318,7 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 		return nil, err
 	}
 	msg := annotate(fmt.Sprintf(approveMessage, x.full, n), annotation{PackagePath: x.full, WorkspaceName: x.key.Workspace, Revision: itoa(n),
-		Task: taskOf(x.commit, x.full, x.key.Workspace)})
+		Task: x.creationTask()})
 	h, err := v.putCommit(root, parents, r.author(opts.AuthorName, opts.AuthorEmail), r.committer(), msg)
 	if err != nil {
 		return nil, err
@@ -341,7 +353,7 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 func (r *Repository) nextRevision(v *view, full string) (int, error) {
 	prefix := "refs/tags/" + full + "/"
 	var vers []string
-	if v.fr != nil && v.refs == nil {
+	if v.fr != nil { // a snapshot leaves damaged refs out: their numbers count
 		var err error
 		if vers, err = v.fr.childNames(prefix); err != nil {
 			return 0, err

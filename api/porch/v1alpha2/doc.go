@@ -15,9 +15,17 @@
 //     DeletionProposed to Published); approval waits until every readiness
 //     gate's condition is True in status.packageConditions;
 //   - the status reports what git holds: revision, upstreamLock, selfLock,
-//     publishedBy/At, packageConditions (the Kptfile's conditions), and the
-//     controller's own Ready and Rendered conditions with
-//     observedGeneration.
+//     publishedBy/At, creationSource, packageConditions (the Kptfile's
+//     conditions), and the controller's own Ready and Rendered conditions
+//     with observedGeneration;
+//   - deleting the object deletes a Draft, Proposed or DeletionProposed
+//     revision from git; as in Porch, the object of a Published revision
+//     stays (marked for deletion) until its spec.lifecycle is
+//     DeletionProposed.
+//
+// The CRD declares the selectable fields Porch's clients select on:
+// spec.packageName, spec.repository, spec.workspaceName, spec.lifecycle
+// and status.revision.
 //
 // The object of a revision is named as in v1alpha1:
 // <repository>.<package path with "/" replaced by ".">.<workspace>.

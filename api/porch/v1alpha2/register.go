@@ -27,7 +27,8 @@ const (
 	// touched.
 	Finalizer = "porch.kpt.dev/packagerevisions"
 	// LatestRevisionLabel is "true" on the Published revision of a package
-	// with the highest revision number; the controller sets it.
+	// with the highest revision number, and, as Porch does, "false" on a
+	// revision that had it and lost it; the controller sets it.
 	LatestRevisionLabel = "porch.kpt.dev/latest-revision"
 	// RepositoryLabel carries the name of the revision's Repository, so
 	// that the revisions of one repository are listed by label.

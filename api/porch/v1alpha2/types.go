@@ -17,6 +17,11 @@ import (
 // +kubebuilder:printcolumn:name="Repository",type=string,JSONPath=`.spec.repository`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:selectablefield:JSONPath=`.spec.packageName`
+// +kubebuilder:selectablefield:JSONPath=`.spec.repository`
+// +kubebuilder:selectablefield:JSONPath=`.spec.workspaceName`
+// +kubebuilder:selectablefield:JSONPath=`.spec.lifecycle`
+// +kubebuilder:selectablefield:JSONPath=`.status.revision`
 type PackageRevision struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -126,6 +131,12 @@ type PackageInitSpec struct {
 //
 // +kubebuilder:validation:XValidation:rule="has(self.upstreamRef) != has(self.git)",message="exactly one of upstreamRef and git must be set"
 type UpstreamPackage struct {
+	// Type is the kind of the upstream, as in Porch: git for Git, empty
+	// for UpstreamRef (where Porch also accepts git). Informative: the
+	// field that is set says where the upstream is.
+	// +kubebuilder:validation:Enum=git;oci
+	// +optional
+	Type OriginType `json:"type,omitempty"`
 	// +optional
 	UpstreamRef *PackageRevisionRef `json:"upstreamRef,omitempty"`
 	// +optional
@@ -222,11 +233,16 @@ type PackageRevisionStatus struct {
 	// Deployment is the repository's spec.deployment.
 	// +optional
 	Deployment bool `json:"deployment,omitempty"`
-	// PackageConditions are the Kptfile's status.conditions. For a Draft
-	// or Proposed revision they are also an input: an entry set here
-	// (through the status subresource) that differs from the Kptfile's is
-	// written to the Kptfile by the controller, provided ObservedVersion
-	// is still the revision's version.
+	// PackageConditions are the revision's conditions: the Kptfile's
+	// status.conditions merged with those kept beside the revision. For a
+	// Draft or Proposed revision they are also an input: an entry set here
+	// (through the status subresource) that differs is recorded by the
+	// controller, provided ObservedVersion is still the revision's
+	// version. On a Draft it is written to the Kptfile. A Proposed
+	// revision's content is frozen (as in Porch), so there it is kept as
+	// revision data beside it: reported here and counted by the readiness
+	// gates at approval, and written to the Kptfile if the revision goes
+	// back to Draft and is proposed again.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -247,6 +263,22 @@ type PackageRevisionStatus struct {
 	// someone else changed the Kptfile never undoes that change.
 	// +optional
 	ObservedVersion string `json:"observedVersion,omitempty"`
+	// CreationSource is how the revision was created, as Porch records
+	// it: init, clone, copy or upgrade (the spec.source field that was
+	// applied, or the creation the repository records for a discovered
+	// revision); empty when unknown.
+	// +optional
+	CreationSource string `json:"creationSource,omitempty"`
+	// ObservedPrrResourceVersion is the resourceVersion of the revision's
+	// content (Porch's PackageRevisionResources) that the status and the
+	// last render describe; cad sets it to ObservedVersion.
+	// +optional
+	ObservedPrrResourceVersion string `json:"observedPrrResourceVersion,omitempty"`
+	// RenderingPrrResourceVersion is the resourceVersion of the content
+	// being rendered, set while a render is in progress. cad renders
+	// within the write, so it is empty outside one.
+	// +optional
+	RenderingPrrResourceVersion string `json:"renderingPrrResourceVersion,omitempty"`
 }
 
 // Locator locates a package at a commit.

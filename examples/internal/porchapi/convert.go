@@ -31,7 +31,9 @@ type RevisionOptions struct {
 // FromRevision returns the PackageRevision object of the revision with meta
 // m: its name from the key, resourceVersion the Version, labels and
 // annotations from the Metadata (the latest-revision label computed from
-// opts.Latest, never taken from storage), spec and status from the key,
+// opts.Latest, never taken from storage; ownerReferences, finalizers and
+// deletionTimestamp from their annotations, see OwnerReferencesAnnotation),
+// spec and status from the key,
 // the lifecycle and the Kptfile. Its spec.tasks is the creation task the
 // revision records (m.Creation, see TaskFrom), empty when it records none.
 func FromRevision(m revision.Meta, opts RevisionOptions) PackageRevision {
@@ -61,6 +63,7 @@ func FromRevision(m revision.Meta, opts RevisionOptions) PackageRevision {
 	if t, ok := TaskFrom(m.Creation); ok {
 		pr.Spec.Tasks = []Task{t}
 	}
+	setObjectMeta(&pr)
 	delete(pr.Labels, LatestRevisionLabel)
 	if opts.Latest {
 		if pr.Labels == nil {
@@ -107,11 +110,14 @@ func KeyOf(pr *PackageRevision) revision.Key {
 }
 
 // MetadataOf returns the object's labels and annotations as the revision
-// Metadata cad stores, without the server-managed LatestRevisionLabel.
+// Metadata cad stores, without the server-managed LatestRevisionLabel,
+// with its ownerReferences and finalizers in annotations (see
+// OwnerReferencesAnnotation); a deletion timestamp is never taken from the
+// object.
 func MetadataOf(pr *PackageRevision) revision.Metadata {
 	md := revision.Metadata{Labels: maps.Clone(pr.Labels), Annotations: maps.Clone(pr.Annotations)}
 	delete(md.Labels, LatestRevisionLabel)
-	return md.Clone()
+	return withObjectMeta(md, pr).Clone()
 }
 
 // IsLatest reports whether the object carries the LatestRevisionLabel.

@@ -82,9 +82,11 @@ func (s *Server) resourceDefs() []*resourceDef {
 		},
 		impl: &prrImpl{s: s},
 	})
+	repoImpl := &storeImpl{}
 	repoDef = add(&resourceDef{
 		gr: grRepositories, version: porchapi.Version, kind: porchapi.KindRepository, listKind: porchapi.KindRepositoryList,
 		singular: "repository", namespaced: true, verbs: allVerbs, shortNames: []string{"repo"}, categories: []string{"porch"},
+		subresources: repoImpl.statusSubresource(),
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
 			{Name: "Type", Type: "string", Description: "git or oci"},
@@ -117,16 +119,17 @@ func (s *Server) resourceDefs() []*resourceDef {
 			}
 			return []any{r.Name, string(r.Spec.Type), content, r.Spec.Deployment, ready, addr}
 		},
-		impl: &storeImpl{s: s, res: resRepositories, def: func() *resourceDef { return repoDef }, keepStatus: true,
-			prepare: s.prepareRepository, written: s.repositoryWritten,
-			deleting: func(_ context.Context, rq *request, u *unstructured.Unstructured) error {
-				if s.opts.ExternalRepositories {
-					return errExternalRepositories(rq.name)
-				}
-				return nil
-			},
-			deleted: func(_ context.Context, rq *request, u *unstructured.Unstructured) { s.unregister(rq.ns, rq.name) }},
+		impl: repoImpl,
 	})
+	*repoImpl = storeImpl{s: s, res: resRepositories, def: func() *resourceDef { return repoDef }, keepStatus: true,
+		prepare: s.prepareRepository, written: s.repositoryWritten,
+		deleting: func(_ context.Context, rq *request, u *unstructured.Unstructured) error {
+			if s.opts.ExternalRepositories {
+				return errExternalRepositories(rq.name)
+			}
+			return nil
+		},
+		deleted: func(_ context.Context, rq *request, u *unstructured.Unstructured) { s.unregister(rq.ns, rq.name) }}
 	variantHooks := func(res string, def func() *resourceDef) *storeImpl {
 		typed := func() any { return &porchapi.PackageVariant{} }
 		if res == resPackageVariantSets {
@@ -141,16 +144,20 @@ func (s *Server) resourceDefs() []*resourceDef {
 				s.queueVariant(variantWork{resource: res, ns: rq.ns, name: u.GetName(), deleted: u})
 			}}
 	}
+	pvImpl := variantHooks(resPackageVariants, func() *resourceDef { return pvDef })
 	pvDef = add(&resourceDef{
 		gr: grPackageVariants, version: porchapi.Version, kind: porchapi.KindPackageVariant, listKind: porchapi.KindPackageVariantList,
 		singular: "packagevariant", namespaced: true, verbs: allVerbs, categories: []string{"porch"},
-		impl: variantHooks(resPackageVariants, func() *resourceDef { return pvDef }),
+		subresources: pvImpl.statusSubresource(),
+		impl:         pvImpl,
 	})
+	pvsImpl := variantHooks(resPackageVariantSets, func() *resourceDef { return pvsDef })
 	pvsDef = add(&resourceDef{
 		gr: grPackageVariantSets, version: porchapi.VariantSetVersion, kind: porchapi.KindPackageVariantSet,
 		listKind: porchapi.KindPackageVariantSetList, singular: "packagevariantset", namespaced: true, verbs: allVerbs,
-		categories: []string{"porch"},
-		impl:       variantHooks(resPackageVariantSets, func() *resourceDef { return pvsDef }),
+		categories:   []string{"porch"},
+		subresources: pvsImpl.statusSubresource(),
+		impl:         pvsImpl,
 	})
 	return defs
 }

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
+
+	"github.com/configasdata/cad/revision"
 )
 
 // groupResource names a resource for messages: "packagerevisions.porch.kpt.dev".
@@ -241,6 +243,9 @@ func (s *Server) readBody(rq *request) ([]byte, error) {
 	}
 	switch {
 	case mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml":
+		if err := revision.CheckYAML(rq.r.Context(), "request body", data, nil); err != nil {
+			return nil, errBadRequest("%v", err)
+		}
 		j, err := yaml.YAMLToJSON(data)
 		if err != nil {
 			return nil, errBadRequest("the body is not valid YAML: %v", err)

@@ -373,10 +373,24 @@ func TestListPagingDoesNotList(t *testing.T) {
 		require.Equal(t, 201, ts.doJSON("POST", prPath, initPR(fmt.Sprintf("p%d", i), "ws"), nil))
 	}
 	count := func() int { mu.Lock(); defer mu.Unlock(); return lists }
+	// The repository's watcher (polling every 50ms) reports the creations
+	// and the server lists each package's latest revision for them; wait
+	// until that is done, so that only paging is counted.
+	settle := func() int {
+		for prev := -1; ; {
+			n := count()
+			if n == prev {
+				return n
+			}
+			prev = n
+			time.Sleep(300 * time.Millisecond)
+		}
+	}
+	settle()
 	_, data := listBody(t, ts, prPath+"?limit=2", "")
 	page := decodeListed(t, data)
 	require.Len(t, page.Items, 2)
-	n := count()
+	n := settle()
 	var names []string
 	for _, it := range page.Items {
 		names = append(names, it.Metadata.Name)

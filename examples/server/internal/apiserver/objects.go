@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -276,6 +277,9 @@ func (si *storeImpl) update(ctx context.Context, rq *request, body []byte) (meta
 			delete(u.Object, "status")
 		}
 	}
+	if err := keepDeletion(d, u, old); err != nil {
+		return nil, err
+	}
 	if si.prepare != nil {
 		if err := si.prepare(ctx, rq, u, old); err != nil {
 			return nil, err
@@ -285,12 +289,57 @@ func (si *storeImpl) update(ctx context.Context, rq *request, body []byte) (meta
 	if err != nil {
 		return nil, toAPIError(d.gr, rq.name, err)
 	}
+	if done, err := si.finishDeletion(ctx, rq, out); done || err != nil {
+		return out, err
+	}
 	if si.written != nil && out.GetResourceVersion() != old.GetResourceVersion() {
 		if o := si.written(ctx, rq, out, old); o != nil {
 			out = o
 		}
 	}
 	return out, nil
+}
+
+// keepDeletion keeps old's deletionTimestamp on u, the object replacing
+// it, which clients neither set nor clear, and refuses, as Kubernetes
+// does, finalizers added to an object being deleted.
+func keepDeletion(d *resourceDef, u, old *unstructured.Unstructured) error {
+	u.SetDeletionTimestamp(old.GetDeletionTimestamp())
+	if old.GetDeletionTimestamp() == nil {
+		return nil
+	}
+	if added := newFinalizers(u.GetFinalizers(), old.GetFinalizers()); len(added) > 0 {
+		return errForbidden(d.gr, u.GetName(),
+			fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))
+	}
+	return nil
+}
+
+// finishDeletion deletes u, just written, when its deletion was requested
+// and its last finalizer has gone, as Kubernetes does; it reports whether
+// it did.
+func (si *storeImpl) finishDeletion(ctx context.Context, rq *request, u *unstructured.Unstructured) (bool, error) {
+	if u.GetDeletionTimestamp() == nil || len(u.GetFinalizers()) > 0 {
+		return false, nil
+	}
+	gone, err := si.s.store.Delete(si.res, u.GetNamespace(), u.GetName(), u.GetResourceVersion())
+	if errors.Is(err, store.ErrNotFound) {
+		return true, nil
+	}
+	if err != nil {
+		return false, toAPIError(si.def().gr, u.GetName(), err)
+	}
+	si.afterDelete(ctx, rq, gone)
+	return true, nil
+}
+
+// afterDelete runs the deleted hook of an object that left the store and
+// collects the package revisions it owned.
+func (si *storeImpl) afterDelete(ctx context.Context, rq *request, gone *unstructured.Unstructured) {
+	if si.deleted != nil {
+		si.deleted(ctx, rq, gone)
+	}
+	si.s.collectOwned(ctx, gone.GetNamespace(), gone.GetUID())
 }
 
 func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOptions) (metav1.Object, error) {
@@ -313,15 +362,73 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 			return nil, err
 		}
 	}
+	if len(cur.GetFinalizers()) > 0 {
+		// As Kubernetes does: the object is marked, and goes when an
+		// update removes its last finalizer.
+		if cur.GetDeletionTimestamp() != nil {
+			return cur, nil
+		}
+		u := cur.DeepCopy()
+		now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
+		u.SetDeletionTimestamp(&now)
+		if rv != "" {
+			u.SetResourceVersion(rv)
+		}
+		out, err := si.s.store.Update(si.res, u)
+		if err != nil {
+			return nil, toAPIError(d.gr, rq.name, err)
+		}
+		return out, nil
+	}
 	gone, err := si.s.store.Delete(si.res, rq.ns, rq.name, rv)
 	if err != nil {
 		return nil, toAPIError(d.gr, rq.name, err)
 	}
-	if si.deleted != nil {
-		si.deleted(ctx, rq, gone)
-	}
+	si.afterDelete(ctx, rq, gone)
 	return gone, nil
 }
+
+// getSub serves the status subresource: the object.
+func (si *storeImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error) {
+	return si.get(ctx, rq)
+}
+
+// updateSub serves an update of the status subresource, as Kubernetes
+// does: only the status of the body is taken, its spec and metadata are
+// ignored (its resourceVersion, when set, must be the stored one).
+func (si *storeImpl) updateSub(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+	d := si.def()
+	u, err := si.decodeObject(rq, body)
+	if err != nil {
+		return nil, err
+	}
+	old, err := si.s.store.Get(si.res, rq.ns, rq.name)
+	if err != nil {
+		return nil, toAPIError(d.gr, rq.name, err)
+	}
+	if rv := u.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
+		return nil, errConflict(d.gr, rq.name, staleMessage)
+	}
+	out := old.DeepCopy()
+	if st, ok := u.Object["status"]; ok && st != nil {
+		out.Object["status"] = st
+	} else {
+		delete(out.Object, "status")
+	}
+	stored, err := si.s.store.Update(si.res, out)
+	if err != nil {
+		return nil, toAPIError(d.gr, rq.name, err)
+	}
+	return stored, nil
+}
+
+// statusSubresource is the status subresource of a stored resource.
+func (si *storeImpl) statusSubresource() map[string]subresourceDef {
+	return map[string]subresourceDef{subresourceStatus: {verbs: []string{"get", "patch", "update"}, impl: si}}
+}
+
+// subresourceStatus is the name of the status subresource.
+const subresourceStatus = "status"
 
 func randomSuffix() string {
 	const chars = "bcdfghjklmnpqrstvwxz2456789"

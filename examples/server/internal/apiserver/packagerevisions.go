@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -135,6 +136,9 @@ func (s *Server) prObject(ctx context.Context, ns string, e *repoEntry, rev revi
 	o := porchapi.FromRevision(m, porchapi.RevisionOptions{
 		Namespace: ns, Kptfile: kf, Deployment: e.spec.Deployment, Latest: latest,
 	})
+	if typ, url := repository.LocationOf(e.repo); typ == repository.TypeGit {
+		o.Status.SelfLock = porchapi.SelfLock(m, url, e.spec.Git)
+	}
 	if m.Version != "" {
 		s.prs.put(ck, &o)
 	}
@@ -619,6 +623,16 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 	if overridden {
 		rq.warn("annotation %s is managed by the server: the value sent is ignored", AuthorsAnnotation)
 	}
+	// A deletion waiting for finalizers stays requested; only the server
+	// sets it (see delete).
+	deleting := porchapi.DeletionRequested(m.Metadata)
+	if deleting {
+		md = porchapi.WithDeletionTimestamp(md, cur.DeletionTimestamp.Time)
+		if added := newFinalizers(porchapi.Finalizers(md), porchapi.Finalizers(m.Metadata)); len(added) > 0 {
+			return nil, errForbidden(grPackageRevisions, rq.name,
+				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))
+		}
+	}
 	// The object's labels and annotations; readiness is compared below.
 	md.ReadinessGates, md.Conditions = m.ReadinessGates, m.Conditions
 	// Readiness gates, package metadata and conditions of a Draft, and
@@ -743,8 +757,31 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 			return nil, err
 		}
 	}
+	if deleting && len(porchapi.Finalizers(md)) == 0 {
+		// The last finalizer went: the deletion it held back happens now,
+		// and the answer is the object as it was last.
+		last, rev, _, err := s.getPR(ctx, rq.ns, rq.name)
+		if err != nil {
+			return nil, err
+		}
+		if err := eng.Delete(ctx, e.name, key, engine.IfVersion(rev.Meta().Version)); err != nil {
+			return nil, err
+		}
+		return last, nil
+	}
 	obj, _, _, err := s.getPR(ctx, rq.ns, rq.name)
 	return obj, err
+}
+
+// newFinalizers returns the finalizers of now that were not in before.
+func newFinalizers(now, before []string) []string {
+	var out []string
+	for _, f := range now {
+		if !slices.Contains(before, f) {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // checkUpdate checks an update of cur to in: resourceVersion, immutable
@@ -819,6 +856,21 @@ func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOpt
 	}
 	if err := requireRole(ctx, rq, fmt.Sprintf("delete a %s package revision", m.Lifecycle), role); err != nil {
 		return nil, err
+	}
+	if len(porchapi.Finalizers(m.Metadata)) > 0 {
+		// As Kubernetes does: the revision is only marked; it goes when
+		// an update removes its last finalizer.
+		if !porchapi.DeletionRequested(m.Metadata) {
+			md := porchapi.WithDeletionTimestamp(m.Metadata, time.Now())
+			if _, err := s.engineFor(ctx, rq.ns).SetMetadata(ctx, e.name, m.Key, md, m.Version); err != nil {
+				if errors.Is(err, repository.ErrNotSupported) {
+					return nil, notSupportedMetadata(rq.name, e.name, err)
+				}
+				return nil, err
+			}
+		}
+		obj, _, _, err := s.getPR(ctx, rq.ns, rq.name)
+		return obj, err
 	}
 	if err := s.engineFor(ctx, rq.ns).Delete(ctx, e.name, m.Key, engine.IfVersion(m.Version)); err != nil {
 		return nil, err

@@ -40,9 +40,23 @@ func TestDiscovery(t *testing.T) {
 	if prr := found["packagerevisionresources"]; strings.Join(prr.Verbs, ",") != "get,list,patch,update" {
 		t.Errorf("packagerevisionresources: %+v", prr)
 	}
+	rl = metav1.APIResourceList{}
 	ts.doJSON("GET", "/apis/config.porch.kpt.dev/v1alpha2", nil, &rl)
-	if len(rl.APIResources) != 1 || rl.APIResources[0].Kind != "PackageVariantSet" {
+	if len(rl.APIResources) != 2 || rl.APIResources[0].Kind != "PackageVariantSet" || rl.APIResources[1].Name != "packagevariantsets/status" {
 		t.Errorf("v1alpha2: %+v", rl)
+	}
+	// Repositories and PackageVariants have a status subresource, as
+	// their CRDs in Kubernetes do.
+	rl = metav1.APIResourceList{}
+	ts.doJSON("GET", "/apis/config.porch.kpt.dev/v1alpha1", nil, &rl)
+	found = map[string]metav1.APIResource{}
+	for _, r := range rl.APIResources {
+		found[r.Name] = r
+	}
+	for _, name := range []string{"repositories/status", "packagevariants/status"} {
+		if r, ok := found[name]; !ok || strings.Join(r.Verbs, ",") != "get,patch,update" {
+			t.Errorf("%s: %+v in %+v", name, r, rl)
+		}
 	}
 	if code, _ := ts.do("GET", "/apis/nope.example/v1", "", nil); code != 404 {
 		t.Errorf("unknown group: %d", code)
