@@ -12,6 +12,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"sync"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
@@ -93,7 +94,7 @@ func StampFiles(files revision.Files) (revision.Files, error) {
 		if !IsResourceFile(p) {
 			continue
 		}
-		if stamped, changed, err := Stamp(data); err == nil && changed {
+		if stamped, changed, err := stampMemoized(data); err == nil && changed {
 			out[p] = stamped
 		}
 	}
@@ -130,4 +131,59 @@ func stampNode(n *yaml.RNode) (bool, error) {
 		}
 	}
 	return changed, nil
+}
+
+// memo keeps the results of Stamp by input for StampFiles: a fan-out
+// clones one upstream into many packages, and each clone would parse and
+// re-encode the same files again (most of a clone's CPU for a package of
+// a few dozen resources). Stamp is a function of its input alone, so a
+// result can be reused as long as it is kept. The memo holds at most
+// memoBytes of inputs and outputs and starts afresh when full; a file
+// larger than memoBytes/16 is not kept.
+var memo struct {
+	sync.Mutex
+	size int
+	m    map[string]memoResult
+}
+
+type memoResult struct {
+	out     []byte // nil when unchanged
+	changed bool
+}
+
+const memoBytes = 8 << 20
+
+// stampMemoized is Stamp through memo. A changed result is a copy the
+// caller owns.
+func stampMemoized(data []byte) ([]byte, bool, error) {
+	memo.Lock()
+	r, ok := memo.m[string(data)]
+	memo.Unlock()
+	if ok {
+		if !r.changed {
+			return data, false, nil
+		}
+		return bytes.Clone(r.out), true, nil
+	}
+	out, changed, err := Stamp(data)
+	if err != nil {
+		return nil, false, err
+	}
+	size := len(data)
+	r = memoResult{changed: changed}
+	if changed {
+		size += len(out)
+		r.out = bytes.Clone(out)
+	}
+	if size > memoBytes/16 {
+		return out, changed, nil
+	}
+	memo.Lock()
+	defer memo.Unlock()
+	if memo.m == nil || memo.size+size > memoBytes {
+		memo.m, memo.size = map[string]memoResult{}, 0
+	}
+	memo.m[string(data)] = r
+	memo.size += size
+	return out, changed, nil
 }

@@ -30,6 +30,8 @@ import (
 type fsRefs struct {
 	gitDir string
 	sync   SyncMode
+	// durable are the loose objects this process synced (synced.go).
+	durable durableObjects
 
 	mu      sync.Mutex
 	modTime time.Time

@@ -549,7 +549,8 @@ func (f *fsRefs) syncDir(dir string) error {
 
 // syncObjects syncs the loose object files of objects, and their
 // directories, so that they are on disk before a ref names them. Objects
-// in packs were synced when the pack was written.
+// in packs were synced when the pack was written; loose objects this
+// process already synced are skipped (synced.go).
 func (f *fsRefs) syncObjects(objects []plumbing.Hash) error {
 	if f.sync == SyncNone {
 		return nil
@@ -558,7 +559,11 @@ func (f *fsRefs) syncObjects(objects []plumbing.Hash) error {
 	for _, h := range objects {
 		hex := h.String()
 		dir := filepath.Join(f.gitDir, "objects", hex[:2])
-		fl, err := os.Open(filepath.Join(dir, hex[2:]))
+		p := filepath.Join(dir, hex[2:])
+		if f.durable.synced(h, p) {
+			continue
+		}
+		fl, err := os.Open(p)
 		if err != nil {
 			if notExist(err) {
 				continue
@@ -566,6 +571,9 @@ func (f *fsRefs) syncObjects(objects []plumbing.Hash) error {
 			return err
 		}
 		err = fl.Sync()
+		if err == nil {
+			f.durable.add(h, fl)
+		}
 		fl.Close()
 		if err != nil {
 			return err

@@ -1,0 +1,7 @@
+package gitrepo
+
+import "github.com/go-git/go-git/v5/plumbing"
+
+// SetObjectSyncHook sets the hook called with every loose object a write
+// syncs (synced.go), for the tests of package gitrepo_test.
+func SetObjectSyncHook(f func(h plumbing.Hash)) { objectSyncHook = f }
