@@ -620,6 +620,31 @@ func TestNewAndUnknownRepository(t *testing.T) {
 	}
 }
 
+// TestInitNoKptfileEveryBackend checks what InitOptions.NoKptfile
+// documents: every backend, gitrepo included, keeps a package without a
+// Kptfile through propose and approve, and lists it.
+func TestInitNoKptfileEveryBackend(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			r := b.open(t, repoName)
+			e := newEngine(t, r, nil)
+			key := revision.Key{Package: "bare", Workspace: "ws"}
+			if _, err := e.Init(ctx, repoName, key, engine.InitOptions{NoKptfile: true}); err != nil {
+				t.Fatal(err)
+			}
+			pub := publish(t, e, key)
+			if p := files(t, pub).Paths(); !slices.Equal(p, []string{"README.md"}) {
+				t.Fatalf("published files %v, want only README.md", p)
+			}
+			got, err := e.Get(ctx, repoName, pub.Meta().Key)
+			if err != nil || got.Meta().Lifecycle != revision.LifecyclePublished {
+				t.Fatalf("get %s: %v, %v", pub.Meta().Key, got, err)
+			}
+		})
+	}
+}
+
 func TestLifecycleRules(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
