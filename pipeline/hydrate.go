@@ -231,12 +231,10 @@ func (h *hydration) run(ctx context.Context) (*Output, error) {
 		_, hydErr = h.hydrate(ctx, h.root)
 	}
 	if hydErr != nil && !h.saveOnFailure {
-		h.writeStatus(hydErr)
-		return h.fail(hydErr)
+		return h.failWithStatus(hydErr)
 	}
 	if err := h.adjustRelPaths(); err != nil {
-		h.writeStatus(err)
-		return h.fail(err)
+		return h.failWithStatus(err)
 	}
 	outputFiles := map[string]bool{}
 	for _, r := range h.root.res {
@@ -260,8 +258,7 @@ func (h *hydration) run(ctx context.Context) (*Output, error) {
 		return h.fail(err)
 	}
 	if hydErr != nil {
-		h.writeStatus(hydErr)
-		return h.fail(hydErr)
+		return h.failWithStatus(hydErr)
 	}
 	for f := range h.inputFiles {
 		if !outputFiles[f] {
@@ -270,12 +267,23 @@ func (h *hydration) run(ctx context.Context) (*Output, error) {
 			}
 		}
 	}
-	h.writeStatus(nil)
+	if err := h.writeStatus(nil); err != nil {
+		return h.fail(err)
+	}
 	files, err := h.collect()
 	if err != nil {
 		return nil, err
 	}
 	return &Output{Files: files, Steps: h.steps}, nil
+}
+
+// failWithStatus records err as the render status, then fails with it;
+// when the status cannot be recorded either, the error says both.
+func (h *hydration) failWithStatus(err error) (*Output, error) {
+	if serr := h.writeStatus(err); serr != nil {
+		err = fmt.Errorf("%w; %w", err, serr)
+	}
+	return h.fail(err)
 }
 
 func (h *hydration) fail(err error) (*Output, error) {
