@@ -117,6 +117,103 @@ var storageLibs = []string{
 // specs are Kubernetes shapes) but no storage library.
 var storageFree = []string{module + "/variant", module + "/live"}
 
+// layers ranks the module's packages, lowest first: a package may import
+// a package of the module only from a lower layer, or one below itself
+// (its own internal mechanism, such as repository/gitrepo/internal/...).
+// So no import runs up: a backend never imports the engine, variant or a
+// function runtime; a contract never imports a backend. A package is
+// ranked by the longest entry that is it or one of its parents; a package
+// with no entry fails the test, so a new one is placed on purpose.
+//
+//	0  revision: the data model
+//	1  shared mechanism in internal/ that needs at most the data model
+//	2  the contracts: repository, pipeline; internal/update (three-way merge)
+//	3  implementations of the contracts: the backends and their test kit,
+//	   the function runtimes, pipelinetest, deps
+//	4  engine, live: logic over any backend and runtime
+//	5  variant: syncs over an engine
+//	6  presets over runtimes (fnruntime/stdfn), the root package cad
+var layers = map[string]int{
+	"revision":              0,
+	"internal":              1,
+	"internal/update":       2,
+	"repository":            2,
+	"pipeline":              2,
+	"repository/memrepo":    3,
+	"repository/gitrepo":    3,
+	"repository/ocirepo":    3,
+	"repository/repotest":   3,
+	"pipeline/pipelinetest": 3,
+	"fnruntime":             3,
+	"deps":                  3,
+	"engine":                4,
+	"live":                  4,
+	"variant":               5,
+	"fnruntime/stdfn":       6,
+	"":                      6,
+}
+
+// layerOf returns the layer of the module package path (relative to the
+// module, "" for the root) and the entry that ranked it.
+func layerOf(rel string) (int, string, bool) {
+	for p := rel; ; {
+		if l, ok := layers[p]; ok {
+			return l, p, true
+		}
+		if p == "" {
+			return 0, "", false
+		}
+		i := strings.LastIndex(p, "/")
+		if i < 0 {
+			p = ""
+		} else {
+			p = p[:i]
+		}
+	}
+}
+
+// relPath returns path relative to the module ("" for the root) and
+// whether it is in the module.
+func relPath(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	rel, ok := strings.CutPrefix(path, module+"/")
+	return rel, ok
+}
+
+// TestNoUpwardImports enforces layers on every non-test import.
+func TestNoUpwardImports(t *testing.T) {
+	for _, p := range goList(t) {
+		from, ok := relPath(p.ImportPath)
+		if !ok {
+			continue
+		}
+		fl, fentry, ok := layerOf(from)
+		if !ok || (fentry == "" && from != "") {
+			t.Errorf("package %s has no layer; rank it in layers", p.ImportPath)
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ok := relPath(imp)
+			if !ok {
+				continue
+			}
+			if from != "" && strings.HasPrefix(to, from+"/") {
+				continue // its own mechanism, below it
+			}
+			tl, tentry, ok := layerOf(to)
+			if !ok || (tentry == "" && to != "") {
+				t.Errorf("package %s has no layer; rank it in layers", imp)
+				continue
+			}
+			if tl >= fl {
+				t.Errorf("%s (layer %d) imports %s (layer %d): a package imports only from lower layers", p.ImportPath, fl, imp, tl)
+			}
+		}
+	}
+}
+
 func TestImportRules(t *testing.T) {
 	for _, p := range goList(t) {
 		if allowed, ok := contractImports[p.ImportPath]; ok {

@@ -34,32 +34,15 @@ type CloneSource struct {
 	Helm *HelmUpstream
 }
 
-// GitUpstream is a package in a git repository: kpt's and Porch's
-// upstream git{repo, directory, ref}, plus credentials.
-type GitUpstream struct {
-	// Repo is the repository URL, as the fetcher understands it.
-	Repo string
-	// Directory is the package's directory in the repository; empty or
-	// "/" is the root.
-	Directory string
-	// Ref is a tag or branch, resolved as Porch does: "<Directory>/<Ref>"
-	// first (a package-scoped tag such as "net/istio/v1"), then Ref.
-	Ref string
-	// Auth is credentials for the fetcher, opaque to the engine (for
-	// gitrepo.Fetcher, a go-git transport.AuthMethod). Nil means the
-	// fetcher's default. It is never written to the package.
-	Auth any
-}
+// GitUpstream is a package in a git repository the Engine does not
+// manage, with its credentials; the type lives in the repository contract
+// so that fetchers need not import the engine.
+type GitUpstream = repository.GitUpstream
 
-// UpstreamFetcher reads a package from a git upstream for Clone.
-// repository/gitrepo.Fetcher implements it with go-git; the engine itself
-// speaks no git. Implementations must be safe for concurrent use.
-type UpstreamFetcher interface {
-	// Fetch returns the files of up.Directory at up.Ref (relative to the
-	// directory) and the commit they were read from. Errors should match
-	// repository.ErrNotFound when the ref or directory does not exist.
-	Fetch(ctx context.Context, up GitUpstream) (files revision.Files, commit string, err error)
-}
+// UpstreamFetcher reads a package from a git upstream for Clone and
+// Upgrade (see repository.UpstreamFetcher); repository/gitrepo.Fetcher
+// implements it.
+type UpstreamFetcher = repository.UpstreamFetcher
 
 // URLer is an optional interface of Repositories: URL returns the git URL
 // of the repository called name, or "" when it has none. Clone records it

@@ -137,8 +137,8 @@
 // path render-helm-chart gives; no tmp/ directory, no path annotations
 // left in the files). The lock's digest is the chart repository's
 // index.yaml digest of the archive (its SHA-256, computed when the index
-// has none), or the OCI manifest digest. Credentials are a [BasicAuth] in
-// HelmUpstream.Auth, sent to the repository's host only and never
+// has none), or the OCI manifest digest. Credentials are a user name and
+// password (a repository.Credentials) in HelmUpstream.Auth, sent to the repository's host only and never
 // recorded; Engine.DiscoverHelmUpgrades lists versions without Auth, so
 // for a private repository wrap Charts in a ChartLister that adds it.
 // Every failure is a *[ChartError] matching repository.ErrNotFound (no
