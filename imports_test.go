@@ -91,7 +91,7 @@ var contractImports = map[string][]string{
 	module:                            {module + "/revision", module + "/repository", module + "/pipeline", module + "/engine", module + "/variant"},
 	module + "/pipeline/pipelinetest": {module + "/revision", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml"},
 	module + "/fnruntime":             {module + "/revision", module + "/pipeline", module + "/internal", "sigs.k8s.io/kustomize/kyaml", "go.starlark.net", "github.com/Masterminds/semver/v3"},
-	module + "/fnruntime/celfn":       {module + "/revision", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml", "github.com/google/cel-go"},
+	module + "/fnruntime/celfn":       {module + "/revision", module + "/pipeline", module + "/internal", "sigs.k8s.io/kustomize/kyaml", "github.com/google/cel-go"},
 	// live computes the status of a package's objects in a cluster with
 	// kstatus, which works on apimachinery's unstructured objects; the
 	// cluster itself is reached through an interface the caller
