@@ -5,12 +5,15 @@ import (
 	"compress/gzip"
 	"container/list"
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/repository"
@@ -57,15 +60,17 @@ type listCache struct {
 	size    int64
 	ll      *list.List // of *listCacheEntry, most recent first
 	m       map[string]*list.Element
-	flights map[string]*listFlight
+	flights singleflight.Group // the running build of each request and state
 	stats   listCacheStats
 
 	checks stateChecks
 }
 
-// listCacheStats counts what the cache did, for tests.
+// listCacheStats counts what the cache did, for tests: shared is the
+// requests that joined another's build (misses that did not build).
 type listCacheStats struct {
 	hits, builds, shared, evictions int
+	misses                          int // requests that started or joined a build
 }
 
 type listCacheEntry struct {
@@ -82,15 +87,14 @@ type listCacheEntry struct {
 	gz     []byte
 }
 
-// listFlight is one build of a missing entry that other requests wait
-// for.
+// listFlight is what one build of a missing entry gives the requests that
+// waited for it.
 type listFlight struct {
-	done  chan struct{}
 	entry *listCacheEntry // nil when the build's result was not kept
 }
 
 func newListCache(max int64) *listCache {
-	return &listCache{max: max, gzipMin: gzipMinBytes, ll: list.New(), m: map[string]*list.Element{}, flights: map[string]*listFlight{}}
+	return &listCache{max: max, gzipMin: gzipMinBytes, ll: list.New(), m: map[string]*list.Element{}}
 }
 
 // get returns the entry of req at state, if it is kept and fresh.
@@ -120,42 +124,52 @@ func (c *listCache) do(ctx context.Context, req, state string, build func() (*li
 		return e, nil
 	}
 	key := req + "\x00" + state
-	c.mu.Lock()
-	if f, ok := c.flights[key]; ok {
-		c.stats.shared++
-		c.mu.Unlock()
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if f.entry != nil {
-			return f.entry, nil
-		}
-		e, _, err := build()
-		return e, err
-	}
-	f := &listFlight{done: make(chan struct{})}
-	c.flights[key] = f
-	c.stats.builds++
-	c.mu.Unlock()
-	var e *listCacheEntry
-	var keep bool
-	var err error
-	defer func() {
-		// Also when build panics: the waiting requests must go on.
+	// Only the caller whose function runs builds; the others wait for it
+	// (or for their context) and share its entry when it was kept.
+	var ran bool
+	var mine *listCacheEntry
+	ch := c.flights.DoChan(key, func() (res any, err error) {
+		ran = true
 		c.mu.Lock()
-		delete(c.flights, key)
+		c.stats.builds++
+		c.mu.Unlock()
+		defer func() {
+			// A panic in build must not crash the process through
+			// DoChan; it fails this request and the waiters build.
+			if p := recover(); p != nil {
+				res, err = &listFlight{}, fmt.Errorf("list build panicked: %v", p)
+			}
+		}()
+		e, keep, err := build()
+		mine = e
+		f := &listFlight{}
 		if err == nil && keep && e != nil {
+			c.mu.Lock()
 			e.req, e.state = req, state
 			if c.put(e) {
 				f.entry = e
 			}
+			c.mu.Unlock()
 		}
-		c.mu.Unlock()
-		close(f.done)
-	}()
-	e, keep, err = build()
+		return f, err
+	})
+	// Counted once this request has started or joined the flight.
+	c.mu.Lock()
+	c.stats.misses++
+	c.mu.Unlock()
+	var r singleflight.Result
+	select {
+	case r = <-ch:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if ran {
+		return mine, r.Err
+	}
+	if f, _ := r.Val.(*listFlight); f != nil && f.entry != nil {
+		return f.entry, nil
+	}
+	e, _, err := build()
 	return e, err
 }
 
@@ -218,7 +232,9 @@ func (c *listCache) gzipped(e *listCacheEntry) []byte {
 func (c *listCache) counts() (listCacheStats, int64, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stats, c.size, c.ll.Len()
+	st := c.stats
+	st.shared = st.misses - st.builds
+	return st, c.size, c.ll.Len()
 }
 
 // acceptsGzip reports whether the request's Accept-Encoding allows gzip.
