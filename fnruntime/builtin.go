@@ -152,11 +152,8 @@ func clearComments(n *yaml.Node) {
 }
 
 // isLocalConfig reports the config.kubernetes.io/local-config annotation
-// as the Go SDK reads it.
-func isLocalConfig(n *yaml.RNode) bool {
-	v := n.GetAnnotations()[pipeline.LocalConfigAnnotation]
-	return v != "" && v != "false"
-}
+// as the Go SDK reads it (pipeline.IsLocalConfig).
+func isLocalConfig(n *yaml.RNode) bool { return pipeline.IsLocalConfig(n) }
 
 func nonLocal(items []*yaml.RNode) []*yaml.RNode {
 	var out []*yaml.RNode
