@@ -84,7 +84,7 @@ var heavyLibs = []string{
 // The direct imports each contract package may have besides the standard
 // library.
 var contractImports = map[string][]string{
-	module + "/revision":              {"sigs.k8s.io/kustomize/kyaml"},
+	module + "/revision":              {"sigs.k8s.io/kustomize/kyaml", module + "/internal/imageref"},
 	module + "/repository":            {module + "/revision"},
 	module + "/deps":                  {module + "/revision", module + "/repository"},
 	module + "/pipeline":              {module + "/revision", module + "/internal", "sigs.k8s.io/kustomize/kyaml"},
@@ -125,32 +125,36 @@ var storageFree = []string{module + "/variant", module + "/live"}
 // ranked by the longest entry that is it or one of its parents; a package
 // with no entry fails the test, so a new one is placed on purpose.
 //
-//	0  revision: the data model
-//	1  shared mechanism in internal/ that needs at most the data model
-//	2  the contracts: repository, pipeline; internal/update (three-way merge)
-//	3  implementations of the contracts: the backends and their test kit,
+//	0  leaf mechanism that imports nothing of the module: internal/lru,
+//	   internal/imageref
+//	1  revision: the data model
+//	2  other shared mechanism in internal/
+//	3  the contracts: repository, pipeline; internal/update (three-way merge)
+//	4  implementations of the contracts: the backends and their test kit,
 //	   the function runtimes, pipelinetest, deps
-//	4  engine, live: logic over any backend and runtime
-//	5  variant: syncs over an engine
-//	6  presets over runtimes (fnruntime/stdfn), the root package cad
+//	5  engine, live: logic over any backend and runtime
+//	6  variant: syncs over an engine
+//	7  presets over runtimes (fnruntime/stdfn), the root package cad
 var layers = map[string]int{
-	"revision":              0,
-	"internal":              1,
-	"internal/update":       2,
-	"repository":            2,
-	"pipeline":              2,
-	"repository/memrepo":    3,
-	"repository/gitrepo":    3,
-	"repository/ocirepo":    3,
-	"repository/repotest":   3,
-	"pipeline/pipelinetest": 3,
-	"fnruntime":             3,
-	"deps":                  3,
-	"engine":                4,
-	"live":                  4,
-	"variant":               5,
-	"fnruntime/stdfn":       6,
-	"":                      6,
+	"internal/lru":          0,
+	"internal/imageref":     0,
+	"revision":              1,
+	"internal":              2,
+	"internal/update":       3,
+	"repository":            3,
+	"pipeline":              3,
+	"repository/memrepo":    4,
+	"repository/gitrepo":    4,
+	"repository/ocirepo":    4,
+	"repository/repotest":   4,
+	"pipeline/pipelinetest": 4,
+	"fnruntime":             4,
+	"deps":                  4,
+	"engine":                5,
+	"live":                  5,
+	"variant":               6,
+	"fnruntime/stdfn":       7,
+	"":                      7,
 }
 
 // layerOf returns the layer of the module package path (relative to the
