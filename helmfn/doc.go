@@ -63,7 +63,7 @@
 //
 // First chartHome/name in the local files: Options.Files when set, else,
 // in a render, the files of the package whose pipeline runs the function
-// (pipeline.PackageFiles; in kpt, what the catalog's container would see
+// (pipeline.ResourceList.PackageFiles; in kpt, what the catalog's container would see
 // through a mount). The chart's .helmignore applies, when it has a Chart.yaml
 // and its version fits chartArgs.version
 // (else, with a repo, the chart is pulled; without one it is an error).

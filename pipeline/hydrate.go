@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -662,7 +663,7 @@ func (h *hydration) runMutators(ctx context.Context, pn *pkgNode, input []*yaml.
 			setResourceIDs(input)
 		}
 		selected := selectInput(input, st.Selectors, st.Exclude)
-		run := &runner{ctx: h.withFiles(ctx, pn), fn: fns[i], pkgAbs: pn.abs, config: cfg, result: &sr}
+		run := &runner{ctx: ctx, files: h.packageFiles(pn), fn: fns[i], pkgAbs: pn.abs, config: cfg, result: &sr}
 		out := &kio.PackageBuffer{}
 		if _, stream := fns[i].(StreamFunction); stream {
 			err = kio.Pipeline{
@@ -718,7 +719,7 @@ func (h *hydration) runValidators(ctx context.Context, pn *pkgNode, input []*yam
 		for i, r := range selected {
 			copies[i] = r.Copy()
 		}
-		run := &runner{ctx: h.withFiles(ctx, pn), fn: fn, pkgAbs: pn.abs, config: cfg, result: &sr}
+		run := &runner{ctx: ctx, files: h.packageFiles(pn), fn: fn, pkgAbs: pn.abs, config: cfg, result: &sr}
 		_, err = run.Filter(copies)
 		h.steps = append(h.steps, run.finish(err))
 		if err != nil {
@@ -870,6 +871,7 @@ func (h *hydration) adjustRelPaths() error {
 // path invariants.
 type runner struct {
 	ctx      context.Context
+	files    fs.FS // the package's files, for ResourceList.PackageFiles
 	fn       Function
 	pkgAbs   string
 	config   *yaml.RNode
@@ -944,7 +946,7 @@ func (r *runner) inProcess(input []*yaml.RNode) ([]*yaml.RNode, Results, error) 
 		items[i] = n.Copy()
 		unwrapDocument(items[i])
 	}
-	rl := &ResourceList{Items: items}
+	rl := &ResourceList{Items: items, PackageFiles: r.files}
 	if r.config != nil {
 		rl.FunctionConfig = r.config.Copy()
 	}
@@ -1351,15 +1353,15 @@ func invalidf(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}
 }
 
-// withFiles returns ctx carrying the files of package pn for its
-// functions (see PackageFiles).
-func (h *hydration) withFiles(ctx context.Context, pn *pkgNode) context.Context {
+// packageFiles returns the files of package pn for its functions (see
+// ResourceList.PackageFiles); nil when its directory cannot be read.
+func (h *hydration) packageFiles(pn *pkgNode) fs.FS {
 	if pn.dir == "" {
-		return withPackageFiles(ctx, h.files)
+		return h.files
 	}
 	sub, err := h.files.Sub(pn.dir)
 	if err != nil {
-		return ctx
+		return nil
 	}
-	return withPackageFiles(ctx, sub)
+	return sub
 }
