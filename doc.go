@@ -60,7 +60,8 @@
 //   - fnruntime: a Registry that resolves pipeline steps to builtin Go
 //     implementations of catalog functions, exec functions and container
 //     functions; fnruntime/celfn adds CEL conditions, inputs and
-//     validation.
+//     validation, and fnruntime/stdfn wires both into the standard
+//     Kptfile renderer (stdfn.Kptfile), as cad's binaries render.
 //   - engine: the concrete *engine.Engine over any set of repositories:
 //     init, clone, copy, upgrade (three-way merge), edit with render,
 //     propose, approve (with readiness gates), reject, propose deletion,
