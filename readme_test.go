@@ -3,12 +3,18 @@ package cad_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/configasdata/cad"
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
 )
 
 // readmeProgram returns the Go block under README.md's "A first program
@@ -119,4 +125,37 @@ func TestREADMETestCommandIsCI(t *testing.T) {
 		}
 	}
 	t.Fatalf(".ci/run does not run README.md's test command %q", cmd)
+}
+
+// TestNewFilesAgrees: cad.NewFiles takes what revision.NewFiles takes and
+// gives the same files; cad.FilesFromStrings is revision's too.
+func TestNewFilesAgrees(t *testing.T) {
+	m := map[string][]byte{"Kptfile": []byte("kind: Kptfile\n"), "a/b.yaml": []byte("x: 1\n")}
+	got, err := cad.NewFiles(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := revision.NewFiles(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromStrings, err := cad.FilesFromStrings(map[string]string{"Kptfile": "kind: Kptfile\n", "a/b.yaml": "x: 1\n"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []revision.Files{got, fromStrings} {
+		if !slices.Equal(f.Paths(), want.Paths()) {
+			t.Fatalf("paths %v, want %v", f.Paths(), want.Paths())
+		}
+		for _, p := range want.Paths() {
+			a, _ := f.Get(p)
+			b, _ := want.Get(p)
+			if !bytes.Equal(a, b) {
+				t.Fatalf("%s: %q, want %q", p, a, b)
+			}
+		}
+	}
+	if _, err := cad.NewFiles(map[string][]byte{"../x": nil}); !errors.Is(err, repository.ErrInvalidInput) {
+		t.Fatalf("unsafe path: %v, want ErrInvalidInput", err)
+	}
 }
