@@ -138,8 +138,8 @@
 // left in the files). The lock's digest is the chart repository's
 // index.yaml digest of the archive (its SHA-256, computed when the index
 // has none), or the OCI manifest digest. Credentials are a user name and
-// password (a repository.Credentials) in HelmUpstream.Auth, sent to the repository's host only and never
-// recorded; Engine.DiscoverHelmUpgrades lists versions without Auth, so
+// password (a repository.Credentials) in HelmUpstream.Auth, sent to the
+// repository's host only and never recorded; Engine.DiscoverHelmUpgrades lists versions without Auth, so
 // for a private repository wrap Charts in a ChartLister that adds it.
 // Every failure is a *[ChartError] matching repository.ErrNotFound (no
 // such chart, version or repository), repository.ErrUnavailable
