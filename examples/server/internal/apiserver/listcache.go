@@ -281,13 +281,13 @@ var entryGen atomic.Uint64
 
 // version returns the Version of e's repository; ok is false when it has
 // none (not open, or not a repository.Versioner). A gitrepo repository's
-// is read through a gitrepo.VersionCache: a stat of its refs when they
+// is read through a versionCache: a stat of its refs when they
 // did not change.
 func (e *repoEntry) version(ctx context.Context) (v string, ok bool, err error) {
 	e.verOnce.Do(func() {
 		switch r := e.repo.(type) {
 		case *gitrepo.Repository:
-			e.ver = gitrepo.NewVersionCache(r).Version
+			e.ver = newVersionCache(r).Version
 		case repository.Versioner:
 			e.ver = r.Version
 		}
