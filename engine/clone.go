@@ -46,8 +46,9 @@ type UpstreamFetcher = repository.UpstreamFetcher
 
 // URLer is an optional interface of Repositories: URL returns the git URL
 // of the repository called name, or "" when it has none. Clone records it
-// as the upstream repo of a clone from that repository; without it the
-// repository name is recorded.
+// as the upstream repo of a clone from that repository; without it (or
+// when it is "") the repository name is recorded. [Repos] implements it
+// from its repositories' repository.Locator.
 type URLer interface {
 	URL(name string) string
 }
@@ -97,7 +98,8 @@ type CloneOptions struct {
 //     upstream without a Kptfile gets no Kptfile (unless
 //     [CloneOptions].Kptfile): the same name, upstream and lock go into
 //     cad's package file (revision.PackageFileName), created or edited; for a registered source repo is
-//     its URL when the Repositories implement [URLer], else its name,
+//     its URL when the Repositories implement [URLer] (Repos does) and
+//     have one, else its name,
 //     directory the package path, ref "<package>/v<N>" and commit the
 //     revision's Meta.Commit (else Version); for a git source they are as given and the
 //     commit the fetcher read; for a Helm source, upstream {type helm,
