@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/configasdata/cad/internal/imageref"
 	"github.com/configasdata/cad/revision"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/fn/runtime/runtimeutil"
@@ -587,15 +588,8 @@ func stepShortName(st Step) string {
 	if st.Image == "" {
 		return st.Exec
 	}
-	name := st.Image
-	if at := strings.Index(name, "@"); at >= 0 {
-		name = name[:at]
-	}
-	name = name[strings.LastIndex(name, "/")+1:]
-	if c := strings.Index(name, ":"); c >= 0 {
-		name = name[:c]
-	}
-	return name
+	name := imageref.Split(st.Image).Name
+	return name[strings.LastIndex(name, "/")+1:]
 }
 
 func findConfig(input []*yaml.RNode, pkgAbs, configPath string) *yaml.RNode {
