@@ -3,7 +3,6 @@ package apiserver
 import (
 	"bytes"
 	"compress/gzip"
-	"container/list"
 	"context"
 	"fmt"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/internal/lru"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 )
@@ -56,11 +56,9 @@ type listCache struct {
 	max     int64
 	gzipMin int // smallest body sent compressed
 
-	mu      sync.Mutex
-	size    int64
-	ll      *list.List // of *listCacheEntry, most recent first
-	m       map[string]*list.Element
-	flights singleflight.Group // the running build of each request and state
+	mu      sync.Mutex                          // held around a sequence of entries calls and for stats
+	entries *lru.Cache[string, *listCacheEntry] // by request, cost e.size; nil when max <= 0
+	flights singleflight.Group                  // the running build of each request and state
 	stats   listCacheStats
 
 	checks stateChecks
@@ -94,22 +92,17 @@ type listFlight struct {
 }
 
 func newListCache(max int64) *listCache {
-	return &listCache{max: max, gzipMin: gzipMinBytes, ll: list.New(), m: map[string]*list.Element{}}
+	return &listCache{max: max, gzipMin: gzipMinBytes, entries: lru.New[string, *listCacheEntry](max, max/4)}
 }
 
 // get returns the entry of req at state, if it is kept and fresh.
 func (c *listCache) get(req, state string, now time.Time) *listCacheEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.m[req]
-	if !ok {
+	e, ok := c.entries.Get(req)
+	if !ok || e.state != state || (!e.expires.IsZero() && now.After(e.expires)) {
 		return nil
 	}
-	e := el.Value.(*listCacheEntry)
-	if e.state != state || (!e.expires.IsZero() && now.After(e.expires)) {
-		return nil
-	}
-	c.ll.MoveToFront(el)
 	c.stats.hits++
 	return e
 }
@@ -177,34 +170,21 @@ func (c *listCache) do(ctx context.Context, req, state string, build func() (*li
 // e is not kept); c.mu is held. It reports false when e is too large to
 // keep.
 func (c *listCache) put(e *listCacheEntry) bool {
-	if el, ok := c.m[e.req]; ok {
-		c.remove(el)
-	}
 	e.size = int64(len(e.body) + len(e.snap)*snapEntryBytes)
-	if e.size > c.max/4 {
-		return false
-	}
-	c.m[e.req] = c.ll.PushFront(e)
-	c.size += e.size
-	c.evict()
-	return true
+	return c.keep(e)
 }
 
-// remove drops el; c.mu is held.
-func (c *listCache) remove(el *list.Element) {
-	e := el.Value.(*listCacheEntry)
-	c.ll.Remove(el)
-	delete(c.m, e.req)
-	c.size -= e.size
-}
-
-// evict drops the least recently used entries until the cache holds at
-// most max bytes; c.mu is held.
-func (c *listCache) evict() {
-	for c.size > c.max && c.ll.Len() > 0 {
-		c.remove(c.ll.Back())
-		c.stats.evictions++
+// keep puts e at its size, counting the entries it pushes out; c.mu is
+// held.
+func (c *listCache) keep(e *listCacheEntry) bool {
+	c.entries.Remove(e.req)
+	before := c.entries.Len()
+	kept := c.entries.Put(e.req, e, e.size)
+	if kept {
+		before++
 	}
+	c.stats.evictions += before - c.entries.Len()
+	return kept
 }
 
 // gzipped returns e's body compressed, made on the first call and
@@ -218,10 +198,9 @@ func (c *listCache) gzipped(e *listCacheEntry) []byte {
 		zw.Close()
 		e.gz = buf.Bytes()
 		c.mu.Lock()
-		if el, ok := c.m[e.req]; ok && el.Value == e {
+		if cur, ok := c.entries.Get(e.req); ok && cur == e {
 			e.size += int64(len(e.gz))
-			c.size += int64(len(e.gz))
-			c.evict()
+			c.keep(e)
 		}
 		c.mu.Unlock()
 	})
@@ -234,7 +213,7 @@ func (c *listCache) counts() (listCacheStats, int64, int) {
 	defer c.mu.Unlock()
 	st := c.stats
 	st.shared = st.misses - st.builds
-	return st, c.size, c.ll.Len()
+	return st, c.entries.Cost(), c.entries.Len()
 }
 
 // acceptsGzip reports whether the request's Accept-Encoding allows gzip.
