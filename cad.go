@@ -63,7 +63,7 @@ func Open(ctx context.Context, spec Spec, backends Backends) (Repository, error)
 	}
 	open, ok := backends[spec.Type]
 	if !ok || open == nil {
-		return nil, &repository.Error{Op: "open", Repo: spec.Name, Err: fmt.Errorf("%w: no backend for repository type %q", repository.ErrNotSupported, spec.Type)}
+		return nil, &repository.Error{Op: "open", Repository: spec.Name, Err: fmt.Errorf("%w: no backend for repository type %q", repository.ErrNotSupported, spec.Type)}
 	}
 	r, err := open(ctx, spec)
 	if err != nil {

@@ -704,7 +704,7 @@ func TestConflicts(t *testing.T) {
 		UpdateLifecycle: func(ctx context.Context, next repository.Repository, k revision.Key, to revision.Lifecycle, o repository.UpdateOptions) (revision.PackageRevision, error) {
 			if to == revision.LifecyclePublished && lost < 2 {
 				lost++
-				return nil, &repository.Error{Op: "update lifecycle", Repo: repoName, Key: k, Err: repository.ErrConflict}
+				return nil, &repository.Error{Op: "update lifecycle", Repository: repoName, Key: k, Err: repository.ErrConflict}
 			}
 			return next.UpdateLifecycle(ctx, k, to, o)
 		},

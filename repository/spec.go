@@ -93,7 +93,7 @@ func CleanDirectory(dir string) string {
 // unknown type, a type whose section is missing, a directory with "..".
 func (s Spec) Validate() error {
 	bad := func(format string, args ...any) error {
-		return &Error{Op: "validate spec", Repo: s.Name, Err: fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))}
+		return &Error{Op: "validate spec", Repository: s.Name, Err: fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))}
 	}
 	if reason := dnsLabel(s.Name); reason != "" {
 		return bad("name %q %s", s.Name, reason)

@@ -167,7 +167,7 @@ var (
 // for a bad spec or options.
 func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &repository.Error{Op: "open", Repo: spec.Name, Err: err}
+		return nil, &repository.Error{Op: "open", Repository: spec.Name, Err: err}
 	}
 	if err := spec.Validate(); err != nil {
 		return nil, err

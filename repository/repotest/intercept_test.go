@@ -23,7 +23,7 @@ func TestInterceptPassThroughConforms(t *testing.T) {
 
 func TestInterceptInjectsErrors(t *testing.T) {
 	ctx := context.Background()
-	boom := &repository.Error{Op: "commit", Repo: "test", Err: repository.ErrUnavailable}
+	boom := &repository.Error{Op: "commit", Repository: "test", Err: repository.ErrUnavailable}
 	var commits int
 	r := repotest.Intercept(memrepo.New("test", nil), repotest.Funcs{
 		Commit: func(ctx context.Context, next revision.Draft, opts revision.CommitOptions) (revision.PackageRevision, error) {
