@@ -63,7 +63,7 @@ func Open(ctx context.Context, spec Spec, backends Backends) (Repository, error)
 	}
 	open, ok := backends[spec.Type]
 	if !ok || open == nil {
-		return nil, &repository.Error{Op: "open", Repo: spec.Name, Err: fmt.Errorf("%w: no backend for repository type %q", repository.ErrNotSupported, spec.Type)}
+		return nil, &repository.Error{Op: "open", Repository: spec.Name, Err: fmt.Errorf("%w: no backend for repository type %q", repository.ErrNotSupported, spec.Type)}
 	}
 	r, err := open(ctx, spec)
 	if err != nil {
@@ -74,7 +74,12 @@ func Open(ctx context.Context, spec Spec, backends Backends) (Repository, error)
 	return r, nil
 }
 
-// NewFiles returns package Files from path → content, as in Porch's
-// PackageRevisionResources. It returns an error matching
+// NewFiles returns package Files holding a copy of path → content; it is
+// revision.NewFiles, with the same map type. It returns an error matching
 // repository.ErrInvalidInput for an unsafe path.
-func NewFiles(m map[string]string) (Files, error) { return revision.FilesFromStrings(m) }
+func NewFiles(m map[string][]byte) (Files, error) { return revision.NewFiles(m) }
+
+// FilesFromStrings returns package Files from path → text, as in Porch's
+// PackageRevisionResources; it is revision.FilesFromStrings. It returns an
+// error matching repository.ErrInvalidInput for an unsafe path.
+func FilesFromStrings(m map[string]string) (Files, error) { return revision.FilesFromStrings(m) }

@@ -11,19 +11,31 @@
 //
 // # Getting started
 //
-// Open a repository, create a draft, commit files, propose and approve it:
+// Open a repository, create a draft, commit files, propose and approve it
+// (dir is an existing bare git repository; README.md's first program makes
+// one):
 //
-//	repo, err := gitrepo.Open(ctx, cad.Spec{Name: "blueprints", Type: "git",
-//		Git: &repository.GitSpec{Repo: "/srv/git/blueprints.git"}}, nil)
-//	d, err := repo.CreateDraft(ctx, cad.Key{Package: "net/istio", Workspace: "ws1"}, repository.CreateDraftOptions{})
+//	repo, err := gitrepo.Open(ctx, cad.Spec{Name: "blueprints", Type: repository.TypeGit,
+//		Git: &repository.GitSpec{Repo: dir, Branch: "main", CreateBranch: true}}, nil)
+//	key := cad.Key{Package: "net/istio", Workspace: "ws1"}
+//	d, err := repo.CreateDraft(ctx, key, repository.CreateDraftOptions{})
 //	err = d.SetFile("Kptfile", kptfile)
 //	_, err = d.Commit(ctx, revision.CommitOptions{Message: "first draft"})
 //	_, err = repo.UpdateLifecycle(ctx, key, cad.LifecycleProposed, repository.UpdateOptions{})
 //	pub, err := repo.UpdateLifecycle(ctx, key, cad.LifecyclePublished, repository.UpdateOptions{})
 //	// pub.Meta().Key.Revision == 1; in git: tag net/istio/v1 on main.
 //
-// go run ./examples/quickstart does exactly this on a repository in a
-// temporary directory and prints the refs it wrote.
+// That is the repository contract alone. Most programs go through an
+// *engine.Engine over several repositories instead, which adds package
+// operations and rendering. go run ./examples/quickstart shows that: in a
+// temporary directory it makes two bare repositories, blueprints and
+// deployments, and with one engine initialises a package, edits it (the
+// save renders its Kptfile pipeline), publishes it, clones it into
+// deployments and specialises the clone, publishes a new upstream
+// revision and upgrades the clone by three-way merge, and holds a
+// revision back by a dependency readiness gate until a provider is
+// published; then it prints the refs each repository holds, as git sees
+// them.
 //
 // # Packages
 //
@@ -48,7 +60,8 @@
 //   - fnruntime: a Registry that resolves pipeline steps to builtin Go
 //     implementations of catalog functions, exec functions and container
 //     functions; fnruntime/celfn adds CEL conditions, inputs and
-//     validation.
+//     validation, and fnruntime/stdfn wires both into the standard
+//     Kptfile renderer (stdfn.Kptfile), as cad's binaries render.
 //   - engine: the concrete *engine.Engine over any set of repositories:
 //     init, clone, copy, upgrade (three-way merge), edit with render,
 //     propose, approve (with readiness gates), reject, propose deletion,

@@ -27,7 +27,7 @@ func ExampleOpen() {
 	}
 	defer repo.Close()
 
-	files, _ := cad.NewFiles(map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"})
+	files, _ := cad.FilesFromStrings(map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"})
 	key := cad.Key{Package: "app", Workspace: "ws1"}
 	d, _ := repo.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: files})
 	_, _ = d.Commit(ctx, revision.CommitOptions{})

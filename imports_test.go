@@ -84,14 +84,14 @@ var heavyLibs = []string{
 // The direct imports each contract package may have besides the standard
 // library.
 var contractImports = map[string][]string{
-	module + "/revision":              {"sigs.k8s.io/kustomize/kyaml"},
+	module + "/revision":              {"sigs.k8s.io/kustomize/kyaml", module + "/internal/imageref"},
 	module + "/repository":            {module + "/revision"},
 	module + "/deps":                  {module + "/revision", module + "/repository"},
 	module + "/pipeline":              {module + "/revision", module + "/internal", "sigs.k8s.io/kustomize/kyaml"},
 	module:                            {module + "/revision", module + "/repository", module + "/pipeline", module + "/engine", module + "/variant"},
 	module + "/pipeline/pipelinetest": {module + "/revision", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml"},
 	module + "/fnruntime":             {module + "/revision", module + "/pipeline", module + "/internal", "sigs.k8s.io/kustomize/kyaml", "go.starlark.net", "github.com/Masterminds/semver/v3"},
-	module + "/fnruntime/celfn":       {module + "/revision", module + "/pipeline", "sigs.k8s.io/kustomize/kyaml", "github.com/google/cel-go"},
+	module + "/fnruntime/celfn":       {module + "/revision", module + "/pipeline", module + "/internal", "sigs.k8s.io/kustomize/kyaml", "github.com/google/cel-go"},
 	// live computes the status of a package's objects in a cluster with
 	// kstatus, which works on apimachinery's unstructured objects; the
 	// cluster itself is reached through an interface the caller
@@ -116,6 +116,107 @@ var storageLibs = []string{
 // Packages that may use CEL and the Kubernetes API machinery (their
 // specs are Kubernetes shapes) but no storage library.
 var storageFree = []string{module + "/variant", module + "/live"}
+
+// layers ranks the module's packages, lowest first: a package may import
+// a package of the module only from a lower layer, or one below itself
+// (its own internal mechanism, such as repository/gitrepo/internal/...).
+// So no import runs up: a backend never imports the engine, variant or a
+// function runtime; a contract never imports a backend. A package is
+// ranked by the longest entry that is it or one of its parents; a package
+// with no entry fails the test, so a new one is placed on purpose.
+//
+//	0  leaf mechanism that imports nothing of the module: internal/lru,
+//	   internal/imageref
+//	1  revision: the data model
+//	2  other shared mechanism in internal/
+//	3  the contracts: repository, pipeline; internal/update (three-way merge)
+//	4  implementations of the contracts: the backends and their test kit,
+//	   the function runtimes, pipelinetest, deps
+//	5  engine, live: logic over any backend and runtime
+//	6  variant: syncs over an engine
+//	7  presets over runtimes (fnruntime/stdfn), the root package cad
+var layers = map[string]int{
+	"internal/lru":          0,
+	"internal/imageref":     0,
+	"revision":              1,
+	"internal":              2,
+	"internal/update":       3,
+	"repository":            3,
+	"pipeline":              3,
+	"repository/memrepo":    4,
+	"repository/gitrepo":    4,
+	"repository/ocirepo":    4,
+	"repository/repotest":   4,
+	"pipeline/pipelinetest": 4,
+	"fnruntime":             4,
+	"deps":                  4,
+	"engine":                5,
+	"live":                  5,
+	"variant":               6,
+	"fnruntime/stdfn":       7,
+	"":                      7,
+}
+
+// layerOf returns the layer of the module package path (relative to the
+// module, "" for the root) and the entry that ranked it.
+func layerOf(rel string) (int, string, bool) {
+	for p := rel; ; {
+		if l, ok := layers[p]; ok {
+			return l, p, true
+		}
+		if p == "" {
+			return 0, "", false
+		}
+		i := strings.LastIndex(p, "/")
+		if i < 0 {
+			p = ""
+		} else {
+			p = p[:i]
+		}
+	}
+}
+
+// relPath returns path relative to the module ("" for the root) and
+// whether it is in the module.
+func relPath(path string) (string, bool) {
+	if path == module {
+		return "", true
+	}
+	rel, ok := strings.CutPrefix(path, module+"/")
+	return rel, ok
+}
+
+// TestNoUpwardImports enforces layers on every non-test import.
+func TestNoUpwardImports(t *testing.T) {
+	for _, p := range goList(t) {
+		from, ok := relPath(p.ImportPath)
+		if !ok {
+			continue
+		}
+		fl, fentry, ok := layerOf(from)
+		if !ok || (fentry == "" && from != "") {
+			t.Errorf("package %s has no layer; rank it in layers", p.ImportPath)
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, ok := relPath(imp)
+			if !ok {
+				continue
+			}
+			if from != "" && strings.HasPrefix(to, from+"/") {
+				continue // its own mechanism, below it
+			}
+			tl, tentry, ok := layerOf(to)
+			if !ok || (tentry == "" && to != "") {
+				t.Errorf("package %s has no layer; rank it in layers", imp)
+				continue
+			}
+			if tl >= fl {
+				t.Errorf("%s (layer %d) imports %s (layer %d): a package imports only from lower layers", p.ImportPath, fl, imp, tl)
+			}
+		}
+	}
+}
 
 func TestImportRules(t *testing.T) {
 	for _, p := range goList(t) {

@@ -34,37 +34,21 @@ type CloneSource struct {
 	Helm *HelmUpstream
 }
 
-// GitUpstream is a package in a git repository: kpt's and Porch's
-// upstream git{repo, directory, ref}, plus credentials.
-type GitUpstream struct {
-	// Repo is the repository URL, as the fetcher understands it.
-	Repo string
-	// Directory is the package's directory in the repository; empty or
-	// "/" is the root.
-	Directory string
-	// Ref is a tag or branch, resolved as Porch does: "<Directory>/<Ref>"
-	// first (a package-scoped tag such as "net/istio/v1"), then Ref.
-	Ref string
-	// Auth is credentials for the fetcher, opaque to the engine (for
-	// gitrepo.Fetcher, a go-git transport.AuthMethod). Nil means the
-	// fetcher's default. It is never written to the package.
-	Auth any
-}
+// GitUpstream is a package in a git repository the Engine does not
+// manage, with its credentials; the type lives in the repository contract
+// so that fetchers need not import the engine.
+type GitUpstream = repository.GitUpstream
 
-// UpstreamFetcher reads a package from a git upstream for Clone.
-// repository/gitrepo.Fetcher implements it with go-git; the engine itself
-// speaks no git. Implementations must be safe for concurrent use.
-type UpstreamFetcher interface {
-	// Fetch returns the files of up.Directory at up.Ref (relative to the
-	// directory) and the commit they were read from. Errors should match
-	// repository.ErrNotFound when the ref or directory does not exist.
-	Fetch(ctx context.Context, up GitUpstream) (files revision.Files, commit string, err error)
-}
+// UpstreamFetcher reads a package from a git upstream for Clone and
+// Upgrade (see repository.UpstreamFetcher); repository/gitrepo.Fetcher
+// implements it.
+type UpstreamFetcher = repository.UpstreamFetcher
 
 // URLer is an optional interface of Repositories: URL returns the git URL
 // of the repository called name, or "" when it has none. Clone records it
-// as the upstream repo of a clone from that repository; without it the
-// repository name is recorded.
+// as the upstream repo of a clone from that repository; without it (or
+// when it is "") the repository name is recorded. [Repos] implements it
+// from its repositories' repository.Locator.
 type URLer interface {
 	URL(name string) string
 }
@@ -114,7 +98,8 @@ type CloneOptions struct {
 //     upstream without a Kptfile gets no Kptfile (unless
 //     [CloneOptions].Kptfile): the same name, upstream and lock go into
 //     cad's package file (revision.PackageFileName), created or edited; for a registered source repo is
-//     its URL when the Repositories implement [URLer], else its name,
+//     its URL when the Repositories implement [URLer] (Repos does) and
+//     have one, else its name,
 //     directory the package path, ref "<package>/v<N>" and commit the
 //     revision's Meta.Commit (else Version); for a git source they are as given and the
 //     commit the fetcher read; for a Helm source, upstream {type helm,

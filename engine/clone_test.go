@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5"
+
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
@@ -563,5 +565,54 @@ func TestReposDeployment(t *testing.T) {
 		if got := strings.Contains(string(pc), "name: app-"+repo); got != want {
 			t.Errorf("clone into %s: package context for the clone %v, want %v:\n%s", repo, got, want, pc)
 		}
+	}
+}
+
+// TestReposRecordsGitURL: a clone from a git repository on disk held in
+// an engine.Repos records the repository's URL (its path) as the
+// upstream repo, not the name it has in Repos; discovery then finds the
+// clone's upstream by that URL.
+func TestReposRecordsGitURL(t *testing.T) {
+	ctx := context.Background()
+	dir := filepath.Join(t.TempDir(), "blueprints.git")
+	if _, err := git.PlainInit(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	up, err := gitrepo.Open(ctx, repository.Spec{Name: "blueprints", Type: repository.TypeGit,
+		Git: &repository.GitSpec{Repo: dir, CreateBranch: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { up.Close() })
+	down := memrepo.New("down", nil)
+	repos := engine.Repos{"blueprints": up, "down": down}
+	if got := repos.URL("blueprints"); got != dir {
+		t.Fatalf("Repos.URL(blueprints) = %q, want %q", got, dir)
+	}
+	if got := repos.URL("down"); got != "" {
+		t.Fatalf("Repos.URL of a memrepo = %q, want none", got)
+	}
+	e, err := engine.New(&engine.Options{Repositories: repos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := revision.Key{Package: "app", Workspace: "v1"}
+	if _, err := e.Init(ctx, "blueprints", key, engine.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Propose(ctx, "blueprints", key); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Approve(ctx, "blueprints", key); err != nil {
+		t.Fatal(err)
+	}
+	src := revision.Key{Repository: "blueprints", Package: "app", Revision: 1}
+	pr, err := e.Clone(ctx, "down", revision.Key{Package: "app", Workspace: "ws1"}, engine.CloneSource{Revision: &src}, engine.CloneOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kf := kptfileOf(t, files(t, pr))
+	if kf.Upstream.Git.Repo != dir || kf.UpstreamLock.Git.Repo != dir {
+		t.Fatalf("clone records repo %q / %q, want the URL %q", kf.Upstream.Git.Repo, kf.UpstreamLock.Git.Repo, dir)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -243,7 +244,7 @@ func TestCloneProvidersGitE2E(t *testing.T) {
 	info, err := drafts[0].Info(ctx)
 	require.NoError(t, err)
 	require.NotNil(t, info.UpstreamLock)
-	assert.Equal(t, "blueprints", info.UpstreamLock.Git.Repo, "cloned from the first source")
+	assert.True(t, strings.HasSuffix(info.UpstreamLock.Git.Repo, "/blueprints.git"), "cloned from the first source, recorded by its URL: %s", info.UpstreamLock.Git.Repo)
 
 	// The drafts count once published.
 	for _, d := range drafts {

@@ -13,15 +13,9 @@ import (
 )
 
 // UpstreamLister lists the refs of a git repository the Engine does not
-// manage. repository/gitrepo.Fetcher implements it. Implementations must
-// be safe for concurrent use.
-type UpstreamLister interface {
-	// Refs returns the branches and tags of up.Repo by short name ("main",
-	// "net/istio/v2"), each with the commit it points at (peeled through
-	// annotated tags). Errors should match repository.ErrNotFound for a
-	// repository that does not exist.
-	Refs(ctx context.Context, up GitUpstream) (map[string]string, error)
-}
+// manage, for DiscoverGitUpgrades (see repository.UpstreamLister);
+// repository/gitrepo.Fetcher implements it.
+type UpstreamLister = repository.UpstreamLister
 
 // GitUpgradeCandidate is a downstream package whose latest published
 // revision was cloned from (or last upgraded to) a package in a git

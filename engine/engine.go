@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/configasdata/cad/pipeline"
@@ -42,6 +43,7 @@ type Repos map[string]repository.Repository
 var (
 	_ Repositories = Repos(nil)
 	_ Deployer     = Repos(nil)
+	_ URLer        = Repos(nil)
 )
 
 // Repository returns r[name], or an *repository.Error matching
@@ -61,6 +63,19 @@ func (r Repos) Repository(_ context.Context, name string) (repository.Repository
 func (r Repos) Deployment(name string) bool {
 	s, ok := r[name].(repository.Specified)
 	return ok && s.Spec().Deployment
+}
+
+// URL returns the git URL of the repository r[name], without
+// credentials, as it reports it (repository.Locator: gitrepo does), so
+// that a clone from it records where its upstream is, not the name it has
+// in r. It returns "" for a repository that is not git, does not report a
+// location, or lives in memory ("mem://": no other process can reach it).
+func (r Repos) URL(name string) string {
+	typ, addr := repository.LocationOf(r[name])
+	if typ != repository.TypeGit || strings.HasPrefix(addr, "mem://") {
+		return ""
+	}
+	return addr
 }
 
 // Names returns the names in r, sorted.

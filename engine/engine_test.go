@@ -631,6 +631,31 @@ func TestNewAndUnknownRepository(t *testing.T) {
 	}
 }
 
+// TestInitNoKptfileEveryBackend checks what InitOptions.NoKptfile
+// documents: every backend, gitrepo included, keeps a package without a
+// Kptfile through propose and approve, and lists it.
+func TestInitNoKptfileEveryBackend(t *testing.T) {
+	for _, b := range backends {
+		t.Run(b.name, func(t *testing.T) {
+			ctx := context.Background()
+			r := b.open(t, repoName)
+			e := newEngine(t, r, nil)
+			key := revision.Key{Package: "bare", Workspace: "ws"}
+			if _, err := e.Init(ctx, repoName, key, engine.InitOptions{NoKptfile: true}); err != nil {
+				t.Fatal(err)
+			}
+			pub := publish(t, e, key)
+			if p := files(t, pub).Paths(); !slices.Equal(p, []string{"README.md"}) {
+				t.Fatalf("published files %v, want only README.md", p)
+			}
+			got, err := e.Get(ctx, repoName, pub.Meta().Key)
+			if err != nil || got.Meta().Lifecycle != revision.LifecyclePublished {
+				t.Fatalf("get %s: %v, %v", pub.Meta().Key, got, err)
+			}
+		})
+	}
+}
+
 func TestLifecycleRules(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.name, func(t *testing.T) {
@@ -690,7 +715,7 @@ func TestConflicts(t *testing.T) {
 		UpdateLifecycle: func(ctx context.Context, next repository.Repository, k revision.Key, to revision.Lifecycle, o repository.UpdateOptions) (revision.PackageRevision, error) {
 			if to == revision.LifecyclePublished && lost < 2 {
 				lost++
-				return nil, &repository.Error{Op: "update lifecycle", Repo: repoName, Key: k, Err: repository.ErrConflict}
+				return nil, &repository.Error{Op: "update lifecycle", Repository: repoName, Key: k, Err: repository.ErrConflict}
 			}
 			return next.UpdateLifecycle(ctx, k, to, o)
 		},

@@ -30,10 +30,10 @@ type HelmUpstream struct {
 	// package's upstream as data (so keep secrets out of them). In an
 	// upgrade's Ref.Helm, nil means the values the local package recorded.
 	Values map[string]any
-	// Auth is credentials for the renderer, opaque to the engine (for
-	// helmfn.Charts, a helmfn.BasicAuth). Nil means none. It is never
-	// written to the package.
-	Auth any
+	// Auth is the credentials for Repo (helmfn.Charts takes a user name
+	// and password). Nil means none. They are never written to the
+	// package.
+	Auth *repository.Credentials
 }
 
 // ChartRenderer renders a Helm chart into package files for Clone and

@@ -134,7 +134,7 @@ func TestHelmCloneRecords(t *testing.T) {
 	e := newEngine(t, memrepo.New(repoName, nil), nil)
 	vals := map[string]any{"replicas": 2, "extra": map[string]any{"a": "b"}}
 	src := engine.CloneSource{Helm: &engine.HelmUpstream{Repo: chartsRepo, Chart: "web", Version: "1.0.0", ReleaseName: "shop", Namespace: "prod",
-		Values: vals, Auth: "secret-token"}}
+		Values: vals, Auth: &repository.Credentials{BearerToken: "secret-token"}}}
 	pr, err := e.Clone(ctx, repoName, revision.Key{Package: "shop", Workspace: "ws"}, src, engine.CloneOptions{Charts: charts})
 	require.NoError(t, err)
 	vals["replicas"] = 9 // the clone holds its own copy
@@ -152,7 +152,7 @@ func TestHelmCloneRecords(t *testing.T) {
 	assert.Equal(t, &revision.UpstreamLock{Type: revision.HelmOrigin, Helm: &revision.HelmLock{Repo: chartsRepo, Chart: "web", Version: "1.0.0", Digest: "digest-1.0.0"}}, i.UpstreamLock)
 	assert.NotContains(t, fileText(t, f, revision.PackageFileName), "secret-token")
 	require.Len(t, charts.calls(), 1)
-	assert.Equal(t, "secret-token", charts.calls()[0].Auth)
+	assert.Equal(t, "secret-token", charts.calls()[0].Auth.BearerToken)
 
 	// No version: the newest, recorded as the version rendered; a Kptfile
 	// when asked for.
@@ -233,12 +233,12 @@ func TestHelmUpgrade(t *testing.T) {
 	v1 := cloneEditPublish(t, e, charts, "shop")
 	before := len(charts.calls())
 
-	pr, err := e.Upgrade(ctx, repoName, v1.Meta().Key, engine.Ref{}, engine.Ref{Helm: &engine.HelmUpstream{Version: "2.0.0", Auth: "tok"}}, "v2",
+	pr, err := e.Upgrade(ctx, repoName, v1.Meta().Key, engine.Ref{}, engine.Ref{Helm: &engine.HelmUpstream{Version: "2.0.0", Auth: &repository.Credentials{BearerToken: "tok"}}}, "v2",
 		engine.UpgradeOptions{Charts: charts})
 	require.NoError(t, err)
 	calls := charts.calls()[before:]
 	require.Len(t, calls, 2)
-	want := engine.HelmUpstream{Repo: chartsRepo, Chart: "web", Version: "1.0.0", ReleaseName: "shop", Values: map[string]any{"replicas": 2}, Auth: "tok"}
+	want := engine.HelmUpstream{Repo: chartsRepo, Chart: "web", Version: "1.0.0", ReleaseName: "shop", Values: map[string]any{"replicas": 2}, Auth: &repository.Credentials{BearerToken: "tok"}}
 	assert.Equal(t, want, calls[0], "original")
 	want.Version = "2.0.0"
 	assert.Equal(t, want, calls[1], "updated")

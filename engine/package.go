@@ -17,9 +17,11 @@ type InitOptions struct {
 	Description string
 	Keywords    []string
 	Site        string
-	// NoKptfile creates a package without a Kptfile: only README.md.
-	// Backends that discover packages by their Kptfile (gitrepo) refuse
-	// such a package with repository.ErrInvalidInput.
+	// NoKptfile creates a package without a Kptfile: only README.md. Every
+	// backend keeps such a package through its whole lifecycle; gitrepo
+	// registers it by the kpt: line of its commits (see the gitrepo
+	// package doc, "Layout"), so Porch, which lists only packages with a
+	// Kptfile, does not see it.
 	NoKptfile bool
 	// Metadata becomes the new draft's labels and annotations, written
 	// with it (see [Engine.SetMetadata]).

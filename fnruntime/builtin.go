@@ -189,11 +189,8 @@ func errorResult(msg string) *pipeline.Result {
 }
 
 // isLocalConfig reports the config.kubernetes.io/local-config annotation
-// as the Go SDK reads it.
-func isLocalConfig(n *yaml.RNode) bool {
-	v := n.GetAnnotations()[pipeline.LocalConfigAnnotation]
-	return v != "" && v != "false"
-}
+// as the Go SDK reads it (pipeline.IsLocalConfig).
+func isLocalConfig(n *yaml.RNode) bool { return pipeline.IsLocalConfig(n) }
 
 func nonLocal(items []*yaml.RNode) []*yaml.RNode {
 	var out []*yaml.RNode

@@ -12,6 +12,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/configasdata/cad/internal/imageref"
 	"github.com/configasdata/cad/pipeline"
 )
 
@@ -201,12 +202,7 @@ func (r *Registry) Names() []string {
 
 // imageKey strips a catalog prefix, the tag and the digest.
 func imageKey(image string) string {
-	if at := strings.Index(image, "@"); at >= 0 {
-		image = image[:at]
-	}
-	if c := strings.LastIndex(image, ":"); c > strings.LastIndex(image, "/") {
-		image = image[:c]
-	}
+	image = imageref.Split(image).Name
 	for _, p := range catalogPrefixes {
 		if rest, ok := strings.CutPrefix(image, p); ok {
 			return rest
@@ -400,15 +396,7 @@ func (e *VersionError) Is(target error) bool { return target == pipeline.ErrNotF
 
 // imageTag returns the tag of an image reference, without digest; "" when
 // there is none.
-func imageTag(image string) string {
-	if at := strings.Index(image, "@"); at >= 0 {
-		image = image[:at]
-	}
-	if c := strings.LastIndex(image, ":"); c > strings.LastIndex(image, "/") {
-		return image[c+1:]
-	}
-	return ""
-}
+func imageTag(image string) string { return imageref.Split(image).Tag }
 
 func (r *Registry) resolveExec(step pipeline.Step) (pipeline.Function, error) {
 	if !r.opts.AllowExec {

@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/configasdata/cad/internal/imageref"
 	"github.com/configasdata/cad/pipeline"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -160,23 +161,17 @@ func visitFieldPath(n *yaml.Node, path []string, fn func(*yaml.Node)) {
 }
 
 // splitImage splits an image into name, ":tag" and "@digest", ignoring a
-// registry host's port.
+// registry host's port (internal/imageref).
 func splitImage(s string) (name, tag, digest string) {
-	search, off := s, 0
-	if i := strings.Index(s, "/"); i > 0 {
-		search, off = s[i:], i
+	r := imageref.Split(s)
+	name = r.Name
+	if r.Tag != "" {
+		tag = ":" + r.Tag
 	}
-	id := strings.Index(search, "@")
-	ic := strings.Index(search, ":")
-	switch {
-	case ic < 0 && id < 0:
-		return s, "", ""
-	case id >= 0 && (id < ic || ic < 0):
-		return s[:id+off], "", s[id+off:]
-	case id >= 0 && ic >= 0:
-		return s[:ic+off], s[ic+off : id+off], s[id+off:]
+	if r.Digest != "" {
+		digest = "@" + r.Digest
 	}
-	return s[:ic+off], s[ic+off:], ""
+	return name, tag, digest
 }
 
 func newImageName(old string, img imageSpec) string {

@@ -64,7 +64,10 @@ func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
 	}
 	count := 0
 	old := map[string]bool{}
-	visit := func(origin string, cur string, set func(string) error, id string) {
+	// visit sets one namespace value; id names the object in the
+	// matching-origin message (empty for a nested field), who names it in
+	// an error. A set that fails is an error result, not a change.
+	visit := func(origin string, cur string, set func(string) error, id, who string) {
 		if origin == unknownNamespace {
 			return
 		}
@@ -84,8 +87,11 @@ func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
 			}
 		}
 		if change {
+			if err := set(newNs); err != nil {
+				rl.Results = append(rl.Results, errorResult(fmt.Sprintf("%s: cannot set namespace %q: %v", who, newNs, err)))
+				return
+			}
 			old[cur] = true
-			_ = set(newNs)
 			count++
 		}
 	}
@@ -100,21 +106,21 @@ func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
 			if oid, ok := originID(o); ok {
 				origin = oid.name
 			}
-			visit(origin, o.GetName(), func(s string) error { return o.SetName(s) }, shortString(o))
+			visit(origin, o.GetName(), func(s string) error { return o.SetName(s) }, shortString(o), shortString(o))
 		case isGVK(o, "apiextensions.k8s.io", "v1", "CustomResourceDefinition"):
 			p := []string{"spec", "conversion", "webhook", "clientConfig", "service", "namespace"}
 			if ns, ok := nestedString(o, p...); ok {
-				visit("", ns, func(s string) error { return setNestedString(o, s, p...) }, "")
+				visit("", ns, func(s string) error { return setNestedString(o, s, p...) }, "", shortString(o))
 			}
 		case isGVK(o, "apiregistration.k8s.io", "v1", "APIService"):
 			p := []string{"spec", "service", "namespace"}
 			if ns, ok := nestedString(o, p...); ok {
-				visit("", ns, func(s string) error { return setNestedString(o, s, p...) }, "")
+				visit("", ns, func(s string) error { return setNestedString(o, s, p...) }, "", shortString(o))
 			}
 		case o.GetKind() == "ClusterRoleBinding" || o.GetKind() == "RoleBinding":
 			for _, s := range getSlice(o, "subjects") {
 				if ns, ok := nestedString(s, "namespace"); ok {
-					visit("", ns, func(v string) error { return setNestedString(s, v, "namespace") }, "")
+					visit("", ns, func(v string) error { return setNestedString(s, v, "namespace") }, "", shortString(o))
 				}
 			}
 		}
@@ -130,7 +136,7 @@ func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
 		if oid, ok := originID(o); ok {
 			origin = oid.namespace
 		}
-		visit(origin, o.GetNamespace(), func(s string) error { return o.SetNamespace(s) }, shortString(o))
+		visit(origin, o.GetNamespace(), func(s string) error { return o.SetNamespace(s) }, shortString(o), shortString(o))
 	}
 	if count == 0 {
 		rl.Results = append(rl.Results, info(fmt.Sprintf("all matching namespaces are already %q. no value changed", newNs)))
@@ -153,10 +159,14 @@ func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
 			}
 		}
 		if change {
-			oldAnn[seg[2]] = true
+			from := seg[2]
 			seg[2] = newNs
+			if err := o.PipeE(yaml.SetAnnotation(dependsOnAnnotation, strings.Join(seg, "/"))); err != nil {
+				rl.Results = append(rl.Results, errorResult(fmt.Sprintf("%s: cannot set the namespace of its %s annotation: %v", shortString(o), dependsOnAnnotation, err)))
+				continue
+			}
+			oldAnn[from] = true
 			annCount++
-			_ = o.PipeE(yaml.SetAnnotation(dependsOnAnnotation, strings.Join(seg, "/")))
 		}
 	}
 	if annCount == 0 {

@@ -1,11 +1,11 @@
 package helmfn
 
 import (
-	"container/list"
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
-	"sync"
+
+	"github.com/configasdata/cad/internal/lru"
 )
 
 // DefaultArchiveCacheBytes is the default bound of the chart archives a
@@ -21,20 +21,11 @@ const DefaultArchiveCacheBytes = 32 << 20
 // added or republished), but an archive already downloaded is not fetched
 // again. It holds at most max bytes, dropping the least recently used.
 type archiveCache struct {
-	mu    sync.Mutex
-	max   int64
-	size  int64
-	order *list.List // of *archiveEntry, most recently used first
-	byKey map[string]*list.Element
-}
-
-type archiveEntry struct {
-	key  string
-	data []byte
+	lru *lru.Cache[string, []byte]
 }
 
 func newArchiveCache(max int64) *archiveCache {
-	return &archiveCache{max: max, order: list.New(), byKey: map[string]*list.Element{}}
+	return &archiveCache{lru: lru.New[string, []byte](max, max/4)}
 }
 
 // normDigest returns the hex SHA-256 of an index.yaml digest ("sha256:..."
@@ -64,17 +55,10 @@ func cacheKey(d string, creds *credentials) string {
 // get returns the archive with digest d read with creds, if kept.
 func (c *archiveCache) get(d string, creds *credentials) ([]byte, bool) {
 	key := cacheKey(d, creds)
-	if c == nil || c.max <= 0 || key == "" {
+	if c == nil || key == "" {
 		return nil, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.byKey[key]
-	if !ok {
-		return nil, false
-	}
-	c.order.MoveToFront(el)
-	return el.Value.(*archiveEntry).data, true
+	return c.lru.Get(key)
 }
 
 // put keeps data, read with creds, when its SHA-256 is d; it reports
@@ -84,23 +68,8 @@ func (c *archiveCache) put(d string, creds *credentials, data []byte) bool {
 	if normDigest(d) == "" || hex.EncodeToString(sum[:]) != normDigest(d) {
 		return false
 	}
-	if c == nil || c.max <= 0 || int64(len(data)) > c.max/4 {
-		return true
-	}
-	key := cacheKey(d, creds)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if _, ok := c.byKey[key]; ok {
-		return true
-	}
-	c.byKey[key] = c.order.PushFront(&archiveEntry{key: key, data: data})
-	c.size += int64(len(data))
-	for c.size > c.max {
-		last := c.order.Back()
-		e := last.Value.(*archiveEntry)
-		c.order.Remove(last)
-		delete(c.byKey, e.key)
-		c.size -= int64(len(e.data))
+	if c != nil {
+		c.lru.Add(cacheKey(d, creds), data, int64(len(data)))
 	}
 	return true
 }

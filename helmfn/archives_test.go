@@ -16,6 +16,7 @@ import (
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/helmfn"
+	"github.com/configasdata/cad/repository"
 )
 
 // countingRepo serves web 2.0.0 with its true digest and web 3.0.0 with a
@@ -56,7 +57,7 @@ func countingRepo(t *testing.T) (*httptest.Server, func(path string) int) {
 func TestArchiveCache(t *testing.T) {
 	ctx := context.Background()
 	srv, gets := countingRepo(t)
-	render := func(c *helmfn.Charts, version string, auth any) {
+	render := func(c *helmfn.Charts, version string, auth *repository.Credentials) {
 		t.Helper()
 		files, got, _, err := c.Render(ctx, engine.HelmUpstream{Repo: srv.URL, Chart: "web", Version: version, Auth: auth})
 		require.NoError(t, err)
@@ -69,8 +70,8 @@ func TestArchiveCache(t *testing.T) {
 	assert.Equal(t, 2, gets("/index.yaml"))
 	assert.Equal(t, 1, gets("/charts/web-2.0.0.tgz"), "the second render downloaded the archive again")
 
-	render(c, "2.0.0", helmfn.BasicAuth{Username: "u", Password: "p"})
-	render(c, "2.0.0", helmfn.BasicAuth{Username: "u", Password: "p"})
+	render(c, "2.0.0", &repository.Credentials{Username: "u", Password: "p"})
+	render(c, "2.0.0", &repository.Credentials{Username: "u", Password: "p"})
 	assert.Equal(t, 2, gets("/charts/web-2.0.0.tgz"), "an archive read without credentials served a caller with them, or the other way round")
 
 	render(c, "3.0.0", nil)

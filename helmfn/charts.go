@@ -16,13 +16,6 @@ import (
 	"github.com/configasdata/cad/revision"
 )
 
-// BasicAuth is credentials for a chart repository or an OCI registry,
-// given as engine.HelmUpstream.Auth (a BasicAuth or a *BasicAuth). They
-// are sent to the host of the upstream's Repo only.
-type BasicAuth struct {
-	Username, Password string
-}
-
 // Charts makes Helm charts usable as package upstreams: it implements
 // engine.ChartRenderer (for Engine.Clone with CloneSource.Helm and
 // Engine.Upgrade with Ref.Helm) and engine.ChartLister (for
@@ -176,19 +169,12 @@ func (c *Charts) check(up engine.HelmUpstream) (*credentials, error) {
 	case !strings.HasPrefix(up.Repo, "oci://") && !isURL(up.Repo):
 		return nil, invalid("repo %q is not an http(s):// or oci:// URL", up.Repo)
 	}
-	var a *BasicAuth
-	switch v := up.Auth.(type) {
-	case nil:
+	a := up.Auth
+	switch {
+	case a == nil || a.Kind() == "":
 		return nil, nil
-	case BasicAuth:
-		a = &v
-	case *BasicAuth:
-		if v == nil {
-			return nil, nil
-		}
-		a = v
-	default:
-		return nil, invalid("Auth is a %T; helmfn.Charts takes a helmfn.BasicAuth", up.Auth)
+	case a.Kind() != repository.CredentialsBasic:
+		return nil, invalid("Auth is %v; helmfn.Charts takes a user name and password", *a)
 	}
 	host, ok := repoHost(up.Repo)
 	if !ok {

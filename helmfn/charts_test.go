@@ -310,10 +310,10 @@ func TestChartsCloneErrors(t *testing.T) {
 		{"no version fits", engine.HelmUpstream{Repo: wr.srv.URL, Chart: "web", Version: ">=4"}, charts, repository.ErrNotFound, "not found"},
 		{"not a chart repository", engine.HelmUpstream{Repo: wr.srv.URL + "/nothing", Chart: "web"}, charts, repository.ErrNotFound, "404"},
 		{"unreachable repository", engine.HelmUpstream{Repo: gone.URL, Chart: "web"}, charts, repository.ErrUnavailable, "connection refused"},
-		{"refused credentials", engine.HelmUpstream{Repo: private.srv.URL, Chart: "web", Auth: helmfn.BasicAuth{Username: "user", Password: "wrong"}}, charts, repository.ErrUnavailable, "401"},
+		{"refused credentials", engine.HelmUpstream{Repo: private.srv.URL, Chart: "web", Auth: &repository.Credentials{Username: "user", Password: "wrong"}}, charts, repository.ErrUnavailable, "401"},
 		{"template error", engine.HelmUpstream{Repo: wr.srv.URL, Chart: "broken"}, charts, repository.ErrInvalidInput, "broken on purpose"},
 		{"required value", engine.HelmUpstream{Repo: wr.srv.URL, Chart: "web", Values: map[string]any{"message": nil}}, charts, repository.ErrInvalidInput, "message is required"},
-		{"auth of another type", engine.HelmUpstream{Repo: wr.srv.URL, Chart: "web", Auth: "token"}, charts, repository.ErrInvalidInput, "helmfn.BasicAuth"},
+		{"auth of another type", engine.HelmUpstream{Repo: wr.srv.URL, Chart: "web", Auth: &repository.Credentials{BearerToken: "t0ken"}}, charts, repository.ErrInvalidInput, "user name and password"},
 		{"not a URL", engine.HelmUpstream{Repo: "charts.example.com", Chart: "web"}, charts, repository.ErrInvalidInput, "not an http(s):// or oci:// URL"},
 		{"no renderer", engine.HelmUpstream{Repo: wr.srv.URL, Chart: "web"}, nil, repository.ErrInvalidInput, "ChartRenderer"},
 	} {
@@ -336,10 +336,10 @@ func TestChartsCloneErrors(t *testing.T) {
 
 	// The right credentials work, and Versions uses them too.
 	pr, err := e.Clone(ctx, deployments, revision.Key{Package: "app", Workspace: "ws"}, engine.CloneSource{Helm: &engine.HelmUpstream{
-		Repo: private.srv.URL, Chart: "web", Version: "~1", Auth: &helmfn.BasicAuth{Username: "user", Password: "s3cret"}}}, engine.CloneOptions{Charts: charts})
+		Repo: private.srv.URL, Chart: "web", Version: "~1", Auth: &repository.Credentials{Username: "user", Password: "s3cret"}}}, engine.CloneOptions{Charts: charts})
 	require.NoError(t, err)
 	assert.NotContains(t, text(t, filesOf(t, pr), revision.PackageFileName), "s3cret")
-	vs, err := charts.Versions(ctx, engine.HelmUpstream{Repo: private.srv.URL, Chart: "web", Auth: helmfn.BasicAuth{Username: "user", Password: "s3cret"}})
+	vs, err := charts.Versions(ctx, engine.HelmUpstream{Repo: private.srv.URL, Chart: "web", Auth: &repository.Credentials{Username: "user", Password: "s3cret"}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"3.0.0", "2.0.0", "1.0.0"}, vs)
 	_, err = charts.Versions(ctx, engine.HelmUpstream{Repo: wr.srv.URL, Chart: "nope"})

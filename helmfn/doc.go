@@ -63,7 +63,7 @@
 //
 // First chartHome/name in the local files: Options.Files when set, else,
 // in a render, the files of the package whose pipeline runs the function
-// (pipeline.PackageFiles; in kpt, what the catalog's container would see
+// (pipeline.ResourceList.PackageFiles; in kpt, what the catalog's container would see
 // through a mount). The chart's .helmignore applies, when it has a Chart.yaml
 // and its version fits chartArgs.version
 // (else, with a repo, the chart is pulled; without one it is an error).
@@ -137,9 +137,9 @@
 // path render-helm-chart gives; no tmp/ directory, no path annotations
 // left in the files). The lock's digest is the chart repository's
 // index.yaml digest of the archive (its SHA-256, computed when the index
-// has none), or the OCI manifest digest. Credentials are a [BasicAuth] in
-// HelmUpstream.Auth, sent to the repository's host only and never
-// recorded; Engine.DiscoverHelmUpgrades lists versions without Auth, so
+// has none), or the OCI manifest digest. Credentials are a user name and
+// password (a repository.Credentials) in HelmUpstream.Auth, sent to the
+// repository's host only and never recorded; Engine.DiscoverHelmUpgrades lists versions without Auth, so
 // for a private repository wrap Charts in a ChartLister that adds it.
 // Every failure is a *[ChartError] matching repository.ErrNotFound (no
 // such chart, version or repository), repository.ErrUnavailable

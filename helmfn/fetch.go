@@ -27,14 +27,13 @@ import (
 	"oras.land/oras-go/v2/registry/remote/errcode"
 	sigsyaml "sigs.k8s.io/yaml"
 
-	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
 )
 
 // loadChart finds the chart: in the chart home of Options.Files first
 // (when its version fits), else in args.Repo.
-func (f *Function) loadChart(ctx context.Context, g Globals, args ChartArgs, creds *credentials) (*chart.Chart, error) {
-	local, err := f.localChart(ctx, g, args)
+func (f *Function) loadChart(ctx context.Context, files fs.FS, g Globals, args ChartArgs, creds *credentials) (*chart.Chart, error) {
+	local, err := f.localChart(files, g, args)
 	if err != nil || local != nil {
 		return local, err
 	}
@@ -56,10 +55,9 @@ func (f *Function) loadChart(ctx context.Context, g Globals, args ChartArgs, cre
 	}
 }
 
-// localChart loads ChartHome/Name from the local files (see files); nil, nil when it is
+// localChart loads ChartHome/Name from files (see Function.files); nil, nil when it is
 // not there or its version does not satisfy args.Version.
-func (f *Function) localChart(ctx context.Context, g Globals, args ChartArgs) (*chart.Chart, error) {
-	src := f.files(ctx)
+func (f *Function) localChart(src fs.FS, g Globals, args ChartArgs) (*chart.Chart, error) {
 	if src == nil {
 		return nil, nil
 	}
@@ -320,11 +318,10 @@ func (e *kindError) Unwrap() []error {
 
 // readFile reads a values file: a URL over HTTP, else a path in
 // Options.Files.
-func (f *Function) readFile(ctx context.Context, name string) ([]byte, error) {
+func (f *Function) readFile(ctx context.Context, files fs.FS, name string) ([]byte, error) {
 	if isURL(name) {
 		return f.get(ctx, name, nil)
 	}
-	files := f.files(ctx)
 	if files == nil {
 		return nil, fmt.Errorf("%s: no local files to read it from (Options.Files, or the package's in a render)", name)
 	}
@@ -379,13 +376,10 @@ func (f *Function) get(ctx context.Context, u string, creds *credentials) ([]byt
 
 // files returns where local charts and values files are read: Options.Files,
 // else, in a render, the files of the package whose pipeline runs the
-// function (pipeline.PackageFiles); nil when neither.
-func (f *Function) files(ctx context.Context) fs.FS {
+// function (pkg, its ResourceList's PackageFiles); nil when neither.
+func (f *Function) files(pkg fs.FS) fs.FS {
 	if f.opts.Files != nil {
 		return f.opts.Files
 	}
-	if pf, ok := pipeline.PackageFiles(ctx); ok {
-		return pf
-	}
-	return nil
+	return pkg
 }

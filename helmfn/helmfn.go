@@ -46,7 +46,7 @@ type Options struct {
 	// valuesFiles are read from, the counterpart of the directory mounted
 	// into the catalog's container; typically a package's files
 	// (revision.Files is an fs.FS). Nil means, in a render, the files of
-	// the package whose pipeline runs the function (pipeline.PackageFiles),
+	// the package whose pipeline runs the function (pipeline.ResourceList.PackageFiles),
 	// and elsewhere none: a chart must be pulled and a values file must be
 	// a URL.
 	Files fs.FS
@@ -125,7 +125,7 @@ func (f *Function) Run(ctx context.Context, rl *pipeline.ResourceList) error {
 		if err != nil {
 			return fail(fmt.Sprintf("helmCharts[%d] (chart %s): %v", i, c.ChartArgs.Name, err))
 		}
-		items, err := f.render(ctx, cfg.HelmGlobals, c, creds)
+		items, err := f.render(ctx, f.files(rl.PackageFiles), cfg.HelmGlobals, c, creds)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -139,12 +139,12 @@ func (f *Function) Run(ctx context.Context, rl *pipeline.ResourceList) error {
 }
 
 // render renders one chart to resources with path annotations.
-func (f *Function) render(ctx context.Context, g Globals, c Chart, creds *credentials) ([]*yaml.RNode, error) {
-	ch, err := f.loadChart(ctx, g, c.ChartArgs, creds)
+func (f *Function) render(ctx context.Context, files fs.FS, g Globals, c Chart, creds *credentials) ([]*yaml.RNode, error) {
+	ch, err := f.loadChart(ctx, files, g, c.ChartArgs, creds)
 	if err != nil {
 		return nil, err
 	}
-	vals, err := f.values(ctx, ch, c.TemplateOptions.Values)
+	vals, err := f.values(ctx, files, ch, c.TemplateOptions.Values)
 	if err != nil {
 		return nil, err
 	}
@@ -214,14 +214,14 @@ func renderChart(ctx context.Context, ch *chart.Chart, vals map[string]any, to T
 
 // values combines the values files and inline values as valuesMerge
 // says; Helm then coalesces the result with the chart's defaults.
-func (f *Function) values(ctx context.Context, ch *chart.Chart, v Values) (map[string]any, error) {
+func (f *Function) values(ctx context.Context, files fs.FS, ch *chart.Chart, v Values) (map[string]any, error) {
 	var base map[string]any
 	if len(v.ValuesFiles) == 0 {
 		base = deepCopy(ch.Values)
 	} else {
 		base = map[string]any{}
 		for _, name := range v.ValuesFiles {
-			data, err := f.readFile(ctx, name)
+			data, err := f.readFile(ctx, files, name)
 			if err != nil {
 				return nil, fmt.Errorf("valuesFiles: %w", err)
 			}

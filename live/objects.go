@@ -78,7 +78,7 @@ func Objects(files revision.Files) ([]Object, error) {
 // objectOf returns the identity of n, or skip for a resource that is never
 // applied.
 func objectOf(n *yaml.RNode, file string) (obj Object, skip bool, err error) {
-	if v := n.GetAnnotations()[pipeline.LocalConfigAnnotation]; v != "" && v != "false" {
+	if pipeline.IsLocalConfig(n) {
 		return Object{}, true, nil
 	}
 	apiVersion, kind, name := n.GetApiVersion(), n.GetKind(), n.GetName()

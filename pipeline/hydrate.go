@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path"
@@ -16,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/configasdata/cad/internal/imageref"
 	"github.com/configasdata/cad/revision"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/kustomize/kyaml/fn/runtime/runtimeutil"
@@ -229,12 +231,10 @@ func (h *hydration) run(ctx context.Context) (*Output, error) {
 		_, hydErr = h.hydrate(ctx, h.root)
 	}
 	if hydErr != nil && !h.saveOnFailure {
-		h.writeStatus(hydErr)
-		return h.fail(hydErr)
+		return h.failWithStatus(hydErr)
 	}
 	if err := h.adjustRelPaths(); err != nil {
-		h.writeStatus(err)
-		return h.fail(err)
+		return h.failWithStatus(err)
 	}
 	if !h.r.opts.NoAttribution {
 		attribute(h.root.res)
@@ -261,8 +261,7 @@ func (h *hydration) run(ctx context.Context) (*Output, error) {
 		return h.fail(err)
 	}
 	if hydErr != nil {
-		h.writeStatus(hydErr)
-		return h.fail(hydErr)
+		return h.failWithStatus(hydErr)
 	}
 	for f := range h.inputFiles {
 		if !outputFiles[f] {
@@ -271,12 +270,23 @@ func (h *hydration) run(ctx context.Context) (*Output, error) {
 			}
 		}
 	}
-	h.writeStatus(nil)
+	if err := h.writeStatus(nil); err != nil {
+		return h.fail(err)
+	}
 	files, err := h.collect()
 	if err != nil {
 		return nil, err
 	}
 	return &Output{Files: files, Steps: h.steps}, nil
+}
+
+// failWithStatus records err as the render status, then fails with it;
+// when the status cannot be recorded either, the error says both.
+func (h *hydration) failWithStatus(err error) (*Output, error) {
+	if serr := h.writeStatus(err); serr != nil {
+		err = fmt.Errorf("%w; %w", err, serr)
+	}
+	return h.fail(err)
 }
 
 func (h *hydration) fail(err error) (*Output, error) {
@@ -579,15 +589,8 @@ func stepShortName(st Step) string {
 	if st.Image == "" {
 		return st.Exec
 	}
-	name := st.Image
-	if at := strings.Index(name, "@"); at >= 0 {
-		name = name[:at]
-	}
-	name = name[strings.LastIndex(name, "/")+1:]
-	if c := strings.Index(name, ":"); c >= 0 {
-		name = name[:c]
-	}
-	return name
+	name := imageref.Split(st.Image).Name
+	return name[strings.LastIndex(name, "/")+1:]
 }
 
 func findConfig(input []*yaml.RNode, pkgAbs, configPath string) *yaml.RNode {
@@ -658,7 +661,7 @@ func (h *hydration) runMutators(ctx context.Context, pn *pkgNode, input []*yaml.
 			setResourceIDs(input)
 		}
 		selected := selectInput(input, st.Selectors, st.Exclude)
-		run := &runner{ctx: h.withFiles(ctx, pn), fn: fns[i], pkgAbs: pn.abs, config: cfg, result: &sr, limits: h.r.opts.YAMLLimits}
+		run := &runner{ctx: ctx, files: h.packageFiles(pn), fn: fns[i], pkgAbs: pn.abs, config: cfg, result: &sr, limits: h.r.opts.YAMLLimits}
 		out := &kio.PackageBuffer{}
 		if _, stream := fns[i].(StreamFunction); stream {
 			err = kio.Pipeline{
@@ -717,7 +720,7 @@ func (h *hydration) runValidators(ctx context.Context, pn *pkgNode, input []*yam
 		for i, r := range selected {
 			copies[i] = r.Copy()
 		}
-		run := &runner{ctx: h.withFiles(ctx, pn), fn: fn, pkgAbs: pn.abs, config: cfg, result: &sr, limits: h.r.opts.YAMLLimits}
+		run := &runner{ctx: ctx, files: h.packageFiles(pn), fn: fn, pkgAbs: pn.abs, config: cfg, result: &sr, limits: h.r.opts.YAMLLimits}
 		_, err = run.Filter(copies)
 		h.steps = append(h.steps, run.finish(err))
 		if err != nil {
@@ -894,6 +897,7 @@ func (h *hydration) adjustRelPaths() error {
 // path invariants.
 type runner struct {
 	ctx      context.Context
+	files    fs.FS // the package's files, for ResourceList.PackageFiles
 	fn       Function
 	pkgAbs   string
 	config   *yaml.RNode
@@ -969,7 +973,7 @@ func (r *runner) inProcess(input []*yaml.RNode) ([]*yaml.RNode, Results, error) 
 		items[i] = n.Copy()
 		unwrapDocument(items[i])
 	}
-	rl := &ResourceList{Items: items}
+	rl := &ResourceList{Items: items, PackageFiles: r.files}
 	if r.config != nil {
 		rl.FunctionConfig = r.config.Copy()
 	}
@@ -1410,15 +1414,15 @@ func invalidf(format string, args ...any) error {
 	return &invalidError{msg: fmt.Sprintf(format, args...)}
 }
 
-// withFiles returns ctx carrying the files of package pn for its
-// functions (see PackageFiles).
-func (h *hydration) withFiles(ctx context.Context, pn *pkgNode) context.Context {
+// packageFiles returns the files of package pn for its functions (see
+// ResourceList.PackageFiles); nil when its directory cannot be read.
+func (h *hydration) packageFiles(pn *pkgNode) fs.FS {
 	if pn.dir == "" {
-		return withPackageFiles(ctx, h.files)
+		return h.files
 	}
 	sub, err := h.files.Sub(pn.dir)
 	if err != nil {
-		return ctx
+		return nil
 	}
-	return withPackageFiles(ctx, sub)
+	return sub
 }

@@ -14,15 +14,16 @@ import (
 )
 
 // A function in a render reads the non-KRM files of the package whose
-// pipeline runs it, through PackageFiles: the root package sees its tree,
-// a subpackage its own directory; outside a render there are none.
+// pipeline runs it, through ResourceList.PackageFiles: the root package
+// sees its tree, a subpackage its own directory; outside a render there
+// are none.
 func TestPackageFiles(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[string]string{} // image -> what it read
 	read := pipeline.ResolverFunc(func(_ context.Context, st pipeline.Step) (pipeline.Function, error) {
 		return pipeline.FunctionFunc(func(ctx context.Context, rl *pipeline.ResourceList) error {
-			f, ok := pipeline.PackageFiles(ctx)
-			if !ok {
+			f := rl.PackageFiles
+			if f == nil {
 				return nil
 			}
 			b, err := fs.ReadFile(f, "charts/values.txt")
@@ -54,6 +55,8 @@ func TestPackageFiles(t *testing.T) {
 		"ghcr.io/kptdev/krm-functions-catalog/reader-sub:latest":  "sub values",
 	}, seen)
 
-	_, ok := pipeline.PackageFiles(context.Background())
-	assert.False(t, ok)
+	// Outside a render a ResourceList has none.
+	rl, err := pipeline.ParseResourceList([]byte("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"))
+	require.NoError(t, err)
+	assert.Nil(t, rl.PackageFiles)
 }

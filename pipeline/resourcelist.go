@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io/fs"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
@@ -48,6 +49,15 @@ type ResourceList struct {
 	FunctionConfig *yaml.RNode
 	// Results are the function's diagnostics.
 	Results Results
+	// PackageFiles are, for a function running in a render, the files of
+	// the package whose pipeline runs it: the package's directory as the
+	// render got it, subpackages included, paths relative to it. They are
+	// the files before the pipeline ran (what a function changes is in
+	// Items, not here), which is what functions that read non-KRM files of
+	// the package need: charts, values files, templates. Nil outside a
+	// render. They are not part of the wire format: a ResourceList
+	// encoded for an exec or container function does not carry them.
+	PackageFiles fs.FS
 }
 
 // ParseResourceList decodes a ResourceList (or a List) in kpt's wire

@@ -1,7 +1,9 @@
 package pipeline
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"path"
 	"slices"
 
@@ -117,19 +119,29 @@ func toResultItem(r *Result) revision.ResultItem {
 }
 
 // writeStatus records the render status in the root Kptfile of the
-// in-memory package, as kpt does after an in-place render.
-func (h *hydration) writeStatus(renderErr error) {
+// in-memory package, as kpt does after an in-place render. A package
+// without a root Kptfile has nowhere to record it and returns nil; a root
+// Kptfile that cannot be read, encoded or written back returns an error
+// naming it, so that a render never reports success while the Kptfile
+// keeps the status of an earlier one.
+func (h *hydration) writeStatus(renderErr error) error {
 	if h.r.opts.NoRenderStatus {
-		return
+		return nil
 	}
 	p := path.Join(rootAbs, revision.KptfileName)
 	data, err := h.fs.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	fail := func(err error) error {
+		return fmt.Errorf("recording the render status in the root %s: %w", revision.KptfileName, err)
+	}
 	if err != nil {
-		return
+		return fail(err)
 	}
 	kf, err := readKptfile(data, ".")
 	if err != nil {
-		return
+		return fail(err)
 	}
 	cond, rs := RenderStatus(h.steps, renderErr)
 	var out []byte
@@ -141,9 +153,12 @@ func (h *hydration) writeStatus(renderErr error) {
 		out, err = encodeKptStyle(kf, cond, rs)
 	}
 	if err != nil {
-		return
+		return fail(err)
 	}
-	_ = h.fs.WriteFile(p, out)
+	if err := h.fs.WriteFile(p, out); err != nil {
+		return fail(err)
+	}
+	return nil
 }
 
 func encodeKptStyle(kf *revision.Kptfile, cond revision.Condition, rs *revision.RenderStatus) ([]byte, error) {

@@ -40,7 +40,7 @@ func Watch(ctx context.Context, r Repository, opts ListOptions, handle func(Even
 	if w, ok := r.(Watcher); ok {
 		return w.Watch(ctx, opts, handle)
 	}
-	return &Error{Op: "watch", Repo: r.Name(), Err: ErrNotSupported}
+	return &Error{Op: "watch", Repository: r.Name(), Err: ErrNotSupported}
 }
 
 // Versioner is implemented by repositories that can cheaply report a token
@@ -56,7 +56,7 @@ func Version(ctx context.Context, r Repository) (string, error) {
 	if v, ok := r.(Versioner); ok {
 		return v.Version(ctx)
 	}
-	return "", &Error{Op: "version", Repo: r.Name(), Err: ErrNotSupported}
+	return "", &Error{Op: "version", Repository: r.Name(), Err: ErrNotSupported}
 }
 
 // MetadataWriter is implemented by repositories that keep each revision's
@@ -87,7 +87,7 @@ func SetMetadata(ctx context.Context, r Repository, key revision.Key, md revisio
 	if w, ok := r.(MetadataWriter); ok {
 		return w.SetMetadata(ctx, key, md, opts)
 	}
-	return nil, &Error{Op: "set metadata", Repo: r.Name(), Key: key, Err: ErrNotSupported}
+	return nil, &Error{Op: "set metadata", Repository: r.Name(), Key: key, Err: ErrNotSupported}
 }
 
 // Adopter is implemented by repositories that can register content already
@@ -183,7 +183,7 @@ func Adopt(ctx context.Context, r Repository, key revision.Key, opts AdoptOption
 	if a, ok := r.(Adopter); ok {
 		return a.Adopt(ctx, key, opts)
 	}
-	return nil, &Error{Op: "adopt", Repo: r.Name(), Key: key, Err: ErrNotSupported}
+	return nil, &Error{Op: "adopt", Repository: r.Name(), Key: key, Err: ErrNotSupported}
 }
 
 // Locator is implemented by repositories that can say what kind of store

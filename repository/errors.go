@@ -47,18 +47,18 @@ var (
 // repository and revision, and why. Err wraps a sentinel and, where there
 // is one, the backend's native cause.
 type Error struct {
-	Op   string       // the operation: "list", "get", "create draft", "commit", ...
-	Repo string       // the repository name
-	Key  revision.Key // the revision concerned, zero for whole-repository operations
-	Err  error
+	Op         string       // the operation: "list", "get", "create draft", "commit", ...
+	Repository string       // the repository name
+	Key        revision.Key // the revision concerned, zero for whole-repository operations
+	Err        error
 }
 
 // Error returns the message, naming the offending value.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Op)
-	if e.Repo != "" {
-		fmt.Fprintf(&b, " in repository %q", e.Repo)
+	if e.Repository != "" {
+		fmt.Fprintf(&b, " in repository %q", e.Repository)
 	}
 	if e.Key != (revision.Key{}) {
 		k := e.Key
@@ -80,7 +80,7 @@ func (e *Error) Unwrap() error { return e.Err }
 // native cause with %w). It is a convenience for backend authors.
 func Errorf(op, repo string, key revision.Key, sentinel error, format string, args ...any) error {
 	cause := fmt.Errorf(format, args...)
-	return &Error{Op: op, Repo: repo, Key: key, Err: wrapped{sentinel: sentinel, cause: cause}}
+	return &Error{Op: op, Repository: repo, Key: key, Err: wrapped{sentinel: sentinel, cause: cause}}
 }
 
 // wrapped joins a sentinel and a cause with the cause's message only,

@@ -22,7 +22,7 @@ func ExampleError() {
 	fmt.Println(errors.Is(err, repository.ErrNotFound))
 	var re *repository.Error
 	if errors.As(err, &re) {
-		fmt.Println(re.Op, re.Repo, re.Key.Package)
+		fmt.Println(re.Op, re.Repository, re.Key.Package)
 	}
 
 	// Backend authors wrap the sentinel and their native cause together.

@@ -24,7 +24,7 @@ func TestErrorWrapsSentinelAndCause(t *testing.T) {
 		t.Fatal("does not expose its native cause")
 	}
 	var re *repository.Error
-	if !errors.As(err, &re) || re.Op != "get" || re.Repo != "blueprints" {
+	if !errors.As(err, &re) || re.Op != "get" || re.Repository != "blueprints" {
 		t.Fatalf("not a *repository.Error with context: %#v", err)
 	}
 	want := `get in repository "blueprints" p@ws: not found: reading tree: open x: file does not exist`

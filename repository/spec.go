@@ -94,7 +94,7 @@ func CleanDirectory(dir string) string {
 // git branch that is not a valid git branch name (see CheckBranchName).
 func (s Spec) Validate() error {
 	bad := func(format string, args ...any) error {
-		return &Error{Op: "validate spec", Repo: s.Name, Err: fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))}
+		return &Error{Op: "validate spec", Repository: s.Name, Err: fmt.Errorf("%w: %s", ErrInvalidInput, fmt.Sprintf(format, args...))}
 	}
 	if reason := dnsLabel(s.Name); reason != "" {
 		return bad("name %q %s", s.Name, reason)

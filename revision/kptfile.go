@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/configasdata/cad/internal/imageref"
 )
 
 // KptfileError reports a Kptfile that cannot be read or is not valid. It
@@ -365,54 +366,9 @@ func configPathProblem(p string) string {
 	return ""
 }
 
-// The OCI reference grammar of github.com/distribution/reference, which kpt
-// uses to check function images.
-var imageReference = func() *regexp.Regexp {
-	const (
-		alnum         = `[a-z0-9]+`
-		separator     = `(?:[._]|__|[-]+)`
-		domainComp    = `(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])`
-		domainName    = domainComp + `(?:\.` + domainComp + `)*`
-		ipv6          = `\[(?:[a-fA-F0-9:]+)\]`
-		domainAndPort = `(?:` + domainName + `|` + ipv6 + `)(?::[0-9]+)?`
-		pathComp      = alnum + `(?:` + separator + alnum + `)*`
-		name          = `(?:` + domainAndPort + `/)?` + pathComp + `(?:/` + pathComp + `)*`
-		tag           = `[\w][\w.-]{0,127}`
-		digest        = `[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*[:][[:xdigit:]]{32,}`
-	)
-	return regexp.MustCompile(`^(` + name + `)(?::(` + tag + `))?(?:@(` + digest + `))?$`)
-}()
-
 // validateImageReference is distribution/reference.Parse without the
-// result, with its error messages.
-func validateImageReference(s string) error {
-	m := imageReference.FindStringSubmatch(s)
-	if m == nil {
-		switch {
-		case s == "":
-			return errors.New("repository name must have at least one component")
-		case imageReference.MatchString(strings.ToLower(s)):
-			return errors.New("repository name must be lowercase")
-		}
-		return errors.New("invalid reference format")
-	}
-	if len(m[1]) > 255 {
-		return errors.New("repository name must not be more than 255 characters")
-	}
-	if m[3] != "" {
-		alg, enc, _ := strings.Cut(m[3], ":")
-		size := map[string]int{"sha256": 64, "sha384": 96, "sha512": 128}[alg]
-		switch {
-		case size == 0:
-			return errors.New("unsupported digest algorithm")
-		case len(enc) != size:
-			return errors.New("invalid checksum digest length")
-		case strings.ToLower(enc) != enc:
-			return errors.New("invalid checksum digest format")
-		}
-	}
-	return nil
-}
+// result, with its error messages (internal/imageref).
+func validateImageReference(s string) error { return imageref.Validate(s) }
 
 // canonicalNode returns v as a YAML node tree, as the encoder writes it.
 func canonicalNode(v any) (*yaml.Node, error) {

@@ -2,8 +2,8 @@ package variant
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/configasdata/cad/fnruntime/celfn"
 	"github.com/configasdata/cad/repository"
@@ -45,11 +45,7 @@ func (e *ExprError) Unwrap() []error { return []error{e.Err, repository.ErrInval
 // celEnv compiles template expressions once and evaluates them with a cost
 // limit. It is safe for concurrent use.
 type celEnv struct {
-	env  *cel.Env
-	cost uint64
-
-	mu    sync.Mutex
-	progs map[string]cel.Program
+	progs *celfn.Programs
 }
 
 func newCELEnv(cost uint64) (*celEnv, error) {
@@ -65,27 +61,23 @@ func newCELEnv(cost uint64) (*celEnv, error) {
 	if err != nil {
 		return nil, fmt.Errorf("variant: CEL environment: %w", err)
 	}
-	return &celEnv{env: env, cost: cost, progs: map[string]cel.Program{}}, nil
+	return &celEnv{progs: celfn.NewPrograms(env, cost, 0)}, nil
 }
 
+// program returns the compiled expr, which must yield a string. Errors
+// are the compiler's.
 func (c *celEnv) program(expr string) (cel.Program, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if p, ok := c.progs[expr]; ok {
-		return p, nil
-	}
-	ast, iss := c.env.Compile(expr)
-	if iss.Err() != nil {
-		return nil, iss.Err()
-	}
-	if k := ast.OutputType().Kind(); k != types.StringKind && k != types.DynKind {
-		return nil, fmt.Errorf("yields %v, want string", ast.OutputType())
-	}
-	p, err := c.env.Program(ast, cel.CostLimit(c.cost), cel.InterruptCheckFrequency(100))
+	p, err := c.progs.Compile(expr)
 	if err != nil {
+		var ce *celfn.CompileError
+		if errors.As(err, &ce) {
+			err = ce.Err
+		}
 		return nil, err
 	}
-	c.progs[expr] = p
+	if k := p.Output.Kind(); k != types.StringKind && k != types.DynKind {
+		return nil, fmt.Errorf("yields %v, want string", p.Output)
+	}
 	return p, nil
 }
 

@@ -1,6 +1,7 @@
 // Package variant keeps downstream packages specialised copies of an
 // upstream: Porch's PackageVariant and PackageVariantSet, as a
-// framework-free, idempotent sync over an *engine.Engine.
+// framework-free, idempotent sync over an Engine (an *engine.Engine, or a
+// wrapper of one).
 //
 // # PackageVariant
 //

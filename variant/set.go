@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 	"golang.org/x/sync/errgroup"
@@ -244,7 +243,7 @@ type unrolled struct {
 // downstream, repository.ErrNotFound for a missing upstream or a downstream
 // repository that is not among the repositories, and the ObjectSource's
 // errors.
-func Unroll(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, opts *Options) ([]*PackageVariant, error) {
+func Unroll(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Options) ([]*PackageVariant, error) {
 	o, err := opts.withDefaults(e)
 	if err != nil {
 		return nil, err
@@ -256,7 +255,7 @@ func Unroll(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, opts 
 	return unroll(ctx, e, pvs, o, env)
 }
 
-func unroll(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, o Options, env *celEnv) ([]*PackageVariant, error) {
+func unroll(ctx context.Context, e Engine, pvs *PackageVariantSet, o Options, env *celEnv) ([]*PackageVariant, error) {
 	if err := validateSet(pvs, env); err != nil {
 		return nil, err
 	}
@@ -573,7 +572,7 @@ func overlay(ctx context.Context, env *celEnv, field string, in map[string]strin
 // Errors: Unroll's errors, with nothing written and the Stalled condition
 // True; otherwise the variants' errors joined (errors.Join), each also in
 // its Result. The SetResult is never nil.
-func SyncSet(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, opts *Options) (*SetResult, error) {
+func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Options) (*SetResult, error) {
 	res := &SetResult{Set: setName(pvs)}
 	o, err := opts.withDefaults(e)
 	if err != nil {
@@ -655,7 +654,7 @@ func SyncSet(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, opts
 // labelled with the set is released per the deletion policy recorded
 // beside it (see Remove). It returns the first error, after trying every
 // revision.
-func RemoveSet(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, opts *Options) (*SetResult, error) {
+func RemoveSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Options) (*SetResult, error) {
 	res := &SetResult{Set: setName(pvs)}
 	o, err := opts.withDefaults(e)
 	if err != nil {
@@ -681,7 +680,7 @@ func RemoveSet(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, op
 
 // removeStale releases the downstream revisions of the set's variants that
 // are not in desired.
-func removeStale(ctx context.Context, e *engine.Engine, pvs *PackageVariantSet, o Options, desired map[string]bool,
+func removeStale(ctx context.Context, e Engine, pvs *PackageVariantSet, o Options, desired map[string]bool,
 	index map[[2]string][]revision.PackageRevision) ([]*Result, error) {
 	owned := owners(index, func(md revision.Metadata) bool {
 		return md.Labels[SetLabel] == pvs.Name && md.Annotations[OwnerAnnotation] != ""

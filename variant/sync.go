@@ -49,7 +49,7 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-func (o *Options) withDefaults(e *engine.Engine) (Options, error) {
+func (o *Options) withDefaults(e Engine) (Options, error) {
 	var out Options
 	if o != nil {
 		out = *o
@@ -111,7 +111,7 @@ func (o *Options) withDefaults(e *engine.Engine) (Options, error) {
 // backend that keeps no metadata, ...) with the Ready condition False.
 // Conflicts with concurrent writers are retried (Options.Attempts). The
 // Result is never nil.
-func Sync(ctx context.Context, e *engine.Engine, pv *PackageVariant, opts *Options) (*Result, error) {
+func Sync(ctx context.Context, e Engine, pv *PackageVariant, opts *Options) (*Result, error) {
 	o, err := opts.withDefaults(e)
 	if err != nil {
 		res := &Result{Variant: ownerID(pv), Action: ActionUnchanged}
@@ -127,7 +127,7 @@ func Sync(ctx context.Context, e *engine.Engine, pv *PackageVariant, opts *Optio
 // syncVariant is Sync with defaulted options. index, when not nil, holds
 // the revisions of every package, listed moments ago (see SyncSet); the
 // first attempt uses it instead of listing the downstream package.
-func syncVariant(ctx context.Context, e *engine.Engine, pv *PackageVariant, o Options, index map[[2]string][]revision.PackageRevision) (*Result, error) {
+func syncVariant(ctx context.Context, e Engine, pv *PackageVariant, o Options, index map[[2]string][]revision.PackageRevision) (*Result, error) {
 	res := &Result{Variant: ownerID(pv)}
 	if err := Validate(pv); err != nil {
 		res.Action = ActionUnchanged
@@ -166,7 +166,7 @@ func syncVariant(ctx context.Context, e *engine.Engine, pv *PackageVariant, o Op
 // Remove does not validate the rest of the spec; only metadata.name and the
 // deletion policy matter. It returns the engine's first error, after trying
 // every revision.
-func Remove(ctx context.Context, e *engine.Engine, pv *PackageVariant, opts *Options) (*Result, error) {
+func Remove(ctx context.Context, e Engine, pv *PackageVariant, opts *Options) (*Result, error) {
 	res := &Result{Variant: ownerID(pv)}
 	o, err := opts.withDefaults(e)
 	if err != nil {
@@ -213,7 +213,7 @@ func normalize(spec PackageVariantSpec) PackageVariantSpec {
 
 // syncer is the state of one Sync or Remove.
 type syncer struct {
-	e     *engine.Engine
+	e     Engine
 	o     Options
 	pv    *PackageVariant
 	spec  PackageVariantSpec
@@ -252,7 +252,7 @@ func (e *upstreamError) Error() string { return e.err.Error() }
 func (e *upstreamError) Unwrap() error { return e.err }
 
 // resolve returns the published revision u selects.
-func resolve(ctx context.Context, e *engine.Engine, u *Upstream) (revision.PackageRevision, error) {
+func resolve(ctx context.Context, e Engine, u *Upstream) (revision.PackageRevision, error) {
 	var (
 		pr  revision.PackageRevision
 		err error

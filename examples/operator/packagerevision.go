@@ -353,6 +353,7 @@ func (r *prReconciler) applySource(ctx context.Context, e *engine.Engine, pr *po
 				return nil, permanent{fmt.Errorf("cloneFrom.git.repo: %w", err)}
 			}
 			g := &engine.GitUpstream{Repo: up.Git.Repo, Directory: up.Git.Directory, Ref: up.Git.Ref}
+			f := &gitrepo.Fetcher{}
 			if up.Git.SecretRef != nil && up.Git.SecretRef.Name != "" {
 				sec, err := r.repos.secret(ctx, pr.Namespace, up.Git.SecretRef.Name)
 				if err != nil {
@@ -362,10 +363,10 @@ func (r *prReconciler) applySource(ctx context.Context, e *engine.Engine, pr *po
 				if err != nil {
 					return nil, permanent{err}
 				}
-				g.Auth = auth
+				f.Auth = auth
 			}
 			cs.Git = g
-			opts.Fetcher = &gitrepo.Fetcher{}
+			opts.Fetcher = f
 		default:
 			return nil, permanent{fmt.Errorf("%w: cloneFrom needs upstreamRef or git", repository.ErrInvalidInput)}
 		}

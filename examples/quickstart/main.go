@@ -39,8 +39,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/configasdata/cad/engine"
-	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/fnruntime/stdfn"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/revision"
@@ -113,7 +113,7 @@ func run(keep bool) error {
 	// functions (no containers needed).
 	e, err := engine.New(&engine.Options{
 		Repositories: repos,
-		Pipeline:     stdpipe.Kptfile(fnruntime.NewRegistry(nil), nil),
+		Pipeline:     stdfn.Kptfile(fnruntime.NewRegistry(nil), nil),
 		AuthorName:   "Quickstart", AuthorEmail: "quickstart@example.com",
 	})
 	if err != nil {

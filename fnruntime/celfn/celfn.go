@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
 	"github.com/configasdata/cad/pipeline"
 	"github.com/google/cel-go/cel"
@@ -34,8 +33,9 @@ func IsCostLimit(err error) bool {
 type Option func(*config)
 
 type config struct {
-	envOpts   []cel.EnvOption
-	costLimit uint64
+	envOpts     []cel.EnvOption
+	costLimit   uint64
+	maxPrograms int
 }
 
 // WithEnvOptions adds CEL environment options (libraries, extra
@@ -44,27 +44,25 @@ func WithEnvOptions(opts ...cel.EnvOption) Option {
 	return func(c *config) { c.envOpts = append(c.envOpts, opts...) }
 }
 
-// WithCostLimit sets the cost limit of one evaluation.
+// WithCostLimit sets the cost limit of one evaluation; 0 means
+// DefaultCostLimit.
 func WithCostLimit(limit uint64) Option {
 	return func(c *config) { c.costLimit = limit }
+}
+
+// WithMaxPrograms bounds the compiled programs an Evaluator keeps
+// (default DefaultMaxPrograms); past it the least recently used are
+// dropped and compiled again when next needed.
+func WithMaxPrograms(n int) Option {
+	return func(c *config) { c.maxPrograms = n }
 }
 
 // Evaluator compiles and runs CEL expressions: step conditions
 // ([pipeline.ConditionEvaluator]) and computed function inputs
 // ([pipeline.InputEvaluator]). It is safe for concurrent use; compiled
-// programs are cached and shared.
+// programs are kept (see Programs) and shared.
 type Evaluator struct {
-	env       *cel.Env
-	costLimit uint64
-
-	mu    sync.Mutex
-	progs map[string]*compiled
-}
-
-// compiled is a cached program with its checked output type.
-type compiled struct {
-	prog cel.Program
-	out  *cel.Type
+	progs *Programs
 }
 
 var (
@@ -85,7 +83,7 @@ func New(opts ...Option) (*Evaluator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("celfn: %w", err)
 	}
-	return &Evaluator{env: env, costLimit: c.costLimit, progs: map[string]*compiled{}}, nil
+	return &Evaluator{progs: NewPrograms(env, c.costLimit, c.maxPrograms)}, nil
 }
 
 // CompileError reports an expression that does not compile or does not
@@ -102,25 +100,8 @@ func (e *CompileError) Error() string { return fmt.Sprintf("CEL expression %q: %
 // Unwrap returns the cause.
 func (e *CompileError) Unwrap() error { return e.Err }
 
-// program returns the cached program of expr, compiling it on first use.
-func (e *Evaluator) program(expr string) (*compiled, error) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if c, ok := e.progs[expr]; ok {
-		return c, nil
-	}
-	ast, iss := e.env.Compile(expr)
-	if iss.Err() != nil {
-		return nil, &CompileError{Expr: expr, Err: iss.Err()}
-	}
-	p, err := e.env.Program(ast, cel.CostLimit(e.costLimit), cel.InterruptCheckFrequency(100))
-	if err != nil {
-		return nil, &CompileError{Expr: expr, Err: err}
-	}
-	c := &compiled{prog: p, out: ast.OutputType()}
-	e.progs[expr] = c
-	return c, nil
-}
+// program returns the kept program of expr, compiling it on first use.
+func (e *Evaluator) program(expr string) (*Program, error) { return e.progs.Compile(expr) }
 
 // Eval evaluates expr over items and returns its bool value.
 func (e *Evaluator) Eval(ctx context.Context, expr string, items []*yaml.RNode) (bool, error) {
@@ -140,10 +121,10 @@ func (e *Evaluator) EvalString(ctx context.Context, expr string, items []*yaml.R
 	if err != nil {
 		return "", err
 	}
-	switch c.out.Kind() {
+	switch c.Output.Kind() {
 	case types.StringKind, types.IntKind, types.UintKind, types.DoubleKind, types.BoolKind, types.DynKind:
 	default:
-		return "", &CompileError{Expr: expr, Err: fmt.Errorf("yields %v, want string, number or bool", c.out)}
+		return "", &CompileError{Expr: expr, Err: fmt.Errorf("yields %v, want string, number or bool", c.Output)}
 	}
 	resources, err := toMaps(items)
 	if err != nil {
@@ -185,8 +166,8 @@ func (e *Evaluator) eval(ctx context.Context, expr string, vars map[string]any) 
 	if err != nil {
 		return false, err
 	}
-	if k := c.out.Kind(); k != types.BoolKind && k != types.DynKind {
-		return false, &CompileError{Expr: expr, Err: fmt.Errorf("yields %v, want bool", c.out)}
+	if k := c.Output.Kind(); k != types.BoolKind && k != types.DynKind {
+		return false, &CompileError{Expr: expr, Err: fmt.Errorf("yields %v, want bool", c.Output)}
 	}
 	out, err := e.run(ctx, expr, c, vars)
 	if err != nil {
@@ -200,8 +181,8 @@ func (e *Evaluator) eval(ctx context.Context, expr string, vars map[string]any) 
 }
 
 // run evaluates a compiled expression with ctx and the cost limit.
-func (e *Evaluator) run(ctx context.Context, expr string, c *compiled, vars map[string]any) (ref.Val, error) {
-	out, _, err := c.prog.ContextEval(ctx, vars)
+func (e *Evaluator) run(ctx context.Context, expr string, c *Program, vars map[string]any) (ref.Val, error) {
+	out, _, err := c.ContextEval(ctx, vars)
 	if err != nil {
 		if IsCostLimit(err) {
 			return nil, fmt.Errorf("CEL expression %q: %w", expr, ErrCostLimit)

@@ -3,8 +3,8 @@ package update
 import (
 	"maps"
 	"reflect"
-	"strings"
 
+	"github.com/configasdata/cad/internal/imageref"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -91,11 +91,7 @@ func functionKey(f revision.Function) string {
 	case f.Name != "":
 		return "name:" + f.Name
 	case f.Image != "":
-		img := f.Image
-		if i := strings.LastIndex(img, ":"); i > strings.LastIndex(img, "/") {
-			img = img[:i]
-		}
-		return "image:" + img
+		return "image:" + imageref.Split(f.Image).Name
 	default:
 		return "exec:" + f.Exec
 	}

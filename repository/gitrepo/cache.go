@@ -1,21 +1,17 @@
 package gitrepo
 
 import (
-	"container/list"
-	"sync"
-
 	"github.com/go-git/go-git/v5/plumbing"
+
+	lrucache "github.com/configasdata/cad/internal/lru"
 )
 
 // lru caches immutable things read from git (trees, commits, package
 // lists and contents) by object id, bounded by an estimate of their size
-// in bytes. It is safe for concurrent use. A nil *lru caches nothing.
+// in bytes, over the module's one LRU (internal/lru). It is safe for
+// concurrent use. A nil *lru caches nothing.
 type lru struct {
-	mu    sync.Mutex
-	max   int64
-	size  int64
-	ll    *list.List
-	items map[cacheKey]*list.Element
+	c *lrucache.Cache[cacheKey, any]
 }
 
 // entryOverhead is the memory an entry costs beyond its value: the list
@@ -27,51 +23,27 @@ type cacheKey struct {
 	h    plumbing.Hash
 }
 
-type cacheItem struct {
-	key  cacheKey
-	val  any
-	size int64
-}
-
+// newLRU returns a cache of at most max bytes that keeps no entry over a
+// quarter of it; nil (nothing cached) when max <= 0.
 func newLRU(max int64) *lru {
 	if max <= 0 {
 		return nil
 	}
-	return &lru{max: max, ll: list.New(), items: map[cacheKey]*list.Element{}}
+	return &lru{c: lrucache.New[cacheKey, any](max, max/4)}
 }
 
 func (c *lru) get(kind byte, h plumbing.Hash) (any, bool) {
 	if c == nil {
 		return nil, false
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if e, ok := c.items[cacheKey{kind, h}]; ok {
-		c.ll.MoveToFront(e)
-		return e.Value.(*cacheItem).val, true
-	}
-	return nil, false
+	return c.c.Get(cacheKey{kind, h})
 }
 
+// put keeps val, of about size bytes, unless an entry for the same object
+// is kept already (objects are immutable: the kept one is as good).
 func (c *lru) put(kind byte, h plumbing.Hash, val any, size int64) {
-	size += entryOverhead
-	if c == nil || size > c.max/4 {
+	if c == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := cacheKey{kind, h}
-	if e, ok := c.items[k]; ok {
-		c.ll.MoveToFront(e)
-		return
-	}
-	c.items[k] = c.ll.PushFront(&cacheItem{key: k, val: val, size: size})
-	c.size += size
-	for c.size > c.max {
-		e := c.ll.Back()
-		it := e.Value.(*cacheItem)
-		c.ll.Remove(e)
-		delete(c.items, it.key)
-		c.size -= it.size
-	}
+	c.c.Add(cacheKey{kind, h}, val, size+entryOverhead)
 }

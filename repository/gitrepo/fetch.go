@@ -14,15 +14,17 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/go-git/go-git/v5/storage/memory"
 
-	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
 
 // Fetcher reads packages from git repositories for engine.Engine.Clone
-// (an engine.UpstreamFetcher). Each Fetch lists the remote's refs, fetches
+// and Upgrade (a repository.UpstreamFetcher) and lists their refs for
+// DiscoverGitUpgrades (a repository.UpstreamLister). Each Fetch lists the remote's refs, fetches
 // the one ref it resolves into memory, shallow (depth 1), and reads the
 // package directory's subtree; nothing is kept between calls. The zero
 // value is ready to use. A Fetcher is safe for concurrent use.
@@ -36,7 +38,7 @@ type Fetcher struct {
 	CABundle        []byte
 }
 
-var _ engine.UpstreamFetcher = (*Fetcher)(nil)
+var _ repository.UpstreamFetcher = (*Fetcher)(nil)
 
 // Fetch returns the files under up.Directory at up.Ref and the commit
 // hash they were read from. The ref is resolved as Porch does: the tag,
@@ -44,12 +46,13 @@ var _ engine.UpstreamFetcher = (*Fetcher)(nil)
 // "<ref>"; a full ref name ("refs/...") is used as is. Symbolic links and
 // submodules are skipped, as kpt pkg get skips them.
 //
-// up.Auth must be nil or a go-git transport.AuthMethod. Errors match
-// repository.ErrInvalidInput for an empty or bad URL, an empty ref or an
-// Auth of another type; repository.ErrNotFound when the repository, the
+// up.Auth, when set, replaces f.Auth (see Fetcher.auth for the kinds it
+// takes). Errors match repository.ErrInvalidInput for an empty or bad URL,
+// an empty ref or credentials that cannot be used (mixed kinds, an
+// unreadable ssh key); repository.ErrNotFound when the repository, the
 // ref or the directory does not exist; otherwise they are transport
 // failures. No error carries credentials.
-func (f *Fetcher) Fetch(ctx context.Context, up engine.GitUpstream) (revision.Files, string, error) {
+func (f *Fetcher) Fetch(ctx context.Context, up repository.GitUpstream) (revision.Files, string, error) {
 	const op = "fetch upstream"
 	fail := func(sentinel error, format string, args ...any) (revision.Files, string, error) {
 		return revision.Files{}, "", repository.Errorf(op, redactURL(up.Repo), revision.Key{}, sentinel, format, args...)
@@ -57,13 +60,9 @@ func (f *Fetcher) Fetch(ctx context.Context, up engine.GitUpstream) (revision.Fi
 	if up.Repo == "" || up.Ref == "" {
 		return fail(repository.ErrInvalidInput, "an upstream needs a repo and a ref")
 	}
-	auth := f.Auth
-	if up.Auth != nil {
-		a, ok := up.Auth.(transport.AuthMethod)
-		if !ok {
-			return fail(repository.ErrInvalidInput, "credentials of type %T are not a go-git transport.AuthMethod", up.Auth)
-		}
-		auth = a
+	auth, err := f.auth(up.Auth)
+	if err != nil {
+		return fail(repository.ErrInvalidInput, "%v", err)
 	}
 	rm, err := newRemote(up.Repo, Options{Auth: auth, InsecureSkipTLS: f.InsecureSkipTLS, CABundle: f.CABundle})
 	if err != nil {
@@ -190,24 +189,20 @@ func fetchError(op string, rm *remote, err error) error {
 	return fmt.Errorf("%s %s: %w", op, rm.redactedURL, rm.redact(err))
 }
 
-var _ engine.UpstreamLister = (*Fetcher)(nil)
+var _ repository.UpstreamLister = (*Fetcher)(nil)
 
 // Refs returns the branches and tags of up.Repo by short name, each with
 // the commit it names: an annotated tag is peeled when the server
 // advertises the peeled value, else its tag object id is returned. Only
 // up.Repo and up.Auth are used. Errors are as Fetch's.
-func (f *Fetcher) Refs(ctx context.Context, up engine.GitUpstream) (map[string]string, error) {
+func (f *Fetcher) Refs(ctx context.Context, up repository.GitUpstream) (map[string]string, error) {
 	const op = "list upstream"
 	if up.Repo == "" {
 		return nil, repository.Errorf(op, "", revision.Key{}, repository.ErrInvalidInput, "an upstream needs a repo")
 	}
-	auth := f.Auth
-	if up.Auth != nil {
-		a, ok := up.Auth.(transport.AuthMethod)
-		if !ok {
-			return nil, repository.Errorf(op, redactURL(up.Repo), revision.Key{}, repository.ErrInvalidInput, "credentials of type %T are not a go-git transport.AuthMethod", up.Auth)
-		}
-		auth = a
+	auth, err := f.auth(up.Auth)
+	if err != nil {
+		return nil, repository.Errorf(op, redactURL(up.Repo), revision.Key{}, repository.ErrInvalidInput, "%v", err)
 	}
 	rm, err := newRemote(up.Repo, Options{Auth: auth, InsecureSkipTLS: f.InsecureSkipTLS, CABundle: f.CABundle})
 	if err != nil {
@@ -239,4 +234,34 @@ func (f *Fetcher) Refs(ctx context.Context, up engine.GitUpstream) (map[string]s
 		out[name] = h
 	}
 	return out, nil
+}
+
+// auth returns the go-git credentials for an upstream: f.Auth when c is
+// nil, else c as a *http.BasicAuth (user name and password or token), a
+// *http.TokenAuth (bearer token) or *ssh.PublicKeys (a PEM private key,
+// user Username or "git"). The error never carries a secret.
+func (f *Fetcher) auth(c *repository.Credentials) (transport.AuthMethod, error) {
+	if c == nil {
+		return f.Auth, nil
+	}
+	switch c.Kind() {
+	case "":
+		return f.Auth, nil
+	case repository.CredentialsBasic:
+		return &githttp.BasicAuth{Username: c.Username, Password: c.Password}, nil
+	case repository.CredentialsBearer:
+		return &githttp.TokenAuth{Token: c.BearerToken}, nil
+	case repository.CredentialsSSH:
+		user := c.Username
+		if user == "" {
+			user = "git"
+		}
+		k, err := gitssh.NewPublicKeys(user, c.SSHPrivateKey, c.SSHPassphrase)
+		if err != nil {
+			return nil, errors.New("the ssh private key cannot be read (bad PEM or passphrase)")
+		}
+		return k, nil
+	default:
+		return nil, fmt.Errorf("%v: set one kind of credentials", c)
+	}
 }

@@ -11,7 +11,6 @@ import (
 
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 
-	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 )
@@ -59,7 +58,7 @@ func TestFetcher(t *testing.T) {
 	bare, v1, head := upstreamRepo(t)
 	var f gitrepo.Fetcher
 
-	files, commit, err := f.Fetch(ctx, engine.GitUpstream{Repo: bare, Directory: "net/istio", Ref: "v1"})
+	files, commit, err := f.Fetch(ctx, repository.GitUpstream{Repo: bare, Directory: "net/istio", Ref: "v1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +75,7 @@ func TestFetcher(t *testing.T) {
 	// "dev" resolves to the package-scoped branch net/istio/dev; "main"
 	// to the branch main; "/net/istio/" is the same directory.
 	for _, ref := range []string{"dev", "main", "refs/heads/main"} {
-		files, commit, err = f.Fetch(ctx, engine.GitUpstream{Repo: "file://" + bare, Directory: "/net/istio/", Ref: ref})
+		files, commit, err = f.Fetch(ctx, repository.GitUpstream{Repo: "file://" + bare, Directory: "/net/istio/", Ref: ref})
 		if err != nil {
 			t.Fatalf("%s: %v", ref, err)
 		}
@@ -88,20 +87,24 @@ func TestFetcher(t *testing.T) {
 		}
 	}
 
-	for name, up := range map[string]engine.GitUpstream{
-		"no ref":    {Repo: bare, Directory: "net/istio", Ref: "v9"},
-		"no dir":    {Repo: bare, Directory: "net/nope", Ref: "main"},
-		"no repo":   {Repo: filepath.Join(t.TempDir(), "missing.git"), Directory: "net/istio", Ref: "main"},
-		"bad auth":  {Repo: bare, Directory: "net/istio", Ref: "main", Auth: "secret"},
-		"empty url": {Repo: "", Ref: "main"},
+	for name, up := range map[string]repository.GitUpstream{
+		"no ref":      {Repo: bare, Directory: "net/istio", Ref: "v9"},
+		"no dir":      {Repo: bare, Directory: "net/nope", Ref: "main"},
+		"no repo":     {Repo: filepath.Join(t.TempDir(), "missing.git"), Directory: "net/istio", Ref: "main"},
+		"bad auth":    {Repo: bare, Directory: "net/istio", Ref: "main", Auth: &repository.Credentials{Password: "s3cret", BearerToken: "t0ken"}},
+		"bad ssh key": {Repo: bare, Directory: "net/istio", Ref: "main", Auth: &repository.Credentials{SSHPrivateKey: []byte("s3cret")}},
+		"empty url":   {Repo: "", Ref: "main"},
 	} {
 		_, _, err := f.Fetch(ctx, up)
 		want := repository.ErrNotFound
-		if name == "bad auth" || name == "empty url" {
+		if name == "bad auth" || name == "bad ssh key" || name == "empty url" {
 			want = repository.ErrInvalidInput
 		}
 		if !errors.Is(err, want) {
 			t.Errorf("%s: err %v, want %v", name, err, want)
+		}
+		if err != nil && (strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "t0ken")) {
+			t.Errorf("%s: error leaks a secret: %v", name, err)
 		}
 	}
 }
@@ -113,14 +116,14 @@ func TestFetcherHTTPAuth(t *testing.T) {
 	url := srv.URL + "/" + filepath.Base(bare)
 
 	f := gitrepo.Fetcher{Auth: &githttp.BasicAuth{Username: "user", Password: "wrong-pass"}}
-	if _, _, err := f.Fetch(ctx, engine.GitUpstream{Repo: url, Directory: "net/istio", Ref: "v1"}); err == nil {
+	if _, _, err := f.Fetch(ctx, repository.GitUpstream{Repo: url, Directory: "net/istio", Ref: "v1"}); err == nil {
 		t.Fatal("wrong default credentials: no error")
 	} else if strings.Contains(err.Error(), "wrong-pass") {
 		t.Fatalf("error leaks the password: %v", err)
 	}
 	// The upstream's credentials win over the Fetcher's.
-	_, commit, err := f.Fetch(ctx, engine.GitUpstream{Repo: url, Directory: "net/istio", Ref: "v1",
-		Auth: &githttp.BasicAuth{Username: "user", Password: "s3cret-pass"}})
+	_, commit, err := f.Fetch(ctx, repository.GitUpstream{Repo: url, Directory: "net/istio", Ref: "v1",
+		Auth: &repository.Credentials{Username: "user", Password: "s3cret-pass"}})
 	if err != nil {
 		t.Fatal(err)
 	}

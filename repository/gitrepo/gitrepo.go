@@ -388,10 +388,10 @@ func (r *Repository) Close() error {
 // enter checks that r is open and ctx live.
 func (r *Repository) enter(ctx context.Context, op string, key revision.Key) error {
 	if r.closed.Load() {
-		return &repository.Error{Op: op, Repo: r.name, Key: key, Err: repository.ErrClosed}
+		return &repository.Error{Op: op, Repository: r.name, Key: key, Err: repository.ErrClosed}
 	}
 	if err := ctx.Err(); err != nil {
-		return &repository.Error{Op: op, Repo: r.name, Key: key, Err: err}
+		return &repository.Error{Op: op, Repository: r.name, Key: key, Err: err}
 	}
 	return nil
 }

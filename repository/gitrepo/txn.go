@@ -181,7 +181,7 @@ func (r *Repository) wrapErr(op string, key revision.Key, err error) error {
 		if re.Op == op {
 			return re
 		}
-		return &repository.Error{Op: op, Repo: re.Repo, Key: re.Key, Err: re.Err}
+		return &repository.Error{Op: op, Repository: re.Repository, Key: re.Key, Err: re.Err}
 	}
-	return &repository.Error{Op: op, Repo: r.name, Key: key, Err: err}
+	return &repository.Error{Op: op, Repository: r.name, Key: key, Err: err}
 }

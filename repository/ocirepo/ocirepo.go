@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
+	"github.com/configasdata/cad/internal/lru"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
@@ -145,9 +146,9 @@ type Repository struct {
 
 	mu        sync.Mutex
 	closed    bool
-	manifests map[string]*record  // by manifest digest; immutable content
-	tagHints  map[string]struct{} // tags whose manifest was read: HEAD first
-	blobs     map[string]bool     // repo + "@" + digest known to exist
+	manifests *lru.Cache[string, *record]  // by manifest digest; immutable content
+	tagHints  *lru.Cache[string, struct{}] // tags whose manifest was read: HEAD first
+	blobs     map[string]bool              // repo + "@" + digest known to exist
 }
 
 var (
@@ -166,7 +167,7 @@ var (
 // for a bad spec or options.
 func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository, error) {
 	if err := ctx.Err(); err != nil {
-		return nil, &repository.Error{Op: "open", Repo: spec.Name, Err: err}
+		return nil, &repository.Error{Op: "open", Repository: spec.Name, Err: err}
 	}
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -223,8 +224,8 @@ func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository
 		nameOpts:  nameOpts,
 		puller:    puller,
 		pusher:    pusher,
-		manifests: map[string]*record{},
-		tagHints:  map[string]struct{}{},
+		manifests: lru.New[string, *record](maxCachedManifests, 1),
+		tagHints:  lru.New[string, struct{}](maxCachedManifests, 1),
 		blobs:     map[string]bool{},
 	}
 	for _, s := range secrets {
@@ -241,13 +242,18 @@ func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository
 // Name returns the repository's name, spec.Name.
 func (r *Repository) Name() string { return r.name }
 
+// maxCachedManifests bounds the manifests (and the tags read) a
+// Repository keeps, dropping the least recently used.
+const maxCachedManifests = 200000
+
 // Close marks the repository closed; later calls return ErrClosed. Locks
 // are never held between calls, so nothing is left in the registry.
 func (r *Repository) Close() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.closed = true
-	r.manifests = map[string]*record{}
+	r.manifests.Clear()
+	r.tagHints.Clear()
 	return nil
 }
 

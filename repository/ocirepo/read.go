@@ -50,9 +50,7 @@ func (r *Repository) listTags(ctx context.Context, repo name.Repository) ([]stri
 // digest stays the same; a tag never read is fetched with one GET.
 func (r *Repository) fetch(ctx context.Context, repo name.Repository, tag string) (*record, error) {
 	ref := r.tagRef(repo, tag)
-	r.mu.Lock()
-	_, seen := r.tagHints[ref.String()]
-	r.mu.Unlock()
+	_, seen := r.tagHints.Get(ref.String())
 	if !seen {
 		return r.fetchManifest(ctx, ref)
 	}
@@ -64,9 +62,7 @@ func (r *Repository) fetch(ctx context.Context, repo name.Repository, tag string
 		}
 		return nil, err
 	}
-	r.mu.Lock()
-	rec, ok := r.manifests[desc.Digest.String()]
-	r.mu.Unlock()
+	rec, ok := r.manifests.Get(desc.Digest.String())
 	if ok {
 		return rec, nil
 	}
@@ -92,23 +88,13 @@ func (r *Repository) fetchManifest(ctx context.Context, ref name.Reference) (*re
 	}
 	r.cache(rec)
 	if _, isTag := ref.(name.Tag); isTag {
-		r.mu.Lock()
-		if len(r.tagHints) > 200000 {
-			r.tagHints = map[string]struct{}{}
-		}
-		r.tagHints[ref.String()] = struct{}{}
-		r.mu.Unlock()
+		r.tagHints.Put(ref.String(), struct{}{}, 1)
 	}
 	return rec, nil
 }
 
 func (r *Repository) cache(rec *record) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.manifests) > 200000 {
-		r.manifests = map[string]*record{}
-	}
-	r.manifests[rec.digest.String()] = rec
+	r.manifests.Put(rec.digest.String(), rec, 1)
 }
 
 // packageState is what a package's tags say.

@@ -18,7 +18,7 @@ func ExampleIntercept() {
 	repo := repotest.Intercept(memrepo.New("test", nil), repotest.Funcs{
 		UpdateLifecycle: func(ctx context.Context, next repository.Repository, k revision.Key, to revision.Lifecycle, o repository.UpdateOptions) (revision.PackageRevision, error) {
 			if to == revision.LifecyclePublished {
-				return nil, &repository.Error{Op: "update lifecycle", Repo: next.Name(), Key: k, Err: repository.ErrConflict}
+				return nil, &repository.Error{Op: "update lifecycle", Repository: next.Name(), Key: k, Err: repository.ErrConflict}
 			}
 			return next.UpdateLifecycle(ctx, k, to, o)
 		},

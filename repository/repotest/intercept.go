@@ -25,10 +25,12 @@ type Funcs struct {
 
 // Intercept returns a repository that calls the hooks of f, falling through
 // to r where a hook is nil. Drafts it returns route Commit through
-// f.Commit. The result implements Watcher, Versioner, MetadataWriter and
-// Adopter through the helpers repository.Watch, repository.Version,
-// repository.SetMetadata and repository.Adopt, which reach r (and return
-// ErrNotSupported when r lacks the capability), and Locator as r does.
+// f.Commit. The result implements the optional interfaces Watcher,
+// Versioner and Locator exactly when r does, and MetadataWriter and
+// Adopter when r does or f has the hook, so a type assertion on it
+// answers as one on r would; the optional methods call through to r.
+// Other optional interfaces of r (Specified, RangeLister, ...) are not
+// passed on.
 //
 // For example, to make every approval lose a race:
 //
@@ -41,7 +43,7 @@ type Funcs struct {
 //		},
 //	})
 func Intercept(r repository.Repository, f Funcs) repository.Repository {
-	return &intercepted{next: r, f: f}
+	return withCapabilities(&intercepted{next: r, f: f})
 }
 
 type intercepted struct {
@@ -49,15 +51,7 @@ type intercepted struct {
 	f    Funcs
 }
 
-var (
-	_ repository.Repository = (*intercepted)(nil)
-	_ repository.Watcher    = (*intercepted)(nil)
-	_ repository.Versioner  = (*intercepted)(nil)
-
-	_ repository.MetadataWriter = (*intercepted)(nil)
-	_ repository.Adopter        = (*intercepted)(nil)
-	_ repository.Locator        = (*intercepted)(nil)
-)
+var _ repository.Repository = (*intercepted)(nil)
 
 func (i *intercepted) Name() string { return i.next.Name() }
 
@@ -118,21 +112,21 @@ func (i *intercepted) Delete(ctx context.Context, key revision.Key, opts reposit
 	return i.next.Delete(ctx, key, opts)
 }
 
-func (i *intercepted) SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error) {
+func (i *intercepted) setMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error) {
 	if i.f.SetMetadata != nil {
 		return i.f.SetMetadata(ctx, i.next, key, md, opts)
 	}
 	return repository.SetMetadata(ctx, i.next, key, md, opts)
 }
 
-func (i *intercepted) Adopt(ctx context.Context, key revision.Key, opts repository.AdoptOptions) (revision.PackageRevision, error) {
+func (i *intercepted) adopt(ctx context.Context, key revision.Key, opts repository.AdoptOptions) (revision.PackageRevision, error) {
 	if i.f.Adopt != nil {
 		return i.f.Adopt(ctx, i.next, key, opts)
 	}
 	return repository.Adopt(ctx, i.next, key, opts)
 }
 
-func (i *intercepted) Location() (repository.Type, string) { return repository.LocationOf(i.next) }
+func (i *intercepted) location() (repository.Type, string) { return repository.LocationOf(i.next) }
 
 func (i *intercepted) Close() error {
 	if i.f.Close != nil {
@@ -141,11 +135,11 @@ func (i *intercepted) Close() error {
 	return i.next.Close()
 }
 
-func (i *intercepted) Watch(ctx context.Context, opts repository.ListOptions, handle func(repository.Event) error) error {
+func (i *intercepted) watch(ctx context.Context, opts repository.ListOptions, handle func(repository.Event) error) error {
 	return repository.Watch(ctx, i.next, opts, handle)
 }
 
-func (i *intercepted) Version(ctx context.Context) (string, error) {
+func (i *intercepted) version(ctx context.Context) (string, error) {
 	return repository.Version(ctx, i.next)
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/repository/memrepo"
 	"github.com/configasdata/cad/repository/repotest"
 	"github.com/configasdata/cad/revision"
@@ -25,7 +26,7 @@ func TestInterceptPassThroughConforms(t *testing.T) {
 
 func TestInterceptInjectsErrors(t *testing.T) {
 	ctx := context.Background()
-	boom := &repository.Error{Op: "commit", Repo: "test", Err: repository.ErrUnavailable}
+	boom := &repository.Error{Op: "commit", Repository: "test", Err: repository.ErrUnavailable}
 	var commits int
 	r := repotest.Intercept(memrepo.New("test", nil), repotest.Funcs{
 		Commit: func(ctx context.Context, next revision.Draft, opts revision.CommitOptions) (revision.PackageRevision, error) {
@@ -99,3 +100,54 @@ func TestCreationNotRecordedIsDeclared(t *testing.T) {
 }
 
 const envUndeclared = "REPOTEST_CHILD_UNDECLARED_CREATION"
+
+// coreOnly hides every optional interface of the repository it holds.
+type coreOnly struct{ repository.Repository }
+
+// TestInterceptCapabilitiesMatchWrapped: an intercepted repository answers
+// a type assertion for each optional interface as the wrapped one does
+// (MetadataWriter and Adopter also when their hook is set), and its
+// optional methods call through.
+func TestInterceptCapabilitiesMatchWrapped(t *testing.T) {
+	caps := func(r repository.Repository) [5]bool {
+		_, w := r.(repository.Watcher)
+		_, v := r.(repository.Versioner)
+		_, m := r.(repository.MetadataWriter)
+		_, a := r.(repository.Adopter)
+		_, l := r.(repository.Locator)
+		return [5]bool{w, v, m, a, l}
+	}
+	mem := memrepo.New("r", nil)
+	defer mem.Close()
+	git, err := gitrepo.Open(context.Background(), repository.Spec{Name: "g", Type: repository.TypeGit,
+		Git: &repository.GitSpec{Repo: "mem://", CreateBranch: true}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer git.Close()
+	for name, r := range map[string]repository.Repository{"memrepo": mem, "gitrepo": git, "core only": coreOnly{mem}} {
+		if got, want := caps(repotest.Intercept(r, repotest.Funcs{})), caps(r); got != want {
+			t.Errorf("%s: intercepted capabilities %v, wrapped %v", name, got, want)
+		}
+	}
+	if got := caps(repotest.Intercept(coreOnly{mem}, repotest.Funcs{})); got != [5]bool{} {
+		t.Errorf("a core-only repository intercepted advertises %v", got)
+	}
+	hooked := repotest.Intercept(coreOnly{mem}, repotest.Funcs{
+		SetMetadata: func(context.Context, repository.Repository, revision.Key, revision.Metadata, repository.UpdateOptions) (revision.PackageRevision, error) {
+			return nil, nil
+		},
+		Adopt: func(context.Context, repository.Repository, revision.Key, repository.AdoptOptions) (revision.PackageRevision, error) {
+			return nil, nil
+		},
+	})
+	if got := caps(hooked); got != [5]bool{false, false, true, true, false} {
+		t.Errorf("hooks for SetMetadata and Adopt: capabilities %v", got)
+	}
+	// The optional methods reach the wrapped repository.
+	v, err := repotest.Intercept(git, repotest.Funcs{}).(repository.Versioner).Version(context.Background())
+	want, werr := git.Version(context.Background())
+	if err != nil || werr != nil || v != want {
+		t.Errorf("Version through Intercept %q, %v; direct %q, %v", v, err, want, werr)
+	}
+}

@@ -715,8 +715,8 @@ func (s *suite) testErrorType(t *testing.T) {
 	if !errors.As(err, &re) {
 		t.Fatalf("error %v is not a *repository.Error", err)
 	}
-	if re.Op == "" || re.Repo != r.Name() || re.Key.Package != "missing" {
-		t.Fatalf("*repository.Error = %+v, want Op, Repo %q and the key", re, r.Name())
+	if re.Op == "" || re.Repository != r.Name() || re.Key.Package != "missing" {
+		t.Fatalf("*repository.Error = %+v, want Op, Repository %q and the key", re, r.Name())
 	}
 }
 

@@ -20,6 +20,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/internal/imageref"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
 )
@@ -107,8 +108,7 @@ func normalizeImage(img string) string {
 	if !strings.Contains(img, "/") {
 		img = pipeline.DefaultImagePrefix + "/" + img
 	}
-	last := img[strings.LastIndex(img, "/")+1:]
-	if !strings.Contains(img, "@") && !strings.Contains(last, ":") {
+	if r := imageref.Split(img); r.Tag == "" && r.Digest == "" {
 		img += ":latest"
 	}
 	return img

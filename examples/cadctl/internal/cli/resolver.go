@@ -14,6 +14,7 @@ import (
 	kyaml "sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/internal/imageref"
 	"github.com/configasdata/cad/pipeline"
 )
 
@@ -24,15 +25,8 @@ var builtinVersions = fnruntime.BuiltinVersions()
 // catalogName returns the catalog function name of an image:
 // "ghcr.io/kptdev/krm-functions-catalog/set-labels:v0.2" is "set-labels".
 func catalogName(image string) string {
-	name := image
-	if at := strings.Index(name, "@"); at >= 0 {
-		name = name[:at]
-	}
-	name = name[strings.LastIndex(name, "/")+1:]
-	if c := strings.Index(name, ":"); c >= 0 {
-		name = name[:c]
-	}
-	return name
+	name := imageref.Split(image).Name
+	return name[strings.LastIndex(name, "/")+1:]
 }
 
 // sortsOutput reports whether the catalog function of image sorts its

@@ -170,7 +170,7 @@ func BenchmarkListConcurrent(b *testing.B) {
 	}
 	size := len(out.Items[0])
 	// The repositories were written just now: their Versions are read in
-	// full until their refs' files are a second old (gitrepo.VersionCache).
+	// full until their refs' files are a second old (versionCache).
 	// A server's repositories are mostly older than that.
 	time.Sleep(1100 * time.Millisecond)
 	plain := &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 8}}

@@ -3,8 +3,8 @@ package apiserver
 import (
 	"bytes"
 	"compress/gzip"
-	"container/list"
 	"context"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,7 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/internal/lru"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 )
@@ -53,19 +56,19 @@ type listCache struct {
 	max     int64
 	gzipMin int // smallest body sent compressed
 
-	mu      sync.Mutex
-	size    int64
-	ll      *list.List // of *listCacheEntry, most recent first
-	m       map[string]*list.Element
-	flights map[string]*listFlight
+	mu      sync.Mutex                          // held around a sequence of entries calls and for stats
+	entries *lru.Cache[string, *listCacheEntry] // by request, cost e.size; nil when max <= 0
+	flights singleflight.Group                  // the running build of each request and state
 	stats   listCacheStats
 
 	checks stateChecks
 }
 
-// listCacheStats counts what the cache did, for tests.
+// listCacheStats counts what the cache did, for tests: shared is the
+// requests that joined another's build (misses that did not build).
 type listCacheStats struct {
 	hits, builds, shared, evictions int
+	misses                          int // requests that started or joined a build
 }
 
 type listCacheEntry struct {
@@ -82,30 +85,24 @@ type listCacheEntry struct {
 	gz     []byte
 }
 
-// listFlight is one build of a missing entry that other requests wait
-// for.
+// listFlight is what one build of a missing entry gives the requests that
+// waited for it.
 type listFlight struct {
-	done  chan struct{}
 	entry *listCacheEntry // nil when the build's result was not kept
 }
 
 func newListCache(max int64) *listCache {
-	return &listCache{max: max, gzipMin: gzipMinBytes, ll: list.New(), m: map[string]*list.Element{}, flights: map[string]*listFlight{}}
+	return &listCache{max: max, gzipMin: gzipMinBytes, entries: lru.New[string, *listCacheEntry](max, max/4)}
 }
 
 // get returns the entry of req at state, if it is kept and fresh.
 func (c *listCache) get(req, state string, now time.Time) *listCacheEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	el, ok := c.m[req]
-	if !ok {
+	e, ok := c.entries.Get(req)
+	if !ok || e.state != state || (!e.expires.IsZero() && now.After(e.expires)) {
 		return nil
 	}
-	e := el.Value.(*listCacheEntry)
-	if e.state != state || (!e.expires.IsZero() && now.After(e.expires)) {
-		return nil
-	}
-	c.ll.MoveToFront(el)
 	c.stats.hits++
 	return e
 }
@@ -120,42 +117,52 @@ func (c *listCache) do(ctx context.Context, req, state string, build func() (*li
 		return e, nil
 	}
 	key := req + "\x00" + state
-	c.mu.Lock()
-	if f, ok := c.flights[key]; ok {
-		c.stats.shared++
-		c.mu.Unlock()
-		select {
-		case <-f.done:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-		if f.entry != nil {
-			return f.entry, nil
-		}
-		e, _, err := build()
-		return e, err
-	}
-	f := &listFlight{done: make(chan struct{})}
-	c.flights[key] = f
-	c.stats.builds++
-	c.mu.Unlock()
-	var e *listCacheEntry
-	var keep bool
-	var err error
-	defer func() {
-		// Also when build panics: the waiting requests must go on.
+	// Only the caller whose function runs builds; the others wait for it
+	// (or for their context) and share its entry when it was kept.
+	var ran bool
+	var mine *listCacheEntry
+	ch := c.flights.DoChan(key, func() (res any, err error) {
+		ran = true
 		c.mu.Lock()
-		delete(c.flights, key)
+		c.stats.builds++
+		c.mu.Unlock()
+		defer func() {
+			// A panic in build must not crash the process through
+			// DoChan; it fails this request and the waiters build.
+			if p := recover(); p != nil {
+				res, err = &listFlight{}, fmt.Errorf("list build panicked: %v", p)
+			}
+		}()
+		e, keep, err := build()
+		mine = e
+		f := &listFlight{}
 		if err == nil && keep && e != nil {
+			c.mu.Lock()
 			e.req, e.state = req, state
 			if c.put(e) {
 				f.entry = e
 			}
+			c.mu.Unlock()
 		}
-		c.mu.Unlock()
-		close(f.done)
-	}()
-	e, keep, err = build()
+		return f, err
+	})
+	// Counted once this request has started or joined the flight.
+	c.mu.Lock()
+	c.stats.misses++
+	c.mu.Unlock()
+	var r singleflight.Result
+	select {
+	case r = <-ch:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	if ran {
+		return mine, r.Err
+	}
+	if f, _ := r.Val.(*listFlight); f != nil && f.entry != nil {
+		return f.entry, nil
+	}
+	e, _, err := build()
 	return e, err
 }
 
@@ -163,34 +170,21 @@ func (c *listCache) do(ctx context.Context, req, state string, build func() (*li
 // e is not kept); c.mu is held. It reports false when e is too large to
 // keep.
 func (c *listCache) put(e *listCacheEntry) bool {
-	if el, ok := c.m[e.req]; ok {
-		c.remove(el)
-	}
 	e.size = int64(len(e.body) + len(e.snap)*snapEntryBytes)
-	if e.size > c.max/4 {
-		return false
-	}
-	c.m[e.req] = c.ll.PushFront(e)
-	c.size += e.size
-	c.evict()
-	return true
+	return c.keep(e)
 }
 
-// remove drops el; c.mu is held.
-func (c *listCache) remove(el *list.Element) {
-	e := el.Value.(*listCacheEntry)
-	c.ll.Remove(el)
-	delete(c.m, e.req)
-	c.size -= e.size
-}
-
-// evict drops the least recently used entries until the cache holds at
-// most max bytes; c.mu is held.
-func (c *listCache) evict() {
-	for c.size > c.max && c.ll.Len() > 0 {
-		c.remove(c.ll.Back())
-		c.stats.evictions++
+// keep puts e at its size, counting the entries it pushes out; c.mu is
+// held.
+func (c *listCache) keep(e *listCacheEntry) bool {
+	c.entries.Remove(e.req)
+	before := c.entries.Len()
+	kept := c.entries.Put(e.req, e, e.size)
+	if kept {
+		before++
 	}
+	c.stats.evictions += before - c.entries.Len()
+	return kept
 }
 
 // gzipped returns e's body compressed, made on the first call and
@@ -204,10 +198,9 @@ func (c *listCache) gzipped(e *listCacheEntry) []byte {
 		zw.Close()
 		e.gz = buf.Bytes()
 		c.mu.Lock()
-		if el, ok := c.m[e.req]; ok && el.Value == e {
+		if cur, ok := c.entries.Get(e.req); ok && cur == e {
 			e.size += int64(len(e.gz))
-			c.size += int64(len(e.gz))
-			c.evict()
+			c.keep(e)
 		}
 		c.mu.Unlock()
 	})
@@ -218,7 +211,9 @@ func (c *listCache) gzipped(e *listCacheEntry) []byte {
 func (c *listCache) counts() (listCacheStats, int64, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.stats, c.size, c.ll.Len()
+	st := c.stats
+	st.shared = st.misses - st.builds
+	return st, c.entries.Cost(), c.entries.Len()
 }
 
 // acceptsGzip reports whether the request's Accept-Encoding allows gzip.
@@ -265,13 +260,13 @@ var entryGen atomic.Uint64
 
 // version returns the Version of e's repository; ok is false when it has
 // none (not open, or not a repository.Versioner). A gitrepo repository's
-// is read through a gitrepo.VersionCache: a stat of its refs when they
+// is read through a versionCache: a stat of its refs when they
 // did not change.
 func (e *repoEntry) version(ctx context.Context) (v string, ok bool, err error) {
 	e.verOnce.Do(func() {
 		switch r := e.repo.(type) {
 		case *gitrepo.Repository:
-			e.ver = gitrepo.NewVersionCache(r).Version
+			e.ver = newVersionCache(r).Version
 		case repository.Versioner:
 			e.ver = r.Version
 		}

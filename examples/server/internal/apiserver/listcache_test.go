@@ -790,3 +790,31 @@ func TestListCacheOptions(t *testing.T) {
 		})
 	}
 }
+
+// A build that panics fails its own request with an error, not the
+// process, and the requests that waited for it build their own.
+func TestListCacheBuildPanics(t *testing.T) {
+	c := newListCache(1 << 20)
+	release := make(chan struct{})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.do(context.Background(), "req", "state", func() (*listCacheEntry, bool, error) {
+			<-release
+			panic("boom")
+		})
+		errc <- err
+	}()
+	require.Eventually(t, func() bool { st, _, _ := c.counts(); return st.builds == 1 }, 10*time.Second, time.Millisecond)
+	got := make(chan *listCacheEntry, 1)
+	go func() {
+		e, err := c.do(context.Background(), "req", "state", func() (*listCacheEntry, bool, error) {
+			return &listCacheEntry{body: []byte("mine")}, true, nil
+		})
+		assert.NoError(t, err)
+		got <- e
+	}()
+	require.Eventually(t, func() bool { st, _, _ := c.counts(); return st.shared == 1 }, 10*time.Second, time.Millisecond)
+	close(release)
+	require.ErrorContains(t, <-errc, "panicked")
+	assert.Equal(t, "mine", string((<-got).body))
+}

@@ -1,10 +1,10 @@
 package apiserver
 
 import (
-	"container/list"
 	"sync"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/internal/lru"
 )
 
 // prCache keeps the PackageRevision objects the server built, keyed by
@@ -16,10 +16,10 @@ import (
 // most max objects, the least recently used going first. Safe for
 // concurrent use; the objects are shared and must not be modified.
 type prCache struct {
-	mu  sync.Mutex
-	max int
-	ll  *list.List // of *prCacheEntry, most recent first
-	m   map[prCacheKey]*list.Element
+	max  int
+	objs *lru.Cache[prCacheKey, *porchapi.PackageRevision] // nil when max is 0
+
+	mu sync.Mutex
 	// listings are the repositories' listings (listsnap.go), guarded by
 	// mu; none when max is 0.
 	listings map[listingKey]*repoListing
@@ -31,45 +31,25 @@ type prCacheKey struct {
 	latest, deployment     bool
 }
 
-type prCacheEntry struct {
-	key prCacheKey
-	obj *porchapi.PackageRevision
-}
-
 // defaultPRCacheSize bounds the cache: a few KB an object.
 const defaultPRCacheSize = 20000
 
 func newPRCache(max int) *prCache {
-	return &prCache{max: max, ll: list.New(), m: map[prCacheKey]*list.Element{}}
+	return &prCache{max: max, objs: lru.New[prCacheKey, *porchapi.PackageRevision](int64(max), 1)}
 }
 
 // get returns a copy of the cached object for k.
 func (c *prCache) get(k prCacheKey) (*porchapi.PackageRevision, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.m[k]
+	obj, ok := c.objs.Get(k)
 	if !ok {
 		return nil, false
 	}
-	c.ll.MoveToFront(el)
-	o := *el.Value.(*prCacheEntry).obj
+	o := *obj
 	return &o, true
 }
 
 // put caches a copy of obj for k.
 func (c *prCache) put(k prCacheKey, obj *porchapi.PackageRevision) {
 	o := *obj
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el, ok := c.m[k]; ok {
-		el.Value.(*prCacheEntry).obj = &o
-		c.ll.MoveToFront(el)
-		return
-	}
-	c.m[k] = c.ll.PushFront(&prCacheEntry{key: k, obj: &o})
-	for c.ll.Len() > c.max {
-		old := c.ll.Back()
-		c.ll.Remove(old)
-		delete(c.m, old.Value.(*prCacheEntry).key)
-	}
+	c.objs.Put(k, &o, 1)
 }

@@ -29,7 +29,7 @@
 // since an identical one gets that body as it was written; concurrent
 // identical requests share one build. A local git repository's Version
 // is checked with a few stat calls while its refs' files are unchanged
-// (gitrepo.VersionCache), so a write by any process, this one or
+// (versionCache), so a write by any process, this one or
 // another, is seen by the next list. Later pages of a paged list come
 // from the list the first page was cut from, never from a new list.
 // With Options.LiveCluster, GET packagerevisions/NAME/livestatus (cad's,

@@ -62,7 +62,7 @@ func rewriteInPlace(t *testing.T, p, data string, mtime time.Time) {
 func TestVersionCacheTrustsOldStamps(t *testing.T) {
 	r, dir, c1, c2 := versionFixture(t)
 	ctx := context.Background()
-	vc := gitrepo.NewVersionCache(r)
+	vc := newVersionCache(r)
 	ageRefs(t, dir)
 	v1, err := vc.Version(ctx)
 	require.NoError(t, err)
@@ -137,7 +137,7 @@ func TestVersionCacheTrustsOldStamps(t *testing.T) {
 func TestVersionCacheDistrustsRecentStamps(t *testing.T) {
 	r, dir, c1, c2 := versionFixture(t)
 	ctx := context.Background()
-	vc := gitrepo.NewVersionCache(r)
+	vc := newVersionCache(r)
 	tag := filepath.Join(dir, "refs", "tags", "p", "v1")
 	now := time.Now()
 	rewriteInPlace(t, tag, c1+"\n", now)
