@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -30,16 +31,42 @@ type remote struct {
 	secrets     []string
 	insecure    bool
 	caBundle    []byte
-	// maxAge is Options.RemoteReadMaxAge; synced is when the mirror was
-	// last brought up to date (both under the store's write lock).
-	maxAge time.Duration
-	synced time.Time
+	// maxAge is Options.RemoteReadMaxAge. synced is when the mirror was
+	// last known to hold the remote's refs: the start of the last fetch,
+	// or of an ask for the refs that found the mirror had them all. It
+	// is read holding no store lock (a read checks it before asking the
+	// remote anything), so it has its own mutex.
+	maxAge   time.Duration
+	syncedMu sync.Mutex
+	synced   time.Time
+}
+
+// fresh reports whether a read may use the mirror as it is, asking the
+// remote nothing: the mirror held the remote's refs less than maxAge ago.
+// Never with maxAge 0.
+func (rm *remote) fresh() bool {
+	if rm.maxAge <= 0 {
+		return false
+	}
+	rm.syncedMu.Lock()
+	defer rm.syncedMu.Unlock()
+	return !rm.synced.IsZero() && time.Since(rm.synced) < rm.maxAge
+}
+
+// markSynced records that the mirror held the remote's refs at t, unless
+// a later time is already recorded.
+func (rm *remote) markSynced(t time.Time) {
+	rm.syncedMu.Lock()
+	defer rm.syncedMu.Unlock()
+	if t.After(rm.synced) {
+		rm.synced = t
+	}
 }
 
 // syncForRead brings the mirror up to date for a read, unless it was
 // within maxAge.
 func (rm *remote) syncForRead(ctx context.Context, st *store) error {
-	if rm.maxAge > 0 && !rm.synced.IsZero() && time.Since(rm.synced) < rm.maxAge {
+	if rm.fresh() {
 		return nil
 	}
 	return rm.sync(ctx, st)
@@ -112,7 +139,7 @@ func (rm *remote) sync(ctx context.Context, st *store) error {
 	start := time.Now()
 	err := rm.fetch(ctx, st)
 	if err == nil {
-		rm.synced = start
+		rm.markSynced(start)
 	}
 	if err == nil || st.fsrefs == nil || errors.Is(err, ctx.Err()) {
 		return err
@@ -122,7 +149,12 @@ func (rm *remote) sync(ctx context.Context, st *store) error {
 		return err
 	}
 	st.warn("dropped damaged refs of the local mirror", "refs", dropped)
-	return rm.fetch(ctx, st)
+	start = time.Now()
+	if err := rm.fetch(ctx, st); err != nil {
+		return err
+	}
+	rm.markSynced(start)
+	return nil
 }
 
 func (rm *remote) fetch(ctx context.Context, st *store) error {
