@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -212,8 +213,10 @@ func clearRefs(s storage.Storer) error {
 
 // push sends the objects written through v and the ref updates of t in
 // one push whose commands carry the expected old values, atomic where the
-// server supports it. It returns an error matching errRetry when a ref
-// was not at its expected value.
+// server supports it; each of t's keeps is a command from its value to
+// the same value, so that the push lands only while they hold. It
+// returns an error matching errRetry when a ref was not at its expected
+// value.
 func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	ep, err := transport.NewEndpoint(rm.url)
 	if err != nil {
@@ -284,7 +287,8 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 			return rm.classify("push to "+rm.redactedURL, err)
 		}
 	}
-	for _, u := range t.updates {
+	commands := append(slices.Clip(t.updates), t.keeps...)
+	for _, u := range commands {
 		if current[u.name] != u.old {
 			return fmt.Errorf("%w: %s is %s on the remote, expected %s", errRetry, u.name, hashOrNone(current[u.name]), hashOrNone(u.old))
 		}
@@ -294,14 +298,14 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 		caps = ar.Capabilities
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
-	if len(t.updates) > 1 {
+	if len(commands) > 1 {
 		if !caps.Supports(capability.Atomic) {
 			return fmt.Errorf("%w: the remote does not support atomic pushes", errUnavailable)
 		}
 		_ = req.Capabilities.Set(capability.Atomic)
 	}
 	allDelete := true
-	for _, u := range t.updates {
+	for _, u := range commands {
 		req.Commands = append(req.Commands, &packp.Command{Name: u.name, Old: u.old, New: u.new})
 		if !u.new.IsZero() {
 			allDelete = false
