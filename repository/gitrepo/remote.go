@@ -356,14 +356,27 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 		}
 		return rm.classify("push to "+rm.redactedURL, err)
 	}
-	if rs != nil {
-		if rs.UnpackStatus != "ok" {
-			return fmt.Errorf("push to %s: unpack error: %s", rm.redactedURL, rs.UnpackStatus)
+	if rs == nil {
+		if req.Capabilities.Supports(capability.ReportStatus) {
+			// Asked for a report and got none: whether the remote took
+			// the push is unknown, and a write never claims it did.
+			return fmt.Errorf("%w: push to %s: the remote sent no report of the push", errUnavailable, rm.redactedURL)
 		}
-		for _, cs := range rs.CommandStatuses {
-			if cs.Status != "ok" {
-				return fmt.Errorf("%w: push rejected: %s: %s", errRetry, cs.ReferenceName, cs.Status)
-			}
+		return nil
+	}
+	if rs.UnpackStatus != "ok" {
+		return fmt.Errorf("push to %s: unpack error: %s", rm.redactedURL, rs.UnpackStatus)
+	}
+	reported := map[plumbing.ReferenceName]bool{}
+	for _, cs := range rs.CommandStatuses {
+		if cs.Status != "ok" {
+			return fmt.Errorf("%w: push rejected: %s: %s", errRetry, cs.ReferenceName, cs.Status)
+		}
+		reported[cs.ReferenceName] = true
+	}
+	for _, c := range req.Commands {
+		if !reported[c.Name] {
+			return fmt.Errorf("%w: push to %s: the remote's report leaves out %s", errUnavailable, rm.redactedURL, c.Name)
 		}
 	}
 	return nil
