@@ -140,7 +140,9 @@
 //     shared by readers, which run side by side, and exclusive by writers;
 //     the flock is released by the kernel if the process dies). A read of
 //     a remote asks the remote for its refs holding no lock, and fetches,
-//     under the write lock, only when they moved.
+//     under the write lock, only when they moved; within
+//     Options.RemoteReadMaxAge of the last fetch (or of an ask that found
+//     the clone current) it asks nothing and reads the clone.
 //     Where there is no flock (off unix, such as on Windows) nothing
 //     would keep other processes out, so a repository on disk, and a
 //     remote's clone in Options.CacheDir, is only read there: every write
@@ -157,6 +159,12 @@
 //     the revision itself changed since it was first read. A server that
 //     does not offer atomic pushes cannot take a write of several refs
 //     (propose, approve, delete): such writes fail with ErrUnavailable.
+//     A git server writes the refs of one push one after another, so a
+//     fetch can see another writer's push half applied; a write whose
+//     decision rests on a ref it does not change (a metadata change, on
+//     its draft or proposal) carries that ref in its push as a command
+//     from its value to the same value. A push answered without the
+//     report asked for is ErrUnavailable: its outcome is unknown.
 //
 // So of two writers racing from the same state exactly one wins; the
 // other gets an error matching repository.ErrConflict (or ErrAlreadyExists
@@ -293,7 +301,7 @@
 // (the kernel keeps them in its page cache) after cad-index is scanned,
 // after List's placeholders, and every 16,384 pack entries read.
 //
-// For a remote, every read first fetches: an ls-remote, and objects only
-// for refs that moved to commits not present locally. Watch polls the
-// refs.
+// For a remote, every read first fetches (unless within
+// Options.RemoteReadMaxAge): an ls-remote, and objects only for refs
+// that moved to commits not present locally. Watch polls the refs.
 package gitrepo

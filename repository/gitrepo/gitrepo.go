@@ -84,8 +84,9 @@ type Options struct {
 	PollInterval time.Duration
 	// RemoteReadMaxAge is, for a remote repository, how old the local
 	// mirror may be for a read (Get, List, Range, Version, ...): a read
-	// within this time of the last fetch reads the mirror as it is,
-	// without asking the remote for its refs. Writes always fetch first
+	// within this time of the last fetch (or of a read that asked for the
+	// refs and found the mirror had them all) reads the mirror as it is,
+	// without asking the remote anything. Writes always fetch first
 	// and push with the expected old values, so a stale read never makes
 	// a write wrong; it only delays seeing other writers' changes. Default
 	// 0: every read fetches.

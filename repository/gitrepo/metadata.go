@@ -152,7 +152,11 @@ func (r *Repository) planMetadata(v *view, t *txn, x *rev, md revision.Metadata)
 // again, where resolveAt sees the new Version and refuses with
 // ErrConflict. When the ref does not exist yet it is created only for a
 // revision whose Kptfile has readiness gates, the one case where its
-// creation by a racing writer could matter.
+// creation by a racing writer could matter. The other way round, a
+// metadata change that fetched this approval half applied on the remote
+// (the new metadata commit but still the proposal, which a git server
+// may show between its ref writes) keeps the proposal's ref in its push
+// (SetMetadata), so that it cannot land on top of it.
 func (r *Repository) guardMetadata(v *view, t *txn, x *rev) error {
 	old, tree, err := v.metadataRoot()
 	if err != nil {
@@ -215,6 +219,14 @@ func (r *Repository) SetMetadata(ctx context.Context, key revision.Key, md revis
 		t := &txn{}
 		if err := r.planMetadata(v, t, x, md); err != nil {
 			return nil, err
+		}
+		if len(t.updates) > 0 && (x.lifecycle == revision.LifecycleDraft || x.lifecycle == revision.LifecycleProposed) {
+			// The change holds only while the draft or proposal does:
+			// on a remote, the fetch may have seen the metadata commit
+			// of an approval (or deletion) of it whose removal of the
+			// proposal had not landed yet. Its readiness is settable
+			// only there, so a published revision's ref is not kept.
+			t.keep(x.ref, x.refHash)
 		}
 		return t, nil
 	})

@@ -3,8 +3,13 @@ package gitrepo_test
 import (
 	"context"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -133,6 +138,42 @@ func TestPushBadAdvertisement(t *testing.T) {
 	_, err := r.UpdateLifecycle(ctx, revision.Key{Package: "p", Workspace: "ws"}, revision.LifecyclePublished, repository.UpdateOptions{})
 	if !errors.Is(err, repository.ErrUnavailable) {
 		t.Fatalf("approve: %v, want ErrUnavailable", err)
+	}
+	if after := git(t, dir, "for-each-ref"); after != before {
+		t.Fatalf("the remote's refs changed:\n%s\nwas\n%s", after, before)
+	}
+}
+
+// A push answered with no report of its commands (an empty reply where
+// the remote was asked for one) has an unknown outcome: the write returns
+// ErrUnavailable, never success. Here the remote took nothing.
+func TestPushWithoutReport(t *testing.T) {
+	ctx := context.Background()
+	dir := newBare(t)
+	srv := gitServer(t, filepath.Dir(dir), "", "")
+	u, err := url.Parse(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var drop atomic.Bool
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if drop.Load() && r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack") {
+			w.Header().Set("Content-Type", "application/x-git-receive-pack-result")
+			w.WriteHeader(http.StatusOK)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	defer front.Close()
+	r := mustOpen(t, gitSpec(front.URL+"/"+filepath.Base(dir)), nil)
+	defer r.Close()
+	propose(t, r, "p", "ws")
+	before := git(t, dir, "for-each-ref")
+	drop.Store(true)
+	_, err = r.UpdateLifecycle(ctx, revision.Key{Package: "p", Workspace: "ws"}, revision.LifecyclePublished, repository.UpdateOptions{})
+	if !errors.Is(err, repository.ErrUnavailable) {
+		t.Fatalf("approve answered with no report: %v, want ErrUnavailable", err)
 	}
 	if after := git(t, dir, "for-each-ref"); after != before {
 		t.Fatalf("the remote's refs changed:\n%s\nwas\n%s", after, before)

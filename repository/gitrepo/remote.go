@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	git "github.com/go-git/go-git/v5"
@@ -30,16 +32,42 @@ type remote struct {
 	secrets     []string
 	insecure    bool
 	caBundle    []byte
-	// maxAge is Options.RemoteReadMaxAge; synced is when the mirror was
-	// last brought up to date (both under the store's write lock).
-	maxAge time.Duration
-	synced time.Time
+	// maxAge is Options.RemoteReadMaxAge. synced is when the mirror was
+	// last known to hold the remote's refs: the start of the last fetch,
+	// or of an ask for the refs that found the mirror had them all. It
+	// is read holding no store lock (a read checks it before asking the
+	// remote anything), so it has its own mutex.
+	maxAge   time.Duration
+	syncedMu sync.Mutex
+	synced   time.Time
+}
+
+// fresh reports whether a read may use the mirror as it is, asking the
+// remote nothing: the mirror held the remote's refs less than maxAge ago.
+// Never with maxAge 0.
+func (rm *remote) fresh() bool {
+	if rm.maxAge <= 0 {
+		return false
+	}
+	rm.syncedMu.Lock()
+	defer rm.syncedMu.Unlock()
+	return !rm.synced.IsZero() && time.Since(rm.synced) < rm.maxAge
+}
+
+// markSynced records that the mirror held the remote's refs at t, unless
+// a later time is already recorded.
+func (rm *remote) markSynced(t time.Time) {
+	rm.syncedMu.Lock()
+	defer rm.syncedMu.Unlock()
+	if t.After(rm.synced) {
+		rm.synced = t
+	}
 }
 
 // syncForRead brings the mirror up to date for a read, unless it was
 // within maxAge.
 func (rm *remote) syncForRead(ctx context.Context, st *store) error {
-	if rm.maxAge > 0 && !rm.synced.IsZero() && time.Since(rm.synced) < rm.maxAge {
+	if rm.fresh() {
 		return nil
 	}
 	return rm.sync(ctx, st)
@@ -112,7 +140,7 @@ func (rm *remote) sync(ctx context.Context, st *store) error {
 	start := time.Now()
 	err := rm.fetch(ctx, st)
 	if err == nil {
-		rm.synced = start
+		rm.markSynced(start)
 	}
 	if err == nil || st.fsrefs == nil || errors.Is(err, ctx.Err()) {
 		return err
@@ -122,7 +150,12 @@ func (rm *remote) sync(ctx context.Context, st *store) error {
 		return err
 	}
 	st.warn("dropped damaged refs of the local mirror", "refs", dropped)
-	return rm.fetch(ctx, st)
+	start = time.Now()
+	if err := rm.fetch(ctx, st); err != nil {
+		return err
+	}
+	rm.markSynced(start)
+	return nil
 }
 
 func (rm *remote) fetch(ctx context.Context, st *store) error {
@@ -180,8 +213,10 @@ func clearRefs(s storage.Storer) error {
 
 // push sends the objects written through v and the ref updates of t in
 // one push whose commands carry the expected old values, atomic where the
-// server supports it. It returns an error matching errRetry when a ref
-// was not at its expected value.
+// server supports it; each of t's keeps is a command from its value to
+// the same value, so that the push lands only while they hold. It
+// returns an error matching errRetry when a ref was not at its expected
+// value.
 func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	ep, err := transport.NewEndpoint(rm.url)
 	if err != nil {
@@ -252,7 +287,8 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 			return rm.classify("push to "+rm.redactedURL, err)
 		}
 	}
-	for _, u := range t.updates {
+	commands := append(slices.Clip(t.updates), t.keeps...)
+	for _, u := range commands {
 		if current[u.name] != u.old {
 			return fmt.Errorf("%w: %s is %s on the remote, expected %s", errRetry, u.name, hashOrNone(current[u.name]), hashOrNone(u.old))
 		}
@@ -262,14 +298,14 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 		caps = ar.Capabilities
 	}
 	req := packp.NewReferenceUpdateRequestFromCapabilities(caps)
-	if len(t.updates) > 1 {
+	if len(commands) > 1 {
 		if !caps.Supports(capability.Atomic) {
 			return fmt.Errorf("%w: the remote does not support atomic pushes", errUnavailable)
 		}
 		_ = req.Capabilities.Set(capability.Atomic)
 	}
 	allDelete := true
-	for _, u := range t.updates {
+	for _, u := range commands {
 		req.Commands = append(req.Commands, &packp.Command{Name: u.name, Old: u.old, New: u.new})
 		if !u.new.IsZero() {
 			allDelete = false
@@ -320,14 +356,27 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 		}
 		return rm.classify("push to "+rm.redactedURL, err)
 	}
-	if rs != nil {
-		if rs.UnpackStatus != "ok" {
-			return fmt.Errorf("push to %s: unpack error: %s", rm.redactedURL, rs.UnpackStatus)
+	if rs == nil {
+		if req.Capabilities.Supports(capability.ReportStatus) {
+			// Asked for a report and got none: whether the remote took
+			// the push is unknown, and a write never claims it did.
+			return fmt.Errorf("%w: push to %s: the remote sent no report of the push", errUnavailable, rm.redactedURL)
 		}
-		for _, cs := range rs.CommandStatuses {
-			if cs.Status != "ok" {
-				return fmt.Errorf("%w: push rejected: %s: %s", errRetry, cs.ReferenceName, cs.Status)
-			}
+		return nil
+	}
+	if rs.UnpackStatus != "ok" {
+		return fmt.Errorf("push to %s: unpack error: %s", rm.redactedURL, rs.UnpackStatus)
+	}
+	reported := map[plumbing.ReferenceName]bool{}
+	for _, cs := range rs.CommandStatuses {
+		if cs.Status != "ok" {
+			return fmt.Errorf("%w: push rejected: %s: %s", errRetry, cs.ReferenceName, cs.Status)
+		}
+		reported[cs.ReferenceName] = true
+	}
+	for _, c := range req.Commands {
+		if !reported[c.Name] {
+			return fmt.Errorf("%w: push to %s: the remote's report leaves out %s", errUnavailable, rm.redactedURL, c.Name)
 		}
 	}
 	return nil

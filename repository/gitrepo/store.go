@@ -12,6 +12,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/storer"
@@ -223,13 +224,19 @@ func (r *Repository) newView() *view {
 }
 
 // read runs fn on a view of the local storage locked for reading. For a
-// remote, it first brings the local clone up to date: it asks the remote
-// for its refs holding no lock, and when the clone has them all, fn runs
-// under the read lock, beside other reads; only when the remote moved is
-// the clone fetched, under the write lock.
+// remote, it first brings the local clone up to date, unless it held the
+// remote's refs less than Options.RemoteReadMaxAge ago (then fn reads it
+// as it is and the remote is asked nothing): it asks the remote for its
+// refs holding no lock, and when the clone has them all, fn runs under
+// the read lock, beside other reads; only when the remote moved is the
+// clone fetched, under the write lock.
 func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 	if r.remote != nil {
 		defer r.st.idx.flush()
+		if r.remote.fresh() {
+			return r.st.read(ctx, func() error { return fn(r.newView()) })
+		}
+		asked := time.Now()
 		refs, err := r.remote.lsRemote(ctx)
 		if err != nil {
 			return err
@@ -240,6 +247,9 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 			if ok, err := mirrors(v, refs); err != nil || !ok {
 				return err
 			}
+			// The clone held the remote's refs when they were asked
+			// for (the clone only moves forward under the write lock).
+			r.remote.markSynced(asked)
 			ran = true
 			return fn(v)
 		})

@@ -237,3 +237,34 @@ func TestRemoteReadMaxAge(t *testing.T) {
 		t.Fatalf("creating the same draft again: %v", err)
 	}
 }
+
+// A read after the RemoteReadMaxAge window that asks the remote for its
+// refs and finds the mirror holds them all (nothing to fetch) starts a new
+// window: the reads after it ask the remote nothing.
+func TestRemoteReadMaxAgeAfterCurrentCheck(t *testing.T) {
+	ctx := context.Background()
+	srv := gitServer(t, t.TempDir(), "", "")
+	url := srv.InitBare(t, "r.git")
+	spec := gitSpec(url)
+	spec.Git.CreateBranch = true
+	const window = time.Second
+	reader := mustOpen(t, spec, &gitrepo.Options{RemoteReadMaxAge: window})
+	defer reader.Close()
+	time.Sleep(window + 100*time.Millisecond)
+	before := srv.Requests()
+	if _, err := reader.List(ctx, repository.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Requests() - before; n != 1 {
+		t.Fatalf("%d requests for a read after the window of a current mirror, want 1 (the refs)", n)
+	}
+	before = srv.Requests()
+	for range 10 {
+		if _, err := reader.List(ctx, repository.ListOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := srv.Requests() - before; n != 0 {
+		t.Fatalf("%d requests for reads within the window the check started", n)
+	}
+}

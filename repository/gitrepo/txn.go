@@ -36,6 +36,19 @@ type refUpdate struct {
 // txn is the ref updates of one write, applied all or nothing.
 type txn struct {
 	updates []refUpdate
+	// keeps are refs the plan read to decide and leaves as they are. A
+	// fetch can see a push of another writer half applied (a git server
+	// moves the refs of one push one after another), so for a remote
+	// the push carries each as a command from its value to the same
+	// value, and lands only while they all still hold it. Locally the
+	// write lock already makes them hold: they are not written.
+	keeps []refUpdate
+}
+
+// keep adds to t that ref name must still be at h (zero: absent) for t
+// to apply; see txn.keeps.
+func (t *txn) keep(name plumbing.ReferenceName, h plumbing.Hash) {
+	t.keeps = append(t.keeps, refUpdate{name: name, old: h, new: h})
 }
 
 func (t *txn) set(name plumbing.ReferenceName, old, new plumbing.Hash) {
