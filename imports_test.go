@@ -131,7 +131,8 @@ var storageFree = []string{module + "/variant", module + "/live"}
 //	2  other shared mechanism in internal/
 //	3  the contracts: repository, pipeline; internal/update (three-way merge)
 //	4  implementations of the contracts: the backends and their test kit,
-//	   the function runtimes, pipelinetest, deps
+//	   the function runtimes (and internal/kpttestfns, kpt's test
+//	   functions), pipelinetest, deps
 //	5  engine, live: logic over any backend and runtime
 //	6  variant: syncs over an engine
 //	7  presets over runtimes (fnruntime/stdfn), the root package cad
@@ -149,6 +150,7 @@ var layers = map[string]int{
 	"repository/repotest":   4,
 	"pipeline/pipelinetest": 4,
 	"fnruntime":             4,
+	"internal/kpttestfns":   4, // kpt's test functions, for conformance tests
 	"deps":                  4,
 	"engine":                5,
 	"live":                  5,
