@@ -102,16 +102,23 @@ func (h *hub) publish(ev prEvent) {
 }
 
 // startWatch starts the watch of an open repository that feeds the hub;
-// it runs until ctx is done or the repository is unregistered.
+// it runs until ctx is done or the repository is unregistered. e.stop
+// ends it and returns once it has ended, so that a repository is never
+// closed (or its directory removed) under a watch still reading it.
 func (s *Server) startWatch(ctx context.Context, e *repoEntry) {
 	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	s.mu.Lock()
-	if e.stop != nil {
-		e.stop()
-	}
-	e.stop = cancel
+	old := e.stop
+	e.stop = func() { cancel(); <-done }
 	s.mu.Unlock()
-	go s.watchRepo(wctx, e)
+	if old != nil {
+		old()
+	}
+	go func() {
+		defer close(done)
+		s.watchRepo(wctx, e)
+	}()
 }
 
 // watchRepo runs the engine's watch of one repository, restarting it with a
