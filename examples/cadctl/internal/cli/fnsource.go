@@ -97,7 +97,7 @@ annotation names (the default path otherwise).`}
 	if _, err := os.Lstat(out.dir); err == nil {
 		return fmt.Errorf("directory %q already exists, please delete the directory and retry", pos[0])
 	}
-	items, err := (&kio.ByteReader{Reader: c.stdin, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
+	items, err := c.readBoundedYAML("standard input", c.stdin, kio.ByteReader{PreserveSeqIndent: true, WrapBareSeqNode: true})
 	if err != nil {
 		return fmt.Errorf("reading resources from standard input: %w", err)
 	}
