@@ -55,9 +55,12 @@ func TestHostileYAMLRefused(t *testing.T) {
 			var stdout, stderr bytes.Buffer
 			code := cli.Invocation{Args: args, Stdin: strings.NewReader(tc.stdin), Stdout: &stdout, Stderr: &stderr,
 				Dir: dir, Env: []string{}, Functions: kpttestfns.Functions()}.Run(context.Background())
-			t.Logf("stderr %q", stderr.String())
-			if code == 0 || !strings.Contains(stderr.String(), "YAMLLimits.MaxAliasNodes") {
-				t.Fatalf("exit %d, stderr %q: want the MaxAliasNodes refusal", code, stderr.String())
+			got := stderr.String()
+			if code == 0 || !strings.Contains(got, "YAMLLimits.MaxAliasNodes") || !strings.Contains(got, tc.want) {
+				t.Fatalf("exit %d, stderr %q: want the MaxAliasNodes refusal of %s", code, got, tc.want)
+			}
+			if strings.Contains(got, "[RUNNING]") {
+				t.Errorf("stderr %q: the function ran; the input must be refused as it is read", got)
 			}
 			if after := tree(t, dir); after != before {
 				t.Errorf("files changed:\nbefore %s\nafter  %s", before, after)
