@@ -34,16 +34,18 @@ func (c *cmdEnv) readBoundedYAML(name string, in io.Reader, br kio.ByteReader) (
 }
 
 // checkYAMLDir holds every file of the package directory dir that fn
-// eval reads as KRM (a Kptfile, *.yaml, *.yml, subpackages included) to
-// the default per-file revision.YAMLLimits, as the engine does for a
-// package in a repository. It returns the first *revision.YAMLLimitError (naming
-// the file relative to dir), a read error, or nil.
+// eval and fn source read as KRM (a Kptfile, *.yaml, *.yml, subpackages
+// included) to the default per-file revision.YAMLLimits, as the engine
+// does for a package in a repository; when dir is a file (a
+// --fn-config), that file whatever its name. It returns the first
+// *revision.YAMLLimitError (naming the file relative to dir), a read
+// error, or nil.
 func (c *cmdEnv) checkYAMLDir(dir string) error {
 	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if d.IsDir() || !revision.IsYAMLFile(d.Name()) {
+		if d.IsDir() || (p != dir && !revision.IsYAMLFile(d.Name())) {
 			return nil
 		}
 		data, err := os.ReadFile(p)
@@ -51,8 +53,11 @@ func (c *cmdEnv) checkYAMLDir(dir string) error {
 			return err
 		}
 		rel, _ := filepath.Rel(dir, p)
+		if rel == "." {
+			rel = filepath.Base(p)
+		}
 		if err := revision.CheckYAML(c.ctx, filepath.ToSlash(rel), data, nil); err != nil {
-			return fmt.Errorf("reading package %q: %w", dir, err)
+			return fmt.Errorf("reading %q: %w", dir, err)
 		}
 		return nil
 	})

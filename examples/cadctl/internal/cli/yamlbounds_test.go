@@ -17,12 +17,13 @@ import (
 // TestHostileYAMLRefused feeds the merge-key bomb (1.8 KB, 7.5 million
 // mappings expanded) to every place cadctl reads YAML from the user: a
 // ResourceList on standard input (fn eval -, fn sink, rpkg push), a
-// package directory (fn eval DIR) and a --fn-config file. Each must
+// package directory (fn eval DIR, fn source DIR) and a --fn-config file
+// (fn eval, fn source). Each must
 // refuse it as it is read, with the revision.YAMLLimitError naming the
 // bound and the source, before any function runs, and write nothing.
 // (Before, fn eval refused it only when the pipeline parsed the
-// function's input, after starting the function; fn sink and rpkg push
-// did not refuse it at all.)
+// function's input, after starting the function; fn source, fn sink and
+// rpkg push did not refuse it at all.)
 func TestHostileYAMLRefused(t *testing.T) {
 	bomb := hostileyaml.MergeBomb()
 	rl := "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n- " +
@@ -43,6 +44,15 @@ func TestHostileYAMLRefused(t *testing.T) {
 			writeFile(t, filepath.Join(dir, "cfg.yaml"), bomb)
 			return []string{"fn", "eval", filepath.Join(dir, "pkg"), "--image", "no-op", "--fn-config", filepath.Join(dir, "cfg.yaml")}
 		}, "", `cfg.yaml"`},
+		{"source dir", func(dir string) []string {
+			writeFile(t, filepath.Join(dir, "pkg", "sub", "bomb.yml"), bomb)
+			return []string{"fn", "source", filepath.Join(dir, "pkg")}
+		}, "", `"sub/bomb.yml"`},
+		{"source fn-config", func(dir string) []string {
+			writeFile(t, filepath.Join(dir, "pkg", "cm.yaml"), "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n")
+			writeFile(t, filepath.Join(dir, "cfg"), bomb)
+			return []string{"fn", "source", filepath.Join(dir, "pkg"), "--fn-config", filepath.Join(dir, "cfg")}
+		}, "", `"cfg"`},
 		{"sink", func(dir string) []string { return []string{"fn", "sink", filepath.Join(dir, "out")} }, rl, `"standard input"`},
 		{"rpkg push", func(string) []string {
 			return []string{"--server", "http://127.0.0.1:1", "rpkg", "push", "p", "-"}
