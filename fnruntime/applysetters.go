@@ -2,12 +2,14 @@ package fnruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"sort"
 	"strings"
 
 	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -126,7 +128,10 @@ func (as *setterApplier) mapping(n *yaml.Node, path string) error {
 			as.record(fieldPath, sv)
 			continue
 		}
-		rn, err := yaml.Parse(sv)
+		rn, err := parseValue("value of "+pattern, sv)
+		if le := (*revision.YAMLLimitError)(nil); errors.As(err, &le) {
+			return err
+		}
 		if err != nil || rn.YNode().Kind != yaml.SequenceNode {
 			return fmt.Errorf("input to array setter must be an array of values, but found %q", sv)
 		}

@@ -121,7 +121,7 @@ func (f *fixer) moveFunctionConfig(it *yaml.RNode, pkg string) (*yaml.RNode, err
 	if spec == "" {
 		return nil, nil
 	}
-	sn, err := yaml.Parse(spec)
+	sn, err := parseValue("function annotation of "+it.GetName(), spec)
 	if err != nil {
 		return nil, fmt.Errorf("function config %s: %w", it.GetName(), err)
 	}

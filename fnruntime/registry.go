@@ -230,7 +230,7 @@ func matchAny(patterns []string, names ...string) bool {
 }
 
 // Resolve implements pipeline.Resolver. It returns errors matching
-// pipeline.ErrNotFound and pipeline.ErrNotAllowed.
+// pipeline.ErrFunctionNotFound and pipeline.ErrNotAllowed.
 //
 // A step's Tag, or else the image's own tag (unless
 // Options.IgnoreImageTags), that is a version or a semver constraint
@@ -243,7 +243,7 @@ func matchAny(patterns []string, names ...string) bool {
 // x-range ("v0.4" is 0.4.x), as in the Masterminds semver library kpt
 // uses. Otherwise, when Options.Containers is set, the image runs in a
 // container; if not, the error is a *VersionError, which names the image
-// and the releases implemented and matches pipeline.ErrNotFound. A
+// and the releases implemented and matches pipeline.ErrFunctionNotFound. A
 // malformed constraint gives a *ConstraintError, which matches
 // revision.ErrInvalid. An empty tag, "latest", a digest and other plain
 // tags ("unstable") resolve to any version.
@@ -312,7 +312,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 }
 
 // NotFoundError reports an image with no implementation. It matches
-// pipeline.ErrNotFound. Container runtimes are not used by the registry.
+// pipeline.ErrFunctionNotFound. Container runtimes are not used by the registry.
 type NotFoundError struct {
 	Image string
 }
@@ -322,12 +322,12 @@ func (e *NotFoundError) Error() string {
 	return fmt.Sprintf("function %q is not available in-process (no builtin or registered implementation, and container functions are not enabled)", e.Image)
 }
 
-// Is reports whether target is pipeline.ErrNotFound.
-func (e *NotFoundError) Is(target error) bool { return target == pipeline.ErrNotFound }
+// Is reports whether target is pipeline.ErrFunctionNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == pipeline.ErrFunctionNotFound }
 
 // VersionError reports that the step pins a version or constraint of an
 // image that its implementation does not implement. It matches
-// pipeline.ErrNotFound.
+// pipeline.ErrFunctionNotFound.
 type VersionError struct {
 	Image      string
 	Constraint string
@@ -391,8 +391,8 @@ func implements(releases []semVersion, tag string, c *constraint) (semVersion, b
 	return best, best != nil
 }
 
-// Is reports whether target is pipeline.ErrNotFound.
-func (e *VersionError) Is(target error) bool { return target == pipeline.ErrNotFound }
+// Is reports whether target is pipeline.ErrFunctionNotFound.
+func (e *VersionError) Is(target error) bool { return target == pipeline.ErrFunctionNotFound }
 
 // imageTag returns the tag of an image reference, without digest; "" when
 // there is none.

@@ -31,7 +31,7 @@ func TestResolveImageNames(t *testing.T) {
 	}
 	_, err := r.Resolve(context.Background(), pipeline.Step{Image: "example.com/unknown:v1"})
 	var nf *fnruntime.NotFoundError
-	if !errors.Is(err, pipeline.ErrNotFound) || !errors.As(err, &nf) {
+	if !errors.Is(err, pipeline.ErrFunctionNotFound) || !errors.As(err, &nf) {
 		t.Errorf("unknown image: %v", err)
 	}
 }
@@ -142,7 +142,7 @@ func TestResolveVersionConstraints(t *testing.T) {
 	const ns = "ghcr.io/kptdev/krm-functions-catalog/set-namespace" // v0.2.0, v0.3.4 and v0.4.1
 	for _, tc := range []struct {
 		image, tag string
-		want       error // nil, pipeline.ErrNotFound or revision.ErrInvalid
+		want       error // nil, pipeline.ErrFunctionNotFound or revision.ErrInvalid
 	}{
 		{ns, "", nil},
 		{ns, "latest", nil},
@@ -154,35 +154,35 @@ func TestResolveVersionConstraints(t *testing.T) {
 		{ns, ">=0.3, <1", nil},
 		{ns, "v0.3 || v0.4", nil},
 		{ns, "0.4.0 - 0.4.3", nil},
-		{ns, "0.3.0 - 0.4.0", nil},                  // v0.3.4
-		{ns, "0.4.2 - 0.4.9", pipeline.ErrNotFound}, // no implemented release in it
-		{ns, "v0.4.0", nil},                         // a patch of an implemented line
-		{ns, "v0.4.2", pipeline.ErrNotFound},        // in an implemented line, never released
-		{ns, "v0.4.99", pipeline.ErrNotFound},
-		{ns + ":v0.4.99", "", pipeline.ErrNotFound},
+		{ns, "0.3.0 - 0.4.0", nil}, // v0.3.4
+		{ns, "0.4.2 - 0.4.9", pipeline.ErrFunctionNotFound}, // no implemented release in it
+		{ns, "v0.4.0", nil},                          // a patch of an implemented line
+		{ns, "v0.4.2", pipeline.ErrFunctionNotFound}, // in an implemented line, never released
+		{ns, "v0.4.99", pipeline.ErrFunctionNotFound},
+		{ns + ":v0.4.99", "", pipeline.ErrFunctionNotFound},
 		{ns, "v0.3.0", nil}, // v0.3's own implementation
 		{ns, "v0.2.0", nil}, // its own implementation
-		{ns, "v0.1.4", pipeline.ErrNotFound},
-		{ns, "v0.5.0", pipeline.ErrNotFound},
-		{ns, "~0.1", pipeline.ErrNotFound},
-		{ns, "^0.5", pipeline.ErrNotFound},
-		{ns, ">=1.0, <2", pipeline.ErrNotFound},
-		{ns, "~1.2", pipeline.ErrNotFound},
+		{ns, "v0.1.4", pipeline.ErrFunctionNotFound},
+		{ns, "v0.5.0", pipeline.ErrFunctionNotFound},
+		{ns, "~0.1", pipeline.ErrFunctionNotFound},
+		{ns, "^0.5", pipeline.ErrFunctionNotFound},
+		{ns, ">=1.0, <2", pipeline.ErrFunctionNotFound},
+		{ns, "~1.2", pipeline.ErrFunctionNotFound},
 		{ns, ">=", revision.ErrInvalid},
 		{ns, "v1.2.3.4", revision.ErrInvalid},
-		{ns + ":v0.1.5", "", pipeline.ErrNotFound}, // the image's own tag is checked
+		{ns + ":v0.1.5", "", pipeline.ErrFunctionNotFound}, // the image's own tag is checked
 		{ns + ":v0.4.1", "", nil},
 		{ns + ":v0.4", "", nil},
 		{ns + "@sha256:0000", "", nil},
-		{ns + ":v0.1.5", "^0.4", nil},                  // Tag overrides the image's tag
-		{ns + ":v0.4.1", "v0.1", pipeline.ErrNotFound}, // Tag overrides the image's tag
+		{ns + ":v0.1.5", "^0.4", nil},                          // Tag overrides the image's tag
+		{ns + ":v0.4.1", "v0.1", pipeline.ErrFunctionNotFound}, // Tag overrides the image's tag
 		{"example.com/fns/mine:v1", "", nil},
 		{"example.com/fns/mine", "~1.3", nil},
-		{"example.com/fns/mine", "~1.2", pipeline.ErrNotFound},
+		{"example.com/fns/mine", "~1.2", pipeline.ErrFunctionNotFound},
 		{"example.com/fns/any", "v9.9.9", nil}, // registered without a version
 		{"example.com/fns/any", ">=", revision.ErrInvalid},
-		{"no-op", "", pipeline.ErrNotFound}, // kpt's test image is no builtin
-		{"drop-comments", "", pipeline.ErrNotFound},
+		{"no-op", "", pipeline.ErrFunctionNotFound}, // kpt's test image is no builtin
+		{"drop-comments", "", pipeline.ErrFunctionNotFound},
 	} {
 		_, err := r.Resolve(ctx, pipeline.Step{Image: tc.image, Tag: tc.tag})
 		switch {
@@ -232,10 +232,10 @@ func TestResolveImageTags(t *testing.T) {
 			"gcr.io/kpt-fn/set-namespace":             nil,
 			"gcr.io/kpt-fn/set-namespace@sha256:0000": nil,
 			"gcr.io/kpt-fn/set-namespace:v0.2.0":      nil,
-			"gcr.io/kpt-fn/set-namespace:v0.1.3":      pipeline.ErrNotFound,
-			"gcr.io/kpt-fn/set-labels:v0.1.5":         pipeline.ErrNotFound,
+			"gcr.io/kpt-fn/set-namespace:v0.1.3":      pipeline.ErrFunctionNotFound,
+			"gcr.io/kpt-fn/set-labels:v0.1.5":         pipeline.ErrFunctionNotFound,
 			"gcr.io/kpt-fn/set-labels:v0.2.0":         nil,
-			"gcr.io/kpt-fn/apply-setters:v0.1":        pipeline.ErrNotFound,
+			"gcr.io/kpt-fn/apply-setters:v0.1":        pipeline.ErrFunctionNotFound,
 			"gcr.io/kpt-fn/apply-replacements:v0.1.0": nil,
 		} {
 			if ignore {
@@ -278,7 +278,7 @@ func TestRenderRefusesUnimplementedVersion(t *testing.T) {
 	})
 	out, err := pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil).Render(context.Background(), files)
 	var ve *fnruntime.VersionError
-	if !errors.As(err, &ve) || !errors.Is(err, pipeline.ErrNotFound) {
+	if !errors.As(err, &ve) || !errors.Is(err, pipeline.ErrFunctionNotFound) {
 		t.Fatalf("render: %v", err)
 	}
 	if ve.Image != "gcr.io/kpt-fn/set-namespace:v0.1.4" || strings.Join(ve.Implemented, ",") != "v0.2.0,v0.3.4,v0.4.1" {

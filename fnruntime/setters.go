@@ -2,11 +2,13 @@ package fnruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -127,7 +129,8 @@ func (ls *setterLister) fromKptfile(items []*yaml.RNode) {
 		}
 	}
 	for name, v := range setters {
-		if n, err := yaml.Parse(v); err == nil && n.YNode().Kind == yaml.SequenceNode {
+		// A value over the YAML bounds is listed as a string.
+		if n, err := parseValue("setter "+name, v); err == nil && n.YNode().Kind == yaml.SequenceNode {
 			vals := make([]string, 0, len(n.YNode().Content))
 			for _, c := range n.YNode().Content {
 				s, _ := yaml.NewRNode(c).String()
@@ -209,7 +212,10 @@ func createSetters(_ context.Context, rl *pipeline.ResourceList) error {
 	sort.Strings(names)
 	for _, name := range names {
 		v := data[name]
-		n, err := yaml.Parse(v)
+		n, err := parseValue("setter "+name, v)
+		if le := (*revision.YAMLLimitError)(nil); errors.As(err, &le) {
+			return fail(err.Error())
+		}
 		if err != nil {
 			return fail("parsing error")
 		}

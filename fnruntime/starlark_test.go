@@ -6,11 +6,13 @@ import (
 	"errors"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/internal/hostileyaml"
 	"github.com/configasdata/cad/pipeline"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -157,5 +159,28 @@ for r in ctx.resource_list["items"]:
 		if err := fn.Run(context.Background(), rl); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestStarlarkYAMLLoadsBomb: a script that decodes the merge-key bomb
+// (1.8 KB, 7.5 million mappings expanded) with yaml.loads fails with
+// the revision.YAMLLimitError instead of building it, and leaves the
+// items unchanged.
+func TestStarlarkYAMLLoadsBomb(t *testing.T) {
+	rl := starlarkList(t, `load("encoding/yaml.star", "yaml")
+ctx.resource_list["items"][0]["data"]["n"] = 2
+v = yaml.loads(`+strconv.Quote(hostileyaml.MergeBomb())+`)
+`)
+	before := rl.Items[0].MustString()
+	err := (&fnruntime.StarlarkFunction{}).Run(context.Background(), rl)
+	var fe *pipeline.FunctionError
+	if !errors.As(err, &fe) {
+		t.Fatalf("got %v, want a *pipeline.FunctionError", err)
+	}
+	if len(rl.Results) != 1 || !strings.Contains(rl.Results[0].Message, "YAMLLimits.MaxAliasNodes") {
+		t.Errorf("results = %v, want the MaxAliasNodes refusal", rl.Results)
+	}
+	if got := rl.Items[0].MustString(); got != before {
+		t.Errorf("item changed:\n%s", got)
 	}
 }

@@ -1,6 +1,7 @@
 package fnruntime
 
 import (
+	"context"
 	"crypto/md5"
 	"crypto/sha1"
 	"crypto/sha256"
@@ -17,6 +18,8 @@ import (
 	"go.starlark.net/starlarkstruct"
 	"sigs.k8s.io/kustomize/kyaml/openapi"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/configasdata/cad/revision"
 )
 
 // starlarkUnavailable are the catalog's starlark libraries (qri-io's
@@ -107,9 +110,17 @@ func base64Decode(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, 
 	return starlark.String(out), nil
 }
 
+// yamlLoads is yaml.loads(source): the value of the first YAML document
+// of source. A source over the default revision.YAMLLimits fails the
+// script with the *revision.YAMLLimitError.
 func yamlLoads(_ *starlark.Thread, b *starlark.Builtin, args starlark.Tuple, kwargs []starlark.Tuple) (starlark.Value, error) {
 	var src string
 	if err := starlark.UnpackArgs(b.Name(), args, kwargs, "source", &src); err != nil {
+		return nil, err
+	}
+	// The node is converted with its aliases expanded: hold the source to
+	// the default bounds first, so an alias bomb is refused, not built.
+	if err := revision.CheckYAML(context.Background(), b.Name()+" source", []byte(src), nil); err != nil {
 		return nil, err
 	}
 	var n yaml.Node

@@ -23,6 +23,7 @@ import (
 
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
 )
 
 // Image is the catalog function this package implements; with the
@@ -154,6 +155,8 @@ func (f *Function) render(ctx context.Context, files fs.FS, g Globals, c Chart, 
 // renderChart renders ch with vals as helm template does, with to's
 // release, namespace, CRD, test and API version options (its values are
 // unused: vals are), to resources with kpt's default path annotations.
+// Output over the default revision.YAMLLimits is refused with the
+// *revision.YAMLLimitError.
 func renderChart(ctx context.Context, ch *chart.Chart, vals map[string]any, to TemplateOptions) ([]*yaml.RNode, error) {
 	var err error
 	cfg := action.NewConfiguration(action.ConfigurationSetLogger(slog.DiscardHandler))
@@ -191,6 +194,11 @@ func renderChart(ctx context.Context, ch *chart.Chart, vals map[string]any, to T
 		}
 		fmt.Fprintf(&buf, "\n---\n# Source: %s\n%s\n", h.Path, h.Manifest)
 	}
+	// A chart's templates can write anything: hold their output to the
+	// default revision.YAMLLimits before kyaml reads it.
+	if err := revision.CheckYAML(ctx, "rendered manifests", buf.Bytes(), nil); err != nil {
+		return nil, err
+	}
 	items, err := (&kio.ByteReader{Reader: &buf, OmitReaderAnnotations: true}).Read()
 	if err != nil {
 		return nil, fmt.Errorf("rendered manifests: %w", err)
@@ -213,7 +221,9 @@ func renderChart(ctx context.Context, ch *chart.Chart, vals map[string]any, to T
 }
 
 // values combines the values files and inline values as valuesMerge
-// says; Helm then coalesces the result with the chart's defaults.
+// says; Helm then coalesces the result with the chart's defaults. A
+// values file over the default revision.YAMLLimits is refused with the
+// *revision.YAMLLimitError.
 func (f *Function) values(ctx context.Context, files fs.FS, ch *chart.Chart, v Values) (map[string]any, error) {
 	var base map[string]any
 	if len(v.ValuesFiles) == 0 {
@@ -223,6 +233,9 @@ func (f *Function) values(ctx context.Context, files fs.FS, ch *chart.Chart, v V
 		for _, name := range v.ValuesFiles {
 			data, err := f.readFile(ctx, files, name)
 			if err != nil {
+				return nil, fmt.Errorf("valuesFiles: %w", err)
+			}
+			if err := revision.CheckYAML(ctx, name, data, nil); err != nil {
 				return nil, fmt.Errorf("valuesFiles: %w", err)
 			}
 			m, err := common.ReadValues(data)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/internal/hostileyaml"
 	"github.com/configasdata/cad/live"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/memrepo"
@@ -484,4 +485,24 @@ func TestWatch(t *testing.T) {
 		err = live.Watch(ctx, start(), objs, &live.WatchOptions{Options: live.Options{Concurrency: -1}}, func(*live.PackageStatus) error { return nil })
 		require.ErrorIs(t, err, repository.ErrInvalidInput)
 	})
+}
+
+// TestObjectsRefusesAliasBomb: a package file holding an alias bomb (the
+// 1.8 KB merge-key bomb and the 342-byte "billion laughs", each in a
+// valid ConfigMap) is refused with the revision.YAMLLimitError naming it,
+// not read.
+func TestObjectsRefusesAliasBomb(t *testing.T) {
+	for name, content := range map[string]string{
+		"merge keys": hostileyaml.MergeBomb(),
+		"laughs":     hostileyaml.Laughs(9, 9) + "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs, err := live.Objects(revision.MustFiles(map[string]string{"ok.yaml": cmLive, "bad.yaml": content}))
+			var le *revision.YAMLLimitError
+			require.ErrorIs(t, err, repository.ErrInvalidInput)
+			require.True(t, errors.As(err, &le), "%v is not a *revision.YAMLLimitError", err)
+			assert.Equal(t, "bad.yaml", le.File)
+			assert.Nil(t, objs)
+		})
+	}
 }

@@ -2,6 +2,7 @@ package live
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path"
 
@@ -58,6 +59,9 @@ func Objects(files revision.Files) ([]Object, error) {
 			continue
 		}
 		data, _ := files.Get(p)
+		if err := revision.CheckYAML(context.Background(), p, data, nil); err != nil {
+			return nil, fmt.Errorf("live status: %w", err)
+		}
 		nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}).Read()
 		if err != nil {
 			return nil, invalidf("read %s: %v", p, err)

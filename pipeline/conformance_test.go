@@ -173,7 +173,7 @@ func runCase(t *testing.T, dir, name, e2e string, tl *tally) {
 		if !errors.As(err, &re) {
 			t.Fatalf("render error is not a *RenderError: %v", err)
 		}
-		if errors.Is(err, pipeline.ErrNotFound) {
+		if errors.Is(err, pipeline.ErrFunctionNotFound) {
 			// A function cad lacks is a missing feature: the case fails
 			// (unless knownFailures says why), it is never skipped.
 			var nf *fnruntime.NotFoundError

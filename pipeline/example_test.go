@@ -35,7 +35,7 @@ data:
 		if st.Name == "annotate" {
 			return annotate, nil
 		}
-		return nil, pipeline.ErrNotFound
+		return nil, pipeline.ErrFunctionNotFound
 	})
 	r := pipeline.New(resolver, pipeline.Steps{Mutators: []pipeline.Step{{Name: "annotate"}}}, nil)
 	out, err := r.Render(context.Background(), files)

@@ -177,7 +177,7 @@ func StepsFromPackageFile(data []byte) (Steps, error) {
 // Resolver turns a step into code. fnruntime.Registry is the standard
 // implementation. Resolve gets the step with its image name already
 // normalised (catalog prefix and tag applied). It returns an error
-// matching [ErrNotFound] when it knows no such function and an error
+// matching [ErrFunctionNotFound] when it knows no such function and an error
 // matching [ErrNotAllowed] when policy forbids it.
 //
 // Implementations must be safe for concurrent use.
@@ -233,8 +233,12 @@ func (e *ExprError) Unwrap() error { return e.Err }
 
 // Errors of resolution.
 var (
-	// ErrNotFound: the resolver knows no function for the step.
-	ErrNotFound = errors.New("function not found")
+	// ErrFunctionNotFound: the resolver knows no function for the step
+	// (no such image, tag or exec binary). It is not
+	// repository.ErrNotFound, which is about revisions, packages and
+	// repositories: a render that fails on it returns an error matching
+	// [ErrFunctionNotFound], never repository.ErrNotFound.
+	ErrFunctionNotFound = errors.New("function not found")
 	// ErrNotAllowed: policy (allow list, deny list, exec gating) forbids
 	// the function.
 	ErrNotAllowed = errors.New("function not allowed")

@@ -100,7 +100,7 @@ func (f fns) Resolve(_ context.Context, st pipeline.Step) (pipeline.Function, er
 	if fn, ok := f[st.Name]; ok {
 		return fn, nil
 	}
-	return nil, pipeline.ErrNotFound
+	return nil, pipeline.ErrFunctionNotFound
 }
 
 func setData(key, val string) pipeline.Function {
@@ -410,7 +410,9 @@ metadata:
 		"Kptfile":        "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: p\n",
 		"resources.yaml": res,
 	})
-	nothing := pipeline.ResolverFunc(func(context.Context, pipeline.Step) (pipeline.Function, error) { return nil, pipeline.ErrNotFound })
+	nothing := pipeline.ResolverFunc(func(context.Context, pipeline.Step) (pipeline.Function, error) {
+		return nil, pipeline.ErrFunctionNotFound
+	})
 	for _, off := range []bool{false, true} {
 		out, err := pipeline.NewKptfile(nothing, &pipeline.Options{NoAttribution: off, NoRenderStatus: true}).Render(context.Background(), files)
 		if err != nil {

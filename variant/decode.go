@@ -2,9 +2,11 @@ package variant
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -17,8 +19,12 @@ import (
 // Errors match repository.ErrInvalidInput: a document that does not parse,
 // an object of another kind or apiVersion (PackageVariant is
 // config.porch.kpt.dev/v1alpha1, PackageVariantSet v1alpha2), an unknown
-// field.
+// field, a stream over the default revision.YAMLLimits (the
+// *revision.YAMLLimitError).
 func Decode(data []byte) ([]any, error) {
+	if err := revision.CheckYAML(context.Background(), "PackageVariant stream", data, nil); err != nil {
+		return nil, fmt.Errorf("variant: decode: %w", err)
+	}
 	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}).Read()
 	if err != nil {
 		return nil, fmt.Errorf("variant: decode: %w: %v", repository.ErrInvalidInput, err)

@@ -55,6 +55,9 @@ func applyPackageContext(files revision.Files, pc *PackageContext, pkg string) (
 	data, ok := files.Get(PackageContextFile)
 	var n *yaml.RNode
 	if ok {
+		if err := revision.CheckYAML(context.Background(), PackageContextFile, data, nil); err != nil {
+			return revision.Files{}, err
+		}
 		var err error
 		if n, err = yaml.Parse(string(data)); err != nil {
 			return revision.Files{}, fmt.Errorf("%w: %s: %v", repository.ErrInvalidInput, PackageContextFile, err)

@@ -2,6 +2,7 @@ package variant
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"path"
 	"strings"
@@ -29,8 +30,10 @@ func isResourceFile(p string) bool {
 
 // parseResourceFiles parses the resource files of files whose content
 // contains any of needles (all of them when needles is empty), in path
-// order.
-func parseResourceFiles(files revision.Files, needles ...string) ([]*resourceFile, error) {
+// order. Each file is held to the default revision.YAMLLimits first: one
+// over a bound is refused with the *revision.YAMLLimitError (matching
+// repository.ErrInvalidInput); ctx ending stops the reading.
+func parseResourceFiles(ctx context.Context, files revision.Files, needles ...string) ([]*resourceFile, error) {
 	var out []*resourceFile
 	for _, p := range files.Paths() {
 		if !isResourceFile(p) {
@@ -39,6 +42,9 @@ func parseResourceFiles(files revision.Files, needles ...string) ([]*resourceFil
 		data, _ := files.Get(p)
 		if len(needles) > 0 && !containsAny(data, needles) {
 			continue
+		}
+		if err := revision.CheckYAML(ctx, p, data, nil); err != nil {
+			return nil, err
 		}
 		nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(data), PreserveSeqIndent: true}).Read()
 		if err != nil {

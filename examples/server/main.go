@@ -49,6 +49,17 @@
 //	--max-body-bytes N       request body cap (default 6 MiB, as Porch)
 //	--max-package-files N    files of one package revision resources update
 //	                         (default 10000; more is refused with 413)
+//	--max-yaml-documents N   YAML documents of one package, all its files
+//	                         together, and of one file (default 10000)
+//	--max-yaml-nodes N       YAML nodes of one package (aliases expanded),
+//	                         all its files together, and of one file
+//	                         (default 2,000,000 a package, 1,000,000 a
+//	                         file); the bounds of package content and
+//	                         YAML request bodies (revision.YAMLLimits;
+//	                         negative for none): more is refused with
+//	                         400 or 422 before any work that grows with it
+//	--max-yaml-alias-nodes N nodes the aliases and merge keys of one YAML
+//	                         file may add when expanded (default 100000)
 //	--poll DURATION          how often each repository is read for other
 //	                         writers' changes; for a remote repository each
 //	                         read is a fetch (default 1s, 10s in cluster mode)
@@ -103,6 +114,8 @@ import (
 	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/examples/server/internal/apiserver"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
 )
 
 func main() {
@@ -130,6 +143,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	secretsDir := fs.String("secrets-dir", "", "directory of the credentials secretRefs name: <dir>/<namespace>/<secret>/<key> files (username, password, bearerToken, ssh-privatekey, ssh-passphrase, known_hosts)")
 	maxBody := fs.Int64("max-body-bytes", apiserver.DefaultMaxBodyBytes, "largest request body accepted, in bytes")
 	maxFiles := fs.Int("max-package-files", apiserver.DefaultMaxPackageFiles, "most files a package revision resources update may hold; more is refused with 413 before any work")
+	var yl yamlLimitFlags
+	fs.IntVar(&yl.documents, "max-yaml-documents", 0, fmt.Sprintf("most YAML documents of one package (all its files together) and of one file; 0 for the default (%d), negative for no bound", revision.DefaultYAMLMaxPackageDocuments))
+	fs.IntVar(&yl.nodes, "max-yaml-nodes", 0, fmt.Sprintf("most YAML nodes, aliases expanded, of one package (all its files together) and of one file; 0 for the defaults (%d a package, %d a file), negative for no bound", revision.DefaultYAMLMaxPackageNodes, revision.DefaultYAMLMaxNodes))
+	fs.IntVar(&yl.aliasNodes, "max-yaml-alias-nodes", 0, fmt.Sprintf("most YAML nodes the aliases and merge keys of one file may add when expanded; 0 for the default (%d), negative for no bound", revision.DefaultYAMLMaxAliasNodes))
 	listCache := fs.Int64("list-cache-bytes", apiserver.DefaultListCacheBytes, "memory of the cache of recent PackageRevision list responses, in bytes; negative turns it off")
 	compressLists := fs.Bool("compress-lists", false, "send PackageRevision lists of 128 KiB or more gzip-compressed to clients that accept it (for clients over slow links; on loopback it costs more CPU than it saves)")
 	starlarkSteps := fs.Uint64("starlark-max-steps", fnruntime.DefaultStarlarkSteps, "computation steps a starlark function may take")
@@ -158,10 +175,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		MaxPackageFiles:    *maxFiles,
 		ListCacheBytes:     *listCache,
 		CompressLists:      *compressLists,
-		Pipeline: stdpipe.Kptfile(fnruntime.NewRegistry(&fnruntime.Options{
-			StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,
-		}), nil),
+		YAMLLimits:         yl.limits(),
 	}
+	opts.Pipeline = stdpipe.Kptfile(fnruntime.NewRegistry(&fnruntime.Options{
+		StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,
+	}), &pipeline.Options{YAMLLimits: opts.YAMLLimits})
 	if *targetKubeconfig != "" {
 		r, err := livek8s.FromKubeconfig(*targetKubeconfig)
 		if err != nil {
@@ -313,6 +331,28 @@ func pollInterval(flag time.Duration, cluster bool) time.Duration {
 		return clusterPollInterval
 	default:
 		return apiserver.DefaultGitPollInterval
+	}
+}
+
+// yamlLimitFlags are the values of --max-yaml-documents, --max-yaml-nodes
+// and --max-yaml-alias-nodes: 0 for revision's default, negative for no
+// bound.
+type yamlLimitFlags struct {
+	documents, nodes, aliasNodes int
+}
+
+// limits returns the revision.YAMLLimits the flags give: documents bounds
+// a package's documents and a file's, nodes a package's nodes and a
+// file's, aliasNodes a file's alias nodes; the other bounds keep their
+// defaults. It returns nil (all defaults) when no flag is set.
+func (f yamlLimitFlags) limits() *revision.YAMLLimits {
+	if f == (yamlLimitFlags{}) {
+		return nil
+	}
+	return &revision.YAMLLimits{
+		MaxDocuments: f.documents, MaxPackageDocuments: f.documents,
+		MaxNodes: f.nodes, MaxPackageNodes: f.nodes,
+		MaxAliasNodes: f.aliasNodes,
 	}
 }
 

@@ -19,6 +19,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/configasdata/cad/revision"
 )
 
 // TestRun starts the binary's run on a free loopback port, talks to it and
@@ -165,5 +167,76 @@ func TestRunTLSTokens(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// startRun starts run with args on a free loopback port and returns its
+// URL; the server stops when the test ends.
+func startRun(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, append([]string{"--listen", "127.0.0.1:0", "--data-dir", filepath.Join(t.TempDir(), "data")}, args...), pw, io.Discard)
+		pw.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	})
+	sc := bufio.NewScanner(pr)
+	if !sc.Scan() {
+		t.Fatalf("no output: %v", <-done)
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	first := sc.Text()
+	i := strings.Index(first, "http://")
+	if i < 0 {
+		t.Fatalf("first line: %q", first)
+	}
+	return strings.Fields(first[i:])[0]
+}
+
+// TestRunYAMLLimitFlags: --max-yaml-alias-nodes changes the bound a YAML
+// request body is held to. A body whose aliases add 6 nodes passes the
+// default bound (100,000) and is refused with 400 naming the bound under
+// --max-yaml-alias-nodes 4.
+func TestRunYAMLLimitFlags(t *testing.T) {
+	body := "apiVersion: config.porch.kpt.dev/v1alpha1\nkind: Repository\nmetadata:\n  name: r\n  namespace: default\n" +
+		"  x: &x [a, b]\n  y: [*x, *x]\n"
+	for _, tc := range []struct {
+		args    []string
+		refused bool
+	}{
+		{nil, false},
+		{[]string{"--max-yaml-alias-nodes", "4"}, true},
+		{[]string{"--max-yaml-alias-nodes", "6"}, false},
+	} {
+		url := startRun(t, tc.args...)
+		resp, err := http.Post(url+"/apis/config.porch.kpt.dev/v1alpha1/namespaces/default/repositories", "application/yaml", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if got := resp.StatusCode == http.StatusBadRequest && strings.Contains(string(b), "YAMLLimits.MaxAliasNodes"); got != tc.refused {
+			t.Errorf("%v: %d %.300s; refused %v, want %v", tc.args, resp.StatusCode, b, got, tc.refused)
+		}
+	}
+}
+
+// TestYAMLLimitFlagsMapping: each flag sets the revision.YAMLLimits fields
+// its documentation names; none set means nil (the defaults).
+func TestYAMLLimitFlagsMapping(t *testing.T) {
+	if l := (yamlLimitFlags{}).limits(); l != nil {
+		t.Errorf("no flags: %+v, want nil", l)
+	}
+	got := yamlLimitFlags{documents: 5, nodes: 7, aliasNodes: -1}.limits()
+	want := revision.YAMLLimits{MaxDocuments: 5, MaxPackageDocuments: 5, MaxNodes: 7, MaxPackageNodes: 7, MaxAliasNodes: -1}
+	if got == nil || *got != want {
+		t.Errorf("limits = %+v, want %+v", got, want)
 	}
 }

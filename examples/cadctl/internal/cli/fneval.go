@@ -195,7 +195,7 @@ after "--".`}
 	var items []*kyaml.RNode
 	var rw *kio.LocalPackageReadWriter
 	if arg == "-" {
-		items, err = (&kio.ByteReader{Reader: c.stdin, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
+		items, err = c.readBoundedYAML("standard input", c.stdin, kio.ByteReader{PreserveSeqIndent: true, WrapBareSeqNode: true})
 		if err != nil {
 			return fmt.Errorf("reading a ResourceList from standard input: %w", err)
 		}
@@ -206,6 +206,9 @@ after "--".`}
 		dir := c.abs(arg)
 		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 			return fmt.Errorf("%q is not a directory", arg)
+		}
+		if err := c.checkYAMLDir(dir); err != nil {
+			return err
 		}
 		rw = &kio.LocalPackageReadWriter{PackagePath: dir, IncludeSubpackages: true, PackageFileName: revision.KptfileName,
 			MatchFilesGlob: krmFiles, PreserveSeqIndent: true, WrapBareSeqNode: true}
@@ -374,7 +377,7 @@ func (c *cmdEnv) functionConfig(file string, kvs []string) (*kyaml.RNode, error)
 			return nil, fmt.Errorf("failed to open functionConfig from path %q: %w", c.abs(file), err)
 		}
 		defer f.Close()
-		nodes, err := (&kio.ByteReader{Reader: f, PreserveSeqIndent: true, WrapBareSeqNode: true, DisableUnwrapping: true}).Read()
+		nodes, err := c.readBoundedYAML(c.abs(file), f, kio.ByteReader{PreserveSeqIndent: true, WrapBareSeqNode: true, DisableUnwrapping: true})
 		if err != nil {
 			return nil, fmt.Errorf("failed to read functionConfig %q: %w", c.abs(file), err)
 		}

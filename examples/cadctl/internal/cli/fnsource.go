@@ -49,6 +49,9 @@ instead; --fn-config adds the file's object as the functionConfig.`}
 	}
 	var cfg *kyaml.RNode
 	if *fnConfig != "" {
+		if err := c.checkYAMLDir(c.abs(*fnConfig)); err != nil {
+			return err
+		}
 		configs, err := kio.LocalPackageReader{PackagePath: c.abs(*fnConfig), PreserveSeqIndent: true, WrapBareSeqNode: true}.Read()
 		if err != nil {
 			return err
@@ -61,6 +64,9 @@ instead; --fn-config adds the file's object as the functionConfig.`}
 	dir := c.abs(arg)
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return fmt.Errorf("%q is not a directory", arg)
+	}
+	if err := c.checkYAMLDir(dir); err != nil {
+		return err
 	}
 	items, err := kio.LocalPackageReader{PackagePath: dir, IncludeSubpackages: true, PackageFileName: revision.KptfileName,
 		MatchFilesGlob: krmFiles, PreserveSeqIndent: true, WrapBareSeqNode: true}.Read()
@@ -97,7 +103,7 @@ annotation names (the default path otherwise).`}
 	if _, err := os.Lstat(out.dir); err == nil {
 		return fmt.Errorf("directory %q already exists, please delete the directory and retry", pos[0])
 	}
-	items, err := (&kio.ByteReader{Reader: c.stdin, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
+	items, err := c.readBoundedYAML("standard input", c.stdin, kio.ByteReader{PreserveSeqIndent: true, WrapBareSeqNode: true})
 	if err != nil {
 		return fmt.Errorf("reading resources from standard input: %w", err)
 	}

@@ -172,7 +172,7 @@ function results are printed on standard error.`}
 	if len(pos) == 2 && pos[1] != "-" {
 		res, err = readResourcesDir(c.abs(pos[1]))
 	} else {
-		res, err = readResourcesList(c.stdin)
+		res, err = c.readResourcesList(c.stdin)
 	}
 	if err != nil {
 		return err
@@ -268,10 +268,11 @@ func readResourcesDir(dir string) (map[string]string, error) {
 	return res, nil
 }
 
-// readResourcesList reads a ResourceList and groups its items into files
+// readResourcesList reads a ResourceList (within the default
+// revision.YAMLLimits) and groups its items into files
 // by their path annotations.
-func readResourcesList(in io.Reader) (map[string]string, error) {
-	nodes, err := (&kio.ByteReader{Reader: in, PreserveSeqIndent: true, WrapBareSeqNode: true}).Read()
+func (c *cmdEnv) readResourcesList(in io.Reader) (map[string]string, error) {
+	nodes, err := c.readBoundedYAML("standard input", in, kio.ByteReader{PreserveSeqIndent: true, WrapBareSeqNode: true})
 	if err != nil {
 		return nil, fmt.Errorf("reading a ResourceList from standard input: %w", err)
 	}

@@ -137,9 +137,12 @@ func toAPIError(gr groupResource, name string, err error) *apiError {
 		e := errInvalid(gr, "PackageRevision", name, "spec.tasks", "placeholder package revision "+msg)
 		e.err = err
 		return e
-	case errors.Is(err, repository.ErrNotFound), errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, repository.ErrNotFound): // store.ErrNotFound too
 		e := errNotFound(gr, name)
-		if !strings.Contains(msg, name) || errors.Is(err, repository.ErrNotFound) {
+		// The store's *NotFoundError only repeats what errNotFound says
+		// when it names the same object; a repository's says more.
+		var snf *store.NotFoundError
+		if !errors.As(err, &snf) || !strings.Contains(msg, name) {
 			e.status.Message += ": " + msg
 		}
 		e.err = err

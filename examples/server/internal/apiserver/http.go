@@ -243,7 +243,7 @@ func (s *Server) readBody(rq *request) ([]byte, error) {
 	}
 	switch {
 	case mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml":
-		if err := revision.CheckYAML(rq.r.Context(), "request body", data, nil); err != nil {
+		if err := revision.CheckYAML(rq.r.Context(), "request body", data, s.opts.YAMLLimits); err != nil {
 			return nil, errBadRequest("%v", err)
 		}
 		j, err := yaml.YAMLToJSON(data)

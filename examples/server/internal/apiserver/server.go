@@ -91,6 +91,7 @@ import (
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/repository/ocirepo"
+	"github.com/configasdata/cad/revision"
 )
 
 // Defaults of Options.
@@ -127,7 +128,7 @@ type Options struct {
 	Open OpenFunc
 	// Pipeline renders packages on every save. Default: the Kptfile
 	// pipeline with fnruntime's builtin functions (no exec, no
-	// containers).
+	// containers), with YAMLLimits.
 	Pipeline pipeline.Pipeline
 	// GitPollInterval is how often watches poll git repositories; default
 	// DefaultGitPollInterval.
@@ -152,6 +153,13 @@ type Options struct {
 	// update; default DefaultMaxPackageFiles. An update with more gets 413
 	// before any work is done on it.
 	MaxPackageFiles int
+	// YAMLLimits bound the work of reading user YAML: request bodies sent
+	// as YAML (per-file bounds), and the package content the engine
+	// writes (engine.Options.YAMLLimits). nil means revision's defaults.
+	// A body over a bound gets 400, content over a bound the engine's
+	// *revision.YAMLLimitError (400). The default Pipeline gets them too;
+	// a Pipeline given in Options has its own pipeline.Options.YAMLLimits.
+	YAMLLimits *revision.YAMLLimits
 	// MaxWatch bounds the duration of one watch request; default
 	// DefaultMaxWatch.
 	MaxWatch time.Duration
@@ -340,7 +348,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	}
 	s.pipe = o.Pipeline
 	if s.pipe == nil {
-		s.pipe = stdpipe.Kptfile(fnruntime.NewRegistry(nil), nil)
+		s.pipe = stdpipe.Kptfile(fnruntime.NewRegistry(nil), &pipeline.Options{YAMLLimits: o.YAMLLimits})
 	}
 	if s.opts.Open == nil {
 		s.opts.Open = s.defaultOpen
@@ -550,6 +558,7 @@ func (s *Server) engineFor(ctx context.Context, ns string) *engine.Engine {
 		Repositories: nsRepos{s: s, ns: ns},
 		Pipeline:     s.pipe,
 		Logger:       s.log,
+		YAMLLimits:   s.opts.YAMLLimits,
 		AuthorName:   u.Name,
 		AuthorEmail:  u.Name,
 	})
@@ -570,6 +579,7 @@ func (s *Server) engine(ns string) *engine.Engine {
 		Repositories: nsRepos{s: s, ns: ns},
 		Pipeline:     s.pipe,
 		Logger:       s.log,
+		YAMLLimits:   s.opts.YAMLLimits,
 		AuthorName:   s.opts.AuthorName,
 		AuthorEmail:  s.opts.AuthorEmail,
 	})

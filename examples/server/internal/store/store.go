@@ -35,12 +35,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // Errors of the store, tested with errors.Is.
 var (
-	// ErrNotFound: no object of that resource, namespace and name.
-	ErrNotFound = errors.New("not found")
+	// ErrNotFound: no object of that resource, namespace and name. It is
+	// repository.ErrNotFound, cad's one "not found" sentinel; the store's
+	// errors are *NotFoundError, which tell its "not found" from a
+	// repository's.
+	ErrNotFound = repository.ErrNotFound
 	// ErrAlreadyExists: an object with that name exists.
 	ErrAlreadyExists = errors.New("already exists")
 	// ErrConflict: the object's resourceVersion is not the stored one.
@@ -173,13 +178,29 @@ func (s *Store) ResourceVersion() string {
 	return strconv.FormatUint(s.rv, 10)
 }
 
-// Get returns a copy of the object, or an error matching ErrNotFound.
+// NotFoundError reports an object the store does not hold. It matches
+// ErrNotFound (repository.ErrNotFound) with errors.Is; errors.As tells it
+// from a repository's "not found".
+type NotFoundError struct {
+	Resource, Namespace, Name string
+}
+
+// Error returns `<resource> "<name>": not found`.
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("%s %q: %v", e.Resource, e.Name, ErrNotFound)
+}
+
+// Is reports whether target is ErrNotFound.
+func (e *NotFoundError) Is(target error) bool { return target == ErrNotFound }
+
+// Get returns a copy of the object, or a *NotFoundError (matching
+// ErrNotFound).
 func (s *Store) Get(resource, namespace, name string) (*unstructured.Unstructured, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	u, ok := s.objs[key{resource, namespace, name}]
 	if !ok {
-		return nil, fmt.Errorf("%s %q: %w", resource, name, ErrNotFound)
+		return nil, &NotFoundError{Resource: resource, Namespace: namespace, Name: name}
 	}
 	return u.DeepCopy(), nil
 }
@@ -262,14 +283,15 @@ func (s *Store) Create(resource string, obj *unstructured.Unstructured) (*unstru
 // resourceVersion it must equal the stored one (else ErrConflict); empty
 // means unconditional. UID and creation time are kept, generation is bumped
 // when spec changed. It returns what was stored, or an error matching
-// ErrNotFound or ErrConflict. When nothing changed, nothing is written.
+// ErrNotFound (a *NotFoundError) or ErrConflict. When nothing changed,
+// nothing is written.
 func (s *Store) Update(resource string, obj *unstructured.Unstructured) (*unstructured.Unstructured, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := key{resource, obj.GetNamespace(), obj.GetName()}
 	old, ok := s.objs[k]
 	if !ok {
-		return nil, fmt.Errorf("%s %q: %w", resource, k.name, ErrNotFound)
+		return nil, &NotFoundError{Resource: resource, Namespace: k.namespace, Name: k.name}
 	}
 	if rv := obj.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
 		return nil, fmt.Errorf("%s %q: %w", resource, k.name, ErrConflict)
@@ -295,14 +317,15 @@ func (s *Store) Update(resource string, obj *unstructured.Unstructured) (*unstru
 
 // Delete removes the object of resource. When resourceVersion is not empty
 // it must be the stored one (else ErrConflict). It returns the object as it
-// was, or an error matching ErrNotFound.
+// was, or an error: a *NotFoundError (matching ErrNotFound), or one
+// matching ErrConflict.
 func (s *Store) Delete(resource, namespace, name, resourceVersion string) (*unstructured.Unstructured, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	k := key{resource, namespace, name}
 	old, ok := s.objs[k]
 	if !ok {
-		return nil, fmt.Errorf("%s %q: %w", resource, name, ErrNotFound)
+		return nil, &NotFoundError{Resource: resource, Namespace: namespace, Name: name}
 	}
 	if resourceVersion != "" && resourceVersion != old.GetResourceVersion() {
 		return nil, fmt.Errorf("%s %q: %w", resource, name, ErrConflict)

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/configasdata/cad/repository"
 )
 
 func obj(ns, name, spec string) *unstructured.Unstructured {
@@ -137,5 +139,32 @@ func TestWatch(t *testing.T) {
 		// drain what remains until closed
 		for range ch {
 		}
+	}
+}
+
+// TestNotFoundIsRepositorysSentinel: Get, Update and Delete of a missing
+// object return a *NotFoundError naming it, matching
+// repository.ErrNotFound, and change nothing.
+func TestNotFoundIsRepositorysSentinel(t *testing.T) {
+	s, err := Open(t.TempDir(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "X",
+		"metadata": map[string]any{"namespace": "ns", "name": "a"}}}
+	_, gerr := s.Get("xs", "ns", "a")
+	_, uerr := s.Update("xs", u)
+	_, derr := s.Delete("xs", "ns", "a", "")
+	for _, err := range []error{gerr, uerr, derr} {
+		var nf *NotFoundError
+		if !errors.Is(err, repository.ErrNotFound) || !errors.As(err, &nf) || *nf != (NotFoundError{"xs", "ns", "a"}) {
+			t.Errorf("%v (%T): want a *NotFoundError{xs ns a} matching repository.ErrNotFound", err, err)
+		}
+		if err.Error() != `xs "a": not found` {
+			t.Errorf("message %q", err)
+		}
+	}
+	if objs, _ := s.List("xs", "ns"); len(objs) != 0 {
+		t.Errorf("the store holds %d objects", len(objs))
 	}
 }
