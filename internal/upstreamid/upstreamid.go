@@ -12,11 +12,11 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
-	"sync"
 
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/configasdata/cad/internal/lru"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -138,13 +138,9 @@ func stampNode(n *yaml.RNode) (bool, error) {
 // re-encode the same files again (most of a clone's CPU for a package of
 // a few dozen resources). Stamp is a function of its input alone, so a
 // result can be reused as long as it is kept. The memo holds at most
-// memoBytes of inputs and outputs and starts afresh when full; a file
+// memoBytes of inputs and outputs, least recently used first out; a file
 // larger than memoBytes/16 is not kept.
-var memo struct {
-	sync.Mutex
-	size int
-	m    map[string]memoResult
-}
+var memo = lru.New[string, memoResult](memoBytes, memoBytes/16)
 
 type memoResult struct {
 	out     []byte // nil when unchanged
@@ -156,9 +152,7 @@ const memoBytes = 8 << 20
 // stampMemoized is Stamp through memo. A changed result is a copy the
 // caller owns.
 func stampMemoized(data []byte) ([]byte, bool, error) {
-	memo.Lock()
-	r, ok := memo.m[string(data)]
-	memo.Unlock()
+	r, ok := memo.Get(string(data))
 	if ok {
 		if !r.changed {
 			return data, false, nil
@@ -175,15 +169,6 @@ func stampMemoized(data []byte) ([]byte, bool, error) {
 		size += len(out)
 		r.out = bytes.Clone(out)
 	}
-	if size > memoBytes/16 {
-		return out, changed, nil
-	}
-	memo.Lock()
-	defer memo.Unlock()
-	if memo.m == nil || memo.size+size > memoBytes {
-		memo.m, memo.size = map[string]memoResult{}, 0
-	}
-	memo.m[string(data)] = r
-	memo.size += size
+	memo.Put(string(data), r, int64(size))
 	return out, changed, nil
 }
