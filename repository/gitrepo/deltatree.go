@@ -223,28 +223,12 @@ func (r *rope) compose(delta []byte) (*rope, error) {
 		delta = delta[1:]
 		switch {
 		case op&0x80 != 0:
-			var off, size int
-			for i := range 4 {
-				if op&(1<<i) != 0 {
-					if len(delta) == 0 {
-						return nil, bad
-					}
-					off |= int(delta[0]) << (8 * i)
-					delta = delta[1:]
-				}
+			o, sz, rest, ok := deltaCopy(op, delta)
+			if !ok {
+				return nil, bad
 			}
-			for i := range 3 {
-				if op&(0x10<<i) != 0 {
-					if len(delta) == 0 {
-						return nil, bad
-					}
-					size |= int(delta[0]) << (8 * i)
-					delta = delta[1:]
-				}
-			}
-			if size == 0 {
-				size = 0x10000
-			}
+			delta = rest
+			off, size := int(o), int(sz)
 			if off+size > r.size || uint64(pos+size) > dstSize {
 				return nil, bad
 			}

@@ -611,26 +611,9 @@ func applyDelta(dst, base, delta []byte) ([]byte, error) {
 		switch {
 		case op&0x80 != 0:
 			var off, size uint64
-			for i := range 4 {
-				if op&(1<<i) != 0 {
-					if len(delta) == 0 {
-						return nil, bad
-					}
-					off |= uint64(delta[0]) << (8 * i)
-					delta = delta[1:]
-				}
-			}
-			for i := range 3 {
-				if op&(0x10<<i) != 0 {
-					if len(delta) == 0 {
-						return nil, bad
-					}
-					size |= uint64(delta[0]) << (8 * i)
-					delta = delta[1:]
-				}
-			}
-			if size == 0 {
-				size = 0x10000
+			var ok bool
+			if off, size, delta, ok = deltaCopy(op, delta); !ok {
+				return nil, bad
 			}
 			if off+size > uint64(len(base)) || uint64(len(out))+size > dstSize {
 				return nil, bad
@@ -650,6 +633,35 @@ func applyDelta(dst, base, delta []byte) ([]byte, error) {
 		return nil, bad
 	}
 	return out, nil
+}
+
+// deltaCopy decodes the offset and size of a delta's copy instruction op
+// from the bytes that follow it, returning the rest of the delta; ok is
+// false when the delta ends first. A size of 0 means 0x10000, as git
+// writes it.
+func deltaCopy(op byte, delta []byte) (off, size uint64, rest []byte, ok bool) {
+	for i := range 4 {
+		if op&(1<<i) != 0 {
+			if len(delta) == 0 {
+				return 0, 0, nil, false
+			}
+			off |= uint64(delta[0]) << (8 * i)
+			delta = delta[1:]
+		}
+	}
+	for i := range 3 {
+		if op&(0x10<<i) != 0 {
+			if len(delta) == 0 {
+				return 0, 0, nil, false
+			}
+			size |= uint64(delta[0]) << (8 * i)
+			delta = delta[1:]
+		}
+	}
+	if size == 0 {
+		size = 0x10000
+	}
+	return off, size, delta, true
 }
 
 // touched counts an entry read from a mapped pack, and every
