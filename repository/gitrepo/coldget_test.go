@@ -185,21 +185,7 @@ func TestWorkspaceRecordsSpareCommits(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "objects", c[:2], c[2:])); err != nil {
 		t.Fatal(err)
 	}
-	create := func(ws string) error {
-		r := mustOpen(t, benchSpec(dir), nil) // nothing cached
-		defer r.Close()
-		_, err := r.CreateDraft(ctx, revision.Key{Package: "pkg", Workspace: ws}, repository.CreateDraftOptions{Files: kptPkg("pkg", nil)})
-		return err
-	}
-	if err := create("c"); err != nil {
-		t.Fatalf("a new workspace, v1's commit missing: %v", err)
-	}
-	if err := create("b"); !errors.Is(err, repository.ErrAlreadyExists) {
-		t.Fatalf("workspace b, taken: %v", err)
-	}
-	if err := create("a"); err == nil || errors.Is(err, repository.ErrAlreadyExists) {
-		t.Fatalf("workspace a, whose revision cannot be read: %v", err)
-	}
+	create := checkNewDrafts(t, dir, "a new workspace, v1's commit missing")
 	if err := os.Remove(filepath.Join(dir, "cad-paths")); err != nil {
 		t.Fatal(err)
 	}

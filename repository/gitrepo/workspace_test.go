@@ -39,14 +39,24 @@ func TestWorkspaceFreeReadsNoOtherRevision(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "cad-paths")); err != nil {
 		t.Fatal(err)
 	}
-	create := func(ws string) error {
-		r := mustOpen(t, benchSpec(dir), nil) // nothing cached
+	checkNewDrafts(t, dir, "a draft beside a damaged revision of another workspace")
+}
+
+// checkNewDrafts checks, each in a new Repository of dir (nothing
+// cached), that package pkg takes a draft of the new workspace c (newCase
+// names the situation), refuses b as taken, and fails on a, whose
+// revision cannot be read, with another error than ErrAlreadyExists. It
+// returns its way of creating a draft, for further cases.
+func checkNewDrafts(t *testing.T, dir, newCase string) (create func(ws string) error) {
+	t.Helper()
+	create = func(ws string) error {
+		r := mustOpen(t, benchSpec(dir), nil)
 		defer r.Close()
-		_, err := r.CreateDraft(ctx, revision.Key{Package: "pkg", Workspace: ws}, repository.CreateDraftOptions{Files: kptPkg("pkg", nil)})
+		_, err := r.CreateDraft(context.Background(), revision.Key{Package: "pkg", Workspace: ws}, repository.CreateDraftOptions{Files: kptPkg("pkg", nil)})
 		return err
 	}
 	if err := create("c"); err != nil {
-		t.Fatalf("a draft beside a damaged revision of another workspace: %v", err)
+		t.Fatalf("%s: %v", newCase, err)
 	}
 	if err := create("b"); !errors.Is(err, repository.ErrAlreadyExists) {
 		t.Fatalf("workspace b, taken: %v", err)
@@ -54,4 +64,5 @@ func TestWorkspaceFreeReadsNoOtherRevision(t *testing.T) {
 	if err := create("a"); err == nil || errors.Is(err, repository.ErrAlreadyExists) {
 		t.Fatalf("workspace a, whose revision cannot be read: %v", err)
 	}
+	return create
 }
