@@ -90,3 +90,12 @@ func TestImplementedReleasesWereReleased(t *testing.T) {
 		}
 	}
 }
+
+// TestBuiltinsRenderGolden renders testdata/render/<case>, packages whose
+// Kptfile pipeline runs builtins, as the catalog's declarative examples
+// do: ensure-name-substring-declarative is the catalog's
+// ensure-name-substring-advanced example, after which the package still
+// has its Kptfile and the Kptfile still finds fn-config.yaml.
+func TestBuiltinsRenderGolden(t *testing.T) {
+	pipelinetest.Run(t, filepath.Join("testdata", "render"), pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil))
+}

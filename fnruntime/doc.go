@@ -59,7 +59,12 @@
 //	                                              xlsx, zipfile; ctx.environment is empty
 //	apply-replacements     v0.1.x                 -
 //	apply-setters          v0.2.x                 v0.1 (OpenAPI setters in the Kptfile) refused
-//	ensure-name-substring  v0.2.x                 -
+//	ensure-name-substring  v0.2.x                 resources move to kpt's default files, as the
+//	                                              examples show, but the package's Kptfile and
+//	                                              its configPath files keep theirs (the
+//	                                              examples' eval output moves the Kptfile to
+//	                                              kptfile_<name>.yaml, which unmakes the package
+//	                                              the README's declarative use renders)
 //	upsert-resource        v0.2.x                 v0.1 refused
 //	set-project-id         v0.2.x                 a missing project-id is an error (the catalog
 //	                                              sets empty values); an empty annotation is
