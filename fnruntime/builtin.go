@@ -16,7 +16,8 @@ import (
 // apply-setters, ensure-name-substring, upsert-resource, set-project-id,
 // remove-local-config-resources, format, set-enforcement-action,
 // list-setters, create-setters, fix, generate-folders, kubeconform,
-// enable-gcp-services and kpt's builtins/gen-pkg-context.
+// enable-gcp-services, generate-kpt-pkg-docs and kpt's
+// builtins/gen-pkg-context.
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages, and fail (a
 // *pipeline.FunctionError) whenever they report an error result.
@@ -42,6 +43,7 @@ func Builtins() map[string]pipeline.Function {
 		"generate-folders":              strict(generateFolders),
 		"kubeconform":                   strict(kubeconform),
 		"enable-gcp-services":           strict(enableGCPServices),
+		"generate-kpt-pkg-docs":         strict(generateKptPkgDocs),
 		PkgContextFunction:              strict(genPkgContext),
 	}
 }
@@ -90,6 +92,12 @@ type CatalogVersion struct {
 	// pinning a full version not among them ("v0.4.99") is refused even
 	// when its minor line is implemented; empty means not checked.
 	Released []string
+	// Unreleased says the catalog never released the function with a
+	// version: its documentation runs it by a plain tag ("unstable"), and
+	// Releases and Released are empty. Such a builtin resolves for plain
+	// tags only; any version or constraint gives a *VersionError (never
+	// released).
+	Unreleased bool
 }
 
 // catalogReleases are the catalog's release tags by function (the
@@ -120,8 +128,8 @@ var catalogReleases = map[string][]string{
 // BuiltinVersions returns, as a new map by builtin name, the catalog
 // releases each builtin implements. Builtins not listed (kpt's
 // gen-pkg-context, kubeconform, whose image kpt's tests pin only as
-// latest, the test images no-op and drop-comments) have no
-// version and resolve for any tag. The package documentation has the same
+// latest) have no version and resolve for any tag; one marked Unreleased
+// resolves for plain tags only. The package documentation has the same
 // table.
 func BuiltinVersions() map[string]CatalogVersion {
 	out := builtinVersions()
@@ -166,6 +174,8 @@ func builtinVersions() map[string]CatalogVersion {
 		"generate-folders":              {Releases: []string{"v0.1.1"}, Differs: "a Go port of the TypeScript function"},
 		"enable-gcp-services": {Releases: []string{"v0.1.0"},
 			Differs: "written from the README and examples: a set that is not local-config or lacks spec.services is an error result worded by cad; a new Service's file is service_<name>.yaml in its set's directory"},
+		"generate-kpt-pkg-docs": {Unreleased: true,
+			Differs: "published by the catalog only as its unstable image (no version was released); written from its README and generate-kpt-pkg-docs-simple example: readme-path's /tmp is the package's directory (the documented mount point), the readme is written through ResourceList.WriteFiles; no setters, no resources, sub-packages and a Kptfile without a title annotation are worded by cad; local-config resources are not listed; Resource References link Config Connector kinds only"},
 		"fix": {Releases: []string{"v0.2.1"},
 			Differs: "setters go into the apply-setters configMap, as the documentation shows (the catalog's code writes setters.yaml); a v1alpha2 Kptfile's apply-setters configMap is left in place; OpenAPI enum values are not substituted"},
 		"create-setters": {Releases: []string{"v0.1.0"},

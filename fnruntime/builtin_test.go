@@ -76,6 +76,12 @@ func TestVersionedBuiltinsGolden(t *testing.T) {
 // implement is one the catalog released.
 func TestImplementedReleasesWereReleased(t *testing.T) {
 	for name, cv := range fnruntime.BuiltinVersions() {
+		if cv.Unreleased {
+			if len(cv.Releases) > 0 || len(cv.Released) > 0 {
+				t.Errorf("%s: unreleased, yet lists releases %v %v", name, cv.Releases, cv.Released)
+			}
+			continue
+		}
 		if len(cv.Released) == 0 {
 			t.Errorf("%s: no list of released versions", name)
 		}

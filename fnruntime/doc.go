@@ -96,6 +96,24 @@
 //	                                              is an error result worded by cad; a new
 //	                                              Service goes to service_<name>.yaml beside
 //	                                              its set
+//	generate-kpt-pkg-docs  unstable only         never released with a version: its README runs
+//	                                              generate-kpt-pkg-docs:unstable, so plain tags
+//	                                              resolve and any version is refused (never
+//	                                              released); written from the README and the
+//	                                              generate-kpt-pkg-docs-simple example, whose
+//	                                              output it reproduces byte for byte: the
+//	                                              readme-path mount point /tmp is the package's
+//	                                              directory and the readme is written through
+//	                                              pipeline.ResourceList.WriteFiles (so it runs
+//	                                              in a render, not over a bare ResourceList);
+//	                                              the README's inline sample differs from the
+//	                                              example by a blank line and a stray quote,
+//	                                              the example is followed; what neither shows
+//	                                              is cad's: a package without setters,
+//	                                              resources or a title annotation, the
+//	                                              sub-packages table, local-config resources
+//	                                              left out, references for Config Connector
+//	                                              kinds only
 //	builtins/gen-pkg-context: unversioned (kpt's builtin)
 //
 // kpt's e2e test images no-op and drop-comments are not builtins: a
@@ -103,7 +121,10 @@
 //
 // A pinned full version must also be one the catalog released
 // (CatalogVersion.Released, from its git tags): "v0.4.99" is refused
-// though cad implements v0.4.x.
+// though cad implements v0.4.x. A function the catalog never released
+// with a version (CatalogVersion.Unreleased: generate-kpt-pkg-docs)
+// resolves for plain tags such as its documented "unstable" and refuses
+// every version and constraint.
 //
 // render-helm-chart (v0.2) is in-process in its own module,
 // github.com/configasdata/cad/helmfn, so that Helm's SDK stays out of this
@@ -119,14 +140,19 @@
 //	source-gcloud-config   reads the gcloud CLI's configuration (a binary and
 //	                       the user's cloud account)
 //	sops                   decrypts with external keys (KMS, PGP)
-//	set-name-prefix        no documentation beyond a one-line description: its
-//	                       behaviour (renaming through the SDK's reference
-//	                       rewriting) is defined only by its code
-//	bind, set-gcp-resource-ids
-//	                       no README and no release in the catalog
-//	generate-kpt-pkg-docs  writes a README into a directory mounted into its
-//	                       container (readme-path), not KRM output: a library
-//	                       function has no such mount
+//	set-name-prefix        released (v0.0.1 to v0.0.3, 2022) but undocumented:
+//	                       no README, no example, no FunctionConfig
+//	                       description; only a one-line description ("Set a
+//	                       prefix on all object names") and a commit message
+//	                       (an old prefix replaced on all names and the
+//	                       references to them). Which fields it reads and which
+//	                       references it rewrites are defined only by its code
+//	                       and tests, and cad does not implement from those
+//	bind                   never released (no tag) and undocumented (no README,
+//	                       no metadata, no example): code only
+//	set-gcp-resource-ids   never released (no tag) and undocumented: a one-line
+//	                       description ("Set resourceIDs and other identifiers
+//	                       for GCP resources") and no README or example
 //	export-terraform       documented and needs no network, but is a converter
 //	                       of many Config Connector kinds to Terraform; not
 //	                       written yet

@@ -199,7 +199,7 @@ var fileAnnotations = []string{
 func asKustomizeResources(rl *pipeline.ResourceList) error {
 	meta := metaFiles(rl.Items)
 	for _, it := range rl.Items {
-		if p := itemPath(it); p != "" && meta[path.Clean(p)] {
+		if p := itemPath(it); p != "" && meta[pkgFileKey(it, path.Clean(p))] {
 			continue
 		}
 		for _, a := range fileAnnotations {
@@ -211,9 +211,17 @@ func asKustomizeResources(rl *pipeline.ResourceList) error {
 	return nil
 }
 
-// metaFiles returns the paths of the package's meta resources among
-// items: the files named Kptfile that hold a Kptfile and the configPath files of their
-// pipelines (relative to the Kptfile's directory), cleaned.
+// pkgFileKey identifies the file p of item's package: in a render, the
+// items of a subpackage have paths relative to it and its package-path
+// annotation.
+func pkgFileKey(item *yaml.RNode, p string) string {
+	return item.GetAnnotations()[pipeline.PackagePathAnnotation] + "\x00" + p
+}
+
+// metaFiles returns the keys (pkgFileKey) of the files of the package's
+// meta resources among items: the files named Kptfile that hold a Kptfile
+// and the configPath files of their pipelines (relative to the Kptfile's
+// directory), cleaned.
 func metaFiles(items []*yaml.RNode) map[string]bool {
 	out := map[string]bool{}
 	for _, it := range items {
@@ -224,12 +232,12 @@ func metaFiles(items []*yaml.RNode) map[string]bool {
 		if path.Base(p) != "Kptfile" {
 			continue // a Kptfile object in another file is no package's Kptfile
 		}
-		out[path.Clean(p)] = true
+		out[pkgFileKey(it, path.Clean(p))] = true
 		dir := path.Dir(p)
 		for _, list := range []string{"mutators", "validators"} {
 			for _, step := range getSlice(it, "pipeline", list) {
 				if cp, ok := nestedString(step, "configPath"); ok && cp != "" {
-					out[path.Join(dir, cp)] = true
+					out[pkgFileKey(it, path.Join(dir, cp))] = true
 				}
 			}
 		}
