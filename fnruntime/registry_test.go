@@ -260,6 +260,9 @@ func TestBuiltinVersionsAreValid(t *testing.T) {
 		if _, ok := builtins[name]; !ok {
 			t.Errorf("version for unknown builtin %q", name)
 		}
+		if v.Unreleased {
+			continue // no release to register (TestResolveUnreleasedBuiltin)
+		}
 		if err := fnruntime.NewRegistry(&fnruntime.Options{NoBuiltins: true}).RegisterVersion(name, builtins[name], v.Releases...); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
