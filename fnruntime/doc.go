@@ -113,7 +113,8 @@
 //	                                              resources or a title annotation, the
 //	                                              sub-packages table, local-config resources
 //	                                              left out, references for Config Connector
-//	                                              kinds only
+//	                                              kinds only, the skip warning and the config
+//	                                              errors' words
 //	builtins/gen-pkg-context: unversioned (kpt's builtin)
 //
 // kpt's e2e test images no-op and drop-comments are not builtins: a
