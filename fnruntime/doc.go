@@ -148,7 +148,10 @@
 //	                       (an old prefix replaced on all names and the
 //	                       references to them). Which fields it reads and which
 //	                       references it rewrites are defined only by its code
-//	                       and tests, and cad does not implement from those
+//	                       and tests, and cad does not implement from those (a
+//	                       2021 set-name-prefix with an example README, on
+//	                       kustomize's prefix transformer, was never merged or
+//	                       released)
 //	bind                   never released (no tag) and undocumented (no README,
 //	                       no metadata, no example): code only
 //	set-gcp-resource-ids   never released (no tag) and undocumented: a one-line
