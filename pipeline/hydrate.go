@@ -1031,7 +1031,7 @@ func (r *runner) inProcess(input []*yaml.RNode) ([]*yaml.RNode, Results, error) 
 		return nil, rl.Results, err
 	}
 	for p := range rl.WriteFiles {
-		if err := checkWrittenFile(p); err != nil {
+		if err := CheckWriteFile(p); err != nil {
 			return nil, rl.Results, fmt.Errorf("function %s: %w: %w", r.result.ID(), ErrBadOutput, err)
 		}
 	}
@@ -1039,9 +1039,12 @@ func (r *runner) inProcess(input []*yaml.RNode) ([]*yaml.RNode, Results, error) 
 	return rl.Items, rl.Results, nil
 }
 
-// checkWrittenFile refuses a path of ResourceList.WriteFiles that is not
-// a local slash path or that names a file the renderer reads as KRM.
-func checkWrittenFile(p string) error {
+// CheckWriteFile returns an error when p cannot be a path of
+// ResourceList.WriteFiles: not a local slash path (absolute, empty, with
+// ..), or naming a file read as KRM (Kptfile, cad's package file, *.yaml,
+// *.yml, *.json). Tools that run functions outside a render, as cadctl's
+// fn eval does, check with it before writing.
+func CheckWriteFile(p string) error {
 	if p == "" || !fs.ValidPath(p) || p == "." {
 		return fmt.Errorf("file %q is not a path inside the package", p)
 	}
