@@ -105,7 +105,8 @@
 //	                                              readme-path mount point /tmp is the package's
 //	                                              directory and the readme is written through
 //	                                              pipeline.ResourceList.WriteFiles (so it runs
-//	                                              in a render, not over a bare ResourceList);
+//	                                              in a render or cadctl's fn eval of a
+//	                                              directory, not over a bare ResourceList);
 //	                                              the README's inline sample differs from the
 //	                                              example by a blank line and a stray quote,
 //	                                              the example is followed; what neither shows
