@@ -104,7 +104,8 @@
 //	                                              are error results, so the step fails; a
 //	                                              folderRef.external parent is "folders/<id>"
 //	                                              and a name that is not a Terraform identifier
-//	                                              gets underscores (cad's choices)
+//	                                              gets underscores (cad's choices); README.md
+//	                                              is cad's own text, not the catalog's
 //	builtins/gen-pkg-context: unversioned (kpt's builtin)
 //
 // kpt's e2e test images no-op and drop-comments are not builtins: a
