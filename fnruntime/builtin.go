@@ -16,7 +16,7 @@ import (
 // apply-setters, ensure-name-substring, upsert-resource, set-project-id,
 // remove-local-config-resources, format, set-enforcement-action,
 // list-setters, create-setters, fix, generate-folders, kubeconform,
-// enable-gcp-services and kpt's builtins/gen-pkg-context.
+// enable-gcp-services, export-terraform and kpt's builtins/gen-pkg-context.
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages, and fail (a
 // *pipeline.FunctionError) whenever they report an error result.
@@ -42,6 +42,7 @@ func Builtins() map[string]pipeline.Function {
 		"generate-folders":              strict(generateFolders),
 		"kubeconform":                   strict(kubeconform),
 		"enable-gcp-services":           strict(enableGCPServices),
+		"export-terraform":              strict(exportTerraformFor("v0.3")),
 		PkgContextFunction:              strict(genPkgContext),
 	}
 }
@@ -115,6 +116,7 @@ var catalogReleases = map[string][]string{
 	"fix":                           {"v0.2.0", "v0.2.1"},
 	"generate-folders":              {"v0.1.1"},
 	"enable-gcp-services":           {"v0.1.0"},
+	"export-terraform":              {"v0.1.0", "v0.2.0", "v0.3.0"},
 }
 
 // BuiltinVersions returns, as a new map by builtin name, the catalog
@@ -165,6 +167,8 @@ func builtinVersions() map[string]CatalogVersion {
 		"generate-folders":              {Releases: []string{"v0.1.1"}, Differs: "a Go port of the TypeScript function"},
 		"enable-gcp-services": {Releases: []string{"v0.1.0"},
 			Differs: "written from the README and examples: a set that is not local-config or lacks spec.services is an error result worded by cad; a new Service's file is service_<name>.yaml in its set's directory"},
+		"export-terraform": {Releases: []string{"v0.1.0", "v0.2.0", "v0.3.0"},
+			Differs: "written from the README and examples: Folder and IAMPolicyMember (on an Organization or Folder) are converted as the examples show; the other kinds each release lists (Project, IAMPolicy, IAMPartialPolicy, and from v0.2 logging, network and storage kinds) have no documented Terraform and are error results; each line keeps its own list of supported kinds"},
 		"fix": {Releases: []string{"v0.2.1"},
 			Differs: "setters go into the apply-setters configMap, as the documentation shows (the catalog's code writes setters.yaml); a v1alpha2 Kptfile's apply-setters configMap is left in place; OpenAPI enum values are not substituted"},
 		"create-setters": {Releases: []string{"v0.1.0"},
