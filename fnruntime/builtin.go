@@ -16,7 +16,7 @@ import (
 // apply-setters, ensure-name-substring, upsert-resource, set-project-id,
 // remove-local-config-resources, format, set-enforcement-action,
 // list-setters, create-setters, fix, generate-folders, kubeconform,
-// enable-gcp-services, generate-kpt-pkg-docs and kpt's
+// enable-gcp-services, export-terraform, generate-kpt-pkg-docs and kpt's
 // builtins/gen-pkg-context.
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages, and fail (a
@@ -43,6 +43,7 @@ func Builtins() map[string]pipeline.Function {
 		"generate-folders":              strict(generateFolders),
 		"kubeconform":                   strict(kubeconform),
 		"enable-gcp-services":           strict(enableGCPServices),
+		"export-terraform":              strict(exportTerraformFor("v0.3")),
 		"generate-kpt-pkg-docs":         strict(generateKptPkgDocs),
 		PkgContextFunction:              strict(genPkgContext),
 	}
@@ -123,6 +124,7 @@ var catalogReleases = map[string][]string{
 	"fix":                           {"v0.2.0", "v0.2.1"},
 	"generate-folders":              {"v0.1.1"},
 	"enable-gcp-services":           {"v0.1.0"},
+	"export-terraform":              {"v0.1.0", "v0.2.0", "v0.3.0"},
 }
 
 // BuiltinVersions returns, as a new map by builtin name, the catalog
@@ -174,6 +176,8 @@ func builtinVersions() map[string]CatalogVersion {
 		"generate-folders":              {Releases: []string{"v0.1.1"}, Differs: "a Go port of the TypeScript function"},
 		"enable-gcp-services": {Releases: []string{"v0.1.0"},
 			Differs: "written from the README and examples: a set that is not local-config or lacks spec.services is an error result worded by cad; a new Service's file is service_<name>.yaml in its set's directory"},
+		"export-terraform": {Releases: []string{"v0.1.0", "v0.2.0", "v0.3.0"},
+			Differs: "written from the README and examples: Folder and IAMPolicyMember (on an Organization or Folder) are converted as the examples show; the other kinds each release lists (Project, IAMPolicy, IAMPartialPolicy, and from v0.2 logging, network and storage kinds) have no documented Terraform and are error results; each line keeps its own list of supported kinds"},
 		"generate-kpt-pkg-docs": {Unreleased: true,
 			Differs: "published by the catalog only as its unstable image (no version was released); written from its README and generate-kpt-pkg-docs-simple example: readme-path's /tmp is the package's directory (the documented mount point), the readme is written through ResourceList.WriteFiles; no setters, no resources, sub-packages and a Kptfile without a title annotation are worded by cad; local-config resources are not listed; Resource References link Config Connector kinds only; the skip warning and the config errors (a config that is not a ConfigMap, a readme-path outside the package or naming a KRM file) are worded by cad, as the README gives no words"},
 		"fix": {Releases: []string{"v0.2.1"},

@@ -21,8 +21,12 @@ var ErrNoContainerEngine = errors.New("no container engine (docker or podman) fo
 // --security-opt=no-new-privileges IMAGE`, the ResourceList on stdin. It
 // is safe for concurrent use.
 type ContainerFunction struct {
-	// Engine is the docker or podman binary; empty means the first of
-	// docker and podman on PATH.
+	// Engine is the container engine: docker, or any binary whose run
+	// command takes docker's flags (podman, nerdctl, a wrapper), as a name
+	// looked up on PATH or as a path. Empty means the first of docker and
+	// podman on PATH. The engine is run as `ENGINE run --rm -i ...`,
+	// arguments as above and in this order, so a test can stand in a fake
+	// engine for it.
 	Engine string
 	// Image is the function image.
 	Image string
@@ -44,8 +48,9 @@ type ContainerFunction struct {
 
 var _ pipeline.StreamFunction = (*ContainerFunction)(nil)
 
-// FindContainerEngine returns the path of docker or podman, or an error
-// matching ErrNoContainerEngine.
+// FindContainerEngine returns the path of engine (a name on PATH or a
+// path), or with engine empty of docker or podman, or an error matching
+// ErrNoContainerEngine.
 func FindContainerEngine(engine string) (string, error) {
 	names := []string{"docker", "podman"}
 	if engine != "" {

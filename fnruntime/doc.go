@@ -96,7 +96,22 @@
 //	                                              is an error result worded by cad; a new
 //	                                              Service goes to service_<name>.yaml beside
 //	                                              its set
-//	generate-kpt-pkg-docs  unstable only         never released with a version: its README runs
+//	export-terraform       v0.1.x, v0.2.x, v0.3.x written from the README and its two examples (the
+//	                                              same in all three releases): Folder and
+//	                                              IAMPolicyMember on an Organization or Folder
+//	                                              become folders.tf, iam.tf and variables.tf in
+//	                                              the terraform ConfigMap (terraform.yaml) as
+//	                                              shown; the other kinds a line lists (Project,
+//	                                              IAMPolicy, IAMPartialPolicy; v0.2 adds logging,
+//	                                              BigQuery, Pub/Sub, storage, audit and network
+//	                                              kinds, v0.3 ComputeSharedVPCHostProject and
+//	                                              ComputeRoute) have no documented Terraform and
+//	                                              are error results, so the step fails; a
+//	                                              folderRef.external parent is "folders/<id>"
+//	                                              and a name that is not a Terraform identifier
+//	                                              gets underscores (cad's choices); README.md
+//	                                              is cad's own text, not the catalog's
+//	generate-kpt-pkg-docs  unstable only          never released with a version: its README runs
 //	                                              generate-kpt-pkg-docs:unstable, so plain tags
 //	                                              resolve and any version is refused (never
 //	                                              released); written from the README and the
@@ -158,9 +173,6 @@
 //	set-gcp-resource-ids   never released (no tag) and undocumented: a one-line
 //	                       description ("Set resourceIDs and other identifiers
 //	                       for GCP resources") and no README or example
-//	export-terraform       documented and needs no network, but is a converter
-//	                       of many Config Connector kinds to Terraform; not
-//	                       written yet
 //
 // The starlark builtin (go.starlark.net) is bounded in steps and, by a
 // heap watchdog, in memory ([StarlarkFunction], Options.StarlarkMaxSteps

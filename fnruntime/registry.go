@@ -64,8 +64,9 @@ type Options struct {
 	// container engine (see ContainerFunction). Default false: such an
 	// image gives a *NotFoundError.
 	Containers bool
-	// ContainerEngine is the docker or podman binary; empty means the first
-	// of them on PATH. Resolving a container step without one gives an
+	// ContainerEngine is the container engine (ContainerFunction.Engine):
+	// docker or a binary that takes docker run's flags (podman, nerdctl),
+	// by name or path; empty means the first of docker and podman on PATH. Resolving a container step without one gives an
 	// error matching ErrNoContainerEngine.
 	ContainerEngine string
 	// ContainerNetwork gives function containers the host network.

@@ -109,15 +109,21 @@ func TestContainerEngineMissing(t *testing.T) {
 	}
 }
 
-// TestContainerFunction runs a real image; it needs a working engine and the
-// image already pulled (tests never use the network).
+// TestContainerFunction runs a real image in a real engine; it needs a
+// working engine (a daemon that answers) and the image already pulled
+// (tests never use the network). Without them it skips, CI included:
+// TestContainerFunctionFakeEngine and TestRegistryContainersFakeEngine
+// run the same code (ContainerFunction and the registry's container
+// fallback) against a fake docker-compatible engine everywhere.
 func TestContainerFunction(t *testing.T) {
+	const covered = "; the same code path (the engine's command line, stdin and stdout, exit codes, the registry's fallback) " +
+		"is tested against a fake engine by TestContainerFunctionFakeEngine and TestRegistryContainersFakeEngine, which run under CI"
 	engine, err := fnruntime.FindContainerEngine("")
 	if err != nil {
-		t.Skip("no container engine: ", err)
+		t.Skip("no container engine: ", err, covered)
 	}
 	if out, err := exec.Command(engine, "image", "inspect", "ghcr.io/kptdev/krm-functions-catalog/no-op:latest").CombinedOutput(); err != nil {
-		t.Skipf("container engine not usable or image not present locally: %v: %s", err, strings.TrimSpace(string(out)))
+		t.Skipf("container engine not usable (no daemon) or image not present locally: %v: %s%s", err, strings.TrimSpace(string(out)), covered)
 	}
 	fn := &fnruntime.ContainerFunction{Engine: engine, Image: "ghcr.io/kptdev/krm-functions-catalog/no-op:latest", Timeout: time.Minute}
 	rl := &pipeline.ResourceList{Items: []*yaml.RNode{yaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")}}

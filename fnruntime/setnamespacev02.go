@@ -15,6 +15,8 @@ import (
 func builtinLines() map[string]map[string]pipeline.Function {
 	return map[string]map[string]pipeline.Function{
 		"set-namespace": {"0.2.0": strict(setNamespaceV02), "0.3.4": strict(setNamespaceV03)},
+		// export-terraform's lines differ in the kinds they export.
+		"export-terraform": {"0.1.0": strict(exportTerraformFor("v0.1")), "0.2.0": strict(exportTerraformFor("v0.2"))},
 	}
 }
 
