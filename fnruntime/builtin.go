@@ -16,7 +16,8 @@ import (
 // apply-setters, ensure-name-substring, upsert-resource, set-project-id,
 // remove-local-config-resources, format, set-enforcement-action,
 // list-setters, create-setters, fix, generate-folders, kubeconform,
-// enable-gcp-services, export-terraform and kpt's builtins/gen-pkg-context.
+// enable-gcp-services, export-terraform, generate-kpt-pkg-docs and kpt's
+// builtins/gen-pkg-context.
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages, and fail (a
 // *pipeline.FunctionError) whenever they report an error result.
@@ -43,6 +44,7 @@ func Builtins() map[string]pipeline.Function {
 		"kubeconform":                   strict(kubeconform),
 		"enable-gcp-services":           strict(enableGCPServices),
 		"export-terraform":              strict(exportTerraformFor("v0.3")),
+		"generate-kpt-pkg-docs":         strict(generateKptPkgDocs),
 		PkgContextFunction:              strict(genPkgContext),
 	}
 }
@@ -91,6 +93,12 @@ type CatalogVersion struct {
 	// pinning a full version not among them ("v0.4.99") is refused even
 	// when its minor line is implemented; empty means not checked.
 	Released []string
+	// Unreleased says the catalog never released the function with a
+	// version: its documentation runs it by a plain tag ("unstable"), and
+	// Releases and Released are empty. Such a builtin resolves for plain
+	// tags only; any version or constraint gives a *VersionError (never
+	// released).
+	Unreleased bool
 }
 
 // catalogReleases are the catalog's release tags by function (the
@@ -122,8 +130,8 @@ var catalogReleases = map[string][]string{
 // BuiltinVersions returns, as a new map by builtin name, the catalog
 // releases each builtin implements. Builtins not listed (kpt's
 // gen-pkg-context, kubeconform, whose image kpt's tests pin only as
-// latest, the test images no-op and drop-comments) have no
-// version and resolve for any tag. The package documentation has the same
+// latest) have no version and resolve for any tag; one marked Unreleased
+// resolves for plain tags only. The package documentation has the same
 // table.
 func BuiltinVersions() map[string]CatalogVersion {
 	out := builtinVersions()
@@ -154,10 +162,11 @@ func builtinVersions() map[string]CatalogVersion {
 		"search-replace": {Releases: []string{"v0.2.0"}},
 		"starlark": {Releases: []string{"v0.4.3", "v0.5.0"},
 			Differs: "load() provides json, math, time, base64, yaml, hash and krmfn, not bsoup, csv, geo, html, http, re, xlsx or zipfile; ctx.environment is empty"},
-		"apply-replacements":    {Releases: []string{"v0.1.1"}},
-		"apply-setters":         {Releases: []string{"v0.2.0"}, Differs: "v0.1.x (OpenAPI setter definitions in the Kptfile) is refused"},
-		"ensure-name-substring": {Releases: []string{"v0.2.0"}},
-		"upsert-resource":       {Releases: []string{"v0.2.0"}, Differs: "v0.1 refused"},
+		"apply-replacements": {Releases: []string{"v0.1.1"}},
+		"apply-setters":      {Releases: []string{"v0.2.0"}, Differs: "v0.1.x (OpenAPI setter definitions in the Kptfile) is refused"},
+		"ensure-name-substring": {Releases: []string{"v0.2.0"},
+			Differs: "every resource moves to kpt's default file, as the catalog's examples show, except the package's Kptfiles and the configPath files of their pipelines, which keep their files: the examples' kpt fn eval output moves the Kptfile to kptfile_<name>.yaml, which leaves no package for the declarative use the README documents"},
+		"upsert-resource": {Releases: []string{"v0.2.0"}, Differs: "v0.1 refused"},
 		"set-project-id": {Releases: []string{"v0.2.0"},
 			Differs: "a missing project-id is an error (the catalog sets empty values); an empty annotation is set, as documented; the Kptfile is edited in place, comments kept; v0.1 (OpenAPI setters) refused"},
 		"remove-local-config-resources": {Releases: []string{"v0.1.0"}},
@@ -169,6 +178,8 @@ func builtinVersions() map[string]CatalogVersion {
 			Differs: "written from the README and examples: a set that is not local-config or lacks spec.services is an error result worded by cad; a new Service's file is service_<name>.yaml in its set's directory"},
 		"export-terraform": {Releases: []string{"v0.1.0", "v0.2.0", "v0.3.0"},
 			Differs: "written from the README and examples: Folder and IAMPolicyMember (on an Organization or Folder) are converted as the examples show; the other kinds each release lists (Project, IAMPolicy, IAMPartialPolicy, and from v0.2 logging, network and storage kinds) have no documented Terraform and are error results; each line keeps its own list of supported kinds"},
+		"generate-kpt-pkg-docs": {Unreleased: true,
+			Differs: "published by the catalog only as its unstable image (no version was released); written from its README and generate-kpt-pkg-docs-simple example: readme-path's /tmp is the package's directory (the documented mount point), the readme is written through ResourceList.WriteFiles; no setters, no resources, sub-packages and a Kptfile without a title annotation are worded by cad; local-config resources are not listed; Resource References link Config Connector kinds only; the skip warning and the config errors (a config that is not a ConfigMap, a readme-path outside the package or naming a KRM file) are worded by cad, as the README gives no words"},
 		"fix": {Releases: []string{"v0.2.1"},
 			Differs: "setters go into the apply-setters configMap, as the documentation shows (the catalog's code writes setters.yaml); a v1alpha2 Kptfile's apply-setters configMap is left in place; OpenAPI enum values are not substituted"},
 		"create-setters": {Releases: []string{"v0.1.0"},

@@ -59,7 +59,12 @@
 //	                                              xlsx, zipfile; ctx.environment is empty
 //	apply-replacements     v0.1.x                 -
 //	apply-setters          v0.2.x                 v0.1 (OpenAPI setters in the Kptfile) refused
-//	ensure-name-substring  v0.2.x                 -
+//	ensure-name-substring  v0.2.x                 resources move to kpt's default files, as the
+//	                                              examples show, but the package's Kptfile and
+//	                                              its configPath files keep theirs (the
+//	                                              examples' eval output moves the Kptfile to
+//	                                              kptfile_<name>.yaml, which unmakes the package
+//	                                              the README's declarative use renders)
 //	upsert-resource        v0.2.x                 v0.1 refused
 //	set-project-id         v0.2.x                 a missing project-id is an error (the catalog
 //	                                              sets empty values); an empty annotation is
@@ -106,6 +111,26 @@
 //	                                              and a name that is not a Terraform identifier
 //	                                              gets underscores (cad's choices); README.md
 //	                                              is cad's own text, not the catalog's
+//	generate-kpt-pkg-docs  unstable only          never released with a version: its README runs
+//	                                              generate-kpt-pkg-docs:unstable, so plain tags
+//	                                              resolve and any version is refused (never
+//	                                              released); written from the README and the
+//	                                              generate-kpt-pkg-docs-simple example, whose
+//	                                              output it reproduces byte for byte: the
+//	                                              readme-path mount point /tmp is the package's
+//	                                              directory and the readme is written through
+//	                                              pipeline.ResourceList.WriteFiles (so it runs
+//	                                              in a render or cadctl's fn eval of a
+//	                                              directory, not over a bare ResourceList);
+//	                                              the README's inline sample differs from the
+//	                                              example by a blank line and a stray quote,
+//	                                              the example is followed; what neither shows
+//	                                              is cad's: a package without setters,
+//	                                              resources or a title annotation, the
+//	                                              sub-packages table, local-config resources
+//	                                              left out, references for Config Connector
+//	                                              kinds only, the skip warning and the config
+//	                                              errors' words
 //	builtins/gen-pkg-context: unversioned (kpt's builtin)
 //
 // kpt's e2e test images no-op and drop-comments are not builtins: a
@@ -113,7 +138,10 @@
 //
 // A pinned full version must also be one the catalog released
 // (CatalogVersion.Released, from its git tags): "v0.4.99" is refused
-// though cad implements v0.4.x.
+// though cad implements v0.4.x. A function the catalog never released
+// with a version (CatalogVersion.Unreleased: generate-kpt-pkg-docs)
+// resolves for plain tags such as its documented "unstable" and refuses
+// every version and constraint.
 //
 // render-helm-chart (v0.2) is in-process in its own module,
 // github.com/configasdata/cad/helmfn, so that Helm's SDK stays out of this
@@ -129,14 +157,22 @@
 //	source-gcloud-config   reads the gcloud CLI's configuration (a binary and
 //	                       the user's cloud account)
 //	sops                   decrypts with external keys (KMS, PGP)
-//	set-name-prefix        no documentation beyond a one-line description: its
-//	                       behaviour (renaming through the SDK's reference
-//	                       rewriting) is defined only by its code
-//	bind, set-gcp-resource-ids
-//	                       no README and no release in the catalog
-//	generate-kpt-pkg-docs  writes a README into a directory mounted into its
-//	                       container (readme-path), not KRM output: a library
-//	                       function has no such mount
+//	set-name-prefix        released (v0.0.1 to v0.0.3, 2022) but undocumented:
+//	                       no README, no example, no FunctionConfig
+//	                       description; only a one-line description ("Set a
+//	                       prefix on all object names") and a commit message
+//	                       (an old prefix replaced on all names and the
+//	                       references to them). Which fields it reads and which
+//	                       references it rewrites are defined only by its code
+//	                       and tests, and cad does not implement from those (a
+//	                       2021 set-name-prefix with an example README, on
+//	                       kustomize's prefix transformer, was never merged or
+//	                       released)
+//	bind                   never released (no tag) and undocumented (no README,
+//	                       no metadata, no example): code only
+//	set-gcp-resource-ids   never released (no tag) and undocumented: a one-line
+//	                       description ("Set resourceIDs and other identifiers
+//	                       for GCP resources") and no README or example
 //
 // The starlark builtin (go.starlark.net) is bounded in steps and, by a
 // heap watchdog, in memory ([StarlarkFunction], Options.StarlarkMaxSteps

@@ -100,6 +100,9 @@ type Registry struct {
 	// released are, by key, every version ever released ("0.4.1"); a
 	// pinned full version outside it is refused. Absent: not checked.
 	released map[string]map[string]bool
+	// unreleased are the builtins the catalog never released with a
+	// version (CatalogVersion.Unreleased): a version tag is refused.
+	unreleased map[string]bool
 	// lines are implementations of older minor lines, by key and by
 	// release ("0.2.0"); a line without one runs fns[key].
 	lines map[string]map[string]pipeline.Function
@@ -110,7 +113,7 @@ var _ pipeline.Resolver = (*Registry)(nil)
 // NewRegistry returns a registry with the builtin functions (unless
 // opts.NoBuiltins) and no others.
 func NewRegistry(opts *Options) *Registry {
-	r := &Registry{fns: map[string]pipeline.Function{}, versions: map[string][]semVersion{}, lines: map[string]map[string]pipeline.Function{}, released: map[string]map[string]bool{}}
+	r := &Registry{fns: map[string]pipeline.Function{}, versions: map[string][]semVersion{}, lines: map[string]map[string]pipeline.Function{}, released: map[string]map[string]bool{}, unreleased: map[string]bool{}}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -132,6 +135,9 @@ func NewRegistry(opts *Options) *Registry {
 			for _, rel := range cv.Releases {
 				v, _ := parseVersion(rel)
 				r.versions[name] = append(r.versions[name], v)
+			}
+			if cv.Unreleased {
+				r.unreleased[name] = true
 			}
 			if len(cv.Released) > 0 {
 				r.released[name] = map[string]bool{}
@@ -159,6 +165,7 @@ func (r *Registry) Register(name string, fn pipeline.Function) {
 	r.fns[key] = fn
 	delete(r.versions, key)
 	delete(r.lines, key)
+	delete(r.unreleased, key)
 	delete(r.released, key)
 }
 
@@ -266,6 +273,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 	releases, versioned := r.versions[key]
 	lines := r.lines[key]
 	released := r.released[key]
+	unreleased := r.unreleased[key]
 	r.mu.RUnlock()
 	tag := step.Tag
 	if tag == "" && !r.opts.IgnoreImageTags {
@@ -276,6 +284,12 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 		c, err := parseConstraint(tag)
 		if err != nil {
 			return nil, fmt.Errorf("function %q: %w", step.Image, err)
+		}
+		if ok && unreleased {
+			if !r.opts.Containers {
+				return nil, &VersionError{Image: step.Image, Constraint: tag, NotReleased: true}
+			}
+			ok = false
 		}
 		rel, implemented := implements(releases, tag, c)
 		notReleased := false
@@ -349,6 +363,9 @@ func (e *VersionError) Error() string {
 	lines := make([]string, len(e.Implemented))
 	for i, rel := range e.Implemented {
 		lines[i] = minorLine(rel)
+	}
+	if len(lines) == 0 && e.NotReleased {
+		return fmt.Sprintf("function %q: version %q was never released: the catalog published no version of it (run it by its documented plain tag, such as unstable)", e.Image, e.Constraint)
 	}
 	if len(lines) == 0 {
 		lines = []string{e.Version}

@@ -266,6 +266,9 @@ func TestBuiltinVersionsAreValid(t *testing.T) {
 		if _, ok := builtins[name]; !ok {
 			t.Errorf("version for unknown builtin %q", name)
 		}
+		if v.Unreleased {
+			continue // no release to register (TestResolveUnreleasedBuiltin)
+		}
 		if err := fnruntime.NewRegistry(&fnruntime.Options{NoBuiltins: true}).RegisterVersion(name, builtins[name], v.Releases...); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
@@ -323,5 +326,34 @@ func TestContainerEnvAndMounts(t *testing.T) {
 	want := "run --rm -i --network none --user nobody --security-opt=no-new-privileges -e KEY=value -e HOME --mount type=bind,src=/data,dst=/data example.com/fn:v1"
 	if strings.TrimSpace(fe.Stderr) != want {
 		t.Errorf("engine command line:\n got %s\nwant %s", strings.TrimSpace(fe.Stderr), want)
+	}
+}
+
+// generate-kpt-pkg-docs was never released with a version (the catalog
+// documents it as generate-kpt-pkg-docs:unstable): plain tags resolve to
+// the builtin, any version or constraint is refused as never released,
+// and a user's own registration takes any tag.
+func TestResolveUnreleasedBuiltin(t *testing.T) {
+	ctx := context.Background()
+	r := fnruntime.NewRegistry(nil)
+	const img = "gcr.io/kpt-fn/generate-kpt-pkg-docs"
+	for _, ok := range []pipeline.Step{{Image: img + ":unstable"}, {Image: img}, {Image: img + ":latest"}, {Image: "ghcr.io/kptdev/krm-functions-catalog/generate-kpt-pkg-docs:unstable"}} {
+		if _, err := r.Resolve(ctx, ok); err != nil {
+			t.Errorf("%s: %v", ok.Image, err)
+		}
+	}
+	for _, bad := range []pipeline.Step{{Image: img + ":v0.1.0"}, {Image: img + ":v0.1"}, {Image: img, Tag: "^0.1"}, {Image: img, Tag: ">=0.0.1"}} {
+		_, err := r.Resolve(ctx, bad)
+		var ve *fnruntime.VersionError
+		if !errors.As(err, &ve) || !ve.NotReleased || !errors.Is(err, pipeline.ErrFunctionNotFound) || !strings.Contains(err.Error(), "never released") {
+			t.Errorf("%s tag %q: %v", bad.Image, bad.Tag, err)
+		}
+	}
+	if !fnruntime.BuiltinVersions()["generate-kpt-pkg-docs"].Unreleased {
+		t.Error("BuiltinVersions does not mark generate-kpt-pkg-docs unreleased")
+	}
+	r.Register("generate-kpt-pkg-docs", pipeline.FunctionFunc(func(context.Context, *pipeline.ResourceList) error { return nil }))
+	if _, err := r.Resolve(ctx, pipeline.Step{Image: img + ":v0.1.0"}); err != nil {
+		t.Errorf("a registered implementation: %v", err)
 	}
 }

@@ -9,7 +9,9 @@
 // [Renderer] implements [Pipeline] with the semantics of kpt fn render:
 // subpackages depth-first (or breadth-first with kpt.dev/bfs-rendering),
 // mutators then validators, selectors and exclude, configPath and
-// configMap, non-KRM files carried through, the root Kptfile's Rendered
+// configMap, non-KRM files carried through (an in-process function reads
+// them in ResourceList.PackageFiles and writes them through
+// ResourceList.WriteFiles), the root Kptfile's Rendered
 // condition and renderStatus, and kpt.dev/save-on-render-failure. The root
 // Kptfile is edited in place: only its status is rewritten, so a step's
 // configMap keeps its key order and quoting, an empty configMap and

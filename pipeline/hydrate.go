@@ -680,6 +680,10 @@ func (h *hydration) runMutators(ctx context.Context, pn *pkgNode, input []*yaml.
 			clearRunAnnotations(input)
 			return input, err
 		}
+		if err := h.writeFiles(pn, run.writes); err != nil {
+			clearRunAnnotations(input)
+			return input, err
+		}
 		if selecting {
 			input = mergeWithInput(out.Nodes, selected, input)
 			deleteResourceIDs(input)
@@ -904,6 +908,7 @@ type runner struct {
 	result   *StepResult
 	recorded bool
 	limits   *revision.YAMLLimits // the render's, for the function's output
+	writes   map[string][]byte    // ResourceList.WriteFiles of a successful in-process run
 }
 
 var _ kio.Filter = (*runner)(nil)
@@ -1025,7 +1030,47 @@ func (r *runner) inProcess(input []*yaml.RNode) ([]*yaml.RNode, Results, error) 
 	if err := kioutil.DefaultPathAnnotation(functionScope(r.config), rl.Items); err != nil {
 		return nil, rl.Results, err
 	}
+	for p := range rl.WriteFiles {
+		if err := CheckWriteFile(p); err != nil {
+			return nil, rl.Results, fmt.Errorf("function %s: %w: %w", r.result.ID(), ErrBadOutput, err)
+		}
+	}
+	r.writes = rl.WriteFiles
 	return rl.Items, rl.Results, nil
+}
+
+// CheckWriteFile returns an error when p cannot be a path of
+// ResourceList.WriteFiles: not a local slash path (absolute, empty, with
+// ..), or naming a file read as KRM (Kptfile, cad's package file, *.yaml,
+// *.yml, *.json). Tools that run functions outside a render, as cadctl's
+// fn eval does, check with it before writing.
+func CheckWriteFile(p string) error {
+	if p == "" || !fs.ValidPath(p) || p == "." {
+		return fmt.Errorf("file %q is not a path inside the package", p)
+	}
+	base := path.Base(p)
+	if base == revision.KptfileName || base == revision.PackageFileName {
+		return fmt.Errorf("file %q is a package file: change it as a resource", p)
+	}
+	switch strings.ToLower(path.Ext(base)) {
+	case ".yaml", ".yml", ".json":
+		return fmt.Errorf("file %q is read as KRM: change it as a resource", p)
+	}
+	return nil
+}
+
+// writeFiles writes a mutator's ResourceList.WriteFiles into package pn.
+func (h *hydration) writeFiles(pn *pkgNode, files map[string][]byte) error {
+	for p, data := range files {
+		full := path.Join(pn.abs, p)
+		if err := h.fs.MkdirAll(path.Dir(full)); err != nil {
+			return fmt.Errorf("failed to write %s: %w", path.Join(pn.dir, p), err)
+		}
+		if err := h.fs.WriteFile(full, data); err != nil {
+			return fmt.Errorf("failed to write %s: %w", path.Join(pn.dir, p), err)
+		}
+	}
+	return nil
 }
 
 // restoreComments copies comments from one node tree to another where the

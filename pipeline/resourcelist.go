@@ -58,6 +58,15 @@ type ResourceList struct {
 	// render. They are not part of the wire format: a ResourceList
 	// encoded for an exec or container function does not carry them.
 	PackageFiles fs.FS
+	// WriteFiles are non-KRM files an in-process mutator writes into the
+	// package whose pipeline runs it (a README, say), by slash path
+	// relative to that package's directory. When the step succeeds the
+	// renderer writes them, replacing a file of the same path. A path that
+	// is absolute, leaves the package or names a file the renderer reads as
+	// KRM (Kptfile, *.yaml, *.yml, *.json) fails the step with
+	// ErrBadOutput. A validator's are ignored. Like PackageFiles they are
+	// not part of the wire format.
+	WriteFiles map[string][]byte
 }
 
 // ParseResourceList decodes a ResourceList (or a List) in kpt's wire

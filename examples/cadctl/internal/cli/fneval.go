@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	iofs "io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -253,8 +255,22 @@ after "--".`}
 	if err != nil {
 		return err
 	}
-	if _, container := fn.(*fnruntime.ContainerFunction); !container && len(mounts) > 0 {
-		return fmt.Errorf("--mount can only be used with container functions; %s runs in-process", id)
+	// An in-process function reading a directory sees the package's files
+	// and may write non-KRM ones (pipeline.ResourceList.PackageFiles and
+	// WriteFiles), as in a render. The catalog's documentation runs such
+	// a function (generate-kpt-pkg-docs) with the package mounted at /tmp:
+	// that mount is accepted, and changes nothing, as /tmp already is the
+	// package to an in-process function. Other mounts are refused.
+	files := &evalFiles{}
+	if _, container := fn.(*fnruntime.ContainerFunction); !container {
+		for _, m := range mounts {
+			if rw == nil || !mountsAtTmp(m, rw.PackagePath, c.abs) {
+				return fmt.Errorf("--mount can only be used with container functions; %s runs in-process", id)
+			}
+		}
+		if rw != nil {
+			files.pkg = os.DirFS(rw.PackagePath)
+		}
 	}
 
 	msel, matching := match.selector()
@@ -275,7 +291,7 @@ after "--".`}
 	}
 
 	var stderr string
-	ff := &runtimeutil.FunctionFilter{Run: streamRunner(c.ctx, fn, &stderr), FunctionConfig: cfg, GlobalScope: true}
+	ff := &runtimeutil.FunctionFilter{Run: streamRunner(c.ctx, fn, &stderr, files), FunctionConfig: cfg, GlobalScope: true}
 	start := time.Now()
 	var result []*kyaml.RNode
 	// As kpt, the input is checked before the function runs: a resource
@@ -291,6 +307,14 @@ after "--".`}
 		runErr = kio.Pipeline{Inputs: []kio.Reader{&kio.PackageBuffer{Nodes: selected}}, Filters: []kio.Filter{ff},
 			Outputs: []kio.Writer{out}, ContinueOnEmptyResult: true}.Execute()
 		result = out.Nodes
+	}
+	if runErr == nil {
+		for p := range files.writes {
+			if err := pipeline.CheckWriteFile(p); err != nil {
+				runErr = fmt.Errorf("function %s: %w: %w", id, pipeline.ErrBadOutput, err)
+				break
+			}
+		}
 	}
 	call := &fnCall{id: id, selective: selective, in: len(selected), dur: time.Since(start)}
 	results, perr := pipeline.ParseResults(ff.Results)
@@ -338,6 +362,9 @@ after "--".`}
 			err = c.emit(out, result)
 		}
 		if err != nil {
+			return err
+		}
+		if err := files.write(rw); err != nil {
 			return err
 		}
 	}
@@ -431,7 +458,53 @@ func trimPathPrefix(err error) error {
 // streamRunner runs fn over a serialised ResourceList, as an external
 // function process runs: in-process functions are given the decoded list.
 // The function's standard error is stored in stderr.
-func streamRunner(ctx context.Context, fn pipeline.Function, stderr *string) func(io.Reader, io.Writer) error {
+// evalFiles are the package files an in-process function run by fn eval
+// reads (pkg, nil for standard input) and the files it wrote.
+type evalFiles struct {
+	pkg    iofs.FS
+	writes map[string][]byte
+}
+
+// write writes the files the function wrote into the package read by rw,
+// as the catalog's function does through its /tmp mount, whatever the
+// output mode; their paths were checked when the function returned.
+func (f *evalFiles) write(rw *kio.LocalPackageReadWriter) error {
+	if rw == nil || len(f.writes) == 0 {
+		return nil
+	}
+	for _, p := range slices.Sorted(maps.Keys(f.writes)) {
+		full := filepath.Join(rw.PackagePath, filepath.FromSlash(p))
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			return err
+		}
+		if err := os.WriteFile(full, f.writes[p], 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountsAtTmp reports whether the --mount m binds directory dir at /tmp
+// (type=bind,src=DIR,dst=/tmp[,rw=true]); abs resolves a relative src.
+func mountsAtTmp(m, dir string, abs func(string) string) bool {
+	var src, dst string
+	for _, part := range strings.Split(m, ",") {
+		k, v, _ := strings.Cut(part, "=")
+		switch k {
+		case "type":
+			if v != "bind" {
+				return false
+			}
+		case "src", "source":
+			src = v
+		case "dst", "target", "destination":
+			dst = v
+		}
+	}
+	return src != "" && filepath.Clean(abs(src)) == filepath.Clean(dir) && path.Clean(dst) == "/tmp"
+}
+
+func streamRunner(ctx context.Context, fn pipeline.Function, stderr *string, files *evalFiles) func(io.Reader, io.Writer) error {
 	return func(in io.Reader, out io.Writer) error {
 		if sf, ok := fn.(pipeline.StreamFunction); ok {
 			s, err := sf.RunStream(ctx, in, out)
@@ -446,7 +519,11 @@ func streamRunner(ctx context.Context, fn pipeline.Function, stderr *string) fun
 		if err != nil {
 			return err
 		}
+		rl.PackageFiles = files.pkg
 		runErr := runSafely(ctx, fn, rl)
+		if runErr == nil {
+			files.writes = rl.WriteFiles
+		}
 		b, err := rl.Encode()
 		if err != nil {
 			return &pipeline.FunctionError{ExitCode: 1, Stderr: "invalid function output: " + err.Error(), Err: err}
