@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
+	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
+	"github.com/configasdata/cad/repository/repotest"
+)
+
+// reconciles returns how many reconciles controller has made in this
+// process (controller-runtime's controller_runtime_reconcile_total, all
+// results).
+func reconciles(tb testing.TB, controller string) float64 {
+	tb.Helper()
+	mfs, err := metrics.Registry.Gather()
+	require.NoError(tb, err)
+	n := 0.0
+	for _, mf := range mfs {
+		if mf.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == controller {
+					n += m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return n
+}
+
+// childCPU returns the CPU time of the process's waited-for children: the
+// git http-backend processes of a repotest.GitServer.
+func childCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkRemoteRequests counts the HTTP requests an operator makes to a
+// git server (git http-backend, smart HTTP) for one remote repository of
+// pkgs x revs published revisions, written as Porch writes them (default
+// 6 x 4; with -args -scale 200 x 5: 1,000 revisions, 1,200 objects with
+// the placeholders), with a poll of one minute:
+//
+//   - discover-req: from the operator's start until every object exists,
+//     realised and ready;
+//   - restart-req: a new operator (fresh in-memory clone) over the same
+//     objects, from its start until its PackageRevision reconciler has
+//     reconciled every object again;
+//   - idle-req: the poll after that, nothing changing.
+//
+// It also reports the reconciles of the restart and the CPU time of the
+// git server's processes (git-cpu-s) for discovery and restart together.
+func BenchmarkRemoteRequests(b *testing.B) {
+	pkgs, revs := 6, 4
+	if *benchScale {
+		pkgs, revs = 200, 5
+	}
+	const poll = time.Minute
+	root := b.TempDir()
+	t0 := time.Now()
+	require.NoError(b, fillRepository(filepath.Join(root, "remote.git"), "remote", pkgs, revs))
+	b.Logf("fixture: %d packages x %d revisions, built in %s", pkgs, revs, time.Since(t0).Round(time.Millisecond))
+	srv := repotest.NewGitServer(b, root, nil)
+	e := newEnv(b)
+	ctx := context.Background()
+	want := pkgs * (revs + 1)
+	var discoverReq, restartReq, idleReq, restartRec float64
+	var discover, restart, gitCPU time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		name := fmt.Sprintf("remote%d", i)
+		require.NoError(b, e.c.Create(ctx, &configv1alpha1.Repository{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns},
+			Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.RepositoryTypeGit,
+				Git: &configv1alpha1.GitRepository{Repo: srv.RepoURL("remote.git"), Branch: "main"}},
+		}))
+		readyObjects := func() int {
+			var l porchv1alpha2.PackageRevisionList
+			require.NoError(b, e.c.List(ctx, &l, client.InNamespace(e.ns), client.MatchingLabels{porchv1alpha2.RepositoryLabel: name}))
+			n := 0
+			for _, pr := range l.Items {
+				if pr.Status.ObservedGeneration == pr.Generation && pr.Status.ObservedGeneration > 0 && ready(&pr) {
+					n++
+				}
+			}
+			return n
+		}
+
+		cpu0, req0, start := childCPU(), srv.Requests(), time.Now()
+		stop := e.run(Options{Poll: poll, Workers: 8})
+		for readyObjects() < want {
+			require.Less(b, time.Since(start), 10*time.Minute, "discovery of %d objects", want)
+			time.Sleep(100 * time.Millisecond)
+		}
+		discover += time.Since(start)
+		discoverReq += float64(srv.Requests() - req0)
+		stop()
+
+		rec0, req0, start := reconciles(b, "packagerevision"), srv.Requests(), time.Now()
+		stop = e.run(Options{Poll: poll, Workers: 8})
+		for reconciles(b, "packagerevision")-rec0 < float64(want) {
+			require.Less(b, time.Since(start), 10*time.Minute, "reconciles of %d objects after the restart", want)
+			time.Sleep(100 * time.Millisecond)
+		}
+		restart += time.Since(start)
+		restartReq += float64(srv.Requests() - req0)
+		restartRec += reconciles(b, "packagerevision") - rec0
+		gitCPU += childCPU() - cpu0
+
+		req0 = srv.Requests()
+		time.Sleep(poll)
+		idleReq += float64(srv.Requests() - req0)
+		stop()
+		require.Equal(b, want, readyObjects())
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	b.ReportMetric(float64(want), "objects")
+	b.ReportMetric(discoverReq/n, "discover-req")
+	b.ReportMetric(discover.Seconds()/n, "discover-s")
+	b.ReportMetric(restartReq/n, "restart-req")
+	b.ReportMetric(restartRec/n, "restart-reconciles")
+	b.ReportMetric(restart.Seconds()/n, "restart-s")
+	b.ReportMetric(idleReq/n, "idle-poll-req")
+	b.ReportMetric(gitCPU.Seconds()/n, "git-cpu-s")
+}
