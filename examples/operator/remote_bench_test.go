@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"path/filepath"
 	"syscall"
@@ -17,6 +18,8 @@ import (
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 	"github.com/configasdata/cad/repository/repotest"
 )
+
+var remotePoll = flag.Duration("remote-poll", time.Minute, "BenchmarkRemoteRequests: the operator's poll")
 
 // reconciles returns how many reconciles controller has made in this
 // process (controller-runtime's controller_runtime_reconcile_total, all
@@ -53,7 +56,7 @@ func childCPU() time.Duration {
 // git server (git http-backend, smart HTTP) for one remote repository of
 // pkgs x revs published revisions, written as Porch writes them (default
 // 6 x 4; with -args -scale 200 x 5: 1,000 revisions, 1,200 objects with
-// the placeholders), with a poll of one minute:
+// the placeholders), with a poll of one minute (-args -remote-poll):
 //
 //   - discover-req: from the operator's start until every object exists,
 //     realised and ready;
@@ -69,7 +72,7 @@ func BenchmarkRemoteRequests(b *testing.B) {
 	if *benchScale {
 		pkgs, revs = 200, 5
 	}
-	const poll = time.Minute
+	poll := *remotePoll
 	root := b.TempDir()
 	t0 := time.Now()
 	require.NoError(b, fillRepository(filepath.Join(root, "remote.git"), "remote", pkgs, revs))
@@ -102,12 +105,20 @@ func BenchmarkRemoteRequests(b *testing.B) {
 
 		cpu0, req0, start := childCPU(), srv.Requests(), time.Now()
 		stop := e.run(Options{Poll: poll, Workers: 8})
+		// when logs the requests as they come, by the time since start.
+		var when []string
+		last := req0
 		for readyObjects() < want {
 			require.Less(b, time.Since(start), 10*time.Minute, "discovery of %d objects", want)
+			if n := srv.Requests(); n != last {
+				when = append(when, fmt.Sprintf("+%d at %.1fs", n-last, time.Since(start).Seconds()))
+				last = n
+			}
 			time.Sleep(100 * time.Millisecond)
 		}
 		discover += time.Since(start)
 		discoverReq += float64(srv.Requests() - req0)
+		b.Logf("discovery: requests %v, then +%d until ready at %.1fs", when, srv.Requests()-last, time.Since(start).Seconds())
 		stop()
 
 		rec0, req0, start := reconciles(b, "packagerevision"), srv.Requests(), time.Now()
