@@ -79,11 +79,13 @@
 // every clone and upgrade, and removing the binding restores it.
 //
 // The files Sync parses itself (resources with injection or binding
-// points, the resources a binding reads from another revision, the
-// package context) are held to the Engine's YAML bounds (its
-// YAMLLimits()), as the engine holds the files it reads: one over a bound
-// fails the sync with a *revision.YAMLLimitError, writing nothing.
-// DecodeLimits reads variant objects with the same bounds.
+// points, the package context, the resources a binding reads from
+// another revision) are held to the Engine's YAML bounds (its
+// YAMLLimits()), as the engine holds the files it reads: a file of the
+// package over a bound fails the sync with a *revision.YAMLLimitError,
+// writing nothing; one of a binding's source revision sets the binding's
+// condition False with that error. DecodeLimits reads variant objects
+// with the same bounds.
 //
 // # Dependencies
 //
