@@ -16,6 +16,8 @@ import (
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/repository/repotest"
 )
 
@@ -148,4 +150,47 @@ func BenchmarkRemoteRequests(b *testing.B) {
 	b.ReportMetric(restart.Seconds()/n, "restart-s")
 	b.ReportMetric(idleReq/n, "idle-poll-req")
 	b.ReportMetric(gitCPU.Seconds()/n, "git-cpu-s")
+}
+
+// BenchmarkRemoteReadLapse isolates what BenchmarkRemoteRequests' long
+// discoveries show: readers of a gitrepo remote repository that start
+// together just after its freshness window (Options.RemoteReadMaxAge)
+// lapsed each ask the remote for its refs, rather than sharing one ask.
+// Each iteration lets the window lapse, then starts 8 Gets at once (as the
+// operator's 8 workers do) and reports the requests they made
+// (requests/lapse; 1 would be one shared ls-remote).
+func BenchmarkRemoteReadLapse(b *testing.B) {
+	const readers, maxAge = 8, 200 * time.Millisecond
+	root := b.TempDir()
+	require.NoError(b, fillRepository(filepath.Join(root, "remote.git"), "remote", 4, 2))
+	srv := repotest.NewGitServer(b, root, nil)
+	ctx := context.Background()
+	r, err := gitrepo.Open(ctx, repository.Spec{Name: "remote", Type: repository.TypeGit,
+		Git: &repository.GitSpec{Repo: srv.RepoURL("remote.git"), Branch: "main"}}, &gitrepo.Options{RemoteReadMaxAge: maxAge})
+	require.NoError(b, err)
+	b.Cleanup(func() { r.Close() })
+	revs, err := r.List(ctx, repository.ListOptions{})
+	require.NoError(b, err)
+	key := revs[0].Meta().Key
+	var total int64
+	b.ResetTimer()
+	for range b.N {
+		time.Sleep(maxAge + 50*time.Millisecond)
+		before := srv.Requests()
+		start := make(chan struct{})
+		errs := make(chan error, readers)
+		for range readers {
+			go func() {
+				<-start
+				_, err := r.Get(ctx, key)
+				errs <- err
+			}()
+		}
+		close(start)
+		for range readers {
+			require.NoError(b, <-errs)
+		}
+		total += srv.Requests() - before
+	}
+	b.ReportMetric(float64(total)/float64(b.N), "requests/lapse")
 }
