@@ -394,6 +394,12 @@ func (e *Engine) List(ctx context.Context, repo string, opts repository.ListOpti
 // callers (the variant package, a server) that need the same set.
 func (e *Engine) Repositories() Repositories { return e.opts.Repositories }
 
+// YAMLLimits returns the bounds the Engine holds each YAML file it reads to
+// (Options.YAMLLimits, nil for the defaults of revision.YAMLLimits), for
+// callers (the variant package) that read the same packages and must hold
+// them to the same bounds. It never fails.
+func (e *Engine) YAMLLimits() *revision.YAMLLimits { return e.opts.YAMLLimits }
+
 // RetryOnConflict calls fn until it returns an error that does not match
 // repository.ErrConflict, or attempts calls have been made (at least one),
 // waiting a short, growing, jittered delay between calls. fn should re-read

@@ -33,8 +33,8 @@ var (
 )
 
 // NewCharts returns a Charts with opts (nil means the defaults): its
-// HTTPClient, PlainHTTP and MaxDownload apply; Files is unused, every
-// chart is fetched from its repository.
+// HTTPClient, PlainHTTP, MaxDownload and IndexLimits apply; Files is
+// unused, every chart is fetched from its repository.
 func NewCharts(opts *Options) *Charts {
 	var o Options
 	if opts != nil {

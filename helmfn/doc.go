@@ -84,8 +84,9 @@
 // of a partly rendered config is added. That covers a config of another
 // kind or shape, a chart or version not in the repository, an unreachable
 // repository or registry, a refused or missing credential, a download over
-// Options.MaxDownload, a values
-// file that cannot be read or parsed, and a template error (Helm's
+// Options.MaxDownload, an index.yaml over a bound of Options.IndexLimits
+// (a *revision.YAMLLimitError naming its URL), a values file that cannot
+// be read or parsed, and a template error (Helm's
 // message, "required" and "fail" included). A cancelled context returns
 // the context's error.
 //
@@ -131,7 +132,7 @@
 //
 // Charts are fetched as the function fetches them (an HTTP(S) chart
 // repository's index.yaml and archive, or oci://; Options.HTTPClient,
-// PlainHTTP and MaxDownload apply) and rendered as helm template renders
+// PlainHTTP, MaxDownload and IndexLimits apply) and rendered as helm template renders
 // them, with CRDs and without test hooks. The package gets one file per
 // resource at kpt's default path, <namespace>/<kind>_<name>.yaml (the
 // path render-helm-chart gives; no tmp/ directory, no path annotations

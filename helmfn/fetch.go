@@ -28,6 +28,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
 )
 
 // loadChart finds the chart: in the chart home of Options.Files first
@@ -148,10 +149,22 @@ type pulled struct {
 }
 
 // index reads and parses the index.yaml of the chart repository at
-// repoURL, its entries sorted newest first.
+// repoURL, its entries sorted newest first. The index is read up to
+// Options.IndexLimits' MaxBytes (within MaxDownload) and held to its
+// other bounds before it is parsed: one over a bound fails with a
+// *revision.YAMLLimitError (matching repository.ErrInvalidInput) naming
+// the index's URL, and a larger body is not read past the bound.
 func (f *Function) index(ctx context.Context, repoURL string, creds *credentials) (*repo.IndexFile, error) {
 	base := strings.TrimSuffix(repoURL, "/")
-	data, err := f.get(ctx, base+"/index.yaml", creds)
+	u := base + "/index.yaml"
+	max := f.indexMaxBytes()
+	data, err := f.getMax(ctx, u, creds, max)
+	if errors.Is(err, errTooLarge) && max < f.opts.MaxDownload {
+		err = &revision.YAMLLimitError{File: u, Limit: "MaxBytes", Max: int(max)}
+	}
+	if err == nil {
+		err = revision.CheckYAML(ctx, u, data, f.opts.IndexLimits)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("chart repository %s: %w", repoURL, err)
 	}
@@ -161,6 +174,20 @@ func (f *Function) index(ctx context.Context, repoURL string, creds *credentials
 	}
 	idx.SortEntries()
 	return &idx, nil
+}
+
+// indexMaxBytes is the size an index.yaml is read up to: the MaxBytes of
+// Options.IndexLimits (revision.DefaultYAMLMaxBytes when zero, no bound
+// of its own when negative), within MaxDownload.
+func (f *Function) indexMaxBytes() int64 {
+	max := int64(revision.DefaultYAMLMaxBytes)
+	if l := f.opts.IndexLimits; l != nil && l.MaxBytes != 0 {
+		max = int64(l.MaxBytes)
+		if l.MaxBytes < 0 {
+			max = f.opts.MaxDownload
+		}
+	}
+	return min(max, f.opts.MaxDownload)
 }
 
 // pullHTTP finds the chart in the repository's index.yaml and loads its
@@ -342,6 +369,12 @@ var errTooLarge = errors.New("download too large")
 // get fetches u, refusing non-200 answers and bodies over MaxDownload;
 // creds go with the request only when u is on their host.
 func (f *Function) get(ctx context.Context, u string, creds *credentials) ([]byte, error) {
+	return f.getMax(ctx, u, creds, f.opts.MaxDownload)
+}
+
+// getMax is get with bodies over max bytes refused (errTooLarge, matching
+// repository.ErrInvalidInput), read no further than max+1 bytes.
+func (f *Function) getMax(ctx context.Context, u string, creds *credentials, max int64) ([]byte, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return nil, err
@@ -364,12 +397,12 @@ func (f *Function) get(ctx context.Context, u string, creds *credentials) ([]byt
 		}
 		return nil, &kindError{kind: kind, msg: fmt.Sprintf("GET %s: %s", u, resp.Status)}
 	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, f.opts.MaxDownload+1))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, max+1))
 	if err != nil {
 		return nil, &kindError{kind: repository.ErrUnavailable, msg: fmt.Sprintf("GET %s: %v", u, err), cause: err}
 	}
-	if int64(len(data)) > f.opts.MaxDownload {
-		return nil, &kindError{kind: repository.ErrInvalidInput, msg: fmt.Sprintf("GET %s: %v (over %d bytes)", u, errTooLarge, f.opts.MaxDownload), cause: errTooLarge}
+	if int64(len(data)) > max {
+		return nil, &kindError{kind: repository.ErrInvalidInput, msg: fmt.Sprintf("GET %s: %v (over %d bytes)", u, errTooLarge, max), cause: errTooLarge}
 	}
 	return data, nil
 }

@@ -65,6 +65,16 @@ type Options struct {
 	// means DefaultArchiveCacheBytes, negative keeps none. index.yaml
 	// itself is read on every render.
 	ArchiveCacheBytes int64
+	// IndexLimits bound the reading of a chart repository's index.yaml:
+	// its MaxBytes caps the download (within MaxDownload), and the other
+	// per-file bounds (documents, nesting, nodes, alias expansion, mapping
+	// size) are checked before it is parsed; the package bounds do not
+	// apply. An index over a bound fails the render or Charts call with a
+	// *revision.YAMLLimitError (matching repository.ErrInvalidInput). Nil
+	// means the defaults of revision.YAMLLimits (32 MiB and a million
+	// nodes, about 20,000 chart versions); raise them for a larger
+	// repository.
+	IndexLimits *revision.YAMLLimits
 }
 
 // Function is the render-helm-chart KRM function on Helm's Go SDK: it

@@ -47,7 +47,7 @@ type bindingPoint struct {
 // (NotBound, NoResourceSelected, or the error); required points are
 // readiness gates.
 func (s *syncer) bind(ctx context.Context, files revision.Files) (revision.Files, error) {
-	rfs, err := parseResourceFiles(ctx, files, BindingAnnotation)
+	rfs, err := parseResourceFiles(ctx, s.e.YAMLLimits(), files, BindingAnnotation)
 	if err != nil {
 		return revision.Files{}, err
 	}
@@ -74,7 +74,7 @@ func (s *syncer) bind(ctx context.Context, files revision.Files) (revision.Files
 	}
 	// Defaults come from the upstream's declarations.
 	if len(s.spec.Bindings) > 0 || len(points) > 0 {
-		ufs, err := parseResourceFiles(ctx, s.upstreamFiles, BindingAnnotation)
+		ufs, err := parseResourceFiles(ctx, s.e.YAMLLimits(), s.upstreamFiles, BindingAnnotation)
 		if err != nil {
 			return revision.Files{}, fmt.Errorf("upstream: %w", err)
 		}
@@ -297,7 +297,7 @@ func (s *syncer) bindingSources(ctx context.Context, b *Binding, def *yaml.RNode
 		if err != nil {
 			return nil, "", "", fmt.Errorf("read %s: %w", pr.Meta().Key, err)
 		}
-		rfs, err := parseResourceFiles(ctx, files)
+		rfs, err := parseResourceFiles(ctx, s.e.YAMLLimits(), files)
 		if err != nil {
 			return nil, "", err.Error(), nil
 		}

@@ -20,9 +20,18 @@ import (
 // an object of another kind or apiVersion (PackageVariant is
 // config.porch.kpt.dev/v1alpha1, PackageVariantSet v1alpha2), an unknown
 // field, a stream over the default revision.YAMLLimits (the
-// *revision.YAMLLimitError).
+// *revision.YAMLLimitError). DecodeLimits reads with other bounds.
 func Decode(data []byte) ([]any, error) {
-	if err := revision.CheckYAML(context.Background(), "PackageVariant stream", data, nil); err != nil {
+	return DecodeLimits(data, nil)
+}
+
+// DecodeLimits is Decode with the stream held to lim instead of the
+// default revision.YAMLLimits (nil means the defaults): pass an engine's
+// YAMLLimits() to read variants with the bounds the engine reads packages
+// with. Its errors are Decode's; a stream over a bound of lim fails with
+// the *revision.YAMLLimitError (matching repository.ErrInvalidInput).
+func DecodeLimits(data []byte, lim *revision.YAMLLimits) ([]any, error) {
+	if err := revision.CheckYAML(context.Background(), "PackageVariant stream", data, lim); err != nil {
 		return nil, fmt.Errorf("variant: decode: %w", err)
 	}
 	nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(data), OmitReaderAnnotations: true}).Read()

@@ -78,6 +78,15 @@
 // its default: a binding merges over it, so values it does not set survive
 // every clone and upgrade, and removing the binding restores it.
 //
+// The files Sync parses itself (resources with injection or binding
+// points, the package context, the resources a binding reads from
+// another revision) are held to the Engine's YAML bounds (its
+// YAMLLimits()), as the engine holds the files it reads: a file of the
+// package over a bound fails the sync with a *revision.YAMLLimitError,
+// writing nothing; one of a binding's source revision sets the binding's
+// condition False with that error. DecodeLimits reads variant objects
+// with the same bounds.
+//
 // # Dependencies
 //
 // A variant with spec.dependencies (a cad extension) acts on what its

@@ -18,6 +18,11 @@ import (
 type Engine interface {
 	// Repositories resolves the repositories the engine may use.
 	Repositories() engine.Repositories
+	// YAMLLimits returns the bounds each YAML file the engine reads is
+	// held to (nil for the defaults of revision.YAMLLimits); the sync
+	// holds the files it parses (resources, the package context) to the
+	// same bounds.
+	YAMLLimits() *revision.YAMLLimits
 	// Get returns the revision key in repo.
 	Get(ctx context.Context, repo string, key revision.Key) (revision.PackageRevision, error)
 	// Latest returns the latest published revision of pkg in repo.

@@ -37,7 +37,7 @@ func InjectionConditionType(kind, name string) string {
 // condition config.injection.<Kind>.<name>, True when injected; required
 // points are readiness gates.
 func (s *syncer) inject(ctx context.Context, files revision.Files) (revision.Files, error) {
-	rfs, err := parseResourceFiles(ctx, files, InjectionAnnotation)
+	rfs, err := parseResourceFiles(ctx, s.e.YAMLLimits(), files, InjectionAnnotation)
 	if err != nil {
 		return revision.Files{}, err
 	}

@@ -30,7 +30,7 @@ func (s *syncer) mutation() engine.Mutation {
 // mutate(x) byte for byte.
 func (s *syncer) mutate(ctx context.Context, files revision.Files) (revision.Files, error) {
 	var err error
-	if files, err = applyPackageContext(files, s.spec.PackageContext, s.spec.Downstream.Package); err != nil {
+	if files, err = applyPackageContext(ctx, s.e.YAMLLimits(), files, s.spec.PackageContext, s.spec.Downstream.Package); err != nil {
 		return revision.Files{}, fmt.Errorf("variant: %s: package context: %w", s.owner, err)
 	}
 	if files, err = applyFunctions(files, s.pv.Name, s.spec.Pipeline); err != nil {
@@ -47,15 +47,17 @@ func (s *syncer) mutate(ctx context.Context, files revision.Files) (revision.Fil
 
 // applyPackageContext sets and removes the keys of pc in the data of the
 // package context ConfigMap, creating package-context.yaml (as kpt's
-// gen-pkg-context writes it) when the package has none.
-func applyPackageContext(files revision.Files, pc *PackageContext, pkg string) (revision.Files, error) {
+// gen-pkg-context writes it) when the package has none. An existing
+// package-context.yaml over a bound of lim (the engine's; nil for the
+// defaults) is refused with the *revision.YAMLLimitError.
+func applyPackageContext(ctx context.Context, lim *revision.YAMLLimits, files revision.Files, pc *PackageContext, pkg string) (revision.Files, error) {
 	if pc == nil || (len(pc.Data) == 0 && len(pc.RemoveKeys) == 0) {
 		return files, nil
 	}
 	data, ok := files.Get(PackageContextFile)
 	var n *yaml.RNode
 	if ok {
-		if err := revision.CheckYAML(context.Background(), PackageContextFile, data, nil); err != nil {
+		if err := revision.CheckYAML(ctx, PackageContextFile, data, lim); err != nil {
 			return revision.Files{}, err
 		}
 		var err error

@@ -30,10 +30,11 @@ func isResourceFile(p string) bool {
 
 // parseResourceFiles parses the resource files of files whose content
 // contains any of needles (all of them when needles is empty), in path
-// order. Each file is held to the default revision.YAMLLimits first: one
-// over a bound is refused with the *revision.YAMLLimitError (matching
-// repository.ErrInvalidInput); ctx ending stops the reading.
-func parseResourceFiles(ctx context.Context, files revision.Files, needles ...string) ([]*resourceFile, error) {
+// order. Each file is held to lim first (the engine's bounds; nil for the
+// defaults of revision.YAMLLimits): one over a bound is refused with the
+// *revision.YAMLLimitError (matching repository.ErrInvalidInput); ctx
+// ending stops the reading.
+func parseResourceFiles(ctx context.Context, lim *revision.YAMLLimits, files revision.Files, needles ...string) ([]*resourceFile, error) {
 	var out []*resourceFile
 	for _, p := range files.Paths() {
 		if !isResourceFile(p) {
@@ -43,7 +44,7 @@ func parseResourceFiles(ctx context.Context, files revision.Files, needles ...st
 		if len(needles) > 0 && !containsAny(data, needles) {
 			continue
 		}
-		if err := revision.CheckYAML(ctx, p, data, nil); err != nil {
+		if err := revision.CheckYAML(ctx, p, data, lim); err != nil {
 			return nil, err
 		}
 		nodes, err := (&kio.ByteReader{Reader: bytes.NewReader(data), PreserveSeqIndent: true}).Read()

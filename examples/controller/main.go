@@ -269,7 +269,7 @@ func (c *controller) poll(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		decoded, err := variant.Decode(data)
+		decoded, err := variant.DecodeLimits(data, c.e.YAMLLimits())
 		if err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}

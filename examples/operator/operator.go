@@ -19,8 +19,8 @@ import (
 	configv1alpha2 "github.com/configasdata/cad/api/config/v1alpha2"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 	"github.com/configasdata/cad/examples/internal/confine"
-	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/fnruntime/stdfn"
 )
 
 // Options configure the operator. The zero value of each field is its
@@ -149,7 +149,7 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	pipe := stdpipe.Kptfile(fnruntime.NewRegistry(nil), nil)
+	pipe := stdfn.Kptfile(fnruntime.NewRegistry(nil), nil)
 	var private map[string]string
 	if o.CacheDir != "" {
 		private = map[string]string{"cache": o.CacheDir}

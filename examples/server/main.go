@@ -111,9 +111,9 @@ import (
 	"time"
 
 	"github.com/configasdata/cad/examples/internal/livek8s"
-	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/examples/server/internal/apiserver"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/fnruntime/stdfn"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
 )
@@ -177,7 +177,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		CompressLists:      *compressLists,
 		YAMLLimits:         yl.limits(),
 	}
-	opts.Pipeline = stdpipe.Kptfile(fnruntime.NewRegistry(&fnruntime.Options{
+	opts.Pipeline = stdfn.Kptfile(fnruntime.NewRegistry(&fnruntime.Options{
 		StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,
 	}), &pipeline.Options{YAMLLimits: opts.YAMLLimits})
 	if *targetKubeconfig != "" {

@@ -63,7 +63,7 @@ func writeFixture(b *testing.B, r *Repository) {
 					if err != nil {
 						return err
 					}
-					if err := r.pusher.Put(gctx, repo.Tag(tag), rawManifest(raw)); err != nil {
+					if err := r.pusher().Put(gctx, repo.Tag(tag), rawManifest(raw)); err != nil {
 						return err
 					}
 				}

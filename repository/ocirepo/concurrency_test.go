@@ -274,7 +274,7 @@ func TestClaimAfterARelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, tag := range []string{"a1", "a2"} { // the first page, when paged
-				if err := holder.pusher.Put(ctx, repo.Tag(tag), rawManifest(lockManifestForTest(t, tag))); err != nil {
+				if err := holder.pusher().Put(ctx, repo.Tag(tag), rawManifest(lockManifestForTest(t, tag))); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -283,7 +283,7 @@ func TestClaimAfterARelease(t *testing.T) {
 				t.Fatal(err)
 			}
 			f := func() {
-				if err := holder.pusher.Put(ctx, repo.Tag(tc.written), rawManifest(lockManifestForTest(t, tc.written))); err != nil {
+				if err := holder.pusher().Put(ctx, repo.Tag(tc.written), rawManifest(lockManifestForTest(t, tc.written))); err != nil {
 					t.Error(err)
 				}
 				held.release(ctx)

@@ -158,7 +158,7 @@ func TestHostileLayerInRegistry(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := r.pusher.Put(ctx, repo.Tag(workspaceTag(ws)), rawManifest(raw)); err != nil {
+		if err := r.pusher().Put(ctx, repo.Tag(workspaceTag(ws)), rawManifest(raw)); err != nil {
 			t.Fatal(err)
 		}
 		k := revision.Key{Package: "evil", Workspace: ws}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/types"
@@ -39,16 +40,21 @@ var emptyConfig = func() []byte {
 	return b
 }()
 
-// ensureBlob uploads b to repo unless it is known to be there.
+// ensureBlob uploads b to repo unless the current Pusher already did (it
+// remembers what it uploaded, by repository and digest, and asks the
+// registry with a HEAD before uploading). Every uploadsPerPusher calls the
+// Pusher is replaced by a new one, so that what it remembers stays
+// bounded.
 func (r *Repository) ensureBlob(ctx context.Context, repo name.Repository, b []byte, mt types.MediaType) error {
-	d := descriptor(b, mt).Digest
-	if r.knownBlob(repo, d) {
-		return nil
-	}
-	if err := retry(ctx, func() error { return r.pusher.Upload(ctx, repo, static.NewLayer(b, mt)) }); err != nil {
+	p := r.pusher()
+	if err := retry(ctx, func() error { return p.Upload(ctx, repo, static.NewLayer(b, mt)) }); err != nil {
 		return err
 	}
-	r.markBlob(repo, d)
+	if r.uploads.Add(1)%r.uploadsPerPusher == 0 {
+		if np, err := remote.NewPusher(r.pusherOpts...); err == nil {
+			r.pushers.CompareAndSwap(p, np)
+		}
+	}
 	return nil
 }
 
@@ -102,7 +108,7 @@ func (r *Repository) claim(ctx context.Context, op string, key revision.Key, rep
 			return nil, r.wrap(op, key, err)
 		}
 		l := &lease{r: r, pkg: key.Package, repo: repo, tag: tag, digest: descriptor(raw, types.OCIManifestSchema1).Digest, raw: raw, acquired: now}
-		if err := retry(ctx, func() error { return r.pusher.Put(ctx, repo.Tag(tag), rawManifest(raw)) }); err != nil {
+		if err := retry(ctx, func() error { return r.pusher().Put(ctx, repo.Tag(tag), rawManifest(raw)) }); err != nil {
 			return nil, r.wrap(op, key, err)
 		}
 		won, err := r.settle(ctx, l, deadline)
@@ -279,7 +285,7 @@ func (r *Repository) deleteRef(ctx context.Context, repo name.Repository, tag st
 			return errDigest
 		}
 		err = errDigest
-		if perr := retry(ctx, func() error { return r.pusher.Put(ctx, repo.Tag(tag), rawManifest(raw)) }); perr != nil {
+		if perr := retry(ctx, func() error { return r.pusher().Put(ctx, repo.Tag(tag), rawManifest(raw)) }); perr != nil {
 			return perr
 		}
 		select {

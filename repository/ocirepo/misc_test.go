@@ -3,8 +3,18 @@ package ocirepo
 import (
 	"context"
 	"errors"
+	"io"
+	"log"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/google/go-containerregistry/pkg/registry"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/stretchr/testify/require"
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
@@ -79,4 +89,48 @@ func TestWatchEvents(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Watch returned %v after cancel", err)
 	}
+}
+
+// TestPusherRecycled: what the Repository remembers of its uploads (the
+// remote.Pusher's record of every digest it uploaded to each image
+// repository) is bounded: the Pusher is replaced every uploadsPerPusher
+// uploads (4 here; each write uploads three blobs), after which a
+// package's lock config, remembered until then, is checked with the
+// registry again; until then it is not. Writes and reads work throughout.
+func TestPusherRecycled(t *testing.T) {
+	ctx := context.Background()
+	cfg := descriptor(emptyConfig, types.OCIConfigJSON).Digest.String()
+	var configRequests atomic.Int64
+	reg := paginate(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if strings.Contains(req.URL.Path, cfg) || strings.Contains(req.URL.RawQuery, cfg) {
+			configRequests.Add(1)
+		}
+		reg.ServeHTTP(w, req)
+	}))
+	t.Cleanup(srv.Close)
+	r := mustOpen(t, ociSpec(strings.TrimPrefix(srv.URL, "http://")+"/b"), nil)
+	r.uploadsPerPusher = 4
+	first := r.pusher()
+
+	k := revision.Key{Package: "p", Workspace: "ws"}
+	d, err := r.CreateDraft(ctx, k, repository.CreateDraftOptions{Files: revision.MustFiles(map[string]string{"Kptfile": "k"})})
+	require.NoError(t, err)
+	_, err = d.Commit(ctx, revision.CommitOptions{})
+	require.NoError(t, err)
+	require.Positive(t, configRequests.Load(), "the first write uploads the lock config")
+	require.Same(t, first, r.pusher(), "three uploads: the Pusher is kept")
+
+	before := configRequests.Load()
+	_, err = r.UpdateLifecycle(ctx, k, revision.LifecycleProposed, repository.UpdateOptions{})
+	require.NoError(t, err)
+	require.Equal(t, before, configRequests.Load(), "the lock config is remembered")
+	require.NotSame(t, first, r.pusher(), "the fourth upload replaced the Pusher")
+
+	_, err = r.UpdateLifecycle(ctx, k, revision.LifecycleDraft, repository.UpdateOptions{})
+	require.NoError(t, err)
+	require.Positive(t, configRequests.Load()-before, "the new Pusher checks the lock config again")
+	pr, err := r.Get(ctx, k)
+	require.NoError(t, err)
+	require.Equal(t, revision.LifecycleDraft, pr.Meta().Lifecycle)
 }

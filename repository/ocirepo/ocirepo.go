@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -15,7 +16,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
-	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 
@@ -135,8 +135,14 @@ type Repository struct {
 	opts     Options
 	nameOpts []name.Option
 	puller   *remote.Puller
-	pusher   *remote.Pusher
-	deleter  *remote.Pusher // no retry of 5xx: see deleteRef
+	// pushers holds the Pusher of uploads and manifest writes, replaced
+	// every uploadsPerPusher uploads (see ensureBlob); pusherOpts make a
+	// new one.
+	pushers          atomic.Pointer[remote.Pusher]
+	pusherOpts       []remote.Option
+	uploads          atomic.Int64
+	uploadsPerPusher int64
+	deleter          *remote.Pusher // no retry of 5xx: see deleteRef
 	// noTagDelete is set once the registry refused a delete by tag that
 	// by digest then did (the distribution registry).
 	noTagDelete atomic.Bool
@@ -148,7 +154,6 @@ type Repository struct {
 	closed    bool
 	manifests *lru.Cache[string, *record]  // by manifest digest; immutable content
 	tagHints  *lru.Cache[string, struct{}] // tags whose manifest was read: HEAD first
-	blobs     map[string]bool              // repo + "@" + digest known to exist
 }
 
 var (
@@ -206,7 +211,8 @@ func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository
 	if err != nil {
 		return nil, repository.Errorf("open", spec.Name, revision.Key{}, repository.ErrInvalidInput, "remote options: %w", err)
 	}
-	pusher, err := remote.NewPusher(append(ropts, remote.Reuse(puller))...)
+	pusherOpts := append(slices.Clip(ropts), remote.Reuse(puller))
+	pusher, err := remote.NewPusher(pusherOpts...)
 	if err != nil {
 		return nil, repository.Errorf("open", spec.Name, revision.Key{}, repository.ErrInvalidInput, "remote options: %w", err)
 	}
@@ -215,24 +221,25 @@ func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository
 		return nil, repository.Errorf("open", spec.Name, revision.Key{}, repository.ErrInvalidInput, "remote options: %w", err)
 	}
 	r := &Repository{
-		deleter:   deleter,
-		name:      spec.Name,
-		spec:      spec,
-		registry:  reg,
-		prefix:    prefix,
-		opts:      o,
-		nameOpts:  nameOpts,
-		puller:    puller,
-		pusher:    pusher,
-		manifests: lru.New[string, *record](maxCachedManifests, 1),
-		tagHints:  lru.New[string, struct{}](maxCachedManifests, 1),
-		blobs:     map[string]bool{},
+		deleter:          deleter,
+		name:             spec.Name,
+		spec:             spec,
+		registry:         reg,
+		prefix:           prefix,
+		opts:             o,
+		nameOpts:         nameOpts,
+		puller:           puller,
+		pusherOpts:       pusherOpts,
+		uploadsPerPusher: uploadsPerPusher,
+		manifests:        lru.New[string, *record](maxCachedManifests, 1),
+		tagHints:         lru.New[string, struct{}](maxCachedManifests, 1),
 	}
 	for _, s := range secrets {
 		if len(s) >= 4 {
 			r.secrets = append(r.secrets, s)
 		}
 	}
+	r.pushers.Store(pusher)
 	for i := range r.locks {
 		r.locks[i] = make(chan struct{}, 1)
 	}
@@ -245,6 +252,14 @@ func (r *Repository) Name() string { return r.name }
 // maxCachedManifests bounds the manifests (and the tags read) a
 // Repository keeps, dropping the least recently used.
 const maxCachedManifests = 200000
+
+// uploadsPerPusher is how many blob uploads a Repository makes through one
+// remote.Pusher before it replaces it with a new one. A Pusher remembers,
+// for as long as it lives, every digest it uploaded to each image
+// repository (so as not to upload it again), which would otherwise grow
+// with every write of a long-lived process; a new Pusher checks each blob
+// with one HEAD request again.
+const uploadsPerPusher = 10000
 
 // Close marks the repository closed; later calls return ErrClosed. Locks
 // are never held between calls, so nothing is left in the registry.
@@ -379,21 +394,8 @@ func (r *Repository) logDebug(msg string, args ...any) {
 	r.opts.Logger.Debug(msg, append([]any{"repository", r.name}, args...)...)
 }
 
-// knownBlob reports whether blob d was seen in repo.
-func (r *Repository) knownBlob(repo name.Repository, d v1.Hash) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.blobs[repo.String()+"@"+d.String()]
-}
-
-func (r *Repository) markBlob(repo name.Repository, d v1.Hash) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if len(r.blobs) > 100000 {
-		r.blobs = map[string]bool{}
-	}
-	r.blobs[repo.String()+"@"+d.String()] = true
-}
+// pusher returns the current Pusher (see uploadsPerPusher).
+func (r *Repository) pusher() *remote.Pusher { return r.pushers.Load() }
 
 // Spec returns the spec the repository was opened with (see
 // repository.Specified).

@@ -206,7 +206,7 @@ func (r *Repository) put(ctx context.Context, l *lease, op string, key revision.
 		return nil, r.wrap(op, key, err)
 	}
 	d := descriptor(raw, types.OCIManifestSchema1).Digest
-	if err := retry(ctx, func() error { return r.pusher.Put(ctx, l.repo.Tag(tag), rawManifest(raw)) }); err != nil {
+	if err := retry(ctx, func() error { return r.pusher().Put(ctx, l.repo.Tag(tag), rawManifest(raw)) }); err != nil {
 		return nil, r.wrap(op, key, err)
 	}
 	var desc *v1.Descriptor

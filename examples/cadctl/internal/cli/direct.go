@@ -19,8 +19,8 @@ import (
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
-	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/fnruntime/stdfn"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
@@ -82,7 +82,7 @@ func NewDirectClient(path, ns string, opts *DirectOptions) (*DirectClient, error
 	d := &DirectClient{ns: ns, path: path, cfg: cfg, now: o.Now}
 	d.set = &repoSet{cacheDir: o.CacheDir, open: map[string]repository.Repository{}}
 	d.set.reset(cfg.inNamespace(ns))
-	d.pipe = &capturePipeline{inner: stdpipe.Kptfile(o.Resolver, nil)}
+	d.pipe = &capturePipeline{inner: stdfn.Kptfile(o.Resolver, nil)}
 	d.eng, err = engine.New(&engine.Options{Repositories: d.set, Pipeline: d.pipe})
 	if err != nil {
 		return nil, err

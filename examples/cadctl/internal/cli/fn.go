@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/fnruntime/stdfn"
 	"github.com/configasdata/cad/helmfn"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
@@ -127,7 +127,7 @@ says otherwise. Functions are cad's builtins, exec functions with
 	}
 	rec := &recorder{inner: reg}
 	// Messages show paths under the directory as given, as kpt's do.
-	res, rerr := pipeline.NewKptfile(rec, stdpipe.Options(reg, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg)), RequireKptfile: true, KptStyleKptfile: true})).Render(c.ctx, files)
+	res, rerr := pipeline.NewKptfile(rec, stdfn.Options(reg, &pipeline.Options{NoRenderStatus: out.kind != "", Path: filepath.ToSlash(filepath.Clean(arg)), RequireKptfile: true, KptStyleKptfile: true})).Render(c.ctx, files)
 	var steps []pipeline.StepResult
 	result := files
 	var re *pipeline.RenderError

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
-	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/fnruntime/stdfn"
 	"github.com/configasdata/cad/internal/hostileyaml"
 	"github.com/configasdata/cad/revision"
 )
@@ -79,7 +79,7 @@ func TestYAMLLimitsOption(t *testing.T) {
 			ts := startServer(t, "", func(o *Options) {
 				o.YAMLLimits = tc.limits
 				if tc.ownPipeline {
-					o.Pipeline = stdpipe.Kptfile(fnruntime.NewRegistry(nil), nil)
+					o.Pipeline = stdfn.Kptfile(fnruntime.NewRegistry(nil), nil)
 				}
 			})
 			body := []byte(initPRYAML("yl", "ws") + "  x: &x [a, b]\n  y: [*x, *x]\n")

@@ -83,9 +83,9 @@ import (
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
-	"github.com/configasdata/cad/examples/internal/stdpipe"
 	"github.com/configasdata/cad/examples/server/internal/store"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/fnruntime/stdfn"
 	"github.com/configasdata/cad/live"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
@@ -348,7 +348,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	}
 	s.pipe = o.Pipeline
 	if s.pipe == nil {
-		s.pipe = stdpipe.Kptfile(fnruntime.NewRegistry(nil), &pipeline.Options{YAMLLimits: o.YAMLLimits})
+		s.pipe = stdfn.Kptfile(fnruntime.NewRegistry(nil), &pipeline.Options{YAMLLimits: o.YAMLLimits})
 	}
 	if s.opts.Open == nil {
 		s.opts.Open = s.defaultOpen

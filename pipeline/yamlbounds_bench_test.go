@@ -1,0 +1,145 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/configasdata/cad/revision"
+)
+
+// benchPackage returns a package of n files of three commented resources
+// each (a Deployment with a shared-labels anchor, a Service and a
+// ConfigMap, about 2 KB a file), as engine's BenchmarkUpdateYAMLBounds
+// uses, and a Kptfile whose pipeline runs the image fn once.
+func benchPackage(n int, fn string) revision.Files {
+	files := map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: " + fn + "\n"}
+	for i := range n {
+		files[fmt.Sprintf("app%02d.yaml", i)] = fmt.Sprintf(`# app %[1]d
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: app%[1]d
+  labels: &labels
+    app: app%[1]d # the app
+    tier: web
+spec:
+  replicas: 3
+  selector:
+    matchLabels: *labels
+  template:
+    metadata:
+      labels: *labels
+    spec:
+      containers:
+      - name: app
+        image: registry.example.com/app:v1.%[1]d
+        ports:
+        - containerPort: 8080
+        env:
+        - {name: MODE, value: production}
+        - {name: LOG, value: info}
+        resources:
+          limits: {cpu: 500m, memory: 256Mi}
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: app%[1]d
+spec:
+  selector:
+    app: app%[1]d
+  ports:
+  - port: 80 # http
+    targetPort: 8080
+---
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: app%[1]d-config
+data:
+  color: blue
+  greeting: hello
+`, i)
+	}
+	return revision.MustFiles(files)
+}
+
+// echoStream is a stream function (as an exec or container function is)
+// that returns its input unchanged; last keeps the last output.
+type echoStream struct{ last []byte }
+
+func (e *echoStream) Run(ctx context.Context, rl *ResourceList) error { return nil }
+
+func (e *echoStream) RunStream(ctx context.Context, in io.Reader, out io.Writer) (string, error) {
+	b, err := io.ReadAll(in)
+	if err != nil {
+		return "", err
+	}
+	e.last = b
+	_, err = out.Write(b)
+	return "", err
+}
+
+// BenchmarkRenderYAMLBounds measures what the YAML bounds cost a render of
+// an ordinary package (20 files, 60 resources, 40 KB, anchors in every
+// file, so no file passes the byte scan and each is parsed by the check):
+//
+//   - render-inprocess, render-stream: a whole Render whose Kptfile runs
+//     one function that changes nothing, in process (no serialisation) or
+//     as a stream function (the ResourceList written and read back, as an
+//     exec or container function's is);
+//   - check-files: revision.CheckYAMLFiles over the package, the bound
+//     every Render applies to its input;
+//   - check-output: revision.CheckYAML of the stream function's output
+//     with the ResourceList bounds, the bound each stream step's output
+//     gets (in-process steps get none).
+//
+// The bounds' share of a render is check-files (plus check-output per
+// stream step) over render-*.
+func BenchmarkRenderYAMLBounds(b *testing.B) {
+	ctx := context.Background()
+	echo := &echoStream{}
+	resolver := ResolverFunc(func(ctx context.Context, st Step) (Function, error) {
+		if strings.Contains(st.Image, "stream") {
+			return echo, nil
+		}
+		return FunctionFunc(func(ctx context.Context, rl *ResourceList) error { return nil }), nil
+	})
+	for _, fn := range []string{"inprocess", "stream"} {
+		files := benchPackage(20, fn)
+		r := NewKptfile(resolver, nil)
+		b.Run("render-"+fn, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Render(ctx, files); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+	files := benchPackage(20, "stream")
+	b.Run("check-files", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := revision.CheckYAMLFiles(ctx, files, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	if _, err := NewKptfile(resolver, nil).Render(ctx, files); err != nil {
+		b.Fatal(err)
+	}
+	out := echo.last
+	b.Run("check-output", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := revision.CheckYAML(ctx, "output", out, resourceListLimits(nil)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(len(out)), "output-bytes")
+	})
+}
