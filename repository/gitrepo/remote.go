@@ -40,6 +40,8 @@ type remote struct {
 	maxAge   time.Duration
 	syncedMu sync.Mutex
 	synced   time.Time
+	// fetches is the staged fetch of a read under way (remotefetch.go).
+	fetches fetchGroup
 }
 
 // fresh reports whether a read may use the mirror as it is, asking the
@@ -62,15 +64,6 @@ func (rm *remote) markSynced(t time.Time) {
 	if t.After(rm.synced) {
 		rm.synced = t
 	}
-}
-
-// syncForRead brings the mirror up to date for a read, unless it was
-// within maxAge.
-func (rm *remote) syncForRead(ctx context.Context, st *store) error {
-	if rm.fresh() {
-		return nil
-	}
-	return rm.sync(ctx, st)
 }
 
 var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+refs/cad/*:refs/cad/*"}

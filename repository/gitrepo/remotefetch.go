@@ -1,0 +1,487 @@
+package gitrepo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/configasdata/cad/repository"
+)
+
+// A read that finds the mirror behind the remote brings it up to date
+// with a staged fetch, so that no lock others need is held while the
+// network answers:
+//
+//  1. under the read lock, the mirror's refs are noted (the base);
+//  2. holding no store lock, the remote is asked for its refs, and the
+//     objects the mirror lacks are fetched into staging (a temporary file
+//     beside an on-disk mirror, memory for one in memory), the mirror's
+//     refs sent as haves;
+//  3. under the write lock, for a moment and with no network: when the
+//     mirror's refs are still the base, the staged pack is added to the
+//     objects (content-addressed: no reader sees a change), every ref
+//     target is checked to be there, and the refs are set to what the
+//     remote advertised, pruning those it no longer has. When the mirror
+//     moved meanwhile (a write of this process, another process's fetch),
+//     nothing of the refs is set and it starts over: a mirror never goes
+//     back to an older state of the remote.
+//
+// One staged fetch runs at a time per remote: reads that find the mirror
+// stale meanwhile join it (fetchGroup), and on disk a file lock
+// (cad-fetch.lock, apart from cad.lock) keeps other processes' fetches of
+// the same mirror out, so that they find the mirror current after it.
+// Writes still fetch under their write lock (remote.sync): a push must be
+// planned on the remote's current state, and holds the lock anyway.
+
+// fetchGroup is the staged fetch of a remote under way, which the reads
+// that need it join.
+type fetchGroup struct {
+	mu     sync.Mutex
+	call   *fetchCall
+	closed bool
+	flock  *fileLock // cad-fetch.lock of an on-disk mirror, made at first use
+}
+
+// fetchCall is one staged fetch. done is closed once err and asked are
+// set; asked is when the remote was asked for the refs the mirror then
+// held (zero on an error).
+type fetchCall struct {
+	done    chan struct{}
+	err     error
+	asked   time.Time
+	waiters int
+	cancel  context.CancelCauseFunc
+}
+
+// errFetchClosed ends a fetch under way when its Repository is closed.
+var errFetchClosed = fmt.Errorf("%w: the repository was closed during a fetch", repository.ErrClosed)
+
+// fetchMaxTries bounds how often a staged fetch starts over because the
+// mirror moved while it was on the network.
+const fetchMaxTries = 3
+
+// refresh brings the mirror up to date with a staged fetch, joining the
+// one under way if any, and returns when the remote was asked for the
+// refs the mirror was set to (or found holding). It returns ctx's error as
+// soon as ctx ends; the fetch goes on while another caller waits for it,
+// and is cancelled when none does. newView makes a view of st.
+func (rm *remote) refresh(ctx context.Context, st *store, newView func() *view) (time.Time, error) {
+	g := &rm.fetches
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return time.Time{}, errFetchClosed
+	}
+	c := g.call
+	if c == nil {
+		fctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+		c = &fetchCall{done: make(chan struct{}), cancel: cancel}
+		g.call = c
+		if st.gitDir != "" && g.flock == nil {
+			g.flock = newFileLock(filepath.Join(st.gitDir, "cad-fetch.lock"))
+		}
+		fl := g.flock
+		go func() {
+			asked, err := rm.stagedFetch(fctx, st, newView, fl)
+			if err != nil && fctx.Err() != nil {
+				err = context.Cause(fctx)
+			}
+			g.mu.Lock()
+			c.asked, c.err = asked, err
+			g.call = nil
+			g.mu.Unlock()
+			cancel(nil)
+			close(c.done)
+		}()
+	}
+	c.waiters++
+	g.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.asked, c.err
+	case <-ctx.Done():
+		g.mu.Lock()
+		if c.waiters--; c.waiters == 0 {
+			c.cancel(context.Canceled)
+		}
+		g.mu.Unlock()
+		return time.Time{}, ctx.Err()
+	}
+}
+
+// stopFetches ends the staged fetch under way, if any, and waits until it
+// has stopped (it ends at once on the network, and holds a store lock
+// only for a local step); later refreshes return an error matching
+// repository.ErrClosed.
+func (rm *remote) stopFetches() {
+	g := &rm.fetches
+	g.mu.Lock()
+	g.closed = true
+	c := g.call
+	g.mu.Unlock()
+	if c != nil {
+		c.cancel(errFetchClosed)
+		<-c.done
+	}
+	g.mu.Lock()
+	if g.flock != nil {
+		g.flock.close()
+		g.flock = nil
+	}
+	g.mu.Unlock()
+}
+
+// errMirrorMoved: the mirror's refs changed while a staged fetch was on
+// the network.
+var errMirrorMoved = errors.New("the mirror moved during the fetch")
+
+// stagedFetch runs one staged fetch (see above), holding fl (nil in
+// memory) throughout, and returns when the remote was asked for the refs
+// it set.
+func (rm *remote) stagedFetch(ctx context.Context, st *store, newView func() *view, fl *fileLock) (time.Time, error) {
+	if fl != nil {
+		if err := fl.lock(ctx, true); err != nil {
+			return time.Time{}, err
+		}
+		defer fl.unlock()
+	}
+	for try := 1; ; try++ {
+		asked, err := rm.stagedFetchOnce(ctx, st, newView)
+		if errors.Is(err, errMirrorMoved) && try < fetchMaxTries {
+			continue
+		}
+		if err == nil {
+			rm.markSynced(asked)
+		}
+		return asked, err
+	}
+}
+
+func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func() *view) (time.Time, error) {
+	const what = "fetch from "
+	// 1. The base: the mirror's refs now.
+	var base map[plumbing.ReferenceName]plumbing.Hash
+	damaged := false
+	if err := st.read(ctx, func() error {
+		var err error
+		base, err = mirroredRefs(newView(), &damaged)
+		return err
+	}); err != nil {
+		return time.Time{}, err
+	}
+
+	// 2. The network, holding no store lock.
+	ep, err := transport.NewEndpoint(rm.url)
+	if err != nil {
+		return time.Time{}, err
+	}
+	ep.InsecureSkipTLS = rm.insecure
+	ep.CaBundle = rm.caBundle
+	cl, err := pushClient(ep)
+	if err != nil {
+		return time.Time{}, rm.classify(what+rm.redactedURL, err)
+	}
+	var sess transport.UploadPackSession
+	closeSess := func() {
+		if sess != nil {
+			_ = sess.Close()
+		}
+	}
+	if _, err := withCtx(ctx, func() error {
+		var err error
+		sess, err = cl.NewUploadPackSession(ep, rm.auth)
+		return err
+	}, closeSess); err != nil {
+		return time.Time{}, rm.classify(what+rm.redactedURL, err)
+	}
+	abandoned := false
+	defer func() {
+		if !abandoned {
+			closeSess()
+		}
+	}()
+	asked := time.Now()
+	var ar *packp.AdvRefs
+	abandoned, err = withCtx(ctx, func() error {
+		var err error
+		ar, err = sess.AdvertisedReferencesContext(ctx)
+		return err
+	}, closeSess)
+	remote := map[plumbing.ReferenceName]plumbing.Hash{}
+	switch {
+	case abandoned:
+		return time.Time{}, err
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+	case err != nil:
+		return time.Time{}, rm.classify(what+rm.redactedURL, err)
+	default:
+		for name, h := range ar.References {
+			for _, p := range mirrorPrefixes {
+				if len(name) > len(p) && name[:len(p)] == p {
+					remote[plumbing.ReferenceName(name)] = h
+				}
+			}
+		}
+	}
+	if !damaged && sameRefs(base, remote) {
+		return asked, nil
+	}
+	var wants, haves []plumbing.Hash
+	if err := st.read(ctx, func() error {
+		v := newView()
+		seen := map[plumbing.Hash]bool{}
+		for _, h := range remote {
+			if !seen[h] && !v.has(h) {
+				wants = append(wants, h)
+			}
+			seen[h] = true
+		}
+		for _, h := range base {
+			if v.has(h) {
+				haves = append(haves, h)
+			}
+		}
+		return nil
+	}); err != nil {
+		return time.Time{}, err
+	}
+	var stage *staging
+	if len(wants) > 0 {
+		req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+		if ar.Capabilities.Supports(capability.NoProgress) {
+			_ = req.Capabilities.Set(capability.NoProgress)
+		}
+		req.Wants = wants
+		req.Haves = haves
+		stage, err = newStaging(st.gitDir)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("fetch from %s: staging: %w", rm.redactedURL, err)
+		}
+		var body io.ReadCloser
+		closeBody := func() {
+			if body != nil {
+				_ = body.Close()
+			}
+		}
+		abandoned, err = withCtx(ctx, func() error {
+			resp, err := sess.UploadPack(ctx, req)
+			if err != nil {
+				return err
+			}
+			body = resp
+			_, err = io.Copy(stage, demuxed(req.Capabilities, body))
+			return err
+		}, func() { closeBody(); closeSess(); stage.close() })
+		if abandoned {
+			return time.Time{}, err
+		}
+		closeBody()
+		defer stage.close()
+		if err != nil {
+			return time.Time{}, rm.classify(what+rm.redactedURL, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+
+	// 3. The local step, under the write lock.
+	return asked, st.write(ctx, func() error {
+		v := newView()
+		dmg := false
+		now, err := mirroredRefs(v, &dmg)
+		if err != nil {
+			return err
+		}
+		if !sameRefs(now, base) || dmg != damaged {
+			return errMirrorMoved
+		}
+		if stage != nil {
+			rd, err := stage.reader()
+			if err != nil {
+				return err
+			}
+			if err := packfile.UpdateObjectStorage(st.s, rd); err != nil {
+				return fmt.Errorf("%w: fetch from %s: the pack: %w", repository.ErrUnavailable, rm.redactedURL, err)
+			}
+		}
+		var updates []refUpdate
+		for name, h := range remote {
+			if !v.has(h) {
+				return fmt.Errorf("%w: fetch from %s: %s is %s, which the remote did not send", repository.ErrUnavailable, rm.redactedURL, name, h)
+			}
+			if base[name] != h {
+				updates = append(updates, refUpdate{name: name, old: base[name], new: h})
+			}
+		}
+		for name, h := range base {
+			if _, ok := remote[name]; !ok {
+				updates = append(updates, refUpdate{name: name, old: h})
+			}
+		}
+		if damaged && st.fsrefs != nil {
+			n, err := st.fsrefs.dropDamaged()
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				st.warn("dropped damaged refs of the local mirror", "refs", n)
+			}
+		}
+		return applyRefs(v, updates, false)
+	})
+}
+
+// mirroredRefs returns the refs of v under mirrorPrefixes, setting
+// *damaged when one was left out as damaged.
+func mirroredRefs(v *view, damaged *bool) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	warn := v.damaged
+	v.damaged = func(err error) {
+		*damaged = true
+		if warn != nil {
+			warn(err)
+		}
+	}
+	defer func() { v.damaged = warn }()
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	for _, p := range mirrorPrefixes {
+		refs, err := v.under(p)
+		if err != nil {
+			return nil, err
+		}
+		for name, h := range refs {
+			out[name] = h
+		}
+	}
+	return out, nil
+}
+
+func sameRefs(a, b map[plumbing.ReferenceName]plumbing.Hash) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, h := range a {
+		if g, ok := b[name]; !ok || g != h {
+			return false
+		}
+	}
+	return true
+}
+
+// demuxed returns the pack data of an upload-pack response, out of its
+// side-band channels when caps asked for them.
+func demuxed(caps *capability.List, r io.Reader) io.Reader {
+	var t sideband.Type
+	switch {
+	case caps.Supports(capability.Sideband64k):
+		t = sideband.Sideband64k
+	case caps.Supports(capability.Sideband):
+		t = sideband.Sideband
+	default:
+		return r
+	}
+	return sideband.NewDemuxer(t, r)
+}
+
+// staging holds a fetched pack until it is added to the mirror's objects:
+// a temporary file in the git directory of an on-disk mirror (unlinked at
+// once where the system allows, so that a killed process leaves nothing),
+// memory for one in memory.
+type staging struct {
+	mu   sync.Mutex
+	f    *os.File
+	name string // still to remove at close, where unlinking an open file failed
+	buf  bytes.Buffer
+}
+
+func newStaging(gitDir string) (*staging, error) {
+	if gitDir == "" {
+		return &staging{}, nil
+	}
+	f, err := os.CreateTemp(gitDir, "cad-fetch-*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	s := &staging{f: f}
+	if err := os.Remove(f.Name()); err != nil {
+		s.name = f.Name()
+	}
+	return s, nil
+}
+
+func (s *staging) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		return s.f.Write(p)
+	}
+	return s.buf.Write(p)
+}
+
+// reader returns the staged pack from its start.
+func (s *staging) reader() (io.Reader, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		return bytes.NewReader(s.buf.Bytes()), nil
+	}
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	return s.f, nil
+}
+
+func (s *staging) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f != nil {
+		_ = s.f.Close()
+		if s.name != "" {
+			_ = os.Remove(s.name)
+		}
+	}
+	s.buf = bytes.Buffer{}
+}
+
+// readFetched runs fn on the mirror once a staged fetch has brought it up
+// to date, for a read that asked the remote for its refs at start (refs)
+// and found the mirror behind. fn runs under the read lock on the mirror
+// as the fetch left it when that holds refs, or a state the remote was
+// asked for after start (the read sees every write that ended before it
+// began); else, the fetch it joined having asked before start, it fetches
+// again.
+func (r *Repository) readFetched(ctx context.Context, start time.Time, refs map[plumbing.ReferenceName]plumbing.Hash, fn func(v *view) error) error {
+	for try := 1; ; try++ {
+		asked, err := r.remote.refresh(ctx, r.st, r.newView)
+		if err != nil {
+			return err
+		}
+		ran := false
+		err = r.st.read(ctx, func() error {
+			v := r.newView()
+			if asked.Before(start) && try < fetchMaxTries {
+				if ok, err := mirrors(v, refs); err != nil || !ok {
+					return err
+				}
+			}
+			ran = true
+			return fn(v)
+		})
+		if ran || err != nil {
+			return err
+		}
+	}
+}

@@ -1,0 +1,400 @@
+package gitrepo_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
+	"github.com/configasdata/cad/revision"
+)
+
+// packGate is an HTTP proxy to a git server that counts the requests for
+// the remote's refs (GET info/refs) and for objects (POST
+// git-upload-pack), and, once armed, holds the next request for objects
+// until released: a fetch stalled on the network. With cut set, it
+// sends only the first half of every object response and drops the
+// connection: a fetch that fails midway.
+type packGate struct {
+	target   *url.URL
+	refs     atomic.Int64
+	packs    atomic.Int64
+	mu       sync.Mutex
+	armed    bool
+	cut      bool
+	held     chan struct{} // closed when a request is held
+	released chan struct{} // closed to let it go
+}
+
+func newPackGate(t *testing.T, target string) (*packGate, string) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &packGate{target: u, held: make(chan struct{}), released: make(chan struct{})}
+	srv := httptest.NewServer(http.HandlerFunc(g.serve))
+	t.Cleanup(srv.Close)
+	// Runs before srv.Close (cleanups run last first): a request still
+	// held would keep Close waiting.
+	t.Cleanup(g.release)
+	return g, srv.URL
+}
+
+func (g *packGate) serve(w http.ResponseWriter, r *http.Request) {
+	isPack := r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack")
+	if strings.HasSuffix(r.URL.Path, "/info/refs") && r.URL.Query().Get("service") == "git-upload-pack" {
+		g.refs.Add(1)
+	}
+	g.mu.Lock()
+	hold := isPack && g.armed
+	if hold {
+		g.armed = false
+	}
+	held, released, cut := g.held, g.released, g.cut && isPack
+	g.mu.Unlock()
+	if isPack {
+		g.packs.Add(1)
+	}
+	if hold {
+		close(held)
+		select {
+		case <-released:
+		case <-r.Context().Done():
+			return
+		}
+	}
+	u := *g.target
+	u.Path = r.URL.Path
+	u.RawQuery = r.URL.RawQuery
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	req.Header = r.Header.Clone()
+	req.ContentLength = r.ContentLength
+	res, err := http.DefaultTransport.RoundTrip(req)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
+		return
+	}
+	defer res.Body.Close()
+	for k, vs := range res.Header {
+		w.Header()[k] = vs
+	}
+	w.WriteHeader(res.StatusCode)
+	if !cut {
+		_, _ = io.Copy(w, res.Body)
+		return
+	}
+	body, _ := io.ReadAll(res.Body)
+	_, _ = w.Write(body[:len(body)/2])
+	w.(http.Flusher).Flush()
+	panic(http.ErrAbortHandler)
+}
+
+// arm makes the gate hold the next request for objects.
+func (g *packGate) arm() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.armed = true
+	g.held = make(chan struct{})
+	g.released = make(chan struct{})
+}
+
+// release lets the held request go (once per arm).
+func (g *packGate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	select {
+	case <-g.released:
+	default:
+		close(g.released)
+	}
+}
+
+func (g *packGate) waitHeld(t *testing.T) {
+	t.Helper()
+	g.mu.Lock()
+	held := g.held
+	g.mu.Unlock()
+	select {
+	case <-held:
+	case <-time.After(time.Minute):
+		t.Fatal("no fetch asked for objects")
+	}
+}
+
+// promptly runs fn and fails the test when it has not returned within
+// 20 seconds (letting the held request go, so that nothing hangs).
+func promptly(t *testing.T, g *packGate, what string, fn func() error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- fn() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	case <-time.After(20 * time.Second):
+		g.release()
+		t.Fatalf("%s: still waiting after 20s for a fetch stalled on the network", what)
+	}
+}
+
+// mirrorOpts returns the options of two Repositories sharing one mirror,
+// in memory (Options.Storage) or on disk (Options.CacheDir).
+func mirrorOpts(t *testing.T, onDisk bool) (a, b gitrepo.Options) {
+	if onDisk {
+		cache := filepath.Join(t.TempDir(), "cache")
+		a.CacheDir, b.CacheDir = cache, cache
+		return a, b
+	}
+	s := memory.NewStorage()
+	a.Storage, b.Storage = s, s
+	return a, b
+}
+
+func listKeys(ctx context.Context, r repository.Repository) ([]string, error) {
+	revs, err := r.List(ctx, repository.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var keys []string
+	for _, pr := range revs {
+		keys = append(keys, pr.Meta().Key.Package)
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// A read whose fetch is stalled on the network blocks nothing: a read of
+// the same mirror (another Repository on it, whose mirror is fresh), a
+// write through that Repository, a read whose context ends (it returns
+// then) and Close all go on meanwhile; the stalled read completes once
+// the network answers and sees the remote as it was asked for after the
+// read began; Close ends a stalled read at once.
+func TestRemoteStalledFetchBlocksNothing(t *testing.T) {
+	for _, onDisk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "disk"}[onDisk], func(t *testing.T) {
+			ctx := context.Background()
+			dir := newBare(t)
+			srv := gitServer(t, filepath.Dir(dir), "", "")
+			direct := srv.URL + "/" + filepath.Base(dir)
+			g, proxied := newPackGate(t, srv.URL)
+			proxied += "/" + filepath.Base(dir)
+			writer := mustOpen(t, gitSpec(direct), nil)
+			defer writer.Close()
+			propose(t, writer, "p", "ws")
+
+			slowOpts, fastOpts := mirrorOpts(t, onDisk)
+			fastOpts.RemoteReadMaxAge = time.Hour
+			slow := mustOpen(t, gitSpec(proxied), &slowOpts)
+			defer slow.Close()
+			fast := mustOpen(t, gitSpec(direct), &fastOpts)
+			defer fast.Close()
+
+			// The remote moves: slow's next read fetches, and stalls.
+			propose(t, writer, "q", "ws")
+			g.arm()
+			stalled := make(chan error, 1)
+			go func() {
+				keys, err := listKeys(ctx, slow)
+				if err == nil && strings.Join(keys, " ") != "p q r" {
+					err = fmt.Errorf("listed %v, want p q r", keys)
+				}
+				stalled <- err
+			}()
+			g.waitHeld(t)
+
+			promptly(t, g, "a read of a fresh mirror beside the stalled fetch", func() error {
+				_, err := fast.Get(ctx, revision.Key{Package: "p", Workspace: "ws"})
+				return err
+			})
+			promptly(t, g, "a read that needs the fetch, with a deadline", func() error {
+				cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+				defer cancel()
+				_, err := slow.List(cctx, repository.ListOptions{})
+				if !errors.Is(err, context.DeadlineExceeded) {
+					return fmt.Errorf("got %v, want the deadline's error", err)
+				}
+				return nil
+			})
+			promptly(t, g, "a write beside the stalled fetch", func() error {
+				return writeDraft(ctx, fast, revision.Key{Package: "r", Workspace: "ws"}, "r", true)
+			})
+			g.release()
+			if err := <-stalled; err != nil {
+				t.Fatalf("the stalled read: %v", err)
+			}
+
+			// Close while a read's fetch is stalled.
+			propose(t, writer, "s", "ws")
+			g.arm()
+			go func() {
+				_, err := slow.List(ctx, repository.ListOptions{})
+				stalled <- err
+			}()
+			g.waitHeld(t)
+			promptly(t, g, "Close beside the stalled fetch", slow.Close)
+			promptly(t, g, "the stalled read once closed", func() error {
+				if err := <-stalled; !errors.Is(err, repository.ErrClosed) {
+					return fmt.Errorf("got %v, want ErrClosed", err)
+				}
+				return nil
+			})
+			g.release()
+			if keys, err := listKeys(ctx, fast); err != nil || len(keys) != 3 {
+				t.Fatalf("the shared mirror after Close: %v, %v", keys, err)
+			}
+		})
+	}
+}
+
+// Reads that find the mirror stale at the same time make one fetch: one
+// request for objects, and one ask for the refs beside each read's own.
+func TestRemoteStaleReadsJoinOneFetch(t *testing.T) {
+	ctx := context.Background()
+	dir := newBare(t)
+	srv := gitServer(t, filepath.Dir(dir), "", "")
+	g, proxied := newPackGate(t, srv.URL)
+	writer := mustOpen(t, gitSpec(srv.URL+"/"+filepath.Base(dir)), nil)
+	defer writer.Close()
+	propose(t, writer, "p", "ws")
+	r := mustOpen(t, gitSpec(proxied+"/"+filepath.Base(dir)), nil)
+	defer r.Close()
+	propose(t, writer, "q", "ws")
+
+	const n = 8
+	refs0, packs0 := g.refs.Load(), g.packs.Load()
+	g.arm()
+	errs := make(chan error, n)
+	for range n {
+		go func() {
+			keys, err := listKeys(ctx, r)
+			if err == nil && strings.Join(keys, " ") != "p q" {
+				err = fmt.Errorf("listed %v, want p q", keys)
+			}
+			errs <- err
+		}()
+	}
+	g.waitHeld(t)
+	// Every read has asked for the refs (and one fetch besides).
+	for deadline := time.Now().Add(time.Minute); g.refs.Load()-refs0 < n+1; {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d asks for the refs, want %d", g.refs.Load()-refs0, n+1)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond)
+	g.release()
+	for range n {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := g.packs.Load() - packs0; got != 1 {
+		t.Fatalf("%d requests for objects, want 1", got)
+	}
+	// The reads' own asks, the fetch's, and at most one of a read that
+	// joined late.
+	if got := g.refs.Load() - refs0 - n; got > 2 {
+		t.Fatalf("%d asks for the refs beside the reads' own, want 1 (2 at most)", got)
+	}
+}
+
+// A fetch cut short on the network changes nothing in the mirror: every
+// ref stays where it was (none points at a missing object), on disk and
+// in memory; the next read fetches in full.
+func TestRemoteFetchCutShortChangesNothing(t *testing.T) {
+	for _, onDisk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "disk"}[onDisk], func(t *testing.T) {
+			ctx := context.Background()
+			dir := newBare(t)
+			srv := gitServer(t, filepath.Dir(dir), "", "")
+			g, proxied := newPackGate(t, srv.URL)
+			writer := mustOpen(t, gitSpec(srv.URL+"/"+filepath.Base(dir)), nil)
+			defer writer.Close()
+			propose(t, writer, "p", "ws")
+			opts, _ := mirrorOpts(t, onDisk)
+			r := mustOpen(t, gitSpec(proxied+"/"+filepath.Base(dir)), &opts)
+			defer r.Close()
+			// Several commits, so that half the pack is not a whole pack.
+			for _, p := range []string{"q", "s", "u"} {
+				d, err := writer.CreateDraft(ctx, revision.Key{Package: p, Workspace: "ws"}, repository.CreateDraftOptions{
+					Files: kptPkg(p, map[string]string{"big.yaml": strings.Repeat("k: "+p+"\n", 5000)})})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+
+			mirror := func() string {
+				if onDisk {
+					refs := git(t, opts.CacheDir, "for-each-ref", "--format=%(refname) %(objectname)")
+					for _, line := range strings.Split(refs, "\n") {
+						if _, h, ok := strings.Cut(line, " "); ok {
+							git(t, opts.CacheDir, "cat-file", "-e", h)
+						}
+					}
+					return refs
+				}
+				iter, err := opts.Storage.IterReferences()
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b bytes.Buffer
+				var lines []string
+				_ = iter.ForEach(func(ref *plumbing.Reference) error {
+					if ref.Type() == plumbing.HashReference {
+						if _, err := opts.Storage.EncodedObject(plumbing.AnyObject, ref.Hash()); err != nil {
+							t.Errorf("%s: %v", ref.Name(), err)
+						}
+						lines = append(lines, ref.String())
+					}
+					return nil
+				})
+				sort.Strings(lines)
+				for _, l := range lines {
+					b.WriteString(l + "\n")
+				}
+				return b.String()
+			}
+			before := mirror()
+			g.mu.Lock()
+			g.cut = true
+			g.mu.Unlock()
+			if _, err := r.List(ctx, repository.ListOptions{}); !errors.Is(err, repository.ErrUnavailable) {
+				t.Fatalf("a read whose fetch is cut short: %v, want ErrUnavailable", err)
+			}
+			if after := mirror(); after != before {
+				t.Fatalf("the mirror changed:\nbefore\n%s\nafter\n%s", before, after)
+			}
+			g.mu.Lock()
+			g.cut = false
+			g.mu.Unlock()
+			if keys, err := listKeys(ctx, r); err != nil || strings.Join(keys, " ") != "p q s u" {
+				t.Fatalf("after the network came back: %v, %v", keys, err)
+			}
+		})
+	}
+}
