@@ -40,9 +40,10 @@ type packGate struct {
 	cut      bool
 	held     chan struct{} // closed when a request is held
 	released chan struct{} // closed to let it go
+	maxHold  time.Duration // when set, a held request goes after this long
 }
 
-func newPackGate(t *testing.T, target string) (*packGate, string) {
+func newPackGate(t testing.TB, target string) (*packGate, string) {
 	t.Helper()
 	u, err := url.Parse(target)
 	if err != nil {
@@ -74,8 +75,13 @@ func (g *packGate) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if hold {
 		close(held)
+		var timeout <-chan time.Time
+		if g.maxHold > 0 {
+			timeout = time.After(g.maxHold)
+		}
 		select {
 		case <-released:
+		case <-timeout:
 		case <-r.Context().Done():
 			return
 		}
@@ -130,7 +136,7 @@ func (g *packGate) release() {
 	}
 }
 
-func (g *packGate) waitHeld(t *testing.T) {
+func (g *packGate) waitHeld(t testing.TB) {
 	t.Helper()
 	g.mu.Lock()
 	held := g.held
@@ -161,7 +167,7 @@ func promptly(t *testing.T, g *packGate, what string, fn func() error) {
 
 // mirrorOpts returns the options of two Repositories sharing one mirror,
 // in memory (Options.Storage) or on disk (Options.CacheDir).
-func mirrorOpts(t *testing.T, onDisk bool) (a, b gitrepo.Options) {
+func mirrorOpts(t testing.TB, onDisk bool) (a, b gitrepo.Options) {
 	if onDisk {
 		cache := filepath.Join(t.TempDir(), "cache")
 		a.CacheDir, b.CacheDir = cache, cache
@@ -394,6 +400,56 @@ func TestRemoteFetchCutShortChangesNothing(t *testing.T) {
 			g.mu.Unlock()
 			if keys, err := listKeys(ctx, r); err != nil || strings.Join(keys, " ") != "p q s u" {
 				t.Fatalf("after the network came back: %v, %v", keys, err)
+			}
+		})
+	}
+}
+
+// BenchmarkRemoteReadBesideStalledFetch measures a read of a fresh mirror
+// (RemoteReadMaxAge) while another Repository's read of the same mirror
+// is fetching and the remote takes a second to send the objects. With
+// the fetch under the store's write lock the read waits out that second.
+func BenchmarkRemoteReadBesideStalledFetch(b *testing.B) {
+	for _, onDisk := range []bool{false, true} {
+		b.Run(map[bool]string{false: "memory", true: "disk"}[onDisk], func(b *testing.B) {
+			ctx := context.Background()
+			dir := newBare(b)
+			srv := gitServer(b, filepath.Dir(dir), "", "")
+			direct := srv.URL + "/" + filepath.Base(dir)
+			g, proxied := newPackGate(b, srv.URL)
+			g.maxHold = time.Second
+			proxied += "/" + filepath.Base(dir)
+			writer := mustOpen(b, gitSpec(direct), nil)
+			defer writer.Close()
+			propose(b, writer, "p", "ws")
+			slowOpts, fastOpts := mirrorOpts(b, onDisk)
+			fastOpts.RemoteReadMaxAge = time.Hour
+			slow := mustOpen(b, gitSpec(proxied), &slowOpts)
+			defer slow.Close()
+			fast := mustOpen(b, gitSpec(direct), &fastOpts)
+			defer fast.Close()
+			key := revision.Key{Package: "p", Workspace: "ws"}
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				propose(b, writer, fmt.Sprintf("q%d", i), "ws")
+				g.arm()
+				stalled := make(chan error, 1)
+				go func() {
+					_, err := slow.List(ctx, repository.ListOptions{})
+					stalled <- err
+				}()
+				g.waitHeld(b)
+				b.StartTimer()
+				if _, err := fast.Get(ctx, key); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				g.release()
+				if err := <-stalled; err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
 			}
 		})
 	}
