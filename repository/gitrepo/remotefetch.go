@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,8 +161,11 @@ func (rm *remote) stagedFetch(ctx context.Context, st *store, newView func() *vi
 	}
 	for try := 1; ; try++ {
 		asked, err := rm.stagedFetchOnce(ctx, st, newView)
-		if errors.Is(err, errMirrorMoved) && try < fetchMaxTries {
-			continue
+		if errors.Is(err, errMirrorMoved) {
+			if try < fetchMaxTries {
+				continue
+			}
+			err = fmt.Errorf("%w: fetch from %s: %w %d times", repository.ErrUnavailable, rm.redactedURL, err, try)
 		}
 		if err == nil {
 			rm.markSynced(asked)
@@ -230,7 +234,7 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 	default:
 		for name, h := range ar.References {
 			for _, p := range mirrorPrefixes {
-				if len(name) > len(p) && name[:len(p)] == p {
+				if strings.HasPrefix(name, p) {
 					remote[plumbing.ReferenceName(name)] = h
 				}
 			}
