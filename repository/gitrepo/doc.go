@@ -223,7 +223,9 @@
 // registered branch is created by spec.git.createBranch only when no ref
 // of that name exists at all: a damaged branch is reported, never
 // replaced. A remote's local mirror in Options.CacheDir is a cache: its
-// damaged refs are dropped and fetched again.
+// damaged refs are dropped and fetched again. A fetch sets the mirror's
+// refs through the same crash-safe ref store, after the fetched pack is
+// in, and never to an object it lacks; a fetch cut short changes no ref.
 //
 // # Reads
 //

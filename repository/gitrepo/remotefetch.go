@@ -44,8 +44,9 @@ import (
 // stale meanwhile join it (fetchGroup), and on disk a file lock
 // (cad-fetch.lock, apart from cad.lock) keeps other processes' fetches of
 // the same mirror out, so that they find the mirror current after it.
-// Writes still fetch under their write lock (remote.sync): a push must be
-// planned on the remote's current state, and holds the lock anyway.
+// A write fetches the same way, but under its write lock throughout
+// (syncLocked): a push must be planned on the remote's current state, and
+// holds the lock anyway.
 
 // fetchGroup is the staged fetch of a remote under way, which the reads
 // that need it join.
@@ -160,7 +161,7 @@ func (rm *remote) stagedFetch(ctx context.Context, st *store, newView func() *vi
 		defer fl.unlock()
 	}
 	for try := 1; ; try++ {
-		asked, err := rm.stagedFetchOnce(ctx, st, newView)
+		asked, err := rm.stagedFetchOnce(ctx, st, newView, false)
 		if errors.Is(err, errMirrorMoved) {
 			if try < fetchMaxTries {
 				continue
@@ -174,12 +175,20 @@ func (rm *remote) stagedFetch(ctx context.Context, st *store, newView func() *vi
 	}
 }
 
-func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func() *view) (time.Time, error) {
+// stagedFetchOnce runs the three steps of a staged fetch once. With
+// locked, the caller holds the write lock throughout (a write's sync):
+// the local steps run under it as they are.
+func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func() *view, locked bool) (time.Time, error) {
 	const what = "fetch from "
+	read, write := st.read, st.write
+	if locked {
+		read = func(_ context.Context, fn func() error) error { return fn() }
+		write = read
+	}
 	// 1. The base: the mirror's refs now.
 	var base map[plumbing.ReferenceName]plumbing.Hash
 	damaged := false
-	if err := st.read(ctx, func() error {
+	if err := read(ctx, func() error {
 		var err error
 		base, err = mirroredRefs(newView(), &damaged)
 		return err
@@ -244,7 +253,7 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 		return asked, nil
 	}
 	var wants, haves []plumbing.Hash
-	if err := st.read(ctx, func() error {
+	if err := read(ctx, func() error {
 		v := newView()
 		seen := map[plumbing.Hash]bool{}
 		for _, h := range remote {
@@ -303,7 +312,7 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 	}
 
 	// 3. The local step, under the write lock.
-	return asked, st.write(ctx, func() error {
+	return asked, write(ctx, func() error {
 		v := newView()
 		dmg := false
 		now, err := mirroredRefs(v, &dmg)
@@ -488,4 +497,17 @@ func (r *Repository) readFetched(ctx context.Context, start time.Time, refs map[
 			return err
 		}
 	}
+}
+
+// syncLocked brings the mirror up to date for a write, which holds the
+// write lock throughout: a push is planned on the remote's state as it is
+// now. It fetches as a read does (the objects into staging, every step on
+// the network ending with ctx), under the lock.
+func (rm *remote) syncLocked(ctx context.Context, st *store, newView func() *view) error {
+	asked, err := rm.stagedFetchOnce(ctx, st, newView, true)
+	if err != nil {
+		return err
+	}
+	rm.markSynced(asked)
+	return nil
 }

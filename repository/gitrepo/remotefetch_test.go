@@ -18,6 +18,9 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/configasdata/cad/repository"
@@ -473,5 +476,89 @@ func BenchmarkRemoteReadBesideStalledFetch(b *testing.B) {
 				b.StartTimer()
 			}
 		})
+	}
+}
+
+// deafFetch is a transport whose request for objects never returns until
+// released, deaf to its context.
+type deafFetch struct {
+	transport.Transport
+	release chan struct{}
+}
+
+func (d deafFetch) NewUploadPackSession(ep *transport.Endpoint, auth transport.AuthMethod) (transport.UploadPackSession, error) {
+	s, err := d.Transport.NewUploadPackSession(ep, auth)
+	if err != nil {
+		return nil, err
+	}
+	return deafSession{s, d.release}, nil
+}
+
+type deafSession struct {
+	transport.UploadPackSession
+	release chan struct{}
+}
+
+func (s deafSession) UploadPack(context.Context, *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
+	<-s.release
+	return nil, errors.New("released")
+}
+
+// A fetch whose transport never answers, deaf to its context, ends with
+// the context of the read or write that needs it, and leaves no lock
+// held: reads and writes go on once the transport is back.
+func TestRemoteFetchEndsWithContext(t *testing.T) {
+	ctx := context.Background()
+	release := make(chan struct{})
+	defer close(release)
+	dir := newBare(t)
+	srv := gitServer(t, filepath.Dir(dir), "", "")
+	url := srv.URL + "/" + filepath.Base(dir)
+	writer := mustOpen(t, gitSpec(url), nil)
+	defer writer.Close()
+	propose(t, writer, "p", "ws")
+	r := mustOpen(t, gitSpec(url), nil)
+	defer r.Close()
+	// w's reads use its mirror as it is: its write's own fetch is deaf.
+	w := mustOpen(t, gitSpec(url), &gitrepo.Options{RemoteReadMaxAge: time.Hour})
+	defer w.Close()
+	propose(t, writer, "q", "ws")
+
+	restore := gitrepo.SetPushClient(func(ep *transport.Endpoint) (transport.Transport, error) {
+		tr, err := client.NewClient(ep)
+		return deafFetch{Transport: tr, release: release}, err
+	})
+	defer restore()
+	for what, op := range map[string]func(context.Context) error{
+		"a read": func(ctx context.Context) error {
+			_, err := r.List(ctx, repository.ListOptions{})
+			return err
+		},
+		"a write": func(ctx context.Context) error {
+			return writeDraft(ctx, w, revision.Key{Package: "r", Workspace: "ws"}, "r", true)
+		},
+	} {
+		wctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		ended := make(chan error, 1)
+		go func() { ended <- op(wctx) }()
+		select {
+		case err := <-ended:
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("%s beside a deaf fetch: %v, want the deadline's error", what, err)
+			}
+		case <-time.After(time.Minute):
+			t.Fatalf("%s waits on a deaf fetch", what)
+		}
+		cancel()
+	}
+	restore()
+	if keys, err := listKeys(ctx, r); err != nil || strings.Join(keys, " ") != "p q" {
+		t.Fatalf("a read once the transport is back: %v, %v", keys, err)
+	}
+	if err := writeDraft(ctx, w, revision.Key{Package: "r", Workspace: "ws"}, "r", true); err != nil {
+		t.Fatalf("a write once the transport is back: %v", err)
+	}
+	if keys, err := listKeys(ctx, w); err != nil || strings.Join(keys, " ") != "p q r" {
+		t.Fatalf("after the write: %v, %v", keys, err)
 	}
 }
