@@ -562,3 +562,35 @@ func TestRemoteFetchEndsWithContext(t *testing.T) {
 		t.Fatalf("after the write: %v, %v", keys, err)
 	}
 }
+
+// BenchmarkRemoteStaleRead measures a read that finds the mirror one
+// commit behind the remote (another writer's draft) and fetches it: the
+// ask for the refs, the fetch of the new objects and the read.
+func BenchmarkRemoteStaleRead(b *testing.B) {
+	for _, onDisk := range []bool{false, true} {
+		b.Run(map[bool]string{false: "memory", true: "disk"}[onDisk], func(b *testing.B) {
+			ctx := context.Background()
+			dir := newBare(b)
+			srv := gitServer(b, filepath.Dir(dir), "", "")
+			url := srv.URL + "/" + filepath.Base(dir)
+			writer := mustOpen(b, gitSpec(url), nil)
+			defer writer.Close()
+			propose(b, writer, "p", "ws")
+			opts, _ := mirrorOpts(b, onDisk)
+			r := mustOpen(b, gitSpec(url), &opts)
+			defer r.Close()
+			key := revision.Key{Package: "p", Workspace: "ws"}
+			b.ResetTimer()
+			for i := range b.N {
+				b.StopTimer()
+				if err := writeDraft(ctx, writer, revision.Key{Package: fmt.Sprintf("q%d", i), Workspace: "ws"}, "q", true); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if _, err := r.Get(ctx, key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
