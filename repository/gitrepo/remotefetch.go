@@ -13,11 +13,13 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/configasdata/cad/repository"
 )
@@ -29,11 +31,13 @@ import (
 //  1. under the read lock, the mirror's refs are noted (the base);
 //  2. holding no store lock, the remote is asked for its refs, and the
 //     objects the mirror lacks are fetched into staging (a temporary file
-//     beside an on-disk mirror, memory for one in memory), the mirror's
-//     refs sent as haves;
+//     in objects/pack of an on-disk mirror, memory for one in memory),
+//     the mirror's refs sent as haves, and a whole pack asked for (not
+//     thin), so that it is checked and indexed there too;
 //  3. under the write lock, for a moment and with no network: when the
 //     mirror's refs are still the base, the staged pack is added to the
-//     objects (content-addressed: no reader sees a change), every ref
+//     objects (on disk, two renames; content-addressed, so no reader sees
+//     a change), every ref
 //     target is checked to be there, and the refs are set to what the
 //     remote advertised, pruning those it no longer has. When the mirror
 //     moved meanwhile (a write of this process, another process's fetch),
@@ -277,6 +281,9 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 		if ar.Capabilities.Supports(capability.NoProgress) {
 			_ = req.Capabilities.Set(capability.NoProgress)
 		}
+		// A whole pack, no deltas against objects it leaves out: it is
+		// indexed before the lock, on its own.
+		req.Capabilities.Delete(capability.ThinPack)
 		req.Wants = wants
 		req.Haves = haves
 		stage, err = newStaging(st.gitDir)
@@ -306,6 +313,9 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 		if err != nil {
 			return time.Time{}, rm.classify(what+rm.redactedURL, err)
 		}
+		if err := stage.prepare(st.fsrefs); err != nil {
+			return time.Time{}, fmt.Errorf("%w: fetch from %s: the pack: %w", repository.ErrUnavailable, rm.redactedURL, err)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return time.Time{}, err
@@ -323,12 +333,8 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 			return errMirrorMoved
 		}
 		if stage != nil {
-			rd, err := stage.reader()
-			if err != nil {
-				return err
-			}
-			if err := packfile.UpdateObjectStorage(st.s, rd); err != nil {
-				return fmt.Errorf("%w: fetch from %s: the pack: %w", repository.ErrUnavailable, rm.redactedURL, err)
+			if err := stage.install(st); err != nil {
+				return fmt.Errorf("fetch from %s: adding the pack: %w", rm.redactedURL, err)
 			}
 		}
 		var updates []refUpdate
@@ -409,64 +415,193 @@ func demuxed(caps *capability.List, r io.Reader) io.Reader {
 	return sideband.NewDemuxer(t, r)
 }
 
-// staging holds a fetched pack until it is added to the mirror's objects:
-// a temporary file in the git directory of an on-disk mirror (unlinked at
-// once where the system allows, so that a killed process leaves nothing),
-// memory for one in memory.
+// staging holds a fetched pack until it is added to the mirror's objects.
+// For a mirror on disk it is a temporary file in objects/pack, indexed
+// (prepare) into another before the lock, so that adding it (install) is
+// two renames; for a mirror in memory it is memory, its objects parsed
+// into a storage of their own before the lock and handed over under it.
 type staging struct {
-	mu   sync.Mutex
-	f    *os.File
-	name string // still to remove at close, where unlinking an open file failed
-	buf  bytes.Buffer
+	mu       sync.Mutex
+	f        *os.File // the pack, on disk
+	idx      string   // its index, once prepared
+	checksum plumbing.Hash
+	buf      bytes.Buffer
+	mem      *memory.Storage // the objects, in memory, once prepared
+	closed   bool
 }
+
+// Temporary files of staged fetches start with these; git's own tmp_
+// naming, so that git prune treats them as git's.
+const (
+	stagePackPrefix = "tmp_pack_cad_"
+	stageIdxPrefix  = "tmp_idx_cad_"
+)
 
 func newStaging(gitDir string) (*staging, error) {
 	if gitDir == "" {
 		return &staging{}, nil
 	}
-	f, err := os.CreateTemp(gitDir, "cad-fetch-*.tmp")
+	dir := filepath.Join(gitDir, "objects", "pack")
+	removeStaleStaging(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, stagePackPrefix)
 	if err != nil {
 		return nil, err
 	}
-	s := &staging{f: f}
-	if err := os.Remove(f.Name()); err != nil {
-		s.name = f.Name()
+	return &staging{f: f}, nil
+}
+
+// removeStaleStaging removes staging files that a killed process left in
+// dir: those not written for an hour (a fetch under way writes its pack
+// as it arrives, and moves it in within moments of the end).
+func removeStaleStaging(dir string) {
+	for _, prefix := range []string{stagePackPrefix, stageIdxPrefix} {
+		names, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
+		for _, n := range names {
+			if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				_ = os.Remove(n)
+			}
+		}
 	}
-	return s, nil
 }
 
 func (s *staging) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return 0, os.ErrClosed
+	}
 	if s.f != nil {
 		return s.f.Write(p)
 	}
 	return s.buf.Write(p)
 }
 
-// reader returns the staged pack from its start.
-func (s *staging) reader() (io.Reader, error) {
+// prepare checks and indexes the staged pack, holding no lock: on disk it
+// writes the pack's index beside it and syncs both (unless fr says not
+// to); in memory it parses the objects into a storage of their own.
+func (s *staging) prepare(fr *fsRefs) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
-		return bytes.NewReader(s.buf.Bytes()), nil
+		s.mem = memory.NewStorage()
+		p, err := packfile.NewParserWithStorage(packfile.NewScanner(bytes.NewReader(s.buf.Bytes())), s.mem)
+		if err != nil {
+			return err
+		}
+		if _, err := p.Parse(); err != nil && !errors.Is(err, packfile.ErrEmptyPackfile) {
+			return err
+		}
+		s.buf = bytes.Buffer{}
+		return nil
 	}
 	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
-		return nil, err
+		return err
 	}
-	return s.f, nil
+	w := new(idxfile.Writer)
+	p, err := packfile.NewParser(packfile.NewScanner(s.f), w)
+	if err != nil {
+		return err
+	}
+	sum, err := p.Parse()
+	if errors.Is(err, packfile.ErrEmptyPackfile) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	idx, err := w.Index()
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(s.f.Name()), stageIdxPrefix)
+	if err != nil {
+		return err
+	}
+	s.idx = f.Name()
+	if _, err := idxfile.NewEncoder(f).Encode(idx); err != nil {
+		f.Close()
+		return err
+	}
+	if fr != nil {
+		if err := fr.syncFile(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := fr.syncFile(s.f); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	s.checksum = sum
+	return nil
 }
 
+// install adds the prepared objects to st's storage; the write lock is
+// held. On disk the pack and its index are renamed into objects/pack
+// (the index last: a pack is found by its index) unless a pack of the
+// same content is there already.
+func (s *staging) install(st *store) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mem != nil {
+		iter, err := s.mem.IterEncodedObjects(plumbing.AnyObject)
+		if err != nil {
+			return err
+		}
+		return iter.ForEach(func(o plumbing.EncodedObject) error {
+			_, err := st.s.SetEncodedObject(o)
+			return err
+		})
+	}
+	if s.f == nil || s.checksum.IsZero() {
+		return nil // an empty pack
+	}
+	base := filepath.Join(filepath.Dir(s.f.Name()), "pack-"+s.checksum.String())
+	if _, err := os.Stat(base + ".idx"); err == nil {
+		return nil
+	}
+	_ = s.f.Close() // read to the end by prepare
+	if err := os.Rename(s.f.Name(), base+".pack"); err != nil {
+		return err
+	}
+	if err := os.Rename(s.idx, base+".idx"); err != nil {
+		return err
+	}
+	s.idx = ""
+	if st.fsrefs != nil {
+		if err := st.fsrefs.syncDir(filepath.Dir(base)); err != nil {
+			return err
+		}
+	}
+	if ri, ok := st.s.(interface{ Reindex() }); ok {
+		ri.Reindex()
+	}
+	return nil
+}
+
+// close removes what install did not move in.
 func (s *staging) close() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
 	if s.f != nil {
 		_ = s.f.Close()
-		if s.name != "" {
-			_ = os.Remove(s.name)
+		_ = os.Remove(s.f.Name()) // gone already when installed
+		if s.idx != "" {
+			_ = os.Remove(s.idx)
 		}
 	}
 	s.buf = bytes.Buffer{}
+	s.mem = nil
 }
 
 // readFetched runs fn on the mirror once a staged fetch has brought it up

@@ -425,6 +425,16 @@ func TestRemoteFetchCutShortChangesNothing(t *testing.T) {
 			if keys, err := listKeys(ctx, r); err != nil || strings.Join(keys, " ") != "p q s u" {
 				t.Fatalf("after the network came back: %v, %v", keys, err)
 			}
+			if onDisk {
+				// git finds the mirror whole, and no staging file is left.
+				git(t, opts.CacheDir, "fsck", "--no-dangling")
+				if left, _ := filepath.Glob(filepath.Join(opts.CacheDir, "objects", "pack", "tmp_*")); len(left) != 0 {
+					t.Fatalf("staging files left: %v", left)
+				}
+				if got, want := git(t, opts.CacheDir, "rev-parse", "refs/heads/drafts/u/ws"), git(t, dir, "rev-parse", "refs/heads/drafts/u/ws"); got != want {
+					t.Fatalf("the mirror's draft u is %s, the remote's %s", got, want)
+				}
+			}
 		})
 	}
 }
