@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -602,5 +604,79 @@ func BenchmarkRemoteStaleRead(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// fetchChildEnv, when set ("cache dir\nurl"), makes
+// TestHelperRemoteFetchProcess open the remote at url with its mirror in
+// cache dir and list it: another process fetching into a shared mirror.
+const fetchChildEnv = "CAD_REMOTE_FETCH_CHILD"
+
+// TestHelperRemoteFetchProcess is not a test: it is the child process of
+// TestRemoteStalledFetchOtherProcess, and returns at once otherwise.
+func TestHelperRemoteFetchProcess(t *testing.T) {
+	arg := os.Getenv(fetchChildEnv)
+	if arg == "" {
+		return
+	}
+	cache, url, _ := strings.Cut(arg, "\n")
+	r := mustOpen(t, gitSpec(url), &gitrepo.Options{CacheDir: cache})
+	defer r.Close()
+	keys, err := listKeys(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("listed:", strings.Join(keys, " "))
+}
+
+// A process whose fetch into a mirror on disk (Options.CacheDir) is
+// stalled on the network keeps no other process from reading the mirror:
+// the fetch holds neither cad.lock nor the store's lock while the remote
+// answers.
+func TestRemoteStalledFetchOtherProcess(t *testing.T) {
+	ctx := context.Background()
+	dir := newBare(t)
+	srv := gitServer(t, filepath.Dir(dir), "", "")
+	direct := srv.URL + "/" + filepath.Base(dir)
+	g, proxied := newPackGate(t, srv.URL)
+	writer := mustOpen(t, gitSpec(direct), nil)
+	defer writer.Close()
+	propose(t, writer, "p", "ws")
+	cache := filepath.Join(t.TempDir(), "cache")
+	reader := mustOpen(t, gitSpec(direct), &gitrepo.Options{CacheDir: cache, RemoteReadMaxAge: time.Hour})
+	defer reader.Close()
+	propose(t, writer, "q", "ws")
+
+	g.arm()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRemoteFetchProcess$", "-test.v")
+	cmd.Env = append(os.Environ(), fetchChildEnv+"="+cache+"\n"+proxied+"/"+filepath.Base(dir))
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	waited := false
+	defer func() {
+		if !waited {
+			_ = cmd.Process.Kill()
+			<-exited
+		}
+	}()
+	g.waitHeld(t)
+	promptly(t, g, "a read of the mirror beside another process's stalled fetch", func() error {
+		_, err := reader.Get(ctx, revision.Key{Package: "p", Workspace: "ws"})
+		return err
+	})
+	g.release()
+	select {
+	case err := <-exited:
+		waited = true
+		if err != nil || !strings.Contains(out.String(), "listed: p q\n") {
+			t.Fatalf("the fetching process: %v\n%s", err, out.String())
+		}
+	case <-time.After(time.Minute):
+		t.Fatalf("the fetching process did not end:\n%s", out.String())
 	}
 }
