@@ -56,9 +56,13 @@ import (
 // that need it join.
 type fetchGroup struct {
 	mu     sync.Mutex
-	call   *fetchCall
+	call   *fetchCall // the fetch a read joins; nil when none or being cancelled
+	last   *fetchCall // the fetch started last, which the next one waits for
 	closed bool
 	flock  *fileLock // cad-fetch.lock of an on-disk mirror, made at first use
+	// running are the fetches not yet ended, among them those cancelled
+	// when their last reader left.
+	running map[*fetchCall]bool
 }
 
 // fetchCall is one staged fetch. done is closed once err and asked are
@@ -95,19 +99,39 @@ func (rm *remote) refresh(ctx context.Context, st *store, newView func() *view) 
 	if c == nil {
 		fctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 		c = &fetchCall{done: make(chan struct{}), cancel: cancel}
-		g.call = c
+		prev := g.last
+		g.call, g.last = c, c
+		if g.running == nil {
+			g.running = map[*fetchCall]bool{}
+		}
+		g.running[c] = true
 		if st.gitDir != "" && g.flock == nil {
 			g.flock = newFileLock(filepath.Join(st.gitDir, "cad-fetch.lock"))
 		}
 		fl := g.flock
 		go func() {
-			asked, err := rm.stagedFetch(fctx, st, newView, fl)
+			if prev != nil {
+				// One at a time: a fetch cancelled when its last reader
+				// left ends first (at once on the network).
+				<-prev.done
+			}
+			var asked time.Time
+			err := fctx.Err()
+			if err == nil {
+				asked, err = rm.stagedFetch(fctx, st, newView, fl)
+			}
 			if err != nil && fctx.Err() != nil {
 				err = context.Cause(fctx)
 			}
 			g.mu.Lock()
 			c.asked, c.err = asked, err
-			g.call = nil
+			if g.call == c {
+				g.call = nil
+			}
+			if g.last == c {
+				g.last = nil
+			}
+			delete(g.running, c)
 			g.mu.Unlock()
 			cancel(nil)
 			close(c.done)
@@ -121,7 +145,12 @@ func (rm *remote) refresh(ctx context.Context, st *store, newView func() *view) 
 	case <-ctx.Done():
 		g.mu.Lock()
 		if c.waiters--; c.waiters == 0 {
+			// No one waits: the fetch ends, and a read that comes now
+			// starts another rather than join one being cancelled.
 			c.cancel(context.Canceled)
+			if g.call == c {
+				g.call = nil
+			}
 		}
 		g.mu.Unlock()
 		return time.Time{}, ctx.Err()
@@ -136,9 +165,12 @@ func (rm *remote) stopFetches() {
 	g := &rm.fetches
 	g.mu.Lock()
 	g.closed = true
-	c := g.call
+	var calls []*fetchCall
+	for c := range g.running {
+		calls = append(calls, c)
+	}
 	g.mu.Unlock()
-	if c != nil {
+	for _, c := range calls {
 		c.cancel(errFetchClosed)
 		<-c.done
 	}
@@ -165,6 +197,9 @@ func (rm *remote) stagedFetch(ctx context.Context, st *store, newView func() *vi
 		defer fl.unlock()
 	}
 	for try := 1; ; try++ {
+		if err := ctx.Err(); err != nil {
+			return time.Time{}, err
+		}
 		asked, err := rm.stagedFetchOnce(ctx, st, newView, false)
 		if errors.Is(err, errMirrorMoved) {
 			if try < fetchMaxTries {

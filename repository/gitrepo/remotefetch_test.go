@@ -680,3 +680,36 @@ func TestRemoteStalledFetchOtherProcess(t *testing.T) {
 		t.Fatalf("the fetching process did not end:\n%s", out.String())
 	}
 }
+
+// A read whose fetch stalls returns when its context ends; being the
+// only one waiting, it takes the fetch down with it (the request to the
+// remote ends too), and the next read fetches afresh.
+func TestRemoteFetchLeftByItsReader(t *testing.T) {
+	ctx := context.Background()
+	dir := newBare(t)
+	srv := gitServer(t, filepath.Dir(dir), "", "")
+	g, proxied := newPackGate(t, srv.URL)
+	writer := mustOpen(t, gitSpec(srv.URL+"/"+filepath.Base(dir)), nil)
+	defer writer.Close()
+	propose(t, writer, "p", "ws")
+	r := mustOpen(t, gitSpec(proxied+"/"+filepath.Base(dir)), nil)
+	defer r.Close()
+	propose(t, writer, "q", "ws")
+
+	g.arm()
+	promptly(t, g, "a read with a deadline whose fetch stalls", func() error {
+		cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		defer cancel()
+		if _, err := r.List(cctx, repository.ListOptions{}); !errors.Is(err, context.DeadlineExceeded) {
+			return fmt.Errorf("got %v, want the deadline's error", err)
+		}
+		return nil
+	})
+	promptly(t, g, "the next read", func() error {
+		keys, err := listKeys(ctx, r)
+		if err == nil && strings.Join(keys, " ") != "p q" {
+			err = fmt.Errorf("listed %v, want p q", keys)
+		}
+		return err
+	})
+}
