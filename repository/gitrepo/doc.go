@@ -139,10 +139,18 @@
 //     repository on disk, an flock on cad.lock in the git directory (both
 //     shared by readers, which run side by side, and exclusive by writers;
 //     the flock is released by the kernel if the process dies). A read of
-//     a remote asks the remote for its refs holding no lock, and fetches,
-//     under the write lock, only when they moved; within
+//     a remote asks the remote for its refs holding no lock, and fetches
+//     only when they moved, also holding no lock while the network
+//     answers: the objects the clone lacks are fetched aside (a temporary
+//     file beside a clone on disk, memory for one in memory) and the write
+//     lock is taken only to add them and set the refs, and only while the
+//     clone's refs are still those the fetch started from (so a clone
+//     never goes back to an older state of the remote). Reads that find
+//     the clone behind at the same time join one fetch (on disk, a lock
+//     on cad-fetch.lock keeps other processes' fetches of the clone out
+//     meanwhile), and each returns when its own context ends. Within
 //     Options.RemoteReadMaxAge of the last fetch (or of an ask that found
-//     the clone current) it asks nothing and reads the clone.
+//     the clone current) a read asks nothing and reads the clone.
 //     Where there is no flock (off unix, such as on Windows) nothing
 //     would keep other processes out, so a repository on disk, and a
 //     remote's clone in Options.CacheDir, is only read there: every write
@@ -215,7 +223,9 @@
 // registered branch is created by spec.git.createBranch only when no ref
 // of that name exists at all: a damaged branch is reported, never
 // replaced. A remote's local mirror in Options.CacheDir is a cache: its
-// damaged refs are dropped and fetched again.
+// damaged refs are dropped and fetched again. A fetch sets the mirror's
+// refs through the same crash-safe ref store, after the fetched pack is
+// in, and never to an object it lacks; a fetch cut short changes no ref.
 //
 // # Reads
 //

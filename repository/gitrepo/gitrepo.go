@@ -286,8 +286,11 @@ func (r *Repository) openStore(ctx context.Context) error {
 		}
 		r.st = newStore(s, gitDir, r.opts.Sync, r.log.Warn)
 		r.log.Debug("opening remote", "url", rm.redactedURL)
-		// Fetch once now, so that a bad URL or credentials fail here.
-		if err := r.st.write(ctx, func() error { return r.remote.sync(ctx, r.st) }); err != nil {
+		// Fetch once now, so that a bad URL or credentials fail here;
+		// staged, so that other processes reading an on-disk mirror
+		// (Options.CacheDir) are not kept waiting on the network.
+		if _, err := r.remote.refresh(ctx, r.st, r.newView); err != nil {
+			r.remote.stopFetches()
 			r.st.close()
 			return r.wrapErr("open", revision.Key{}, err)
 		}
@@ -381,6 +384,10 @@ func (r *Repository) Name() string { return r.name }
 func (r *Repository) Close() error {
 	if r.closed.Swap(true) {
 		return nil
+	}
+	if r.remote != nil {
+		// A read's fetch on the network ends now, not when it answers.
+		r.remote.stopFetches()
 	}
 	r.st.close()
 	return nil

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	git "github.com/go-git/go-git/v5"
-	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
@@ -19,7 +17,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	"github.com/go-git/go-git/v5/storage"
 )
 
 // remote is the connection to a remote repository. Its local clone is a
@@ -40,6 +37,8 @@ type remote struct {
 	maxAge   time.Duration
 	syncedMu sync.Mutex
 	synced   time.Time
+	// fetches is the staged fetch of a read under way (remotefetch.go).
+	fetches fetchGroup
 }
 
 // fresh reports whether a read may use the mirror as it is, asking the
@@ -63,17 +62,6 @@ func (rm *remote) markSynced(t time.Time) {
 		rm.synced = t
 	}
 }
-
-// syncForRead brings the mirror up to date for a read, unless it was
-// within maxAge.
-func (rm *remote) syncForRead(ctx context.Context, st *store) error {
-	if rm.fresh() {
-		return nil
-	}
-	return rm.sync(ctx, st)
-}
-
-var mirrorRefSpecs = []config.RefSpec{"+refs/heads/*:refs/heads/*", "+refs/tags/*:refs/tags/*", "+refs/cad/*:refs/cad/*"}
 
 func newRemote(u string, o Options) (*remote, error) {
 	clean, urlAuth := splitURLCredentials(u)
@@ -132,53 +120,6 @@ func (e *redactedError) Error() string {
 
 func (e *redactedError) Unwrap() error { return e.err }
 
-// sync brings the local mirror up to date: refs always, objects only
-// those it lacks. The store must be locked for writing. A mirror on disk
-// whose refs a crash damaged (go-git's fetch writes them in place) is a
-// cache: its damaged refs are dropped and the fetch brings them back.
-func (rm *remote) sync(ctx context.Context, st *store) error {
-	start := time.Now()
-	err := rm.fetch(ctx, st)
-	if err == nil {
-		rm.markSynced(start)
-	}
-	if err == nil || st.fsrefs == nil || errors.Is(err, ctx.Err()) {
-		return err
-	}
-	dropped, derr := st.fsrefs.dropDamaged()
-	if derr != nil || dropped == 0 {
-		return err
-	}
-	st.warn("dropped damaged refs of the local mirror", "refs", dropped)
-	start = time.Now()
-	if err := rm.fetch(ctx, st); err != nil {
-		return err
-	}
-	rm.markSynced(start)
-	return nil
-}
-
-func (rm *remote) fetch(ctx context.Context, st *store) error {
-	rem := git.NewRemote(st.s, &config.RemoteConfig{Name: "origin", URLs: []string{rm.url}})
-	err := rem.FetchContext(ctx, &git.FetchOptions{
-		RemoteName:      "origin",
-		RefSpecs:        mirrorRefSpecs,
-		Auth:            rm.auth,
-		Prune:           true,
-		Tags:            git.NoTags,
-		Force:           true,
-		InsecureSkipTLS: rm.insecure,
-		CABundle:        rm.caBundle,
-	})
-	switch {
-	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
-		return nil
-	case errors.Is(err, transport.ErrEmptyRemoteRepository):
-		return clearRefs(st.s)
-	}
-	return rm.classify("fetch from "+rm.redactedURL, err)
-}
-
 // classify wraps a transport error with the sentinel it matches.
 func (rm *remote) classify(what string, err error) error {
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
@@ -189,26 +130,6 @@ func (rm *remote) classify(what string, err error) error {
 		sentinel = errRepoNotFound
 	}
 	return fmt.Errorf("%w: %s: %w", sentinel, what, rm.redact(err))
-}
-
-func clearRefs(s storage.Storer) error {
-	iter, err := s.IterReferences()
-	if err != nil {
-		return err
-	}
-	var names []plumbing.ReferenceName
-	_ = iter.ForEach(func(r *plumbing.Reference) error {
-		if r.Name().IsBranch() || r.Name().IsTag() {
-			names = append(names, r.Name())
-		}
-		return nil
-	})
-	for _, n := range names {
-		if err := s.RemoveReference(n); err != nil {
-			return err
-		}
-	}
-	return nil
 }
 
 // push sends the objects written through v and the ref updates of t in
@@ -382,7 +303,8 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	return nil
 }
 
-// mirrorPrefixes are the refs the local clone mirrors (mirrorRefSpecs).
+// mirrorPrefixes are the refs the local clone mirrors: refs/heads/*,
+// refs/tags/* and refs/cad/* as the remote has them.
 var mirrorPrefixes = []string{"refs/heads/", "refs/tags/", "refs/cad/"}
 
 // lsRemote returns the refs of the remote that the local clone mirrors,

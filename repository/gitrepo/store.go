@@ -229,7 +229,8 @@ func (r *Repository) newView() *view {
 // as it is and the remote is asked nothing): it asks the remote for its
 // refs holding no lock, and when the clone has them all, fn runs under
 // the read lock, beside other reads; only when the remote moved is the
-// clone fetched, under the write lock.
+// clone fetched, holding the write lock only to add what was fetched
+// (readFetched).
 func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 	if r.remote != nil {
 		defer r.st.idx.flush()
@@ -256,12 +257,7 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 		if ran || err != nil {
 			return err
 		}
-		return r.st.write(ctx, func() error {
-			if err := r.remote.syncForRead(ctx, r.st); err != nil {
-				return err
-			}
-			return fn(r.newView())
-		})
+		return r.readFetched(ctx, asked, refs, fn)
 	}
 	defer r.st.idx.flush()
 	return r.st.read(ctx, func() error { return fn(r.newView()) })

@@ -74,7 +74,7 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 		err := r.st.write(ctx, func() error {
 			v := r.newView()
 			if r.remote != nil {
-				if err := r.remote.sync(ctx, r.st); err != nil {
+				if err := r.remote.syncLocked(ctx, r.st, r.newView); err != nil {
 					return err
 				}
 			}

@@ -1,0 +1,683 @@
+package gitrepo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/configasdata/cad/repository"
+)
+
+// A read that finds the mirror behind the remote brings it up to date
+// with a staged fetch, so that no lock others need is held while the
+// network answers:
+//
+//  1. under the read lock, the mirror's refs are noted (the base);
+//  2. holding no store lock, the remote is asked for its refs, and the
+//     objects the mirror lacks are fetched into staging (a temporary file
+//     in objects/pack of an on-disk mirror, memory for one in memory),
+//     the mirror's refs sent as haves, and a whole pack asked for (not
+//     thin), so that it is checked and indexed there too;
+//  3. under the write lock, for a moment and with no network: when the
+//     mirror's refs are still the base, the staged pack is added to the
+//     objects (on disk, two renames; content-addressed, so no reader sees
+//     a change), every ref
+//     target is checked to be there, and the refs are set to what the
+//     remote advertised, pruning those it no longer has. When the mirror
+//     moved meanwhile (a write of this process, another process's fetch),
+//     nothing of the refs is set and it starts over: a mirror never goes
+//     back to an older state of the remote.
+//
+// One staged fetch runs at a time per remote: reads that find the mirror
+// stale meanwhile join it (fetchGroup), and on disk a file lock
+// (cad-fetch.lock, apart from cad.lock) keeps other processes' fetches of
+// the same mirror out, so that they find the mirror current after it.
+// A write fetches the same way, but under its write lock throughout
+// (syncLocked): a push must be planned on the remote's current state, and
+// holds the lock anyway.
+
+// fetchGroup is the staged fetch of a remote under way, which the reads
+// that need it join.
+type fetchGroup struct {
+	mu     sync.Mutex
+	call   *fetchCall // the fetch a read joins; nil when none or being cancelled
+	last   *fetchCall // the fetch started last, which the next one waits for
+	closed bool
+	flock  *fileLock // cad-fetch.lock of an on-disk mirror, made at first use
+	// running are the fetches not yet ended, among them those cancelled
+	// when their last reader left.
+	running map[*fetchCall]bool
+}
+
+// fetchCall is one staged fetch. done is closed once err and asked are
+// set; asked is when the remote was asked for the refs the mirror then
+// held (zero on an error).
+type fetchCall struct {
+	done    chan struct{}
+	err     error
+	asked   time.Time
+	waiters int
+	cancel  context.CancelCauseFunc
+}
+
+// errFetchClosed ends a fetch under way when its Repository is closed.
+var errFetchClosed = fmt.Errorf("%w: the repository was closed during a fetch", repository.ErrClosed)
+
+// fetchMaxTries bounds how often a staged fetch starts over because the
+// mirror moved while it was on the network.
+const fetchMaxTries = 3
+
+// refresh brings the mirror up to date with a staged fetch, joining the
+// one under way if any, and returns when the remote was asked for the
+// refs the mirror was set to (or found holding). It returns ctx's error as
+// soon as ctx ends; the fetch goes on while another caller waits for it,
+// and is cancelled when none does. newView makes a view of st.
+func (rm *remote) refresh(ctx context.Context, st *store, newView func() *view) (time.Time, error) {
+	g := &rm.fetches
+	g.mu.Lock()
+	if g.closed {
+		g.mu.Unlock()
+		return time.Time{}, errFetchClosed
+	}
+	c := g.call
+	if c == nil {
+		fctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+		c = &fetchCall{done: make(chan struct{}), cancel: cancel}
+		prev := g.last
+		g.call, g.last = c, c
+		if g.running == nil {
+			g.running = map[*fetchCall]bool{}
+		}
+		g.running[c] = true
+		if st.gitDir != "" && g.flock == nil {
+			g.flock = newFileLock(filepath.Join(st.gitDir, "cad-fetch.lock"))
+		}
+		fl := g.flock
+		go func() {
+			if prev != nil {
+				// One at a time: a fetch cancelled when its last reader
+				// left ends first (at once on the network).
+				<-prev.done
+			}
+			var asked time.Time
+			err := fctx.Err()
+			if err == nil {
+				asked, err = rm.stagedFetch(fctx, st, newView, fl)
+			}
+			if err != nil && fctx.Err() != nil {
+				err = context.Cause(fctx)
+			}
+			g.mu.Lock()
+			c.asked, c.err = asked, err
+			if g.call == c {
+				g.call = nil
+			}
+			if g.last == c {
+				g.last = nil
+			}
+			delete(g.running, c)
+			g.mu.Unlock()
+			cancel(nil)
+			close(c.done)
+		}()
+	}
+	c.waiters++
+	g.mu.Unlock()
+	select {
+	case <-c.done:
+		return c.asked, c.err
+	case <-ctx.Done():
+		g.mu.Lock()
+		if c.waiters--; c.waiters == 0 {
+			// No one waits: the fetch ends, and a read that comes now
+			// starts another rather than join one being cancelled.
+			c.cancel(context.Canceled)
+			if g.call == c {
+				g.call = nil
+			}
+		}
+		g.mu.Unlock()
+		return time.Time{}, ctx.Err()
+	}
+}
+
+// stopFetches ends the staged fetch under way, if any, and waits until it
+// has stopped (it ends at once on the network, and holds a store lock
+// only for a local step); later refreshes return an error matching
+// repository.ErrClosed.
+func (rm *remote) stopFetches() {
+	g := &rm.fetches
+	g.mu.Lock()
+	g.closed = true
+	var calls []*fetchCall
+	for c := range g.running {
+		calls = append(calls, c)
+	}
+	g.mu.Unlock()
+	for _, c := range calls {
+		c.cancel(errFetchClosed)
+		<-c.done
+	}
+	g.mu.Lock()
+	if g.flock != nil {
+		g.flock.close()
+		g.flock = nil
+	}
+	g.mu.Unlock()
+}
+
+// errMirrorMoved: the mirror's refs changed while a staged fetch was on
+// the network.
+var errMirrorMoved = errors.New("the mirror moved during the fetch")
+
+// stagedFetch runs one staged fetch (see above), holding fl (nil in
+// memory) throughout, and returns when the remote was asked for the refs
+// it set.
+func (rm *remote) stagedFetch(ctx context.Context, st *store, newView func() *view, fl *fileLock) (time.Time, error) {
+	if fl != nil {
+		if err := fl.lock(ctx, true); err != nil {
+			return time.Time{}, err
+		}
+		defer fl.unlock()
+	}
+	for try := 1; ; try++ {
+		if err := ctx.Err(); err != nil {
+			return time.Time{}, err
+		}
+		asked, err := rm.stagedFetchOnce(ctx, st, newView, false)
+		if errors.Is(err, errMirrorMoved) {
+			if try < fetchMaxTries {
+				continue
+			}
+			err = fmt.Errorf("%w: fetch from %s: %w %d times", repository.ErrUnavailable, rm.redactedURL, err, try)
+		}
+		if err == nil {
+			rm.markSynced(asked)
+		}
+		return asked, err
+	}
+}
+
+// stagedFetchOnce runs the three steps of a staged fetch once. With
+// locked, the caller holds the write lock throughout (a write's sync):
+// the local steps run under it as they are.
+func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func() *view, locked bool) (time.Time, error) {
+	const what = "fetch from "
+	read, write := st.read, st.write
+	if locked {
+		read = func(_ context.Context, fn func() error) error { return fn() }
+		write = read
+	}
+	// 1. The base: the mirror's refs now.
+	var base map[plumbing.ReferenceName]plumbing.Hash
+	damaged := false
+	if err := read(ctx, func() error {
+		var err error
+		base, err = mirroredRefs(newView(), &damaged)
+		return err
+	}); err != nil {
+		return time.Time{}, err
+	}
+
+	// 2. The network, holding no store lock.
+	ep, err := transport.NewEndpoint(rm.url)
+	if err != nil {
+		return time.Time{}, err
+	}
+	ep.InsecureSkipTLS = rm.insecure
+	ep.CaBundle = rm.caBundle
+	cl, err := pushClient(ep)
+	if err != nil {
+		return time.Time{}, rm.classify(what+rm.redactedURL, err)
+	}
+	var sess transport.UploadPackSession
+	closeSess := func() {
+		if sess != nil {
+			_ = sess.Close()
+		}
+	}
+	if _, err := withCtx(ctx, func() error {
+		var err error
+		sess, err = cl.NewUploadPackSession(ep, rm.auth)
+		return err
+	}, closeSess); err != nil {
+		return time.Time{}, rm.classify(what+rm.redactedURL, err)
+	}
+	abandoned := false
+	defer func() {
+		if !abandoned {
+			closeSess()
+		}
+	}()
+	asked := time.Now()
+	var ar *packp.AdvRefs
+	abandoned, err = withCtx(ctx, func() error {
+		var err error
+		ar, err = sess.AdvertisedReferencesContext(ctx)
+		return err
+	}, closeSess)
+	remote := map[plumbing.ReferenceName]plumbing.Hash{}
+	switch {
+	case abandoned:
+		return time.Time{}, err
+	case errors.Is(err, transport.ErrEmptyRemoteRepository):
+	case err != nil:
+		return time.Time{}, rm.classify(what+rm.redactedURL, err)
+	default:
+		for name, h := range ar.References {
+			for _, p := range mirrorPrefixes {
+				if strings.HasPrefix(name, p) {
+					remote[plumbing.ReferenceName(name)] = h
+				}
+			}
+		}
+	}
+	if !damaged && sameRefs(base, remote) {
+		return asked, nil
+	}
+	var wants, haves []plumbing.Hash
+	if err := read(ctx, func() error {
+		v := newView()
+		seen := map[plumbing.Hash]bool{}
+		for _, h := range remote {
+			if !seen[h] && !v.has(h) {
+				wants = append(wants, h)
+			}
+			seen[h] = true
+		}
+		for _, h := range base {
+			if v.has(h) {
+				haves = append(haves, h)
+			}
+		}
+		return nil
+	}); err != nil {
+		return time.Time{}, err
+	}
+	var stage *staging
+	if len(wants) > 0 {
+		req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
+		if ar.Capabilities.Supports(capability.NoProgress) {
+			_ = req.Capabilities.Set(capability.NoProgress)
+		}
+		// A whole pack, no deltas against objects it leaves out: it is
+		// indexed before the lock, on its own.
+		req.Capabilities.Delete(capability.ThinPack)
+		req.Wants = wants
+		req.Haves = haves
+		stage, err = newStaging(st.gitDir)
+		if err != nil {
+			return time.Time{}, fmt.Errorf("fetch from %s: staging: %w", rm.redactedURL, err)
+		}
+		var body io.ReadCloser
+		closeBody := func() {
+			if body != nil {
+				_ = body.Close()
+			}
+		}
+		abandoned, err = withCtx(ctx, func() error {
+			resp, err := sess.UploadPack(ctx, req)
+			if err != nil {
+				return err
+			}
+			body = resp
+			_, err = io.Copy(stage, demuxed(req.Capabilities, body))
+			return err
+		}, func() { closeBody(); closeSess(); stage.close() })
+		if abandoned {
+			return time.Time{}, err
+		}
+		closeBody()
+		defer stage.close()
+		if err != nil {
+			return time.Time{}, rm.classify(what+rm.redactedURL, err)
+		}
+		if err := stage.prepare(st.fsrefs); err != nil {
+			return time.Time{}, fmt.Errorf("%w: fetch from %s: the pack: %w", repository.ErrUnavailable, rm.redactedURL, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err
+	}
+
+	// 3. The local step, under the write lock.
+	return asked, write(ctx, func() error {
+		v := newView()
+		dmg := false
+		now, err := mirroredRefs(v, &dmg)
+		if err != nil {
+			return err
+		}
+		if !sameRefs(now, base) || dmg != damaged {
+			return errMirrorMoved
+		}
+		if stage != nil {
+			if err := stage.install(st); err != nil {
+				return fmt.Errorf("fetch from %s: adding the pack: %w", rm.redactedURL, err)
+			}
+		}
+		var updates []refUpdate
+		for name, h := range remote {
+			if !v.has(h) {
+				return fmt.Errorf("%w: fetch from %s: %s is %s, which the remote did not send", repository.ErrUnavailable, rm.redactedURL, name, h)
+			}
+			if base[name] != h {
+				updates = append(updates, refUpdate{name: name, old: base[name], new: h})
+			}
+		}
+		for name, h := range base {
+			if _, ok := remote[name]; !ok {
+				updates = append(updates, refUpdate{name: name, old: h})
+			}
+		}
+		if damaged && st.fsrefs != nil {
+			n, err := st.fsrefs.dropDamaged()
+			if err != nil {
+				return err
+			}
+			if n > 0 {
+				st.warn("dropped damaged refs of the local mirror", "refs", n)
+			}
+		}
+		return applyRefs(v, updates, false)
+	})
+}
+
+// mirroredRefs returns the refs of v under mirrorPrefixes, setting
+// *damaged when one was left out as damaged.
+func mirroredRefs(v *view, damaged *bool) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	warn := v.damaged
+	v.damaged = func(err error) {
+		*damaged = true
+		if warn != nil {
+			warn(err)
+		}
+	}
+	defer func() { v.damaged = warn }()
+	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	for _, p := range mirrorPrefixes {
+		refs, err := v.under(p)
+		if err != nil {
+			return nil, err
+		}
+		for name, h := range refs {
+			out[name] = h
+		}
+	}
+	return out, nil
+}
+
+func sameRefs(a, b map[plumbing.ReferenceName]plumbing.Hash) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for name, h := range a {
+		if g, ok := b[name]; !ok || g != h {
+			return false
+		}
+	}
+	return true
+}
+
+// demuxed returns the pack data of an upload-pack response, out of its
+// side-band channels when caps asked for them.
+func demuxed(caps *capability.List, r io.Reader) io.Reader {
+	var t sideband.Type
+	switch {
+	case caps.Supports(capability.Sideband64k):
+		t = sideband.Sideband64k
+	case caps.Supports(capability.Sideband):
+		t = sideband.Sideband
+	default:
+		return r
+	}
+	return sideband.NewDemuxer(t, r)
+}
+
+// staging holds a fetched pack until it is added to the mirror's objects.
+// For a mirror on disk it is a temporary file in objects/pack, indexed
+// (prepare) into another before the lock, so that adding it (install) is
+// two renames; for a mirror in memory it is memory, its objects parsed
+// into a storage of their own before the lock and handed over under it.
+type staging struct {
+	mu       sync.Mutex
+	f        *os.File // the pack, on disk
+	idx      string   // its index, once prepared
+	checksum plumbing.Hash
+	buf      bytes.Buffer
+	mem      *memory.Storage // the objects, in memory, once prepared
+	closed   bool
+}
+
+// Temporary files of staged fetches start with these; git's own tmp_
+// naming, so that git prune treats them as git's.
+const (
+	stagePackPrefix = "tmp_pack_cad_"
+	stageIdxPrefix  = "tmp_idx_cad_"
+)
+
+func newStaging(gitDir string) (*staging, error) {
+	if gitDir == "" {
+		return &staging{}, nil
+	}
+	dir := filepath.Join(gitDir, "objects", "pack")
+	removeStaleStaging(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, stagePackPrefix)
+	if err != nil {
+		return nil, err
+	}
+	return &staging{f: f}, nil
+}
+
+// removeStaleStaging removes staging files that a killed process left in
+// dir: those not written for an hour (a fetch under way writes its pack
+// as it arrives, and moves it in within moments of the end).
+func removeStaleStaging(dir string) {
+	for _, prefix := range []string{stagePackPrefix, stageIdxPrefix} {
+		names, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
+		for _, n := range names {
+			if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > time.Hour {
+				_ = os.Remove(n)
+			}
+		}
+	}
+}
+
+func (s *staging) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, os.ErrClosed
+	}
+	if s.f != nil {
+		return s.f.Write(p)
+	}
+	return s.buf.Write(p)
+}
+
+// prepare checks and indexes the staged pack, holding no lock: on disk it
+// writes the pack's index beside it and syncs both (unless fr says not
+// to); in memory it parses the objects into a storage of their own.
+func (s *staging) prepare(fr *fsRefs) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		s.mem = memory.NewStorage()
+		p, err := packfile.NewParserWithStorage(packfile.NewScanner(bytes.NewReader(s.buf.Bytes())), s.mem)
+		if err != nil {
+			return err
+		}
+		if _, err := p.Parse(); err != nil && !errors.Is(err, packfile.ErrEmptyPackfile) {
+			return err
+		}
+		s.buf = bytes.Buffer{}
+		return nil
+	}
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	w := new(idxfile.Writer)
+	p, err := packfile.NewParser(packfile.NewScanner(s.f), w)
+	if err != nil {
+		return err
+	}
+	sum, err := p.Parse()
+	if errors.Is(err, packfile.ErrEmptyPackfile) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	idx, err := w.Index()
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(s.f.Name()), stageIdxPrefix)
+	if err != nil {
+		return err
+	}
+	s.idx = f.Name()
+	if _, err := idxfile.NewEncoder(f).Encode(idx); err != nil {
+		f.Close()
+		return err
+	}
+	if fr != nil {
+		if err := fr.syncFile(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := fr.syncFile(s.f); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	s.checksum = sum
+	return nil
+}
+
+// install adds the prepared objects to st's storage; the write lock is
+// held. On disk the pack and its index are renamed into objects/pack
+// (the index last: a pack is found by its index) unless a pack of the
+// same content is there already.
+func (s *staging) install(st *store) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mem != nil {
+		iter, err := s.mem.IterEncodedObjects(plumbing.AnyObject)
+		if err != nil {
+			return err
+		}
+		return iter.ForEach(func(o plumbing.EncodedObject) error {
+			_, err := st.s.SetEncodedObject(o)
+			return err
+		})
+	}
+	if s.f == nil || s.checksum.IsZero() {
+		return nil // an empty pack
+	}
+	base := filepath.Join(filepath.Dir(s.f.Name()), "pack-"+s.checksum.String())
+	if _, err := os.Stat(base + ".idx"); err == nil {
+		return nil
+	}
+	_ = s.f.Close() // read to the end by prepare
+	if err := os.Rename(s.f.Name(), base+".pack"); err != nil {
+		return err
+	}
+	if err := os.Rename(s.idx, base+".idx"); err != nil {
+		return err
+	}
+	s.idx = ""
+	if st.fsrefs != nil {
+		if err := st.fsrefs.syncDir(filepath.Dir(base)); err != nil {
+			return err
+		}
+	}
+	if ri, ok := st.s.(interface{ Reindex() }); ok {
+		ri.Reindex()
+	}
+	return nil
+}
+
+// close removes what install did not move in.
+func (s *staging) close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if s.f != nil {
+		_ = s.f.Close()
+		_ = os.Remove(s.f.Name()) // gone already when installed
+		if s.idx != "" {
+			_ = os.Remove(s.idx)
+		}
+	}
+	s.buf = bytes.Buffer{}
+	s.mem = nil
+}
+
+// readFetched runs fn on the mirror once a staged fetch has brought it up
+// to date, for a read that asked the remote for its refs at start (refs)
+// and found the mirror behind. fn runs under the read lock on the mirror
+// as the fetch left it when that holds refs, or a state the remote was
+// asked for after start (the read sees every write that ended before it
+// began); else, the fetch it joined having asked before start, it fetches
+// again.
+func (r *Repository) readFetched(ctx context.Context, start time.Time, refs map[plumbing.ReferenceName]plumbing.Hash, fn func(v *view) error) error {
+	for try := 1; ; try++ {
+		asked, err := r.remote.refresh(ctx, r.st, r.newView)
+		if err != nil {
+			return err
+		}
+		ran := false
+		err = r.st.read(ctx, func() error {
+			v := r.newView()
+			if asked.Before(start) && try < fetchMaxTries {
+				if ok, err := mirrors(v, refs); err != nil || !ok {
+					return err
+				}
+			}
+			ran = true
+			return fn(v)
+		})
+		if ran || err != nil {
+			return err
+		}
+	}
+}
+
+// syncLocked brings the mirror up to date for a write, which holds the
+// write lock throughout: a push is planned on the remote's state as it is
+// now. It fetches as a read does (the objects into staging, every step on
+// the network ending with ctx), under the lock.
+func (rm *remote) syncLocked(ctx context.Context, st *store, newView func() *view) error {
+	asked, err := rm.stagedFetchOnce(ctx, st, newView, true)
+	if err != nil {
+		return err
+	}
+	rm.markSynced(asked)
+	return nil
+}
