@@ -152,13 +152,13 @@ func BenchmarkRemoteRequests(b *testing.B) {
 	b.ReportMetric(gitCPU.Seconds()/n, "git-cpu-s")
 }
 
-// BenchmarkRemoteReadLapse isolates what BenchmarkRemoteRequests' long
-// discoveries show: readers of a gitrepo remote repository that start
-// together just after its freshness window (Options.RemoteReadMaxAge)
-// lapsed each ask the remote for its refs, rather than sharing one ask.
-// Each iteration lets the window lapse, then starts 8 Gets at once (as the
-// operator's 8 workers do) and reports the requests they made
-// (requests/lapse; 1 would be one shared ls-remote).
+// BenchmarkRemoteReadLapse measures what BenchmarkRemoteRequests' long
+// discoveries depend on: how many requests readers of a gitrepo remote
+// repository make when they start together just after its freshness
+// window (Options.RemoteReadMaxAge) lapsed. Each iteration lets the window
+// lapse, then starts 8 Gets at once (as the operator's 8 workers do) and
+// reports the requests they made (requests/lapse: 1 when they share one
+// ask of the remote, 8 when each asks).
 func BenchmarkRemoteReadLapse(b *testing.B) {
 	const readers, maxAge = 8, 200 * time.Millisecond
 	root := b.TempDir()

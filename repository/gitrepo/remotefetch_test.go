@@ -713,3 +713,63 @@ func TestRemoteFetchLeftByItsReader(t *testing.T) {
 		return err
 	})
 }
+
+// Reads of a Repository with RemoteReadMaxAge that start together after
+// the window lapsed (a controller's workers after a poll) share one ask of
+// the remote for its refs, instead of one each, on the mirror unchanged
+// and on a mirror behind.
+func TestRemoteLapsedReadsShareOneAsk(t *testing.T) {
+	ctx := context.Background()
+	dir := newBare(t)
+	srv := gitServer(t, filepath.Dir(dir), "", "")
+	g, proxied := newPackGate(t, srv.URL)
+	writer := mustOpen(t, gitSpec(srv.URL+"/"+filepath.Base(dir)), nil)
+	defer writer.Close()
+	propose(t, writer, "p", "ws")
+	const window = 300 * time.Millisecond
+	r := mustOpen(t, gitSpec(proxied+"/"+filepath.Base(dir)), &gitrepo.Options{RemoteReadMaxAge: window})
+	defer r.Close()
+
+	readAll := func(want string) {
+		t.Helper()
+		const n = 8
+		errs := make(chan error, n)
+		for range n {
+			go func() {
+				keys, err := listKeys(ctx, r)
+				if err == nil && strings.Join(keys, " ") != want {
+					err = fmt.Errorf("listed %v, want %s", keys, want)
+				}
+				errs <- err
+			}()
+		}
+		for range n {
+			if err := <-errs; err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, step := range []struct {
+		name, want string
+		change     func()
+		packs      int64
+	}{
+		{name: "unchanged", want: "p"},
+		{name: "behind", want: "p q", change: func() { propose(t, writer, "q", "ws") }, packs: 1},
+	} {
+		if step.change != nil {
+			step.change()
+		}
+		time.Sleep(window + 50*time.Millisecond)
+		refs0, packs0 := g.refs.Load(), g.packs.Load()
+		readAll(step.want)
+		// One shared ask; a read that came after it ended within the
+		// window asks nothing, so at most one more on a slow machine.
+		if got := g.refs.Load() - refs0; got < 1 || got > 2 {
+			t.Errorf("%s: 8 reads after the window asked for the refs %d times, want 1 (2 at most)", step.name, got)
+		}
+		if got := g.packs.Load() - packs0; got != step.packs {
+			t.Errorf("%s: %d requests for objects, want %d", step.name, got, step.packs)
+		}
+	}
+}

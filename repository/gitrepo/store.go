@@ -237,6 +237,9 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 		if r.remote.fresh() {
 			return r.st.read(ctx, func() error { return fn(r.newView()) })
 		}
+		if r.remote.maxAge > 0 {
+			return r.readShared(ctx, fn)
+		}
 		asked := time.Now()
 		refs, err := r.remote.lsRemote(ctx)
 		if err != nil {
@@ -505,4 +508,26 @@ func encode(e interface {
 	var b bytes.Buffer
 	_, err = io.Copy(&b, rd)
 	return b.Bytes(), err
+}
+
+// readShared runs fn on a remote's mirror for a Repository whose reads
+// accept a mirror up to Options.RemoteReadMaxAge old, once the mirror is
+// that fresh. Rather than each asking the remote for its refs, the reads
+// that find the window lapsed share one staged fetch (refresh), which
+// asks once and fetches only when the refs moved: readers that start
+// together after a lapse (a controller's workers) make one request, not
+// one each.
+func (r *Repository) readShared(ctx context.Context, fn func(v *view) error) error {
+	for try := 1; ; try++ {
+		asked, err := r.remote.refresh(ctx, r.st, r.newView)
+		if err != nil {
+			return err
+		}
+		// A fetch joined late may have asked before the window: ask again,
+		// a bounded number of times (a fetch slower than the window).
+		if time.Since(asked) < r.remote.maxAge || try >= fetchMaxTries {
+			break
+		}
+	}
+	return r.st.read(ctx, func() error { return fn(r.newView()) })
 }
