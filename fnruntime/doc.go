@@ -116,21 +116,24 @@
 //	                                              resolve and any version is refused (never
 //	                                              released); written from the README and the
 //	                                              generate-kpt-pkg-docs-simple example, whose
-//	                                              output it reproduces byte for byte: the
-//	                                              readme-path mount point /tmp is the package's
-//	                                              directory and the readme is written through
-//	                                              pipeline.ResourceList.WriteFiles (so it runs
-//	                                              in a render or cadctl's fn eval of a
+//	                                              layout it follows (markers, title, section
+//	                                              names, table columns and padding, reference
+//	                                              links, the kpt commands of the usage steps):
+//	                                              the readme-path mount point /tmp is the
+//	                                              package's directory and the readme is written
+//	                                              through pipeline.ResourceList.WriteFiles (so
+//	                                              it runs in a render or cadctl's fn eval of a
 //	                                              directory, not over a bare ResourceList);
 //	                                              the README's inline sample differs from the
 //	                                              example by a blank line and a stray quote,
-//	                                              the example is followed; what neither shows
-//	                                              is cad's: a package without setters,
-//	                                              resources or a title annotation, the
-//	                                              sub-packages table, local-config resources
-//	                                              left out, references for Config Connector
-//	                                              kinds only, the skip warning and the config
-//	                                              errors' words
+//	                                              the example is followed; the usage steps'
+//	                                              prose is cad's own words, not the catalog
+//	                                              template's; what neither shows is cad's: a
+//	                                              package without setters, resources or a
+//	                                              title annotation, the sub-packages table,
+//	                                              local-config resources left out, references
+//	                                              for Config Connector kinds only, the skip
+//	                                              warning and the config errors' words
 //	builtins/gen-pkg-context: unversioned (kpt's builtin)
 //
 // kpt's e2e test images no-op and drop-comments are not builtins: a
