@@ -64,7 +64,9 @@
 //	                                              its configPath files keep theirs (the
 //	                                              examples' eval output moves the Kptfile to
 //	                                              kptfile_<name>.yaml, which unmakes the package
-//	                                              the README's declarative use renders)
+//	                                              the README's declarative use renders); its
+//	                                              config errors are worded by cad (the
+//	                                              README documents none)
 //	upsert-resource        v0.2.x                 v0.1 refused
 //	set-project-id         v0.2.x                 a missing project-id is an error (the catalog
 //	                                              sets empty values); an empty annotation is
