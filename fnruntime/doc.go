@@ -82,6 +82,7 @@
 //	                                              substituted; v1alpha2's configMap stays
 //	generate-folders       v0.1.x                 a Go port of the TypeScript function (its
 //	                                              warnings have the TS SDK's severity "warn");
+//	                                              its result messages are cad's own words;
 //	                                              kpt's cnrm blueprint attribution is the
 //	                                              render's (pipeline.Options.NoAttribution)
 //	create-setters         v0.1.x                 kpt's path/index annotations are never
