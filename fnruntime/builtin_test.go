@@ -99,9 +99,13 @@ func TestImplementedReleasesWereReleased(t *testing.T) {
 
 // TestBuiltinsRenderGolden renders testdata/render/<case>, packages whose
 // Kptfile pipeline runs builtins, as the catalog's declarative examples
-// do: ensure-name-substring-declarative is the catalog's
-// ensure-name-substring-advanced example, after which the package still
-// has its Kptfile and the Kptfile still finds fn-config.yaml.
+// do; every expected file is compared byte for byte. The packages are
+// cad's own: ensure-name-substring-declarative has the shape of the
+// catalog's ensure-name-substring-advanced example (a name reference, a
+// Namespace, a custom kind's additional name field), after which the
+// package still has its Kptfile and the Kptfile still finds
+// fn-config.yaml; ensure-name-substring-rerender renders that output
+// again and nothing changes.
 func TestBuiltinsRenderGolden(t *testing.T) {
 	pipelinetest.Run(t, filepath.Join("testdata", "render"), pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil))
 }

@@ -64,7 +64,9 @@
 //	                                              its configPath files keep theirs (the
 //	                                              examples' eval output moves the Kptfile to
 //	                                              kptfile_<name>.yaml, which unmakes the package
-//	                                              the README's declarative use renders)
+//	                                              the README's declarative use renders); its
+//	                                              config errors are worded by cad (the
+//	                                              README documents none)
 //	upsert-resource        v0.2.x                 v0.1 refused
 //	set-project-id         v0.2.x                 a missing project-id is an error (the catalog
 //	                                              sets empty values); an empty annotation is
@@ -80,6 +82,7 @@
 //	                                              substituted; v1alpha2's configMap stays
 //	generate-folders       v0.1.x                 a Go port of the TypeScript function (its
 //	                                              warnings have the TS SDK's severity "warn");
+//	                                              its result messages are cad's own words;
 //	                                              kpt's cnrm blueprint attribution is the
 //	                                              render's (pipeline.Options.NoAttribution)
 //	create-setters         v0.1.x                 kpt's path/index annotations are never
@@ -116,21 +119,24 @@
 //	                                              resolve and any version is refused (never
 //	                                              released); written from the README and the
 //	                                              generate-kpt-pkg-docs-simple example, whose
-//	                                              output it reproduces byte for byte: the
-//	                                              readme-path mount point /tmp is the package's
-//	                                              directory and the readme is written through
-//	                                              pipeline.ResourceList.WriteFiles (so it runs
-//	                                              in a render or cadctl's fn eval of a
+//	                                              layout it follows (markers, title, section
+//	                                              names, table columns and padding, reference
+//	                                              links, the kpt commands of the usage steps):
+//	                                              the readme-path mount point /tmp is the
+//	                                              package's directory and the readme is written
+//	                                              through pipeline.ResourceList.WriteFiles (so
+//	                                              it runs in a render or cadctl's fn eval of a
 //	                                              directory, not over a bare ResourceList);
 //	                                              the README's inline sample differs from the
 //	                                              example by a blank line and a stray quote,
-//	                                              the example is followed; what neither shows
-//	                                              is cad's: a package without setters,
-//	                                              resources or a title annotation, the
-//	                                              sub-packages table, local-config resources
-//	                                              left out, references for Config Connector
-//	                                              kinds only, the skip warning and the config
-//	                                              errors' words
+//	                                              the example is followed; the usage steps'
+//	                                              prose is cad's own words, not the catalog
+//	                                              template's; what neither shows is cad's: a
+//	                                              package without setters, resources or a
+//	                                              title annotation, the sub-packages table,
+//	                                              local-config resources left out, references
+//	                                              for Config Connector kinds only, the skip
+//	                                              warning and the config errors' words
 //	builtins/gen-pkg-context: unversioned (kpt's builtin)
 //
 // kpt's e2e test images no-op and drop-comments are not builtins: a

@@ -28,9 +28,9 @@ const (
 // the items generates one Config Connector Service
 // (serviceusage.cnrm.cloud.google.com/v1beta1) per entry of
 // spec.services, named <set>-<first label of the service name>
-// ("proj1-service-compute" for compute.googleapis.com), with the set's
-// namespace, its annotations (local-config aside), the ownerReference
-// annotation blueprints.cloud.google.com/ProjectServiceSet/<set>,
+// ("ledger-apis-pubsub" for pubsub.googleapis.com in set ledger-apis),
+// with the set's namespace, its annotations (local-config aside), the
+// ownerReference annotation blueprints.cloud.google.com/ProjectServiceSet/<set>,
 // spec.resourceID the service and, when spec.projectID is set,
 // spec.projectRef.external it. Services generated earlier (those with the
 // ownerReference annotation) are replaced: one no longer listed is

@@ -91,14 +91,14 @@ type ensureNameSubstringConfig struct {
 // nothing; a depends-on annotation is rewritten on any resource (not only
 // one that was itself renamed) and only when the resource it names was
 // actually renamed, where the catalog also rewrites references to skipped
-// kinds and to names that already had the substring. Config errors are
-// returned as a *pipeline.FunctionError wrapping
+// kinds and to names that already had the substring. Config errors, in
+// cad's words, are returned as a *pipeline.FunctionError wrapping
 // ErrInvalidEnsureNameSubstringConfig, with no results, as the catalog
 // reports them on stderr only.
 func ensureNameSubstring(_ context.Context, rl *pipeline.ResourceList) error {
 	cfg, err := ensureNameSubstringConfigFrom(rl.FunctionConfig)
 	if err != nil {
-		err = fmt.Errorf("failed to load the `functionConfig`: %w", err)
+		err = fmt.Errorf("ensure-name-substring cannot use its functionConfig: %w", err)
 		return &pipeline.FunctionError{ExitCode: 1, Stderr: err.Error(), Err: errors.Join(ErrInvalidEnsureNameSubstringConfig, err)}
 	}
 	specs := append([]nameFieldSpec{{Path: "metadata/name"}}, cfg.AdditionalNameFields...)
@@ -258,15 +258,15 @@ func ensureNameSubstringConfigFrom(fc *yaml.RNode) (*ensureNameSubstringConfig, 
 	cfg := &ensureNameSubstringConfig{}
 	switch {
 	case fc.IsNilOrEmpty():
-		return nil, errors.New("functionConfig is missing; expect ConfigMap (v1) or EnsureNameSubstring (" + ensureNameSubstringAPIVersion + ")")
+		return nil, errors.New("there is no functionConfig: give a v1 ConfigMap or an " + ensureNameSubstringAPIVersion + " EnsureNameSubstring")
 	case fc.GetApiVersion() == "v1" && fc.GetKind() == "ConfigMap":
 		d := configData(fc)
 		if len(d) != 1 {
-			return nil, fmt.Errorf("only 1 entry is allowed in the ConfigMap, but got: %d", len(d))
+			return nil, fmt.Errorf("a ConfigMap functionConfig has one key, prepend or append, whose value is the substring; this one has %d keys", len(d))
 		}
 		for k, v := range d {
 			if k != "prepend" && k != "append" {
-				return nil, fmt.Errorf("unknown editMode: %v, only prepend and append are allowed", k)
+				return nil, fmt.Errorf("editMode %q is neither prepend nor append", k)
 			}
 			cfg.EditMode, cfg.Substring = k, v
 		}
@@ -278,10 +278,10 @@ func ensureNameSubstringConfigFrom(fc *yaml.RNode) (*ensureNameSubstringConfig, 
 			cfg.EditMode = "prepend"
 		}
 		if cfg.EditMode != "prepend" && cfg.EditMode != "append" {
-			return nil, fmt.Errorf("unknown editMode: %v, only prepend and append are allowed", cfg.EditMode)
+			return nil, fmt.Errorf("editMode %q is neither prepend nor append", cfg.EditMode)
 		}
 		if cfg.AdditionalNameFields != nil && cfg.FieldSpecs != nil {
-			return nil, errors.New("`fieldSpecs` has been deprecated, please rename it to `additionalNameFields`")
+			return nil, errors.New("fieldSpecs and additionalNameFields are both set: fieldSpecs is the old name of additionalNameFields, keep one")
 		}
 		if cfg.AdditionalNameFields == nil {
 			cfg.AdditionalNameFields, cfg.FieldSpecs = cfg.FieldSpecs, nil
@@ -292,8 +292,8 @@ func ensureNameSubstringConfigFrom(fc *yaml.RNode) (*ensureNameSubstringConfig, 
 			}
 		}
 	default:
-		return nil, fmt.Errorf("function config must be either /v1, Kind=ConfigMap or %s, Kind=%s, but we got: %s, Kind=%s",
-			ensureNameSubstringAPIVersion, ensureNameSubstringKind, fc.GetApiVersion(), fc.GetKind())
+		return nil, fmt.Errorf("a functionConfig of kind %s (apiVersion %s) is neither a v1 ConfigMap nor an %s %s",
+			fc.GetKind(), fc.GetApiVersion(), ensureNameSubstringAPIVersion, ensureNameSubstringKind)
 	}
 	if cfg.Substring == "" {
 		return nil, errors.New("substring must not be empty")

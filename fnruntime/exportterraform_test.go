@@ -131,8 +131,8 @@ var trailingSpace = regexp.MustCompile(`(?m)[ \t]+$`)
 // terraform ConfigMap in the golden outputs with terraform's own parser
 // and formatter (offline: terraform fmt reads stdin): each must parse,
 // and formatting must change nothing but the whitespace of iam.tf's
-// empty lines, which the catalog's documented iam.tf has (its template's
-// indentation) and cad reproduces byte for byte.
+// empty lines, which cad's iam.tf keeps because the catalog's documented
+// iam.tf layout has it (its template's indentation).
 func TestExportTerraformGoldenIsTerraform(t *testing.T) {
 	bin := terraformBinary(t)
 	files, err := filepath.Glob(filepath.Join("testdata", "export-terraform", "*", "expected", "*.yaml"))

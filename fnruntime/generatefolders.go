@@ -63,7 +63,7 @@ func generateFolders(_ context.Context, rl *pipeline.ResourceList) error {
 		}
 		switch api {
 		case hierarchyV1, hierarchyV2:
-			result(fmt.Sprintf("ResourceHierarchy %s references an older Resource Hierarchy GroupVersion. Latest GroupVersion is %s.", h.GetName(), hierarchyV3), severityWarn)
+			result(fmt.Sprintf("ResourceHierarchy %s is %s, an old version of the kind; %s is the current one", h.GetName(), api, hierarchyV3), severityWarn)
 		case hierarchyV3:
 		default:
 			continue
@@ -79,14 +79,14 @@ func generateFolders(_ context.Context, rl *pipeline.ResourceList) error {
 		}
 		external, _ := nestedString(h, "spec", "parentRef", "external")
 		if external == "" {
-			result(fmt.Sprintf("ResourceHierarchy %s has an undefined parentRef", h.GetName()), pipeline.SeverityError)
+			result(fmt.Sprintf("ResourceHierarchy %s has no spec.parentRef.external: the folders need an organization or folder to go under", h.GetName()), pipeline.SeverityError)
 			continue
 		}
 		kind, ok := nestedString(h, "spec", "parentRef", "kind")
 		if !ok || kind == "" {
 			kind = "Organization"
 		} else if kind != "Organization" && kind != "Folder" {
-			result(fmt.Sprintf("ResourceHierarchy %s has an unsupported parentRef kind", h.GetName()), pipeline.SeverityError)
+			result(fmt.Sprintf("ResourceHierarchy %s: spec.parentRef.kind %q is neither Organization nor Folder", h.GetName(), kind), pipeline.SeverityError)
 			continue
 		}
 		subtrees := map[string]*folderNode{}
@@ -108,7 +108,7 @@ func generateFolders(_ context.Context, rl *pipeline.ResourceList) error {
 			}
 		}
 		if missing != "" {
-			result(fmt.Sprintf("ResourceHierarchy %s references non-existent subtree %q", h.GetName(), missing), pipeline.SeverityError)
+			result(fmt.Sprintf("ResourceHierarchy %s uses subtree %q, which spec.subtrees does not define", h.GetName(), missing), pipeline.SeverityError)
 			continue
 		}
 		inherited := inheritableAnnotations(h)
@@ -193,7 +193,7 @@ func v1Folders(h *yaml.RNode) ([]*yaml.RNode, string) {
 		}
 		folders := getSlice(h, "spec", "config", layers[i])
 		if folders == nil {
-			return fmt.Sprintf("Layer %q has no corresponding entry config entry. Either add to spec.config.%s or remove it from spec.layers", layers[i], layers[i]), nil
+			return fmt.Sprintf("ResourceHierarchy %s: layer %q of spec.layers has no folder list: add spec.config.%s or drop the layer", h.GetName(), layers[i], layers[i]), nil
 		}
 		for _, f := range folders {
 			name := f.YNode().Value

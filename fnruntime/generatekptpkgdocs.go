@@ -303,23 +303,27 @@ func pkgDocsBody(items []*yaml.RNode, root string, kf *yaml.RNode, name, repo st
 	return strings.Join(sections, "\n\n") + "\n"
 }
 
-// pkgDocsUsage is the usage section of the catalog's example, with the
-// package's repository path, name and function config files.
+// pkgDocsUsage is the usage section: "## Usage" and a numbered list of
+// the kpt commands a user of the package runs (kpt pkg get of
+// repo/name@${VERSION}, cd into it, the Kptfile's function config files
+// to edit, kpt fn render, kpt live init, apply and status), as the
+// catalog's example lists them. The sentences around the commands are
+// cad's own words.
 func pkgDocsUsage(name, repo string, configs []string) string {
 	steps := []string{
-		"1.  Clone the package:\n    ```shell\n    kpt pkg get " + strings.TrimSuffix(repo, "/") + "/" + name + "@${VERSION}\n    ```\n" +
-			"    Replace `${VERSION}` with the desired repo branch or tag\n    (for example, `main`).",
-		"1.  Move into the local package:\n    ```shell\n    cd \"./" + name + "/\"\n    ```",
+		"1.  Fetch the package:\n    ```shell\n    kpt pkg get " + strings.TrimSuffix(repo, "/") + "/" + name + "@${VERSION}\n    ```\n" +
+			"    `${VERSION}` is a branch or tag of that repository, `main` say.",
+		"1.  Change to the package's directory:\n    ```shell\n    cd \"./" + name + "/\"\n    ```",
 	}
 	if len(configs) > 0 {
-		steps = append(steps, "1.  Edit the function config file(s):\n    - "+strings.Join(configs, "\n    - "))
+		steps = append(steps, "1.  Put your values in the package's function configs:\n    - "+strings.Join(configs, "\n    - "))
 	}
 	steps = append(steps,
-		"1.  Execute the function pipeline\n    ```shell\n    kpt fn render\n    ```",
-		"1.  Initialize the resource inventory\n    ```shell\n    kpt live init --namespace ${NAMESPACE}\n    ```\n"+
-			"    Replace `${NAMESPACE}` with the namespace in which to manage\n    the inventory ResourceGroup (for example, `config-control`).",
-		"1.  Apply the package resources to your cluster\n    ```shell\n    kpt live apply\n    ```",
-		"1.  Wait for the resources to be ready\n    ```shell\n    kpt live status --output table --poll-until current\n    ```",
+		"1.  Run the Kptfile's pipeline over the package:\n    ```shell\n    kpt fn render\n    ```",
+		"1.  Create the inventory that records what kpt applies:\n    ```shell\n    kpt live init --namespace ${NAMESPACE}\n    ```\n"+
+			"    `${NAMESPACE}` is where the inventory's ResourceGroup lives,\n    `config-control` say.",
+		"1.  Apply the resources to the cluster:\n    ```shell\n    kpt live apply\n    ```",
+		"1.  Follow them until the cluster reports them current:\n    ```shell\n    kpt live status --output table --poll-until current\n    ```",
 	)
 	return "## Usage\n\n" + strings.Join(steps, "\n\n")
 }

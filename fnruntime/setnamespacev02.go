@@ -59,7 +59,7 @@ func setNamespaceV02(_ context.Context, rl *pipeline.ResourceList) error {
 					return failWith(rl, "failed to unmarshal config: "+err.Error())
 				}
 				if key == "fieldSpecs" && len(specs) > 0 {
-					return failWith(rl, "`fieldSpecs` has been deprecated, please rename it to `additionalLabelFields`")
+					return failWith(rl, "fieldSpecs and additionalNamespaceFields are both set: fieldSpecs is the old name of additionalNamespaceFields, keep one")
 				}
 				specs = append(specs, fs...)
 			}
