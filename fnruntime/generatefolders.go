@@ -12,6 +12,7 @@ package fnruntime
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
@@ -103,11 +104,7 @@ var hierarchyVersions = map[string]bool{hierarchyCurrent: true, hierarchyV2: tru
 // same metadata.name. It returns a Go error only when it cannot build a
 // node.
 func generateFolders(_ context.Context, rl *pipeline.ResourceList) error {
-	type made struct {
-		node  *yaml.RNode
-		owner string // the ResourceHierarchy's name, for a clash message
-	}
-	var out []made
+	var out []*yaml.RNode
 	taken := map[string]string{} // namespace/name -> owning hierarchy
 	for _, it := range rl.Items {
 		if it.GetKind() != hierarchyKind || !hierarchyVersions[it.GetApiVersion()] {
@@ -124,17 +121,18 @@ func generateFolders(_ context.Context, rl *pipeline.ResourceList) error {
 		}
 		var nodes []*yaml.RNode
 		clash := ""
+		mine := map[string]bool{}
 		for _, f := range folders {
 			key := it.GetNamespace() + "/" + f.name
-			if owner, ok := taken[key]; ok {
-				if owner == it.GetName() {
-					clash = fmt.Sprintf("%s %s has two folders named %s: give them names that differ in letters or digits", hierarchyKind, it.GetName(), f.name)
-				} else {
-					clash = fmt.Sprintf("%s %s generates folder %s, which %s %s generates too", hierarchyKind, it.GetName(), f.name, hierarchyKind, owner)
-				}
+			if mine[key] {
+				clash = fmt.Sprintf("%s %s has two folders named %s: give them names that differ in letters or digits", hierarchyKind, it.GetName(), f.name)
 				break
 			}
-			taken[key] = it.GetName()
+			if owner, ok := taken[key]; ok {
+				clash = fmt.Sprintf("%s %s generates folder %s, which %s %s generates too", hierarchyKind, it.GetName(), f.name, hierarchyKind, owner)
+				break
+			}
+			mine[key] = true
 			n, err := f.node(it)
 			if err != nil {
 				return err
@@ -146,7 +144,8 @@ func generateFolders(_ context.Context, rl *pipeline.ResourceList) error {
 			continue
 		}
 		for _, n := range nodes {
-			out = append(out, made{n, it.GetName()})
+			taken[n.GetNamespace()+"/"+n.GetName()] = it.GetName()
+			out = append(out, n)
 		}
 	}
 	if len(out) == 0 {
@@ -159,16 +158,16 @@ func generateFolders(_ context.Context, rl *pipeline.ResourceList) error {
 			existing[it.GetNamespace()+"/"+it.GetName()] = i
 		}
 	}
-	for _, m := range out {
-		i, ok := existing[m.node.GetNamespace()+"/"+m.node.GetName()]
+	for _, n := range out {
+		i, ok := existing[n.GetNamespace()+"/"+n.GetName()]
 		if !ok {
-			rl.Items = append(rl.Items, m.node)
+			rl.Items = append(rl.Items, n)
 			continue
 		}
-		if err := keepPlace(rl.Items[i], m.node); err != nil {
+		if err := keepPlace(rl.Items[i], n); err != nil {
 			return err
 		}
-		rl.Items[i] = m.node
+		rl.Items[i] = n
 	}
 	return nil
 }
@@ -486,12 +485,16 @@ func annotationKeys(n *yaml.RNode) []string {
 	return keys
 }
 
-// hierarchyResult is a result about ResourceHierarchy h.
+// hierarchyResult is a result about ResourceHierarchy h, naming its file
+// and its index in the file.
 func hierarchyResult(h *yaml.RNode, sev pipeline.Severity, msg string) *pipeline.Result {
 	r := &pipeline.Result{Message: msg, Severity: sev,
 		ResourceRef: &pipeline.ResourceRef{APIVersion: h.GetApiVersion(), Kind: h.GetKind(), Name: h.GetName(), Namespace: h.GetNamespace()}}
 	if p := itemPath(h); p != "" {
 		r.File = &pipeline.File{Path: p}
+		if i, err := strconv.Atoi(h.GetAnnotations()[kioutil.IndexAnnotation]); err == nil {
+			r.File.Index = i
+		}
 	}
 	return r
 }
