@@ -80,11 +80,21 @@
 //	                                              documentation shows (the catalog's code writes
 //	                                              setters.yaml); OpenAPI enum values are not
 //	                                              substituted; v1alpha2's configMap stays
-//	generate-folders       v0.1.x                 a Go port of the TypeScript function (its
-//	                                              warnings have the TS SDK's severity "warn");
-//	                                              its result messages are cad's own words;
-//	                                              kpt's cnrm blueprint attribution is the
-//	                                              render's (pipeline.Options.NoAttribution)
+//	generate-folders       v0.1.x                 written from its README, the input kinds'
+//	                                              CRDs and the three example packages (v1alpha3,
+//	                                              cft.dev v1alpha2 and v1alpha1), whose Folders
+//	                                              and old-version warning (severity "warn") it
+//	                                              reproduces; cad's choices where they are
+//	                                              silent: a cft.dev hierarchy under a Folder
+//	                                              gets Config Connector's folder-id annotation,
+//	                                              a v1alpha3 one without a namespace no
+//	                                              depends-on, the hierarchy's annotations are
+//	                                              inherited except kpt's own, a Folder already
+//	                                              in the package with a generated name is
+//	                                              replaced in its file (a second render changes
+//	                                              nothing), and every result message is cad's
+//	                                              own words; kpt's cnrm blueprint attribution
+//	                                              is the render's (Options.NoAttribution)
 //	create-setters         v0.1.x                 kpt's path/index annotations are never
 //	                                              parameterised; equal-length setter values are
 //	                                              tried in name order (random in the catalog)
