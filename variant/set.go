@@ -569,6 +569,13 @@ func overlay(ctx context.Context, env *celEnv, field string, in map[string]strin
 // Options.Concurrency at once. Like Sync it is idempotent, and a set with a
 // DeletionTimestamp is removed (see RemoveSet).
 //
+// The writes to a downstream repository that several variants write to
+// are made in one write batch when the repository offers one
+// (repository.Batcher): nothing of them is visible until every variant is
+// synced, and then all of them are. A failed variant leaves nothing in the
+// batch; a failed commit of the batch writes nothing and fails every
+// variant that wrote to that repository, with its error.
+//
 // Errors: Unroll's errors, with nothing written and the Stalled condition
 // True; otherwise the variants' errors joined (errors.Join), each also in
 // its Result. The SetResult is never nil.
@@ -621,7 +628,13 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 	}
 
 	res.Results = make([]*Result, len(variants))
-	g, gctx := errgroup.WithContext(ctx)
+	bctx, batches := beginBatches(ctx, o, variants)
+	defer func() {
+		for _, sb := range batches {
+			sb.batch.Discard() // after Commit, nothing
+		}
+	}()
+	g, gctx := errgroup.WithContext(bctx)
 	g.SetLimit(o.Concurrency)
 	var mu sync.Mutex
 	var errs []error
@@ -639,6 +652,7 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 		})
 	}
 	_ = g.Wait()
+	errs = append(errs, commitBatches(ctx, o, batches, variants, res.Results)...)
 	err = errors.Join(errs...)
 	r.setCondition(o.Now(), ConditionStalled, metav1.ConditionFalse, ReasonValid, "all validation checks passed")
 	if err != nil {

@@ -1,0 +1,231 @@
+package variant_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"testing"
+
+	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
+	"github.com/configasdata/cad/revision"
+	"github.com/configasdata/cad/variant"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// gitDisk opens a git repository on disk called name, in a new bare
+// repository; the variant tests run on it too, where SyncSet writes
+// through a write batch.
+func gitDisk(t testing.TB, name string) repository.Repository {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name+".git")
+	if out, err := exec.Command("git", "init", "--quiet", "--bare", "-b", "main", dir).CombinedOutput(); err != nil {
+		t.Fatalf("git init: %v\n%s", err, out)
+	}
+	r, err := gitrepo.Open(context.Background(), repository.Spec{Name: name, Type: repository.TypeGit,
+		Git: &repository.GitSpec{Repo: dir, CreateBranch: true}}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { r.Close() })
+	return r
+}
+
+func init() {
+	if _, err := exec.LookPath("git"); err == nil {
+		backends = append(backends, backend{"gitrepo-disk", gitDisk})
+	}
+}
+
+// noBatch is a git repository on disk that does not batch, as a
+// repository without the capability.
+type noBatch struct{ *gitrepo.Repository }
+
+func (noBatch) BeginBatch(ctx context.Context) (context.Context, repository.Batch, error) {
+	return ctx, nil, fmt.Errorf("no batch here: %w", repository.ErrNotSupported)
+}
+
+// revState is what a revision holds, without what depends on the time
+// it was written (commit ids, Versions).
+type revState struct {
+	Key       revision.Key
+	Lifecycle revision.Lifecycle
+	Metadata  revision.Metadata
+	Files     map[string]string
+}
+
+var timeless = regexp.MustCompile(`(repo: \S*blueprints\.git|commit: [0-9a-f]{40})`)
+
+func repoState(t *testing.T, r repository.Repository) []revState {
+	t.Helper()
+	ctx := context.Background()
+	revs, err := r.List(ctx, repository.ListOptions{})
+	require.NoError(t, err)
+	var out []revState
+	for _, pr := range revs {
+		m := pr.Meta()
+		files, err := pr.Files(ctx)
+		require.NoError(t, err)
+		fm := map[string]string{}
+		for _, p := range files.Paths() {
+			b, _ := files.Get(p)
+			// The upstream's directory and commit ids differ between
+			// runs.
+			fm[p] = timeless.ReplaceAllString(string(b), "<varies>")
+		}
+		out = append(out, revState{Key: m.Key, Lifecycle: m.Lifecycle, Metadata: m.Metadata, Files: fm})
+	}
+	return out
+}
+
+func resultState(res *variant.SetResult) []string {
+	var out []string
+	for _, r := range res.Results {
+		out = append(out, fmt.Sprintf("%s %s %v %v ready=%v", r.Variant, r.Action, r.Changes, r.Targets, r.Ready()))
+	}
+	return out
+}
+
+// SyncSet writes the same revisions, files and metadata, and reports the
+// same results, with a write batch and without, through creation, an
+// upstream upgrade, a template change and a resync.
+func TestSyncSetBatchSameAsDirect(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not on PATH")
+	}
+	type run struct {
+		v       *env
+		results [][]string
+	}
+	var runs []*run
+	for _, batched := range []bool{true, false} {
+		open := func(t testing.TB, name string) repository.Repository {
+			r := gitDisk(t, name)
+			if !batched {
+				return noBatch{r.(*gitrepo.Repository)}
+			}
+			return r
+		}
+		v := newEnv(t, backend{"disk", open})
+		ru := &run{v: v}
+		runs = append(runs, ru)
+		v.publish("blueprints", "bucket", upstreamFiles())
+		names := []string{"a", "b", "c", "d", "e"}
+		pvs := newSet("fan", variant.Target{
+			Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: names}},
+			Template: &variant.PackageVariantTemplate{
+				LabelExprs:     []variant.MapExpr{{Key: ptr("pkg"), ValueExpr: ptr("target.package")}},
+				PackageContext: &variant.PackageContextTemplate{DataExprs: []variant.MapExpr{{Key: ptr("pkg"), ValueExpr: ptr("packageDefault")}}},
+			},
+		})
+		sync := func() {
+			res, err := variant.SyncSet(v.ctx, v.e, pvs, v.opts)
+			require.NoError(t, err)
+			require.True(t, res.Ready())
+			ru.results = append(ru.results, resultState(res))
+		}
+		sync() // created
+		// Publish two downstreams, then move the upstream: upgrades of
+		// published downstreams and of drafts.
+		v.approve(revision.Key{Repository: "deployments", Package: "a", Workspace: "packagevariant-1"})
+		v.approve(revision.Key{Repository: "deployments", Package: "b", Workspace: "packagevariant-1"})
+		v.publish("blueprints", "bucket", map[string]string{"bucket.yaml": bucket + "# v2\n", "package-context.yaml": pkgContext})
+		pvs.Spec.Upstream.Revision = 0
+		sync()
+		// A template change: every draft updated in place.
+		pvs.Spec.Targets[0].Template.Annotations = map[string]string{"new": "yes"}
+		sync()
+		sync() // unchanged
+	}
+	// The batched run wrote packs, the other loose objects only.
+	packs := func(r repository.Repository) int {
+		m, _ := filepath.Glob(filepath.Join(repository.Specified.Spec(r.(repository.Specified)).Git.Repo, "objects", "pack", "*.pack"))
+		return len(m)
+	}
+	assert.Equal(t, 3, packs(runs[0].v.repos["deployments"]), "one pack per sync that wrote")
+	assert.Equal(t, 0, packs(runs[1].v.repos["deployments"]))
+	assert.Equal(t, runs[0].results, runs[1].results)
+	assert.Equal(t, repoState(t, runs[1].v.repos["deployments"]), repoState(t, runs[0].v.repos["deployments"]))
+}
+
+// failingEngine fails Clone for one package, and can write behind the
+// set's back to the downstream repository after another clone.
+type failingEngine struct {
+	*engine.Engine
+	failPkg string
+	after   func(ctx context.Context, pkg string)
+}
+
+func (e *failingEngine) Clone(ctx context.Context, repo string, key revision.Key, src engine.CloneSource, opts engine.CloneOptions) (revision.PackageRevision, error) {
+	if key.Package == e.failPkg {
+		return nil, fmt.Errorf("clone %s: injected failure", key.Package)
+	}
+	pr, err := e.Engine.Clone(ctx, repo, key, src, opts)
+	if err == nil && e.after != nil {
+		e.after(ctx, key.Package)
+	}
+	return pr, err
+}
+
+// A variant that fails leaves the others' writes in the batch, which
+// commits; a commit that fails writes nothing and fails every variant
+// that wrote, and the next sync writes them all.
+func TestSyncSetBatchFailures(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git not on PATH")
+	}
+	names := []string{"a", "b", "c", "d"}
+	set := func() *variant.PackageVariantSet {
+		return newSet("fan", variant.Target{Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: names}}})
+	}
+	t.Run("variant", func(t *testing.T) {
+		v := newEnv(t, backend{"disk", gitDisk})
+		v.publish("blueprints", "bucket", upstreamFiles())
+		e := &failingEngine{Engine: v.e, failPkg: "b"}
+		res, err := variant.SyncSet(v.ctx, e, set(), v.opts)
+		require.Error(t, err)
+		for i, r := range res.Results {
+			if names[i] == "b" {
+				assert.False(t, r.Ready(), "%s", r)
+				assert.Empty(t, v.revisions("deployments", "b"))
+				continue
+			}
+			assert.True(t, r.Ready(), "%s", r)
+			assert.Len(t, v.revisions("deployments", names[i]), 1, names[i])
+		}
+	})
+	t.Run("commit", func(t *testing.T) {
+		v := newEnv(t, backend{"disk", gitDisk})
+		v.publish("blueprints", "bucket", upstreamFiles())
+		v.publish("deployments", "existing", map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"})
+		existing := revision.Key{Repository: "deployments", Package: "existing", Revision: 1}
+		e := &failingEngine{Engine: v.e, after: func(ctx context.Context, pkg string) {
+			if pkg != "c" {
+				return
+			}
+			// Another writer (this context carries no batch) moves the
+			// metadata ref the batch changes.
+			_, err := v.repos["deployments"].(repository.MetadataWriter).SetMetadata(context.Background(), existing,
+				revision.Metadata{Labels: map[string]string{"other": "writer"}}, repository.UpdateOptions{})
+			require.NoError(t, err)
+		}}
+		res, err := variant.SyncSet(v.ctx, e, set(), v.opts)
+		require.Error(t, err)
+		assert.True(t, errors.Is(err, repository.ErrConflict), "%v", err)
+		for _, r := range res.Results {
+			assert.False(t, r.Ready(), "%s", r)
+		}
+		for _, n := range names {
+			assert.Empty(t, v.revisions("deployments", n), n)
+		}
+		res, err = variant.SyncSet(v.ctx, v.e, set(), v.opts)
+		require.NoError(t, err)
+		for i, r := range res.Results {
+			assert.Equal(t, variant.ActionCreated, r.Action, "%s", r)
+			assert.Len(t, v.revisions("deployments", names[i]), 1)
+		}
+	})
+}
