@@ -17,6 +17,11 @@ import (
 // to its repository fails with its error. A repository without batches
 // is written one write at a time, as Sync does.
 
+// maxBatchVariants bounds the variants whose writes one batch holds, in
+// memory until its commit; a larger set is synced in batches of this
+// many variants, one after another.
+const maxBatchVariants = 256
+
 // setBatch is the write batch of one downstream repository of a set.
 type setBatch struct {
 	repo  string

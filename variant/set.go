@@ -570,9 +570,10 @@ func overlay(ctx context.Context, env *celEnv, field string, in map[string]strin
 // DeletionTimestamp is removed (see RemoveSet).
 //
 // The writes to a downstream repository that several variants write to
-// are made in one write batch when the repository offers one
-// (repository.Batcher): nothing of them is visible until every variant is
-// synced, and then all of them are. A failed variant leaves nothing in the
+// are made in write batches when the repository offers them
+// (repository.Batcher), one per 256 variants: nothing of a
+// batch's writes is visible until all its variants are synced, and then
+// all of them are. A failed variant leaves nothing in the
 // batch; a failed commit of the batch writes nothing and fails every
 // variant that wrote to that repository, with its error.
 //
@@ -628,31 +629,30 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 	}
 
 	res.Results = make([]*Result, len(variants))
-	bctx, batches := beginBatches(ctx, o, variants)
-	defer func() {
-		for _, sb := range batches {
-			sb.batch.Discard() // after Commit, nothing
-		}
-	}()
-	g, gctx := errgroup.WithContext(bctx)
-	g.SetLimit(o.Concurrency)
 	var mu sync.Mutex
 	var errs []error
-	for i, pv := range variants {
-		g.Go(func() error {
-			r, err := syncVariant(gctx, e, pv, o, index)
-			pv.Status = r.Status()
-			res.Results[i] = r
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-			return nil
-		})
+	for start := 0; start < len(variants); start += maxBatchVariants {
+		end := min(start+maxBatchVariants, len(variants))
+		chunk, results := variants[start:end], res.Results[start:end]
+		bctx, batches := beginBatches(ctx, o, chunk)
+		g, gctx := errgroup.WithContext(bctx)
+		g.SetLimit(o.Concurrency)
+		for i, pv := range chunk {
+			g.Go(func() error {
+				r, err := syncVariant(gctx, e, pv, o, index)
+				pv.Status = r.Status()
+				results[i] = r
+				if err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+				return nil
+			})
+		}
+		_ = g.Wait()
+		errs = append(errs, commitBatches(ctx, o, batches, chunk, results)...)
 	}
-	_ = g.Wait()
-	errs = append(errs, commitBatches(ctx, o, batches, variants, res.Results)...)
 	err = errors.Join(errs...)
 	r.setCondition(o.Now(), ConditionStalled, metav1.ConditionFalse, ReasonValid, "all validation checks passed")
 	if err != nil {

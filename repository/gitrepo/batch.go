@@ -53,6 +53,10 @@ type batch struct {
 	base  map[plumbing.ReferenceName]plumbing.Hash // values before the batch
 	order []plumbing.ReferenceName                 // the refs in the order first changed
 	objs  map[plumbing.Hash]packObject
+	// stored are the objects the batch's writes used that were stored
+	// already: loose ones among them are synced before the commit, as
+	// a write without a batch syncs them.
+	stored map[plumbing.Hash]bool
 }
 
 // BeginBatch starts a write batch (see repository.Batcher): the writes
@@ -73,7 +77,8 @@ func (r *Repository) BeginBatch(ctx context.Context) (context.Context, repositor
 	if r.batchOf(ctx) != nil {
 		return ctx, nil, r.errorf(op, revision.Key{}, repository.ErrInvalidInput, "the context already carries a batch of this repository")
 	}
-	b := &batch{r: r, refs: map[plumbing.ReferenceName]plumbing.Hash{}, base: map[plumbing.ReferenceName]plumbing.Hash{}, objs: map[plumbing.Hash]packObject{}}
+	b := &batch{r: r, refs: map[plumbing.ReferenceName]plumbing.Hash{}, base: map[plumbing.ReferenceName]plumbing.Hash{},
+		objs: map[plumbing.Hash]packObject{}, stored: map[plumbing.Hash]bool{}}
 	return context.WithValue(ctx, batchKey{r}, b), b, nil
 }
 
@@ -131,20 +136,25 @@ func (r *Repository) updateBatch(ctx context.Context, b *batch, plan func(v *vie
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return b.merge(t.updates)
+		return b.merge(t.updates, v.written)
 	})
 }
 
 // merge adds the ref updates of one planned write to b. The plan read
 // every old value through b, under planMu, so they hold; a ref b did not
 // change yet records its old value as its base.
-func (b *batch) merge(updates []refUpdate) error {
+func (b *batch) merge(updates []refUpdate, written []plumbing.Hash) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, u := range updates {
 		cur, ok := b.refs[u.name]
 		if ok && cur != u.old {
 			return fmt.Errorf("%w: %s is %s in the batch, expected %s", errConflictRef, u.name, hashOrNone(cur), hashOrNone(u.old))
+		}
+	}
+	for _, h := range written {
+		if _, ok := b.objs[h]; !ok {
+			b.stored[h] = true
 		}
 	}
 	for _, u := range updates {
@@ -271,7 +281,11 @@ func (b *batch) put(h plumbing.Hash, t plumbing.ObjectType, data []byte) {
 // *repository.Error matching repository.ErrConflict when another writer
 // moved a ref the batch changed (or holds a ref's lock), ErrClosed, or
 // wrapping the file system's or ctx's error; then nothing of the batch
-// is visible.
+// is visible, and the pack, when it was written, is garbage no ref
+// names (git gc removes it). As for every write, an error after the
+// transaction's commit point says so ("the journal completes the
+// write"): the batch is then written, completed by the next writer or
+// reader if this process dies.
 func (b *batch) Commit(ctx context.Context) error {
 	const op = "commit batch"
 	r := b.r
@@ -321,9 +335,9 @@ func (b *batch) Commit(ctx context.Context) error {
 			return err
 		}
 		defer r.written()
-		// The objects are all in the pack, synced: no loose object to
-		// sync.
-		return v.fr.transact(updates, true, nil)
+		// The batch's objects are in the pack, synced; the loose
+		// objects its writes used are synced as every write syncs them.
+		return v.fr.transact(updates, true, b.storedObjects())
 	})
 	if errors.Is(err, errRetry) {
 		err = fmt.Errorf("%w: %w", repository.ErrConflict, err)
@@ -333,6 +347,17 @@ func (b *batch) Commit(ctx context.Context) error {
 	}
 	r.log.Debug("committed batch", "refs", len(updates))
 	return nil
+}
+
+// storedObjects returns the stored objects the batch's writes used.
+func (b *batch) storedObjects() []plumbing.Hash {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]plumbing.Hash, 0, len(b.stored))
+	for h := range b.stored {
+		out = append(out, h)
+	}
+	return out
 }
 
 // Discard drops the batch's writes (see repository.Batch).
@@ -348,7 +373,7 @@ func (b *batch) Discard() {
 // drop releases what b holds.
 func (b *batch) drop() {
 	b.mu.Lock()
-	b.objs, b.refs, b.base, b.order = nil, map[plumbing.ReferenceName]plumbing.Hash{}, nil, nil
+	b.objs, b.refs, b.base, b.order, b.stored = nil, map[plumbing.ReferenceName]plumbing.Hash{}, nil, nil, nil
 	b.mu.Unlock()
 }
 
