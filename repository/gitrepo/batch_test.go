@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
@@ -494,4 +498,63 @@ func TestBatchConcurrentReaders(t *testing.T) {
 			t.Fatalf("%s: metadata %v", pr.Meta().Key, pr.Meta().Metadata)
 		}
 	}
+}
+
+// A loose object a batch's write uses, already stored (by git here, so
+// never synced by this process), is synced before the batch's refs name
+// it, as a write without a batch syncs it; the batch's own objects are in
+// its pack and sync no loose object.
+func TestBatchSyncsStoredLooseObjects(t *testing.T) {
+	var mu sync.Mutex
+	var synced []plumbing.Hash
+	gitrepo.SetObjectSyncHook(func(h plumbing.Hash) {
+		mu.Lock()
+		synced = append(synced, h)
+		mu.Unlock()
+	})
+	t.Cleanup(func() { gitrepo.SetObjectSyncHook(nil) })
+	ctx := context.Background()
+	dir := crashFixture(t, crashOps[1])
+	r := openDisk(t, dir)
+	data := "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: data\ndata:\n  state: b\n"
+	loose := plumbing.NewHash(gitStdin(t, dir, data, "hash-object", "-w", "--stdin"))
+	mu.Lock()
+	synced = nil
+	mu.Unlock()
+	bctx, b, err := r.BeginBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := newDraftMD(bctx, r, batchKeys[0], "b", batchLabel); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Contains(synced, loose) {
+		t.Fatalf("synced %v, not the stored loose blob %s", synced, loose)
+	}
+	for _, h := range synced {
+		// The fixture's loose objects the batch used (the Kptfile of
+		// base/a is fan/a's), never one of the pack's.
+		hex := h.String()
+		if _, err := os.Stat(filepath.Join(dir, "objects", hex[:2], hex[2:])); err != nil {
+			t.Fatalf("synced %s, not a loose object: %v", h, err)
+		}
+	}
+}
+
+// gitStdin runs git in dir with stdin and returns its trimmed output.
+func gitStdin(t *testing.T, dir, stdin string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("git %v: %v", args, err)
+	}
+	return strings.TrimSpace(string(out))
 }
