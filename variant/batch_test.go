@@ -200,16 +200,16 @@ func TestSyncSetBatchFailures(t *testing.T) {
 	t.Run("commit", func(t *testing.T) {
 		v := newEnv(t, backend{"disk", gitDisk})
 		v.publish("blueprints", "bucket", upstreamFiles())
-		v.publish("deployments", "existing", map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"})
-		existing := revision.Key{Repository: "deployments", Package: "existing", Revision: 1}
 		e := &failingEngine{Engine: v.e, after: func(ctx context.Context, pkg string) {
 			if pkg != "c" {
 				return
 			}
-			// Another writer (this context carries no batch) moves the
-			// metadata ref the batch changes.
-			_, err := v.repos["deployments"].(repository.MetadataWriter).SetMetadata(context.Background(), existing,
-				revision.Metadata{Labels: map[string]string{"other": "writer"}}, repository.UpdateOptions{})
+			// Another writer (this context carries no batch) creates the
+			// draft the batch created for c.
+			d, err := v.repos["deployments"].CreateDraft(context.Background(), revision.Key{Package: "c", Workspace: "packagevariant-1"},
+				repository.CreateDraftOptions{Files: revision.MustFiles(map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: c\n"})})
+			require.NoError(t, err)
+			_, err = d.Commit(context.Background(), revision.CommitOptions{})
 			require.NoError(t, err)
 		}}
 		res, err := variant.SyncSet(v.ctx, e, set(), v.opts)
@@ -219,11 +219,22 @@ func TestSyncSetBatchFailures(t *testing.T) {
 			assert.False(t, r.Ready(), "%s", r)
 		}
 		for _, n := range names {
-			assert.Empty(t, v.revisions("deployments", n), n)
+			revs := v.revisions("deployments", n)
+			if n == "c" {
+				require.Len(t, revs, 1)
+				assert.Empty(t, revs[0].Meta().Metadata.Annotations[variant.OwnerAnnotation], "the other writer's draft")
+				continue
+			}
+			assert.Empty(t, revs, n)
 		}
+		// The next sync writes the others; c's package is another's.
 		res, err = variant.SyncSet(v.ctx, v.e, set(), v.opts)
-		require.NoError(t, err)
+		require.Error(t, err)
 		for i, r := range res.Results {
+			if names[i] == "c" {
+				assert.False(t, r.Ready(), "%s", r)
+				continue
+			}
 			assert.Equal(t, variant.ActionCreated, r.Action, "%s", r)
 			assert.Len(t, v.revisions("deployments", names[i]), 1)
 		}

@@ -379,7 +379,12 @@ func (b *batch) drop() {
 
 // squashMetadata replaces the metadata ref's final value in updates, the
 // last of the batch's chain of metadata commits, by one commit of its
-// tree on the ref's base.
+// tree on the ref's base. When another writer moved the ref since the
+// batch read it, the batch's changes (each revision's metadata file it
+// set or removed) are laid over the ref's new tree instead, and the
+// commit goes on the new value: unless the other writer changed one of
+// the same files, which is a conflict. The caller holds the exclusive
+// lock.
 func (b *batch) squashMetadata(v *view, updates []refUpdate) error {
 	for i, u := range updates {
 		if u.name != metadataRef || u.new.IsZero() {
@@ -392,17 +397,173 @@ func (b *batch) squashMetadata(v *view, updates []refUpdate) error {
 		if err != nil {
 			return err
 		}
-		var parents []plumbing.Hash
-		if !u.old.IsZero() {
-			parents = []plumbing.Hash{u.old}
+		tree, parent := c.tree, u.old
+		cur, _, err := v.fr.ref(metadataRef)
+		if err != nil {
+			return err
 		}
-		h, err := v.putCommit(c.tree, parents, b.r.committer(), b.r.committer(), metadataMessage+"\n")
+		if cur != u.old {
+			if tree, err = b.rebaseMetadata(v, u.old, cur, tree); err != nil {
+				return err
+			}
+			parent = cur
+			updates[i].old = cur
+		}
+		var parents []plumbing.Hash
+		if !parent.IsZero() {
+			parents = []plumbing.Hash{parent}
+		}
+		if tree.IsZero() {
+			if tree, err = v.putTree(nil); err != nil {
+				return err
+			}
+		}
+		h, err := v.putCommit(tree, parents, b.r.committer(), b.r.committer(), metadataMessage+"\n")
 		if err != nil {
 			return err
 		}
 		updates[i].new = h
 	}
 	return nil
+}
+
+// rebaseMetadata returns the tree of metadata commit cur with the changes
+// from the tree of commit base to tree final laid over it. A file
+// changed both by the batch and since base is a conflict.
+func (b *batch) rebaseMetadata(v *view, base, cur, final plumbing.Hash) (plumbing.Hash, error) {
+	treeOf := func(h plumbing.Hash) (plumbing.Hash, error) {
+		if h.IsZero() {
+			return plumbing.ZeroHash, nil
+		}
+		c, err := v.commit(h)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return c.tree, nil
+	}
+	baseTree, err := treeOf(base)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	out, err := treeOf(cur)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	var changes []fileChange
+	if err := diffTrees(v, baseTree, final, "", &changes); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for _, ch := range changes {
+		segs := strings.Split(ch.path, "/")
+		now, err := fileAt(v, out, segs)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if now != ch.old {
+			return plumbing.ZeroHash, fmt.Errorf("%w: metadata %s was changed by another writer", errConflictRef, ch.path)
+		}
+		if out, err = v.replaceEntry(out, segs, ch.new, modeRegular); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	return out, nil
+}
+
+// fileChange is a file that differs between two trees: its blob in each
+// (zero: absent).
+type fileChange struct {
+	path     string
+	old, new plumbing.Hash
+}
+
+// diffTrees appends to out the files that differ between trees a and b
+// (zero: empty), under directory prefix; it reads only the directories
+// that differ.
+func diffTrees(v *view, a, b plumbing.Hash, prefix string, out *[]fileChange) error {
+	if a == b {
+		return nil
+	}
+	entries := func(h plumbing.Hash) (map[string]treeEntry, error) {
+		m := map[string]treeEntry{}
+		if h.IsZero() {
+			return m, nil
+		}
+		es, err := v.tree(h)
+		for _, e := range es {
+			m[e.name] = e
+		}
+		return m, err
+	}
+	ea, err := entries(a)
+	if err != nil {
+		return err
+	}
+	eb, err := entries(b)
+	if err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for n := range ea {
+		names[n] = true
+	}
+	for n := range eb {
+		names[n] = true
+	}
+	for n := range names {
+		x, y := ea[n], eb[n]
+		if x == y {
+			continue
+		}
+		p := prefix + n
+		dirX, dirY := x.mode == modeDir, y.mode == modeDir
+		switch {
+		case (dirX || x.hash.IsZero()) && (dirY || y.hash.IsZero()):
+			var ha, hb plumbing.Hash
+			if dirX {
+				ha = x.hash
+			}
+			if dirY {
+				hb = y.hash
+			}
+			if err := diffTrees(v, ha, hb, p+"/", out); err != nil {
+				return err
+			}
+		case !dirX && !dirY:
+			*out = append(*out, fileChange{path: p, old: x.hash, new: y.hash})
+		default:
+			return fmt.Errorf("metadata tree: %s is a file on one side and a directory on the other", p)
+		}
+	}
+	return nil
+}
+
+// fileAt returns the blob at segs under tree root, zero when there is
+// none.
+func fileAt(v *view, root plumbing.Hash, segs []string) (plumbing.Hash, error) {
+	for i, s := range segs {
+		if root.IsZero() {
+			return plumbing.ZeroHash, nil
+		}
+		entries, err := v.tree(root)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		e, ok := findEntry(entries, s)
+		if !ok {
+			return plumbing.ZeroHash, nil
+		}
+		if i == len(segs)-1 {
+			if e.mode == modeDir {
+				return plumbing.ZeroHash, fmt.Errorf("metadata tree: %s is a directory", strings.Join(segs, "/"))
+			}
+			return e.hash, nil
+		}
+		if e.mode != modeDir {
+			return plumbing.ZeroHash, nil
+		}
+		root = e.hash
+	}
+	return plumbing.ZeroHash, nil
 }
 
 // reachable returns the objects of b that the new values of updates

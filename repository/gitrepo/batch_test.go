@@ -316,10 +316,11 @@ func TestBatchFailedWriteLeavesOthers(t *testing.T) {
 }
 
 // A ref the batch changed that another writer moved meanwhile makes the
-// whole commit fail, writing nothing of it.
+// whole commit fail, writing nothing of it: a draft the batch created, or
+// the metadata of a revision the batch changed too.
 func TestBatchConflict(t *testing.T) {
 	ctx := context.Background()
-	for _, what := range []string{"draft", "metadata"} {
+	for _, what := range []string{"draft", "same-metadata"} {
 		t.Run(what, func(t *testing.T) {
 			dir := crashFixture(t, crashOps[1])
 			r := openDisk(t, dir)
@@ -334,11 +335,14 @@ func TestBatchConflict(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
+			if _, err := r.SetMetadata(bctx, appV1, newLabel, repository.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
 			switch what {
 			case "draft": // the same draft, by another writer
 				err = newDraftMD(ctx, other, batchKeys[2], "other", revision.Metadata{})
-			case "metadata":
-				_, err = other.SetMetadata(ctx, appDraft, newLabel, repository.UpdateOptions{})
+			case "same-metadata":
+				_, err = other.SetMetadata(ctx, appV1, batchLabel, repository.UpdateOptions{})
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -361,6 +365,72 @@ func TestBatchConflict(t *testing.T) {
 			fsck(t, dir, "after the failed commit")
 		})
 	}
+}
+
+// Metadata another writer changed meanwhile on other revisions (setting,
+// changing and removing it) is kept: the batch's metadata changes are laid
+// over it.
+func TestBatchMetadataRebased(t *testing.T) {
+	ctx := context.Background()
+	dir := crashFixture(t, crashOps[1])
+	r := openDisk(t, dir)
+	other := openDisk(t, dir)
+	baseB := revision.Key{Package: "base/b", Revision: 1}
+	baseA := revision.Key{Package: "base/a", Revision: 1}
+	for _, k := range []revision.Key{baseA, baseB} {
+		if _, err := r.SetMetadata(ctx, k, newLabel, repository.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bctx, b, err := r.BeginBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range batchKeys {
+		if err := newDraftMD(bctx, r, k, "b", batchLabel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := r.SetMetadata(bctx, appV1, newLabel, repository.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.SetMetadata(bctx, baseA, revision.Metadata{}, repository.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Meanwhile, another writer: a new label on the draft, another on
+	// base/b v1, and a new draft with metadata under the batch's fan/.
+	otherLabel := revision.Metadata{Labels: map[string]string{"by": "other"}}
+	if _, err := other.SetMetadata(ctx, appDraft, otherLabel, repository.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.SetMetadata(ctx, baseB, otherLabel, repository.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	fanZ := revision.Key{Package: "fan/z", Workspace: "w1"}
+	if err := newDraftMD(ctx, other, fanZ, "z", otherLabel); err != nil {
+		t.Fatal(err)
+	}
+	before := git(t, dir, "rev-list", "--count", "refs/cad/metadata")
+	if err := b.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want := map[revision.Key]revision.Metadata{
+		batchKeys[0]: batchLabel, batchKeys[1]: batchLabel, batchKeys[2]: batchLabel,
+		appV1: newLabel, baseA: {}, appDraft: otherLabel, baseB: otherLabel, fanZ: otherLabel,
+	}
+	for k, md := range want {
+		pr, err := other.Get(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := pr.Meta().Metadata; !got.Equal(md) {
+			t.Errorf("%s: metadata %v, want %v", k, got, md)
+		}
+	}
+	if n := git(t, dir, "rev-list", "--count", "refs/cad/metadata"); atoiT(t, n) != atoiT(t, before)+1 {
+		t.Fatalf("metadata history %s commits, was %s: want one more", n, before)
+	}
+	fsck(t, dir, "after the batch")
 }
 
 func TestBatchDiscard(t *testing.T) {
