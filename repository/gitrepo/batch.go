@@ -20,8 +20,10 @@ import (
 // the batch set over those on disk, its objects beside the stored ones.
 // What a plan writes goes to the batch instead of the disk: its objects
 // to memory, its ref updates into the batch's refs, the first one of
-// each ref recording the value the ref had (its base). Nothing touches
-// the git directory until Commit, which, under the exclusive lock:
+// each ref recording the value the ref had (its base). No object or ref
+// is written until Commit (what reads learn of objects, by their ids, may
+// go to cad-index and cad-paths as for every read), which, under the
+// exclusive lock:
 //
 //  1. writes the objects the batch's final refs reach as one pack
 //     (writePack: the pack and its index synced, then renamed), which no
