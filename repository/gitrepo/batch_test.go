@@ -1,6 +1,7 @@
 package gitrepo_test
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
@@ -23,7 +25,19 @@ import (
 // The write batch (batch.go): writes held in memory, seen only through
 // the batch's context, committed as one pack and one ref transaction.
 
+// batchReaderEnv, set to a git directory, makes the test binary a
+// reader in another process (TestBatchAnotherProcess): it lists the
+// repository until it sees the batch's batchReaderN revisions, failing
+// if it ever sees some but not all.
+const (
+	batchReaderEnv = "CAD_BATCH_READER"
+	batchReaderN   = 40
+)
+
 func init() {
+	if dir := os.Getenv(batchReaderEnv); dir != "" {
+		os.Exit(batchReader(dir))
+	}
 	// TestCrash kills a batch of three new drafts (with metadata) and a
 	// metadata change at every step of its commit: all four writes or
 	// none.
@@ -627,4 +641,86 @@ func gitStdin(t *testing.T, dir, stdin string, args ...string) string {
 		t.Fatalf("git %v: %v", args, err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// batchReader is the reader process of TestBatchAnotherProcess.
+func batchReader(dir string) int {
+	ctx := context.Background()
+	r, err := gitrepo.Open(ctx, crashSpec(dir), nil)
+	if err != nil {
+		fmt.Println("error", err)
+		return 2
+	}
+	defer r.Close()
+	fmt.Println("ready")
+	before := 0
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); {
+		revs, err := r.List(ctx, repository.ListOptions{PackagePrefix: "fan"})
+		if err != nil {
+			fmt.Println("error", err)
+			return 2
+		}
+		switch n := len(revs); {
+		case n == 0:
+			before++
+		case n == batchReaderN:
+			fmt.Println("done", before)
+			return 0
+		default:
+			fmt.Println("partial", n)
+			return 1
+		}
+	}
+	fmt.Println("timeout")
+	return 1
+}
+
+// Another process, listing all the while, sees none of a batch's writes
+// and then all of them.
+func TestBatchAnotherProcess(t *testing.T) {
+	ctx := context.Background()
+	dir := crashFixture(t, crashOps[1])
+	r := openDisk(t, dir)
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), batchReaderEnv+"="+dir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() || sc.Text() != "ready" {
+		t.Fatalf("reader: %q", sc.Text())
+	}
+	bctx, b, err := r.BeginBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range batchReaderN {
+		if err := newDraftMD(bctx, r, revision.Key{Package: fmt.Sprintf("fan/p%02d", i), Workspace: "w1"}, "x", batchLabel); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("reader: %v: %v", err, lines)
+	}
+	var before int
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "done ") {
+		t.Fatalf("reader: %v", lines)
+	}
+	fmt.Sscan(strings.TrimPrefix(lines[0], "done "), &before)
+	if before == 0 {
+		t.Fatal("the reader never listed before the commit")
+	}
+	t.Logf("the reader listed %d times before the commit", before)
 }
