@@ -59,6 +59,8 @@ type batch struct {
 	// already: loose ones among them are synced before the commit, as
 	// a write without a batch syncs them.
 	stored map[plumbing.Hash]bool
+	// reads is what the batch's writes read from disk (batchreads.go).
+	reads *readSet
 }
 
 // BeginBatch starts a write batch (see repository.Batcher): the writes
@@ -80,7 +82,7 @@ func (r *Repository) BeginBatch(ctx context.Context) (context.Context, repositor
 		return ctx, nil, r.errorf(op, revision.Key{}, repository.ErrInvalidInput, "the context already carries a batch of this repository")
 	}
 	b := &batch{r: r, refs: map[plumbing.ReferenceName]plumbing.Hash{}, base: map[plumbing.ReferenceName]plumbing.Hash{},
-		objs: map[plumbing.Hash]packObject{}, stored: map[plumbing.Hash]bool{}}
+		objs: map[plumbing.Hash]packObject{}, stored: map[plumbing.Hash]bool{}, reads: newReadSet()}
 	return context.WithValue(ctx, batchKey{r}, b), b, nil
 }
 
@@ -131,6 +133,7 @@ func (r *Repository) updateBatch(ctx context.Context, b *batch, plan func(v *vie
 	return true, r.st.read(ctx, func() error {
 		v := r.newView()
 		v.bt = b
+		v.reads = newReadSet()
 		t, err := plan(v)
 		if err != nil || t == nil || len(t.updates) == 0 {
 			return err
@@ -138,14 +141,14 @@ func (r *Repository) updateBatch(ctx context.Context, b *batch, plan func(v *vie
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		return b.merge(t.updates, v.written)
+		return b.merge(t.updates, v.written, v.reads)
 	})
 }
 
 // merge adds the ref updates of one planned write to b. The plan read
 // every old value through b, under planMu, so they hold; a ref b did not
 // change yet records its old value as its base.
-func (b *batch) merge(updates []refUpdate, written []plumbing.Hash) error {
+func (b *batch) merge(updates []refUpdate, written []plumbing.Hash, reads *readSet) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, u := range updates {
@@ -159,6 +162,7 @@ func (b *batch) merge(updates []refUpdate, written []plumbing.Hash) error {
 			b.stored[h] = true
 		}
 	}
+	b.reads.add(reads)
 	for _, u := range updates {
 		if _, ok := b.refs[u.name]; !ok {
 			b.base[u.name] = u.old
@@ -317,7 +321,13 @@ func (b *batch) Commit(ctx context.Context) error {
 	err := r.st.write(ctx, func() error {
 		v := r.newView()
 		v.bt = b
-		if err := b.squashMetadata(v, updates); err != nil {
+		b.mu.Lock()
+		reads := b.reads
+		b.mu.Unlock()
+		if err := reads.check(v); err != nil {
+			return err
+		}
+		if err := b.squashMetadata(v, updates, reads); err != nil {
 			return err
 		}
 		objs, err := b.reachable(updates)
@@ -375,7 +385,7 @@ func (b *batch) Discard() {
 // drop releases what b holds.
 func (b *batch) drop() {
 	b.mu.Lock()
-	b.objs, b.refs, b.base, b.order, b.stored = nil, map[plumbing.ReferenceName]plumbing.Hash{}, nil, nil, nil
+	b.objs, b.refs, b.base, b.order, b.stored, b.reads = nil, map[plumbing.ReferenceName]plumbing.Hash{}, nil, nil, nil, nil
 	b.mu.Unlock()
 }
 
@@ -387,7 +397,7 @@ func (b *batch) drop() {
 // commit goes on the new value: unless the other writer changed one of
 // the same files, which is a conflict. The caller holds the exclusive
 // lock.
-func (b *batch) squashMetadata(v *view, updates []refUpdate) error {
+func (b *batch) squashMetadata(v *view, updates []refUpdate, reads *readSet) error {
 	for i, u := range updates {
 		if u.name != metadataRef || u.new.IsZero() {
 			continue
@@ -405,7 +415,7 @@ func (b *batch) squashMetadata(v *view, updates []refUpdate) error {
 			return err
 		}
 		if cur != u.old {
-			if tree, err = b.rebaseMetadata(v, u.old, cur, tree); err != nil {
+			if tree, err = b.rebaseMetadata(v, u.old, cur, tree, reads); err != nil {
 				return err
 			}
 			parent = cur
@@ -432,7 +442,7 @@ func (b *batch) squashMetadata(v *view, updates []refUpdate) error {
 // rebaseMetadata returns the tree of metadata commit cur with the changes
 // from the tree of commit base to tree final laid over it. A file
 // changed both by the batch and since base is a conflict.
-func (b *batch) rebaseMetadata(v *view, base, cur, final plumbing.Hash) (plumbing.Hash, error) {
+func (b *batch) rebaseMetadata(v *view, base, cur, final plumbing.Hash, reads *readSet) (plumbing.Hash, error) {
 	treeOf := func(h plumbing.Hash) (plumbing.Hash, error) {
 		if h.IsZero() {
 			return plumbing.ZeroHash, nil
@@ -453,6 +463,15 @@ func (b *batch) rebaseMetadata(v *view, base, cur, final plumbing.Hash) (plumbin
 	}
 	var changes []fileChange
 	if err := diffTrees(v, baseTree, final, "", &changes); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	// The metadata the batch's writes read and did not change must be
+	// as they read it (an approval's readiness, a Version).
+	mine := map[string]bool{}
+	for _, ch := range changes {
+		mine[ch.path] = true
+	}
+	if err := reads.checkMetadata(v, out, mine); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	for _, ch := range changes {

@@ -334,7 +334,7 @@ func TestBatchFailedWriteLeavesOthers(t *testing.T) {
 // the metadata of a revision the batch changed too.
 func TestBatchConflict(t *testing.T) {
 	ctx := context.Background()
-	for _, what := range []string{"draft", "same-metadata"} {
+	for _, what := range []string{"draft", "same-metadata", "workspace", "readiness"} {
 		t.Run(what, func(t *testing.T) {
 			dir := crashFixture(t, crashOps[1])
 			r := openDisk(t, dir)
@@ -352,11 +352,29 @@ func TestBatchConflict(t *testing.T) {
 			if _, err := r.SetMetadata(bctx, appV1, newLabel, repository.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
+			if what == "readiness" {
+				// The batch approves the proposal; another writer then
+				// changes its metadata (a condition, say): the approval
+				// was decided on what is no longer there.
+				if _, err := r.UpdateLifecycle(ctx, appDraft, revision.LifecycleProposed, repository.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				refs0 = git(t, dir, "for-each-ref")
+				if _, err := r.UpdateLifecycle(bctx, appDraft, revision.LifecyclePublished, repository.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
 			switch what {
 			case "draft": // the same draft, by another writer
 				err = newDraftMD(ctx, other, batchKeys[2], "other", revision.Metadata{})
 			case "same-metadata":
 				_, err = other.SetMetadata(ctx, appV1, batchLabel, repository.UpdateOptions{})
+			case "workspace": // the same workspace, proposed: no draft ref
+				if err = newDraftMD(ctx, other, batchKeys[2], "other", revision.Metadata{}); err == nil {
+					_, err = other.UpdateLifecycle(ctx, batchKeys[2], revision.LifecycleProposed, repository.UpdateOptions{})
+				}
+			case "readiness":
+				_, err = other.SetMetadata(ctx, appDraft, revision.Metadata{Labels: map[string]string{"checked": "no"}}, repository.UpdateOptions{})
 			}
 			if err != nil {
 				t.Fatal(err)

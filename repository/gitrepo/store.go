@@ -217,6 +217,9 @@ type view struct {
 	gitDir string
 	// bt, when set, is the write batch laid over the storage (batch.go).
 	bt *batch
+	// reads, when set, records the refs a batched write's plan read
+	// from disk, checked again when the batch commits (batch.go).
+	reads *readSet
 }
 
 func (r *Repository) newView() *view {
@@ -282,7 +285,11 @@ func (v *view) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 		return h, !h.IsZero(), nil
 	}
 	if v.fr != nil {
-		return v.fr.ref(name)
+		h, ok, err := v.fr.ref(name)
+		if err == nil {
+			v.reads.ref(name, h)
+		}
+		return h, ok, err
 	}
 	ref, err := v.s.Reference(name)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
@@ -307,6 +314,7 @@ func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash
 		if err != nil || v.bt == nil {
 			return m, err
 		}
+		v.reads.prefix(readChildren, prefix, m)
 		return v.bt.overlay(m, prefix, true), nil
 	}
 	refs, err := v.allRefs()
@@ -331,6 +339,7 @@ func (v *view) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, e
 		if err != nil || v.bt == nil {
 			return m, err
 		}
+		v.reads.prefix(readUnder, prefix, m)
 		return v.bt.overlay(m, prefix, false), nil
 	}
 	refs, err := v.allRefs()
@@ -359,6 +368,7 @@ func (v *view) allRefs() (*refSnap, error) {
 			return nil, err
 		}
 		if v.bt != nil {
+			v.reads.all(out)
 			out = v.bt.overlaySnap(out)
 		}
 		v.refs = out
