@@ -40,9 +40,11 @@ type Batch interface {
 	// it returns nil they are all durable and visible to every reader;
 	// when it returns an error none of them is, and the results the
 	// writes returned are void. It returns an error matching ErrConflict
-	// when a revision the batch changed was changed by another writer
-	// since the batch read it, ErrClosed, ErrUnavailable, or wrapping
-	// ctx's error. A batch with no writes commits nothing and returns
+	// when another writer changed, since a write of the batch read it,
+	// something that write decided on (a revision it changes, a
+	// workspace it takes, a Version it was given, the revision numbers
+	// of a package it approves into), ErrClosed, ErrUnavailable, or
+	// wrapping ctx's error. A batch with no writes commits nothing and returns
 	// nil. Commit and Discard end the batch; calling either again does
 	// nothing and returns nil.
 	Commit(ctx context.Context) error
