@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 
 	"github.com/configasdata/cad/engine"
@@ -249,4 +250,40 @@ func TestSyncSetBatchFailures(t *testing.T) {
 			assert.Len(t, v.revisions("deployments", names[i]), 1)
 		}
 	})
+}
+
+// Two sets synced at once into one repository, each through its own
+// batch, both land: their packages differ, and the metadata each writes
+// is laid over the other's.
+func TestSyncSetBatchConcurrentSets(t *testing.T) {
+	needGit(t)
+	v := newEnv(t, backend{"disk", gitDisk})
+	v.publish("blueprints", "bucket", upstreamFiles())
+	sets := []*variant.PackageVariantSet{
+		newSet("one", variant.Target{Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: []string{"a1", "a2", "a3", "a4"}}}}),
+		newSet("two", variant.Target{Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: []string{"b1", "b2", "b3", "b4"}}}}),
+	}
+	errs := make([]error, len(sets))
+	var wg sync.WaitGroup
+	for i, pvs := range sets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = variant.SyncSet(v.ctx, v.e, pvs, v.opts)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		require.NoError(t, err, sets[i].Name)
+	}
+	for _, pvs := range sets {
+		res, err := variant.SyncSet(v.ctx, v.e, pvs, v.opts)
+		require.NoError(t, err)
+		for _, r := range res.Results {
+			assert.Equal(t, variant.ActionUnchanged, r.Action, "%s", r)
+			pr, err := v.e.Get(v.ctx, "deployments", r.Key)
+			require.NoError(t, err)
+			assert.Equal(t, pvs.Name, pr.Meta().Metadata.Labels[variant.SetLabel], "%s", r.Key)
+		}
+	}
 }
