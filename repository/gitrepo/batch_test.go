@@ -38,12 +38,12 @@ func init() {
 	if dir := os.Getenv(batchReaderEnv); dir != "" {
 		os.Exit(batchReader(dir))
 	}
-	// TestCrash kills a batch of three new drafts (with metadata) and a
-	// metadata change at every step of its commit: all four writes or
-	// none.
+	// TestCrash kills a batch of three new drafts (with metadata), a
+	// metadata change and the deletion of a revision whose tag is in
+	// packed-refs at every step of its commit: all five writes or none.
 	crashOps = append(crashOps, crashOp{
 		name:    "batch",
-		prepare: func(context.Context, *gitrepo.Repository) error { return nil },
+		prepare: lifecycle(appV1, revision.LifecycleDeletionProposed),
 		run: func(ctx context.Context, r *gitrepo.Repository) error {
 			bctx, b, err := r.BeginBatch(ctx)
 			if err != nil {
@@ -55,7 +55,11 @@ func init() {
 					return err
 				}
 			}
-			if _, err := r.SetMetadata(bctx, appV1, newLabel, repository.UpdateOptions{}); err != nil {
+			if _, err := r.SetMetadata(bctx, baseBV1, newLabel, repository.UpdateOptions{}); err != nil {
+				b.Discard()
+				return err
+			}
+			if err := r.Delete(bctx, appV1, repository.UpdateOptions{}); err != nil {
 				b.Discard()
 				return err
 			}
@@ -71,20 +75,23 @@ func init() {
 					n++
 				}
 			}
-			v1 := find(revs, appV1.Package, "w1")
-			if v1 == nil {
-				return false, errors.New("apps/app v1 is gone")
+			bv1 := find(revs, baseBV1.Package, "w1")
+			if bv1 == nil {
+				return false, errors.New("base/b v1 is gone")
 			}
-			if v1.Meta().Metadata.Equal(newLabel) {
+			if bv1.Meta().Metadata.Equal(newLabel) {
+				n++
+			}
+			if find(revs, appV1.Package, "w1") == nil {
 				n++
 			}
 			switch n {
 			case 0:
 				return false, nil
-			case len(batchKeys) + 1:
+			case len(batchKeys) + 2:
 				return true, nil
 			}
-			return false, fmt.Errorf("%d of the batch's %d writes happened", n, len(batchKeys)+1)
+			return false, fmt.Errorf("%d of the batch's %d writes happened", n, len(batchKeys)+2)
 		},
 	})
 }
@@ -96,6 +103,7 @@ var (
 		{Package: "fan/c", Workspace: "w1"},
 	}
 	batchLabel = revision.Metadata{Labels: map[string]string{"set": "fan"}}
+	baseBV1    = revision.Key{Package: "base/b", Revision: 1}
 )
 
 // newDraftMD creates and commits a new draft of key with metadata md.
