@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -339,7 +340,10 @@ func (b *batch) Commit(ctx context.Context) error {
 				return err
 			}
 			fault("batch-pack-written")
+			// Open it now: the directory's time may not have moved
+			// since the last scan (a coarse clock, two batches at once).
 			r.st.packs.mu.Lock()
+			r.st.packs.scanned = time.Time{}
 			r.st.packs.rescan()
 			r.st.packs.mu.Unlock()
 		}
