@@ -2,6 +2,7 @@ package variant
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/configasdata/cad/repository"
@@ -13,9 +14,11 @@ import (
 // variant is synced, then committed at once (for git, one pack and one
 // ref transaction instead of a dozen files per downstream). A variant
 // whose sync fails leaves nothing in the batch and the others commit; a
-// batch whose commit fails writes nothing, and every variant that wrote
-// to its repository fails with its error. A repository without batches
-// is written one write at a time, as Sync does.
+// batch whose commit fails writes nothing: when it lost a race with
+// another writer, the variants that wrote to its repository are synced
+// again, each write on its own; otherwise they fail with its error. A
+// repository without batches is written one write at a time, as Sync
+// does.
 
 // maxBatchVariants bounds the variants whose writes one batch holds, in
 // memory until its commit; a larger set is synced in batches of this
@@ -58,27 +61,35 @@ func beginBatches(ctx context.Context, o Options, variants []*PackageVariant) (c
 	return ctx, out
 }
 
-// commitBatches commits batches and records a failed commit in every
-// result that wrote to its repository. It returns the errors of the
-// failed commits.
-func commitBatches(ctx context.Context, o Options, batches []setBatch, variants []*PackageVariant, results []*Result) []error {
-	var errs []error
+// commitBatches commits batches. For a commit that fails, every variant
+// whose result records a write to its repository is either to be synced
+// again, when the commit lost a race (repository.ErrConflict), or failed
+// with the commit's error (in its result, its status and errs). It
+// returns the variants to sync again, by index.
+func commitBatches(ctx context.Context, o Options, batches []setBatch, variants []*PackageVariant, results []*Result, errs []error) map[int]bool {
+	redo := map[int]bool{}
 	for _, sb := range batches {
 		err := sb.batch.Commit(ctx)
 		if err == nil {
 			continue
 		}
 		err = fmt.Errorf("variant: write the set's changes to repository %s: %w", sb.repo, err)
-		errs = append(errs, err)
+		conflict := errors.Is(err, repository.ErrConflict)
+		o.Logger.DebugContext(ctx, "batch not written", "repository", sb.repo, "again", conflict, "error", err)
 		for i, r := range results {
 			if r == nil || !wroteTo(r, sb.repo) {
 				continue
 			}
+			if conflict {
+				redo[i] = true
+				continue
+			}
 			r.failed(o.Now(), err)
 			variants[i].Status = r.Status()
+			errs[i] = err
 		}
 	}
-	return errs
+	return redo
 }
 
 // wroteTo reports whether r records a write to repository repo.

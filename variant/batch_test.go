@@ -2,7 +2,6 @@ package variant_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -184,8 +183,8 @@ func (e *failingEngine) Clone(ctx context.Context, repo string, key revision.Key
 }
 
 // A variant that fails leaves the others' writes in the batch, which
-// commits; a commit that fails writes nothing and fails every variant
-// that wrote, and the next sync writes them all.
+// commits; a commit that loses a race writes nothing, and the variants
+// are synced again without a batch.
 func TestSyncSetBatchFailures(t *testing.T) {
 	needGit(t)
 	names := []string{"a", "b", "c", "d"}
@@ -223,22 +222,22 @@ func TestSyncSetBatchFailures(t *testing.T) {
 			_, err = d.Commit(context.Background(), revision.CommitOptions{})
 			require.NoError(t, err)
 		}}
+		// The batch loses the race on c's draft and writes nothing; its
+		// variants are synced again without it: the others land, c's
+		// package is another writer's.
 		res, err := variant.SyncSet(v.ctx, e, set(), v.opts)
 		require.Error(t, err)
-		assert.True(t, errors.Is(err, repository.ErrConflict), "%v", err)
-		for _, r := range res.Results {
-			assert.False(t, r.Ready(), "%s", r)
-		}
-		for _, n := range names {
-			revs := v.revisions("deployments", n)
-			if n == "c" {
-				require.Len(t, revs, 1)
+		for i, r := range res.Results {
+			revs := v.revisions("deployments", names[i])
+			require.Len(t, revs, 1, names[i])
+			if names[i] == "c" {
+				assert.False(t, r.Ready(), "%s", r)
 				assert.Empty(t, revs[0].Meta().Metadata.Annotations[variant.OwnerAnnotation], "the other writer's draft")
 				continue
 			}
-			assert.Empty(t, revs, n)
+			assert.True(t, r.Ready(), "%s", r)
+			assert.Equal(t, variant.ActionCreated, r.Action, "%s", r)
 		}
-		// The next sync writes the others; c's package is another's.
 		res, err = variant.SyncSet(v.ctx, v.e, set(), v.opts)
 		require.Error(t, err)
 		for i, r := range res.Results {
@@ -246,10 +245,47 @@ func TestSyncSetBatchFailures(t *testing.T) {
 				assert.False(t, r.Ready(), "%s", r)
 				continue
 			}
-			assert.Equal(t, variant.ActionCreated, r.Action, "%s", r)
-			assert.Len(t, v.revisions("deployments", names[i]), 1)
+			assert.Equal(t, variant.ActionUnchanged, r.Action, "%s", r)
 		}
 	})
+}
+
+// failingBatches is a git repository on disk whose batches fail to
+// commit, with an error other than a conflict.
+type failingBatches struct{ *gitrepo.Repository }
+
+type failingBatch struct{ repository.Batch }
+
+func (f failingBatches) BeginBatch(ctx context.Context) (context.Context, repository.Batch, error) {
+	bctx, b, err := f.Repository.BeginBatch(ctx)
+	return bctx, failingBatch{b}, err
+}
+
+func (b failingBatch) Commit(ctx context.Context) error {
+	b.Discard()
+	return fmt.Errorf("injected: %w", repository.ErrUnavailable)
+}
+
+// A commit that fails for another reason than a race writes nothing and
+// fails every variant that wrote, with its error.
+func TestSyncSetBatchCommitFails(t *testing.T) {
+	needGit(t)
+	v := newEnv(t, backend{"disk", func(t testing.TB, name string) repository.Repository {
+		r := gitDisk(t, name)
+		if name == "deployments" {
+			return failingBatches{r.(*gitrepo.Repository)}
+		}
+		return r
+	}})
+	v.publish("blueprints", "bucket", upstreamFiles())
+	names := []string{"a", "b", "c"}
+	res, err := variant.SyncSet(v.ctx, v.e, newSet("fan", variant.Target{Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: names}}}), v.opts)
+	require.ErrorIs(t, err, repository.ErrUnavailable)
+	for i, r := range res.Results {
+		assert.False(t, r.Ready(), "%s", r)
+		assert.Contains(t, r.String(), "injected", "%s", r)
+		assert.Empty(t, v.revisions("deployments", names[i]))
+	}
 }
 
 // Two sets synced at once into one repository, each through its own
