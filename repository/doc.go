@@ -15,7 +15,9 @@
 // [RangeLister] lists one revision at a time (an iter.Seq2), so that a
 // caller that does not keep them all does not hold a whole list of a large
 // repository in memory; its helper [Range] falls back to List, since every
-// backend can list.
+// backend can list. [Batcher] gathers many writes into one write batch,
+// committed all at once; its helper [BeginBatch] falls back to writing
+// one at a time.
 //
 // A package needs no Kptfile: a backend stores any non-empty set of files.
 // Where a backend discovers packages by scanning (the git branch), a

@@ -39,8 +39,9 @@ func processCPU() time.Duration {
 // n is 20 by default (what CI's -benchtime=1x runs); CAD_BENCH_FANOUT sets
 // it (issue 22's target is at 1000). The repositories are made in
 // CAD_BENCH_DIR when it is set, else in the test's temporary directory: a
-// fan-out creates about 12 files and syncs about 12 per downstream, whose
-// cost depends on the file system and its load (see BENCHMARKS.md). The
+// fan-out creates about one file and syncs about one per downstream (the
+// draft's ref; its objects go into one pack a batch), whose cost depends
+// on the file system and its load (see BENCHMARKS.md). The
 // upstream has 2 files (files=2), or 20 more that every downstream shares
 // unchanged (files=22). Rerun:
 //

@@ -9,7 +9,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
@@ -569,6 +568,16 @@ func overlay(ctx context.Context, env *celEnv, field string, in map[string]strin
 // Options.Concurrency at once. Like Sync it is idempotent, and a set with a
 // DeletionTimestamp is removed (see RemoveSet).
 //
+// The writes to a downstream repository that several variants write to
+// are made in write batches when the repository offers them
+// (repository.Batcher), one per 256 variants: nothing of a
+// batch's writes is visible until all its variants are synced, and then
+// all of them are. A failed variant leaves nothing in the
+// batch. A commit of the batch that fails writes nothing: when it lost a
+// race with another writer (repository.ErrConflict), the variants that
+// wrote to that repository are synced again without a batch; otherwise
+// they fail with its error.
+//
 // Errors: Unroll's errors, with nothing written and the Stalled condition
 // True; otherwise the variants' errors joined (errors.Join), each also in
 // its Result. The SetResult is never nil.
@@ -621,24 +630,40 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 	}
 
 	res.Results = make([]*Result, len(variants))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(o.Concurrency)
-	var mu sync.Mutex
 	var errs []error
-	for i, pv := range variants {
-		g.Go(func() error {
-			r, err := syncVariant(gctx, e, pv, o, index)
-			pv.Status = r.Status()
-			res.Results[i] = r
-			if err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
+	for start := 0; start < len(variants); start += maxBatchVariants {
+		end := min(start+maxBatchVariants, len(variants))
+		chunk, results := variants[start:end], res.Results[start:end]
+		verrs := make([]error, len(chunk))
+		bctx, batches := beginBatches(ctx, o, chunk)
+		syncAll := func(ctx context.Context, which func(i int) bool, index map[[2]string][]revision.PackageRevision) {
+			g, gctx := errgroup.WithContext(ctx)
+			g.SetLimit(o.Concurrency)
+			for i, pv := range chunk {
+				if !which(i) {
+					continue
+				}
+				g.Go(func() error {
+					r, err := syncVariant(gctx, e, pv, o, index)
+					pv.Status = r.Status()
+					results[i], verrs[i] = r, err
+					return nil
+				})
 			}
-			return nil
-		})
+			_ = g.Wait()
+		}
+		syncAll(bctx, func(int) bool { return true }, index)
+		if redo := commitBatches(ctx, o, batches, chunk, results, verrs); len(redo) > 0 {
+			// A batch lost a race: its variants are synced again, each
+			// write on its own, on what is there now.
+			syncAll(ctx, func(i int) bool { return redo[i] }, nil)
+		}
+		for _, err := range verrs {
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
 	}
-	_ = g.Wait()
 	err = errors.Join(errs...)
 	r.setCondition(o.Now(), ConditionStalled, metav1.ConditionFalse, ReasonValid, "all validation checks passed")
 	if err != nil {

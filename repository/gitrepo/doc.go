@@ -311,6 +311,12 @@
 // (the kernel keeps them in its page cache) after cad-index is scanned,
 // after List's placeholders, and every 16,384 pack entries read.
 //
+// A repository on local disk is a repository.Batcher (batch.go): the
+// writes made with a batch's context are held in memory, seen only by
+// reads with that context, and committed together as one pack (two
+// files, two syncs) and one ref transaction, with one metadata commit;
+// variant.SyncSet writes a set's downstreams so.
+//
 // For a remote, every read first fetches (unless within
 // Options.RemoteReadMaxAge): an ls-remote, and objects only for refs
 // that moved to commits not present locally. Watch polls the refs.

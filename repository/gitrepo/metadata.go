@@ -65,6 +65,9 @@ func (r *Repository) attachMetadata(v *view, x *rev) error {
 	if x == nil {
 		return nil
 	}
+	if v.reads != nil {
+		defer func() { v.reads.metadata(metadataPath(x), x.md.Hash()) }()
+	}
 	_, tree, err := v.metadataRoot()
 	if err != nil || tree.IsZero() {
 		return err

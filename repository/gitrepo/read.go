@@ -332,7 +332,7 @@ func (l *lazyRev) loadInfo(ctx context.Context) (revision.Info, error) {
 	var out revision.Info
 	err := r.st.read(ctx, func() error {
 		var err error
-		out, err = r.newView().info(l.tree)
+		out, err = r.viewIn(ctx).info(l.tree)
 		return err
 	})
 	if err != nil {
@@ -349,7 +349,7 @@ func (l *lazyRev) load(ctx context.Context) (revision.Files, error) {
 	var f revision.Files
 	err := r.st.read(ctx, func() error {
 		var err error
-		f, err = r.newView().files(l.tree, r.log.Warn)
+		f, err = r.viewIn(ctx).files(l.tree, r.log.Warn)
 		return err
 	})
 	if err != nil {

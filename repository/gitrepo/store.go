@@ -215,6 +215,11 @@ type view struct {
 	// concurrent use (the store's).
 	objMu  *sync.Mutex
 	gitDir string
+	// bt, when set, is the write batch laid over the storage (batch.go).
+	bt *batch
+	// reads, when set, records the refs a batched write's plan read
+	// from disk, checked again when the batch commits (batch.go).
+	reads *readSet
 }
 
 func (r *Repository) newView() *view {
@@ -262,6 +267,9 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 		}
 		return r.readFetched(ctx, asked, refs, fn)
 	}
+	if b := r.batchOf(ctx); b != nil {
+		return r.readBatch(ctx, b, fn)
+	}
 	defer r.st.idx.flush()
 	return r.st.read(ctx, func() error { return fn(r.newView()) })
 }
@@ -272,8 +280,15 @@ func (v *view) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 		h, ok := v.refs.get(name)
 		return h, ok, nil
 	}
+	if h, ok := v.bt.ref(name); ok {
+		return h, !h.IsZero(), nil
+	}
 	if v.fr != nil {
-		return v.fr.ref(name)
+		h, ok, err := v.fr.ref(name)
+		if err == nil {
+			v.reads.ref(name, h)
+		}
+		return h, ok, err
 	}
 	ref, err := v.s.Reference(name)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
@@ -294,7 +309,12 @@ func (v *view) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 // children returns the refs directly under prefix, which ends in a slash.
 func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if v.refs == nil && v.fr != nil {
-		return v.fr.children(prefix, v.damaged)
+		m, err := v.fr.children(prefix, v.damaged)
+		if err != nil || v.bt == nil {
+			return m, err
+		}
+		v.reads.prefix(readChildren, prefix, m)
+		return v.bt.overlay(m, prefix, true), nil
 	}
 	refs, err := v.allRefs()
 	if err != nil {
@@ -314,7 +334,12 @@ func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash
 // depth.
 func (v *view) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if v.refs == nil && v.fr != nil {
-		return v.fr.under(prefix, v.damaged)
+		m, err := v.fr.under(prefix, v.damaged)
+		if err != nil || v.bt == nil {
+			return m, err
+		}
+		v.reads.prefix(readUnder, prefix, m)
+		return v.bt.overlay(m, prefix, false), nil
 	}
 	refs, err := v.allRefs()
 	if err != nil {
@@ -340,6 +365,10 @@ func (v *view) allRefs() (*refSnap, error) {
 		out, err := v.fr.snapshot([]string{"refs/heads/", "refs/tags/"}, []plumbing.ReferenceName{metadataRef}, v.damaged)
 		if err != nil {
 			return nil, err
+		}
+		if v.bt != nil {
+			v.reads.all(out)
+			out = v.bt.overlaySnap(out)
 		}
 		v.refs = out
 		return out, nil
@@ -398,6 +427,12 @@ func (v *view) rawScan(t plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectT
 }
 
 func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumbing.ObjectType, []byte, error) {
+	if o, ok := v.bt.object(h); ok {
+		if t != plumbing.AnyObject && o.typ != t {
+			return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %w", h, plumbing.ErrObjectNotFound)
+		}
+		return o.typ, o.data, nil
+	}
 	if v.packs != nil {
 		read := v.packs.object
 		if scan {
@@ -436,6 +471,9 @@ func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumb
 // and for a loose object without go-git, which would load every pack
 // index to answer.
 func (v *view) has(h plumbing.Hash) bool {
+	if _, ok := v.bt.object(h); ok {
+		return true
+	}
 	if v.packs != nil {
 		if v.packs.has(h) {
 			return true
@@ -459,6 +497,10 @@ func (v *view) put(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := plumbing.ComputeHash(t, data)
 	v.written = append(v.written, h)
 	if v.has(h) {
+		return h, nil
+	}
+	if v.bt != nil {
+		v.bt.put(h, t, data)
 		return h, nil
 	}
 	if v.gitDir != "" {

@@ -358,6 +358,8 @@ func (r *Repository) nextRevision(v *view, full string) (int, error) {
 		if vers, err = v.fr.childNames(prefix); err != nil {
 			return 0, err
 		}
+		v.reads.names(prefix, vers)
+		vers = v.bt.childNames(prefix, vers)
 	} else {
 		tags, err := v.children(prefix)
 		if err != nil {

@@ -75,6 +75,7 @@ func Run(t *testing.T, h Harness) {
 		{"Metadata", s.testMetadata},
 		{"NoKptfile", s.testNoKptfile},
 		{"Adopt", s.testAdopt},
+		{"Batch", s.testBatch},
 		{"Readiness", s.testReadiness},
 		{"Creation", s.testCreation},
 		{"PlaceholderPublished", s.testPlaceholderPublished},

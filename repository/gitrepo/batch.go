@@ -1,0 +1,637 @@
+package gitrepo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// A write batch (repository.Batcher) of a repository on local disk. The
+// writes made with the batch's context are planned as every write is
+// (update), on a view that lays the batch over the repository: the refs
+// the batch set over those on disk, its objects beside the stored ones.
+// What a plan writes goes to the batch instead of the disk: its objects
+// to memory, its ref updates into the batch's refs, the first one of
+// each ref recording the value the ref had (its base). No object or ref
+// is written until Commit (what reads learn of objects, by their ids, may
+// go to cad-index and cad-paths as for every read), which, under the
+// exclusive lock:
+//
+//  1. writes the objects the batch's final refs reach as one pack
+//     (writePack: the pack and its index synced, then renamed), which no
+//     ref names yet;
+//  2. moves every ref the batch changed from its base to its final value
+//     in one journal transaction (refstore.go), which checks every base
+//     and fails with a conflict, changing nothing, when another writer
+//     moved a ref since.
+//
+// A crash before the journal's commit point leaves the refs as they were
+// (the pack is garbage, as git gc sees it); after it, the journal rolls
+// forward. The metadata ref's history is squashed: the batch's many
+// metadata commits become one, on the ref's base, with the final tree.
+
+var _ repository.Batcher = (*Repository)(nil)
+
+// batchKey is the context key of r's batch.
+type batchKey struct{ r *Repository }
+
+// batch is a write batch of a Repository.
+type batch struct {
+	r *Repository
+	// planMu serialises the batch's writes, and Commit with them.
+	planMu sync.Mutex
+	// mu guards the fields below, read by every view of the batch.
+	mu    sync.Mutex
+	ended bool
+	refs  map[plumbing.ReferenceName]plumbing.Hash // final values; zero: deleted
+	base  map[plumbing.ReferenceName]plumbing.Hash // values before the batch
+	order []plumbing.ReferenceName                 // the refs in the order first changed
+	objs  map[plumbing.Hash]packObject
+	// stored are the objects the batch's writes used that were stored
+	// already: loose ones among them are synced before the commit, as
+	// a write without a batch syncs them.
+	stored map[plumbing.Hash]bool
+	// reads is what the batch's writes read from disk (batchreads.go).
+	reads *readSet
+}
+
+// BeginBatch starts a write batch (see repository.Batcher): the writes
+// made with the returned context are held in memory, seen by the reads
+// made with it, and written by the batch's Commit as one pack and one
+// ref transaction. Errors are *repository.Error matching
+// repository.ErrNotSupported for a repository in memory or a remote
+// (write without a batch), ErrInvalidInput when ctx already carries a
+// batch of r, ErrClosed, or wrapping ctx's error.
+func (r *Repository) BeginBatch(ctx context.Context) (context.Context, repository.Batch, error) {
+	const op = "begin batch"
+	if err := r.enter(ctx, op, revision.Key{}); err != nil {
+		return ctx, nil, err
+	}
+	if r.st.fsrefs == nil || r.remote != nil {
+		return ctx, nil, r.errorf(op, revision.Key{}, repository.ErrNotSupported, "only a repository on local disk batches its writes")
+	}
+	if r.batchOf(ctx) != nil {
+		return ctx, nil, r.errorf(op, revision.Key{}, repository.ErrInvalidInput, "the context already carries a batch of this repository")
+	}
+	b := &batch{r: r, refs: map[plumbing.ReferenceName]plumbing.Hash{}, base: map[plumbing.ReferenceName]plumbing.Hash{},
+		objs: map[plumbing.Hash]packObject{}, stored: map[plumbing.Hash]bool{}, reads: newReadSet()}
+	return context.WithValue(ctx, batchKey{r}, b), b, nil
+}
+
+// batchOf returns the batch of r ctx carries, nil when none or when it
+// ended.
+func (r *Repository) batchOf(ctx context.Context) *batch {
+	b, _ := ctx.Value(batchKey{r}).(*batch)
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ended {
+		return nil
+	}
+	return b
+}
+
+// viewIn returns a new view, laid over by the batch ctx carries.
+func (r *Repository) viewIn(ctx context.Context) *view {
+	v := r.newView()
+	v.bt = r.batchOf(ctx)
+	return v
+}
+
+// readBatch runs fn as read does, on a view laid over by b.
+func (r *Repository) readBatch(ctx context.Context, b *batch, fn func(v *view) error) error {
+	defer r.st.idx.flush()
+	return r.st.read(ctx, func() error {
+		v := r.newView()
+		v.bt = b
+		return fn(v)
+	})
+}
+
+// updateBatch runs the write plan into b instead of the disk. It reports
+// false when b ended meanwhile: the caller writes directly.
+func (r *Repository) updateBatch(ctx context.Context, b *batch, plan func(v *view) (*txn, error)) (bool, error) {
+	b.planMu.Lock()
+	defer b.planMu.Unlock()
+	b.mu.Lock()
+	ended := b.ended
+	b.mu.Unlock()
+	if ended {
+		return false, nil
+	}
+	defer r.st.idx.flush()
+	return true, r.st.read(ctx, func() error {
+		v := r.newView()
+		v.bt = b
+		v.reads = newReadSet()
+		t, err := plan(v)
+		if err != nil || t == nil || len(t.updates) == 0 {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		return b.merge(t.updates, v.written, v.reads)
+	})
+}
+
+// merge adds the ref updates of one planned write to b. The plan read
+// every old value through b, under planMu, so they hold; a ref b did not
+// change yet records its old value as its base.
+func (b *batch) merge(updates []refUpdate, written []plumbing.Hash, reads *readSet) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, u := range updates {
+		cur, ok := b.refs[u.name]
+		if ok && cur != u.old {
+			return fmt.Errorf("%w: %s is %s in the batch, expected %s", errConflictRef, u.name, hashOrNone(cur), hashOrNone(u.old))
+		}
+	}
+	for _, h := range written {
+		if _, ok := b.objs[h]; !ok {
+			b.stored[h] = true
+		}
+	}
+	b.reads.add(reads)
+	for _, u := range updates {
+		if _, ok := b.refs[u.name]; !ok {
+			b.base[u.name] = u.old
+			b.order = append(b.order, u.name)
+		}
+		b.refs[u.name] = u.new
+	}
+	return nil
+}
+
+// ref returns the value b gives ref name (zero: deleted) and whether b
+// changed it.
+func (b *batch) ref(name plumbing.ReferenceName) (plumbing.Hash, bool) {
+	if b == nil {
+		return plumbing.ZeroHash, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	h, ok := b.refs[name]
+	return h, ok
+}
+
+// overlay lays b's refs under prefix (directly under it when direct)
+// over m, the refs on disk.
+func (b *batch) overlay(m map[plumbing.ReferenceName]plumbing.Hash, prefix string, direct bool) map[plumbing.ReferenceName]plumbing.Hash {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name, h := range b.refs {
+		rest, ok := strings.CutPrefix(string(name), prefix)
+		if !ok || rest == "" || (direct && strings.Contains(rest, "/")) {
+			continue
+		}
+		if h.IsZero() {
+			delete(m, name)
+		} else {
+			m[name] = h
+		}
+	}
+	return m
+}
+
+// overlaySnap returns s with b's branches, tags and metadata ref laid
+// over it.
+func (b *batch) overlaySnap(s *refSnap) *refSnap {
+	b.mu.Lock()
+	n := len(b.refs)
+	b.mu.Unlock()
+	if n == 0 {
+		return s
+	}
+	m := make(map[plumbing.ReferenceName]plumbing.Hash, s.len()+n)
+	for i, name := range s.names {
+		m[plumbing.ReferenceName(name)] = s.hashes[i]
+	}
+	b.mu.Lock()
+	for name, h := range b.refs {
+		if !name.IsBranch() && !name.IsTag() && name != metadataRef {
+			continue
+		}
+		if h.IsZero() {
+			delete(m, name)
+		} else {
+			m[name] = h
+		}
+	}
+	b.mu.Unlock()
+	return snapOf(m)
+}
+
+// childNames lays b's refs directly under prefix over names, the names
+// (relative to prefix) of those on disk. A nil b returns names.
+func (b *batch) childNames(prefix string, names []string) []string {
+	if b == nil {
+		return names
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for name, h := range b.refs {
+		rest, ok := strings.CutPrefix(string(name), prefix)
+		if !ok || rest == "" || strings.Contains(rest, "/") {
+			continue
+		}
+		if h.IsZero() {
+			names = deleteString(names, rest)
+		} else {
+			names = append(names, rest)
+		}
+	}
+	return names
+}
+
+func deleteString(s []string, x string) []string {
+	out := s[:0]
+	for _, e := range s {
+		if e != x {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// object returns object h when b holds it.
+func (b *batch) object(h plumbing.Hash) (packObject, bool) {
+	if b == nil {
+		return packObject{}, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	o, ok := b.objs[h]
+	return o, ok
+}
+
+// put holds object h in b.
+func (b *batch) put(h plumbing.Hash, t plumbing.ObjectType, data []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.objs[h] = packObject{hash: h, typ: t, data: data}
+}
+
+// Commit writes the batch: one pack of the objects its refs reach and
+// one ref transaction (see repository.Batch). Errors are
+// *repository.Error matching repository.ErrConflict when another writer
+// moved a ref the batch changed (or holds a ref's lock), ErrClosed, or
+// wrapping the file system's or ctx's error; then nothing of the batch
+// is visible, and the pack, when it was written, is garbage no ref
+// names (git gc removes it). As for every write, an error after the
+// transaction's commit point says so ("the journal completes the
+// write"): the batch is then written, completed by the next writer or
+// reader if this process dies.
+func (b *batch) Commit(ctx context.Context) error {
+	const op = "commit batch"
+	r := b.r
+	b.planMu.Lock()
+	defer b.planMu.Unlock()
+	b.mu.Lock()
+	if b.ended {
+		b.mu.Unlock()
+		return nil
+	}
+	b.ended = true
+	var updates []refUpdate
+	for _, name := range b.order {
+		if old, new := b.base[name], b.refs[name]; old != new {
+			updates = append(updates, refUpdate{name: name, old: old, new: new})
+		}
+	}
+	b.mu.Unlock()
+	defer b.drop()
+	if len(updates) == 0 {
+		return nil
+	}
+	if err := r.enter(ctx, op, revision.Key{}); err != nil {
+		return err
+	}
+	defer r.st.idx.flush()
+	err := r.st.write(ctx, func() error {
+		v := r.newView()
+		v.bt = b
+		b.mu.Lock()
+		reads := b.reads
+		b.mu.Unlock()
+		if err := reads.check(v); err != nil {
+			return err
+		}
+		if err := b.squashMetadata(v, updates, reads); err != nil {
+			return err
+		}
+		objs, err := b.reachable(updates)
+		if err != nil {
+			return err
+		}
+		if len(objs) > 0 {
+			if _, err := writePack(r.st.gitDir, objs, v.fr.syncFile); err != nil {
+				return err
+			}
+			fault("batch-pack-written")
+			// Open it now: the directory's time may not have moved
+			// since the last scan (a coarse clock, two batches at once).
+			r.st.packs.mu.Lock()
+			r.st.packs.scanned = time.Time{}
+			r.st.packs.rescan()
+			r.st.packs.mu.Unlock()
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		defer r.written()
+		// The batch's objects are in the pack, synced; the loose
+		// objects its writes used are synced as every write syncs them.
+		return v.fr.transact(updates, true, b.storedObjects())
+	})
+	if errors.Is(err, errRetry) {
+		err = fmt.Errorf("%w: %w", repository.ErrConflict, err)
+	}
+	if err != nil {
+		return r.wrapErr(op, revision.Key{}, err)
+	}
+	r.log.Debug("committed batch", "refs", len(updates))
+	return nil
+}
+
+// storedObjects returns the stored objects the batch's writes used.
+func (b *batch) storedObjects() []plumbing.Hash {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := make([]plumbing.Hash, 0, len(b.stored))
+	for h := range b.stored {
+		out = append(out, h)
+	}
+	return out
+}
+
+// Discard drops the batch's writes (see repository.Batch).
+func (b *batch) Discard() {
+	b.planMu.Lock()
+	defer b.planMu.Unlock()
+	b.mu.Lock()
+	b.ended = true
+	b.mu.Unlock()
+	b.drop()
+}
+
+// drop releases what b holds.
+func (b *batch) drop() {
+	b.mu.Lock()
+	b.objs, b.refs, b.base, b.order, b.stored, b.reads = nil, map[plumbing.ReferenceName]plumbing.Hash{}, nil, nil, nil, nil
+	b.mu.Unlock()
+}
+
+// squashMetadata replaces the metadata ref's final value in updates, the
+// last of the batch's chain of metadata commits, by one commit of its
+// tree on the ref's base. When another writer moved the ref since the
+// batch read it, the batch's changes (each revision's metadata file it
+// set or removed) are laid over the ref's new tree instead, and the
+// commit goes on the new value: unless the other writer changed one of
+// the same files, which is a conflict. The caller holds the exclusive
+// lock.
+func (b *batch) squashMetadata(v *view, updates []refUpdate, reads *readSet) error {
+	for i, u := range updates {
+		if u.name != metadataRef || u.new.IsZero() {
+			continue
+		}
+		if _, ok := b.object(u.new); !ok {
+			return nil // not the batch's commit
+		}
+		c, err := v.commit(u.new)
+		if err != nil {
+			return err
+		}
+		tree, parent := c.tree, u.old
+		cur, _, err := v.fr.ref(metadataRef)
+		if err != nil {
+			return err
+		}
+		if cur != u.old {
+			if tree, err = b.rebaseMetadata(v, u.old, cur, tree, reads); err != nil {
+				return err
+			}
+			parent = cur
+			updates[i].old = cur
+		}
+		var parents []plumbing.Hash
+		if !parent.IsZero() {
+			parents = []plumbing.Hash{parent}
+		}
+		if tree.IsZero() {
+			if tree, err = v.putTree(nil); err != nil {
+				return err
+			}
+		}
+		h, err := v.putCommit(tree, parents, b.r.committer(), b.r.committer(), metadataMessage+"\n")
+		if err != nil {
+			return err
+		}
+		updates[i].new = h
+	}
+	return nil
+}
+
+// rebaseMetadata returns the tree of metadata commit cur with the changes
+// from the tree of commit base to tree final laid over it. A file
+// changed both by the batch and since base is a conflict.
+func (b *batch) rebaseMetadata(v *view, base, cur, final plumbing.Hash, reads *readSet) (plumbing.Hash, error) {
+	treeOf := func(h plumbing.Hash) (plumbing.Hash, error) {
+		if h.IsZero() {
+			return plumbing.ZeroHash, nil
+		}
+		c, err := v.commit(h)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		return c.tree, nil
+	}
+	baseTree, err := treeOf(base)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	out, err := treeOf(cur)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	var changes []fileChange
+	if err := diffTrees(v, baseTree, final, "", &changes); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	// The metadata the batch's writes read and did not change must be
+	// as they read it (an approval's readiness, a Version).
+	mine := map[string]bool{}
+	for _, ch := range changes {
+		mine[ch.path] = true
+	}
+	if err := reads.checkMetadata(v, out, mine); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	for _, ch := range changes {
+		segs := strings.Split(ch.path, "/")
+		now, err := fileAt(v, out, segs)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		if now != ch.old {
+			return plumbing.ZeroHash, fmt.Errorf("%w: metadata %s was changed by another writer", errConflictRef, ch.path)
+		}
+		if out, err = v.replaceEntry(out, segs, ch.new, modeRegular); err != nil {
+			return plumbing.ZeroHash, err
+		}
+	}
+	return out, nil
+}
+
+// fileChange is a file that differs between two trees: its blob in each
+// (zero: absent).
+type fileChange struct {
+	path     string
+	old, new plumbing.Hash
+}
+
+// diffTrees appends to out the files that differ between trees a and b
+// (zero: empty), under directory prefix; it reads only the directories
+// that differ.
+func diffTrees(v *view, a, b plumbing.Hash, prefix string, out *[]fileChange) error {
+	if a == b {
+		return nil
+	}
+	entries := func(h plumbing.Hash) (map[string]treeEntry, error) {
+		m := map[string]treeEntry{}
+		if h.IsZero() {
+			return m, nil
+		}
+		es, err := v.tree(h)
+		for _, e := range es {
+			m[e.name] = e
+		}
+		return m, err
+	}
+	ea, err := entries(a)
+	if err != nil {
+		return err
+	}
+	eb, err := entries(b)
+	if err != nil {
+		return err
+	}
+	names := map[string]bool{}
+	for n := range ea {
+		names[n] = true
+	}
+	for n := range eb {
+		names[n] = true
+	}
+	for n := range names {
+		x, y := ea[n], eb[n]
+		if x == y {
+			continue
+		}
+		p := prefix + n
+		dirX, dirY := x.mode == modeDir, y.mode == modeDir
+		switch {
+		case (dirX || x.hash.IsZero()) && (dirY || y.hash.IsZero()):
+			var ha, hb plumbing.Hash
+			if dirX {
+				ha = x.hash
+			}
+			if dirY {
+				hb = y.hash
+			}
+			if err := diffTrees(v, ha, hb, p+"/", out); err != nil {
+				return err
+			}
+		case !dirX && !dirY:
+			*out = append(*out, fileChange{path: p, old: x.hash, new: y.hash})
+		default:
+			return fmt.Errorf("metadata tree: %s is a file on one side and a directory on the other", p)
+		}
+	}
+	return nil
+}
+
+// fileAt returns the blob at segs under tree root, zero when there is
+// none.
+func fileAt(v *view, root plumbing.Hash, segs []string) (plumbing.Hash, error) {
+	for i, s := range segs {
+		if root.IsZero() {
+			return plumbing.ZeroHash, nil
+		}
+		entries, err := v.tree(root)
+		if err != nil {
+			return plumbing.ZeroHash, err
+		}
+		e, ok := findEntry(entries, s)
+		if !ok {
+			return plumbing.ZeroHash, nil
+		}
+		if i == len(segs)-1 {
+			if e.mode == modeDir {
+				return plumbing.ZeroHash, fmt.Errorf("metadata tree: %s is a directory", strings.Join(segs, "/"))
+			}
+			return e.hash, nil
+		}
+		if e.mode != modeDir {
+			return plumbing.ZeroHash, nil
+		}
+		root = e.hash
+	}
+	return plumbing.ZeroHash, nil
+}
+
+// reachable returns the objects of b that the new values of updates
+// reach, stopping at objects b does not hold (they are stored).
+func (b *batch) reachable(updates []refUpdate) ([]packObject, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	seen := map[plumbing.Hash]bool{}
+	var out []packObject
+	var stack []plumbing.Hash
+	for _, u := range updates {
+		if !u.new.IsZero() {
+			stack = append(stack, u.new)
+		}
+	}
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		o, ok := b.objs[h]
+		if !ok || seen[h] {
+			continue
+		}
+		seen[h] = true
+		out = append(out, o)
+		switch o.typ {
+		case plumbing.CommitObject:
+			c, ok := decodeCommit(h, o.data)
+			if !ok {
+				return nil, fmt.Errorf("batch: commit %s does not parse", h)
+			}
+			stack = append(stack, c.tree)
+			stack = append(stack, c.parents...)
+		case plumbing.TreeObject:
+			entries, err := parseTree(o.data)
+			if err != nil {
+				return nil, fmt.Errorf("batch: tree %s: %w", h, err)
+			}
+			for _, e := range entries {
+				if e.mode != filemode.Submodule {
+					stack = append(stack, e.hash)
+				}
+			}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,103 @@
+package variant
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/configasdata/cad/repository"
+)
+
+// A set's sync writes each downstream repository that several of its
+// variants write to through one write batch (repository.Batcher), where
+// the repository offers one: the variants' writes are held until every
+// variant is synced, then committed at once (for git, one pack and one
+// ref transaction instead of a dozen files per downstream). A variant
+// whose sync fails leaves nothing in the batch and the others commit; a
+// batch whose commit fails writes nothing: when it lost a race with
+// another writer, the variants that wrote to its repository are synced
+// again, each write on its own; otherwise they fail with its error. A
+// repository without batches is written one write at a time, as Sync
+// does.
+
+// maxBatchVariants bounds the variants whose writes one batch holds, in
+// memory until its commit; a larger set is synced in batches of this
+// many variants, one after another.
+const maxBatchVariants = 256
+
+// setBatch is the write batch of one downstream repository of a set.
+type setBatch struct {
+	repo  string
+	batch repository.Batch
+}
+
+// beginBatches starts a write batch on every repository that more than
+// one of variants writes to, and returns the context that carries them.
+// A repository that cannot be resolved or cannot batch is left out: its
+// variants write directly (and report the resolution's error themselves).
+func beginBatches(ctx context.Context, o Options, variants []*PackageVariant) (context.Context, []setBatch) {
+	count := map[string]int{}
+	var repos []string
+	for _, pv := range variants {
+		name := pv.Spec.Downstream.Repo
+		if count[name]++; count[name] == 2 {
+			repos = append(repos, name)
+		}
+	}
+	var out []setBatch
+	for _, name := range repos {
+		r, err := o.Repositories.Repository(ctx, name)
+		if err != nil {
+			continue
+		}
+		bctx, b, err := repository.BeginBatch(ctx, r)
+		if err != nil {
+			o.Logger.DebugContext(ctx, "writing without a batch", "repository", name, "error", err)
+			continue
+		}
+		ctx = bctx
+		out = append(out, setBatch{repo: name, batch: b})
+	}
+	return ctx, out
+}
+
+// commitBatches commits batches. For a commit that fails, every variant
+// whose result records a write to its repository is either to be synced
+// again, when the commit lost a race (repository.ErrConflict), or failed
+// with the commit's error (in its result, its status and errs). It
+// returns the variants to sync again, by index.
+func commitBatches(ctx context.Context, o Options, batches []setBatch, variants []*PackageVariant, results []*Result, errs []error) map[int]bool {
+	redo := map[int]bool{}
+	for _, sb := range batches {
+		err := sb.batch.Commit(ctx)
+		if err == nil {
+			continue
+		}
+		err = fmt.Errorf("variant: write the set's changes to repository %s: %w", sb.repo, err)
+		conflict := errors.Is(err, repository.ErrConflict)
+		o.Logger.DebugContext(ctx, "batch not written", "repository", sb.repo, "again", conflict, "error", err)
+		for i, r := range results {
+			if r == nil || !wroteTo(r, sb.repo) {
+				continue
+			}
+			if conflict {
+				redo[i] = true
+				continue
+			}
+			r.failed(o.Now(), err)
+			variants[i].Status = r.Status()
+			errs[i] = err
+		}
+	}
+	return redo
+}
+
+// wroteTo reports whether r records a write to repository repo.
+func wroteTo(r *Result, repo string) bool {
+	for _, c := range r.Changes {
+		if c.Key.Repository == repo {
+			return true
+		}
+	}
+	return false
+}
