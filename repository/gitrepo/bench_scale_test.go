@@ -584,7 +584,8 @@ func runListChild(b *testing.B, dir, mode string, want int) (float64, float64) {
 // 5,000 with -scale), for creating drafts.
 func draftShapes() []porchShape {
 	if *scale {
-		return []porchShape{{Packages: 1, Revisions: 10}, {Packages: 1, Revisions: 5000}}
+		return []porchShape{{Packages: 1, Revisions: 10}, {Packages: 1, Revisions: 5000},
+			{Packages: 1, Revisions: 10, Dirs: 20}, {Packages: 1, Revisions: 5000, Dirs: 20}}
 	}
 	return []porchShape{{Packages: 1, Revisions: 10}, {Packages: 1, Revisions: 500}}
 }
