@@ -139,15 +139,17 @@ func testWorkspaceSummary(t *testing.T, s porchShape) {
 	})
 	good := summary()
 	damage := map[string]func(b []byte) []byte{
-		"magic":       func(b []byte) []byte { b[0] ^= 1; return b },
-		"path":        func(b []byte) []byte { b[12] ^= 1; return b },
-		"identity":    func(b []byte) []byte { b[len(b)/4] ^= 1; return b },
-		"middle":      func(b []byte) []byte { b[len(b)/2] ^= 0x80; return b },
-		"crc":         func(b []byte) []byte { b[len(b)-1] ^= 1; return b },
-		"cut short":   func(b []byte) []byte { return b[:len(b)/2] },
-		"empty":       func(b []byte) []byte { return nil },
-		"garbage":     func(b []byte) []byte { return []byte(strings.Repeat("cadwsum1 garbage ", 40)) },
-		"a tag added": func(b []byte) []byte { return append(b[:len(b)-4:len(b)-4], 0, 0, 0, 0, 0, 0, 0, 0, 2, 'v', '1', 0, 0, 0, 0) },
+		"magic":     func(b []byte) []byte { b[0] ^= 1; return b },
+		"path":      func(b []byte) []byte { b[12] ^= 1; return b },
+		"identity":  func(b []byte) []byte { b[len(b)/4] ^= 1; return b },
+		"middle":    func(b []byte) []byte { b[len(b)/2] ^= 0x80; return b },
+		"crc":       func(b []byte) []byte { b[len(b)-1] ^= 1; return b },
+		"cut short": func(b []byte) []byte { return b[:len(b)/2] },
+		"empty":     func(b []byte) []byte { return nil },
+		"garbage":   func(b []byte) []byte { return []byte(strings.Repeat("cadwsum1 garbage ", 40)) },
+		"a tag added": func(b []byte) []byte {
+			return append(b[:len(b)-4:len(b)-4], 0, 0, 0, 0, 0, 0, 0, 0, 2, 'v', '1', 0, 0, 0, 0)
+		},
 	}
 	for name, f := range damage {
 		t.Run("damaged/"+name, func(t *testing.T) {
