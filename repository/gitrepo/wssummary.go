@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -57,9 +58,11 @@ import (
 //	                     inode, size, mtime and ctime in nanoseconds
 //	loose tags           4-byte count, each: 1-byte length, name under the
 //	                     package, the 20-byte value; sorted by name
-//	tags                 4-byte count, each: the first 8 bytes of wsHash
-//	                     of the tag's workspace, 1-byte length, name
-//	                     under the package; sorted
+//	tags                 4-byte count, each 12 bytes: the first 8 bytes
+//	                     of wsHash of the tag's workspace, the offset of
+//	                     its name in names; sorted by workspace and name
+//	names                4-byte length, then each name under the package
+//	                     as a 1-byte length and the name
 //	crc                  4 bytes
 
 const (
@@ -104,9 +107,58 @@ func compareWSSumEntry(a, b wsSumEntry) int {
 
 // wsSummary is a package's summary.
 type wsSummary struct {
-	full    string
-	state   wsSumState
-	entries []wsSumEntry // sorted
+	full  string
+	state wsSumState
+	// entries are the tags of a summary to write, sorted.
+	entries []wsSumEntry
+	// tags and names are those of a summary read: 12 bytes a tag, sorted
+	// by workspace, and the names they point into.
+	tags, names []byte
+}
+
+// count returns how many tags summary s read holds.
+func (s *wsSummary) count() int { return len(s.tags) / 12 }
+
+// wsAt returns the workspace hash of tag i of summary s read.
+func (s *wsSummary) wsAt(i int) uint64 { return binary.BigEndian.Uint64(s.tags[i*12:]) }
+
+// nameAt returns the name of tag i of summary s read; ok is false when
+// its offset leads out of names.
+func (s *wsSummary) nameAt(i int) (string, bool) {
+	off := int(binary.BigEndian.Uint32(s.tags[i*12+8:]))
+	if off >= len(s.names) || off+1+int(s.names[off]) > len(s.names) {
+		return "", false
+	}
+	return string(s.names[off+1 : off+1+int(s.names[off])]), true
+}
+
+// named returns the names of the tags of summary s read whose workspace
+// hash is ws; ok is false when the summary is not valid.
+func (s *wsSummary) named(ws [8]byte) (out []string, ok bool) {
+	want := binary.BigEndian.Uint64(ws[:])
+	n := s.count()
+	for i := sort.Search(n, func(i int) bool { return s.wsAt(i) >= want }); i < n && s.wsAt(i) == want; i++ {
+		name, ok := s.nameAt(i)
+		if !ok {
+			return nil, false
+		}
+		out = append(out, name)
+	}
+	return out, true
+}
+
+// all returns the tags of summary s read; ok is false when it is not
+// valid.
+func (s *wsSummary) all() ([]wsSumEntry, bool) {
+	out := make([]wsSumEntry, s.count())
+	for i := range out {
+		name, ok := s.nameAt(i)
+		if !ok {
+			return nil, false
+		}
+		out[i] = wsSumEntry{ws: [8]byte(s.tags[i*12 : i*12+8]), ver: name}
+	}
+	return out, true
 }
 
 // wsHash8 is a summary's hash of workspace ws.
@@ -168,20 +220,19 @@ func wsSumDecode(b []byte, full string) (*wsSummary, bool) {
 		s.state.loose = append(s.state.loose, wsLoose{ver: ver, h: h})
 	}
 	n = d.u32()
-	if d.bad || int64(n) > int64(len(d.b))/9 {
+	if d.bad || int64(n)*12 > int64(len(d.b)) {
 		return nil, false
 	}
-	s.entries = make([]wsSumEntry, 0, n)
-	for range n {
-		var e wsSumEntry
-		copy(e.ws[:], d.bytes(8))
-		e.ver = string(d.bytes(int(d.u8())))
-		s.entries = append(s.entries, e)
-	}
+	s.tags = d.bytes(int(n) * 12)
+	s.names = d.bytes(int(d.u32()))
 	if d.bad || len(d.b) != 0 ||
-		!slices.IsSortedFunc(s.state.loose, func(a, b wsLoose) int { return strings.Compare(a.ver, b.ver) }) ||
-		!slices.IsSortedFunc(s.entries, compareWSSumEntry) {
+		!slices.IsSortedFunc(s.state.loose, func(a, b wsLoose) int { return strings.Compare(a.ver, b.ver) }) {
 		return nil, false
+	}
+	for i := 1; i < s.count(); i++ {
+		if s.wsAt(i-1) > s.wsAt(i) {
+			return nil, false
+		}
 	}
 	return s, true
 }
@@ -245,14 +296,18 @@ func (s *wsSummary) encode() ([]byte, bool) {
 		b = append(b, l.h[:]...)
 	}
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s.entries)))
+	var names []byte
 	for _, e := range s.entries {
 		if len(e.ver) > 0xff {
 			return nil, false
 		}
 		b = append(b, e.ws[:]...)
-		b = append(b, byte(len(e.ver)))
-		b = append(b, e.ver...)
+		b = binary.BigEndian.AppendUint32(b, uint32(len(names)))
+		names = append(names, byte(len(e.ver)))
+		names = append(names, e.ver...)
 	}
+	b = binary.BigEndian.AppendUint32(b, uint32(len(names)))
+	b = append(b, names...)
 	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b)), true
 }
 
@@ -513,10 +568,11 @@ func (r *Repository) resolveBySummary(v *view, wl *wsLookup, key revision.Key, f
 	for _, l := range sum.state.loose {
 		direct[l.ver] = true
 	}
-	want := wsHash8(key.Workspace)
-	i, _ := slices.BinarySearchFunc(sum.entries, want, func(e wsSumEntry, w [8]byte) int { return bytes.Compare(e.ws[:], w[:]) })
-	for ; i < len(sum.entries) && sum.entries[i].ws == want; i++ {
-		ver := sum.entries[i].ver
+	named, ok := sum.named(wsHash8(key.Workspace))
+	if !ok {
+		return nil, false, nil
+	}
+	for _, ver := range named {
 		if direct[ver] {
 			continue
 		}
@@ -565,15 +621,17 @@ func (r *Repository) resolveBySummary(v *view, wl *wsLookup, key revision.Key, f
 		}
 	}
 	if changed && complete {
-		entries := make([]wsSumEntry, 0, len(sum.entries)+len(fresh))
-		for _, e := range sum.entries {
-			if !direct[e.ver] {
-				entries = append(entries, e)
+		if old, ok := sum.all(); ok {
+			entries := make([]wsSumEntry, 0, len(old)+len(fresh))
+			for _, e := range old {
+				if !direct[e.ver] {
+					entries = append(entries, e)
+				}
 			}
+			entries = append(entries, fresh...)
+			slices.SortFunc(entries, compareWSSumEntry)
+			wsSumWrite(v.gitDir, &wsSummary{full: full, state: st, entries: entries})
 		}
-		entries = append(entries, fresh...)
-		slices.SortFunc(entries, compareWSSumEntry)
-		wsSumWrite(v.gitDir, &wsSummary{full: full, state: st, entries: entries})
 	}
 	if best == nil {
 		return nil, true, r.errorf("get", key, repository.ErrNotFound, "no revision %s", keyString(key))
