@@ -556,17 +556,26 @@ func sameWSState(a, b wsSumState) bool {
 // not there), and the caller passes over every tag. When the loose tags
 // changed since sum, it writes the summary of the state st.
 func (r *Repository) resolveBySummary(v *view, wl *wsLookup, key revision.Key, full string, sum *wsSummary, st wsSumState) (best *rev, ok bool, err error) {
-	// The loose tags, now and then: read here, whatever sum says of them.
-	looseNow := map[string]plumbing.Hash{}
+	// The loose tags that are not what they were when sum was written
+	// (new, moved, or removed, when packed-refs may hold another value):
+	// read here, whatever sum says of them. A tag's workspace in sum is a
+	// fact of its name and value, so sum holds for the others.
+	looseNow := make(map[string]plumbing.Hash, len(st.loose))
 	for _, l := range st.loose {
 		looseNow[l.ver] = l.h
 	}
 	direct := map[string]bool{}
-	for _, l := range st.loose {
-		direct[l.ver] = true
-	}
+	looseThen := make(map[string]plumbing.Hash, len(sum.state.loose))
 	for _, l := range sum.state.loose {
-		direct[l.ver] = true
+		looseThen[l.ver] = l.h
+		if h, ok := looseNow[l.ver]; !ok || h != l.h {
+			direct[l.ver] = true
+		}
+	}
+	for _, l := range st.loose {
+		if h, ok := looseThen[l.ver]; !ok || h != l.h {
+			direct[l.ver] = true
+		}
 	}
 	named, ok := sum.named(wsHash8(key.Workspace))
 	if !ok {
@@ -576,7 +585,8 @@ func (r *Repository) resolveBySummary(v *view, wl *wsLookup, key revision.Key, f
 		if direct[ver] {
 			continue
 		}
-		// A packed tag, as packed-refs is the summary's.
+		// A tag as it was when sum was written: packed (packed-refs is
+		// sum's), or loose with the same value.
 		name := tagRef(full + "/" + ver)
 		h, found, err := v.ref(name)
 		if err != nil {

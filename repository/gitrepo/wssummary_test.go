@@ -37,7 +37,7 @@ func testWorkspaceSummary(t *testing.T, s porchShape) {
 	pkg := s.pkg(0) // v1..v12, workspaces ws1..ws12
 	sumPath := gitrepo.WorkspaceSummaryPath(dir, pkg)
 	sums := filepath.Dir(sumPath)
-	wss := []string{"ws1", "ws2", "ws3", "ws4", "ws5", "ws7", "ws9", "ws12", "ws13", "v3", "v13", "free", "new-a", "new-b", "new-c"}
+	wss := []string{"ws1", "ws2", "ws3", "ws4", "ws5", "ws7", "ws9", "ws12", "ws13", "v3", "v13", "free", "new-a", "new-b", "new-c", "new-d"}
 	// answers returns, for every workspace of wss, what CreateDraft and
 	// Get say, and how many tags the lookups looked at.
 	answers := func(t *testing.T) (map[string]string, int64) {
@@ -262,11 +262,22 @@ func testWorkspaceSummary(t *testing.T, s porchShape) {
 		want(t, got, "ws4", "taken, v4")
 		want(t, got, "new-c", "taken, v11")
 	})
+	t.Run("approved by cad", func(t *testing.T) {
+		r := mustOpen(t, benchSpec(dir), nil)
+		propose(t, r, pkg, "new-d")
+		_, err := r.UpdateLifecycle(ctx, revision.Key{Package: pkg, Workspace: "new-d"}, revision.LifecyclePublished, repository.UpdateOptions{})
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := same(t)
+		want(t, got, "new-d", "taken, v21")
+	})
 	t.Run("packed by git", func(t *testing.T) {
-		gitIn("tag", pkg+"/v21", commitWithWorkspace("free", 21))
+		gitIn("tag", pkg+"/v30", commitWithWorkspace("free", 30))
 		same(t)
 		gitIn("pack-refs", "--all")
 		got, _ := same(t)
-		want(t, got, "free", "taken, v21")
+		want(t, got, "free", "taken, v30")
 	})
 }
