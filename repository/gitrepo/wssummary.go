@@ -488,15 +488,12 @@ func (r *Repository) resolveWorkspace(v *view, key revision.Key, full string) (x
 	// Every tag of the package; no summary is written of a state with a
 	// damaged tag (left out and warned about).
 	damaged := false
-	warn := v.damaged
-	v.damaged = func(err error) {
+	tags, err := v.fr.children(prefix, func(err error) { // as v.tagsOf
 		damaged = true
-		if warn != nil {
-			warn(err)
+		if v.damaged != nil {
+			v.damaged(err)
 		}
-	}
-	tags, err := v.tagsOf(full)
-	v.damaged = warn
+	})
 	if err != nil {
 		return nil, true, err
 	}

@@ -262,6 +262,20 @@ func testWorkspaceSummary(t *testing.T, s porchShape) {
 		want(t, got, "ws4", "taken, v4")
 		want(t, got, "new-c", "taken, v11")
 	})
+	t.Run("a damaged loose tag", func(t *testing.T) {
+		bad := filepath.Join(dir, "refs", "tags", filepath.FromSlash(pkg), "v10")
+		if err := os.MkdirAll(filepath.Dir(bad), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(bad, []byte("not a hash\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		same(t)
+		if err := os.Remove(bad); err != nil {
+			t.Fatal(err)
+		}
+		same(t)
+	})
 	t.Run("approved by cad", func(t *testing.T) {
 		r := mustOpen(t, benchSpec(dir), nil)
 		propose(t, r, pkg, "new-d")
