@@ -1,12 +1,14 @@
 package gitrepo
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"hash/crc32"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,6 +58,8 @@ import (
 //	package path         2-byte length, bytes
 //	packed-refs identity 41 bytes: 1 when there is a file, then device,
 //	                     inode, size, mtime and ctime in nanoseconds
+//	packed lines         33 bytes: 1 when known, then the SHA-256 of the
+//	                     lines of packed-refs under refs/tags/<path>/
 //	loose tags           4-byte count, each: 1-byte length, name under the
 //	                     package, the 20-byte value; sorted by name
 //	tags                 4-byte count, each 12 bytes: the first 8 bytes
@@ -109,6 +113,13 @@ func compareWSSumEntry(a, b wsSumEntry) int {
 type wsSummary struct {
 	full  string
 	state wsSumState
+	// lines is, after a 1 when it is known, the SHA-256 of the lines of
+	// packed-refs under the package's tag prefix (packedLines), so that
+	// the summary holds for another packed-refs with the same lines.
+	lines [33]byte
+	// repacked is set when the summary was found to hold for another
+	// packed-refs than the one it names: it is written again.
+	repacked bool
 	// entries are the tags of a summary to write, sorted.
 	entries []wsSumEntry
 	// tags and names are those of a summary read: 12 bytes a tag, sorted
@@ -208,6 +219,7 @@ func wsSumDecode(b []byte, full string) (*wsSummary, bool) {
 		return nil, false
 	}
 	copy(s.state.packed[:], d.bytes(len(s.state.packed)))
+	copy(s.lines[:], d.bytes(len(s.lines)))
 	n := d.u32()
 	if d.bad || int64(n) > int64(len(d.b))/21 {
 		return nil, false
@@ -286,6 +298,7 @@ func (s *wsSummary) encode() ([]byte, bool) {
 	b = binary.BigEndian.AppendUint16(b, uint16(len(s.full)))
 	b = append(b, s.full...)
 	b = append(b, s.state.packed[:]...)
+	b = append(b, s.lines[:]...)
 	b = binary.BigEndian.AppendUint32(b, uint32(len(s.state.loose)))
 	for _, l := range s.state.loose {
 		if len(l.ver) > 0xff {
@@ -478,7 +491,7 @@ func (r *Repository) resolveWorkspace(v *view, key revision.Key, full string) (x
 	defer func() { v.paths.add(wl.learnt...) }()
 	st, stOK := v.fr.wsState(prefix)
 	if stOK {
-		if sum, ok := wsSumRead(v.gitDir, full); ok && sum.state.packed == st.packed {
+		if sum, ok := wsSumRead(v.gitDir, full); ok && sum.holds(v.gitDir, prefix, st) {
 			x, ok, err := r.resolveBySummary(v, wl, key, full, sum, st)
 			if err != nil || ok {
 				return x, true, err
@@ -519,7 +532,12 @@ func (r *Repository) resolveWorkspace(v *view, key revision.Key, full string) (x
 		// Written only when the state did not change during the pass.
 		if after, ok := v.fr.wsState(prefix); ok && sameWSState(st, after) {
 			slices.SortFunc(entries, compareWSSumEntry)
-			wsSumWrite(v.gitDir, &wsSummary{full: full, state: st, entries: entries})
+			sum := &wsSummary{full: full, state: st, entries: entries}
+			if id, lines, ok := packedLines(v.gitDir, prefix); ok && id == st.packed {
+				sum.lines[0] = 1
+				copy(sum.lines[1:], lines[:])
+			}
+			wsSumWrite(v.gitDir, sum)
 		}
 	}
 	if best == nil {
@@ -599,7 +617,7 @@ func (r *Repository) resolveBySummary(v *view, wl *wsLookup, key revision.Key, f
 			return nil, false, err
 		}
 	}
-	changed := !sameWSState(sum.state, st)
+	changed := sum.repacked || !sameWSState(sum.state, st)
 	var fresh []wsSumEntry
 	complete := true
 	for ver := range direct {
@@ -637,11 +655,144 @@ func (r *Repository) resolveBySummary(v *view, wl *wsLookup, key revision.Key, f
 			}
 			entries = append(entries, fresh...)
 			slices.SortFunc(entries, compareWSSumEntry)
-			wsSumWrite(v.gitDir, &wsSummary{full: full, state: st, entries: entries})
+			wsSumWrite(v.gitDir, &wsSummary{full: full, state: st, lines: sum.lines, entries: entries})
 		}
 	}
 	if best == nil {
 		return nil, true, r.errorf("get", key, repository.ErrNotFound, "no revision %s", keyString(key))
 	}
 	return best, true, nil
+}
+
+// holds reports whether summary s holds for packed-refs as st found it:
+// it is the file s names, or another whose lines under prefix are those
+// s was written for (then s.repacked is set, and s takes st's identity).
+func (s *wsSummary) holds(gitDir, prefix string, st wsSumState) bool {
+	if s.state.packed == st.packed {
+		return true
+	}
+	if s.lines[0] != 1 || st.packed[0] != 1 {
+		return false
+	}
+	id, lines, ok := packedLines(gitDir, prefix)
+	if !ok || id != st.packed || !bytes.Equal(lines[:], s.lines[1:]) {
+		return false
+	}
+	s.state.packed, s.repacked = st.packed, true
+	return true
+}
+
+// packedLines returns the identity of packed-refs in gitDir (as wsState
+// gives it) and the SHA-256 of its lines whose refs start with prefix
+// (with their peeled lines), read from the file as that identity
+// describes it: by a binary search a block at a time to before the
+// first of them, then the lines up to the first ref past them. ok is
+// false when there is no file, it is not sorted, or a line where they
+// are read is not a ref line (a damaged file is left to the pass over the
+// tags).
+func packedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
+	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
+	if err != nil {
+		return id, sum, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return id, sum, false
+	}
+	ident, ok := packedIdentity(fi)
+	if !ok {
+		return id, sum, false
+	}
+	id[0] = 1
+	copy(id[1:], ident[:])
+	size := fi.Size()
+	const block = 4096
+	buf := make([]byte, block)
+	n, err := f.ReadAt(buf[:min(block, size)], 0)
+	if err != nil && n < int(min(block, size)) {
+		return id, sum, false
+	}
+	end := bytes.IndexByte(buf[:n], '\n')
+	if end < 0 || !sortedHeader(buf[:end]) {
+		return id, sum, false
+	}
+	// lo is the start of a line; every ref before it sorts before prefix.
+	lo, hi := int64(end+1), size
+	for hi-lo > 2*block {
+		mid := lo + (hi-lo)/2
+		n, err := f.ReadAt(buf, mid)
+		if err != nil && n == 0 {
+			return id, sum, false
+		}
+		b := buf[:n]
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return id, sum, false
+		}
+		// The first ref line starting after mid.
+		start := mid + int64(i) + 1
+		rest := b[i+1:]
+		for len(rest) > 0 && rest[0] == '^' {
+			j := bytes.IndexByte(rest, '\n')
+			if j < 0 {
+				break
+			}
+			start += int64(j) + 1
+			rest = rest[j+1:]
+		}
+		j := bytes.IndexByte(rest, '\n')
+		if j < 0 || start >= hi {
+			hi = mid
+			continue
+		}
+		line := bytes.TrimSuffix(rest[:j], []byte("\r"))
+		if len(line) < 42 || line[40] != ' ' {
+			return id, sum, false
+		}
+		if string(line[41:]) < prefix {
+			lo = start
+		} else {
+			hi = mid
+		}
+	}
+	h := sha256.New()
+	in := false // the last ref line was under prefix
+	sr := bufio.NewReaderSize(io.NewSectionReader(f, lo, size-lo), 64<<10)
+	for {
+		raw, err := sr.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			return id, sum, false
+		}
+		if err == io.EOF {
+			if len(raw) > 0 {
+				return id, sum, false // cut short
+			}
+			break
+		}
+		if err != nil {
+			return id, sum, false
+		}
+		line := bytes.TrimSuffix(raw[:len(raw)-1], []byte("\r"))
+		if len(line) > 0 && line[0] == '^' {
+			if !plumbing.IsHash(string(line[1:])) {
+				return id, sum, false
+			}
+			if in {
+				h.Write(raw)
+			}
+			continue
+		}
+		if len(line) < 42 || line[40] != ' ' || !plumbing.IsHash(string(line[:40])) || !validRefName(string(line[41:])) {
+			return id, sum, false
+		}
+		name := string(line[41:])
+		if in = strings.HasPrefix(name, prefix); in {
+			h.Write(raw)
+		} else if name > prefix {
+			break
+		}
+	}
+	copy(sum[:], h.Sum(nil))
+	return id, sum, true
 }

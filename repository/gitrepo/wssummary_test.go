@@ -178,6 +178,56 @@ func testWorkspaceSummary(t *testing.T, s porchShape) {
 		}
 		same(t)
 	})
+	// rewritePacked writes packed-refs anew (another inode), as git
+	// does, with edit applied to its content.
+	rewritePacked := func(t *testing.T, edit func(string) string) {
+		t.Helper()
+		p := filepath.Join(dir, "packed-refs")
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p+".new", []byte(edit(string(b))), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(p+".new", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("packed-refs rewritten, the same", func(t *testing.T) {
+		rewritePacked(t, func(s string) string { return s })
+		// The package's lines are the same: the summary holds.
+		if _, read := same(t); read > lookups {
+			t.Fatalf("%d lookups looked at %d tags", lookups, read)
+		}
+	})
+	t.Run("packed-refs rewritten, another package's tag moved", func(t *testing.T) {
+		other := "refs/tags/" + s.pkg(1) + "/v2"
+		v2 := strings.TrimSpace(gitIn("rev-parse", other))
+		v3 := strings.TrimSpace(gitIn("rev-parse", s.pkg(1)+"/v3"))
+		rewritePacked(t, func(s string) string {
+			if !strings.Contains(s, v2+" "+other+"\n") {
+				t.Fatalf("no line of %s", other)
+			}
+			return strings.Replace(s, v2+" "+other+"\n", v3+" "+other+"\n", 1)
+		})
+		if _, read := same(t); read > lookups {
+			t.Fatalf("%d lookups looked at %d tags", lookups, read)
+		}
+	})
+	t.Run("packed-refs rewritten, this package's tag moved", func(t *testing.T) {
+		name := "refs/tags/" + pkg + "/v1"
+		v1 := strings.TrimSpace(gitIn("rev-parse", name))
+		v2 := strings.TrimSpace(gitIn("rev-parse", pkg+"/v2"))
+		rewritePacked(t, func(s string) string {
+			if !strings.Contains(s, v1+" "+name+"\n") {
+				t.Fatalf("no line of %s", name)
+			}
+			return strings.Replace(s, v1+" "+name+"\n", v2+" "+name+"\n", 1)
+		})
+		got, _ := same(t)
+		want(t, got, "ws1", "free, none")
+	})
 	t.Run("an older packed-refs", func(t *testing.T) {
 		old := summary()
 		gitIn("tag", pkg+"/v13", pkg+"/v12")
