@@ -632,6 +632,33 @@ func BenchmarkPorchCreateDraft(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
+		// A new Repository each time, after another writer wrote
+		// packed-refs anew with the same refs (as git pack-refs does, or
+		// a deletion of another packed ref).
+		b.Run(s.String()+"/cold-repacked", func(b *testing.B) {
+			p := filepath.Join(dir, "packed-refs")
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				data, err := os.ReadFile(p)
+				if err == nil {
+					err = os.WriteFile(p+".new", data, 0o644)
+				}
+				if err == nil {
+					err = os.Rename(p+".new", p)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := cpuTime()
+				r := mustOpen(b, benchSpec(dir), nil)
+				create(b, r)
+				r.Close()
+				cpu += cpuTime() - start
+			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+		})
 		// A new Repository each time, and no cad-paths or workspace
 		// summaries: the first new draft of the package in a repository
 		// cad never read.

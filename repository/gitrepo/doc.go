@@ -298,9 +298,13 @@
 // moved or gone since, and no other (and writes the summary again when
 // the loose tags changed), so that a new draft and its first commit cost
 // the same with 10 revisions of the package as with 5,000. Another
-// packed-refs, a damaged file or one of another package is read as no
-// summary; a tag it names is read as before, so it only spares the reads
-// of tags whose workspace is another. It relies on a rewritten packed-refs
+// packed-refs holds the summary when its lines under the package's tag
+// prefix hash as those the summary was written for (they are read by a
+// binary search, not parsed with the rest of the file), and the summary
+// is written again for it; a damaged file, one of another package, or
+// another packed-refs with other lines is read as no summary. A tag the
+// summary names is read as before, so it only spares the reads of tags
+// whose workspace is another. It relies on a rewritten packed-refs
 // having another identity, as every writer that replaces the file (git,
 // cad) gives it, unless a new file gets a freed inode, the same size and
 // the same change time within the clock's tick. Not kept on platforms

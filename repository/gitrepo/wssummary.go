@@ -683,13 +683,13 @@ func (s *wsSummary) holds(gitDir, prefix string, st wsSumState) bool {
 }
 
 // packedLines returns the identity of packed-refs in gitDir (as wsState
-// gives it) and the SHA-256 of its lines whose refs start with prefix
-// (with their peeled lines), read from the file as that identity
-// describes it: by a binary search a block at a time to before the
-// first of them, then the lines up to the first ref past them. ok is
-// false when there is no file, it is not sorted, or a line where they
-// are read is not a ref line (a damaged file is left to the pass over the
-// tags).
+// gives it) and the SHA-256 of its lines from the first ref whose name
+// starts with prefix to the first ref past them (in a sorted file, the
+// refs under prefix and their peeled lines), read from the file as that
+// identity describes it: two binary searches a block at a time, and one
+// read of the lines. ok is false when there is no file, it is not sorted,
+// or a line where a search ends is not a ref line (a damaged file is left
+// to the pass over the tags).
 func packedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
 	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
 	if err != nil {
@@ -707,28 +707,52 @@ func packedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
 	id[0] = 1
 	copy(id[1:], ident[:])
 	size := fi.Size()
+	head := make([]byte, min(4096, size))
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return id, sum, false
+	}
+	end := bytes.IndexByte(head, '\n')
+	if end < 0 || !sortedHeader(head[:end]) {
+		return id, sum, false
+	}
+	body := int64(end + 1)
+	// The names past prefix start with its last byte, a slash, plus one.
+	past := prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
+	from, ok := packedLineAt(f, body, size, prefix)
+	if !ok {
+		return id, sum, false
+	}
+	to, ok := packedLineAt(f, from, size, past)
+	if !ok {
+		return id, sum, false
+	}
+	lines := make([]byte, to-from)
+	if _, err := f.ReadAt(lines, from); err != nil {
+		return id, sum, false
+	}
+	return id, sha256.Sum256(lines), true
+}
+
+// packedLineAt returns where the first ref line of sorted packed-refs f
+// (size bytes, lines from body) whose name is target or after starts,
+// size when there is none: a binary search a block at a time, then the
+// lines of the last two blocks. ok is false when a line it reads is not a
+// ref line or a peeled value, or the file ends inside a line.
+func packedLineAt(f io.ReaderAt, body, size int64, target string) (int64, bool) {
 	const block = 4096
 	buf := make([]byte, block)
-	n, err := f.ReadAt(buf[:min(block, size)], 0)
-	if err != nil && n < int(min(block, size)) {
-		return id, sum, false
-	}
-	end := bytes.IndexByte(buf[:n], '\n')
-	if end < 0 || !sortedHeader(buf[:end]) {
-		return id, sum, false
-	}
-	// lo is the start of a line; every ref before it sorts before prefix.
-	lo, hi := int64(end+1), size
+	// lo is the start of a line; every ref before it sorts before target.
+	lo, hi := body, size
 	for hi-lo > 2*block {
 		mid := lo + (hi-lo)/2
 		n, err := f.ReadAt(buf, mid)
 		if err != nil && n == 0 {
-			return id, sum, false
+			return 0, false
 		}
 		b := buf[:n]
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			return id, sum, false
+			return 0, false
 		}
 		// The first ref line starting after mid.
 		start := mid + int64(i) + 1
@@ -746,53 +770,35 @@ func packedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
 			hi = mid
 			continue
 		}
-		line := bytes.TrimSuffix(rest[:j], []byte("\r"))
+		line := rest[:j]
 		if len(line) < 42 || line[40] != ' ' {
-			return id, sum, false
+			return 0, false
 		}
-		if string(line[41:]) < prefix {
+		if string(bytes.TrimSuffix(line[41:], []byte("\r"))) < target {
 			lo = start
 		} else {
 			hi = mid
 		}
 	}
-	h := sha256.New()
-	in := false // the last ref line was under prefix
-	sr := bufio.NewReaderSize(io.NewSectionReader(f, lo, size-lo), 64<<10)
+	br := bufio.NewReaderSize(io.NewSectionReader(f, lo, size-lo), 2*block)
+	at := lo
 	for {
-		raw, err := sr.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			return id, sum, false
-		}
-		if err == io.EOF {
-			if len(raw) > 0 {
-				return id, sum, false // cut short
-			}
-			break
+		raw, err := br.ReadSlice('\n')
+		if err == io.EOF && len(raw) == 0 {
+			return size, true
 		}
 		if err != nil {
-			return id, sum, false
+			return 0, false // a line longer than a block, or cut short
 		}
 		line := bytes.TrimSuffix(raw[:len(raw)-1], []byte("\r"))
-		if len(line) > 0 && line[0] == '^' {
-			if !plumbing.IsHash(string(line[1:])) {
-				return id, sum, false
+		if len(line) == 0 || line[0] != '^' {
+			if len(line) < 42 || line[40] != ' ' {
+				return 0, false
 			}
-			if in {
-				h.Write(raw)
+			if string(line[41:]) >= target {
+				return at, true
 			}
-			continue
 		}
-		if len(line) < 42 || line[40] != ' ' || !plumbing.IsHash(string(line[:40])) || !validRefName(string(line[41:])) {
-			return id, sum, false
-		}
-		name := string(line[41:])
-		if in = strings.HasPrefix(name, prefix); in {
-			h.Write(raw)
-		} else if name > prefix {
-			break
-		}
+		at += int64(len(raw))
 	}
-	copy(sum[:], h.Sum(nil))
-	return id, sum, true
 }
