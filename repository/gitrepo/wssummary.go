@@ -34,12 +34,15 @@ import (
 // values). A lookup whose state is the summary's looks at the tags the
 // summary names for the workspace, and no other; one whose packed-refs is
 // the summary's but whose loose tags differ (an approval since, a tag
-// deleted or moved by any writer) looks at the summary's tags for the
-// workspace and at every loose tag, old or new, itself, and writes the
-// summary again. Anything else (another packed-refs, a damaged or
-// missing file, a file of another package, a tag the summary names that
-// is not there) is read as no summary: the lookup passes over every tag,
-// as it did before, and writes one.
+// deleted or moved by any writer) also looks at the loose tags that are
+// new, moved or gone since, and writes the summary again. Another
+// packed-refs holds the summary when its lines under the package's tag
+// prefix are those the summary was written for (their SHA-256, found by
+// binary search), and the summary is written again for it. Anything else
+// (another packed-refs with other lines, a damaged or missing file, a
+// file of another package, a tag the summary names that is not there) is
+// read as no summary: the lookup passes over every tag, as it did before,
+// and writes one.
 //
 // A summary is a hint, never the answer: a tag it names is read as the
 // full pass reads it, so it can at most spare the reads of tags whose
