@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -344,4 +345,68 @@ func testWorkspaceSummary(t *testing.T, s porchShape) {
 		got, _ := same(t)
 		want(t, got, "free", "taken, v30")
 	})
+}
+
+// Workspace checks with summaries, racing approvals of the same package
+// through other Repositories: a workspace published before a check
+// started is taken, a new one is free, and after the race every
+// published workspace is taken, in a new Repository.
+func TestWorkspaceSummaryRace(t *testing.T) {
+	defer gitrepo.SetWorkspaceSummaryMin(1)()
+	ctx := context.Background()
+	dir := newBare(t)
+	spec := benchSpec(dir)
+	spec.Git.CreateBranch = true
+	r0 := mustOpen(t, spec, nil)
+	defer r0.Close()
+	const before, during = 6, 6
+	for i := range before + during {
+		propose(t, r0, "p", fmt.Sprintf("ws%d", i))
+	}
+	for i := range before {
+		if _, err := approve(ctx, r0, revision.Key{Package: "p", Workspace: fmt.Sprintf("ws%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, dir, "pack-refs", "--all")
+	check := func(t *testing.T, r *gitrepo.Repository, ws string, wantTaken bool) {
+		_, err := r.CreateDraft(ctx, revision.Key{Package: "p", Workspace: ws}, repository.CreateDraftOptions{Files: kptPkg("p", nil)})
+		if taken := errors.Is(err, repository.ErrAlreadyExists); taken != wantTaken || (err != nil && !taken) {
+			t.Errorf("workspace %s: %v, want taken %v", ws, err, wantTaken)
+		}
+	}
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range during {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			r := mustOpen(t, benchSpec(dir), nil)
+			defer r.Close()
+			<-start
+			if _, err := approve(ctx, r, revision.Key{Package: "p", Workspace: fmt.Sprintf("ws%d", before+i)}); err != nil {
+				t.Errorf("approve: %v", err)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			<-start
+			for j := range before {
+				r := mustOpen(t, benchSpec(dir), nil)
+				check(t, r, fmt.Sprintf("ws%d", j), true)
+				check(t, r, fmt.Sprintf("new%d-%d", i, j), false)
+				r.Close()
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for i := range before + during {
+		r := mustOpen(t, benchSpec(dir), nil)
+		check(t, r, fmt.Sprintf("ws%d", i), true)
+		r.Close()
+	}
+	if !gitrepo.WorkspaceSummaryValid(dir, "p") {
+		t.Fatal("no summary was written")
+	}
 }
