@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"hash/crc32"
 	"io"
 	"os"
@@ -334,8 +333,10 @@ func wsSumWrite(gitDir string, s *wsSummary) {
 	if !ok {
 		return
 	}
-	dir := filepath.Join(gitDir, wsSumDirName)
-	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+	// The temporary files have a directory of their own, so that looking
+	// for a dead writer's reads only theirs.
+	dir := filepath.Join(gitDir, wsSumDirName, "tmp")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return
 	}
 	tmp, err := os.CreateTemp(dir, "tmp-*")
@@ -358,8 +359,8 @@ func wsSumWrite(gitDir string, s *wsSummary) {
 	removeStaleWSTemps(dir)
 }
 
-// removeStaleWSTemps removes the temporary files of summary writers that
-// died an hour or more ago.
+// removeStaleWSTemps removes the temporary files in dir of summary
+// writers that died an hour or more ago.
 func removeStaleWSTemps(dir string) {
 	names, _ := filepath.Glob(filepath.Join(dir, "tmp-*"))
 	for _, n := range names {

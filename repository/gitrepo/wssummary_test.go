@@ -410,3 +410,45 @@ func TestWorkspaceSummaryRace(t *testing.T) {
 		t.Fatal("no summary was written")
 	}
 }
+
+// A summary writer removes the temporary files of writers that died an
+// hour or more ago, and leaves those of live ones.
+func TestWorkspaceSummaryStaleTemps(t *testing.T) {
+	defer gitrepo.SetWorkspaceSummaryMin(1)()
+	ctx := context.Background()
+	dir := newBare(t)
+	spec := benchSpec(dir)
+	spec.Git.CreateBranch = true
+	r := mustOpen(t, spec, nil)
+	defer r.Close()
+	propose(t, r, "p", "a")
+	if _, err := approve(ctx, r, revision.Key{Package: "p", Workspace: "a"}); err != nil {
+		t.Fatal(err)
+	}
+	tmp := filepath.Join(filepath.Dir(gitrepo.WorkspaceSummaryPath(dir, "p")), "tmp")
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	dead, live := filepath.Join(tmp, "tmp-dead"), filepath.Join(tmp, "tmp-live")
+	for _, p := range []string{dead, live} {
+		if err := os.WriteFile(p, []byte("half a summary"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(dead, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.CreateDraft(ctx, revision.Key{Package: "p", Workspace: "b"}, repository.CreateDraftOptions{Files: kptPkg("p", nil)}); err != nil {
+		t.Fatal(err)
+	}
+	if !gitrepo.WorkspaceSummaryValid(dir, "p") {
+		t.Fatal("no summary was written")
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("a dead writer's temporary file is left: %v", err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Fatalf("a live writer's temporary file was removed: %v", err)
+	}
+}
