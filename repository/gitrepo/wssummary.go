@@ -13,7 +13,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -80,10 +79,6 @@ const (
 // wsSumMin is how many tags a package has before its workspace lookups
 // keep a summary. A variable for the tests.
 var wsSumMin = 32
-
-// wsTagsRead counts the tags whose workspace a lookup looked at, for the
-// tests.
-var wsTagsRead atomic.Int64
 
 // wsSumState is the state of a package's tags a summary holds for.
 type wsSumState struct {
@@ -444,7 +439,7 @@ func (e wsEffective) hash8() [8]byte {
 // package, from what tagMayHaveWorkspace reads (and as it reads it:
 // remembered, recorded in cad-paths, else the objects, learnt into wl).
 func (r *Repository) tagEffectiveWS(v *view, wl *wsLookup, ver string, h plumbing.Hash) wsEffective {
-	wsTagsRead.Add(1)
+	r.wsTagsRead.Add(1)
 	if parseVersion(ver) <= 0 {
 		return wsEffective{name: ver, exact: true, known: true}
 	}

@@ -8,9 +8,9 @@ func SetWorkspaceSummaryMin(n int) (restore func()) {
 	return func() { wsSumMin = old }
 }
 
-// WorkspaceTagsRead returns how many tags workspace lookups looked at
-// so far.
-func WorkspaceTagsRead() int64 { return wsTagsRead.Load() }
+// WorkspaceTagsRead returns how many tags the workspace lookups of r
+// looked at so far.
+func (r *Repository) WorkspaceTagsRead() int64 { return r.wsTagsRead.Load() }
 
 // WorkspaceSummaryPath returns the path of package full's workspace
 // summary in gitDir.

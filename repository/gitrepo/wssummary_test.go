@@ -43,12 +43,13 @@ func testWorkspaceSummary(t *testing.T, s porchShape) {
 	// Get say, and how many tags the lookups looked at.
 	answers := func(t *testing.T) (map[string]string, int64) {
 		t.Helper()
-		before := gitrepo.WorkspaceTagsRead()
+		var read int64
 		out := map[string]string{}
 		for _, ws := range wss {
 			key := revision.Key{Package: pkg, Workspace: ws}
 			r := mustOpen(t, benchSpec(dir), nil)
 			_, err := r.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: kptPkg(pkg, nil)})
+			read += r.WorkspaceTagsRead()
 			r.Close()
 			var a string
 			switch {
@@ -61,6 +62,7 @@ func testWorkspaceSummary(t *testing.T, s porchShape) {
 			}
 			r = mustOpen(t, benchSpec(dir), nil)
 			pr, err := r.Get(ctx, key)
+			read += r.WorkspaceTagsRead()
 			r.Close()
 			switch {
 			case err == nil:
@@ -72,7 +74,7 @@ func testWorkspaceSummary(t *testing.T, s porchShape) {
 			}
 			out[ws] = a
 		}
-		return out, gitrepo.WorkspaceTagsRead() - before
+		return out, read
 	}
 	// same checks that the answers with the summaries are those without
 	// (the summaries moved away, none written), and returns them with
