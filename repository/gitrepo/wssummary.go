@@ -476,6 +476,32 @@ func (r *Repository) tagEffectiveWS(v *view, wl *wsLookup, ver string, h plumbin
 	return wsEffective{name: w, exact: true, known: true}
 }
 
+// tagEffectiveWSFew is tagEffectiveWS for one of a few tags: the tag's
+// commit (and annotated tag) is read before the package's workspace
+// records, which are read all at once (some 60 bytes a tag), are loaded;
+// the records answer only when the objects cannot be read. What the
+// objects say is not appended to cad-paths (the approval that made the
+// tag recorded it, or the next pass over every tag does).
+func (r *Repository) tagEffectiveWSFew(v *view, wl *wsLookup, ver string, h plumbing.Hash) wsEffective {
+	if parseVersion(ver) > 0 && !wl.loaded {
+		if _, ok := r.tagWS.get(h, wl.full); !ok {
+			if c, err := v.commit(h); err == nil {
+				r.wsTagsRead.Add(1)
+				w := workspaceIn(v.tagAnnotations(h), wl.full)
+				if w == "" {
+					w = workspaceOf(c, wl.full)
+				}
+				r.tagWS.put(h, wl.full, w)
+				if w == "" {
+					w = ver
+				}
+				return wsEffective{name: w, exact: true, known: true}
+			}
+		}
+	}
+	return r.tagEffectiveWS(v, wl, ver, h)
+}
+
 // resolveWorkspace finds the published revision of key's package with
 // key's workspace (key.Revision is 0), as resolve's pass over the
 // package's tags does, with the package's summary when it holds: done is
@@ -609,7 +635,7 @@ func (r *Repository) resolveBySummary(v *view, wl *wsLookup, key revision.Key, f
 		if !found {
 			return nil, false, nil
 		}
-		if !r.tagEffectiveWS(v, wl, ver, h).may(key.Workspace) {
+		if !r.tagEffectiveWSFew(v, wl, ver, h).may(key.Workspace) {
 			continue
 		}
 		if best, err = r.betterTagRev(v, key, ver, name, h, best); err != nil {
@@ -631,7 +657,7 @@ func (r *Repository) resolveBySummary(v *view, wl *wsLookup, key revision.Key, f
 				continue
 			}
 		}
-		e := r.tagEffectiveWS(v, wl, ver, h)
+		e := r.tagEffectiveWSFew(v, wl, ver, h)
 		if e.known {
 			fresh = append(fresh, wsSumEntry{ws: e.hash8(), ver: ver})
 		} else {
