@@ -659,6 +659,30 @@ func BenchmarkPorchCreateDraft(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
+		// A new Repository each time, after another approved a revision
+		// of the package (outside the timing): as Porch goes, a draft,
+		// an approval, the next draft.
+		b.Run(s.String()+"/cold-approved", func(b *testing.B) {
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				n++
+				ws := fmt.Sprintf("approved%d", n)
+				r := mustOpen(b, benchSpec(dir), nil)
+				propose(b, r, pkg, ws)
+				if _, err := approve(ctx, r, revision.Key{Package: pkg, Workspace: ws}); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+				b.StartTimer()
+				start := cpuTime()
+				r = mustOpen(b, benchSpec(dir), nil)
+				create(b, r)
+				r.Close()
+				cpu += cpuTime() - start
+			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+		})
 		// A new Repository each time, and no cad-paths or workspace
 		// summaries: the first new draft of the package in a repository
 		// cad never read.

@@ -80,6 +80,11 @@ const (
 // keep a summary. A variable for the tests.
 var wsSumMin = 32
 
+// wsSumRewriteAfter is how many loose tags a lookup reads itself (new,
+// moved or gone since the summary) before it writes the summary again.
+// A variable for the tests.
+var wsSumRewriteAfter = 8
+
 // wsSumState is the state of a package's tags a summary holds for.
 type wsSumState struct {
 	packed [41]byte
@@ -670,7 +675,10 @@ func (r *Repository) resolveBySummary(v *view, wl *wsLookup, key revision.Key, f
 			return nil, false, err
 		}
 	}
-	if changed && complete {
+	// Written again when it names another packed-refs, or once enough
+	// loose tags changed: until then a lookup reads the few that did
+	// (an approval adds one) instead of writing the whole summary.
+	if changed && complete && (sum.repacked || len(direct) >= wsSumRewriteAfter) {
 		if old, ok := sum.all(); ok {
 			entries := make([]wsSumEntry, 0, len(old)+len(fresh))
 			for _, e := range old {

@@ -22,3 +22,12 @@ func WorkspaceSummaryValid(gitDir, full string) bool {
 	_, ok := wsSumRead(gitDir, full)
 	return ok
 }
+
+// SetWorkspaceSummaryRewriteAfter sets how many changed loose tags a
+// workspace lookup reads before it writes the summary again, and returns
+// a func restoring it.
+func SetWorkspaceSummaryRewriteAfter(n int) (restore func()) {
+	old := wsSumRewriteAfter
+	wsSumRewriteAfter = n
+	return func() { wsSumRewriteAfter = old }
+}

@@ -28,7 +28,14 @@ import (
 func TestWorkspaceSummarySameAnswers(t *testing.T) {
 	defer gitrepo.SetWorkspaceSummaryMin(1)()
 	for _, s := range []porchShape{{Packages: 2, Revisions: 24, Dirs: 1}, {Packages: 2, Revisions: 24, Dirs: 2}} {
-		t.Run(s.String(), func(t *testing.T) { testWorkspaceSummary(t, s) })
+		// Summaries written again after every change of the loose tags,
+		// and after 8 (by default).
+		for _, after := range []int{1, 8} {
+			t.Run(fmt.Sprintf("%s/rewrite-after-%d", s, after), func(t *testing.T) {
+				defer gitrepo.SetWorkspaceSummaryRewriteAfter(after)()
+				testWorkspaceSummary(t, s)
+			})
+		}
 	}
 }
 
