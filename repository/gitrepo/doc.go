@@ -295,8 +295,8 @@
 // tags and their values), written by the workspace check that passed over
 // the tags. While packed-refs is the same file, a check looks at the tags
 // the summary names for its workspace and at the loose tags that are new,
-// moved or gone since, and no other (and writes the summary again when
-// the loose tags changed), so that a new draft and its first commit cost
+// moved or gone since, and no other (and writes the summary again once
+// 8 loose tags changed), so that a new draft and its first commit cost
 // the same with 10 revisions of the package as with 5,000. Another
 // packed-refs holds the summary when its lines under the package's tag
 // prefix hash as those the summary was written for (they are read by a

@@ -33,7 +33,8 @@ import (
 // summary names for the workspace, and no other; one whose packed-refs is
 // the summary's but whose loose tags differ (an approval since, a tag
 // deleted or moved by any writer) also looks at the loose tags that are
-// new, moved or gone since, and writes the summary again. Another
+// new, moved or gone since, and writes the summary again once
+// wsSumRewriteAfter of them changed. Another
 // packed-refs holds the summary when its lines under the package's tag
 // prefix are those the summary was written for (their SHA-256, found by
 // binary search), and the summary is written again for it. Anything else
