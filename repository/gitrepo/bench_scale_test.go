@@ -584,7 +584,8 @@ func runListChild(b *testing.B, dir, mode string, want int) (float64, float64) {
 // 5,000 with -scale), for creating drafts.
 func draftShapes() []porchShape {
 	if *scale {
-		return []porchShape{{Packages: 1, Revisions: 10}, {Packages: 1, Revisions: 5000}}
+		return []porchShape{{Packages: 1, Revisions: 10}, {Packages: 1, Revisions: 5000},
+			{Packages: 1, Revisions: 10, Dirs: 20}, {Packages: 1, Revisions: 5000, Dirs: 20}}
 	}
 	return []porchShape{{Packages: 1, Revisions: 10}, {Packages: 1, Revisions: 500}}
 }
@@ -631,13 +632,66 @@ func BenchmarkPorchCreateDraft(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
-		// A new Repository each time, and no cad-paths: the first new
-		// draft of the package in a repository cad never read.
+		// A new Repository each time, after another writer wrote
+		// packed-refs anew with the same refs (as git pack-refs does, or
+		// a deletion of another packed ref).
+		b.Run(s.String()+"/cold-repacked", func(b *testing.B) {
+			p := filepath.Join(dir, "packed-refs")
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				data, err := os.ReadFile(p)
+				if err == nil {
+					err = os.WriteFile(p+".new", data, 0o644)
+				}
+				if err == nil {
+					err = os.Rename(p+".new", p)
+				}
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				start := cpuTime()
+				r := mustOpen(b, benchSpec(dir), nil)
+				create(b, r)
+				r.Close()
+				cpu += cpuTime() - start
+			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+		})
+		// A new Repository each time, after another approved a revision
+		// of the package (outside the timing): as Porch goes, a draft,
+		// an approval, the next draft.
+		b.Run(s.String()+"/cold-approved", func(b *testing.B) {
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				n++
+				ws := fmt.Sprintf("approved%d", n)
+				r := mustOpen(b, benchSpec(dir), nil)
+				propose(b, r, pkg, ws)
+				if _, err := approve(ctx, r, revision.Key{Package: pkg, Workspace: ws}); err != nil {
+					b.Fatal(err)
+				}
+				r.Close()
+				b.StartTimer()
+				start := cpuTime()
+				r = mustOpen(b, benchSpec(dir), nil)
+				create(b, r)
+				r.Close()
+				cpu += cpuTime() - start
+			}
+			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
+		})
+		// A new Repository each time, and no cad-paths or workspace
+		// summaries: the first new draft of the package in a repository
+		// cad never read.
 		b.Run(s.String()+"/cold-first", func(b *testing.B) {
 			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
 				os.Remove(filepath.Join(dir, "cad-paths"))
+				os.RemoveAll(filepath.Join(dir, "cad-workspaces"))
 				b.StartTimer()
 				start := cpuTime()
 				r := mustOpen(b, benchSpec(dir), nil)

@@ -298,6 +298,28 @@
 // (which looks at every tag of the package) reads no commit in a new
 // process once the package's tags are recorded.
 //
+// A package of 32 tags or more also has a workspace summary,
+// cad-workspaces/<hash of its path>: the workspace of each of its tags,
+// for one state of its tags (the identity of packed-refs, its device,
+// inode, size, modification and change times, and the package's loose
+// tags and their values), written by the workspace check that passed over
+// the tags. While packed-refs is the same file, a check looks at the tags
+// the summary names for its workspace and at the loose tags that are new,
+// moved or gone since, and no other (and writes the summary again once
+// 8 loose tags changed), so that a new draft and its first commit cost
+// the same with 10 revisions of the package as with 5,000. Another
+// packed-refs holds the summary when its lines under the package's tag
+// prefix hash as those the summary was written for (they are read by a
+// binary search, not parsed with the rest of the file), and the summary
+// is written again for it; a damaged file, one of another package, or
+// another packed-refs with other lines is read as no summary. A tag the
+// summary names is read as before, so it only spares the reads of tags
+// whose workspace is another. It relies on a rewritten packed-refs
+// having another identity, as every writer that replaces the file (git,
+// cad) gives it, unless a new file gets a freed inode, the same size and
+// the same change time within the clock's tick. Not kept on platforms
+// other than Linux.
+//
 // Memory: List returns every revision at once, each a 160-byte value
 // (some 10 MB for 60,000, on top of what listing needs) that builds its
 // Meta on each call, and reads the branch's placeholders first, while

@@ -153,6 +153,9 @@ type Repository struct {
 	cache  *lru
 	// tagWS remembers the workspaces of package tags (see resolve).
 	tagWS tagWorkspaces
+	// wsTagsRead counts the tags whose workspace a lookup looked at
+	// (wssummary.go), for the tests.
+	wsTagsRead atomic.Int64
 
 	closed atomic.Bool
 

@@ -1,0 +1,26 @@
+package gitrepo
+
+import (
+	"encoding/binary"
+	"os"
+	"syscall"
+)
+
+// packedIdentity returns the identity of the file fi describes for a
+// workspace summary: device, inode, size, modification and change times.
+// A file written anew (as git and cad write packed-refs) has another,
+// unless it gets a freed inode, the size and the change time (to the
+// clock's tick) of the old.
+func packedIdentity(fi os.FileInfo) ([40]byte, bool) {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return [40]byte{}, false
+	}
+	var b [40]byte
+	binary.BigEndian.PutUint64(b[0:], uint64(st.Dev)) //nolint:unconvert // the types differ by platform
+	binary.BigEndian.PutUint64(b[8:], uint64(st.Ino)) //nolint:unconvert // the types differ by platform
+	binary.BigEndian.PutUint64(b[16:], uint64(fi.Size()))
+	binary.BigEndian.PutUint64(b[24:], uint64(fi.ModTime().UnixNano()))
+	binary.BigEndian.PutUint64(b[32:], uint64(int64(st.Ctim.Sec)*1e9+int64(st.Ctim.Nsec))) //nolint:unconvert // the types differ by platform
+	return b, true
+}
