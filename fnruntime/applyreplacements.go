@@ -175,7 +175,7 @@ func (r *replacement) sourceValue(items []*yaml.RNode) (*yaml.Node, error) {
 		return v, nil
 	}
 	if v.Kind != yaml.ScalarNode {
-		return nil, fmt.Errorf("source %s: field %s is not a scalar, so it cannot be split by delimiter %q", describeResource(found), r.fieldPath.text, r.split.delimiter)
+		return nil, fmt.Errorf("source %s: field %s: delimiter %q splits scalars only, and the field is a %s", describeResource(found), r.fieldPath.text, r.split.delimiter, nodeKindName(v))
 	}
 	parts := strings.Split(v.Value, r.split.delimiter)
 	if r.split.index < 0 || r.split.index >= len(parts) {
@@ -219,15 +219,23 @@ func (t *replacementTarget) write(item *yaml.RNode, fp fieldPath, value *yaml.No
 // quoting style and comments; any other write replaces the field with a
 // copy of value. With a delimiter, only the indexed part of the field's
 // string changes: an index below zero puts the value before the string,
-// one past its parts after it, each joined by the delimiter.
+// one past its parts after it, each joined by the delimiter (so those
+// two add to the string on every run, as documented).
 func (t *replacementTarget) set(n, value *yaml.Node) error {
 	created := n.Kind == 0
-	if t.split.delimiter != "" && !created {
+	if t.split.delimiter != "" {
+		if created {
+			// A field create added is an empty string, split like any
+			// other: index 0 gives the value, a higher index puts
+			// delimiters before it, so that a second run finds the value
+			// where the first one put it.
+			*n = yaml.Node{Kind: yaml.ScalarNode, Tag: yaml.NodeTagString}
+		}
 		if n.Kind != yaml.ScalarNode {
-			return fmt.Errorf("is not a scalar, so it cannot be split by delimiter %q", t.split.delimiter)
+			return fmt.Errorf("delimiter %q splits scalars only, and the field is a %s", t.split.delimiter, nodeKindName(n))
 		}
 		if value.Kind != yaml.ScalarNode {
-			return fmt.Errorf("the source value is not a scalar, so it cannot replace part of a string")
+			return fmt.Errorf("delimiter %q: the value is a %s, and only a scalar can replace part of a string", t.split.delimiter, nodeKindName(value))
 		}
 		parts := strings.Split(n.Value, t.split.delimiter)
 		switch i := t.split.index; {
@@ -493,6 +501,17 @@ func (seg pathSegment) step(c *yaml.Node, create, last, nextIsList bool) ([]*yam
 		}
 		return nil, nil
 	}
+}
+
+// nodeKindName names a node's kind in messages.
+func nodeKindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "mapping"
+	case yaml.SequenceNode:
+		return "list"
+	}
+	return "scalar"
 }
 
 func isNullNode(n *yaml.Node) bool {
