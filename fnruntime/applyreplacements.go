@@ -446,6 +446,11 @@ func (seg pathSegment) step(c *yaml.Node, create, last, nextIsList bool) ([]*yam
 	}
 	switch c.Kind {
 	case yaml.MappingNode:
+		if !seg.bracketed && seg.key == "*" {
+			// The wildcard stands for list elements; in a mapping it
+			// finds nothing and creates nothing ([*] is the key "*").
+			return nil, nil
+		}
 		for i := 0; i+1 < len(c.Content); i += 2 {
 			if c.Content[i].Value == seg.key {
 				return []*yaml.Node{c.Content[i+1]}, nil
@@ -584,6 +589,10 @@ func decodeReplacement(n *yaml.Node) (replacement, error) {
 		sel, err := decodeSelector(src)
 		if err != nil {
 			return r, fmt.Errorf("source: %w", err)
+		}
+		if sel.labelSelector != "" || sel.annotationSelector != "" {
+			// kustomize's schema gives these to select and reject only.
+			return r, fmt.Errorf("source: labelSelector and annotationSelector select targets; a source is chosen by group, version, kind, name and namespace")
 		}
 		r.source = &sel
 		path := defaultReplacementPath

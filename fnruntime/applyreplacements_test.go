@@ -168,3 +168,55 @@ replacements:
 		t.Errorf("second run changed the output:\n%s\nwant\n%s", twice, once)
 	}
 }
+
+// TestApplyReplacementsWildcardIsForLists: * picks every element of a
+// list; in a mapping it finds nothing and, even with create, adds no
+// field, while [*] names the key "*".
+func TestApplyReplacementsWildcardIsForLists(t *testing.T) {
+	const input = `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: src
+  labels:
+    a: "1"
+data:
+  v: new
+`
+	const config = `apiVersion: fn.kpt.dev/v1alpha1
+kind: ApplyReplacements
+metadata:
+  name: star
+replacements:
+- source:
+    kind: ConfigMap
+    fieldPath: data.v
+  targets:
+  - select:
+      kind: ConfigMap
+    fieldPaths:
+    - metadata.labels.*
+    - data.[*]
+    options:
+      create: true
+`
+	items, err := kio.FromBytes([]byte(input))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fc, err := yaml.Parse(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := &pipeline.ResourceList{Items: items, FunctionConfig: fc}
+	if err := fnruntime.Builtins()["apply-replacements"].Run(context.Background(), rl); err != nil {
+		t.Fatalf("Run: %v (results %v)", err, rl.Results)
+	}
+	got, err := kio.StringAll(rl.Items)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := strings.Replace(input, "  v: new\n", "  v: new\n  '*': new\n", 1)
+	if got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

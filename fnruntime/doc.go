@@ -63,7 +63,9 @@
 //	                                              (fn.kpt.dev/v1alpha1) config only; a
 //	                                              replacement by path is refused (a function
 //	                                              reads no files); sourceValue (in kustomize's
-//	                                              current reference) is accepted; name,
+//	                                              current reference) is accepted; label and
+//	                                              annotation selectors only in select and
+//	                                              reject, as the schema has them; name,
 //	                                              namespace and [key=value] match exactly, no
 //	                                              patterns; * is every element of a list; a
 //	                                              scalar written over a scalar takes its value
