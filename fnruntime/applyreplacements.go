@@ -10,6 +10,7 @@ package fnruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -51,7 +52,8 @@ func applyReplacements(_ context.Context, rl *pipeline.ResourceList) error {
 	for i, r := range repls {
 		if err := r.apply(work); err != nil {
 			msg := err.Error()
-			if _, kept := err.(selectionError); !kept && len(repls) > 1 {
+			var sel selectionError
+			if !errors.As(err, &sel) && len(repls) > 1 {
 				// With several replacements, say which one failed.
 				msg = fmt.Sprintf("replacements[%d]: %s", i, msg)
 			}
