@@ -29,7 +29,7 @@ const (
 
 // applyReplacements copies values between resources as the config's
 // replacements say: each replacement reads one value (a field of the one
-// resource its source selects, or its sourceValue) and writes it to the
+// resource its source selects) and writes it to the
 // fieldPaths of every resource its targets select and do not reject.
 // Replacements run in order, each seeing the writes of those before it.
 // Every resource of the list is a candidate source and target, local
@@ -76,11 +76,8 @@ func (e selectionError) Error() string { return string(e) }
 
 // replacement is one entry of the config's replacements list.
 type replacement struct {
-	// source selects the resource the value is read from; nil when the
-	// value is the literal value.
-	source *resourceSelector
-	// value is the literal sourceValue (a scalar node).
-	value *yaml.Node
+	// source selects the resource the value is read from.
+	source resourceSelector
 	// fieldPath is where in the source resource the value is.
 	fieldPath fieldPath
 	// split is the source's delimiter and index.
@@ -137,13 +134,10 @@ func (r *replacement) apply(items []*yaml.RNode) error {
 	return nil
 }
 
-// sourceValue returns the value the replacement writes: the literal
-// value, or the one field fieldPath finds in the one resource the source
+// sourceValue returns the value the replacement writes: the one field
+// fieldPath finds in the one resource the source
 // selects, cut by the source's delimiter and index when it has one.
 func (r *replacement) sourceValue(items []*yaml.RNode) (*yaml.Node, error) {
-	if r.source == nil {
-		return r.value, nil
-	}
 	var found *yaml.RNode
 	for _, item := range items {
 		ok, err := r.source.matches(item)
@@ -575,42 +569,34 @@ func decodeReplacement(n *yaml.Node) (replacement, error) {
 	if mappingValue(n, "path") != nil {
 		return r, fmt.Errorf("path names a file of replacements, which a function cannot read; write the replacement inline")
 	}
-	src, val := mappingValue(n, "source"), mappingValue(n, "sourceValue")
-	switch {
-	case src != nil && val != nil:
-		return r, fmt.Errorf("has both source and sourceValue; give one")
-	case val != nil:
-		if val.Kind != yaml.ScalarNode {
-			return r, fmt.Errorf("sourceValue must be a scalar")
-		}
-		r.value = &yaml.Node{Kind: yaml.ScalarNode, Tag: yaml.NodeTagString, Value: val.Value}
-	case src != nil:
-		if src.Kind != yaml.MappingNode {
-			return r, fmt.Errorf("source must be a mapping")
-		}
-		sel, err := decodeSelector(src)
-		if err != nil {
-			return r, fmt.Errorf("source: %w", err)
-		}
-		if sel.labelSelector != "" || sel.annotationSelector != "" {
-			// kustomize's schema gives these to select and reject only.
-			return r, fmt.Errorf("source: labelSelector and annotationSelector select targets; a source is chosen by group, version, kind, name and namespace")
-		}
-		r.source = &sel
-		path := defaultReplacementPath
-		if p, err := stringField(src, "fieldPath"); err != nil {
-			return r, fmt.Errorf("source: %w", err)
-		} else if p != "" {
-			path = p
-		}
-		if r.fieldPath, err = parseFieldPath(path); err != nil {
-			return r, fmt.Errorf("source: %w", err)
-		}
-		if r.split, _, err = decodeOptions(src); err != nil {
-			return r, fmt.Errorf("source: %w", err)
-		}
-	default:
-		return r, fmt.Errorf("has neither source nor sourceValue")
+	if mappingValue(n, "sourceValue") != nil {
+		// kustomize added sourceValue in v5.7.0 (2025); the replacements
+		// of apply-replacements v0.1.x (2022) have none.
+		return r, fmt.Errorf("sourceValue is not part of apply-replacements v0.1.x (kustomize added it in v5.7.0); copy the value from a resource with source")
+	}
+	src := mappingValue(n, "source")
+	if src == nil || src.Kind != yaml.MappingNode {
+		return r, fmt.Errorf("needs source, a mapping")
+	}
+	var err error
+	if r.source, err = decodeSelector(src); err != nil {
+		return r, fmt.Errorf("source: %w", err)
+	}
+	if r.source.labelSelector != "" || r.source.annotationSelector != "" {
+		// kustomize's schema gives these to select and reject only.
+		return r, fmt.Errorf("source: labelSelector and annotationSelector select targets; a source is chosen by group, version, kind, name and namespace")
+	}
+	path := defaultReplacementPath
+	if p, err := stringField(src, "fieldPath"); err != nil {
+		return r, fmt.Errorf("source: %w", err)
+	} else if p != "" {
+		path = p
+	}
+	if r.fieldPath, err = parseFieldPath(path); err != nil {
+		return r, fmt.Errorf("source: %w", err)
+	}
+	if r.split, _, err = decodeOptions(src); err != nil {
+		return r, fmt.Errorf("source: %w", err)
 	}
 	targets := mappingValue(n, "targets")
 	if targets == nil || targets.Kind != yaml.SequenceNode || len(targets.Content) == 0 {

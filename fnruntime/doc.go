@@ -62,8 +62,9 @@
 //	                                              not from their code: an ApplyReplacements
 //	                                              (fn.kpt.dev/v1alpha1) config only; a
 //	                                              replacement by path is refused (a function
-//	                                              reads no files); sourceValue (in kustomize's
-//	                                              current reference) is accepted; label and
+//	                                              reads no files); sourceValue is refused
+//	                                              (kustomize added it in v5.7.0, 2025, after
+//	                                              v0.1.x); label and
 //	                                              annotation selectors only in select and
 //	                                              reject, as the schema has them; name,
 //	                                              namespace and [key=value] match exactly, no
