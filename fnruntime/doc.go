@@ -64,11 +64,11 @@
 //	                                              replacement by path is refused (a function
 //	                                              reads no files); sourceValue is refused
 //	                                              (kustomize added it in v5.7.0, 2025, after
-//	                                              v0.1.x); label and
-//	                                              annotation selectors only in select and
-//	                                              reject, as the schema has them; name,
-//	                                              namespace and [key=value] match exactly, no
-//	                                              patterns; * is every element of a list; a
+//	                                              v0.1.x); label and annotation selectors
+//	                                              only in select and reject, as the schema has
+//	                                              them; name, namespace and [key=value] match
+//	                                              exactly, no patterns; * is every element of
+//	                                              a list; a
 //	                                              scalar written over a scalar takes its value
 //	                                              and type and keeps the field's quoting and
 //	                                              comments; a field create adds with a
