@@ -19,8 +19,11 @@ import (
 // enable-gcp-services, export-terraform, generate-kpt-pkg-docs and kpt's
 // builtins/gen-pkg-context.
 // They follow the catalog functions of the same name for the documented
-// inputs, including their result messages, and fail (a
-// *pipeline.FunctionError) whenever they report an error result.
+// inputs, including their result messages where the documentation gives
+// them, and fail (a *pipeline.FunctionError) whenever they report an error
+// result. apply-replacements is written from kustomize's replacements
+// reference and the catalog's README; [BuiltinVersions] says, per
+// function, what differs.
 func Builtins() map[string]pipeline.Function {
 	return map[string]pipeline.Function{
 		"set-namespace":                 strict(setNamespace),
@@ -162,8 +165,9 @@ func builtinVersions() map[string]CatalogVersion {
 		"search-replace": {Releases: []string{"v0.2.0"}},
 		"starlark": {Releases: []string{"v0.4.3", "v0.5.0"},
 			Differs: "load() provides json, math, time, base64, yaml, hash and krmfn, not bsoup, csv, geo, html, http, re, xlsx or zipfile; ctx.environment is empty"},
-		"apply-replacements": {Releases: []string{"v0.1.1"}},
-		"apply-setters":      {Releases: []string{"v0.2.0"}, Differs: "v0.1.x (OpenAPI setter definitions in the Kptfile) is refused"},
+		"apply-replacements": {Releases: []string{"v0.1.1"},
+			Differs: "written from kustomize's replacements reference and the catalog's v0.1.x README, not from either's code: an ApplyReplacements (fn.kpt.dev/v1alpha1) config only; a replacement given by path is refused (a function reads no files); sourceValue is refused (kustomize added it in v5.7.0, 2025, after v0.1.x); a source with a label or annotation selector is refused (the schema gives those to select and reject); name, namespace and [key=value] match exactly (no patterns); * picks every element of a list; a failing replacement leaves every resource unchanged; a field create adds with a delimiter starts as an empty string; error messages are cad's, except the source-selection ones, which read as kustomize prints them"},
+		"apply-setters": {Releases: []string{"v0.2.0"}, Differs: "v0.1.x (OpenAPI setter definitions in the Kptfile) is refused"},
 		"ensure-name-substring": {Releases: []string{"v0.2.0"},
 			Differs: "every resource moves to kpt's default file, as the catalog's examples show, except the package's Kptfiles and the configPath files of their pipelines, which keep their files: the examples' kpt fn eval output moves the Kptfile to kptfile_<name>.yaml, which leaves no package for the declarative use the README documents"},
 		"upsert-resource": {Releases: []string{"v0.2.0"}, Differs: "v0.1 refused"},

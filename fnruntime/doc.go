@@ -57,7 +57,25 @@
 //	starlark               v0.4.x, v0.5.x         load() has json, math, time, base64, yaml, hash
 //	                                              and krmfn, not bsoup, csv, geo, html, http, re,
 //	                                              xlsx, zipfile; ctx.environment is empty
-//	apply-replacements     v0.1.x                 -
+//	apply-replacements     v0.1.x                 written from kustomize's replacements
+//	                                              reference and the catalog's v0.1.x README,
+//	                                              not from their code: an ApplyReplacements
+//	                                              (fn.kpt.dev/v1alpha1) config only; a
+//	                                              replacement by path is refused (a function
+//	                                              reads no files); sourceValue is refused
+//	                                              (kustomize added it in v5.7.0, 2025, after
+//	                                              v0.1.x); label and annotation selectors
+//	                                              only in select and reject, as the schema has
+//	                                              them; name, namespace and [key=value] match
+//	                                              exactly, no patterns; * is every element of
+//	                                              a list; a
+//	                                              scalar written over a scalar takes its value
+//	                                              and type and keeps the field's quoting and
+//	                                              comments; a field create adds with a
+//	                                              delimiter starts empty; a failing run changes
+//	                                              nothing; messages are cad's, except "nothing
+//	                                              selected by" and "multiple matches for
+//	                                              selector", worded as kustomize prints them
 //	apply-setters          v0.2.x                 v0.1 (OpenAPI setters in the Kptfile) refused
 //	ensure-name-substring  v0.2.x                 resources move to kpt's default files, as the
 //	                                              examples show, but the package's Kptfile and
