@@ -6,11 +6,13 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
 // SetFaultHook sets the hook called at every step of a ref transaction on
 // disk (refstore.go), for the crash tests of package gitrepo_test.
-func SetFaultHook(f func(step string)) { faultHook = f }
+func SetFaultHook(f func(step string)) { refstore.FaultHook = f }
 
 // PathsRecord is a record of cad-paths, for the tests of package
 // gitrepo_test.
@@ -140,7 +142,7 @@ func SetPushClient(c func(*transport.Endpoint) (transport.Transport, error)) (re
 // work, as on unix (true) or elsewhere (false), and returns a function
 // that restores it.
 func SetCrossProcessLock(works bool) (restore func()) {
-	old := crossProcessLock
-	crossProcessLock = works
-	return func() { crossProcessLock = old }
+	old := refstore.CrossProcessLock
+	refstore.CrossProcessLock = works
+	return func() { refstore.CrossProcessLock = old }
 }

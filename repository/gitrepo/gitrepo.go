@@ -23,6 +23,7 @@ import (
 	"github.com/go-git/go-billy/v5/osfs"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -406,7 +407,7 @@ func (r *Repository) ensureBranch(ctx context.Context) error {
 		exists = ok
 		return err
 	})
-	if isDamaged(err) {
+	if refstore.IsDamaged(err) {
 		// The branch exists, damaged: never create it anew over what is
 		// on disk. Drafts, proposals and tags stay readable; what needs
 		// the branch fails with the damaged-ref error.

@@ -22,6 +22,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
 // objIndex keeps, in the file cad-index of a git directory, what reading
@@ -420,7 +422,7 @@ func (x *objIndex) write() {
 	// Another process listing the same repository learns the same
 	// records: under the file's lock, those it appended since this one
 	// last looked are left out.
-	defer lockFile(f)()
+	defer refstore.LockFile(f)()
 	out := x.pending.Bytes()
 	if fi, err := f.Stat(); err == nil && fi.Size() != x.known {
 		if fi.Size() > x.known {

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
 // pathFile is cad-paths in a git directory: the path records of cad-index
@@ -574,7 +576,7 @@ func (pf *pathFile) writeAlone(recs []pathRecord) {
 // appendLocked is appendTail's work on the open file f, under its lock;
 // again is true when f is no longer the file at path.
 func appendLocked(f *os.File, path string, recs []pathRecord) (res appendResult, again bool) {
-	defer lockFile(f)()
+	defer refstore.LockFile(f)()
 	if fi, err := os.Stat(path); err != nil {
 		return noFile, false
 	} else if open, err := f.Stat(); err != nil || !os.SameFile(fi, open) {
@@ -714,7 +716,7 @@ func (pf *pathFile) write(old io.Reader, fresh []pathRecord, covered int64) erro
 	defer os.Remove(tmp.Name()) // after a successful rename, there is none
 	// Held while the file is written and until it is renamed (closing
 	// releases it): a tmp file whose lock is free is a dead writer's.
-	_ = lockFile(tmp)
+	_ = refstore.LockFile(tmp)
 	var hdr [pathHeaderSize]byte
 	var fan [256]uint32
 	count := 0
@@ -750,7 +752,7 @@ func (pf *pathFile) write(old io.Reader, fresh []pathRecord, covered int64) erro
 		err = tmp.Chmod(0o644) // as cad-index: readable by the repository's other readers
 	}
 	if err == nil {
-		err = renameOpen(tmp, pf.path)
+		err = refstore.RenameOpen(tmp, pf.path)
 	}
 	if cerr := tmp.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
 		err = cerr
@@ -769,7 +771,7 @@ func removeStaleTemps(dir string) {
 			os.Remove(n)
 			continue
 		}
-		removeIfAbandoned(n)
+		refstore.RemoveIfAbandoned(n)
 	}
 }
 

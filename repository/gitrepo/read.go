@@ -19,6 +19,7 @@ import (
 
 	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -534,7 +535,7 @@ func (l *listing) refs(ctx context.Context, n int, add func(*rev)) error {
 				continue
 			}
 			x, err := r.draftRev(v, pkg, ws, lc, name, h)
-			if isDamaged(err) {
+			if refstore.IsDamaged(err) {
 				v.damaged(err)
 				continue
 			}
@@ -555,7 +556,7 @@ func (l *listing) refs(ctx context.Context, n int, add func(*rev)) error {
 				continue
 			}
 			x, err := r.tagRev(v, pkg, ver, name, h)
-			if isDamaged(err) {
+			if refstore.IsDamaged(err) {
 				v.damaged(err)
 				continue
 			}
@@ -582,7 +583,7 @@ func (l *listing) placeholders() ([]*rev, error) {
 		return nil, nil
 	}
 	phs, err := l.r.placeholders(l.v, opts.Package, opts.PackagePrefix)
-	if isDamaged(err) {
+	if refstore.IsDamaged(err) {
 		// The other revisions are listed all the same.
 		l.v.damaged(err)
 		return nil, nil
@@ -594,14 +595,14 @@ func (l *listing) placeholders() ([]*rev, error) {
 // the packs, those in no pack last. Read in that order, each commit's
 // trees are mostly deltas on the previous commit's, still in the cache: a
 // list resolves each object's delta chain once, not once per tag.
-func (v *view) packOrder(refs *refSnap) ([]plumbing.ReferenceName, []plumbing.Hash) {
+func (v *view) packOrder(refs *refstore.RefSnap) ([]plumbing.ReferenceName, []plumbing.Hash) {
 	type at struct {
 		i    int32 // in refs, which is sorted by name
 		pack uint32
 		off  int64
 	}
-	all := make([]at, refs.len())
-	for i, h := range refs.hashes {
+	all := make([]at, refs.Len())
+	for i, h := range refs.Hashes {
 		all[i] = at{i: int32(i), pack: ^uint32(0)}
 		if v.packs != nil {
 			if p, off, ok := v.packs.offset(h); ok {
@@ -621,7 +622,7 @@ func (v *view) packOrder(refs *refSnap) ([]plumbing.ReferenceName, []plumbing.Ha
 	names := make([]plumbing.ReferenceName, len(all))
 	hashes := make([]plumbing.Hash, len(all))
 	for k, a := range all {
-		names[k], hashes[k] = plumbing.ReferenceName(refs.names[a.i]), refs.hashes[a.i]
+		names[k], hashes[k] = plumbing.ReferenceName(refs.Names[a.i]), refs.Hashes[a.i]
 	}
 	return names, hashes
 }
@@ -630,7 +631,7 @@ func (v *view) packOrder(refs *refSnap) ([]plumbing.ReferenceName, []plumbing.Ha
 // for a package or a package prefix only the refs under that path
 // (drafts, proposals and tags), so that listing one package costs the same
 // however many the repository holds; all refs otherwise.
-func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (*refSnap, error) {
+func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (*refstore.RefSnap, error) {
 	if opts.Package == "" && opts.PackagePrefix == "" {
 		return v.allRefs()
 	}
@@ -659,7 +660,7 @@ func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (*refSn
 			break // Package is the narrower selection
 		}
 	}
-	return snapOf(out), nil
+	return refstore.SnapOf(out), nil
 }
 
 // draftRev returns the draft or proposal on branch name at h, or nil when
@@ -1087,11 +1088,11 @@ func (r *Repository) Version(ctx context.Context) (string, error) {
 			return err
 		}
 		sum := sha256.New()
-		for i, n := range refs.names { // sorted
+		for i, n := range refs.Names { // sorted
 			if !r.relevant(plumbing.ReferenceName(n)) {
 				continue
 			}
-			h := refs.hashes[i]
+			h := refs.Hashes[i]
 			sum.Write([]byte(n))
 			sum.Write([]byte{0})
 			sum.Write(h[:])

@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
 // store is the local go-git storage of a repository with its locks.
@@ -37,12 +38,12 @@ type store struct {
 	s       storage.Storer
 	mu      *sync.RWMutex
 	objMu   sync.Mutex // serialises readers' use of s (view.object)
-	flock   *fileLock
+	flock   *refstore.FileLock
 	gitDir  string
-	fsrefs  *fsRefs     // refs read directly from gitDir, nil in memory
-	idx     *objIndex   // the object index in gitDir, nil in memory
-	paths   *pathFile   // its sorted path records, nil in memory
-	packs   *packReader // the packs in gitDir, nil in memory
+	fsrefs  *refstore.FSRefs // refs read directly from gitDir, nil in memory
+	idx     *objIndex        // the object index in gitDir, nil in memory
+	paths   *pathFile        // its sorted path records, nil in memory
+	packs   *packReader      // the packs in gitDir, nil in memory
 	release func()
 	warn    func(msg string, args ...any)
 }
@@ -61,13 +62,13 @@ type sharedLock struct {
 func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg string, args ...any)) *store {
 	st := &store{s: s, gitDir: gitDir, warn: warn}
 	if gitDir != "" {
-		st.fsrefs = &fsRefs{gitDir: gitDir, sync: mode}
+		st.fsrefs = &refstore.FSRefs{GitDir: gitDir, Sync: mode}
 		st.paths = newPathFile(gitDir)
 		st.idx = newObjIndex(gitDir)
 		st.idx.sorted = st.paths
 		st.packs = newPackReader(gitDir)
 		st.mu = &sync.RWMutex{}
-		st.flock = newFileLock(filepath.Join(gitDir, "cad.lock"))
+		st.flock = refstore.NewFileLock(filepath.Join(gitDir, "cad.lock"))
 		st.release = func() {
 			// The packs are used under the lock: a read still running
 			// finishes first.
@@ -76,8 +77,8 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 			st.mu.Unlock()
 			st.idx.close()
 			st.paths.close()
-			st.fsrefs.close()
-			st.flock.close()
+			st.fsrefs.Close()
+			st.flock.Close()
 			if c, ok := s.(io.Closer); ok {
 				_ = c.Close()
 			}
@@ -129,7 +130,7 @@ func (st *store) close() {
 // fn never sees a write half done; a reader that may not write reads the
 // refs as the journal completes them instead (overlay.go).
 func (st *store) read(ctx context.Context, fn func() error) error {
-	if st.fsrefs != nil && st.fsrefs.pending() {
+	if st.fsrefs != nil && st.fsrefs.Pending() {
 		// A reader that cannot complete it (no write permission, a ref
 		// or packed-refs locked by another program) reads the refs as
 		// the journal completes them.
@@ -143,14 +144,14 @@ func (st *store) read(ctx context.Context, fn func() error) error {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	if st.flock != nil {
-		if err := st.flock.lock(ctx, false); err != nil {
+		if err := st.flock.Lock(ctx, false); err != nil {
 			return err
 		}
-		defer st.flock.unlock()
+		defer st.flock.Unlock()
 	}
 	if st.fsrefs != nil {
 		// Under the lock: a writer may have died since the check above.
-		if err := st.fsrefs.loadOverlay(); err != nil {
+		if err := st.fsrefs.LoadOverlay(); err != nil {
 			return err
 		}
 	}
@@ -168,20 +169,20 @@ var denyWrite func(gitDir string) bool
 func (st *store) write(ctx context.Context, fn func() error) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.flock != nil && !crossProcessLock {
+	if st.flock != nil && !refstore.CrossProcessLock {
 		return fmt.Errorf("%w: writing to a git directory on disk (%s) needs a cross-process file lock, which %s lacks", repository.ErrNotSupported, st.gitDir, runtime.GOOS)
 	}
 	if denyWrite != nil && st.gitDir != "" && denyWrite(st.gitDir) {
 		return &os.PathError{Op: "open", Path: filepath.Join(st.gitDir, "cad.lock"), Err: os.ErrPermission}
 	}
 	if st.flock != nil {
-		if err := st.flock.lock(ctx, true); err != nil {
+		if err := st.flock.Lock(ctx, true); err != nil {
 			return err
 		}
-		defer st.flock.unlock()
+		defer st.flock.Unlock()
 	}
 	if st.fsrefs != nil {
-		if err := st.fsrefs.recover(st.warn); err != nil {
+		if err := st.fsrefs.Recover(st.warn); err != nil {
 			return err
 		}
 
@@ -192,12 +193,12 @@ func (st *store) write(ctx context.Context, fn func() error) error {
 // view is access to the storage while it is locked, with the object cache.
 type view struct {
 	s     storage.Storer
-	fr    *fsRefs
+	fr    *refstore.FSRefs
 	cache *lru
 	// written lists the objects stored through this view, to push.
 	written []plumbing.Hash
 	// refs, when set, is a snapshot of all refs read once.
-	refs *refSnap
+	refs *refstore.RefSnap
 	// md, when set, is the metadata ref as read once.
 	md *mdState
 	// damaged receives the damaged refs that listing the refs left out.
@@ -270,11 +271,11 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 // ref returns the value of the ref name and whether it exists.
 func (v *view) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 	if v.refs != nil {
-		h, ok := v.refs.get(name)
+		h, ok := v.refs.Get(name)
 		return h, ok, nil
 	}
 	if v.fr != nil {
-		return v.fr.ref(name)
+		return v.fr.Ref(name)
 	}
 	ref, err := v.s.Reference(name)
 	if errors.Is(err, plumbing.ErrReferenceNotFound) {
@@ -295,17 +296,17 @@ func (v *view) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 // children returns the refs directly under prefix, which ends in a slash.
 func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if v.refs == nil && v.fr != nil {
-		return v.fr.children(prefix, v.damaged)
+		return v.fr.Children(prefix, v.damaged)
 	}
 	refs, err := v.allRefs()
 	if err != nil {
 		return nil, err
 	}
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	lo, hi := refs.prefixed(prefix)
+	lo, hi := refs.Prefixed(prefix)
 	for i := lo; i < hi; i++ {
-		if rest := refs.names[i][len(prefix):]; rest != "" && !strings.Contains(rest, "/") {
-			out[plumbing.ReferenceName(refs.names[i])] = refs.hashes[i]
+		if rest := refs.Names[i][len(prefix):]; rest != "" && !strings.Contains(rest, "/") {
+			out[plumbing.ReferenceName(refs.Names[i])] = refs.Hashes[i]
 		}
 	}
 	return out, nil
@@ -315,30 +316,30 @@ func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash
 // depth.
 func (v *view) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if v.refs == nil && v.fr != nil {
-		return v.fr.under(prefix, v.damaged)
+		return v.fr.Under(prefix, v.damaged)
 	}
 	refs, err := v.allRefs()
 	if err != nil {
 		return nil, err
 	}
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	lo, hi := refs.prefixed(prefix)
+	lo, hi := refs.Prefixed(prefix)
 	for i := lo; i < hi; i++ {
-		out[plumbing.ReferenceName(refs.names[i])] = refs.hashes[i]
+		out[plumbing.ReferenceName(refs.Names[i])] = refs.Hashes[i]
 	}
 	return out, nil
 }
 
 // allRefs returns every hash ref (branches, tags and the metadata ref),
 // reading them once.
-func (v *view) allRefs() (*refSnap, error) {
+func (v *view) allRefs() (*refstore.RefSnap, error) {
 	if v.refs != nil {
 		return v.refs, nil
 	}
 	if v.fr != nil {
 		// On disk the refs are read directly, so that a damaged ref is
 		// left out instead of failing the whole read as go-git does.
-		out, err := v.fr.snapshot([]string{"refs/heads/", "refs/tags/"}, []plumbing.ReferenceName{metadataRef}, v.damaged)
+		out, err := v.fr.Snapshot([]string{"refs/heads/", "refs/tags/"}, []plumbing.ReferenceName{metadataRef}, v.damaged)
 		if err != nil {
 			return nil, err
 		}
@@ -360,7 +361,7 @@ func (v *view) allRefs() (*refSnap, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.refs = snapOf(out)
+	v.refs = refstore.SnapOf(out)
 	return v.refs, nil
 }
 

@@ -355,7 +355,7 @@ func (r *Repository) nextRevision(v *view, full string) (int, error) {
 	var vers []string
 	if v.fr != nil { // a snapshot leaves damaged refs out: their numbers count
 		var err error
-		if vers, err = v.fr.childNames(prefix); err != nil {
+		if vers, err = v.fr.ChildNames(prefix); err != nil {
 			return 0, err
 		}
 	} else {

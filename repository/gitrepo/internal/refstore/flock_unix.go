@@ -1,6 +1,6 @@
 //go:build unix
 
-package gitrepo
+package refstore
 
 import (
 	"context"
@@ -11,28 +11,30 @@ import (
 	"time"
 )
 
-// crossProcessLock says whether fileLock keeps other processes out: true
+// CrossProcessLock says whether FileLock keeps other processes out: true
 // on unix, where it is flock. A variable so that tests can see the other
 // platforms' behaviour.
-var crossProcessLock = true
+var CrossProcessLock = true
 
-// fileLock is an advisory lock on a file shared by every process that
+// FileLock is an advisory lock on a file shared by every process that
 // opens the same git directory: shared for readers, exclusive for writers.
 // The store's mutex keeps a writer alone in the process; readers of one
 // process may hold the shared lock together, and it is released when the
 // last of them unlocks (one flock per open file: the first reader's
 // unlock would otherwise release it for all).
-type fileLock struct {
+type FileLock struct {
 	path   string
 	mu     sync.Mutex
 	f      *os.File
 	shared int // readers of this process holding the shared lock
 }
 
-func newFileLock(path string) *fileLock { return &fileLock{path: path} }
+// NewFileLock returns the lock on the file at path, which Lock creates
+// when missing.
+func NewFileLock(path string) *FileLock { return &FileLock{path: path} }
 
-// lock takes the lock, polling so that ctx can interrupt the wait.
-func (l *fileLock) lock(ctx context.Context, exclusive bool) error {
+// Lock takes the lock, polling so that ctx can interrupt the wait.
+func (l *FileLock) Lock(ctx context.Context, exclusive bool) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if !exclusive && l.shared > 0 {
@@ -76,7 +78,9 @@ func (l *fileLock) lock(ctx context.Context, exclusive bool) error {
 	}
 }
 
-func (l *fileLock) unlock() {
+// Unlock releases the lock (a shared one when the last reader of the
+// process unlocks).
+func (l *FileLock) Unlock() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.shared > 0 {
@@ -89,7 +93,8 @@ func (l *fileLock) unlock() {
 	}
 }
 
-func (l *fileLock) close() {
+// Close closes the lock file; the lock is released with it.
+func (l *FileLock) Close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f != nil {
@@ -98,10 +103,10 @@ func (l *fileLock) close() {
 	}
 }
 
-// lockFile takes an exclusive lock on the open file f, waiting for it,
+// LockFile takes an exclusive lock on the open file f, waiting for it,
 // and returns what releases it. Where the lock cannot be taken it returns
 // at once: the lock only avoids duplicate work.
-func lockFile(f *os.File) (unlock func()) {
+func LockFile(f *os.File) (unlock func()) {
 	for {
 		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 		if err == nil {
@@ -113,14 +118,14 @@ func lockFile(f *os.File) (unlock func()) {
 	}
 }
 
-// renameOpen renames the open file f to newpath: here while f is open, so
+// RenameOpen renames the open file f to newpath: here while f is open, so
 // that its lock is held until the file is in place.
-func renameOpen(f *os.File, newpath string) error { return os.Rename(f.Name(), newpath) }
+func RenameOpen(f *os.File, newpath string) error { return os.Rename(f.Name(), newpath) }
 
-// removeIfAbandoned removes the temporary file p when its writer is gone:
-// no process holds its lock (lockFile) and it holds data, so a writer
+// RemoveIfAbandoned removes the temporary file p when its writer is gone:
+// no process holds its lock (LockFile) and it holds data, so a writer
 // had locked it before writing. A file renamed meanwhile is left.
-func removeIfAbandoned(p string) {
+func RemoveIfAbandoned(p string) {
 	f, err := os.Open(p)
 	if err != nil {
 		return

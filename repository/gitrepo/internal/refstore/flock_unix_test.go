@@ -1,6 +1,6 @@
 //go:build unix
 
-package gitrepo
+package refstore
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 func TestFileLockSharedByReaders(t *testing.T) {
 	ctx := context.Background()
 	p := filepath.Join(t.TempDir(), "cad.lock")
-	l := newFileLock(p)
-	defer l.close()
+	l := NewFileLock(p)
+	defer l.Close()
 	for range 2 {
-		if err := l.lock(ctx, false); err != nil {
+		if err := l.Lock(ctx, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -34,11 +34,11 @@ func TestFileLockSharedByReaders(t *testing.T) {
 		_ = syscall.Flock(int(other.Fd()), syscall.LOCK_UN)
 		return true
 	}
-	l.unlock()
+	l.Unlock()
 	if writerCan() {
 		t.Fatal("a writer got the lock while a reader still holds it")
 	}
-	l.unlock()
+	l.Unlock()
 	if !writerCan() {
 		t.Fatal("the lock is still held after the last reader unlocked")
 	}

@@ -1,4 +1,4 @@
-package gitrepo
+package refstore
 
 import (
 	"bytes"
@@ -20,16 +20,16 @@ import (
 	"github.com/configasdata/cad/repository"
 )
 
-// fsRefs reads refs of a repository on disk directly, as git does: a
+// FSRefs reads refs of a repository on disk directly, as git does: a
 // loose ref file wins over packed-refs. It exists so that looking up one
 // ref, or the refs under one prefix, costs the same with 100 refs as with
 // 100,000: go-git scans the whole packed-refs file for every lookup, so
-// fsRefs parses it once per change of the file and keeps it sorted.
+// FSRefs parses it once per change of the file and keeps it sorted.
 // Callers hold the store's lock. cad writes refs on disk only through
 // transact (refstore.go), never through go-git.
-type fsRefs struct {
-	gitDir string
-	sync   SyncMode
+type FSRefs struct {
+	GitDir string
+	Sync   SyncMode
 	// durable are the loose objects this process synced (synced.go).
 	durable durableObjects
 
@@ -54,8 +54,8 @@ type fsRefs struct {
 	ov *refOverlay
 }
 
-// close releases what the lookups kept.
-func (f *fsRefs) close() {
+// Close releases what the lookups kept.
+func (f *FSRefs) Close() {
 	if f == nil {
 		return
 	}
@@ -67,7 +67,7 @@ func (f *fsRefs) close() {
 }
 
 // dropScanned forgets the kept packed-refs; f.mu is held.
-func (f *fsRefs) dropScanned() {
+func (f *FSRefs) dropScanned() {
 	if f.scanFile != nil {
 		f.scanFile.Close()
 	}
@@ -76,7 +76,7 @@ func (f *fsRefs) dropScanned() {
 
 // packed returns the parsed packed-refs, re-reading the file when it
 // changed.
-func (f *fsRefs) packed() ([]string, []plumbing.Hash, error) {
+func (f *FSRefs) packed() ([]string, []plumbing.Hash, error) {
 	names, hashes, _, err := f.packedAll()
 	return names, hashes, err
 }
@@ -139,10 +139,10 @@ func validRefName(name string) bool {
 
 // packedAll returns the parsed packed-refs and its damaged lines,
 // re-reading the file when it changed.
-func (f *fsRefs) packedAll() ([]string, []plumbing.Hash, []packedDamage, error) {
+func (f *FSRefs) packedAll() ([]string, []plumbing.Hash, []packedDamage, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := filepath.Join(f.gitDir, "packed-refs")
+	p := filepath.Join(f.GitDir, "packed-refs")
 	fi, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
 		f.names, f.hashes, f.bad, f.modTime, f.size = nil, nil, nil, time.Time{}, -1
@@ -244,8 +244,8 @@ func (f *fsRefs) packedAll() ([]string, []plumbing.Hash, []packedDamage, error) 
 // it is a symbolic ref. A file that is neither a hash nor a symbolic ref
 // (empty, cut short, garbage) is a *DamagedRefError: it shadows whatever
 // packed-refs holds for the name, as it does for git.
-func (f *fsRefs) loose(name string) (plumbing.Hash, bool, error) {
-	data, err := os.ReadFile(filepath.Join(f.gitDir, filepath.FromSlash(name)))
+func (f *FSRefs) loose(name string) (plumbing.Hash, bool, error) {
+	data, err := os.ReadFile(filepath.Join(f.GitDir, filepath.FromSlash(name)))
 	if err != nil {
 		if notExist(err) {
 			return plumbing.ZeroHash, false, nil
@@ -306,8 +306,8 @@ func notExist(err error) bool {
 	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) || errors.Is(err, syscall.EISDIR) || errors.Is(err, syscall.ENAMETOOLONG)
 }
 
-// ref returns the value of ref name.
-func (f *fsRefs) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
+// Ref returns the value of ref name.
+func (f *FSRefs) Ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 	if h, ok := f.overlaid(string(name)); ok {
 		return h, !h.IsZero(), nil
 	}
@@ -315,7 +315,7 @@ func (f *fsRefs) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 }
 
 // refOnDisk returns the value of ref name on disk, without the overlay.
-func (f *fsRefs) refOnDisk(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
+func (f *FSRefs) refOnDisk(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 	if h, ok, err := f.loose(string(name)); err != nil || ok {
 		return h, ok, err
 	}
@@ -370,10 +370,10 @@ const scansBeforeParse = 16
 // it is parsed again: a process that made one write after another's
 // (which rewrites packed-refs to delete a ref) pays a few block reads,
 // not a parse of every ref.
-func (f *fsRefs) packedScan(name string) (h plumbing.Hash, ok, done bool, err error) {
+func (f *FSRefs) packedScan(name string) (h plumbing.Hash, ok, done bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	p := filepath.Join(f.gitDir, "packed-refs")
+	p := filepath.Join(f.GitDir, "packed-refs")
 	if f.hashes != nil && !f.closed {
 		fi, err := os.Stat(p)
 		if err != nil {
@@ -429,7 +429,7 @@ const packedReadWhole = 16 << 10
 // sorted, else kept open so that a lookup reads only the blocks its
 // binary search looks at (a handful of system calls; mapping the file
 // would cost a page fault a block, dearer, and the munmap); f.mu is held.
-func (f *fsRefs) openPacked(p string) error {
+func (f *FSRefs) openPacked(p string) error {
 	file, err := os.Open(p)
 	if err != nil {
 		if notExist(err) {
@@ -656,13 +656,13 @@ func searchPackedLinear(data []byte, name string) (plumbing.Hash, bool) {
 	}
 }
 
-// childNames returns the names of the refs directly under prefix (which
+// ChildNames returns the names of the refs directly under prefix (which
 // ends in a slash) without reading their values.
 //
 // A damaged line of packed-refs that names a ref under prefix counts as
 // that ref; one that may have held a ref under prefix whose name cannot be
 // read is a *DamagedRefError: the names are not all known.
-func (f *fsRefs) childNames(prefix string) ([]string, error) {
+func (f *FSRefs) ChildNames(prefix string) ([]string, error) {
 	var out []string
 	names, _, bad, err := f.packedAll()
 	if err != nil {
@@ -681,7 +681,7 @@ func (f *fsRefs) childNames(prefix string) ([]string, error) {
 			out = append(out, rest)
 		}
 	}
-	entries, err := os.ReadDir(filepath.Join(f.gitDir, filepath.FromSlash(prefix)))
+	entries, err := os.ReadDir(filepath.Join(f.GitDir, filepath.FromSlash(prefix)))
 	if err != nil && !notExist(err) {
 		return nil, err
 	}
@@ -693,10 +693,10 @@ func (f *fsRefs) childNames(prefix string) ([]string, error) {
 	return out, nil
 }
 
-// children returns the refs directly under prefix (which ends in a
+// Children returns the refs directly under prefix (which ends in a
 // slash), not those further down. A damaged ref is left out and passed to
 // damaged.
-func (f *fsRefs) children(prefix string, damaged func(error)) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+func (f *FSRefs) Children(prefix string, damaged func(error)) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
 	names, hashes, bad, err := f.packedAll()
 	if err != nil {
@@ -707,7 +707,7 @@ func (f *fsRefs) children(prefix string, damaged func(error)) (map[plumbing.Refe
 			out[plumbing.ReferenceName(names[i])] = hashes[i]
 		}
 	}
-	entries, err := os.ReadDir(filepath.Join(f.gitDir, filepath.FromSlash(prefix)))
+	entries, err := os.ReadDir(filepath.Join(f.GitDir, filepath.FromSlash(prefix)))
 	if err != nil && !notExist(err) {
 		return nil, err
 	}
@@ -715,7 +715,7 @@ func (f *fsRefs) children(prefix string, damaged func(error)) (map[plumbing.Refe
 		if strings.Contains(name[len(prefix):], "/") {
 			return true
 		}
-		_, err := os.Lstat(filepath.Join(f.gitDir, filepath.FromSlash(name)))
+		_, err := os.Lstat(filepath.Join(f.GitDir, filepath.FromSlash(name)))
 		return err == nil // a loose ref, damaged or not, shadows the line
 	}, damaged)
 	for _, e := range entries {
@@ -725,7 +725,7 @@ func (f *fsRefs) children(prefix string, damaged func(error)) (map[plumbing.Refe
 		name := prefix + e.Name()
 		h, ok, err := f.loose(name)
 		if err != nil {
-			if !isDamaged(err) {
+			if !IsDamaged(err) {
 				return nil, err
 			}
 			delete(out, plumbing.ReferenceName(name)) // shadows packed-refs
@@ -773,31 +773,31 @@ func reportPackedDamage(bad []packedDamage, prefixes []string, extra []plumbing.
 	}
 }
 
-// isDamaged reports whether err is a *DamagedRefError.
-func isDamaged(err error) bool {
+// IsDamaged reports whether err is a *DamagedRefError.
+func IsDamaged(err error) bool {
 	var d *DamagedRefError
 	return errors.As(err, &d)
 }
 
-// under returns every ref below prefix (which ends in a slash), at any
+// Under returns every ref below prefix (which ends in a slash), at any
 // depth, reading only that part of the refs directory and of packed-refs.
 // A damaged ref is left out and passed to damaged.
-func (f *fsRefs) under(prefix string, damaged func(error)) (map[plumbing.ReferenceName]plumbing.Hash, error) {
-	snap, err := f.snapshot([]string{prefix}, nil, damaged)
+func (f *FSRefs) Under(prefix string, damaged func(error)) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	snap, err := f.Snapshot([]string{prefix}, nil, damaged)
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[plumbing.ReferenceName]plumbing.Hash, snap.len())
-	for i, n := range snap.names {
-		out[plumbing.ReferenceName(n)] = snap.hashes[i]
+	out := make(map[plumbing.ReferenceName]plumbing.Hash, snap.Len())
+	for i, n := range snap.Names {
+		out[plumbing.ReferenceName(n)] = snap.Hashes[i]
 	}
 	return out, nil
 }
 
 // walkLoose calls visit with the name of every loose ref file below
 // prefix (which ends in a slash), lock files left out.
-func (f *fsRefs) walkLoose(prefix string, visit func(name string) error) error {
-	root := filepath.Join(f.gitDir, filepath.FromSlash(prefix))
+func (f *FSRefs) walkLoose(prefix string, visit func(name string) error) error {
+	root := filepath.Join(f.GitDir, filepath.FromSlash(prefix))
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if notExist(err) {
@@ -808,7 +808,7 @@ func (f *fsRefs) walkLoose(prefix string, visit func(name string) error) error {
 		if d.IsDir() || strings.HasSuffix(d.Name(), ".lock") {
 			return nil
 		}
-		rel, err := filepath.Rel(f.gitDir, p)
+		rel, err := filepath.Rel(f.GitDir, p)
 		if err != nil {
 			return err
 		}
@@ -816,11 +816,11 @@ func (f *fsRefs) walkLoose(prefix string, visit func(name string) error) error {
 	})
 }
 
-// dropDamaged removes every damaged loose ref (a mirror's, which the next
+// DropDamaged removes every damaged loose ref (a mirror's, which the next
 // fetch restores) and returns how many it removed.
-func (f *fsRefs) dropDamaged() (int, error) {
+func (f *FSRefs) DropDamaged() (int, error) {
 	var bad []string
-	_, err := f.under("refs/", func(err error) {
+	_, err := f.Under("refs/", func(err error) {
 		var d *DamagedRefError
 		if errors.As(err, &d) {
 			bad = append(bad, d.Ref)

@@ -1,4 +1,4 @@
-package gitrepo
+package refstore
 
 import (
 	"fmt"
@@ -35,11 +35,11 @@ func writePackedRefs(tb testing.TB, dir string, n int, c, first string) {
 func TestPackedRewriteSearchedNotParsed(t *testing.T) {
 	dir := t.TempDir()
 	writePackedRefs(t, dir, 2000, "a", "b")
-	f := &fsRefs{gitDir: dir}
-	defer f.close()
+	f := &FSRefs{GitDir: dir}
+	defer f.Close()
 	lookup := func(i int) string {
 		t.Helper()
-		h, ok, err := f.ref(plumbing.ReferenceName(fmt.Sprintf("refs/tags/pkg-%06d/v1", i)))
+		h, ok, err := f.Ref(plumbing.ReferenceName(fmt.Sprintf("refs/tags/pkg-%06d/v1", i)))
 		if err != nil || !ok {
 			t.Fatalf("pkg-%06d: %v, %v", i, ok, err)
 		}
@@ -69,7 +69,7 @@ func TestPackedRewriteSearchedNotParsed(t *testing.T) {
 	if err := os.Remove(filepath.Join(dir, "packed-refs")); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := f.ref("refs/tags/pkg-000001/v1"); ok || err != nil {
+	if _, ok, err := f.Ref("refs/tags/pkg-000001/v1"); ok || err != nil {
 		t.Fatalf("packed-refs removed: %v, %v", ok, err)
 	}
 }
@@ -79,8 +79,8 @@ func TestPackedRewriteSearchedNotParsed(t *testing.T) {
 // rewrote it (outside the timing).
 func BenchmarkPackedRewriteLookup(b *testing.B) {
 	dir := b.TempDir()
-	f := &fsRefs{gitDir: dir}
-	defer f.close()
+	f := &FSRefs{GitDir: dir}
+	defer f.Close()
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
@@ -93,14 +93,14 @@ func BenchmarkPackedRewriteLookup(b *testing.B) {
 			runtime.GC() // not the lookup's
 		}
 		b.StartTimer()
-		if _, ok, err := f.ref(plumbing.ReferenceName(fmt.Sprintf("refs/tags/pkg-%06d/v1", n%50000))); err != nil || !ok {
+		if _, ok, err := f.Ref(plumbing.ReferenceName(fmt.Sprintf("refs/tags/pkg-%06d/v1", n%50000))); err != nil || !ok {
 			b.Fatal(ok, err)
 		}
 	}
 }
 
 // refsUnder parses packed-refs, as a list does.
-func (f *fsRefs) refsUnder() (int, error) {
+func (f *FSRefs) refsUnder() (int, error) {
 	names, _, err := f.packed()
 	return len(names), err
 }

@@ -1,4 +1,4 @@
-package gitrepo
+package refstore
 
 import (
 	"os"
@@ -30,10 +30,10 @@ func TestPackedRefsScanAndParse(t *testing.T) {
 		"refs/heads/main": h("1"), "refs/tags/a/v1": h("2"), "refs/tags/a/v10": h("4"),
 		"refs/tags/z/v1": h("6"), "refs/tags/a/v": "", "refs/tags/a/v1x": "", "refs/heads/mai": "",
 	}
-	f := &fsRefs{gitDir: dir}
+	f := &FSRefs{GitDir: dir}
 	for round := 0; round < 3; round++ {
 		for name, w := range want {
-			got, ok, err := f.ref(plumbing.ReferenceName(name))
+			got, ok, err := f.Ref(plumbing.ReferenceName(name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,20 +71,20 @@ func TestRefSnapshot(t *testing.T) {
 		}
 	}
 	write("packed-refs", packed)
-	f := &fsRefs{gitDir: dir}
+	f := &FSRefs{GitDir: dir}
 	extra := []plumbing.ReferenceName{"refs/remotes/origin/main"}
-	s, err := f.snapshot([]string{"refs/heads/", "refs/tags/"}, nil, func(err error) { t.Fatal(err) })
+	s, err := f.Snapshot([]string{"refs/heads/", "refs/tags/"}, nil, func(err error) { t.Fatal(err) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"refs/heads/main", "refs/tags/a/v1", "refs/tags/a/v2", "refs/tags/b/v1"}; !slices.Equal(s.names, want) {
-		t.Fatalf("names %v, want %v", s.names, want)
+	if want := []string{"refs/heads/main", "refs/tags/a/v1", "refs/tags/a/v2", "refs/tags/b/v1"}; !slices.Equal(s.Names, want) {
+		t.Fatalf("names %v, want %v", s.Names, want)
 	}
-	s, err = f.snapshot([]string{"refs/heads/", "refs/tags/", "refs/remotes/"}, nil, func(err error) { t.Fatal(err) })
+	s, err = f.Snapshot([]string{"refs/heads/", "refs/tags/", "refs/remotes/"}, nil, func(err error) { t.Fatal(err) })
 	if err != nil {
 		t.Fatal(err)
 	}
-	if &s.names[0] != &f.names[0] {
+	if &s.Names[0] != &f.names[0] {
 		t.Fatal("a snapshot of packed refs alone copied them")
 	}
 
@@ -94,7 +94,7 @@ func TestRefSnapshot(t *testing.T) {
 	write("refs/heads/main.lock", h("9").String()+"\n")     // a lock file, not a ref
 	write("refs/remotes/origin/main", h("a").String()+"\n") // named in extra
 	var damaged []error
-	s, err = f.snapshot([]string{"refs/heads/", "refs/tags/"}, extra, func(err error) { damaged = append(damaged, err) })
+	s, err = f.Snapshot([]string{"refs/heads/", "refs/tags/"}, extra, func(err error) { damaged = append(damaged, err) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,33 +102,33 @@ func TestRefSnapshot(t *testing.T) {
 		"refs/heads/main": h("1"), "refs/remotes/origin/main": h("a"), "refs/tags/a/v1": h("3"),
 		"refs/tags/a/v2": h("7"), "refs/tags/c/v1": h("8"),
 	}
-	if len(s.names) != len(want) || !slices.IsSorted(s.names) {
-		t.Fatalf("names %v", s.names)
+	if len(s.Names) != len(want) || !slices.IsSorted(s.Names) {
+		t.Fatalf("names %v", s.Names)
 	}
 	for n, w := range want {
-		if got, ok := s.get(plumbing.ReferenceName(n)); !ok || got != w {
+		if got, ok := s.Get(plumbing.ReferenceName(n)); !ok || got != w {
 			t.Fatalf("%s = %s, %v; want %s", n, got, ok, w)
 		}
 	}
-	if _, ok := s.get("refs/tags/b/v1"); ok || len(damaged) != 1 {
+	if _, ok := s.Get("refs/tags/b/v1"); ok || len(damaged) != 1 {
 		t.Fatalf("the damaged ref: found %v, %d reported", ok, len(damaged))
 	}
-	if lo, hi := s.prefixed("refs/tags/a/"); hi-lo != 2 || s.names[lo] != "refs/tags/a/v1" {
+	if lo, hi := s.Prefixed("refs/tags/a/"); hi-lo != 2 || s.Names[lo] != "refs/tags/a/v1" {
 		t.Fatalf("prefixed: [%d, %d)", lo, hi)
 	}
-	if lo, hi := s.prefixed("refs/tags/z/"); lo != hi {
+	if lo, hi := s.Prefixed("refs/tags/z/"); lo != hi {
 		t.Fatalf("prefixed of nothing: [%d, %d)", lo, hi)
 	}
 	// A narrow prefix selects its refs only, packed and loose; under
 	// reads the same.
-	s, err = f.snapshot([]string{"refs/tags/a/"}, []plumbing.ReferenceName{"refs/heads/none"}, func(error) {})
+	s, err = f.Snapshot([]string{"refs/tags/a/"}, []plumbing.ReferenceName{"refs/heads/none"}, func(error) {})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"refs/tags/a/v1", "refs/tags/a/v2"}; !slices.Equal(s.names, want) || s.hashes[1] != h("7") {
-		t.Fatalf("narrow snapshot: %v %v", s.names, s.hashes)
+	if want := []string{"refs/tags/a/v1", "refs/tags/a/v2"}; !slices.Equal(s.Names, want) || s.Hashes[1] != h("7") {
+		t.Fatalf("narrow snapshot: %v %v", s.Names, s.Hashes)
 	}
-	m, err := f.under("refs/tags/", func(error) {})
+	m, err := f.Under("refs/tags/", func(error) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package gitrepo
+package refstore
 
 import (
 	"fmt"
@@ -23,10 +23,10 @@ type refOverlay struct {
 	journal os.FileInfo
 }
 
-// loadOverlay makes the overlay match the journal on disk: none when
+// LoadOverlay makes the overlay match the journal on disk: none when
 // there is no journal, else what completing it would set. The caller
 // holds the store's lock, shared or exclusive.
-func (f *fsRefs) loadOverlay() error {
+func (f *FSRefs) LoadOverlay() error {
 	fi, err := os.Stat(f.journalPath())
 	if notExist(err) {
 		f.setOverlay(nil)
@@ -54,21 +54,21 @@ func (f *fsRefs) loadOverlay() error {
 		// As recover decides: a ref still at its old value, or damaged,
 		// gets the new one; one at another value was changed since by
 		// another program and stays.
-		h, _, err := f.refOnDisk(u.name)
-		if err != nil && !isDamaged(err) {
+		h, _, err := f.refOnDisk(u.Name)
+		if err != nil && !IsDamaged(err) {
 			return err
 		}
-		if err == nil && h != u.old {
+		if err == nil && h != u.Old {
 			continue
 		}
-		ov.refs[string(u.name)] = u.new
+		ov.refs[string(u.Name)] = u.New
 	}
 	f.setOverlay(ov)
 	return nil
 }
 
 // setOverlay sets the overlay; nil removes it.
-func (f *fsRefs) setOverlay(ov *refOverlay) {
+func (f *FSRefs) setOverlay(ov *refOverlay) {
 	f.mu.Lock()
 	f.ov = ov
 	f.mu.Unlock()
@@ -76,7 +76,7 @@ func (f *fsRefs) setOverlay(ov *refOverlay) {
 
 // overlaid returns the value the overlay gives ref name (zero: deleted),
 // and whether it gives one.
-func (f *fsRefs) overlaid(name string) (plumbing.Hash, bool) {
+func (f *FSRefs) overlaid(name string) (plumbing.Hash, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.ov == nil {
@@ -87,7 +87,7 @@ func (f *fsRefs) overlaid(name string) (plumbing.Hash, bool) {
 }
 
 // overlayUnder calls set for every ref of the overlay that match selects.
-func (f *fsRefs) overlayUnder(match func(name string) bool, set func(name string, h plumbing.Hash)) {
+func (f *FSRefs) overlayUnder(match func(name string) bool, set func(name string, h plumbing.Hash)) {
 	f.mu.Lock()
 	var names []string
 	var hashes []plumbing.Hash
@@ -106,7 +106,7 @@ func (f *fsRefs) overlayUnder(match func(name string) bool, set func(name string
 
 // overlaySnap returns s with the overlay laid over it, for a snapshot of
 // the refs under prefixes and named in extra.
-func (f *fsRefs) overlaySnap(s *refSnap, prefixes []string, extra []plumbing.ReferenceName) *refSnap {
+func (f *FSRefs) overlaySnap(s *RefSnap, prefixes []string, extra []plumbing.ReferenceName) *RefSnap {
 	var m map[plumbing.ReferenceName]plumbing.Hash
 	f.overlayUnder(func(name string) bool {
 		for _, p := range prefixes {
@@ -122,9 +122,9 @@ func (f *fsRefs) overlaySnap(s *refSnap, prefixes []string, extra []plumbing.Ref
 		return false
 	}, func(name string, h plumbing.Hash) {
 		if m == nil {
-			m = make(map[plumbing.ReferenceName]plumbing.Hash, s.len())
-			for i, n := range s.names {
-				m[plumbing.ReferenceName(n)] = s.hashes[i]
+			m = make(map[plumbing.ReferenceName]plumbing.Hash, s.Len())
+			for i, n := range s.Names {
+				m[plumbing.ReferenceName(n)] = s.Hashes[i]
 			}
 		}
 		if h.IsZero() {
@@ -136,5 +136,5 @@ func (f *fsRefs) overlaySnap(s *refSnap, prefixes []string, extra []plumbing.Ref
 	if m == nil {
 		return s
 	}
-	return snapOf(m)
+	return SnapOf(m)
 }

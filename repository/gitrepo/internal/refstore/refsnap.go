@@ -1,4 +1,4 @@
-package gitrepo
+package refstore
 
 import (
 	"slices"
@@ -8,60 +8,60 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// refSnap is the refs of a repository read once, for a read that looks
+// RefSnap is the refs of a repository read once, for a read that looks
 // many up (a list): their names sorted, their values beside them. On disk
 // it is, when no loose ref adds to or overrides packed-refs, the parsed
 // packed-refs itself (its names are substrings of one copy of the file),
 // so a list of 50,000 tags holds its refs once, not again in a map.
 // Immutable once built.
-type refSnap struct {
-	names  []string
-	hashes []plumbing.Hash
+type RefSnap struct {
+	Names  []string
+	Hashes []plumbing.Hash
 }
 
-// snapOf returns the snapshot of the refs in m.
-func snapOf(m map[plumbing.ReferenceName]plumbing.Hash) *refSnap {
-	s := &refSnap{names: make([]string, 0, len(m)), hashes: make([]plumbing.Hash, 0, len(m))}
+// SnapOf returns the snapshot of the refs in m.
+func SnapOf(m map[plumbing.ReferenceName]plumbing.Hash) *RefSnap {
+	s := &RefSnap{Names: make([]string, 0, len(m)), Hashes: make([]plumbing.Hash, 0, len(m))}
 	for name := range m {
-		s.names = append(s.names, string(name))
+		s.Names = append(s.Names, string(name))
 	}
-	slices.Sort(s.names)
-	for _, n := range s.names {
-		s.hashes = append(s.hashes, m[plumbing.ReferenceName(n)])
+	slices.Sort(s.Names)
+	for _, n := range s.Names {
+		s.Hashes = append(s.Hashes, m[plumbing.ReferenceName(n)])
 	}
 	return s
 }
 
-// len returns the number of refs.
-func (s *refSnap) len() int { return len(s.names) }
+// Len returns the number of refs.
+func (s *RefSnap) Len() int { return len(s.Names) }
 
-// get returns the value of ref name.
-func (s *refSnap) get(name plumbing.ReferenceName) (plumbing.Hash, bool) {
-	i, ok := slices.BinarySearch(s.names, string(name))
+// Get returns the value of ref name.
+func (s *RefSnap) Get(name plumbing.ReferenceName) (plumbing.Hash, bool) {
+	i, ok := slices.BinarySearch(s.Names, string(name))
 	if !ok {
 		return plumbing.ZeroHash, false
 	}
-	return s.hashes[i], true
+	return s.Hashes[i], true
 }
 
-// prefixed returns the positions [lo, hi) of the refs whose names start
+// Prefixed returns the positions [lo, hi) of the refs whose names start
 // with prefix.
-func (s *refSnap) prefixed(prefix string) (lo, hi int) {
-	lo = sort.SearchStrings(s.names, prefix)
+func (s *RefSnap) Prefixed(prefix string) (lo, hi int) {
+	lo = sort.SearchStrings(s.Names, prefix)
 	hi = lo
-	for hi < len(s.names) && strings.HasPrefix(s.names[hi], prefix) {
+	for hi < len(s.Names) && strings.HasPrefix(s.Names[hi], prefix) {
 		hi++
 	}
 	return lo, hi
 }
 
-// snapshot reads every ref under the prefixes (each ending in a slash)
+// Snapshot reads every ref under the prefixes (each ending in a slash)
 // and the refs named in extra: loose refs over packed-refs, a damaged
 // loose ref left out (even when packed) and reported to damaged, as is a
 // damaged line of packed-refs that holds or may hold a selected ref. Its
 // cost follows the refs it selects: the packed ones are found by binary
 // search.
-func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, damaged func(error)) (*refSnap, error) {
+func (f *FSRefs) Snapshot(prefixes []string, extra []plumbing.ReferenceName, damaged func(error)) (*RefSnap, error) {
 	names, hashes, bad, err := f.packedAll()
 	if err != nil {
 		return nil, err
@@ -72,7 +72,7 @@ func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 	visit := func(name string) error {
 		h, ok, err := f.loose(name)
 		if err != nil {
-			if !isDamaged(err) {
+			if !IsDamaged(err) {
 				return err
 			}
 			drop[name] = true
@@ -126,15 +126,15 @@ func (f *fsRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 	// Nothing added, overridden, dropped or left out: the parsed
 	// packed-refs, shared.
 	if len(loose) == 0 && len(drop) == 0 && (len(names) == 0 || len(merged) == 1 && merged[0] == span{0, len(names)}) {
-		return f.overlaySnap(&refSnap{names: names, hashes: hashes}, prefixes, extra), nil
+		return f.overlaySnap(&RefSnap{Names: names, Hashes: hashes}, prefixes, extra), nil
 	}
 	looseNames := make([]string, 0, len(loose))
 	for n := range loose {
 		looseNames = append(looseNames, n)
 	}
 	slices.Sort(looseNames)
-	s := &refSnap{}
-	add := func(n string, h plumbing.Hash) { s.names, s.hashes = append(s.names, n), append(s.hashes, h) }
+	s := &RefSnap{}
+	add := func(n string, h plumbing.Hash) { s.Names, s.Hashes = append(s.Names, n), append(s.Hashes, h) }
 	j := 0 // the next loose ref
 	for _, sp := range merged {
 		for i := sp.lo; i < sp.hi; i++ {

@@ -1,4 +1,4 @@
-package gitrepo
+package refstore
 
 import (
 	"bufio"
@@ -14,53 +14,21 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 )
 
-// The ref store of a repository on disk. Every ref write of cad to a git
-// directory goes through transact, never through go-git, which rewrites a
-// loose ref in place (a crash leaves it empty) and changes several refs
-// one after another (a crash leaves a revision in two states).
-//
-// A transaction runs under the exclusive cad.lock, after the objects it
-// refers to are written and synced (see SyncMode for what is synced):
-//
-//  1. the intent, cad-journal.lock, lists every update as
-//     "<old> <new> <ref>" and is synced;
-//  2. each ref is locked as git locks it, by creating <ref>.lock
-//     exclusively; a lock that exists belongs to another program (the git
-//     CLI) and the transaction backs out with a conflict;
-//  3. each ref is checked against its expected old value, and each lock
-//     file gets the new value and is synced;
-//  4. the commit point: the intent is renamed to cad-journal;
-//  5. the lock files are renamed over the refs; deletions rewrite
-//     packed-refs before the loose file is removed, so that an older
-//     packed value never shows: the new content is written and synced to
-//     cad-packed-refs.tmp, hard-linked as packed-refs.lock (failing, as
-//     git's O_EXCL does, when the lock exists) and renamed over
-//     packed-refs;
-//  6. the directories are synced and the journal is removed.
-//
-// A crash before step 4 leaves the refs as they were; the next process
-// that takes the lock removes the intent and the lock files it made.
-// packed-refs.lock is removed only when it is the same file as
-// cad-packed-refs.tmp: a lock another program (git pack-refs) holds is
-// never taken away. After
-// step 4, that process rolls the journal forward: every ref still at its
-// old value is set to its new one. So every transaction is all or
-// nothing, whatever the moment the process dies, and git reads the refs
-// at every moment.
+// The transaction protocol is described in doc.go.
 
 const (
 	journalName = "cad-journal"
 	journalHead = "cad-journal v1"
 )
 
-// faultHook, when set (by tests only), is called at every step of a ref
+// FaultHook, when set (by tests only), is called at every step of a ref
 // transaction on disk with the step's name, so that a test can kill the
 // process exactly there.
-var faultHook func(step string)
+var FaultHook func(step string)
 
 func fault(step string) {
-	if faultHook != nil {
-		faultHook(step)
+	if FaultHook != nil {
+		FaultHook(step)
 	}
 }
 
@@ -69,28 +37,28 @@ func fault(step string) {
 var errRefLocked = errors.New("ref is locked by another program")
 
 // journalPath returns the path of the journal.
-func (f *fsRefs) journalPath() string { return filepath.Join(f.gitDir, journalName) }
+func (f *FSRefs) journalPath() string { return filepath.Join(f.GitDir, journalName) }
 
 // intentPath returns the path of the intent, the journal before it is
 // committed.
-func (f *fsRefs) intentPath() string { return f.journalPath() + ".lock" }
+func (f *FSRefs) intentPath() string { return f.journalPath() + ".lock" }
 
-// pending reports whether the journal of a transaction that passed its
+// Pending reports whether the journal of a transaction that passed its
 // commit point but did not finish is on disk: what a reader must see
 // completed. An intent alone (a writer that died before its commit
 // point) changed no ref, so readers leave it to the next writer.
-func (f *fsRefs) pending() bool {
+func (f *FSRefs) Pending() bool {
 	_, err := os.Lstat(f.journalPath())
 	return err == nil
 }
 
-// transact applies updates all or nothing (see above), after syncing the
+// Transact applies updates all or nothing (see above), after syncing the
 // loose objects among objects (those the write stored). When check is
 // set, every ref must be at its old value, else it returns an error
-// matching errConflictRef and changes nothing. The caller holds the
+// matching ErrConflictRef and changes nothing. The caller holds the
 // exclusive lock, and has completed what a dead writer left (store.write
 // runs recover first).
-func (f *fsRefs) transact(updates []refUpdate, check bool, objects []plumbing.Hash) (err error) {
+func (f *FSRefs) Transact(updates []RefUpdate, check bool, objects []plumbing.Hash) (err error) {
 	if len(updates) == 0 {
 		return nil
 	}
@@ -114,38 +82,38 @@ func (f *fsRefs) transact(updates []refUpdate, check bool, objects []plumbing.Ha
 		_ = os.Remove(f.intentPath())
 	}()
 	for _, u := range updates {
-		l, err := f.lockRef(u.name)
+		l, err := f.lockRef(u.Name)
 		if err != nil {
 			return err
 		}
 		locked = append(locked, l)
-		fault("locked " + string(u.name))
+		fault("locked " + string(u.Name))
 	}
 	if check {
 		for _, u := range updates {
-			cur, _, err := f.ref(u.name)
+			cur, _, err := f.Ref(u.Name)
 			if err != nil {
 				return err
 			}
-			if cur != u.old {
-				return fmt.Errorf("%w: %s is %s, expected %s", errConflictRef, u.name, hashOrNone(cur), hashOrNone(u.old))
+			if cur != u.Old {
+				return fmt.Errorf("%w: %s is %s, expected %s", ErrConflictRef, u.Name, HashOrNone(cur), HashOrNone(u.Old))
 			}
 		}
 	}
 	for i, u := range updates {
-		if u.new.IsZero() {
+		if u.New.IsZero() {
 			continue
 		}
-		if err := f.writeSynced(locked[i], []byte(u.new.String()+"\n")); err != nil {
+		if err := f.writeSynced(locked[i], []byte(u.New.String()+"\n")); err != nil {
 			return err
 		}
-		fault("lock-written " + string(u.name))
+		fault("lock-written " + string(u.Name))
 	}
 	if err := os.Rename(f.intentPath(), f.journalPath()); err != nil {
 		return fmt.Errorf("commit %s: %w", journalName, err)
 	}
 	committed = true
-	if err := f.syncDir(f.gitDir); err != nil {
+	if err := f.syncDir(f.GitDir); err != nil {
 		return fmt.Errorf("%w (the journal %s completes the write)", err, journalName)
 	}
 	fault("journal-committed")
@@ -159,20 +127,20 @@ func (f *fsRefs) transact(updates []refUpdate, check bool, objects []plumbing.Ha
 // hold it (for sets), and removes the journal. It is the second half of
 // transact and what recover runs: updates whose ref is no longer at its
 // old value are left alone.
-func (f *fsRefs) apply(updates []refUpdate) error {
-	var deletes []refUpdate
+func (f *FSRefs) apply(updates []RefUpdate) error {
+	var deletes []RefUpdate
 	dirs := map[string]bool{}
 	for _, u := range updates {
-		p := f.refPath(u.name)
-		if u.new.IsZero() {
+		p := f.refPath(u.Name)
+		if u.New.IsZero() {
 			deletes = append(deletes, u)
 			continue
 		}
 		if err := os.Rename(p+".lock", p); err != nil {
-			return fmt.Errorf("set ref %s: %w", u.name, err)
+			return fmt.Errorf("set ref %s: %w", u.Name, err)
 		}
 		dirs[filepath.Dir(p)] = true
-		fault("renamed " + string(u.name))
+		fault("renamed " + string(u.Name))
 	}
 	if len(deletes) > 0 {
 		// packed-refs first, then the loose files: the other order would
@@ -181,11 +149,11 @@ func (f *fsRefs) apply(updates []refUpdate) error {
 			return err
 		}
 		for _, u := range deletes {
-			p := f.refPath(u.name)
+			p := f.refPath(u.Name)
 			if err := os.Remove(p); err != nil && !notExist(err) {
-				return fmt.Errorf("delete ref %s: %w", u.name, err)
+				return fmt.Errorf("delete ref %s: %w", u.Name, err)
 			}
-			fault("deleted " + string(u.name))
+			fault("deleted " + string(u.Name))
 			if err := os.Remove(p + ".lock"); err != nil && !notExist(err) {
 				return err
 			}
@@ -201,23 +169,23 @@ func (f *fsRefs) apply(updates []refUpdate) error {
 	if err := os.Remove(f.journalPath()); err != nil && !notExist(err) {
 		return err
 	}
-	if err := f.syncDir(f.gitDir); err != nil {
+	if err := f.syncDir(f.GitDir); err != nil {
 		return err
 	}
 	fault("journal-removed")
 	// Directories left empty by deletions go, as git removes them.
 	for _, u := range deletes {
-		f.pruneDirs(f.refPath(u.name))
+		f.pruneDirs(f.refPath(u.Name))
 	}
 	return nil
 }
 
-// recover completes a transaction a dead process left: it reads the
+// Recover completes a transaction a dead process left: it reads the
 // journal and, for every ref still at its old value (or locked by that
 // transaction), sets the new value. A ref at neither value was changed by
 // another program since and is left as it is, reported through warn when
 // set. The caller holds the exclusive lock.
-func (f *fsRefs) recover(warn func(msg string, args ...any)) error {
+func (f *FSRefs) Recover(warn func(msg string, args ...any)) error {
 	// A reader's view of the journal's outcome: the writer looks at the
 	// refs on disk.
 	f.setOverlay(nil)
@@ -240,11 +208,11 @@ func (f *fsRefs) recover(warn func(msg string, args ...any)) error {
 		// cad's: leave it for a person to look at.
 		return fmt.Errorf("%s: %w", journalName, err)
 	}
-	var todo []refUpdate
+	var todo []RefUpdate
 	for _, u := range updates {
-		lock := f.refPath(u.name) + ".lock"
-		cur, _, err := f.ref(u.name)
-		damaged := isDamaged(err)
+		lock := f.refPath(u.Name) + ".lock"
+		cur, _, err := f.Ref(u.Name)
+		damaged := IsDamaged(err)
 		if damaged {
 			// transact never damages a ref, so something else did after
 			// the commit point; cad committed to this value, and the
@@ -255,21 +223,21 @@ func (f *fsRefs) recover(warn func(msg string, args ...any)) error {
 			return err
 		}
 		switch {
-		case cur == u.new:
+		case cur == u.New:
 			_ = os.Remove(lock)
 			continue
-		case cur != u.old && !damaged:
+		case cur != u.Old && !damaged:
 			if warn != nil {
-				warn("ref changed by another program during an interrupted write; left as it is", "ref", u.name.String(), "expected", hashOrNone(u.old), "found", hashOrNone(cur))
+				warn("ref changed by another program during an interrupted write; left as it is", "ref", u.Name.String(), "expected", HashOrNone(u.Old), "found", HashOrNone(cur))
 			}
 			_ = os.Remove(lock)
 			continue
 		}
-		if !u.new.IsZero() {
+		if !u.New.IsZero() {
 			if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
 				return err
 			}
-			if err := f.writeSynced(lock, []byte(u.new.String()+"\n")); err != nil {
+			if err := f.writeSynced(lock, []byte(u.New.String()+"\n")); err != nil {
 				return err
 			}
 		}
@@ -283,7 +251,7 @@ func (f *fsRefs) recover(warn func(msg string, args ...any)) error {
 
 // lockRef creates the lock file of ref name exclusively and returns its
 // path.
-func (f *fsRefs) lockRef(name plumbing.ReferenceName) (string, error) {
+func (f *FSRefs) lockRef(name plumbing.ReferenceName) (string, error) {
 	p := f.refPath(name) + ".lock"
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return "", fmt.Errorf("lock ref %s: %w", name, err)
@@ -291,7 +259,7 @@ func (f *fsRefs) lockRef(name plumbing.ReferenceName) (string, error) {
 	fl, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return "", fmt.Errorf("%w: %w: %s exists", errRetry, errRefLocked, filepath.Base(p))
+			return "", fmt.Errorf("%w: %w: %s exists", ErrRetry, errRefLocked, filepath.Base(p))
 		}
 		return "", fmt.Errorf("lock ref %s: %w", name, err)
 	}
@@ -299,11 +267,11 @@ func (f *fsRefs) lockRef(name plumbing.ReferenceName) (string, error) {
 }
 
 // journalBytes returns the journal of updates.
-func journalBytes(updates []refUpdate) []byte {
+func journalBytes(updates []RefUpdate) []byte {
 	var b bytes.Buffer
 	b.WriteString(journalHead + "\n")
 	for _, u := range updates {
-		fmt.Fprintf(&b, "%s %s %s\n", u.old, u.new, u.name)
+		fmt.Fprintf(&b, "%s %s %s\n", u.Old, u.New, u.Name)
 	}
 	return b.Bytes()
 }
@@ -312,7 +280,7 @@ func journalBytes(updates []refUpdate) []byte {
 // removes the lock files the intent's transaction made (empty, or holding
 // the value it meant to write; a lock file holding anything else is
 // another program's) and the intent.
-func (f *fsRefs) dropIntent() error {
+func (f *FSRefs) dropIntent() error {
 	data, err := os.ReadFile(f.intentPath())
 	if notExist(err) {
 		return nil
@@ -323,12 +291,12 @@ func (f *fsRefs) dropIntent() error {
 	// An intent cut short by the crash is read as far as it goes.
 	updates, _ := parseJournal(data)
 	for _, u := range updates {
-		lock := f.refPath(u.name) + ".lock"
+		lock := f.refPath(u.Name) + ".lock"
 		b, err := os.ReadFile(lock)
 		if err != nil {
 			continue
 		}
-		if s := strings.TrimSpace(string(b)); s == "" || s == u.new.String() {
+		if s := strings.TrimSpace(string(b)); s == "" || s == u.New.String() {
 			if err := os.Remove(lock); err != nil && !notExist(err) {
 				return err
 			}
@@ -337,24 +305,24 @@ func (f *fsRefs) dropIntent() error {
 	if err := os.Remove(f.intentPath()); err != nil && !notExist(err) {
 		return err
 	}
-	return f.syncDir(f.gitDir)
+	return f.syncDir(f.GitDir)
 }
 
 // parseJournal reads what journalBytes wrote. On an error it returns
 // the updates before the bad line.
-func parseJournal(data []byte) ([]refUpdate, error) {
+func parseJournal(data []byte) ([]RefUpdate, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 4096), 1<<20)
 	if !sc.Scan() || sc.Text() != journalHead {
 		return nil, errors.New("not a cad journal")
 	}
-	var out []refUpdate
+	var out []RefUpdate
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
 		if len(fields) != 3 || !plumbing.IsHash(fields[0]) || !plumbing.IsHash(fields[1]) || !strings.HasPrefix(fields[2], "refs/") || strings.Contains(fields[2], "..") {
 			return out, fmt.Errorf("bad line %q", sc.Text())
 		}
-		out = append(out, refUpdate{name: plumbing.ReferenceName(fields[2]), old: plumbing.NewHash(fields[0]), new: plumbing.NewHash(fields[1])})
+		out = append(out, RefUpdate{Name: plumbing.ReferenceName(fields[2]), Old: plumbing.NewHash(fields[0]), New: plumbing.NewHash(fields[1])})
 	}
 	return out, sc.Err()
 }
@@ -362,7 +330,7 @@ func parseJournal(data []byte) ([]refUpdate, error) {
 // rewritePacked removes the refs of deletes from packed-refs, when it
 // holds any of them, by writing packed-refs.lock, syncing and renaming it
 // as git does.
-func (f *fsRefs) rewritePacked(deletes []refUpdate) error {
+func (f *FSRefs) rewritePacked(deletes []RefUpdate) error {
 	// Most deletions are of loose refs (a proposal, a draft): the parsed,
 	// cached packed-refs says so without reading the file again.
 	names, hashes, err := f.packed()
@@ -371,14 +339,14 @@ func (f *fsRefs) rewritePacked(deletes []refUpdate) error {
 	}
 	inPacked := false
 	for _, u := range deletes {
-		if _, ok := packedLookup(names, hashes, string(u.name)); ok {
+		if _, ok := packedLookup(names, hashes, string(u.Name)); ok {
 			inPacked = true
 		}
 	}
 	if !inPacked {
 		return nil
 	}
-	p := filepath.Join(f.gitDir, "packed-refs")
+	p := filepath.Join(f.GitDir, "packed-refs")
 	data, err := os.ReadFile(p)
 	if notExist(err) {
 		return nil
@@ -388,7 +356,7 @@ func (f *fsRefs) rewritePacked(deletes []refUpdate) error {
 	}
 	drop := map[string]bool{}
 	for _, u := range deletes {
-		drop[string(u.name)] = true
+		drop[string(u.Name)] = true
 	}
 	var out bytes.Buffer
 	changed, skipping := false, false
@@ -442,7 +410,7 @@ func (f *fsRefs) rewritePacked(deletes []refUpdate) error {
 	fault("packed-written")
 	if err := os.Link(mine, lock); err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return fail(fmt.Errorf("%w: %w: packed-refs.lock exists", errRetry, errRefLocked))
+			return fail(fmt.Errorf("%w: %w: packed-refs.lock exists", ErrRetry, errRefLocked))
 		}
 		return fail(fmt.Errorf("lock packed-refs: %w", err))
 	}
@@ -458,14 +426,14 @@ func (f *fsRefs) rewritePacked(deletes []refUpdate) error {
 // packedTmpPath returns the file in which cad writes a new packed-refs
 // before it links it as packed-refs.lock. Only the holder of the exclusive
 // cad.lock writes it.
-func (f *fsRefs) packedTmpPath() string { return filepath.Join(f.gitDir, "cad-packed-refs.tmp") }
+func (f *FSRefs) packedTmpPath() string { return filepath.Join(f.GitDir, "cad-packed-refs.tmp") }
 
 // dropPackedLock removes what a dead cad writer left of a rewrite of
 // packed-refs: its new content, and packed-refs.lock when that is the
 // same file (the writer had linked it). Any other packed-refs.lock is
 // another program's, such as a running git pack-refs: it is left, and
 // reported through warn when set. The caller holds the exclusive lock.
-func (f *fsRefs) dropPackedLock(warn func(msg string, args ...any)) error {
+func (f *FSRefs) dropPackedLock(warn func(msg string, args ...any)) error {
 	mine, err := os.Lstat(f.packedTmpPath())
 	if notExist(err) {
 		return nil
@@ -473,7 +441,7 @@ func (f *fsRefs) dropPackedLock(warn func(msg string, args ...any)) error {
 	if err != nil {
 		return err
 	}
-	lock := filepath.Join(f.gitDir, "packed-refs.lock")
+	lock := filepath.Join(f.GitDir, "packed-refs.lock")
 	if fi, err := os.Lstat(lock); err == nil {
 		if os.SameFile(fi, mine) {
 			if err := os.Remove(lock); err != nil && !notExist(err) {
@@ -490,13 +458,13 @@ func (f *fsRefs) dropPackedLock(warn func(msg string, args ...any)) error {
 }
 
 // refPath returns the file of ref name.
-func (f *fsRefs) refPath(name plumbing.ReferenceName) string {
-	return filepath.Join(f.gitDir, filepath.FromSlash(string(name)))
+func (f *FSRefs) refPath(name plumbing.ReferenceName) string {
+	return filepath.Join(f.GitDir, filepath.FromSlash(string(name)))
 }
 
 // pruneDirs removes the empty directories above p, up to refs/.
-func (f *fsRefs) pruneDirs(p string) {
-	stop := filepath.Join(f.gitDir, "refs")
+func (f *FSRefs) pruneDirs(p string) {
+	stop := filepath.Join(f.GitDir, "refs")
 	for dir := filepath.Dir(p); len(dir) > len(stop) && strings.HasPrefix(dir, stop); dir = filepath.Dir(dir) {
 		if os.Remove(dir) != nil {
 			return // not empty
@@ -506,7 +474,7 @@ func (f *fsRefs) pruneDirs(p string) {
 
 // writeSynced writes data to the file p, creating or truncating it, and
 // syncs it to disk.
-func (f *fsRefs) writeSynced(p string, data []byte) error {
+func (f *FSRefs) writeSynced(p string, data []byte) error {
 	fl, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return err
@@ -523,8 +491,8 @@ func (f *fsRefs) writeSynced(p string, data []byte) error {
 }
 
 // syncFile syncs fl to disk, unless f.sync is SyncNone.
-func (f *fsRefs) syncFile(fl *os.File) error {
-	if f.sync == SyncNone {
+func (f *FSRefs) syncFile(fl *os.File) error {
+	if f.Sync == SyncNone {
 		return nil
 	}
 	return fl.Sync()
@@ -532,8 +500,8 @@ func (f *fsRefs) syncFile(fl *os.File) error {
 
 // syncDir syncs the directory entries of dir, so that a rename or
 // removal in it survives a power loss, when f.sync is SyncAll.
-func (f *fsRefs) syncDir(dir string) error {
-	if f.sync != SyncAll {
+func (f *FSRefs) syncDir(dir string) error {
+	if f.Sync != SyncAll {
 		return nil
 	}
 	d, err := os.Open(dir)
@@ -551,14 +519,14 @@ func (f *fsRefs) syncDir(dir string) error {
 // directories, so that they are on disk before a ref names them. Objects
 // in packs were synced when the pack was written; loose objects this
 // process already synced are skipped (synced.go).
-func (f *fsRefs) syncObjects(objects []plumbing.Hash) error {
-	if f.sync == SyncNone {
+func (f *FSRefs) syncObjects(objects []plumbing.Hash) error {
+	if f.Sync == SyncNone {
 		return nil
 	}
 	dirs := map[string]bool{}
 	for _, h := range objects {
 		hex := h.String()
-		dir := filepath.Join(f.gitDir, "objects", hex[:2])
+		dir := filepath.Join(f.GitDir, "objects", hex[:2])
 		p := filepath.Join(dir, hex[2:])
 		if f.durable.synced(h, p) {
 			continue

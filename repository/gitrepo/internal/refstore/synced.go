@@ -1,4 +1,4 @@
-package gitrepo
+package refstore
 
 import (
 	"os"
@@ -8,12 +8,12 @@ import (
 )
 
 // A write syncs the loose objects it refers to before a ref names them
-// (fsRefs.syncObjects). Among them are objects that were already in the
+// (FSRefs.syncObjects). Among them are objects that were already in the
 // repository: every unchanged file of a package that a new draft, a copy
 // or a clone writes again, and every file a fan-out to many downstream
 // packages shares. Syncing those again costs a flush of the disk's cache
 // each, for nothing: the process synced them when it wrote them. So an
-// fsRefs remembers the loose objects it synced, by hash and file
+// FSRefs remembers the loose objects it synced, by hash and file
 // identity (device, inode, size and modification time), and skips them
 // while the same file is in place. An object whose file was replaced
 // since (removed, and written again by another program, which may not
@@ -56,14 +56,14 @@ func (d *durableObjects) synced(h plumbing.Hash, path string) bool {
 	return ok && cur == id
 }
 
-// objectSyncHook, when set (by tests only), is called with every loose
+// ObjectSyncHook, when set (by tests only), is called with every loose
 // object a write syncs.
-var objectSyncHook func(h plumbing.Hash)
+var ObjectSyncHook func(h plumbing.Hash)
 
 // add records that the loose object h, open as fl, was synced.
 func (d *durableObjects) add(h plumbing.Hash, fl *os.File) {
-	if objectSyncHook != nil {
-		objectSyncHook(h)
+	if ObjectSyncHook != nil {
+		ObjectSyncHook(h)
 	}
 	fi, err := fl.Stat()
 	if err != nil {
