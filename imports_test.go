@@ -162,6 +162,7 @@ var layers = map[string]int{
 	"":                      9,
 
 	// the git backend's rooms (repository/gitrepo/internal/...)
+	"repository/gitrepo/internal/gitobj":   4,
 	"repository/gitrepo/internal/refstore": 4,
 }
 

@@ -23,6 +23,7 @@ import (
 	"github.com/go-git/go-billy/v5/osfs"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/revision"
 )
@@ -151,7 +152,7 @@ type Repository struct {
 
 	st     *store
 	remote *remote // nil for local and memory repositories
-	cache  *lru
+	cache  *gitobj.LRU
 	// tagWS remembers the workspaces of package tags (see resolve).
 	tagWS tagWorkspaces
 
@@ -226,7 +227,7 @@ func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository
 		branch: spec.Git.Branch,
 		opts:   o,
 		log:    o.Logger.With("repository", spec.Name),
-		cache:  newLRU(o.CacheBytes),
+		cache:  gitobj.NewLRU(o.CacheBytes),
 	}
 	if err := validBranchName(r.branch); err != nil {
 		return nil, r.errorf("open", revision.Key{}, repository.ErrInvalidInput, "git.branch %q: %v", r.branch, err)
@@ -432,7 +433,7 @@ func (r *Repository) ensureBranch(ctx context.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		tree, err := v.putTree([]treeEntry{{name: initialFileName, mode: modeRegular, hash: blob}})
+		tree, err := v.putTree([]gitobj.TreeEntry{{Name: initialFileName, Mode: modeRegular, Hash: blob}})
 		if err != nil {
 			return nil, err
 		}

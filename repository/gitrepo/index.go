@@ -23,6 +23,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
@@ -171,7 +172,7 @@ func (x *objIndex) load() {
 	// About one commit and one path record per 400 bytes.
 	x.commits = make([]commitPos, 0, fi.Size()/400)
 	x.paths = make([]pathPos, 0, fi.Size()/400)
-	if x.data, err = mapFile(f, fi.Size()); err == nil {
+	if x.data, err = gitobj.MapFile(f, fi.Size()); err == nil {
 		x.mapped = true
 	} else if x.data, err = io.ReadAll(f); err != nil {
 		x.disabled = true
@@ -187,7 +188,7 @@ func (x *objIndex) load() {
 	}
 	if x.mapped {
 		// The scan touched every page; a lookup touches one or two.
-		dropPages(x.data)
+		gitobj.DropPages(x.data)
 	}
 	// Sorted for lookups; a key recorded twice (two processes' first
 	// lists) has the same record both times, so either may be found.
@@ -200,7 +201,7 @@ func (x *objIndex) load() {
 // unload drops what load read; x.mu is held.
 func (x *objIndex) unload() {
 	if x.mapped {
-		unmapFile(x.data)
+		gitobj.UnmapFile(x.data)
 	}
 	x.data, x.mapped, x.loaded, x.known = nil, false, false, 0
 	x.commits, x.paths, x.newCommits, x.newPaths = nil, nil, nil, nil
@@ -302,9 +303,9 @@ func (x *objIndex) commit(h plumbing.Hash) *commitInfo {
 
 // subtree returns the entry path p leads to under tree root when the
 // index knows it.
-func (x *objIndex) subtree(root plumbing.Hash, p string) (treeEntry, bool) {
+func (x *objIndex) subtree(root plumbing.Hash, p string) (gitobj.TreeEntry, bool) {
 	if x == nil {
-		return treeEntry{}, false
+		return gitobj.TreeEntry{}, false
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -312,11 +313,11 @@ func (x *objIndex) subtree(root plumbing.Hash, p string) (treeEntry, bool) {
 	x.looked()
 	off, ok := x.findPath(pathKeyOf(root, p))
 	if !ok {
-		return treeEntry{}, false
+		return gitobj.TreeEntry{}, false
 	}
 	recRoot, recPath, e, ok := parsePathRecord(x.lineAt(off))
 	if !ok || recRoot != root || recPath != p {
-		return treeEntry{}, false // another path with the same hash
+		return gitobj.TreeEntry{}, false // another path with the same hash
 	}
 	return e, true
 }
@@ -351,7 +352,7 @@ func (x *objIndex) addCommit(c *commitInfo) {
 }
 
 // addSubtree records that path p under tree root is the directory h.
-func (x *objIndex) addSubtree(root plumbing.Hash, p string, e treeEntry) {
+func (x *objIndex) addSubtree(root plumbing.Hash, p string, e gitobj.TreeEntry) {
 	if x == nil {
 		return
 	}
@@ -370,7 +371,7 @@ func (x *objIndex) addSubtree(root plumbing.Hash, p string, e treeEntry) {
 		return
 	}
 	x.newPaths[fp] = struct{}{}
-	x.record(fmt.Sprintf("p %s %s %s %o", root, strconv.Quote(p), e.hash, uint32(e.mode)))
+	x.record(fmt.Sprintf("p %s %s %s %o", root, strconv.Quote(p), e.Hash, uint32(e.Mode)))
 }
 
 // record queues line with its checksum; x.mu is held.
@@ -492,16 +493,16 @@ func parseCommitRecord(body string) (*commitInfo, bool) {
 
 // parsePathRecord parses the body of a path record: the tree, the path
 // and the entry it leads to.
-func parsePathRecord(body string) (plumbing.Hash, string, treeEntry, bool) {
+func parsePathRecord(body string) (plumbing.Hash, string, gitobj.TreeEntry, bool) {
 	f, ok := fields(body)
 	if !ok || len(f) != 5 || f[0] != "p" {
-		return plumbing.ZeroHash, "", treeEntry{}, false
+		return plumbing.ZeroHash, "", gitobj.TreeEntry{}, false
 	}
 	mode, err := strconv.ParseUint(f[4], 8, 32)
 	if err != nil {
-		return plumbing.ZeroHash, "", treeEntry{}, false
+		return plumbing.ZeroHash, "", gitobj.TreeEntry{}, false
 	}
-	e := treeEntry{name: f[2][strings.LastIndexByte(f[2], '/')+1:], mode: filemode.FileMode(mode), hash: plumbing.NewHash(f[3])}
+	e := gitobj.TreeEntry{Name: f[2][strings.LastIndexByte(f[2], '/')+1:], Mode: filemode.FileMode(mode), Hash: plumbing.NewHash(f[3])}
 	return plumbing.NewHash(f[1]), f[2], e, true
 }
 
@@ -568,15 +569,15 @@ func (x *objIndex) dropPages() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.mapped {
-		dropPages(x.data)
+		gitobj.DropPages(x.data)
 	}
 }
 
-// looked counts a lookup, and every dropPagesEvery takes the mapped
+// looked counts a lookup, and every DropPagesEvery takes the mapped
 // file's pages out of the process's resident set (see dropPages in
 // mmap_unix.go); x.mu is held.
 func (x *objIndex) looked() {
-	if x.lookups++; x.lookups%dropPagesEvery == 0 && x.mapped {
-		dropPages(x.data)
+	if x.lookups++; x.lookups%gitobj.DropPagesEvery == 0 && x.mapped {
+		gitobj.DropPages(x.data)
 	}
 }

@@ -9,6 +9,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 )
 
 // What the index records reads back the same, and a damaged line is
@@ -25,7 +27,7 @@ func TestObjIndexRoundTrip(t *testing.T) {
 	}
 	c.annotations = annotations(c.message)
 	root := plumbing.NewHash(strings.Repeat("e5", 20))
-	sub := treeEntry{name: "b", mode: modeDir, hash: plumbing.NewHash(strings.Repeat("f6", 20))}
+	sub := gitobj.TreeEntry{Name: "b", Mode: modeDir, Hash: plumbing.NewHash(strings.Repeat("f6", 20))}
 	x.addCommit(c)
 	x.addSubtree(root, "a/b", sub)
 	root2 := plumbing.NewHash(strings.Repeat("07", 20))

@@ -12,6 +12,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
@@ -131,17 +132,17 @@ func TestParseVersion(t *testing.T) {
 
 func TestCompareEntries(t *testing.T) {
 	// git's order: "a-" < "a" (a directory, "a/") < "a0", and file "a" < "a-".
-	entries := []treeEntry{
-		{name: "a0", mode: modeRegular},
-		{name: "a", mode: modeDir},
-		{name: "a-", mode: modeRegular},
-		{name: "b", mode: modeRegular},
-		{name: "ab", mode: modeDir},
+	entries := []gitobj.TreeEntry{
+		{Name: "a0", Mode: modeRegular},
+		{Name: "a", Mode: modeDir},
+		{Name: "a-", Mode: modeRegular},
+		{Name: "b", Mode: modeRegular},
+		{Name: "ab", Mode: modeDir},
 	}
-	slices.SortFunc(entries, compareEntries)
+	slices.SortFunc(entries, gitobj.CompareEntries)
 	var got []string
 	for _, e := range entries {
-		got = append(got, e.name)
+		got = append(got, e.Name)
 	}
 	if want := []string{"a-", "a", "a0", "ab", "b"}; !slices.Equal(got, want) {
 		t.Fatalf("order %v, want %v", got, want)

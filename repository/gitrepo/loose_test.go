@@ -13,26 +13,28 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 )
 
-// encodeTree writes what go-git's encoder writes, for every mode.
+// EncodeTree writes what go-git's encoder writes, for every mode.
 func TestEncodeTreeAsGoGit(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	modes := []filemode.FileMode{filemode.Dir, filemode.Regular, filemode.Executable, filemode.Symlink, filemode.Submodule}
 	for range 50 {
-		var entries []treeEntry
+		var entries []gitobj.TreeEntry
 		tree := &object.Tree{}
 		for i := range rng.Intn(30) {
-			e := treeEntry{name: string(rune('a'+i)) + "x", mode: modes[rng.Intn(len(modes))]}
-			rng.Read(e.hash[:])
+			e := gitobj.TreeEntry{Name: string(rune('a'+i)) + "x", Mode: modes[rng.Intn(len(modes))]}
+			rng.Read(e.Hash[:])
 			entries = append(entries, e)
-			tree.Entries = append(tree.Entries, object.TreeEntry{Name: e.name, Mode: e.mode, Hash: e.hash})
+			tree.Entries = append(tree.Entries, object.TreeEntry{Name: e.Name, Mode: e.Mode, Hash: e.Hash})
 		}
 		want, err := encode(tree, plumbing.TreeObject)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := encodeTree(entries); !bytes.Equal(got, want) {
+		if got := gitobj.EncodeTree(entries); !bytes.Equal(got, want) {
 			t.Fatalf("encodeTree:\n%q\ngo-git:\n%q", got, want)
 		}
 	}
@@ -51,7 +53,7 @@ func TestWriteLooseAsGit(t *testing.T) {
 	}
 	data := bytes.Repeat([]byte("apiVersion: v1\nkind: ConfigMap\n"), 100)
 	h := plumbing.ComputeHash(plumbing.BlobObject, data)
-	if err := writeLoose(dir, h, plumbing.BlobObject, data); err != nil {
+	if err := gitobj.WriteLoose(dir, h, plumbing.BlobObject, data); err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "objects", h.String()[:2], h.String()[2:])
@@ -75,7 +77,7 @@ func TestWriteLooseAsGit(t *testing.T) {
 	if out, err := fsck.CombinedOutput(); err != nil {
 		t.Fatalf("git fsck: %v\n%s", err, out)
 	}
-	if err := writeLoose(dir, h, plumbing.BlobObject, data); err != nil {
+	if err := gitobj.WriteLoose(dir, h, plumbing.BlobObject, data); err != nil {
 		t.Fatal(err)
 	}
 	if again, _ := os.ReadFile(path); !bytes.Equal(again, raw) {

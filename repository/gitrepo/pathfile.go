@@ -649,10 +649,10 @@ func indexPathRecords(r io.Reader, size int64) ([]pathRecord, error) {
 			continue
 		}
 		root, p, e, ok := parsePathRecord(string(body))
-		if !ok || e.mode != modeDir {
+		if !ok || e.Mode != modeDir {
 			continue
 		}
-		out = append(out, pathRecord{key: pathKey36(root, p), tree: e.hash})
+		out = append(out, pathRecord{key: pathKey36(root, p), tree: e.Hash})
 	}
 	slices.SortFunc(out, func(a, b pathRecord) int { return bytes.Compare(a.key[:], b.key[:]) })
 	return slices.CompactFunc(out, func(a, b pathRecord) bool { return a.key == b.key }), nil

@@ -25,7 +25,7 @@ func (r *Repository) attachPublished(v *view, x *rev) error {
 		return nil
 	}
 	ck := plumbing.ComputeHash(plumbing.BlobObject, []byte(x.commit.hash.String()+"\x00"+x.full))
-	if c, ok := v.cache.get(kindPublished, ck); ok {
+	if c, ok := v.cache.Get(kindPublished, ck); ok {
 		x.published = c.(*object.Signature)
 		return nil
 	}
@@ -46,7 +46,7 @@ func (r *Repository) attachPublished(v *view, x *rev) error {
 		}
 		c = next
 	}
-	v.cache.put(kindPublished, ck, found, 128)
+	v.cache.Put(kindPublished, ck, found, 128)
 	x.published = found
 	return nil
 }
@@ -69,7 +69,7 @@ func (r *Repository) attachPublishedAll(v *view, xs []*rev) error {
 	}
 	want := map[string][]*rev{}
 	for _, x := range xs {
-		if c, ok := v.cache.get(kindPublished, key(x.full)); ok {
+		if c, ok := v.cache.Get(kindPublished, key(x.full)); ok {
 			x.published = c.(*object.Signature)
 			continue
 		}
@@ -95,7 +95,7 @@ func (r *Repository) attachPublishedAll(v *view, xs []*rev) error {
 	}
 	for full, pending := range want {
 		sig := found[full]
-		v.cache.put(kindPublished, key(full), sig, 128)
+		v.cache.Put(kindPublished, key(full), sig, 128)
 		for _, x := range pending {
 			x.published = sig
 		}

@@ -45,7 +45,7 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 		// placeholders.
 		step := func() error {
 			// The mapped pages are dropped as List drops them (every
-			// dropPagesEvery entries), not after each batch: the pages a
+			// DropPagesEvery entries), not after each batch: the pages a
 			// batch leaves are the next batch's (reads go in pack
 			// order), and faulting them in again made a first Range of
 			// 50,000 revisions a third dearer for 4 MB less at its peak.

@@ -605,7 +605,7 @@ func (v *view) packOrder(refs *refstore.RefSnap) ([]plumbing.ReferenceName, []pl
 	for i, h := range refs.Hashes {
 		all[i] = at{i: int32(i), pack: ^uint32(0)}
 		if v.packs != nil {
-			if p, off, ok := v.packs.offset(h); ok {
+			if p, off, ok := v.packs.Offset(h); ok {
 				all[i].pack, all[i].off = p, off
 			}
 		}

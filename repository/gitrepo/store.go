@@ -19,6 +19,7 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
@@ -29,7 +30,7 @@ import (
 // so every access goes through read or write. In one process, mu is held
 // shared by readers, which run side by side, and exclusive by writers;
 // readers take turns on what is not safe to share (objMu for go-git's
-// object reads, the packReader's own mutex, one object at a time). When
+// object reads, the PackReader's own mutex, one object at a time). When
 // several Repositories share one storage value (a memory.Storage passed
 // in Options.Storage) they share mu. Across processes, a file lock on
 // cad.lock in the git directory is held shared by readers and exclusive
@@ -40,10 +41,10 @@ type store struct {
 	objMu   sync.Mutex // serialises readers' use of s (view.object)
 	flock   *refstore.FileLock
 	gitDir  string
-	fsrefs  *refstore.FSRefs // refs read directly from gitDir, nil in memory
-	idx     *objIndex        // the object index in gitDir, nil in memory
-	paths   *pathFile        // its sorted path records, nil in memory
-	packs   *packReader      // the packs in gitDir, nil in memory
+	fsrefs  *refstore.FSRefs   // refs read directly from gitDir, nil in memory
+	idx     *objIndex          // the object index in gitDir, nil in memory
+	paths   *pathFile          // its sorted path records, nil in memory
+	packs   *gitobj.PackReader // the packs in gitDir, nil in memory
 	release func()
 	warn    func(msg string, args ...any)
 }
@@ -66,14 +67,14 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 		st.paths = newPathFile(gitDir)
 		st.idx = newObjIndex(gitDir)
 		st.idx.sorted = st.paths
-		st.packs = newPackReader(gitDir)
+		st.packs = gitobj.NewPackReader(gitDir)
 		st.mu = &sync.RWMutex{}
 		st.flock = refstore.NewFileLock(filepath.Join(gitDir, "cad.lock"))
 		st.release = func() {
 			// The packs are used under the lock: a read still running
 			// finishes first.
 			st.mu.Lock()
-			st.packs.close()
+			st.packs.Close()
 			st.mu.Unlock()
 			st.idx.close()
 			st.paths.close()
@@ -114,7 +115,7 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 // dropPages takes the pages of the mapped files (packs, their indexes,
 // cad-index) out of the process's resident set; the lock is held.
 func (st *store) dropPages() {
-	st.packs.dropPages()
+	st.packs.DropPages()
 	st.idx.dropPages()
 }
 
@@ -194,7 +195,7 @@ func (st *store) write(ctx context.Context, fn func() error) error {
 type view struct {
 	s     storage.Storer
 	fr    *refstore.FSRefs
-	cache *lru
+	cache *gitobj.LRU
 	// written lists the objects stored through this view, to push.
 	written []plumbing.Hash
 	// refs, when set, is a snapshot of all refs read once.
@@ -209,7 +210,7 @@ type view struct {
 	// paths finds package trees without loading idx; nil in memory.
 	paths *pathFile
 	// packs reads packed objects on disk; nil in memory.
-	packs *packReader
+	packs *gitobj.PackReader
 	// final holds what rawScan last built from a delta.
 	final []byte
 	// objMu serialises reads of go-git's storage, which is not safe for
@@ -394,17 +395,17 @@ func (v *view) raw(t plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType,
 
 // rawScan is raw for a caller that scans the content and keeps none of
 // it: a packed object may be returned in memory reused by the next read
-// (see packReader.objectScratch).
+// (see PackReader.ObjectScratch).
 func (v *view) rawScan(t plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	return v.rawRead(t, h, true)
 }
 
 func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumbing.ObjectType, []byte, error) {
 	if v.packs != nil {
-		read := v.packs.object
+		read := v.packs.Object
 		if scan {
-			read = func(h plumbing.Hash, c *lru) (plumbing.ObjectType, []byte, error) {
-				return v.packs.objectScratch(h, c, &v.final)
+			read = func(h plumbing.Hash, c *gitobj.LRU) (plumbing.ObjectType, []byte, error) {
+				return v.packs.ObjectScratch(h, c, &v.final)
 			}
 		}
 		got, data, err := read(h, v.cache)
@@ -413,7 +414,7 @@ func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumb
 			return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %w", h, plumbing.ErrObjectNotFound)
 		case err == nil:
 			return got, data, nil
-		case !errors.Is(err, errNotInPack):
+		case !errors.Is(err, gitobj.ErrNotInPack):
 			return plumbing.InvalidObject, nil, err
 		}
 	}
@@ -439,7 +440,7 @@ func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumb
 // index to answer.
 func (v *view) has(h plumbing.Hash) bool {
 	if v.packs != nil {
-		if v.packs.has(h) {
+		if v.packs.Has(h) {
 			return true
 		}
 		hex := h.String()
@@ -464,7 +465,7 @@ func (v *view) put(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 		return h, nil
 	}
 	if v.gitDir != "" {
-		return h, writeLoose(v.gitDir, h, t, data)
+		return h, gitobj.WriteLoose(v.gitDir, h, t, data)
 	}
 	o := v.s.NewEncodedObject()
 	o.SetType(t)

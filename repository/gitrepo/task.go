@@ -101,7 +101,7 @@ func (v *view) taskIn(c *commitInfo, full, ws string, num int) json.RawMessage {
 		return nil
 	}
 	ck := plumbing.ComputeHash(plumbing.BlobObject, []byte(c.hash.String()+"\x00"+full+"\x00"+ws+"\x00"+strconv.Itoa(num)))
-	if e, ok := v.cache.get(kindTask, ck); ok {
+	if e, ok := v.cache.Get(kindTask, ck); ok {
 		return e.(json.RawMessage)
 	}
 	var found json.RawMessage
@@ -126,6 +126,6 @@ func (v *view) taskIn(c *commitInfo, full, ws string, num int) json.RawMessage {
 		c = next
 		found = creationTaskOf(c, full, ws, num)
 	}
-	v.cache.put(kindTask, ck, found, int64(128+len(found)))
+	v.cache.Put(kindTask, ck, found, int64(128+len(found)))
 	return found
 }

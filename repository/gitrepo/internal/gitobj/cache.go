@@ -1,4 +1,4 @@
-package gitrepo
+package gitobj
 
 import (
 	"github.com/go-git/go-git/v5/plumbing"
@@ -6,11 +6,11 @@ import (
 	lrucache "github.com/configasdata/cad/internal/lru"
 )
 
-// lru caches immutable things read from git (trees, commits, package
+// LRU caches immutable things read from git (trees, commits, package
 // lists and contents) by object id, bounded by an estimate of their size
 // in bytes, over the module's one LRU (internal/lru). It is safe for
-// concurrent use. A nil *lru caches nothing.
-type lru struct {
+// concurrent use. A nil *LRU caches nothing.
+type LRU struct {
 	c *lrucache.Cache[cacheKey, any]
 }
 
@@ -23,27 +23,45 @@ type cacheKey struct {
 	h    plumbing.Hash
 }
 
-// newLRU returns a cache of at most max bytes that keeps no entry over a
+// NewLRU returns a cache of at most max bytes that keeps no entry over a
 // quarter of it; nil (nothing cached) when max <= 0.
-func newLRU(max int64) *lru {
+func NewLRU(max int64) *LRU {
 	if max <= 0 {
 		return nil
 	}
-	return &lru{c: lrucache.New[cacheKey, any](max, max/4)}
+	return &LRU{c: lrucache.New[cacheKey, any](max, max/4)}
 }
 
-func (c *lru) get(kind byte, h plumbing.Hash) (any, bool) {
+// Get returns what is kept of object h of the given kind, and whether
+// anything is.
+func (c *LRU) Get(kind byte, h plumbing.Hash) (any, bool) {
 	if c == nil {
 		return nil, false
 	}
 	return c.c.Get(cacheKey{kind, h})
 }
 
-// put keeps val, of about size bytes, unless an entry for the same object
+// Put keeps val, of about size bytes, unless an entry for the same object
 // is kept already (objects are immutable: the kept one is as good).
-func (c *lru) put(kind byte, h plumbing.Hash, val any, size int64) {
+func (c *LRU) Put(kind byte, h plumbing.Hash, val any, size int64) {
 	if c == nil {
 		return
 	}
 	c.c.Add(cacheKey{kind, h}, val, size+entryOverhead)
 }
+
+// Cache kinds: what an entry of the cache holds for its object id. The
+// pack reader keeps resolved objects (kindPacked) and delta ropes
+// (kindRope, deltatree.go); package gitrepo keeps the rest.
+const (
+	KindTree byte = iota
+	KindCommit
+	KindPeel
+	KindPackages     // packages under a tree, the tree being a package candidate
+	KindPackagesRoot // packages under a tree at the top of the directory
+	KindFiles
+	KindInfo
+	KindTagAnnotations // kpt: annotations of an annotated tag's message
+	KindSubtree        // the directory a path leads to under a tree
+	kindPacked         // an object resolved out of a pack, by pack and offset
+)

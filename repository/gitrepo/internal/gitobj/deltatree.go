@@ -1,4 +1,4 @@
-package gitrepo
+package gitobj
 
 import (
 	"bytes"
@@ -29,30 +29,30 @@ import (
 // an entry is found by skipping each piece of the bottom through its
 // index and parsing only the bytes around the deltas' insertions: the
 // cost of a lookup is the number of pieces (a few per delta on the
-// chain), not the tree's size. A rope grown past maxRopePieces is built
+// chain), not the tree's size. A rope grown past MaxRopePieces is built
 // into a new bottom.
 //
 // Anything unusual (an object that is not a tree, a malformed bottom, a
 // name twice in it) is left to the plain path, which builds the tree and
-// scans it, so the answers are those of scanTree whatever the input.
+// scans it, so the answers are those of ScanTree whatever the input.
 
-// Cache kinds of this file, after objects.go's.
+// Cache kinds of this file, after those of cache.go.
 const (
 	kindRope     = kindPacked + 1 + iota // a *rope, by pack and offset
 	kindRopeBase                         // a *ropeBase, by pack and offset
 )
 
-// maxRopePieces bounds a rope: a longer one is built into a new bottom.
+// MaxRopePieces bounds a rope: a longer one is built into a new bottom.
 // ropeMinSize is the size of the smallest tree looked up through ropes:
 // a few pieces per level of its chain cost more to compose than a small
 // tree costs to build (trees of a few hundred entries and less, such as
 // the directories of packages in directories).
 const ropeMinSize = 16 << 10
 
-var maxRopePieces = 512 // a variable for the tests
+var MaxRopePieces = 512 // a variable for the tests
 
-// errRopeUnfit says the rope path does not answer; the plain path does.
-var errRopeUnfit = errors.New("not fit for a rope")
+// ErrRopeUnfit says the rope path does not answer; the plain path does.
+var ErrRopeUnfit = errors.New("not fit for a rope")
 
 // ropeBase is a whole tree object, the bottom of a delta chain, indexed.
 type ropeBase struct {
@@ -81,17 +81,17 @@ func entryName(b []byte, s int) (name []byte, id int, ok bool) {
 	return b[s+sp+1 : s+sp+1+nul], id, true
 }
 
-// newRopeBase indexes the tree object buf; it fails (errRopeUnfit) on a
+// newRopeBase indexes the tree object buf; it fails (ErrRopeUnfit) on a
 // malformed tree or one that holds a name twice.
 func newRopeBase(buf []byte) (*ropeBase, error) {
 	if len(buf) >= 1<<31-1 {
-		return nil, errRopeUnfit
+		return nil, ErrRopeUnfit
 	}
 	b := &ropeBase{buf: buf}
 	for s := 0; s < len(buf); {
 		_, id, ok := entryName(buf, s)
 		if !ok {
-			return nil, errRopeUnfit
+			return nil, ErrRopeUnfit
 		}
 		b.starts = append(b.starts, int32(s))
 		s = id + 20
@@ -108,7 +108,7 @@ func newRopeBase(buf []byte) (*ropeBase, error) {
 		slot := int(maphash.Bytes(ropeSeed, name)) & (size - 1)
 		for b.table[slot] != 0 {
 			if other, _, _ := entryName(buf, int(b.starts[b.table[slot]-1])); bytes.Equal(other, name) {
-				return nil, errRopeUnfit
+				return nil, ErrRopeUnfit
 			}
 			slot = (slot + 1) & (size - 1)
 		}
@@ -159,13 +159,13 @@ type piece struct {
 func (r *rope) cost() int64 { return int64(64 + 48*len(r.pieces) + r.lits) }
 
 // getRope returns the rope cached at key and its bottom.
-func getRope(cache *lru, key plumbing.Hash) (*rope, *ropeBase, bool) {
-	c, ok := cache.get(kindRope, key)
+func getRope(cache *LRU, key plumbing.Hash) (*rope, *ropeBase, bool) {
+	c, ok := cache.Get(kindRope, key)
 	if !ok {
 		return nil, nil, false
 	}
 	r := c.(*rope)
-	b, ok := cache.get(kindRopeBase, r.baseKey)
+	b, ok := cache.Get(kindRopeBase, r.baseKey)
 	if !ok {
 		return nil, nil, false // its bottom was evicted: build it again
 	}
@@ -174,7 +174,7 @@ func getRope(cache *lru, key plumbing.Hash) (*rope, *ropeBase, bool) {
 
 // baseRope caches buf, a whole tree at key, as a bottom and returns the
 // rope of it.
-func baseRope(cache *lru, key plumbing.Hash, buf []byte) (*rope, *ropeBase, error) {
+func baseRope(cache *LRU, key plumbing.Hash, buf []byte) (*rope, *ropeBase, error) {
 	b, err := newRopeBase(buf)
 	if err != nil {
 		return nil, nil, err
@@ -183,8 +183,8 @@ func baseRope(cache *lru, key plumbing.Hash, buf []byte) (*rope, *ropeBase, erro
 	if len(buf) == 0 {
 		r.pieces = nil
 	}
-	cache.put(kindRopeBase, key, b, b.cost())
-	cache.put(kindRope, key, r, r.cost())
+	cache.Put(kindRopeBase, key, b, b.cost())
+	cache.Put(kindRope, key, r, r.cost())
 	return r, b, nil
 }
 
@@ -278,16 +278,16 @@ func (r *rope) flatten(b *ropeBase) []byte {
 }
 
 // find returns the first entry called name in the rope's tree, as
-// scanTree does on its content, or errRopeUnfit.
-func (r *rope) find(b *ropeBase, name string) (treeEntry, bool, error) {
-	found := func(raw []byte) (treeEntry, bool, error) {
+// ScanTree does on its content, or ErrRopeUnfit.
+func (r *rope) find(b *ropeBase, name string) (TreeEntry, bool, error) {
+	found := func(raw []byte) (TreeEntry, bool, error) {
 		sp := bytes.IndexByte(raw, ' ')
 		mode, err := filemode.New(string(raw[:sp]))
 		if err != nil {
-			return treeEntry{}, false, fmt.Errorf("malformed tree: %w", err)
+			return TreeEntry{}, false, fmt.Errorf("malformed tree: %w", err)
 		}
-		e := treeEntry{name: name, mode: mode}
-		copy(e.hash[:], raw[len(raw)-20:])
+		e := TreeEntry{Name: name, Mode: mode}
+		copy(e.Hash[:], raw[len(raw)-20:])
 		return e, true, nil
 	}
 	target := b.find(name)
@@ -304,7 +304,7 @@ func (r *rope) find(b *ropeBase, name string) (treeEntry, bool, error) {
 				end := -1
 				if nul := bytes.IndexByte(carry, 0); nul >= 0 {
 					if end = nul + 21 - len(carry); end <= 0 {
-						return treeEntry{}, false, errRopeUnfit
+						return TreeEntry{}, false, ErrRopeUnfit
 					}
 				} else if nul := bytes.IndexByte(data, 0); nul >= 0 {
 					end = nul + 21
@@ -316,7 +316,7 @@ func (r *rope) find(b *ropeBase, name string) (treeEntry, bool, error) {
 				carry = append(carry, data[:end]...)
 				got, id, ok := entryName(carry, 0)
 				if !ok || id+20 != len(carry) {
-					return treeEntry{}, false, errRopeUnfit
+					return TreeEntry{}, false, ErrRopeUnfit
 				}
 				if string(got) == name {
 					return found(carry)
@@ -363,43 +363,43 @@ func (r *rope) find(b *ropeBase, name string) (treeEntry, bool, error) {
 		}
 	}
 	if len(carry) > 0 {
-		return treeEntry{}, false, errRopeUnfit // a tree cut short
+		return TreeEntry{}, false, ErrRopeUnfit // a tree cut short
 	}
-	return treeEntry{}, false, nil
+	return TreeEntry{}, false, nil
 }
 
-// lookupEntry finds entry name in the packed tree h through ropes (see
+// LookupEntry finds entry name in the packed tree h through ropes (see
 // the top of this file); a tree under ropeMinSize is built, as at builds
-// it, and scanned. It returns errRopeUnfit when h is not in a pack, or
+// it, and scanned. It returns ErrRopeUnfit when h is not in a pack, or
 // anything else stops this path; the caller then reads the tree whole.
-// A small tree is built in *final, the caller's (see objectScratch).
-func (pr *packReader) lookupEntry(h plumbing.Hash, name string, cache *lru, final *[]byte) (treeEntry, bool, error) {
+// A small tree is built in *final, the caller's (see ObjectScratch).
+func (pr *PackReader) LookupEntry(h plumbing.Hash, name string, cache *LRU, final *[]byte) (TreeEntry, bool, error) {
 	if cache == nil {
-		return treeEntry{}, false, errRopeUnfit
+		return TreeEntry{}, false, ErrRopeUnfit
 	}
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	p, off, err := pr.locate(h)
 	if err != nil {
-		return treeEntry{}, false, errRopeUnfit
+		return TreeEntry{}, false, ErrRopeUnfit
 	}
 	key := packKey(p, off)
 	if r, b, ok := getRope(cache, key); ok {
 		return r.find(b, name)
 	}
-	if _, ok := cache.get(kindPacked, key); ok {
-		return treeEntry{}, false, errRopeUnfit // built already
+	if _, ok := cache.Get(kindPacked, key); ok {
+		return TreeEntry{}, false, ErrRopeUnfit // built already
 	}
 	pr.touched()
 	p.used()
 	e, err := readPackEntry(p, off)
 	if err != nil {
-		return treeEntry{}, false, errRopeUnfit
+		return TreeEntry{}, false, ErrRopeUnfit
 	}
 	switch e.typ {
 	case packObjTree:
 		if len(e.data) < ropeMinSize {
-			return scanTree(e.data, name)
+			return ScanTree(e.data, name)
 		}
 	case packObjOfsDelt, packObjRefDelt:
 		if size, n := binary.Uvarint(e.data); n > 0 {
@@ -408,11 +408,11 @@ func (pr *packReader) lookupEntry(h plumbing.Hash, name string, cache *lru, fina
 			}
 		}
 	default:
-		return treeEntry{}, false, errRopeUnfit
+		return TreeEntry{}, false, ErrRopeUnfit
 	}
 	r, b, err := pr.ropeAt(p, off, &e, cache)
 	if err != nil {
-		return treeEntry{}, false, errRopeUnfit
+		return TreeEntry{}, false, ErrRopeUnfit
 	}
 	return r.find(b, name)
 }
@@ -420,33 +420,33 @@ func (pr *packReader) lookupEntry(h plumbing.Hash, name string, cache *lru, fina
 // smallDelta scans the small tree the delta entry e of p builds, as at
 // builds it: its base through the cache (and into it, as at keeps an
 // object's direct base), the tree in *final.
-func (pr *packReader) smallDelta(p *packFile, e packEntry, name string, cache *lru, final *[]byte) (treeEntry, bool, error) {
+func (pr *PackReader) smallDelta(p *packFile, e packEntry, name string, cache *LRU, final *[]byte) (TreeEntry, bool, error) {
 	bp, boff := p, e.baseOff
 	if e.typ == packObjRefDelt {
 		var err error
 		if bp, boff, err = pr.locate(e.baseHash); err != nil {
-			return treeEntry{}, false, errRopeUnfit
+			return TreeEntry{}, false, ErrRopeUnfit
 		}
 	}
 	t, base, err := pr.at(bp, boff, cache, nil)
 	if err != nil || t != plumbing.TreeObject {
-		return treeEntry{}, false, errRopeUnfit
+		return TreeEntry{}, false, ErrRopeUnfit
 	}
-	cache.put(kindPacked, packKey(bp, boff), &packedObject{t: t, data: base}, int64(len(base))+96)
+	cache.Put(kindPacked, packKey(bp, boff), &packedObject{t: t, data: base}, int64(len(base))+96)
 	data, err := applyDelta(*final, base, e.data)
 	if err != nil {
-		return treeEntry{}, false, errRopeUnfit
+		return TreeEntry{}, false, ErrRopeUnfit
 	}
 	if cap(data) <= 4<<20 {
 		*final = data
 	}
-	return scanTree(data, name)
+	return ScanTree(data, name)
 }
 
 // ropeAt returns the rope of the tree at off in p: the chain is followed
 // down to a cached rope or a whole object, then composed upwards, each
 // level's rope cached.
-func (pr *packReader) ropeAt(p *packFile, off int64, first *packEntry, cache *lru) (*rope, *ropeBase, error) {
+func (pr *PackReader) ropeAt(p *packFile, off int64, first *packEntry, cache *LRU) (*rope, *ropeBase, error) {
 	type step struct {
 		key   plumbing.Hash
 		delta []byte
@@ -457,17 +457,17 @@ func (pr *packReader) ropeAt(p *packFile, off int64, first *packEntry, cache *lr
 	cp, coff := p, off
 	for {
 		if len(chain) > maxDeltaDepth {
-			return nil, nil, errRopeUnfit
+			return nil, nil, ErrRopeUnfit
 		}
 		key := packKey(cp, coff)
 		var ok bool
 		if r, b, ok = getRope(cache, key); ok {
 			break
 		}
-		if c, ok := cache.get(kindPacked, key); ok {
+		if c, ok := cache.Get(kindPacked, key); ok {
 			o := c.(*packedObject)
 			if o.t != plumbing.TreeObject {
-				return nil, nil, errRopeUnfit
+				return nil, nil, ErrRopeUnfit
 			}
 			var err error
 			if r, b, err = baseRope(cache, key, o.data); err != nil {
@@ -501,12 +501,12 @@ func (pr *packReader) ropeAt(p *packFile, off int64, first *packEntry, cache *lr
 			break
 		}
 		if e.typ != packObjOfsDelt && e.typ != packObjRefDelt {
-			return nil, nil, errRopeUnfit
+			return nil, nil, ErrRopeUnfit
 		}
 		chain = append(chain, step{key, e.data})
 		if e.typ == packObjRefDelt {
 			if cp, coff, err = pr.locate(e.baseHash); err != nil {
-				return nil, nil, errRopeUnfit
+				return nil, nil, ErrRopeUnfit
 			}
 		} else {
 			coff = e.baseOff
@@ -517,14 +517,14 @@ func (pr *packReader) ropeAt(p *packFile, off int64, first *packEntry, cache *lr
 		if err != nil {
 			return nil, nil, err
 		}
-		if len(next.pieces) > maxRopePieces {
+		if len(next.pieces) > MaxRopePieces {
 			if r, b, err = baseRope(cache, chain[i].key, next.flatten(b)); err != nil {
 				return nil, nil, err
 			}
 			continue
 		}
 		r = next
-		cache.put(kindRope, chain[i].key, r, r.cost())
+		cache.Put(kindRope, chain[i].key, r, r.cost())
 	}
 	return r, b, nil
 }

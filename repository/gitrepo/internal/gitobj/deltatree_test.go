@@ -1,4 +1,4 @@
-package gitrepo
+package gitobj
 
 import (
 	"bytes"
@@ -88,17 +88,17 @@ func randomDelta(rng *rand.Rand, base, target []byte) []byte {
 
 // change returns tree with some entries replaced by others.
 func change(rng *rand.Rand, tree []byte) []byte {
-	entries, err := parseTree(tree)
+	entries, err := ParseTree(tree)
 	if err != nil {
 		panic(err)
 	}
-	other, _ := parseTree(randomTree(rng, 1+rng.Intn(4)))
+	other, _ := ParseTree(randomTree(rng, 1+rng.Intn(4)))
 	for _, o := range other {
 		if len(entries) > 0 && rng.Intn(2) == 0 {
 			i := rng.Intn(len(entries))
 			entries = slices.Delete(entries, i, i+1)
 		}
-		i, found := slices.BinarySearchFunc(entries, o.name, func(e treeEntry, n string) int { return compareEntries(e, treeEntry{name: n, mode: e.mode}) })
+		i, found := slices.BinarySearchFunc(entries, o.Name, func(e TreeEntry, n string) int { return CompareEntries(e, TreeEntry{Name: n, Mode: e.Mode}) })
 		if found {
 			entries[i] = o
 		} else {
@@ -107,8 +107,8 @@ func change(rng *rand.Rand, tree []byte) []byte {
 	}
 	var out []byte
 	for _, e := range entries {
-		out = append(out, strings.TrimLeft(e.mode.String(), "0")+" "+e.name+"\x00"...)
-		out = append(out, e.hash[:]...)
+		out = append(out, strings.TrimLeft(e.Mode.String(), "0")+" "+e.Name+"\x00"...)
+		out = append(out, e.Hash[:]...)
 	}
 	return out
 }
@@ -117,7 +117,7 @@ func change(rng *rand.Rand, tree []byte) []byte {
 // every absent name, exactly as a scan of the built tree does.
 func TestRopeFindsWhatScanFinds(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
-	cache := newLRU(64 << 20)
+	cache := NewLRU(64 << 20)
 	for round := range 200 {
 		tree := randomTree(rng, 1+rng.Intn(60))
 		key := plumbing.Hash{0: byte(round), 1: byte(round >> 8), 19: 1}
@@ -137,13 +137,13 @@ func TestRopeFindsWhatScanFinds(t *testing.T) {
 				t.Fatalf("round %d depth %d: the rope holds another tree", round, depth)
 			}
 			tree = next
-			entries, _ := parseTree(tree)
+			entries, _ := ParseTree(tree)
 			names := []string{"", "zz", "pkg-", "a", "a 1"}
 			for _, e := range entries {
-				names = append(names, e.name)
+				names = append(names, e.Name)
 			}
 			for _, name := range names {
-				want, wantOK, wantErr := scanTree(tree, name)
+				want, wantOK, wantErr := ScanTree(tree, name)
 				got, ok, err := r.find(b, name)
 				if err != nil || wantErr != nil || ok != wantOK || got != want {
 					t.Fatalf("round %d depth %d, %q: rope %v %v %v, scan %v %v %v", round, depth, name, got, ok, err, want, wantOK, wantErr)
@@ -156,15 +156,15 @@ func TestRopeFindsWhatScanFinds(t *testing.T) {
 // A bottom that is no tree, or holds a name twice, is left to the plain
 // path; so is a delta that does not fit the rope.
 func TestRopeUnfit(t *testing.T) {
-	if _, err := newRopeBase([]byte("100644 a\x00short")); !errors.Is(err, errRopeUnfit) {
+	if _, err := newRopeBase([]byte("100644 a\x00short")); !errors.Is(err, ErrRopeUnfit) {
 		t.Fatalf("a cut tree: %v", err)
 	}
 	id := string(make([]byte, 20))
-	if _, err := newRopeBase([]byte("100644 a\x00" + id + "100644 a\x00" + id)); !errors.Is(err, errRopeUnfit) {
+	if _, err := newRopeBase([]byte("100644 a\x00" + id + "100644 a\x00" + id)); !errors.Is(err, ErrRopeUnfit) {
 		t.Fatalf("a name twice: %v", err)
 	}
 	tree := []byte("100644 a\x00" + id)
-	r, b, err := baseRope(newLRU(1<<20), plumbing.Hash{1}, tree)
+	r, b, err := baseRope(NewLRU(1<<20), plumbing.Hash{1}, tree)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -179,7 +179,7 @@ func TestRopeUnfit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := short.find(b, "b"); !errors.Is(err, errRopeUnfit) {
+	if _, _, err := short.find(b, "b"); !errors.Is(err, ErrRopeUnfit) {
 		t.Fatalf("a cut tree: %v", err)
 	}
 }

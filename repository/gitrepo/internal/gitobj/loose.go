@@ -1,4 +1,4 @@
-package gitrepo
+package gitobj
 
 import (
 	"compress/zlib"
@@ -23,12 +23,12 @@ var looseWriters = sync.Pool{New: func() any {
 	return w
 }}
 
-// writeLoose stores object h, of type t and content data, as a loose
+// WriteLoose stores object h, of type t and content data, as a loose
 // object of gitDir: "<type> <size>\x00<data>" deflated, written to a
 // temporary file in its directory and renamed into place, read-only as
 // git leaves it. An object already there is left as it is. Errors name
 // the object.
-func writeLoose(gitDir string, h plumbing.Hash, t plumbing.ObjectType, data []byte) error {
+func WriteLoose(gitDir string, h plumbing.Hash, t plumbing.ObjectType, data []byte) error {
 	hex := h.String()
 	dir := filepath.Join(gitDir, "objects", hex[:2])
 	path := filepath.Join(dir, hex[2:])

@@ -1,15 +1,17 @@
 //go:build !unix
 
-package gitrepo
+package gitobj
 
 import (
 	"errors"
 	"os"
 )
 
-// mapFile is not available here: pack indexes are read with ReadAt.
-func mapFile(*os.File, int64) ([]byte, error) { return nil, errors.ErrUnsupported }
+// MapFile is not available here: pack indexes are read with ReadAt.
+func MapFile(*os.File, int64) ([]byte, error) { return nil, errors.ErrUnsupported }
 
-func unmapFile([]byte) {}
+// UnmapFile does nothing here.
+func UnmapFile([]byte) {}
 
-func dropPages([]byte) {}
+// DropPages does nothing here.
+func DropPages([]byte) {}

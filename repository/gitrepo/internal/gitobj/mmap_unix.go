@@ -1,6 +1,6 @@
 //go:build unix
 
-package gitrepo
+package gitobj
 
 import (
 	"errors"
@@ -8,22 +8,23 @@ import (
 	"syscall"
 )
 
-// mapFile maps the first size bytes of f into memory, read-only; the
+// MapFile maps the first size bytes of f into memory, read-only; the
 // pages are read from the file as they are touched.
-func mapFile(f *os.File, size int64) ([]byte, error) {
+func MapFile(f *os.File, size int64) ([]byte, error) {
 	if size <= 0 || int64(int(size)) != size {
 		return nil, errors.ErrUnsupported // read instead
 	}
 	return syscall.Mmap(int(f.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 }
 
-func unmapFile(b []byte) { _ = syscall.Munmap(b) }
+// UnmapFile removes a mapping MapFile made.
+func UnmapFile(b []byte) { _ = syscall.Munmap(b) }
 
-// dropPages tells the kernel the process is done with the pages of the
+// DropPages tells the kernel the process is done with the pages of the
 // mapping b for now: they leave its resident set (the file's pages stay
 // in the page cache, so touching them again costs a page fault, not a
 // read).
-func dropPages(b []byte) {
+func DropPages(b []byte) {
 	if len(b) > 0 {
 		_ = syscall.Madvise(b, syscall.MADV_DONTNEED)
 	}

@@ -1,4 +1,4 @@
-package gitrepo
+package gitobj
 
 import (
 	"bufio"
@@ -20,10 +20,10 @@ import (
 	"github.com/configasdata/cad/repository"
 )
 
-// packReader reads objects out of the pack files of a git directory on
+// PackReader reads objects out of the pack files of a git directory on
 // disk. go-git decodes every pack's whole .idx into memory before its
 // first read, which costs more than the read itself in a large
-// repository; packReader instead looks an object up in the .idx file
+// repository; PackReader instead looks an object up in the .idx file
 // where it lies (the fan-out table, then a binary search among the ids
 // that share the first byte), and reads the object at its offset in the
 // pack, resolving delta chains through the object cache (delta bases are
@@ -34,9 +34,9 @@ import (
 //
 // It reads version 2 indexes, which git has written since 2007; a pack
 // with any other index is left to go-git, and so are loose objects. A
-// packReader is safe for concurrent use: readers holding the store's
+// PackReader is safe for concurrent use: readers holding the store's
 // shared lock take turns on mu, one object at a time.
-type packReader struct {
+type PackReader struct {
 	dir string // objects/pack
 
 	mu sync.Mutex // guards what follows
@@ -51,13 +51,13 @@ type packReader struct {
 	reads int
 }
 
-// dropPagesEvery is how many pack entries and index lookups a packReader
+// DropPagesEvery is how many pack entries and index lookups a PackReader
 // reads, or cad-index records are looked up, between two calls of
 // dropPages: a list of the
 // whole repository touches every page of the packs and of cad-index,
 // each once, and what it has read need not stay resident (50,000
 // revisions: 50 MB of mapped files otherwise).
-const dropPagesEvery = 16384
+const DropPagesEvery = 16384
 
 // packFile is one pack and its index.
 type packFile struct {
@@ -119,14 +119,19 @@ const (
 	maxPackObject = 1 << 30
 )
 
-var errNotInPack = errors.New("not in a pack")
+// ErrNotInPack says an object is in none of the packs PackReader reads:
+// it is loose, in a pack with an index it does not read, or missing;
+// the caller asks go-git.
+var ErrNotInPack = errors.New("not in a pack")
 
-func newPackReader(gitDir string) *packReader {
-	return &packReader{dir: filepath.Join(gitDir, "objects", "pack")}
+// NewPackReader returns a reader of the packs of gitDir; it opens them
+// on the first lookup.
+func NewPackReader(gitDir string) *PackReader {
+	return &PackReader{dir: filepath.Join(gitDir, "objects", "pack")}
 }
 
-// close closes the open pack files.
-func (pr *packReader) close() {
+// Close closes the open pack files.
+func (pr *PackReader) Close() {
 	if pr == nil {
 		return
 	}
@@ -140,7 +145,7 @@ func (pr *packReader) close() {
 
 // rescan opens the packs of the directory when it changed since the last
 // scan, and reports whether it did.
-func (pr *packReader) rescan() bool {
+func (pr *PackReader) rescan() bool {
 	fi, err := os.Stat(pr.dir)
 	if err != nil || fi.ModTime().Equal(pr.scanned) {
 		return false
@@ -213,10 +218,10 @@ func openPack(base string) (*packFile, error) {
 	// Small files are mapped now, larger ones once read enough (see
 	// mapAfter); where mmap is missing they are read with ReadAt.
 	if fi.Size() <= mapWhole {
-		p.idxMap, _ = mapFile(idx, fi.Size())
+		p.idxMap, _ = MapFile(idx, fi.Size())
 	}
 	if pfi, err := pack.Stat(); err == nil && pfi.Size() <= mapWhole {
-		p.packMap, _ = mapFile(pack, pfi.Size())
+		p.packMap, _ = MapFile(pack, pfi.Size())
 	}
 	return p, nil
 }
@@ -233,23 +238,23 @@ func (p *packFile) used() {
 	}
 	if p.idxMap == nil {
 		if fi, err := p.idx.Stat(); err == nil {
-			p.idxMap, _ = mapFile(p.idx, fi.Size())
+			p.idxMap, _ = MapFile(p.idx, fi.Size())
 		}
 	}
 	if p.packMap == nil {
 		if fi, err := p.pack.Stat(); err == nil {
-			p.packMap, _ = mapFile(p.pack, fi.Size())
+			p.packMap, _ = MapFile(p.pack, fi.Size())
 		}
 	}
 }
 
 func (p *packFile) close() {
 	if p.idxMap != nil {
-		unmapFile(p.idxMap)
+		UnmapFile(p.idxMap)
 		p.idxMap = nil
 	}
 	if p.packMap != nil {
-		unmapFile(p.packMap)
+		UnmapFile(p.packMap)
 		p.packMap = nil
 	}
 	p.idx.Close()
@@ -297,9 +302,9 @@ func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
 }
 
 // locate returns the pack holding h and its offset there.
-func (pr *packReader) locate(h plumbing.Hash) (*packFile, int64, error) {
+func (pr *PackReader) locate(h plumbing.Hash) (*packFile, int64, error) {
 	if pr.closed {
-		return nil, 0, errNotInPack
+		return nil, 0, ErrNotInPack
 	}
 	if pr.packs == nil {
 		pr.rescan()
@@ -316,23 +321,23 @@ func (pr *packReader) locate(h plumbing.Hash) (*packFile, int64, error) {
 		}
 		// Another process may have added a pack since.
 		if !again || !pr.rescan() {
-			return nil, 0, errNotInPack
+			return nil, 0, ErrNotInPack
 		}
 	}
 }
 
-// has reports whether h is in a pack.
-func (pr *packReader) has(h plumbing.Hash) bool {
+// Has reports whether h is in a pack.
+func (pr *PackReader) Has(h plumbing.Hash) bool {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	_, _, err := pr.locate(h)
 	return err == nil
 }
 
-// offset returns the offset of h in its pack and a number ordering the
+// Offset returns the offset of h in its pack and a number ordering the
 // packs, for reading objects in the order they lie on disk; ok is false
 // when h is in no pack.
-func (pr *packReader) offset(h plumbing.Hash) (pack uint32, off int64, ok bool) {
+func (pr *PackReader) Offset(h plumbing.Hash) (pack uint32, off int64, ok bool) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	p, off, err := pr.locate(h)
@@ -342,9 +347,9 @@ func (pr *packReader) offset(h plumbing.Hash) (pack uint32, off int64, ok bool) 
 	return p.id, off, true
 }
 
-// object returns the type and content of object h, errNotInPack when no
+// Object returns the type and content of object h, ErrNotInPack when no
 // pack holds it.
-func (pr *packReader) object(h plumbing.Hash, cache *lru) (plumbing.ObjectType, []byte, error) {
+func (pr *PackReader) Object(h plumbing.Hash, cache *LRU) (plumbing.ObjectType, []byte, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	p, off, err := pr.locate(h)
@@ -358,13 +363,13 @@ func (pr *packReader) object(h plumbing.Hash, cache *lru) (plumbing.ObjectType, 
 	return t, data, nil
 }
 
-// objectScratch is object for a caller that reads the content and keeps
+// ObjectScratch is object for a caller that reads the content and keeps
 // none of it: when the object is a delta, it is built in *final (the
 // caller's, reused by its next read of this kind). A list scans every
 // tagged commit's root tree for one entry; in a repository as Porch
 // writes it those are as large as the number of packages, and a new one
 // each would be most of what a first list allocates.
-func (pr *packReader) objectScratch(h plumbing.Hash, cache *lru, final *[]byte) (plumbing.ObjectType, []byte, error) {
+func (pr *PackReader) ObjectScratch(h plumbing.Hash, cache *LRU, final *[]byte) (plumbing.ObjectType, []byte, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	p, off, err := pr.locate(h)
@@ -399,9 +404,9 @@ func packKey(p *packFile, off int64) plumbing.Hash {
 // bottom are kept in the cache. Read in pack order, as a list reads them,
 // each commit's trees are deltas on the previous one's: every read then
 // applies a delta or two, not the chain. With final, the object itself,
-// when built from a delta, is built in *final (see objectScratch). pr.mu
+// when built from a delta, is built in *final (see ObjectScratch). pr.mu
 // is held.
-func (pr *packReader) at(p *packFile, off int64, cache *lru, final *[]byte) (plumbing.ObjectType, []byte, error) {
+func (pr *PackReader) at(p *packFile, off int64, cache *LRU, final *[]byte) (plumbing.ObjectType, []byte, error) {
 	type step struct {
 		p     *packFile
 		off   int64
@@ -416,7 +421,7 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru, final *[]byte) (plu
 		if len(chain) > maxDeltaDepth {
 			return plumbing.InvalidObject, nil, errors.New("delta chain too long")
 		}
-		if c, ok := cache.get(kindPacked, packKey(cp, coff)); ok {
+		if c, ok := cache.Get(kindPacked, packKey(cp, coff)); ok {
 			o := c.(*packedObject)
 			t, base = o.t, o.data
 			break
@@ -444,7 +449,7 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru, final *[]byte) (plu
 		}
 	}
 	if fresh && len(chain) > 0 {
-		cache.put(kindPacked, packKey(cp, coff), &packedObject{t: t, data: base}, int64(len(base))+96)
+		cache.Put(kindPacked, packKey(cp, coff), &packedObject{t: t, data: base}, int64(len(base))+96)
 	}
 	for i := len(chain) - 1; i >= 0; i-- {
 		var dst []byte
@@ -465,7 +470,7 @@ func (pr *packReader) at(p *packFile, off int64, cache *lru, final *[]byte) (plu
 			*final = data
 		}
 		if i == 1 {
-			cache.put(kindPacked, packKey(chain[1].p, chain[1].off), &packedObject{t: t, data: data}, int64(len(data))+96)
+			cache.Put(kindPacked, packKey(chain[1].p, chain[1].off), &packedObject{t: t, data: data}, int64(len(data))+96)
 		}
 		base = data
 	}
@@ -665,29 +670,29 @@ func deltaCopy(op byte, delta []byte) (off, size uint64, rest []byte, ok bool) {
 }
 
 // touched counts an entry read from a mapped pack, and every
-// dropPagesEvery drops the packs' pages.
-func (pr *packReader) touched() { pr.touchedN(1) }
+// DropPagesEvery drops the packs' pages.
+func (pr *PackReader) touched() { pr.touchedN(1) }
 
 // touchedN counts n entries' worth of reads (see touched).
-func (pr *packReader) touchedN(n int) {
-	before := pr.reads / dropPagesEvery
-	if pr.reads += n; pr.reads/dropPagesEvery != before {
+func (pr *PackReader) touchedN(n int) {
+	before := pr.reads / DropPagesEvery
+	if pr.reads += n; pr.reads/DropPagesEvery != before {
 		for _, p := range pr.packs {
-			dropPages(p.packMap)
+			DropPages(p.packMap)
 		}
 	}
 }
 
-// dropPages takes the mapped packs' and indexes' pages out of the
+// DropPages takes the mapped packs' and indexes' pages out of the
 // process's resident set until they are read again.
-func (pr *packReader) dropPages() {
+func (pr *PackReader) DropPages() {
 	if pr == nil {
 		return
 	}
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
 	for _, p := range pr.packs {
-		dropPages(p.packMap)
-		dropPages(p.idxMap)
+		DropPages(p.packMap)
+		DropPages(p.idxMap)
 	}
 }

@@ -1,4 +1,4 @@
-package gitrepo
+package gitobj
 
 import (
 	"bytes"
@@ -33,7 +33,7 @@ func gitCLI(t *testing.T, dir string, args ...string) string {
 	return string(out)
 }
 
-// Every object of packs git wrote reads the same through packReader as
+// Every object of packs git wrote reads the same through PackReader as
 // through go-git, with and without a cache: a fast-import pack (offset
 // deltas, each version of a file on the previous one, in long chains) and
 // the same objects repacked with ref deltas (base named by id).
@@ -120,11 +120,11 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 	if err != nil || len(want) < 150 {
 		t.Fatalf("go-git read %d objects: %v", len(want), err)
 	}
-	for _, c := range []*lru{nil, newLRU(1 << 20)} {
-		pr := newPackReader(gitDir)
+	for _, c := range []*LRU{nil, NewLRU(1 << 20)} {
+		pr := NewPackReader(gitDir)
 		var final []byte
 		for h, data := range want {
-			typ, got, err := pr.object(h, c)
+			typ, got, err := pr.Object(h, c)
 			if err != nil {
 				t.Fatalf("%s: %v", h, err)
 			}
@@ -133,7 +133,7 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 			}
 			// The same read into reused memory, which must not change
 			// what was read before (got) nor the cached bases.
-			typ, scanned, err := pr.objectScratch(h, c, &final)
+			typ, scanned, err := pr.ObjectScratch(h, c, &final)
 			if err != nil || typ != types[h] || !bytes.Equal(scanned, data) {
 				t.Fatalf("%s: objectScratch read a %s of %d bytes (%v), go-git a %s of %d", h, typ, len(scanned), err, types[h], len(data))
 			}
@@ -141,14 +141,14 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 				t.Fatalf("%s: objectScratch changed an object read before", h)
 			}
 		}
-		// Every object again, each through objectScratch after another's:
+		// Every object again, each through ObjectScratch after another's:
 		// reused memory never leaks into a base.
 		for h, data := range want {
-			if _, got, err := pr.objectScratch(h, c, &final); err != nil || !bytes.Equal(got, data) {
+			if _, got, err := pr.ObjectScratch(h, c, &final); err != nil || !bytes.Equal(got, data) {
 				t.Fatalf("%s: second objectScratch pass: %v", h, err)
 			}
 		}
-		if _, _, err := pr.object(plumbing.NewHash("0123456789012345678901234567890123456789"), c); err != errNotInPack {
+		if _, _, err := pr.Object(plumbing.NewHash("0123456789012345678901234567890123456789"), c); err != ErrNotInPack {
 			t.Fatalf("a missing object: %v", err)
 		}
 		for _, p := range pr.packs {
@@ -156,7 +156,7 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 				t.Fatalf("pack %s: mapped %v, index mapped %v; want %v", p.name, p.packMap != nil, p.idxMap != nil, mapped)
 			}
 		}
-		pr.close()
+		pr.Close()
 	}
 }
 
@@ -217,10 +217,10 @@ func readDamaged(t *testing.T, gitDir, packPath string, orig []byte, ids []plumb
 			if err := os.WriteFile(packPath, data, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			pr := newPackReader(gitDir)
+			pr := NewPackReader(gitDir)
 			for _, h := range ids {
-				typ, got, err := pr.object(h, nil)
-				if err != nil && !errors.Is(err, repository.ErrCorrupt) && !errors.Is(err, errNotInPack) {
+				typ, got, err := pr.Object(h, nil)
+				if err != nil && !errors.Is(err, repository.ErrCorrupt) && !errors.Is(err, ErrNotInPack) {
 					t.Fatalf("%s: %v, want an error matching repository.ErrCorrupt", h, err)
 				}
 				if err == nil && plumbing.ComputeHash(typ, got) != h {
@@ -229,7 +229,7 @@ func readDamaged(t *testing.T, gitDir, packPath string, orig []byte, ids []plumb
 					t.Fatalf("%s: wrong content read without an error", h)
 				}
 			}
-			pr.close()
+			pr.Close()
 		}
 	}
 }
