@@ -19,13 +19,3 @@ func MapFile(f *os.File, size int64) ([]byte, error) {
 
 // UnmapFile removes a mapping MapFile made.
 func UnmapFile(b []byte) { _ = syscall.Munmap(b) }
-
-// DropPages tells the kernel the process is done with the pages of the
-// mapping b for now: they leave its resident set (the file's pages stay
-// in the page cache, so touching them again costs a page fault, not a
-// read).
-func DropPages(b []byte) {
-	if len(b) > 0 {
-		_ = syscall.Madvise(b, syscall.MADV_DONTNEED)
-	}
-}
