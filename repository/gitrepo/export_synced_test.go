@@ -7,5 +7,5 @@ import (
 )
 
 // SetObjectSyncHook sets the hook called with every loose object a write
-// syncs (synced.go), for the tests of package gitrepo_test.
+// syncs (internal/refstore/synced.go), for the tests of package gitrepo_test.
 func SetObjectSyncHook(f func(h plumbing.Hash)) { refstore.ObjectSyncHook = f }

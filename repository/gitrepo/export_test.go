@@ -11,7 +11,7 @@ import (
 )
 
 // SetFaultHook sets the hook called at every step of a ref transaction on
-// disk (refstore.go), for the crash tests of package gitrepo_test.
+// disk (internal/refstore), for the crash tests of package gitrepo_test.
 func SetFaultHook(f func(step string)) { refstore.FaultHook = f }
 
 // PathsRecord is a record of cad-paths, for the tests of package

@@ -574,8 +574,8 @@ func (x *objIndex) dropPages() {
 }
 
 // looked counts a lookup, and every DropPagesEvery takes the mapped
-// file's pages out of the process's resident set (see dropPages in
-// mmap_unix.go); x.mu is held.
+// file's pages out of the process's resident set (see
+// gitobj.DropPages); x.mu is held.
 func (x *objIndex) looked() {
 	if x.lookups++; x.lookups%gitobj.DropPagesEvery == 0 && x.mapped {
 		gitobj.DropPages(x.data)

@@ -129,7 +129,7 @@ func (st *store) close() {
 // read runs fn with the storage locked for reading. When a process died
 // in the middle of a write, its journal is rolled forward first, so that
 // fn never sees a write half done; a reader that may not write reads the
-// refs as the journal completes them instead (overlay.go).
+// refs as the journal completes them instead (internal/refstore/overlay.go).
 func (st *store) read(ctx context.Context, fn func() error) error {
 	if st.fsrefs != nil && st.fsrefs.Pending() {
 		// A reader that cannot complete it (no write permission, a ref

@@ -106,7 +106,7 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 // applyRefs applies updates to local storage, all or nothing. With
 // check, every ref must be at its old value (else it returns an error
 // matching ErrConflictRef and changes nothing). On disk this is a
-// crash-safe transaction (refstore.go); in memory each ref is swapped with
+// crash-safe transaction (internal/refstore); in memory each ref is swapped with
 // go-git's check-and-set and the swaps made are rolled back on a failure.
 func applyRefs(v *view, updates []refstore.RefUpdate, check bool) error {
 	if v.fr != nil {

@@ -36,19 +36,19 @@ import (
 // name twice in it) is left to the plain path, which builds the tree and
 // scans it, so the answers are those of ScanTree whatever the input.
 
-// Cache kinds of this file, after those of cache.go.
+// Cache kinds of this file, after those of kinds.go.
 const (
 	kindRope     = kindPacked + 1 + iota // a *rope, by pack and offset
 	kindRopeBase                         // a *ropeBase, by pack and offset
 )
 
-// MaxRopePieces bounds a rope: a longer one is built into a new bottom.
 // ropeMinSize is the size of the smallest tree looked up through ropes:
 // a few pieces per level of its chain cost more to compose than a small
 // tree costs to build (trees of a few hundred entries and less, such as
 // the directories of packages in directories).
 const ropeMinSize = 16 << 10
 
+// MaxRopePieces bounds a rope: a longer one is built into a new bottom.
 var MaxRopePieces = 512 // a variable for the tests
 
 // ErrRopeUnfit says the rope path does not answer; the plain path does.

@@ -26,7 +26,7 @@ import (
 // 100,000: go-git scans the whole packed-refs file for every lookup, so
 // FSRefs parses it once per change of the file and keeps it sorted.
 // Callers hold the store's lock. cad writes refs on disk only through
-// transact (refstore.go), never through go-git.
+// Transact (refstore.go), never through go-git.
 type FSRefs struct {
 	GitDir string
 	Sync   SyncMode
