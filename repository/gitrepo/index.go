@@ -285,7 +285,7 @@ func (x *objIndex) lineAt(off uint32) string {
 }
 
 // commit returns the commit h when the index knows it.
-func (x *objIndex) commit(h plumbing.Hash) *commitInfo {
+func (x *objIndex) commit(h plumbing.Hash) *gitobj.CommitInfo {
 	if x == nil {
 		return nil
 	}
@@ -323,32 +323,32 @@ func (x *objIndex) subtree(root plumbing.Hash, p string) (gitobj.TreeEntry, bool
 }
 
 // addCommit records commit c.
-func (x *objIndex) addCommit(c *commitInfo) {
+func (x *objIndex) addCommit(c *gitobj.CommitInfo) {
 	if x == nil {
 		return
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.load()
-	fp := binary.LittleEndian.Uint64(c.hash[:8])
+	fp := binary.LittleEndian.Uint64(c.Hash[:8])
 	if _, ok := x.newCommits[fp]; x.disabled || ok {
 		return
 	}
-	if _, ok := x.findCommit(c.hash); ok {
+	if _, ok := x.findCommit(c.Hash); ok {
 		return
 	}
 	x.newCommits[fp] = struct{}{}
 	parents := "-"
-	if len(c.parents) > 0 {
-		ps := make([]string, len(c.parents))
-		for i, p := range c.parents {
+	if len(c.Parents) > 0 {
+		ps := make([]string, len(c.Parents))
+		for i, p := range c.Parents {
 			ps[i] = p.String()
 		}
 		parents = strings.Join(ps, ",")
 	}
-	_, offset := c.author.When.Zone()
-	x.record(fmt.Sprintf("c %s %s %s %s %s %d %d %s", c.hash, c.tree, parents,
-		strconv.Quote(c.author.Name), strconv.Quote(c.author.Email), c.author.When.Unix(), offset, strconv.Quote(c.message)))
+	_, offset := c.Author.When.Zone()
+	x.record(fmt.Sprintf("c %s %s %s %s %s %d %d %s", c.Hash, c.Tree, parents,
+		strconv.Quote(c.Author.Name), strconv.Quote(c.Author.Email), c.Author.When.Unix(), offset, strconv.Quote(c.Message)))
 }
 
 // addSubtree records that path p under tree root is the directory h.
@@ -468,15 +468,15 @@ func withoutRecordsIn(f *os.File, from, to int64, pending []byte) []byte {
 }
 
 // parseCommitRecord parses the body of a commit record.
-func parseCommitRecord(body string) (*commitInfo, bool) {
+func parseCommitRecord(body string) (*gitobj.CommitInfo, bool) {
 	f, ok := fields(body)
 	if !ok || len(f) != 9 || f[0] != "c" {
 		return nil, false
 	}
-	c := &commitInfo{hash: plumbing.NewHash(f[1]), tree: plumbing.NewHash(f[2]), message: strings.Clone(f[8])}
+	c := &gitobj.CommitInfo{Hash: plumbing.NewHash(f[1]), Tree: plumbing.NewHash(f[2]), Message: strings.Clone(f[8])}
 	if f[3] != "-" {
 		for _, p := range strings.Split(f[3], ",") {
-			c.parents = append(c.parents, plumbing.NewHash(p))
+			c.Parents = append(c.Parents, plumbing.NewHash(p))
 		}
 	}
 	sec, err1 := strconv.ParseInt(f[6], 10, 64)
@@ -486,8 +486,8 @@ func parseCommitRecord(body string) (*commitInfo, bool) {
 	}
 	// Copies, so that what a revision keeps (its publisher) does not keep
 	// the whole record alive.
-	c.author = object.Signature{Name: strings.Clone(f[4]), Email: strings.Clone(f[5]), When: time.Unix(sec, 0).In(zone(offset))}
-	c.annotations = annotations(c.message)
+	c.Author = object.Signature{Name: strings.Clone(f[4]), Email: strings.Clone(f[5]), When: time.Unix(sec, 0).In(zone(offset))}
+	c.Annotations = gitobj.Annotations(c.Message)
 	return c, true
 }
 

@@ -19,13 +19,13 @@ func TestObjIndexRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	x := newObjIndex(dir)
 	when := time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("", 5*3600+1800))
-	c := &commitInfo{
-		hash: plumbing.NewHash(strings.Repeat("a1", 20)), tree: plumbing.NewHash(strings.Repeat("b2", 20)),
-		parents: []plumbing.Hash{plumbing.NewHash(strings.Repeat("c3", 20)), plumbing.NewHash(strings.Repeat("d4", 20))},
-		author:  object.Signature{Name: "Zoë \"Z\" Example", Email: "z@example.com", When: when},
-		message: "Approving package revision a/b/3\n\nkpt:{\"package\":\"a/b\",\"workspaceName\":\"w 1\",\"revision\":\"3\"}\n",
+	c := &gitobj.CommitInfo{
+		Hash: plumbing.NewHash(strings.Repeat("a1", 20)), Tree: plumbing.NewHash(strings.Repeat("b2", 20)),
+		Parents: []plumbing.Hash{plumbing.NewHash(strings.Repeat("c3", 20)), plumbing.NewHash(strings.Repeat("d4", 20))},
+		Author:  object.Signature{Name: "Zoë \"Z\" Example", Email: "z@example.com", When: when},
+		Message: "Approving package revision a/b/3\n\nkpt:{\"package\":\"a/b\",\"workspaceName\":\"w 1\",\"revision\":\"3\"}\n",
 	}
-	c.annotations = annotations(c.message)
+	c.Annotations = gitobj.Annotations(c.Message)
 	root := plumbing.NewHash(strings.Repeat("e5", 20))
 	sub := gitobj.TreeEntry{Name: "b", Mode: modeDir, Hash: plumbing.NewHash(strings.Repeat("f6", 20))}
 	x.addCommit(c)
@@ -35,13 +35,13 @@ func TestObjIndexRoundTrip(t *testing.T) {
 	x.flush()
 
 	y := newObjIndex(dir)
-	got := y.commit(c.hash)
-	if got == nil || got.tree != c.tree || len(got.parents) != 2 || got.parents[1] != c.parents[1] ||
-		got.author.Name != c.author.Name || got.author.Email != c.author.Email || !got.author.When.Equal(when) ||
-		got.message != c.message || len(got.annotations) != 1 || got.annotations[0].WorkspaceName != "w 1" {
+	got := y.commit(c.Hash)
+	if got == nil || got.Tree != c.Tree || len(got.Parents) != 2 || got.Parents[1] != c.Parents[1] ||
+		got.Author.Name != c.Author.Name || got.Author.Email != c.Author.Email || !got.Author.When.Equal(when) ||
+		got.Message != c.Message || len(got.Annotations) != 1 || got.Annotations[0].WorkspaceName != "w 1" {
 		t.Fatalf("commit read back as %+v", got)
 	}
-	if _, off := got.author.When.Zone(); off != 5*3600+1800 {
+	if _, off := got.Author.When.Zone(); off != 5*3600+1800 {
 		t.Fatalf("time zone offset %d", off)
 	}
 	if e, ok := y.subtree(root, "a/b"); !ok || e != sub {
@@ -59,7 +59,7 @@ func TestObjIndexRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	z := newObjIndex(dir)
-	if z.commit(c.hash) == nil {
+	if z.commit(c.Hash) == nil {
 		t.Fatal("an intact record was dropped")
 	}
 	if _, ok := z.subtree(root, "a/c"); ok {

@@ -37,7 +37,7 @@ func TestEncodeTreeAsGoGit(t *testing.T) {
 	}
 }
 
-// decodeCommit reads what go-git's decoder reads of every commit shape:
+// DecodeCommit reads what go-git's decoder reads of every commit shape:
 // several parents, signed, merge tags, extra and unknown headers, an
 // author out of place, no message, no blank line, a message without a
 // final newline; and leaves to go-git what it would reject.
@@ -82,7 +82,7 @@ func TestDecodeCommitAsGoGit(t *testing.T) {
 		c := &object.Commit{}
 		gerr := c.Decode(o)
 		h := plumbing.ComputeHash(plumbing.CommitObject, []byte(raw))
-		ci, ok := decodeCommit(h, []byte(raw))
+		ci, ok := gitobj.DecodeCommit(h, []byte(raw))
 		if gerr != nil {
 			if ok {
 				t.Errorf("%s: go-git rejects it (%v), decodeCommit read it", name, gerr)
@@ -92,9 +92,9 @@ func TestDecodeCommitAsGoGit(t *testing.T) {
 		if !ok {
 			continue // left to go-git, which reads it
 		}
-		if ci.tree != c.TreeHash || !slices.Equal(ci.parents, c.ParentHashes) || ci.message != c.Message ||
-			ci.author.Name != c.Author.Name || ci.author.Email != c.Author.Email || !ci.author.When.Equal(c.Author.When) || ci.hash != h {
-			t.Errorf("%s: decodeCommit %v %v %q %v; go-git %v %v %q %v", name, ci.tree, ci.parents, ci.message, ci.author, c.TreeHash, c.ParentHashes, c.Message, c.Author)
+		if ci.Tree != c.TreeHash || !slices.Equal(ci.Parents, c.ParentHashes) || ci.Message != c.Message ||
+			ci.Author.Name != c.Author.Name || ci.Author.Email != c.Author.Email || !ci.Author.When.Equal(c.Author.When) || ci.Hash != h {
+			t.Errorf("%s: decodeCommit %v %v %q %v; go-git %v %v %q %v", name, ci.Tree, ci.Parents, ci.Message, ci.Author, c.TreeHash, c.ParentHashes, c.Message, c.Author)
 		}
 	}
 }

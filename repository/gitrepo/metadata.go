@@ -49,7 +49,7 @@ func (v *view) metadataRoot() (ref, tree plumbing.Hash, err error) {
 		if err != nil {
 			return plumbing.ZeroHash, plumbing.ZeroHash, err
 		}
-		st.ref, st.tree = h, c.tree
+		st.ref, st.tree = h, c.Tree
 	}
 	v.md = st
 	return st.ref, st.tree, nil

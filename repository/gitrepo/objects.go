@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"path"
@@ -22,16 +21,6 @@ const (
 	modeRegular = filemode.Regular
 	modeDir     = filemode.Dir
 )
-
-// commitInfo is what cad reads of a commit.
-type commitInfo struct {
-	hash        plumbing.Hash
-	tree        plumbing.Hash
-	parents     []plumbing.Hash
-	author      object.Signature
-	message     string
-	annotations []annotation
-}
 
 // pkgEntry is a package found under a tree: its path relative to the tree
 // and its own tree.
@@ -73,9 +62,9 @@ func (v *view) parsedTree(h plumbing.Hash, data []byte) ([]gitobj.TreeEntry, err
 
 // commit returns commit h; h may also name an annotated tag, which is
 // peeled.
-func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
+func (v *view) commit(h plumbing.Hash) (*gitobj.CommitInfo, error) {
 	if e, ok := v.cache.Get(gitobj.KindCommit, h); ok {
-		return e.(*commitInfo), nil
+		return e.(*gitobj.CommitInfo), nil
 	}
 	if e, ok := v.cache.Get(gitobj.KindPeel, h); ok {
 		return v.commit(e.(plumbing.Hash))
@@ -99,93 +88,27 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 			return nil, fmt.Errorf("%w: tag %s: %w", repository.ErrCorrupt, h, err)
 		}
 		v.cache.Put(gitobj.KindPeel, h, tag.Target, 64)
-		anns := annotations(tag.Message)
+		anns := gitobj.Annotations(tag.Message)
 		if anns == nil {
-			anns = []annotation{} // cached too: "none" is an answer
+			anns = []gitobj.Annotation{} // cached too: "none" is an answer
 		}
 		v.cache.Put(gitobj.KindTagAnnotations, h, anns, int64(64+len(tag.Message)))
 		return v.commit(tag.Target)
 	default:
 		return nil, fmt.Errorf("%w: object %s is a %s: %w", repository.ErrCorrupt, h, o.Type(), errNotCommit)
 	}
-	ci, ok := decodeCommit(h, data)
+	ci, ok := gitobj.DecodeCommit(h, data)
 	if !ok {
 		c := &object.Commit{}
 		if err := c.Decode(o); err != nil {
 			return nil, fmt.Errorf("%w: commit %s: %w", repository.ErrCorrupt, h, err)
 		}
-		ci = &commitInfo{hash: h, tree: c.TreeHash, parents: c.ParentHashes, author: c.Author, message: c.Message}
+		ci = &gitobj.CommitInfo{Hash: h, Tree: c.TreeHash, Parents: c.ParentHashes, Author: c.Author, Message: c.Message}
 	}
-	ci.annotations = annotations(ci.message)
-	v.cache.Put(gitobj.KindCommit, h, ci, int64(256+len(ci.message)))
+	ci.Annotations = gitobj.Annotations(ci.Message)
+	v.cache.Put(gitobj.KindCommit, h, ci, int64(256+len(ci.Message)))
 	v.idx.addCommit(ci)
 	return ci, nil
-}
-
-// decodeCommit reads what cad keeps of commit h from its raw content, as
-// go-git's decoder reads it: the tree (the first header), the parents
-// that follow it, the author right after them (else none), and the
-// message after the first blank line; other headers are skipped. ok is
-// false when the commit does not start with a valid tree header or a
-// parent's id is malformed, for go-git to decode (and report). It saves
-// the decoder's copies and its hash of the whole object, which a list
-// or a workspace lookup pays for every tag.
-func decodeCommit(h plumbing.Hash, data []byte) (*commitInfo, bool) {
-	ci := &commitInfo{hash: h}
-	line := func() ([]byte, bool) {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			l := data
-			data = nil
-			return l, len(l) > 0
-		}
-		l := data[:i]
-		data = data[i+1:]
-		return l, true
-	}
-	l, _ := line()
-	rest, ok := bytes.CutPrefix(l, []byte("tree "))
-	if !ok || !plumbing.IsHash(string(rest)) {
-		return nil, false
-	}
-	ci.tree = plumbing.NewHash(string(rest))
-	for {
-		if len(data) == 0 {
-			return ci, true
-		}
-		if data[0] == '\n' {
-			ci.message = string(data[1:])
-			return ci, true
-		}
-		save := data
-		l, _ = line()
-		rest, ok := bytes.CutPrefix(l, []byte("parent "))
-		if !ok {
-			if bytes.Equal(l, []byte("parent")) {
-				return nil, false
-			}
-			data = save
-			break
-		}
-		if !plumbing.IsHash(string(rest)) {
-			return nil, false
-		}
-		ci.parents = append(ci.parents, plumbing.NewHash(string(rest)))
-	}
-	if bytes.HasPrefix(data, []byte("author\n")) || bytes.Equal(data, []byte("author")) {
-		return nil, false
-	}
-	if rest, ok := bytes.CutPrefix(data, []byte("author ")); ok {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			i = len(rest)
-		}
-		ci.author.Decode(rest[:i])
-	}
-	if i := bytes.Index(data, []byte("\n\n")); i >= 0 {
-		ci.message = string(data[i+2:])
-	}
-	return ci, true
 }
 
 // subtree returns the tree at path p (slash-separated, "" for root) under
@@ -256,25 +179,25 @@ func (v *view) lookup(h plumbing.Hash, name string) (gitobj.TreeEntry, bool, err
 // false when there is no package there: no directory, or a directory
 // with neither a Kptfile nor a cad package file that is not registered
 // either (registered: a ref's kpt: annotation names full; see doc.go).
-func (v *view) packageTree(c *commitInfo, full string, registered bool) (plumbing.Hash, bool, error) {
+func (v *view) packageTree(c *gitobj.CommitInfo, full string, registered bool) (plumbing.Hash, bool, error) {
 	var h plumbing.Hash
-	if e, ok := v.idx.subtree(c.tree, full); ok {
+	if e, ok := v.idx.subtree(c.Tree, full); ok {
 		h = e.Hash
-	} else if t, ok := v.sortedSubtree(c.tree, full); ok {
+	} else if t, ok := v.sortedSubtree(c.Tree, full); ok {
 		h = t
 	} else {
 		var ok bool
 		var err error
-		h, ok, err = v.subtree(c.tree, full)
+		h, ok, err = v.subtree(c.Tree, full)
 		if err != nil || !ok {
 			return plumbing.ZeroHash, false, err
 		}
 		if v.idx != nil {
-			v.idx.addSubtree(c.tree, full, gitobj.TreeEntry{Name: path.Base(full), Mode: modeDir, Hash: h})
+			v.idx.addSubtree(c.Tree, full, gitobj.TreeEntry{Name: path.Base(full), Mode: modeDir, Hash: h})
 		} else {
 			// A Get or a write, which do not load cad-index: what the
 			// root tree told is kept where the next process's Get looks.
-			v.paths.add(pathRecord{key: pathKey36(c.tree, full), tree: h})
+			v.paths.add(pathRecord{key: pathKey36(c.Tree, full), tree: h})
 		}
 	}
 	if registered {
@@ -299,9 +222,9 @@ func (v *view) sortedSubtree(root plumbing.Hash, full string) (plumbing.Hash, bo
 
 // tagAnnotations returns the kpt: annotations of the message of tag object
 // h, nil for a lightweight tag; v.commit(h) must have been called.
-func (v *view) tagAnnotations(h plumbing.Hash) []annotation {
+func (v *view) tagAnnotations(h plumbing.Hash) []gitobj.Annotation {
 	if e, ok := v.cache.Get(gitobj.KindTagAnnotations, h); ok {
-		return e.([]annotation)
+		return e.([]gitobj.Annotation)
 	}
 	if _, ok := v.cache.Get(gitobj.KindPeel, h); !ok {
 		return nil
@@ -318,7 +241,7 @@ func (v *view) tagAnnotations(h plumbing.Hash) []annotation {
 	if err != nil {
 		return nil
 	}
-	anns := annotations(tag.Message)
+	anns := gitobj.Annotations(tag.Message)
 	v.cache.Put(gitobj.KindTagAnnotations, h, anns, int64(64+len(tag.Message)))
 	return anns
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/revision"
 )
@@ -30,7 +31,7 @@ type rev struct {
 	full      string                 // package path in the repository
 	ref       plumbing.ReferenceName // the draft or proposed branch, the tag, or the registered branch
 	refHash   plumbing.Hash          // the ref's value (a commit, or an annotated tag)
-	commit    *commitInfo
+	commit    *gitobj.CommitInfo
 	pkgTree   plumbing.Hash
 	dpRef     plumbing.ReferenceName // the deletionProposed branch, for published revisions
 	dpHash    plumbing.Hash          // its value; zero when absent
@@ -43,7 +44,7 @@ type rev struct {
 // for the placeholder, which unrelated commits on the branch leave alone)
 // and the lifecycle.
 func (x *rev) version() string {
-	h := x.commit.hash
+	h := x.commit.Hash
 	if x.key.IsPlaceholder() {
 		h = x.pkgTree
 	}
@@ -151,7 +152,7 @@ var lifecycles = [...]revision.Lifecycle{
 // compact returns x's revMeta, its publisher's string from in (which may
 // be nil): a list's publishers are mostly the same few.
 func (x *rev) compact(in *interner) revMeta {
-	m := revMeta{pkg: x.key.Package, ws: x.key.Workspace, num: x.key.Revision, commit: x.commit.hash, tree: x.pkgTree}
+	m := revMeta{pkg: x.key.Package, ws: x.key.Workspace, num: x.key.Revision, commit: x.commit.Hash, tree: x.pkgTree}
 	var lc revision.Lifecycle // when it is none of the four
 	switch x.lifecycle {
 	case revision.LifecycleDraft:
@@ -177,7 +178,7 @@ func (x *rev) compact(in *interner) revMeta {
 	case x.key.IsPlaceholder():
 		by = x.published
 	case x.lifecycle.IsPublished():
-		by = &x.commit.author
+		by = &x.commit.Author
 	}
 	if by != nil {
 		m.pubBy = by.Email
@@ -675,7 +676,7 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 		}
 		return nil, dangling(name, err)
 	}
-	tree, ok, err := v.packageTree(c, full, names(c.annotations, full))
+	tree, ok, err := v.packageTree(c, full, names(c.Annotations, full))
 	if err != nil {
 		return nil, dangling(name, err)
 	}
@@ -707,7 +708,7 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 		return nil, dangling(name, err)
 	}
 	tagAnns := v.tagAnnotations(h)
-	tree, ok, err := v.packageTree(c, full, names(tagAnns, full) || names(c.annotations, full))
+	tree, ok, err := v.packageTree(c, full, names(tagAnns, full) || names(c.Annotations, full))
 	if err != nil || !ok {
 		return nil, dangling(name, err)
 	}
@@ -735,7 +736,7 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 		// A tag not of the form v<N> has revision -1, as the branch's
 		// placeholder does; its publisher is its commit's author, as for
 		// the other tags and as Porch reads it.
-		sig := c.author
+		sig := c.Author
 		x.published = &sig
 	}
 	if err := r.markDeletionProposed(v, x); err != nil {
@@ -784,7 +785,7 @@ func (r *Repository) placeholders(v *view, pkg, prefix string) ([]*rev, error) {
 		if prefix != "" {
 			base = r.fullPath(prefix)
 		}
-		dirTree, ok, err := v.subtree(c.tree, base)
+		dirTree, ok, err := v.subtree(c.Tree, base)
 		if err != nil || !ok {
 			return nil, err
 		}
