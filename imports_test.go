@@ -164,6 +164,7 @@ var layers = map[string]int{
 	// the git backend's rooms (repository/gitrepo/internal/...)
 	"repository/gitrepo/internal/gitobj":   4,
 	"repository/gitrepo/internal/refstore": 4,
+	"repository/gitrepo/internal/index":    5,
 }
 
 // layerOf returns the layer of the module package path (relative to the

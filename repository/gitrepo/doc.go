@@ -322,8 +322,8 @@
 //     and packed-refs, damage, the crash-safety protocol (journal, commit
 //     point, recovery, read-only overlay, packed-refs rewrites, fsync),
 //     the cross-process lock, and that it exists on unix only.
-//
-// The persistent indexes, cad-index (index.go) and cad-paths
-// (pathfile.go), are still in this package; their formats are described
-// at the top of those files.
+//   - internal/index: the persistent indexes, cad-index and cad-paths.
+//     Both file formats byte by byte, their checksums, how they are
+//     appended to, rebuilt and merged, and what a stale or damaged file
+//     does (nothing but cost a read).
 package gitrepo

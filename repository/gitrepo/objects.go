@@ -14,6 +14,7 @@ import (
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/index"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -69,7 +70,7 @@ func (v *view) commit(h plumbing.Hash) (*gitobj.CommitInfo, error) {
 	if e, ok := v.cache.Get(gitobj.KindPeel, h); ok {
 		return v.commit(e.(plumbing.Hash))
 	}
-	if ci := v.idx.commit(h); ci != nil {
+	if ci := v.idx.Commit(h); ci != nil {
 		// Not cached: the index has it, and a list reads it once.
 		return ci, nil
 	}
@@ -107,7 +108,7 @@ func (v *view) commit(h plumbing.Hash) (*gitobj.CommitInfo, error) {
 	}
 	ci.Annotations = gitobj.Annotations(ci.Message)
 	v.cache.Put(gitobj.KindCommit, h, ci, int64(256+len(ci.Message)))
-	v.idx.addCommit(ci)
+	v.idx.AddCommit(ci)
 	return ci, nil
 }
 
@@ -181,7 +182,7 @@ func (v *view) lookup(h plumbing.Hash, name string) (gitobj.TreeEntry, bool, err
 // either (registered: a ref's kpt: annotation names full; see doc.go).
 func (v *view) packageTree(c *gitobj.CommitInfo, full string, registered bool) (plumbing.Hash, bool, error) {
 	var h plumbing.Hash
-	if e, ok := v.idx.subtree(c.Tree, full); ok {
+	if e, ok := v.idx.Subtree(c.Tree, full); ok {
 		h = e.Hash
 	} else if t, ok := v.sortedSubtree(c.Tree, full); ok {
 		h = t
@@ -193,11 +194,11 @@ func (v *view) packageTree(c *gitobj.CommitInfo, full string, registered bool) (
 			return plumbing.ZeroHash, false, err
 		}
 		if v.idx != nil {
-			v.idx.addSubtree(c.Tree, full, gitobj.TreeEntry{Name: path.Base(full), Mode: modeDir, Hash: h})
+			v.idx.AddSubtree(c.Tree, full, gitobj.TreeEntry{Name: path.Base(full), Mode: modeDir, Hash: h})
 		} else {
 			// A Get or a write, which do not load cad-index: what the
 			// root tree told is kept where the next process's Get looks.
-			v.paths.add(pathRecord{key: pathKey36(c.Tree, full), tree: h})
+			v.paths.Add(index.PathRecord{Key: index.PathKey36(c.Tree, full), Tree: h})
 		}
 	}
 	if registered {
@@ -217,7 +218,7 @@ func (v *view) sortedSubtree(root plumbing.Hash, full string) (plumbing.Hash, bo
 	if v.idx != nil {
 		return plumbing.ZeroHash, false // it holds all cad-paths does
 	}
-	return v.paths.subtree(root, full)
+	return v.paths.Subtree(root, full)
 }
 
 // tagAnnotations returns the kpt: annotations of the message of tag object

@@ -62,8 +62,8 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 			return
 		}
 		// What the batches learnt goes to cad-index once, at the end
-		// (and every 256 KiB before, see objIndex.record).
-		defer r.st.idx.flush()
+		// (and every 256 KiB before, see ObjIndex.record).
+		defer r.st.idx.Flush()
 		err := r.read(ctx, func(v *view) error {
 			v.idx = r.st.idx
 			var err error

@@ -20,6 +20,7 @@ import (
 	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/index"
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/revision"
 )
@@ -931,7 +932,7 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 	}
 	var best *rev
 	wl := &wsLookup{full: full}
-	defer func() { v.paths.add(wl.learnt...) }()
+	defer func() { v.paths.Add(wl.learnt...) }()
 	for name, h := range tags {
 		ver := shortName(name)[len(full)+1:]
 		n := parseVersion(ver)
@@ -980,10 +981,10 @@ func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h pl
 		return match(w)
 	}
 	if !wl.loaded {
-		wl.loaded, wl.recs = true, v.paths.workspaces(full)
-		wl.want, wl.none = wsHash(ws), wsHash("")
+		wl.loaded, wl.recs = true, v.paths.Workspaces(full)
+		wl.want, wl.none = index.WsHash(ws), index.WsHash("")
 	}
-	if got, ok := wl.recs.get(h); ok {
+	if got, ok := wl.recs.Get(h); ok {
 		// A hash of the workspace: two names with one hash are told
 		// apart by tagRev.
 		return got == wl.want || (got == wl.none && ver == ws)
@@ -997,7 +998,7 @@ func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h pl
 		w = workspaceOf(c, full)
 	}
 	r.tagWS.put(h, full, w)
-	wl.learnt = append(wl.learnt, wsRecord(full, h, w))
+	wl.learnt = append(wl.learnt, index.WsRecord(full, h, w))
 	return match(w)
 }
 
@@ -1007,11 +1008,11 @@ func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h pl
 type wsLookup struct {
 	full   string
 	loaded bool
-	recs   wsRecords
+	recs   index.WsRecords
 	// want and none are the records' values for the workspace looked up
 	// and for none.
 	want, none plumbing.Hash
-	learnt     []pathRecord
+	learnt     []index.PathRecord
 }
 
 // tagWorkspaces remembers the workspace a v<N> tag at an object (an

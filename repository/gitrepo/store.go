@@ -20,6 +20,7 @@ import (
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/index"
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
@@ -42,8 +43,8 @@ type store struct {
 	flock   *refstore.FileLock
 	gitDir  string
 	fsrefs  *refstore.FSRefs   // refs read directly from gitDir, nil in memory
-	idx     *objIndex          // the object index in gitDir, nil in memory
-	paths   *pathFile          // its sorted path records, nil in memory
+	idx     *index.ObjIndex    // the object index in gitDir, nil in memory
+	paths   *index.PathFile    // its sorted path records, nil in memory
 	packs   *gitobj.PackReader // the packs in gitDir, nil in memory
 	release func()
 	warn    func(msg string, args ...any)
@@ -64,9 +65,9 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 	st := &store{s: s, gitDir: gitDir, warn: warn}
 	if gitDir != "" {
 		st.fsrefs = &refstore.FSRefs{GitDir: gitDir, Sync: mode}
-		st.paths = newPathFile(gitDir)
-		st.idx = newObjIndex(gitDir)
-		st.idx.sorted = st.paths
+		st.paths = index.NewPathFile(gitDir)
+		st.idx = index.NewObjIndex(gitDir)
+		st.idx.Sorted = st.paths
 		st.packs = gitobj.NewPackReader(gitDir)
 		st.mu = &sync.RWMutex{}
 		st.flock = refstore.NewFileLock(filepath.Join(gitDir, "cad.lock"))
@@ -76,8 +77,8 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 			st.mu.Lock()
 			st.packs.Close()
 			st.mu.Unlock()
-			st.idx.close()
-			st.paths.close()
+			st.idx.Close()
+			st.paths.Close()
 			st.fsrefs.Close()
 			st.flock.Close()
 			if c, ok := s.(io.Closer); ok {
@@ -116,7 +117,7 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 // cad-index) out of the process's resident set; the lock is held.
 func (st *store) dropPages() {
 	st.packs.DropPages()
-	st.idx.dropPages()
+	st.idx.DropPages()
 }
 
 func (st *store) close() {
@@ -206,9 +207,9 @@ type view struct {
 	damaged func(error)
 	// idx is the persistent object index, used by lists only (loading
 	// it costs more than one revision's read); nil in memory.
-	idx *objIndex
+	idx *index.ObjIndex
 	// paths finds package trees without loading idx; nil in memory.
-	paths *pathFile
+	paths *index.PathFile
 	// packs reads packed objects on disk; nil in memory.
 	packs *gitobj.PackReader
 	// final holds what rawScan last built from a delta.
@@ -234,7 +235,7 @@ func (r *Repository) newView() *view {
 // clone fetched, under the write lock.
 func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 	if r.remote != nil {
-		defer r.st.idx.flush()
+		defer r.st.idx.Flush()
 		if r.remote.fresh() {
 			return r.st.read(ctx, func() error { return fn(r.newView()) })
 		}
@@ -265,7 +266,7 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 			return fn(r.newView())
 		})
 	}
-	defer r.st.idx.flush()
+	defer r.st.idx.Flush()
 	return r.st.read(ctx, func() error { return fn(r.newView()) })
 }
 

@@ -60,7 +60,7 @@ func (t *txn) del(name plumbing.ReferenceName, old plumbing.Hash) {
 // plan may return a nil txn to write nothing. It must check its own
 // preconditions each time it runs.
 func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error)) error {
-	defer r.st.idx.flush()
+	defer r.st.idx.Flush()
 	for attempt := 1; ; attempt++ {
 		err := r.st.write(ctx, func() error {
 			v := r.newView()

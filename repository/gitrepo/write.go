@@ -11,6 +11,7 @@ import (
 	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/index"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -286,8 +287,8 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 		// reads no root tree), and the workspace its tag gives it (a new
 		// draft's check then reads no commit).
 		c := result.commit
-		r.st.paths.add(pathRecord{key: pathKey36(c.Tree, result.full), tree: result.pkgTree},
-			wsRecord(result.full, c.Hash, workspaceOf(c, result.full)))
+		r.st.paths.Add(index.PathRecord{Key: index.PathKey36(c.Tree, result.full), Tree: result.pkgTree},
+			index.WsRecord(result.full, c.Hash, workspaceOf(c, result.full)))
 	}
 	r.log.Debug("updated lifecycle", "key", keyString(result.key), "lifecycle", string(to))
 	return r.revision(result), nil

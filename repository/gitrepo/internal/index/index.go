@@ -1,4 +1,4 @@
-package gitrepo
+package index
 
 import (
 	"bytes"
@@ -27,7 +27,7 @@ import (
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
-// objIndex keeps, in the file cad-index of a git directory, what reading
+// ObjIndex keeps, in the file cad-index of a git directory, what reading
 // revisions learns about immutable objects: each commit's tree, parents,
 // author and message, and where a path leads under a tree. A list of a
 // repository reads, for every tag, its commit and the trees on the way to
@@ -48,9 +48,9 @@ import (
 // Loaded, the index costs little memory: the file is mapped (read where
 // mmap is missing) and only the place of each record is kept in maps; a
 // record is parsed when it is asked for.
-type objIndex struct {
+type ObjIndex struct {
 	path   string
-	sorted *pathFile // cad-paths, rebuilt from the file when it has grown enough; may be nil
+	Sorted *PathFile // cad-paths, rebuilt from the file when it has grown enough; may be nil
 
 	mu       sync.Mutex
 	loaded   bool
@@ -88,8 +88,10 @@ const (
 	reloadAfter = 1000
 )
 
-func newObjIndex(gitDir string) *objIndex {
-	return &objIndex{path: filepath.Join(gitDir, indexName)}
+// NewObjIndex returns the index of gitDir; the file is loaded when first
+// needed.
+func NewObjIndex(gitDir string) *ObjIndex {
+	return &ObjIndex{path: filepath.Join(gitDir, indexName)}
 }
 
 // pathKey names a path under a tree: the tree and a 64-bit hash of the
@@ -119,7 +121,7 @@ func comparePathKeys(a, b pathKey) int {
 }
 
 // findCommit returns where the record of commit h lies in the file.
-func (x *objIndex) findCommit(h plumbing.Hash) (uint32, bool) {
+func (x *ObjIndex) findCommit(h plumbing.Hash) (uint32, bool) {
 	i, ok := slices.BinarySearchFunc(x.commits, h, func(e commitPos, h plumbing.Hash) int { return bytes.Compare(e.h[:], h[:]) })
 	if !ok {
 		return 0, false
@@ -128,7 +130,7 @@ func (x *objIndex) findCommit(h plumbing.Hash) (uint32, bool) {
 }
 
 // findPath returns where the path record of k lies in the file.
-func (x *objIndex) findPath(k pathKey) (uint32, bool) {
+func (x *ObjIndex) findPath(k pathKey) (uint32, bool) {
 	i, ok := slices.BinarySearchFunc(x.paths, k, func(e pathPos, k pathKey) int { return comparePathKeys(e.k, k) })
 	if !ok {
 		return 0, false
@@ -144,7 +146,7 @@ func pathKeyOf(root plumbing.Hash, p string) pathKey {
 }
 
 // load reads the file once; x.mu is held.
-func (x *objIndex) load() {
+func (x *ObjIndex) load() {
 	if x.loaded {
 		return
 	}
@@ -199,7 +201,7 @@ func (x *objIndex) load() {
 }
 
 // unload drops what load read; x.mu is held.
-func (x *objIndex) unload() {
+func (x *ObjIndex) unload() {
 	if x.mapped {
 		gitobj.UnmapFile(x.data)
 	}
@@ -207,8 +209,8 @@ func (x *objIndex) unload() {
 	x.commits, x.paths, x.newCommits, x.newPaths = nil, nil, nil, nil
 }
 
-// close releases the loaded file.
-func (x *objIndex) close() {
+// Close releases the loaded file.
+func (x *ObjIndex) Close() {
 	if x == nil {
 		return
 	}
@@ -219,7 +221,7 @@ func (x *objIndex) close() {
 }
 
 // place notes where the record on line is, when its checksum holds.
-func (x *objIndex) place(line []byte, off uint32) {
+func (x *ObjIndex) place(line []byte, off uint32) {
 	body, ok := checked(line)
 	if !ok || len(body) < 2+40 {
 		return
@@ -273,7 +275,7 @@ func parseHash(b []byte) (plumbing.Hash, bool) {
 
 // lineAt returns a copy of the record at off in the loaded file, without
 // its checksum (checked when loaded).
-func (x *objIndex) lineAt(off uint32) string {
+func (x *ObjIndex) lineAt(off uint32) string {
 	rest := x.data[off:]
 	if end := bytes.IndexByte(rest, '\n'); end >= 0 {
 		rest = rest[:end]
@@ -284,8 +286,8 @@ func (x *objIndex) lineAt(off uint32) string {
 	return string(rest)
 }
 
-// commit returns the commit h when the index knows it.
-func (x *objIndex) commit(h plumbing.Hash) *gitobj.CommitInfo {
+// Commit returns the commit h when the index knows it.
+func (x *ObjIndex) Commit(h plumbing.Hash) *gitobj.CommitInfo {
 	if x == nil {
 		return nil
 	}
@@ -301,9 +303,9 @@ func (x *objIndex) commit(h plumbing.Hash) *gitobj.CommitInfo {
 	return c
 }
 
-// subtree returns the entry path p leads to under tree root when the
+// Subtree returns the entry path p leads to under tree root when the
 // index knows it.
-func (x *objIndex) subtree(root plumbing.Hash, p string) (gitobj.TreeEntry, bool) {
+func (x *ObjIndex) Subtree(root plumbing.Hash, p string) (gitobj.TreeEntry, bool) {
 	if x == nil {
 		return gitobj.TreeEntry{}, false
 	}
@@ -322,8 +324,8 @@ func (x *objIndex) subtree(root plumbing.Hash, p string) (gitobj.TreeEntry, bool
 	return e, true
 }
 
-// addCommit records commit c.
-func (x *objIndex) addCommit(c *gitobj.CommitInfo) {
+// AddCommit records commit c.
+func (x *ObjIndex) AddCommit(c *gitobj.CommitInfo) {
 	if x == nil {
 		return
 	}
@@ -351,8 +353,8 @@ func (x *objIndex) addCommit(c *gitobj.CommitInfo) {
 		strconv.Quote(c.Author.Name), strconv.Quote(c.Author.Email), c.Author.When.Unix(), offset, strconv.Quote(c.Message)))
 }
 
-// addSubtree records that path p under tree root is the directory h.
-func (x *objIndex) addSubtree(root plumbing.Hash, p string, e gitobj.TreeEntry) {
+// AddSubtree records that path p under tree root is the directory h.
+func (x *ObjIndex) AddSubtree(root plumbing.Hash, p string, e gitobj.TreeEntry) {
 	if x == nil {
 		return
 	}
@@ -375,17 +377,17 @@ func (x *objIndex) addSubtree(root plumbing.Hash, p string, e gitobj.TreeEntry) 
 }
 
 // record queues line with its checksum; x.mu is held.
-func (x *objIndex) record(line string) {
+func (x *ObjIndex) record(line string) {
 	fmt.Fprintf(&x.pending, "%s %08x\n", line, crc32.ChecksumIEEE([]byte(line)))
 	if x.pending.Len() >= 256<<10 {
 		x.write() // a list learning many records does not hold them all
 	}
 }
 
-// flush appends what was recorded since the last flush to the file, and
+// Flush appends what was recorded since the last flush to the file, and
 // brings cad-paths up to date when the file has grown enough since it
 // was last built.
-func (x *objIndex) flush() {
+func (x *ObjIndex) Flush() {
 	if x == nil {
 		return
 	}
@@ -401,14 +403,14 @@ func (x *objIndex) flush() {
 	x.mu.Unlock()
 	// Outside x.mu: a rebuild reads the file on its own, and lookups by
 	// other goroutines need not wait for it.
-	if known > 0 && x.sorted.stale(known) {
-		x.sorted.update()
+	if known > 0 && x.Sorted.stale(known) {
+		x.Sorted.update()
 	}
 }
 
 // write appends the pending records to the file, in one write; x.mu is
 // held.
-func (x *objIndex) write() {
+func (x *ObjIndex) write() {
 	if x.pending.Len() == 0 || x.disabled {
 		x.pending.Reset()
 		return
@@ -560,9 +562,9 @@ func fields(s string) ([]string, bool) {
 	return out, true
 }
 
-// dropPages takes the mapped file's pages out of the process's resident
+// DropPages takes the mapped file's pages out of the process's resident
 // set until they are read again.
-func (x *objIndex) dropPages() {
+func (x *ObjIndex) DropPages() {
 	if x == nil {
 		return
 	}
@@ -576,7 +578,7 @@ func (x *objIndex) dropPages() {
 // looked counts a lookup, and every DropPagesEvery takes the mapped
 // file's pages out of the process's resident set (see
 // gitobj.DropPages); x.mu is held.
-func (x *objIndex) looked() {
+func (x *ObjIndex) looked() {
 	if x.lookups++; x.lookups%gitobj.DropPagesEvery == 0 && x.mapped {
 		gitobj.DropPages(x.data)
 	}

@@ -1,4 +1,4 @@
-package gitrepo
+package index
 
 import (
 	"os"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
@@ -17,7 +18,7 @@ import (
 // skipped, not believed.
 func TestObjIndexRoundTrip(t *testing.T) {
 	dir := t.TempDir()
-	x := newObjIndex(dir)
+	x := NewObjIndex(dir)
 	when := time.Date(2026, 3, 1, 12, 0, 0, 0, time.FixedZone("", 5*3600+1800))
 	c := &gitobj.CommitInfo{
 		Hash: plumbing.NewHash(strings.Repeat("a1", 20)), Tree: plumbing.NewHash(strings.Repeat("b2", 20)),
@@ -27,15 +28,15 @@ func TestObjIndexRoundTrip(t *testing.T) {
 	}
 	c.Annotations = gitobj.Annotations(c.Message)
 	root := plumbing.NewHash(strings.Repeat("e5", 20))
-	sub := gitobj.TreeEntry{Name: "b", Mode: modeDir, Hash: plumbing.NewHash(strings.Repeat("f6", 20))}
-	x.addCommit(c)
-	x.addSubtree(root, "a/b", sub)
+	sub := gitobj.TreeEntry{Name: "b", Mode: filemode.Dir, Hash: plumbing.NewHash(strings.Repeat("f6", 20))}
+	x.AddCommit(c)
+	x.AddSubtree(root, "a/b", sub)
 	root2 := plumbing.NewHash(strings.Repeat("07", 20))
-	x.addSubtree(root2, "a/b", sub)
-	x.flush()
+	x.AddSubtree(root2, "a/b", sub)
+	x.Flush()
 
-	y := newObjIndex(dir)
-	got := y.commit(c.Hash)
+	y := NewObjIndex(dir)
+	got := y.Commit(c.Hash)
 	if got == nil || got.Tree != c.Tree || len(got.Parents) != 2 || got.Parents[1] != c.Parents[1] ||
 		got.Author.Name != c.Author.Name || got.Author.Email != c.Author.Email || !got.Author.When.Equal(when) ||
 		got.Message != c.Message || len(got.Annotations) != 1 || got.Annotations[0].WorkspaceName != "w 1" {
@@ -44,7 +45,7 @@ func TestObjIndexRoundTrip(t *testing.T) {
 	if _, off := got.Author.When.Zone(); off != 5*3600+1800 {
 		t.Fatalf("time zone offset %d", off)
 	}
-	if e, ok := y.subtree(root, "a/b"); !ok || e != sub {
+	if e, ok := y.Subtree(root, "a/b"); !ok || e != sub {
 		t.Fatalf("subtree read back as %+v, %v", e, ok)
 	}
 
@@ -58,17 +59,17 @@ func TestObjIndexRoundTrip(t *testing.T) {
 	if err := os.WriteFile(p, []byte(damaged), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	z := newObjIndex(dir)
-	if z.commit(c.Hash) == nil {
+	z := NewObjIndex(dir)
+	if z.Commit(c.Hash) == nil {
 		t.Fatal("an intact record was dropped")
 	}
-	if _, ok := z.subtree(root, "a/c"); ok {
+	if _, ok := z.Subtree(root, "a/c"); ok {
 		t.Fatal("a record whose checksum does not match was believed")
 	}
-	if _, ok := z.subtree(root, "a/b"); ok {
+	if _, ok := z.Subtree(root, "a/b"); ok {
 		t.Fatal("the damaged record still answers")
 	}
-	if _, ok := z.subtree(root2, "a/b"); !ok {
+	if _, ok := z.Subtree(root2, "a/b"); !ok {
 		t.Fatal("the intact record after the damaged one was dropped")
 	}
 }

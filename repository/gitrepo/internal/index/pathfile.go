@@ -1,4 +1,4 @@
-package gitrepo
+package index
 
 import (
 	"bufio"
@@ -17,11 +17,12 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
-// pathFile is cad-paths in a git directory: the path records of cad-index
+// PathFile is cad-paths in a git directory: the path records of cad-index
 // (the package tree a path leads to under a commit's root tree), sorted
 // by key in records of a fixed width, so that a process that starts cold
 // finds a package's tree in a tagged commit with two reads of a small
@@ -43,7 +44,7 @@ import (
 //	                the sorted ones (up to pathTailMax; a lookup reads
 //	                twice that at most, the last ones)
 //
-// Besides the path records it holds workspace records (see wsRecord):
+// Besides the path records it holds workspace records (see WsRecord):
 // the workspace a tag object gives a package, so that a new draft's
 // check that its workspace is free reads no commit of the package's tags.
 //
@@ -58,7 +59,7 @@ import (
 // by a crash is cut off by the next append and never read. A record
 // appended while another process rebuilds the file may be lost, which
 // costs a read of the objects later. Safe for concurrent use.
-type pathFile struct {
+type PathFile struct {
 	path      string // gitDir/cad-paths
 	indexPath string // gitDir/cad-index
 
@@ -102,18 +103,20 @@ type pathHeader struct {
 	fanout  [256]uint32
 }
 
-// pathRecord is one record of cad-paths.
-type pathRecord struct {
-	key  [36]byte // root tree id and the first 16 bytes of the path's SHA-256
-	tree plumbing.Hash
+// PathRecord is one record of cad-paths.
+type PathRecord struct {
+	Key  [36]byte // root tree id and the first 16 bytes of the path's SHA-256
+	Tree plumbing.Hash
 }
 
-func newPathFile(gitDir string) *pathFile {
-	return &pathFile{path: filepath.Join(gitDir, pathFileName), indexPath: filepath.Join(gitDir, indexName)}
+// NewPathFile returns the cad-paths of gitDir; the file is opened when
+// first needed.
+func NewPathFile(gitDir string) *PathFile {
+	return &PathFile{path: filepath.Join(gitDir, pathFileName), indexPath: filepath.Join(gitDir, indexName)}
 }
 
-// pathKey36 is the key of path p under tree root.
-func pathKey36(root plumbing.Hash, p string) [36]byte {
+// PathKey36 is the key of path p under tree root.
+func PathKey36(root plumbing.Hash, p string) [36]byte {
 	var k [36]byte
 	copy(k[:20], root[:])
 	sum := sha256.Sum256([]byte(p))
@@ -121,10 +124,10 @@ func pathKey36(root plumbing.Hash, p string) [36]byte {
 	return k
 }
 
-// subtree returns the tree path p leads to under tree root when cad-paths
+// Subtree returns the tree path p leads to under tree root when cad-paths
 // holds it. A miss looks again once when another process has replaced
 // the file since it was opened.
-func (pf *pathFile) subtree(root plumbing.Hash, p string) (plumbing.Hash, bool) {
+func (pf *PathFile) Subtree(root plumbing.Hash, p string) (plumbing.Hash, bool) {
 	if pf == nil {
 		return plumbing.ZeroHash, false
 	}
@@ -133,7 +136,7 @@ func (pf *pathFile) subtree(root plumbing.Hash, p string) (plumbing.Hash, bool) 
 	if !pf.opened {
 		pf.open()
 	}
-	k := pathKey36(root, p)
+	k := PathKey36(root, p)
 	if h, ok := pf.find(k); ok {
 		return h, true
 	}
@@ -145,7 +148,7 @@ func (pf *pathFile) subtree(root plumbing.Hash, p string) (plumbing.Hash, bool) 
 }
 
 // open (re)opens the file and reads its header; pf.mu is held.
-func (pf *pathFile) open() {
+func (pf *PathFile) open() {
 	pf.closeFile()
 	pf.opened = true
 	f, err := os.Open(pf.path)
@@ -162,7 +165,7 @@ func (pf *pathFile) open() {
 
 // replaced reports whether the file on disk is not the one open; pf.mu
 // is held.
-func (pf *pathFile) replaced() bool {
+func (pf *PathFile) replaced() bool {
 	fi, err := os.Stat(pf.path)
 	if err != nil {
 		return false // gone: what is open is still true
@@ -175,15 +178,15 @@ func (pf *pathFile) replaced() bool {
 }
 
 // closeFile closes the open file; pf.mu is held.
-func (pf *pathFile) closeFile() {
+func (pf *PathFile) closeFile() {
 	if pf.f != nil {
 		pf.f.Close()
 	}
 	pf.f, pf.hdr, pf.opened = nil, nil, false
 }
 
-// close releases the open file.
-func (pf *pathFile) close() {
+// Close releases the open file.
+func (pf *PathFile) Close() {
 	if pf == nil {
 		return
 	}
@@ -273,7 +276,7 @@ func searchTail(tail []byte, k [36]byte) (plumbing.Hash, bool) {
 }
 
 // find looks k up in the open file; pf.mu is held.
-func (pf *pathFile) find(k [36]byte) (plumbing.Hash, bool) {
+func (pf *PathFile) find(k [36]byte) (plumbing.Hash, bool) {
 	if pf.hdr == nil {
 		return plumbing.ZeroHash, false
 	}
@@ -317,7 +320,7 @@ func (pf *pathFile) find(k [36]byte) (plumbing.Hash, bool) {
 }
 
 // findInTail looks k up among the appended records; pf.mu is held.
-func (pf *pathFile) findInTail(k [36]byte) (plumbing.Hash, bool) {
+func (pf *PathFile) findInTail(k [36]byte) (plumbing.Hash, bool) {
 	tail, err := readTail(pf.f, pf.hdr, pf.buf)
 	if err != nil || len(tail) == 0 {
 		return plumbing.ZeroHash, false
@@ -356,7 +359,7 @@ func recordTree(rec []byte) (plumbing.Hash, bool) {
 
 // stale reports whether cad-index, at indexSize bytes, holds enough
 // records that cad-paths does not for a rebuild to be worth it.
-func (pf *pathFile) stale(indexSize int64) bool {
+func (pf *PathFile) stale(indexSize int64) bool {
 	if pf == nil {
 		return false
 	}
@@ -381,11 +384,11 @@ func (pf *pathFile) stale(indexSize int64) bool {
 // deleted). It writes a temporary file and renames it over the old. A
 // failure leaves the old file, and no rebuild is tried again in this
 // process. Lookups go on while it runs, from the file as it was; a call
-// while another rebuild of this pathFile runs returns at once.
-func (pf *pathFile) update() { pf.rebuildWith(nil) }
+// while another rebuild of this PathFile runs returns at once.
+func (pf *PathFile) update() { pf.rebuildWith(nil) }
 
 // rebuildWith is update, with the records extra added to the new file.
-func (pf *pathFile) rebuildWith(extra []pathRecord) {
+func (pf *PathFile) rebuildWith(extra []PathRecord) {
 	if pf == nil || !pf.updating.CompareAndSwap(false, true) {
 		return
 	}
@@ -410,10 +413,10 @@ func (pf *pathFile) rebuildWith(extra []pathRecord) {
 // rebuild is update's work, on its own handles of the files: the latest
 // cad-paths (another process may have rebuilt it), read for the records
 // it holds, cad-index, and extra.
-func (pf *pathFile) rebuild(extra []pathRecord) error {
+func (pf *PathFile) rebuild(extra []PathRecord) error {
 	var cur *os.File
 	var hdr *pathHeader
-	var tail []pathRecord
+	var tail []PathRecord
 	if f, err := os.Open(pf.path); err == nil {
 		defer f.Close()
 		if h, err := readPathHeader(f); err == nil {
@@ -446,7 +449,7 @@ func (pf *pathFile) rebuild(extra []pathRecord) error {
 		old = io.NewSectionReader(cur, pathHeaderSize, int64(h.count)*pathRecordSize)
 		from = h.covered
 	}
-	var fresh []pathRecord
+	var fresh []PathRecord
 	if idxSize > from {
 		if fresh, err = indexPathRecords(io.NewSectionReader(idx, from, idxSize-from), idxSize-from); err != nil {
 			return err
@@ -454,8 +457,8 @@ func (pf *pathFile) rebuild(extra []pathRecord) error {
 	}
 	if len(tail)+len(extra) > 0 {
 		fresh = append(append(fresh, tail...), extra...)
-		slices.SortFunc(fresh, func(a, b pathRecord) int { return bytes.Compare(a.key[:], b.key[:]) })
-		fresh = slices.CompactFunc(fresh, func(a, b pathRecord) bool { return a.key == b.key })
+		slices.SortFunc(fresh, func(a, b PathRecord) int { return bytes.Compare(a.Key[:], b.Key[:]) })
+		fresh = slices.CompactFunc(fresh, func(a, b PathRecord) bool { return a.Key == b.Key })
 	}
 	if len(fresh) == 0 && hdr == nil && idxSize == 0 {
 		return nil // nothing to write
@@ -464,23 +467,23 @@ func (pf *pathFile) rebuild(extra []pathRecord) error {
 }
 
 // tailRecords returns the records of tail whose checksums hold.
-func tailRecords(tail []byte) []pathRecord {
-	out := make([]pathRecord, 0, len(tail)/pathRecordSize)
+func tailRecords(tail []byte) []PathRecord {
+	out := make([]PathRecord, 0, len(tail)/pathRecordSize)
 	for i := 0; i+pathRecordSize <= len(tail); i += pathRecordSize {
 		rec := tail[i : i+pathRecordSize]
 		if h, ok := recordTree(rec); ok {
-			out = append(out, pathRecord{key: [36]byte(rec[:36]), tree: h})
+			out = append(out, PathRecord{Key: [36]byte(rec[:36]), Tree: h})
 		}
 	}
 	return out
 }
 
-// add records recs, facts about immutable objects, in cad-paths: appended
+// Add records recs, facts about immutable objects, in cad-paths: appended
 // to its tail under the file's lock, or, when the tail is full or the
 // file missing or not valid, merged into a rebuilt file. Records this
 // process added before are left out. Failures are ignored: the file is
 // a cache.
-func (pf *pathFile) add(recs ...pathRecord) {
+func (pf *PathFile) Add(recs ...PathRecord) {
 	if pf == nil || len(recs) == 0 {
 		return
 	}
@@ -494,10 +497,10 @@ func (pf *pathFile) add(recs ...pathRecord) {
 	if pf.added == nil || len(pf.added) > 1<<16 {
 		pf.added = map[[36]byte]struct{}{}
 	}
-	news := make([]pathRecord, 0, len(recs))
+	news := make([]PathRecord, 0, len(recs))
 	for _, r := range recs {
-		if _, ok := pf.added[r.key]; !ok {
-			pf.added[r.key] = struct{}{}
+		if _, ok := pf.added[r.Key]; !ok {
+			pf.added[r.Key] = struct{}{}
 			news = append(news, r)
 		}
 	}
@@ -516,7 +519,7 @@ func (pf *pathFile) add(recs ...pathRecord) {
 		pf.addedMu.Lock()
 		pf.added = map[[36]byte]struct{}{}
 		for _, r := range recs {
-			pf.added[r.key] = struct{}{}
+			pf.added[r.Key] = struct{}{}
 		}
 		pf.addedMu.Unlock()
 		pf.writeAlone(recs)
@@ -534,7 +537,7 @@ const (
 )
 
 // appendTail appends recs to the tail of the file at pf.path.
-func (pf *pathFile) appendTail(recs []pathRecord) appendResult {
+func (pf *PathFile) appendTail(recs []PathRecord) appendResult {
 	for range 2 { // again once when another process replaced the file
 		f, err := os.OpenFile(pf.path, os.O_RDWR|os.O_APPEND, 0)
 		if errors.Is(err, fs.ErrNotExist) {
@@ -554,14 +557,14 @@ func (pf *pathFile) appendTail(recs []pathRecord) appendResult {
 
 // writeAlone writes recs as the whole file, covering none of cad-index,
 // unless a rebuild runs.
-func (pf *pathFile) writeAlone(recs []pathRecord) {
+func (pf *PathFile) writeAlone(recs []PathRecord) {
 	if !pf.updating.CompareAndSwap(false, true) {
 		return
 	}
 	defer pf.updating.Store(false)
 	recs = slices.Clone(recs)
-	slices.SortFunc(recs, func(a, b pathRecord) int { return bytes.Compare(a.key[:], b.key[:]) })
-	recs = slices.CompactFunc(recs, func(a, b pathRecord) bool { return a.key == b.key })
+	slices.SortFunc(recs, func(a, b PathRecord) int { return bytes.Compare(a.Key[:], b.Key[:]) })
+	recs = slices.CompactFunc(recs, func(a, b PathRecord) bool { return a.Key == b.Key })
 	err := pf.write(bytes.NewReader(nil), recs, 0)
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
@@ -575,7 +578,7 @@ func (pf *pathFile) writeAlone(recs []pathRecord) {
 
 // appendLocked is appendTail's work on the open file f, under its lock;
 // again is true when f is no longer the file at path.
-func appendLocked(f *os.File, path string, recs []pathRecord) (res appendResult, again bool) {
+func appendLocked(f *os.File, path string, recs []PathRecord) (res appendResult, again bool) {
 	defer refstore.LockFile(f)()
 	if fi, err := os.Stat(path); err != nil {
 		return noFile, false
@@ -613,18 +616,18 @@ func appendLocked(f *os.File, path string, recs []pathRecord) (res appendResult,
 }
 
 // appendRecord appends the encoding of r to b.
-func appendRecord(b []byte, r pathRecord) []byte {
-	b = append(b, r.key[:]...)
-	b = append(b, r.tree[:]...)
+func appendRecord(b []byte, r PathRecord) []byte {
+	b = append(b, r.Key[:]...)
+	b = append(b, r.Tree[:]...)
 	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b[len(b)-56:]))
 }
 
 // indexPathRecords reads the directory path records of cad-index lines
 // from r, size bytes (a first line cut short, when r starts mid-line,
 // fails its checksum and is skipped), sorted by key without duplicates.
-func indexPathRecords(r io.Reader, size int64) ([]pathRecord, error) {
+func indexPathRecords(r io.Reader, size int64) ([]PathRecord, error) {
 	// About one path record for each commit record, 400 bytes the pair.
-	out := make([]pathRecord, 0, size/400+16)
+	out := make([]PathRecord, 0, size/400+16)
 	br := bufio.NewReaderSize(r, 64<<10)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -649,21 +652,21 @@ func indexPathRecords(r io.Reader, size int64) ([]pathRecord, error) {
 			continue
 		}
 		root, p, e, ok := parsePathRecord(string(body))
-		if !ok || e.Mode != modeDir {
+		if !ok || e.Mode != filemode.Dir {
 			continue
 		}
-		out = append(out, pathRecord{key: pathKey36(root, p), tree: e.Hash})
+		out = append(out, PathRecord{Key: PathKey36(root, p), Tree: e.Hash})
 	}
-	slices.SortFunc(out, func(a, b pathRecord) int { return bytes.Compare(a.key[:], b.key[:]) })
-	return slices.CompactFunc(out, func(a, b pathRecord) bool { return a.key == b.key }), nil
+	slices.SortFunc(out, func(a, b PathRecord) int { return bytes.Compare(a.Key[:], b.Key[:]) })
+	return slices.CompactFunc(out, func(a, b PathRecord) bool { return a.Key == b.Key }), nil
 }
 
 // mergeRecords merges old, the records of a cad-paths file, with fresh,
 // sorted, calling emit with each encoded record of the new file in
 // order. A damaged old record is left out.
-func mergeRecords(old io.Reader, fresh []pathRecord, emit func(rec []byte) error) error {
+func mergeRecords(old io.Reader, fresh []PathRecord, emit func(rec []byte) error) error {
 	rec := make([]byte, 0, pathRecordSize)
-	put := func(r pathRecord) error {
+	put := func(r PathRecord) error {
 		return emit(appendRecord(rec[:0], r))
 	}
 	i := 0
@@ -679,15 +682,15 @@ func mergeRecords(old io.Reader, fresh []pathRecord, emit func(rec []byte) error
 		if !ok {
 			continue
 		}
-		r := pathRecord{tree: tree}
-		copy(r.key[:], o[:36])
-		for i < len(fresh) && bytes.Compare(fresh[i].key[:], r.key[:]) < 0 {
+		r := PathRecord{Tree: tree}
+		copy(r.Key[:], o[:36])
+		for i < len(fresh) && bytes.Compare(fresh[i].Key[:], r.Key[:]) < 0 {
 			if err := put(fresh[i]); err != nil {
 				return err
 			}
 			i++
 		}
-		if i < len(fresh) && fresh[i].key == r.key {
+		if i < len(fresh) && fresh[i].Key == r.Key {
 			i++ // the same fact, recorded twice
 		}
 		if err := put(r); err != nil {
@@ -706,7 +709,7 @@ func mergeRecords(old io.Reader, fresh []pathRecord, emit func(rec []byte) error
 // fresh as the new cad-paths covering the first covered bytes of
 // cad-index, streaming the records to a temporary file and putting the
 // header, which counts them, in front last.
-func (pf *pathFile) write(old io.Reader, fresh []pathRecord, covered int64) error {
+func (pf *PathFile) write(old io.Reader, fresh []PathRecord, covered int64) error {
 	dir := filepath.Dir(pf.path)
 	removeStaleTemps(dir)
 	tmp, err := os.CreateTemp(dir, pathFileName+"-*.tmp")
@@ -793,34 +796,34 @@ func wsPrefix(full string) [20]byte {
 	return [20]byte(sum[:20])
 }
 
-// wsRecord is the workspace record saying that object h gives package
+// WsRecord is the workspace record saying that object h gives package
 // full workspace ws.
-func wsRecord(full string, h plumbing.Hash, ws string) pathRecord {
-	var r pathRecord
+func WsRecord(full string, h plumbing.Hash, ws string) PathRecord {
+	var r PathRecord
 	p := wsPrefix(full)
-	copy(r.key[:20], p[:])
-	copy(r.key[20:], h[:16])
-	r.tree = wsHash(ws)
+	copy(r.Key[:20], p[:])
+	copy(r.Key[20:], h[:16])
+	r.Tree = WsHash(ws)
 	return r
 }
 
-// wsHash is a workspace record's value for workspace ws.
-func wsHash(ws string) plumbing.Hash {
+// WsHash is a workspace record's value for workspace ws.
+func WsHash(ws string) plumbing.Hash {
 	sum := sha256.Sum256([]byte(ws))
 	return plumbing.Hash(sum[:20])
 }
 
-// wsRecords are a package's workspace records, sorted by the first 16
+// WsRecords are a package's workspace records, sorted by the first 16
 // bytes of their objects' ids.
-type wsRecords []wsRec
+type WsRecords []wsRec
 
 type wsRec struct {
 	obj [16]byte
 	ws  plumbing.Hash
 }
 
-// get returns the value of the record of object h.
-func (rs wsRecords) get(h plumbing.Hash) (plumbing.Hash, bool) {
+// Get returns the value of the record of object h.
+func (rs WsRecords) Get(h plumbing.Hash) (plumbing.Hash, bool) {
 	k := [16]byte(h[:16])
 	i, ok := slices.BinarySearchFunc(rs, k, func(r wsRec, k [16]byte) int { return bytes.Compare(r.obj[:], k[:]) })
 	if !ok {
@@ -829,9 +832,9 @@ func (rs wsRecords) get(h plumbing.Hash) (plumbing.Hash, bool) {
 	return rs[i].ws, true
 }
 
-// workspaces returns the workspace records of package full whose
+// Workspaces returns the workspace records of package full whose
 // checksums hold; nil when there are none or the file cannot be read.
-func (pf *pathFile) workspaces(full string) wsRecords {
+func (pf *PathFile) Workspaces(full string) WsRecords {
 	if pf == nil {
 		return nil
 	}
@@ -844,7 +847,7 @@ func (pf *pathFile) workspaces(full string) wsRecords {
 		return nil
 	}
 	prefix := wsPrefix(full)
-	var out wsRecords
+	var out WsRecords
 	take := func(rec []byte) {
 		if [20]byte(rec[:20]) != prefix {
 			return
