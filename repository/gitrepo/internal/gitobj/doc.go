@@ -2,8 +2,8 @@
 // where go-git is too slow for cad: it looks objects up in pack files
 // without decoding whole indexes, finds an entry of a packed tree without
 // building the tree, writes loose objects at git's compression level, and
-// holds the tree format (decoding, encoding, git's entry order) and the
-// object cache that package gitrepo shares with it. Everything else
+// holds the tree and commit formats as cad reads them and the object
+// cache that package gitrepo shares with it. Everything else
 // (loose objects' reading, packs with older indexes, objects in memory)
 // is go-git's.
 //
@@ -71,6 +71,17 @@
 // [TreeEntry] values, [ScanTree] finds one name in it without decoding
 // the rest, and [EncodeTree] writes sorted entries as git and go-git do
 // (a directory's mode as 40000).
+//
+// # Commits
+//
+// [DecodeCommit] reads what cad keeps of a commit ([CommitInfo]) from its
+// raw content as go-git's decoder reads it: the tree (the first header),
+// the parents that follow, the author right after them, and the message
+// after the first blank line; other headers are skipped, and a commit it
+// cannot read is left to go-git. [Annotations] parses the kpt: lines
+// Porch appends to messages ("kpt:" and the JSON of an [Annotation]),
+// skipping those that do not parse; package gitrepo's doc says what they
+// mean.
 //
 // # Loose objects
 //
