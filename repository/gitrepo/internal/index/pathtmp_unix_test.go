@@ -1,14 +1,12 @@
 //go:build unix
 
-package gitrepo_test
+package index
 
 import (
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
-
-	"github.com/configasdata/cad/repository/gitrepo"
 )
 
 // A cad-paths temporary file a killed writer left (data in it, its lock
@@ -36,7 +34,7 @@ func TestPathFileTempsOfDeadWritersRemoved(t *testing.T) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
-	if err := gitrepo.WritePathsFile(dir, 0, nil); err != nil {
+	if err := WritePathsFile(dir, 0, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
@@ -47,7 +45,7 @@ func TestPathFileTempsOfDeadWritersRemoved(t *testing.T) {
 			t.Fatalf("%s was removed: %v", filepath.Base(p), err)
 		}
 	}
-	if _, _, ok := gitrepo.PathsCovered(dir); !ok {
+	if _, _, ok := PathsCovered(dir); !ok {
 		t.Fatal("no cad-paths written")
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, "cad-paths-*.tmp"))
