@@ -1,7 +1,8 @@
-package gitrepo
+package gitobj
 
 import (
 	"bytes"
+	"io"
 	"math/rand"
 	"slices"
 	"strings"
@@ -10,8 +11,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
-
-	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 )
 
 // EncodeTree writes what go-git's encoder writes, for every mode.
@@ -19,19 +18,27 @@ func TestEncodeTreeAsGoGit(t *testing.T) {
 	rng := rand.New(rand.NewSource(1))
 	modes := []filemode.FileMode{filemode.Dir, filemode.Regular, filemode.Executable, filemode.Symlink, filemode.Submodule}
 	for range 50 {
-		var entries []gitobj.TreeEntry
+		var entries []TreeEntry
 		tree := &object.Tree{}
 		for i := range rng.Intn(30) {
-			e := gitobj.TreeEntry{Name: string(rune('a'+i)) + "x", Mode: modes[rng.Intn(len(modes))]}
+			e := TreeEntry{Name: string(rune('a'+i)) + "x", Mode: modes[rng.Intn(len(modes))]}
 			rng.Read(e.Hash[:])
 			entries = append(entries, e)
 			tree.Entries = append(tree.Entries, object.TreeEntry{Name: e.Name, Mode: e.Mode, Hash: e.Hash})
 		}
-		want, err := encode(tree, plumbing.TreeObject)
+		o := &plumbing.MemoryObject{}
+		if err := tree.Encode(o); err != nil {
+			t.Fatal(err)
+		}
+		rd, err := o.Reader()
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := gitobj.EncodeTree(entries); !bytes.Equal(got, want) {
+		want, err := io.ReadAll(rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := EncodeTree(entries); !bytes.Equal(got, want) {
 			t.Fatalf("encodeTree:\n%q\ngo-git:\n%q", got, want)
 		}
 	}
@@ -82,7 +89,7 @@ func TestDecodeCommitAsGoGit(t *testing.T) {
 		c := &object.Commit{}
 		gerr := c.Decode(o)
 		h := plumbing.ComputeHash(plumbing.CommitObject, []byte(raw))
-		ci, ok := gitobj.DecodeCommit(h, []byte(raw))
+		ci, ok := DecodeCommit(h, []byte(raw))
 		if gerr != nil {
 			if ok {
 				t.Errorf("%s: go-git rejects it (%v), decodeCommit read it", name, gerr)
