@@ -20,7 +20,8 @@ type RefUpdate struct {
 // write is planned again on the new state.
 var ErrRetry = errors.New("refs changed while writing")
 
-// ErrConflictRef (matching repository.ErrConflict): a local ref was not at its expected value.
+// ErrConflictRef (matching repository.ErrConflict): a local ref was not
+// at its expected value.
 var ErrConflictRef = fmt.Errorf("%w: ref changed", repository.ErrConflict)
 
 // HashOrNone returns h as text, or "absent" for the zero hash.
