@@ -130,12 +130,15 @@ var storageFree = []string{module + "/variant", module + "/live"}
 //	1  revision: the data model
 //	2  other shared mechanism in internal/
 //	3  the contracts: repository, pipeline; internal/update (three-way merge)
-//	4  implementations of the contracts: the backends and their test kit,
+//	4  the git backend's storage mechanisms, below gitrepo and unaware of
+//	   it: packs and objects, refs and their transactions
+//	5  the git backend's persistent indexes, over its objects and locks
+//	6  implementations of the contracts: the backends and their test kit,
 //	   the function runtimes (and internal/kpttestfns, kpt's test
 //	   functions), pipelinetest, deps
-//	5  engine, live: logic over any backend and runtime
-//	6  variant: syncs over an engine
-//	7  presets over runtimes (fnruntime/stdfn), the root package cad
+//	7  engine, live: logic over any backend and runtime
+//	8  variant: syncs over an engine
+//	9  presets over runtimes (fnruntime/stdfn), the root package cad
 var layers = map[string]int{
 	"internal/lru":          0,
 	"internal/imageref":     0,
@@ -144,19 +147,24 @@ var layers = map[string]int{
 	"internal/update":       3,
 	"repository":            3,
 	"pipeline":              3,
-	"repository/memrepo":    4,
-	"repository/gitrepo":    4,
-	"repository/ocirepo":    4,
-	"repository/repotest":   4,
-	"pipeline/pipelinetest": 4,
-	"fnruntime":             4,
-	"internal/kpttestfns":   4, // kpt's test functions, for conformance tests
-	"deps":                  4,
-	"engine":                5,
-	"live":                  5,
-	"variant":               6,
-	"fnruntime/stdfn":       7,
-	"":                      7,
+	"repository/memrepo":    6,
+	"repository/gitrepo":    6,
+	"repository/ocirepo":    6,
+	"repository/repotest":   6,
+	"pipeline/pipelinetest": 6,
+	"fnruntime":             6,
+	"internal/kpttestfns":   6, // kpt's test functions, for conformance tests
+	"deps":                  6,
+	"engine":                7,
+	"live":                  7,
+	"variant":               8,
+	"fnruntime/stdfn":       9,
+	"":                      9,
+
+	// the git backend's rooms (repository/gitrepo/internal/...)
+	"repository/gitrepo/internal/gitobj":   4,
+	"repository/gitrepo/internal/refstore": 4,
+	"repository/gitrepo/internal/index":    5,
 }
 
 // layerOf returns the layer of the module package path (relative to the

@@ -10,6 +10,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -88,8 +89,8 @@ func (r *Repository) Adopt(ctx context.Context, key revision.Key, opts repositor
 				return nil, r.errorf(op, k, repository.ErrAlreadyExists, "package %q already has revision %d (tag %s)", k.Package, k.Revision, shortName(tag))
 			}
 			to := &object.Tag{
-				Name: shortName(tag), Tagger: author, TargetType: plumbing.CommitObject, Target: c.hash,
-				Message: annotate(msg+"\n", annotation{PackagePath: full, WorkspaceName: k.Workspace, Revision: itoa(k.Revision)}),
+				Name: shortName(tag), Tagger: author, TargetType: plumbing.CommitObject, Target: c.Hash,
+				Message: annotate(msg+"\n", gitobj.Annotation{PackagePath: full, WorkspaceName: k.Workspace, Revision: itoa(k.Revision)}),
 			}
 			data, err := encode(to, plumbing.TagObject)
 			if err != nil {
@@ -105,8 +106,8 @@ func (r *Repository) Adopt(ctx context.Context, key revision.Key, opts repositor
 				pkgTree: tree, dpRef: deletionProposedRef(full, "v"+itoa(k.Revision)),
 			}
 		} else {
-			msg = annotate(msg+"\n", annotation{PackagePath: full, WorkspaceName: k.Workspace, Revision: "0"})
-			h, err := v.putCommit(c.tree, []plumbing.Hash{c.hash}, author, r.committer(), msg)
+			msg = annotate(msg+"\n", gitobj.Annotation{PackagePath: full, WorkspaceName: k.Workspace, Revision: "0"})
+			h, err := v.putCommit(c.Tree, []plumbing.Hash{c.Hash}, author, r.committer(), msg)
 			if err != nil {
 				return nil, err
 			}
@@ -127,7 +128,7 @@ func (r *Repository) Adopt(ctx context.Context, key revision.Key, opts repositor
 	if err != nil {
 		return nil, r.wrapErr(op, key, err)
 	}
-	r.log.Debug("adopted", "key", keyString(result.key), "commit", result.commit.hash.String())
+	r.log.Debug("adopted", "key", keyString(result.key), "commit", result.commit.Hash.String())
 	return r.revision(result), nil
 }
 
@@ -135,7 +136,7 @@ var errNoContent = errors.New("no such content")
 
 // resolveContent returns the commit ref names: a commit id, a full ref
 // name, a branch or a tag.
-func (r *Repository) resolveContent(v *view, ref string) (*commitInfo, error) {
+func (r *Repository) resolveContent(v *view, ref string) (*gitobj.CommitInfo, error) {
 	var candidates []plumbing.ReferenceName
 	switch {
 	case plumbing.IsHash(ref):

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -27,7 +28,7 @@ import (
 // exclusive lock:
 //
 //  1. writes the objects the batch's final refs reach as one pack
-//     (writePack: the pack and its index synced, then renamed), which no
+//     (gitobj.WritePack: the pack and its index synced, then renamed), which no
 //     ref names yet;
 //  2. moves every ref the batch changed from its base to its final value
 //     in one journal transaction (refstore.go), which checks every base
@@ -55,7 +56,7 @@ type batch struct {
 	refs  map[plumbing.ReferenceName]plumbing.Hash // final values; zero: deleted
 	base  map[plumbing.ReferenceName]plumbing.Hash // values before the batch
 	order []plumbing.ReferenceName                 // the refs in the order first changed
-	objs  map[plumbing.Hash]packObject
+	objs  map[plumbing.Hash]gitobj.PackObject
 	// stored are the objects the batch's writes used that were stored
 	// already: loose ones among them are synced before the commit, as
 	// a write without a batch syncs them.
@@ -83,7 +84,7 @@ func (r *Repository) BeginBatch(ctx context.Context) (context.Context, repositor
 		return ctx, nil, r.errorf(op, revision.Key{}, repository.ErrInvalidInput, "the context already carries a batch of this repository")
 	}
 	b := &batch{r: r, refs: map[plumbing.ReferenceName]plumbing.Hash{}, base: map[plumbing.ReferenceName]plumbing.Hash{},
-		objs: map[plumbing.Hash]packObject{}, stored: map[plumbing.Hash]bool{}, reads: newReadSet()}
+		objs: map[plumbing.Hash]gitobj.PackObject{}, stored: map[plumbing.Hash]bool{}, reads: newReadSet()}
 	return context.WithValue(ctx, batchKey{r}, b), b, nil
 }
 
@@ -111,7 +112,7 @@ func (r *Repository) viewIn(ctx context.Context) *view {
 
 // readBatch runs fn as read does, on a view laid over by b.
 func (r *Repository) readBatch(ctx context.Context, b *batch, fn func(v *view) error) error {
-	defer r.st.idx.flush()
+	defer r.st.idx.Flush()
 	return r.st.read(ctx, func() error {
 		v := r.newView()
 		v.bt = b
@@ -130,7 +131,7 @@ func (r *Repository) updateBatch(ctx context.Context, b *batch, plan func(v *vie
 	if ended {
 		return false, nil
 	}
-	defer r.st.idx.flush()
+	defer r.st.idx.Flush()
 	return true, r.st.read(ctx, func() error {
 		v := r.newView()
 		v.bt = b
@@ -149,13 +150,13 @@ func (r *Repository) updateBatch(ctx context.Context, b *batch, plan func(v *vie
 // merge adds the ref updates of one planned write to b. The plan read
 // every old value through b, under planMu, so they hold; a ref b did not
 // change yet records its old value as its base.
-func (b *batch) merge(updates []refUpdate, written []plumbing.Hash, reads *readSet) error {
+func (b *batch) merge(updates []refstore.RefUpdate, written []plumbing.Hash, reads *readSet) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, u := range updates {
-		cur, ok := b.refs[u.name]
-		if ok && cur != u.old {
-			return fmt.Errorf("%w: %s is %s in the batch, expected %s", errConflictRef, u.name, hashOrNone(cur), hashOrNone(u.old))
+		cur, ok := b.refs[u.Name]
+		if ok && cur != u.Old {
+			return fmt.Errorf("%w: %s is %s in the batch, expected %s", refstore.ErrConflictRef, u.Name, refstore.HashOrNone(cur), refstore.HashOrNone(u.Old))
 		}
 	}
 	for _, h := range written {
@@ -165,11 +166,11 @@ func (b *batch) merge(updates []refUpdate, written []plumbing.Hash, reads *readS
 	}
 	b.reads.add(reads)
 	for _, u := range updates {
-		if _, ok := b.refs[u.name]; !ok {
-			b.base[u.name] = u.old
-			b.order = append(b.order, u.name)
+		if _, ok := b.refs[u.Name]; !ok {
+			b.base[u.Name] = u.Old
+			b.order = append(b.order, u.Name)
 		}
-		b.refs[u.name] = u.new
+		b.refs[u.Name] = u.New
 	}
 	return nil
 }
@@ -207,16 +208,16 @@ func (b *batch) overlay(m map[plumbing.ReferenceName]plumbing.Hash, prefix strin
 
 // overlaySnap returns s with b's branches, tags and metadata ref laid
 // over it.
-func (b *batch) overlaySnap(s *refSnap) *refSnap {
+func (b *batch) overlaySnap(s *refstore.RefSnap) *refstore.RefSnap {
 	b.mu.Lock()
 	n := len(b.refs)
 	b.mu.Unlock()
 	if n == 0 {
 		return s
 	}
-	m := make(map[plumbing.ReferenceName]plumbing.Hash, s.len()+n)
-	for i, name := range s.names {
-		m[plumbing.ReferenceName(name)] = s.hashes[i]
+	m := make(map[plumbing.ReferenceName]plumbing.Hash, s.Len()+n)
+	for i, name := range s.Names {
+		m[plumbing.ReferenceName(name)] = s.Hashes[i]
 	}
 	b.mu.Lock()
 	for name, h := range b.refs {
@@ -230,7 +231,7 @@ func (b *batch) overlaySnap(s *refSnap) *refSnap {
 		}
 	}
 	b.mu.Unlock()
-	return snapOf(m)
+	return refstore.SnapOf(m)
 }
 
 // childNames lays b's refs directly under prefix over names, the names
@@ -266,9 +267,9 @@ func deleteString(s []string, x string) []string {
 }
 
 // object returns object h when b holds it.
-func (b *batch) object(h plumbing.Hash) (packObject, bool) {
+func (b *batch) object(h plumbing.Hash) (gitobj.PackObject, bool) {
 	if b == nil {
-		return packObject{}, false
+		return gitobj.PackObject{}, false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -280,7 +281,7 @@ func (b *batch) object(h plumbing.Hash) (packObject, bool) {
 func (b *batch) put(h plumbing.Hash, t plumbing.ObjectType, data []byte) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.objs[h] = packObject{hash: h, typ: t, data: data}
+	b.objs[h] = gitobj.PackObject{Hash: h, Type: t, Data: data}
 }
 
 // Commit writes the batch: one pack of the objects its refs reach and
@@ -304,10 +305,10 @@ func (b *batch) Commit(ctx context.Context) error {
 		return nil
 	}
 	b.ended = true
-	var updates []refUpdate
+	var updates []refstore.RefUpdate
 	for _, name := range b.order {
 		if old, new := b.base[name], b.refs[name]; old != new {
-			updates = append(updates, refUpdate{name: name, old: old, new: new})
+			updates = append(updates, refstore.RefUpdate{Name: name, Old: old, New: new})
 		}
 	}
 	b.mu.Unlock()
@@ -318,7 +319,7 @@ func (b *batch) Commit(ctx context.Context) error {
 	if err := r.enter(ctx, op, revision.Key{}); err != nil {
 		return err
 	}
-	defer r.st.idx.flush()
+	defer r.st.idx.Flush()
 	err := r.st.write(ctx, func() error {
 		v := r.newView()
 		v.bt = b
@@ -336,16 +337,13 @@ func (b *batch) Commit(ctx context.Context) error {
 			return err
 		}
 		if len(objs) > 0 {
-			if _, err := writePack(r.st.gitDir, objs, v.fr.syncFile); err != nil {
+			if _, err := gitobj.WritePack(r.st.gitDir, objs, v.fr.SyncFile); err != nil {
 				return err
 			}
-			fault("batch-pack-written")
+			refstore.Fault("batch-pack-written")
 			// Open it now: the directory's time may not have moved
 			// since the last scan (a coarse clock, two batches at once).
-			r.st.packs.mu.Lock()
-			r.st.packs.scanned = time.Time{}
-			r.st.packs.rescan()
-			r.st.packs.mu.Unlock()
+			r.st.packs.Rescan()
 		}
 		if err := ctx.Err(); err != nil {
 			return err
@@ -353,9 +351,9 @@ func (b *batch) Commit(ctx context.Context) error {
 		defer r.written()
 		// The batch's objects are in the pack, synced; the loose
 		// objects its writes used are synced as every write syncs them.
-		return v.fr.transact(updates, true, b.storedObjects())
+		return v.fr.Transact(updates, true, b.storedObjects())
 	})
-	if errors.Is(err, errRetry) {
+	if errors.Is(err, refstore.ErrRetry) {
 		err = fmt.Errorf("%w: %w", repository.ErrConflict, err)
 	}
 	if err != nil {
@@ -401,29 +399,29 @@ func (b *batch) drop() {
 // commit goes on the new value: unless the other writer changed one of
 // the same files, which is a conflict. The caller holds the exclusive
 // lock.
-func (b *batch) squashMetadata(v *view, updates []refUpdate, reads *readSet) error {
+func (b *batch) squashMetadata(v *view, updates []refstore.RefUpdate, reads *readSet) error {
 	for i, u := range updates {
-		if u.name != metadataRef || u.new.IsZero() {
+		if u.Name != metadataRef || u.New.IsZero() {
 			continue
 		}
-		if _, ok := b.object(u.new); !ok {
+		if _, ok := b.object(u.New); !ok {
 			return nil // not the batch's commit
 		}
-		c, err := v.commit(u.new)
+		c, err := v.commit(u.New)
 		if err != nil {
 			return err
 		}
-		tree, parent := c.tree, u.old
-		cur, _, err := v.fr.ref(metadataRef)
+		tree, parent := c.Tree, u.Old
+		cur, _, err := v.fr.Ref(metadataRef)
 		if err != nil {
 			return err
 		}
-		if cur != u.old {
-			if tree, err = b.rebaseMetadata(v, u.old, cur, tree, reads); err != nil {
+		if cur != u.Old {
+			if tree, err = b.rebaseMetadata(v, u.Old, cur, tree, reads); err != nil {
 				return err
 			}
 			parent = cur
-			updates[i].old = cur
+			updates[i].Old = cur
 		}
 		var parents []plumbing.Hash
 		if !parent.IsZero() {
@@ -438,7 +436,7 @@ func (b *batch) squashMetadata(v *view, updates []refUpdate, reads *readSet) err
 		if err != nil {
 			return err
 		}
-		updates[i].new = h
+		updates[i].New = h
 	}
 	return nil
 }
@@ -455,7 +453,7 @@ func (b *batch) rebaseMetadata(v *view, base, cur, final plumbing.Hash, reads *r
 		if err != nil {
 			return plumbing.ZeroHash, err
 		}
-		return c.tree, nil
+		return c.Tree, nil
 	}
 	baseTree, err := treeOf(base)
 	if err != nil {
@@ -485,7 +483,7 @@ func (b *batch) rebaseMetadata(v *view, base, cur, final plumbing.Hash, reads *r
 			return plumbing.ZeroHash, err
 		}
 		if now != ch.old {
-			return plumbing.ZeroHash, fmt.Errorf("%w: metadata %s was changed by another writer", errConflictRef, ch.path)
+			return plumbing.ZeroHash, fmt.Errorf("%w: metadata %s was changed by another writer", refstore.ErrConflictRef, ch.path)
 		}
 		if out, err = v.replaceEntry(out, segs, ch.new, modeRegular); err != nil {
 			return plumbing.ZeroHash, err
@@ -508,14 +506,14 @@ func diffTrees(v *view, a, b plumbing.Hash, prefix string, out *[]fileChange) er
 	if a == b {
 		return nil
 	}
-	entries := func(h plumbing.Hash) (map[string]treeEntry, error) {
-		m := map[string]treeEntry{}
+	entries := func(h plumbing.Hash) (map[string]gitobj.TreeEntry, error) {
+		m := map[string]gitobj.TreeEntry{}
 		if h.IsZero() {
 			return m, nil
 		}
 		es, err := v.tree(h)
 		for _, e := range es {
-			m[e.name] = e
+			m[e.Name] = e
 		}
 		return m, err
 	}
@@ -540,21 +538,21 @@ func diffTrees(v *view, a, b plumbing.Hash, prefix string, out *[]fileChange) er
 			continue
 		}
 		p := prefix + n
-		dirX, dirY := x.mode == modeDir, y.mode == modeDir
+		dirX, dirY := x.Mode == modeDir, y.Mode == modeDir
 		switch {
-		case (dirX || x.hash.IsZero()) && (dirY || y.hash.IsZero()):
+		case (dirX || x.Hash.IsZero()) && (dirY || y.Hash.IsZero()):
 			var ha, hb plumbing.Hash
 			if dirX {
-				ha = x.hash
+				ha = x.Hash
 			}
 			if dirY {
-				hb = y.hash
+				hb = y.Hash
 			}
 			if err := diffTrees(v, ha, hb, p+"/", out); err != nil {
 				return err
 			}
 		case !dirX && !dirY:
-			*out = append(*out, fileChange{path: p, old: x.hash, new: y.hash})
+			*out = append(*out, fileChange{path: p, old: x.Hash, new: y.Hash})
 		default:
 			return fmt.Errorf("metadata tree: %s is a file on one side and a directory on the other", p)
 		}
@@ -578,30 +576,30 @@ func fileAt(v *view, root plumbing.Hash, segs []string) (plumbing.Hash, error) {
 			return plumbing.ZeroHash, nil
 		}
 		if i == len(segs)-1 {
-			if e.mode == modeDir {
+			if e.Mode == modeDir {
 				return plumbing.ZeroHash, fmt.Errorf("metadata tree: %s is a directory", strings.Join(segs, "/"))
 			}
-			return e.hash, nil
+			return e.Hash, nil
 		}
-		if e.mode != modeDir {
+		if e.Mode != modeDir {
 			return plumbing.ZeroHash, nil
 		}
-		root = e.hash
+		root = e.Hash
 	}
 	return plumbing.ZeroHash, nil
 }
 
 // reachable returns the objects of b that the new values of updates
 // reach, stopping at objects b does not hold (they are stored).
-func (b *batch) reachable(updates []refUpdate) ([]packObject, error) {
+func (b *batch) reachable(updates []refstore.RefUpdate) ([]gitobj.PackObject, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seen := map[plumbing.Hash]bool{}
-	var out []packObject
+	var out []gitobj.PackObject
 	var stack []plumbing.Hash
 	for _, u := range updates {
-		if !u.new.IsZero() {
-			stack = append(stack, u.new)
+		if !u.New.IsZero() {
+			stack = append(stack, u.New)
 		}
 	}
 	for len(stack) > 0 {
@@ -613,22 +611,22 @@ func (b *batch) reachable(updates []refUpdate) ([]packObject, error) {
 		}
 		seen[h] = true
 		out = append(out, o)
-		switch o.typ {
+		switch o.Type {
 		case plumbing.CommitObject:
-			c, ok := decodeCommit(h, o.data)
+			c, ok := gitobj.DecodeCommit(h, o.Data)
 			if !ok {
 				return nil, fmt.Errorf("batch: commit %s does not parse", h)
 			}
-			stack = append(stack, c.tree)
-			stack = append(stack, c.parents...)
+			stack = append(stack, c.Tree)
+			stack = append(stack, c.Parents...)
 		case plumbing.TreeObject:
-			entries, err := parseTree(o.data)
+			entries, err := gitobj.ParseTree(o.Data)
 			if err != nil {
 				return nil, fmt.Errorf("batch: tree %s: %w", h, err)
 			}
 			for _, e := range entries {
-				if e.mode != filemode.Submodule {
-					stack = append(stack, e.hash)
+				if e.Mode != filemode.Submodule {
+					stack = append(stack, e.Hash)
 				}
 			}
 		}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -86,7 +87,7 @@ func (s *readSet) setPrefix(k prefixKey, enc string) {
 }
 
 // all records a snapshot of every ref.
-func (s *readSet) all(snap *refSnap) {
+func (s *readSet) all(snap *refstore.RefSnap) {
 	if s == nil {
 		return
 	}
@@ -147,26 +148,26 @@ func encodeRefs(m map[plumbing.ReferenceName]plumbing.Hash) string {
 	return b.String()
 }
 
-func encodeSnap(s *refSnap) string {
+func encodeSnap(s *refstore.RefSnap) string {
 	var b strings.Builder
-	for i, n := range s.names {
+	for i, n := range s.Names {
 		if n == string(metadataRef) {
 			continue
 		}
 		b.WriteString(n)
 		b.WriteByte(' ')
-		b.WriteString(s.hashes[i].String())
+		b.WriteString(s.Hashes[i].String())
 		b.WriteByte('\n')
 	}
 	return b.String()
 }
 
 // check reads again, from disk, what s records (but the metadata ref) and
-// returns an error matching errConflictRef naming the first thing that
+// returns an error matching refstore.ErrConflictRef naming the first thing that
 // changed. The caller holds the exclusive lock.
 func (s *readSet) check(v *view) error {
 	changed := func(what string) error {
-		return fmt.Errorf("%w: %s changed since the batch read it", errConflictRef, what)
+		return fmt.Errorf("%w: %s changed since the batch read it", refstore.ErrConflictRef, what)
 	}
 	if s.stale != "" {
 		return changed(s.stale)
@@ -176,7 +177,7 @@ func (s *readSet) check(v *view) error {
 		if name == metadataRef {
 			continue
 		}
-		cur, _, err := f.ref(name)
+		cur, _, err := f.Ref(name)
 		if err != nil {
 			return err
 		}
@@ -188,9 +189,9 @@ func (s *readSet) check(v *view) error {
 		var now string
 		switch k.kind {
 		case readChildren, readUnder:
-			read := f.children
+			read := f.Children
 			if k.kind == readUnder {
-				read = f.under
+				read = f.Under
 			}
 			m, err := read(k.prefix, v.damaged)
 			if err != nil {
@@ -198,7 +199,7 @@ func (s *readSet) check(v *view) error {
 			}
 			now = encodeRefs(m)
 		case readNames:
-			names, err := f.childNames(k.prefix)
+			names, err := f.ChildNames(k.prefix)
 			if err != nil {
 				return err
 			}
@@ -209,7 +210,7 @@ func (s *readSet) check(v *view) error {
 		}
 	}
 	if s.allRefs != "" {
-		snap, err := f.snapshot([]string{"refs/heads/", "refs/tags/"}, []plumbing.ReferenceName{metadataRef}, v.damaged)
+		snap, err := f.Snapshot([]string{"refs/heads/", "refs/tags/"}, []plumbing.ReferenceName{metadataRef}, v.damaged)
 		if err != nil {
 			return err
 		}
@@ -223,7 +224,7 @@ func (s *readSet) check(v *view) error {
 // checkMetadata compares the metadata files s records as read with the
 // metadata tree cur, leaving out those in skip (the batch changed them:
 // rebaseMetadata compares them). It returns an error matching
-// errConflictRef naming the first that differs.
+// refstore.ErrConflictRef naming the first that differs.
 func (s *readSet) checkMetadata(v *view, cur plumbing.Hash, skip map[string]bool) error {
 	for p, mh := range s.md {
 		if skip[p] {
@@ -244,7 +245,7 @@ func (s *readSet) checkMetadata(v *view, cur plumbing.Hash, skip map[string]bool
 			}
 		}
 		if md.Hash() != mh {
-			return fmt.Errorf("%w: metadata %s changed since the batch read it", errConflictRef, p)
+			return fmt.Errorf("%w: metadata %s changed since the batch read it", refstore.ErrConflictRef, p)
 		}
 	}
 	return nil

@@ -11,7 +11,6 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -56,20 +55,6 @@ func listShapes() []porchShape {
 		}
 	}
 	return []porchShape{{Packages: 10, Revisions: 10, Dirs: 1}, {Packages: 100, Revisions: 400, Dirs: 4, Drafts: 5, Proposals: 5}, {Packages: 100, Revisions: 400, Dirs: 1, Drafts: 5, Proposals: 5}, {Packages: 250, Revisions: 1000, Dirs: 5, Drafts: 25, Proposals: 25}}
-}
-
-// cpuTime returns the user and system CPU time of the process so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// minorFaults returns the process's minor page faults so far.
-func minorFaults() int64 {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return int64(ru.Minflt)
 }
 
 // BenchmarkPorchReadCold reads one revision's files through a new

@@ -206,7 +206,9 @@
 // twice: it either happened or it did not. TestCrash kills a child
 // process at every step of init, save, propose, approve, metadata,
 // propose-delete and delete, and at random moments, and checks all of
-// this with git fsck.
+// this with git fsck. The protocol step by step, with what is synced
+// when and how a reader that may not write sees a pending journal, is
+// documented in package internal/refstore.
 //
 // A ref that is damaged all the same (empty, not an object id, or naming
 // a missing object, as go-git's in-place writes or other tools can leave
@@ -342,4 +344,24 @@
 // For a remote, every read first fetches (unless within
 // Options.RemoteReadMaxAge): an ls-remote, and objects only for refs
 // that moved to commits not present locally. Watch polls the refs.
+//
+// # Where the mechanisms are
+//
+// This package is the backend: the layout above, reads, writes,
+// metadata, adoption, watching and remotes. Its storage mechanisms on
+// disk are packages of their own under internal/, each documented at
+// its top:
+//
+//   - internal/gitobj: objects and packs. The pack and .idx format as cad
+//     reads them, delta chains and the ropes of packed trees, the tree
+//     format, loose objects as cad writes them, and the object cache
+//     (what is cached, by kind).
+//   - internal/refstore: refs and their transactions. Reading loose refs
+//     and packed-refs, damage, the crash-safety protocol (journal, commit
+//     point, recovery, read-only overlay, packed-refs rewrites, fsync),
+//     the cross-process lock, and that it exists on unix only.
+//   - internal/index: the persistent indexes, cad-index and cad-paths.
+//     Both file formats byte by byte, their checksums, how they are
+//     appended to, rebuilt and merged, and what a stale or damaged file
+//     does (nothing but cost a read).
 package gitrepo

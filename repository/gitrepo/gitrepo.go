@@ -23,6 +23,8 @@ import (
 	"github.com/go-git/go-billy/v5/osfs"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -150,7 +152,7 @@ type Repository struct {
 
 	st     *store
 	remote *remote // nil for local and memory repositories
-	cache  *lru
+	cache  *gitobj.LRU
 	// tagWS remembers the workspaces of package tags (see resolve).
 	tagWS tagWorkspaces
 	// wsTagsRead counts the tags whose workspace a lookup looked at
@@ -228,7 +230,7 @@ func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository
 		branch: spec.Git.Branch,
 		opts:   o,
 		log:    o.Logger.With("repository", spec.Name),
-		cache:  newLRU(o.CacheBytes),
+		cache:  gitobj.NewLRU(o.CacheBytes),
 	}
 	if err := validBranchName(r.branch); err != nil {
 		return nil, r.errorf("open", revision.Key{}, repository.ErrInvalidInput, "git.branch %q: %v", r.branch, err)
@@ -416,7 +418,7 @@ func (r *Repository) ensureBranch(ctx context.Context) error {
 		exists = ok
 		return err
 	})
-	if isDamaged(err) {
+	if refstore.IsDamaged(err) {
 		// The branch exists, damaged: never create it anew over what is
 		// on disk. Drafts, proposals and tags stay readable; what needs
 		// the branch fails with the damaged-ref error.
@@ -441,7 +443,7 @@ func (r *Repository) ensureBranch(ctx context.Context) error {
 		if err != nil {
 			return nil, err
 		}
-		tree, err := v.putTree([]treeEntry{{name: initialFileName, mode: modeRegular, hash: blob}})
+		tree, err := v.putTree([]gitobj.TreeEntry{{Name: initialFileName, Mode: modeRegular, Hash: blob}})
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,8 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
 // failingStorage fails the check-and-set of one ref, as if another
@@ -43,10 +45,10 @@ func TestApplyRefsRollsBack(t *testing.T) {
 		}
 	}
 	v := &view{s: failingStorage{Storage: mem, fail: "refs/heads/main"}}
-	err := applyRefs(v, []refUpdate{
-		{name: "refs/tags/p/v1", old: plumbing.ZeroHash, new: h2},
-		{name: "refs/heads/main", old: h1, new: h2},
-		{name: "refs/heads/proposed/p/ws", old: h1},
+	err := applyRefs(v, []refstore.RefUpdate{
+		{Name: "refs/tags/p/v1", Old: plumbing.ZeroHash, New: h2},
+		{Name: "refs/heads/main", Old: h1, New: h2},
+		{Name: "refs/heads/proposed/p/ws", Old: h1},
 	}, true)
 	if !errors.Is(err, repository.ErrConflict) {
 		t.Fatalf("applyRefs = %v, want a conflict", err)
@@ -56,16 +58,16 @@ func TestApplyRefsRollsBack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	main, _ := got.get("refs/heads/main")
-	proposed, _ := got.get("refs/heads/proposed/p/ws")
-	if got.len() != len(want) || main != h1 || proposed != h1 {
-		t.Fatalf("after a failed update the refs are %v, want %v", got.names, want)
+	main, _ := got.Get("refs/heads/main")
+	proposed, _ := got.Get("refs/heads/proposed/p/ws")
+	if got.Len() != len(want) || main != h1 || proposed != h1 {
+		t.Fatalf("after a failed update the refs are %v, want %v", got.Names, want)
 	}
 	// A stale expected value is refused before anything changes.
 	v = &view{s: mem}
-	err = applyRefs(v, []refUpdate{
-		{name: "refs/tags/p/v1", old: plumbing.ZeroHash, new: h2},
-		{name: "refs/heads/main", old: h2, new: h1},
+	err = applyRefs(v, []refstore.RefUpdate{
+		{Name: "refs/tags/p/v1", Old: plumbing.ZeroHash, New: h2},
+		{Name: "refs/heads/main", Old: h2, New: h1},
 	}, true)
 	if !errors.Is(err, repository.ErrConflict) {
 		t.Fatalf("applyRefs with a stale old value = %v", err)
@@ -130,17 +132,17 @@ func TestParseVersion(t *testing.T) {
 
 func TestCompareEntries(t *testing.T) {
 	// git's order: "a-" < "a" (a directory, "a/") < "a0", and file "a" < "a-".
-	entries := []treeEntry{
-		{name: "a0", mode: modeRegular},
-		{name: "a", mode: modeDir},
-		{name: "a-", mode: modeRegular},
-		{name: "b", mode: modeRegular},
-		{name: "ab", mode: modeDir},
+	entries := []gitobj.TreeEntry{
+		{Name: "a0", Mode: modeRegular},
+		{Name: "a", Mode: modeDir},
+		{Name: "a-", Mode: modeRegular},
+		{Name: "b", Mode: modeRegular},
+		{Name: "ab", Mode: modeDir},
 	}
-	slices.SortFunc(entries, compareEntries)
+	slices.SortFunc(entries, gitobj.CompareEntries)
 	var got []string
 	for _, e := range entries {
-		got = append(got, e.name)
+		got = append(got, e.Name)
 	}
 	if want := []string{"a-", "a", "a0", "ab", "b"}; !slices.Equal(got, want) {
 		t.Fatalf("order %v, want %v", got, want)

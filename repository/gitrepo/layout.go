@@ -9,6 +9,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 )
 
 // Porch's git layout: ref prefixes, commit messages and the initial commit.
@@ -71,17 +72,8 @@ func splitLast(s string) (head, tail string, ok bool) {
 	return s[:i], s[i+1:], true
 }
 
-// annotation is the kpt: line Porch appends to its commit messages: the
-// JSON of these fields in this order.
-type annotation struct {
-	PackagePath   string          `json:"package,omitempty"`
-	WorkspaceName string          `json:"workspaceName,omitempty"`
-	Revision      string          `json:"revision,omitempty"`
-	Task          json.RawMessage `json:"task,omitempty"`
-}
-
 // annotate appends the kpt: line to message as Porch does.
-func annotate(message string, a annotation) string {
+func annotate(message string, a gitobj.Annotation) string {
 	b, err := json.Marshal(a)
 	if err != nil {
 		panic(err) // strings only
@@ -89,28 +81,10 @@ func annotate(message string, a annotation) string {
 	return message + "\n\nkpt:" + string(b) + "\n"
 }
 
-// annotations returns the kpt: annotations of a commit message, skipping
-// lines that do not parse.
-func annotations(message string) []annotation {
-	var out []annotation
-	for _, line := range strings.Split(message, "\n") {
-		line = strings.TrimSpace(line)
-		rest, ok := strings.CutPrefix(line, "kpt:")
-		if !ok {
-			continue
-		}
-		var a annotation
-		if json.Unmarshal([]byte(rest), &a) == nil {
-			out = append(out, a)
-		}
-	}
-	return out
-}
-
 // workspaceOf returns the workspace a commit's annotation gives package
 // full, or "".
-func workspaceOf(c *commitInfo, full string) string {
-	for _, a := range c.annotations {
+func workspaceOf(c *gitobj.CommitInfo, full string) string {
+	for _, a := range c.Annotations {
 		if a.PackagePath == full && a.WorkspaceName != "" {
 			return a.WorkspaceName
 		}
@@ -120,7 +94,7 @@ func workspaceOf(c *commitInfo, full string) string {
 
 // workspaceIn returns the workspace the annotations anns give package
 // full, or "".
-func workspaceIn(anns []annotation, full string) string {
+func workspaceIn(anns []gitobj.Annotation, full string) string {
 	for _, a := range anns {
 		if a.PackagePath == full && a.WorkspaceName != "" {
 			return a.WorkspaceName
@@ -131,7 +105,7 @@ func workspaceIn(anns []annotation, full string) string {
 
 // names reports whether one of anns names package full: the registration
 // that makes a directory without a package marker a package revision.
-func names(anns []annotation, full string) bool {
+func names(anns []gitobj.Annotation, full string) bool {
 	for _, a := range anns {
 		if a.PackagePath == full {
 			return true

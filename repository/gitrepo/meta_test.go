@@ -19,7 +19,7 @@ import (
 // metaBefore is how a revision's Meta was built before revMeta: the
 // reference the compact form must reproduce field for field.
 func metaBefore(x *rev) revision.Meta {
-	h := x.commit.hash
+	h := x.commit.Hash
 	if x.key.IsPlaceholder() {
 		h = x.pkgTree
 	}
@@ -29,16 +29,16 @@ func metaBefore(x *rev) revision.Meta {
 	}
 	commit := version[:40]
 	if x.key.IsPlaceholder() {
-		commit = x.commit.hash.String()
+		commit = x.commit.Hash.String()
 	}
 	m := revision.Meta{Key: x.key, Lifecycle: x.lifecycle, Version: version, Commit: commit, Metadata: x.md.Clone(),
 		Creation: porchtask.Decode(x.creationTask())}
 	if x.lifecycle.IsPublished() && !x.key.IsPlaceholder() {
-		m.PublishedBy = x.commit.author.Email
+		m.PublishedBy = x.commit.Author.Email
 		if m.PublishedBy == "" {
-			m.PublishedBy = x.commit.author.Name
+			m.PublishedBy = x.commit.Author.Name
 		}
-		m.PublishedAt = x.commit.author.When
+		m.PublishedAt = x.commit.Author.When
 	}
 	if x.key.IsPlaceholder() && x.published != nil {
 		m.PublishedBy = x.published.Email

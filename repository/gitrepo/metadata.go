@@ -49,7 +49,7 @@ func (v *view) metadataRoot() (ref, tree plumbing.Hash, err error) {
 		if err != nil {
 			return plumbing.ZeroHash, plumbing.ZeroHash, err
 		}
-		st.ref, st.tree = h, c.tree
+		st.ref, st.tree = h, c.Tree
 	}
 	v.md = st
 	return st.ref, st.tree, nil
@@ -83,14 +83,14 @@ func (r *Repository) attachMetadata(v *view, x *rev) error {
 		return err
 	}
 	e, ok := findEntry(entries, name)
-	if !ok || e.mode != modeRegular {
+	if !ok || e.Mode != modeRegular {
 		return nil
 	}
-	if c, ok := v.cache.get(kindMetadata, e.hash); ok {
+	if c, ok := v.cache.Get(kindMetadata, e.Hash); ok {
 		x.md = c.(revision.Metadata)
 		return nil
 	}
-	data, err := v.blob(e.hash)
+	data, err := v.blob(e.Hash)
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func (r *Repository) attachMetadata(v *view, x *rev) error {
 		r.log.Warn("ignoring unreadable revision metadata", "path", p, "error", err.Error())
 		return nil
 	}
-	v.cache.put(kindMetadata, e.hash, md, int64(64+len(data)*2))
+	v.cache.Put(kindMetadata, e.Hash, md, int64(64+len(data)*2))
 	x.md = md
 	return nil
 }

@@ -1,13 +1,11 @@
 package gitrepo
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"path"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -15,6 +13,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/index"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -23,24 +23,6 @@ const (
 	modeDir     = filemode.Dir
 )
 
-// treeEntry is one entry of a git tree. Decoded trees are shared through
-// the cache and never modified.
-type treeEntry struct {
-	name string
-	mode filemode.FileMode
-	hash plumbing.Hash
-}
-
-// commitInfo is what cad reads of a commit.
-type commitInfo struct {
-	hash        plumbing.Hash
-	tree        plumbing.Hash
-	parents     []plumbing.Hash
-	author      object.Signature
-	message     string
-	annotations []annotation
-}
-
 // pkgEntry is a package found under a tree: its path relative to the tree
 // and its own tree.
 type pkgEntry struct {
@@ -48,29 +30,15 @@ type pkgEntry struct {
 	tree plumbing.Hash
 }
 
-// Cache kinds.
-const (
-	kindTree byte = iota
-	kindCommit
-	kindPeel
-	kindPackages     // packages under a tree, the tree being a package candidate
-	kindPackagesRoot // packages under a tree at the top of the directory
-	kindFiles
-	kindInfo
-	kindTagAnnotations // kpt: annotations of an annotated tag's message
-	kindSubtree        // the directory a path leads to under a tree
-	kindPacked         // an object resolved out of a pack, by pack and offset
-)
-
 var errNotCommit = errors.New("not a commit")
 
 // tree returns the entries of tree h.
-func (v *view) tree(h plumbing.Hash) ([]treeEntry, error) {
+func (v *view) tree(h plumbing.Hash) ([]gitobj.TreeEntry, error) {
 	if h == emptyTree {
 		return nil, nil
 	}
-	if e, ok := v.cache.get(kindTree, h); ok {
-		return e.([]treeEntry), nil
+	if e, ok := v.cache.Get(gitobj.KindTree, h); ok {
+		return e.([]gitobj.TreeEntry), nil
 	}
 	_, data, err := v.raw(plumbing.TreeObject, h)
 	if err != nil {
@@ -80,29 +48,29 @@ func (v *view) tree(h plumbing.Hash) ([]treeEntry, error) {
 }
 
 // parsedTree decodes data, the raw content of tree h, and caches it.
-func (v *view) parsedTree(h plumbing.Hash, data []byte) ([]treeEntry, error) {
-	out, err := parseTree(data)
+func (v *view) parsedTree(h plumbing.Hash, data []byte) ([]gitobj.TreeEntry, error) {
+	out, err := gitobj.ParseTree(data)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tree %s: %w", repository.ErrCorrupt, h, err)
 	}
 	size := int64(64)
 	for _, e := range out {
-		size += int64(len(e.name)) + 64
+		size += int64(len(e.Name)) + 64
 	}
-	v.cache.put(kindTree, h, out, size)
+	v.cache.Put(gitobj.KindTree, h, out, size)
 	return out, nil
 }
 
 // commit returns commit h; h may also name an annotated tag, which is
 // peeled.
-func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
-	if e, ok := v.cache.get(kindCommit, h); ok {
-		return e.(*commitInfo), nil
+func (v *view) commit(h plumbing.Hash) (*gitobj.CommitInfo, error) {
+	if e, ok := v.cache.Get(gitobj.KindCommit, h); ok {
+		return e.(*gitobj.CommitInfo), nil
 	}
-	if e, ok := v.cache.get(kindPeel, h); ok {
+	if e, ok := v.cache.Get(gitobj.KindPeel, h); ok {
 		return v.commit(e.(plumbing.Hash))
 	}
-	if ci := v.idx.commit(h); ci != nil {
+	if ci := v.idx.Commit(h); ci != nil {
 		// Not cached: the index has it, and a list reads it once.
 		return ci, nil
 	}
@@ -120,94 +88,28 @@ func (v *view) commit(h plumbing.Hash) (*commitInfo, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: tag %s: %w", repository.ErrCorrupt, h, err)
 		}
-		v.cache.put(kindPeel, h, tag.Target, 64)
-		anns := annotations(tag.Message)
+		v.cache.Put(gitobj.KindPeel, h, tag.Target, 64)
+		anns := gitobj.Annotations(tag.Message)
 		if anns == nil {
-			anns = []annotation{} // cached too: "none" is an answer
+			anns = []gitobj.Annotation{} // cached too: "none" is an answer
 		}
-		v.cache.put(kindTagAnnotations, h, anns, int64(64+len(tag.Message)))
+		v.cache.Put(gitobj.KindTagAnnotations, h, anns, int64(64+len(tag.Message)))
 		return v.commit(tag.Target)
 	default:
 		return nil, fmt.Errorf("%w: object %s is a %s: %w", repository.ErrCorrupt, h, o.Type(), errNotCommit)
 	}
-	ci, ok := decodeCommit(h, data)
+	ci, ok := gitobj.DecodeCommit(h, data)
 	if !ok {
 		c := &object.Commit{}
 		if err := c.Decode(o); err != nil {
 			return nil, fmt.Errorf("%w: commit %s: %w", repository.ErrCorrupt, h, err)
 		}
-		ci = &commitInfo{hash: h, tree: c.TreeHash, parents: c.ParentHashes, author: c.Author, message: c.Message}
+		ci = &gitobj.CommitInfo{Hash: h, Tree: c.TreeHash, Parents: c.ParentHashes, Author: c.Author, Message: c.Message}
 	}
-	ci.annotations = annotations(ci.message)
-	v.cache.put(kindCommit, h, ci, int64(256+len(ci.message)))
-	v.idx.addCommit(ci)
+	ci.Annotations = gitobj.Annotations(ci.Message)
+	v.cache.Put(gitobj.KindCommit, h, ci, int64(256+len(ci.Message)))
+	v.idx.AddCommit(ci)
 	return ci, nil
-}
-
-// decodeCommit reads what cad keeps of commit h from its raw content, as
-// go-git's decoder reads it: the tree (the first header), the parents
-// that follow it, the author right after them (else none), and the
-// message after the first blank line; other headers are skipped. ok is
-// false when the commit does not start with a valid tree header or a
-// parent's id is malformed, for go-git to decode (and report). It saves
-// the decoder's copies and its hash of the whole object, which a list
-// or a workspace lookup pays for every tag.
-func decodeCommit(h plumbing.Hash, data []byte) (*commitInfo, bool) {
-	ci := &commitInfo{hash: h}
-	line := func() ([]byte, bool) {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			l := data
-			data = nil
-			return l, len(l) > 0
-		}
-		l := data[:i]
-		data = data[i+1:]
-		return l, true
-	}
-	l, _ := line()
-	rest, ok := bytes.CutPrefix(l, []byte("tree "))
-	if !ok || !plumbing.IsHash(string(rest)) {
-		return nil, false
-	}
-	ci.tree = plumbing.NewHash(string(rest))
-	for {
-		if len(data) == 0 {
-			return ci, true
-		}
-		if data[0] == '\n' {
-			ci.message = string(data[1:])
-			return ci, true
-		}
-		save := data
-		l, _ = line()
-		rest, ok := bytes.CutPrefix(l, []byte("parent "))
-		if !ok {
-			if bytes.Equal(l, []byte("parent")) {
-				return nil, false
-			}
-			data = save
-			break
-		}
-		if !plumbing.IsHash(string(rest)) {
-			return nil, false
-		}
-		ci.parents = append(ci.parents, plumbing.NewHash(string(rest)))
-	}
-	if bytes.HasPrefix(data, []byte("author\n")) || bytes.Equal(data, []byte("author")) {
-		return nil, false
-	}
-	if rest, ok := bytes.CutPrefix(data, []byte("author ")); ok {
-		i := bytes.IndexByte(rest, '\n')
-		if i < 0 {
-			i = len(rest)
-		}
-		ci.author.Decode(rest[:i])
-	}
-	if i := bytes.Index(data, []byte("\n\n")); i >= 0 {
-		ci.message = string(data[i+2:])
-	}
-	return ci, true
 }
 
 // subtree returns the tree at path p (slash-separated, "" for root) under
@@ -221,7 +123,7 @@ func (v *view) subtree(root plumbing.Hash, p string) (plumbing.Hash, bool, error
 	// is cached, not the trees on the way (a root tree of an approval
 	// commit holds every package and is scanned, not decoded).
 	ck := plumbing.ComputeHash(plumbing.BlobObject, []byte(root.String()+"\x00"+p))
-	if e, ok := v.cache.get(kindSubtree, ck); ok {
+	if e, ok := v.cache.Get(gitobj.KindSubtree, ck); ok {
 		sub := e.(plumbing.Hash)
 		return sub, !sub.IsZero(), nil
 	}
@@ -230,13 +132,13 @@ func (v *view) subtree(root plumbing.Hash, p string) (plumbing.Hash, bool, error
 		if err != nil {
 			return plumbing.ZeroHash, false, err
 		}
-		if !ok || e.mode != modeDir {
-			v.cache.put(kindSubtree, ck, plumbing.ZeroHash, int64(64+len(p)))
+		if !ok || e.Mode != modeDir {
+			v.cache.Put(gitobj.KindSubtree, ck, plumbing.ZeroHash, int64(64+len(p)))
 			return plumbing.ZeroHash, false, nil
 		}
-		h = e.hash
+		h = e.Hash
 	}
-	v.cache.put(kindSubtree, ck, h, int64(64+len(p)))
+	v.cache.Put(gitobj.KindSubtree, ck, h, int64(64+len(p)))
 	return h, true, nil
 }
 
@@ -245,111 +147,58 @@ func (v *view) subtree(root plumbing.Hash, p string) (plumbing.Hash, bool, error
 // entry without decoding the others, and not cached: on the way to one
 // package, the trees above it (the root tree of an approval commit holds
 // every package) are mostly read once.
-func (v *view) lookup(h plumbing.Hash, name string) (treeEntry, bool, error) {
+func (v *view) lookup(h plumbing.Hash, name string) (gitobj.TreeEntry, bool, error) {
 	if h == emptyTree {
-		return treeEntry{}, false, nil
+		return gitobj.TreeEntry{}, false, nil
 	}
-	if e, ok := v.cache.get(kindTree, h); ok {
-		te, found := findEntry(e.([]treeEntry), name)
+	if e, ok := v.cache.Get(gitobj.KindTree, h); ok {
+		te, found := findEntry(e.([]gitobj.TreeEntry), name)
 		return te, found, nil
 	}
 	if v.packs != nil {
 		// A tree built by a delta is searched without building it.
-		te, found, err := v.packs.lookupEntry(h, name, v.cache, &v.final)
-		if !errors.Is(err, errRopeUnfit) {
+		te, found, err := v.packs.LookupEntry(h, name, v.cache, &v.final)
+		if !errors.Is(err, gitobj.ErrRopeUnfit) {
 			if err != nil {
-				return treeEntry{}, false, fmt.Errorf("tree %s: %w", h, err)
+				return gitobj.TreeEntry{}, false, fmt.Errorf("tree %s: %w", h, err)
 			}
 			return te, found, nil
 		}
 	}
 	_, data, err := v.rawScan(plumbing.TreeObject, h)
 	if err != nil {
-		return treeEntry{}, false, err
+		return gitobj.TreeEntry{}, false, err
 	}
-	te, found, err := scanTree(data, name)
+	te, found, err := gitobj.ScanTree(data, name)
 	if err != nil {
-		return treeEntry{}, false, fmt.Errorf("%w: tree %s: %w", repository.ErrCorrupt, h, err)
+		return gitobj.TreeEntry{}, false, fmt.Errorf("%w: tree %s: %w", repository.ErrCorrupt, h, err)
 	}
 	return te, found, nil
-}
-
-// scanTree finds the entry name in the raw content of a tree object:
-// entries of "<octal mode> <name>\x00<20-byte id>".
-func scanTree(data []byte, name string) (treeEntry, bool, error) {
-	for len(data) > 0 {
-		sp := bytes.IndexByte(data, ' ')
-		if sp < 0 {
-			return treeEntry{}, false, errors.New("malformed tree: no mode")
-		}
-		nul := bytes.IndexByte(data[sp+1:], 0)
-		if nul < 0 || sp+1+nul+1+20 > len(data) {
-			return treeEntry{}, false, errors.New("malformed tree: entry cut short")
-		}
-		entName := data[sp+1 : sp+1+nul]
-		idStart := sp + 1 + nul + 1
-		if string(entName) == name {
-			mode, err := filemode.New(string(data[:sp]))
-			if err != nil {
-				return treeEntry{}, false, fmt.Errorf("malformed tree: %w", err)
-			}
-			var id plumbing.Hash
-			copy(id[:], data[idStart:idStart+20])
-			return treeEntry{name: name, mode: mode, hash: id}, true, nil
-		}
-		data = data[idStart+20:]
-	}
-	return treeEntry{}, false, nil
-}
-
-// parseTree decodes the raw content of a tree object.
-func parseTree(data []byte) ([]treeEntry, error) {
-	var out []treeEntry
-	for len(data) > 0 {
-		sp := bytes.IndexByte(data, ' ')
-		if sp < 0 {
-			return nil, errors.New("malformed tree: no mode")
-		}
-		nul := bytes.IndexByte(data[sp+1:], 0)
-		if nul < 0 || sp+1+nul+1+20 > len(data) {
-			return nil, errors.New("malformed tree: entry cut short")
-		}
-		mode, err := filemode.New(string(data[:sp]))
-		if err != nil {
-			return nil, fmt.Errorf("malformed tree: %w", err)
-		}
-		idStart := sp + 1 + nul + 1
-		e := treeEntry{name: string(data[sp+1 : sp+1+nul]), mode: mode}
-		copy(e.hash[:], data[idStart:idStart+20])
-		out = append(out, e)
-		data = data[idStart+20:]
-	}
-	return out, nil
 }
 
 // packageTree returns the tree of the package at full in commit c, and
 // false when there is no package there: no directory, or a directory
 // with neither a Kptfile nor a cad package file that is not registered
 // either (registered: a ref's kpt: annotation names full; see doc.go).
-func (v *view) packageTree(c *commitInfo, full string, registered bool) (plumbing.Hash, bool, error) {
+func (v *view) packageTree(c *gitobj.CommitInfo, full string, registered bool) (plumbing.Hash, bool, error) {
 	var h plumbing.Hash
-	if e, ok := v.idx.subtree(c.tree, full); ok {
-		h = e.hash
-	} else if t, ok := v.sortedSubtree(c.tree, full); ok {
+	if e, ok := v.idx.Subtree(c.Tree, full); ok {
+		h = e.Hash
+	} else if t, ok := v.sortedSubtree(c.Tree, full); ok {
 		h = t
 	} else {
 		var ok bool
 		var err error
-		h, ok, err = v.subtree(c.tree, full)
+		h, ok, err = v.subtree(c.Tree, full)
 		if err != nil || !ok {
 			return plumbing.ZeroHash, false, err
 		}
 		if v.idx != nil {
-			v.idx.addSubtree(c.tree, full, treeEntry{name: path.Base(full), mode: modeDir, hash: h})
+			v.idx.AddSubtree(c.Tree, full, gitobj.TreeEntry{Name: path.Base(full), Mode: modeDir, Hash: h})
 		} else {
 			// A Get or a write, which do not load cad-index: what the
 			// root tree told is kept where the next process's Get looks.
-			v.paths.add(pathRecord{key: pathKey36(c.tree, full), tree: h})
+			v.paths.Add(index.PathRecord{Key: index.PathKey36(c.Tree, full), Tree: h})
 		}
 	}
 	if registered {
@@ -369,16 +218,16 @@ func (v *view) sortedSubtree(root plumbing.Hash, full string) (plumbing.Hash, bo
 	if v.idx != nil {
 		return plumbing.ZeroHash, false // it holds all cad-paths does
 	}
-	return v.paths.subtree(root, full)
+	return v.paths.Subtree(root, full)
 }
 
 // tagAnnotations returns the kpt: annotations of the message of tag object
 // h, nil for a lightweight tag; v.commit(h) must have been called.
-func (v *view) tagAnnotations(h plumbing.Hash) []annotation {
-	if e, ok := v.cache.get(kindTagAnnotations, h); ok {
-		return e.([]annotation)
+func (v *view) tagAnnotations(h plumbing.Hash) []gitobj.Annotation {
+	if e, ok := v.cache.Get(gitobj.KindTagAnnotations, h); ok {
+		return e.([]gitobj.Annotation)
 	}
-	if _, ok := v.cache.get(kindPeel, h); !ok {
+	if _, ok := v.cache.Get(gitobj.KindPeel, h); !ok {
 		return nil
 	}
 	// An annotated tag whose entry was evicted: read it again.
@@ -393,38 +242,38 @@ func (v *view) tagAnnotations(h plumbing.Hash) []annotation {
 	if err != nil {
 		return nil
 	}
-	anns := annotations(tag.Message)
-	v.cache.put(kindTagAnnotations, h, anns, int64(64+len(tag.Message)))
+	anns := gitobj.Annotations(tag.Message)
+	v.cache.Put(gitobj.KindTagAnnotations, h, anns, int64(64+len(tag.Message)))
 	return anns
 }
 
 // findEntry returns the entry name of a decoded tree. Git sorts entries
 // by name with a directory's name compared as if it ended in "/", so the
 // entry is found by binary search under both readings of its name.
-func findEntry(entries []treeEntry, name string) (treeEntry, bool) {
+func findEntry(entries []gitobj.TreeEntry, name string) (gitobj.TreeEntry, bool) {
 	for _, key := range []string{name, name + "/"} {
 		i := sort.Search(len(entries), func(i int) bool { return sortName(entries[i]) >= key })
-		if i < len(entries) && entries[i].name == name {
+		if i < len(entries) && entries[i].Name == name {
 			return entries[i], true
 		}
 	}
-	return treeEntry{}, false
+	return gitobj.TreeEntry{}, false
 }
 
 // sortName is the name git sorts tree entry e by.
-func sortName(e treeEntry) string {
-	if e.mode == modeDir {
-		return e.name + "/"
+func sortName(e gitobj.TreeEntry) string {
+	if e.Mode == modeDir {
+		return e.Name + "/"
 	}
-	return e.name
+	return e.Name
 }
 
 // hasKptfile reports whether a tree holds a package marker, a Kptfile or
 // a cad package file (revision.PackageFileName), that is a regular file.
-func hasKptfile(entries []treeEntry) bool {
+func hasKptfile(entries []gitobj.TreeEntry) bool {
 	for _, name := range []string{kptfileName, revision.PackageFileName} {
 		e, ok := findEntry(entries, name)
-		if ok && (e.mode == filemode.Regular || e.mode == filemode.Executable || e.mode == filemode.Deprecated) {
+		if ok && (e.Mode == filemode.Regular || e.Mode == filemode.Executable || e.Mode == filemode.Deprecated) {
 			return true
 		}
 	}
@@ -434,11 +283,11 @@ func hasKptfile(entries []treeEntry) bool {
 // rawHasKptfile is hasKptfile on the raw content of a tree.
 func rawHasKptfile(data []byte) (bool, error) {
 	for _, name := range []string{kptfileName, revision.PackageFileName} {
-		e, ok, err := scanTree(data, name)
+		e, ok, err := gitobj.ScanTree(data, name)
 		if err != nil {
 			return false, err
 		}
-		if ok && (e.mode == filemode.Regular || e.mode == filemode.Executable || e.mode == filemode.Deprecated) {
+		if ok && (e.Mode == filemode.Regular || e.Mode == filemode.Executable || e.Mode == filemode.Deprecated) {
 			return true, nil
 		}
 	}
@@ -453,16 +302,16 @@ func (v *view) packages(h plumbing.Hash) ([]pkgEntry, error) {
 }
 
 func (v *view) packagesAt(h plumbing.Hash, root bool) ([]pkgEntry, error) {
-	kind := kindPackages
+	kind := gitobj.KindPackages
 	if root {
-		kind = kindPackagesRoot
+		kind = gitobj.KindPackagesRoot
 	}
-	if e, ok := v.cache.get(kind, h); ok {
+	if e, ok := v.cache.Get(kind, h); ok {
 		return e.([]pkgEntry), nil
 	}
-	var entries []treeEntry
-	if e, ok := v.cache.get(kindTree, h); ok {
-		entries = e.([]treeEntry)
+	var entries []gitobj.TreeEntry
+	if e, ok := v.cache.Get(gitobj.KindTree, h); ok {
+		entries = e.([]gitobj.TreeEntry)
 	} else if h != emptyTree {
 		_, data, err := v.raw(plumbing.TreeObject, h)
 		if err != nil {
@@ -477,7 +326,7 @@ func (v *view) packagesAt(h plumbing.Hash, root bool) ([]pkgEntry, error) {
 			}
 			if marked {
 				out := []pkgEntry{{path: "", tree: h}}
-				v.cache.put(kind, h, out, 64+48)
+				v.cache.Put(kind, h, out, 64+48)
 				return out, nil
 			}
 		}
@@ -490,15 +339,15 @@ func (v *view) packagesAt(h plumbing.Hash, root bool) ([]pkgEntry, error) {
 		out = []pkgEntry{{path: "", tree: h}}
 	} else {
 		for _, e := range entries {
-			if e.mode != modeDir {
+			if e.Mode != modeDir {
 				continue
 			}
-			sub, err := v.packagesAt(e.hash, false)
+			sub, err := v.packagesAt(e.Hash, false)
 			if err != nil {
 				return nil, err
 			}
 			for _, p := range sub {
-				out = append(out, pkgEntry{path: path.Join(e.name, p.path), tree: p.tree})
+				out = append(out, pkgEntry{path: path.Join(e.Name, p.path), tree: p.tree})
 			}
 		}
 	}
@@ -506,14 +355,14 @@ func (v *view) packagesAt(h plumbing.Hash, root bool) ([]pkgEntry, error) {
 	for _, p := range out {
 		size += int64(len(p.path)) + 48
 	}
-	v.cache.put(kind, h, out, size)
+	v.cache.Put(kind, h, out, size)
 	return out, nil
 }
 
 // files returns the content of the package tree h. Gitlinks are skipped,
 // and so are paths cad refuses (such as a .git directory), with a warning.
 func (v *view) files(h plumbing.Hash, warn func(string, ...any)) (revision.Files, error) {
-	if e, ok := v.cache.get(kindFiles, h); ok {
+	if e, ok := v.cache.Get(gitobj.KindFiles, h); ok {
 		return e.(revision.Files), nil
 	}
 	m := map[string][]byte{}
@@ -525,24 +374,24 @@ func (v *view) files(h plumbing.Hash, warn func(string, ...any)) (revision.Files
 			return err
 		}
 		for _, e := range entries {
-			p := e.name
+			p := e.Name
 			if prefix != "" {
-				p = prefix + "/" + e.name
+				p = prefix + "/" + e.Name
 			}
 			switch {
-			case e.mode == modeDir:
-				if err := walk(e.hash, p); err != nil {
+			case e.Mode == modeDir:
+				if err := walk(e.Hash, p); err != nil {
 					return err
 				}
 				continue
-			case e.mode == filemode.Submodule:
+			case e.Mode == filemode.Submodule:
 				continue
 			}
 			if err := revision.ValidatePath(p); err != nil {
 				warn("skipping file", "path", p, "reason", err)
 				continue
 			}
-			data, err := v.blob(e.hash)
+			data, err := v.blob(e.Hash)
 			if err != nil {
 				return err
 			}
@@ -558,7 +407,7 @@ func (v *view) files(h plumbing.Hash, warn func(string, ...any)) (revision.Files
 	if err != nil {
 		return revision.Files{}, err
 	}
-	v.cache.put(kindFiles, h, f, size)
+	v.cache.Put(gitobj.KindFiles, h, f, size)
 	return f, nil
 }
 
@@ -567,67 +416,19 @@ var emptyTree = plumbing.ComputeHash(plumbing.TreeObject, nil)
 
 // putTree stores a tree of entries, sorted as git sorts them, and returns
 // its hash.
-func (v *view) putTree(entries []treeEntry) (plumbing.Hash, error) {
-	sorted := append([]treeEntry(nil), entries...)
-	slices.SortFunc(sorted, compareEntries)
-	h, err := v.put(plumbing.TreeObject, encodeTree(sorted))
+func (v *view) putTree(entries []gitobj.TreeEntry) (plumbing.Hash, error) {
+	sorted := append([]gitobj.TreeEntry(nil), entries...)
+	slices.SortFunc(sorted, gitobj.CompareEntries)
+	h, err := v.put(plumbing.TreeObject, gitobj.EncodeTree(sorted))
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
 	size := int64(64)
 	for _, e := range sorted {
-		size += int64(len(e.name)) + 64
+		size += int64(len(e.Name)) + 64
 	}
-	v.cache.put(kindTree, h, sorted, size)
+	v.cache.Put(gitobj.KindTree, h, sorted, size)
 	return h, nil
-}
-
-// encodeTree returns the raw content of a tree of sorted entries: for
-// each "<octal mode> <name>\x00<20-byte id>", as git and go-git write
-// them (a directory's mode is 40000).
-func encodeTree(sorted []treeEntry) []byte {
-	n := 0
-	for _, e := range sorted {
-		n += len(e.name) + 28
-	}
-	out := make([]byte, 0, n)
-	for _, e := range sorted {
-		out = strconv.AppendUint(out, uint64(e.mode), 8)
-		out = append(out, ' ')
-		out = append(out, e.name...)
-		out = append(out, 0)
-		out = append(out, e.hash[:]...)
-	}
-	return out
-}
-
-// compareEntries orders tree entries as git does: by name, as if
-// directories had a trailing slash.
-func compareEntries(a, b treeEntry) int {
-	n := min(len(a.name), len(b.name))
-	if c := strings.Compare(a.name[:n], b.name[:n]); c != 0 {
-		return c
-	}
-	ca, cb := nextByte(a, n), nextByte(b, n)
-	switch {
-	case ca < cb:
-		return -1
-	case ca > cb:
-		return 1
-	}
-	return 0
-}
-
-// nextByte returns the byte of e's sort key at i: '/' just past a
-// directory's name, 0 past a file's.
-func nextByte(e treeEntry, i int) int {
-	if i < len(e.name) {
-		return int(e.name[i])
-	}
-	if e.mode == modeDir && i == len(e.name) {
-		return '/'
-	}
-	return 0
 }
 
 // putCommit stores a commit and returns its hash.
@@ -665,20 +466,20 @@ func (v *view) putFiles(files revision.Files) (plumbing.Hash, error) {
 	}
 	var store func(d *dir) (plumbing.Hash, error)
 	store = func(d *dir) (plumbing.Hash, error) {
-		var entries []treeEntry
+		var entries []gitobj.TreeEntry
 		for name, data := range d.files {
 			h, err := v.putBlob(data)
 			if err != nil {
 				return plumbing.ZeroHash, err
 			}
-			entries = append(entries, treeEntry{name: name, mode: modeRegular, hash: h})
+			entries = append(entries, gitobj.TreeEntry{Name: name, Mode: modeRegular, Hash: h})
 		}
 		for name, sub := range d.dirs {
 			h, err := store(sub)
 			if err != nil {
 				return plumbing.ZeroHash, err
 			}
-			entries = append(entries, treeEntry{name: name, mode: modeDir, hash: h})
+			entries = append(entries, gitobj.TreeEntry{Name: name, Mode: modeDir, Hash: h})
 		}
 		return v.putTree(entries)
 	}
@@ -709,7 +510,7 @@ func (v *view) replaceAt(root plumbing.Hash, segs []string, sub plumbing.Hash) (
 // (or, for a directory, the empty tree). Directories left empty are
 // removed; an empty result is the zero hash.
 func (v *view) replaceEntry(root plumbing.Hash, segs []string, leaf plumbing.Hash, mode filemode.FileMode) (plumbing.Hash, error) {
-	var entries []treeEntry
+	var entries []gitobj.TreeEntry
 	if !root.IsZero() {
 		var err error
 		if entries, err = v.tree(root); err != nil {
@@ -721,8 +522,8 @@ func (v *view) replaceEntry(root plumbing.Hash, segs []string, leaf plumbing.Has
 	if len(segs) > 1 {
 		childMode = modeDir
 		var sub plumbing.Hash
-		if e, ok := findEntry(entries, name); ok && e.mode == modeDir {
-			sub = e.hash
+		if e, ok := findEntry(entries, name); ok && e.Mode == modeDir {
+			sub = e.Hash
 		}
 		var err error
 		if child, err = v.replaceEntry(sub, segs[1:], leaf, mode); err != nil {
@@ -732,14 +533,14 @@ func (v *view) replaceEntry(root plumbing.Hash, segs []string, leaf plumbing.Has
 	if childMode == modeDir && child == emptyTree {
 		child = plumbing.ZeroHash
 	}
-	out := make([]treeEntry, 0, len(entries)+1)
+	out := make([]gitobj.TreeEntry, 0, len(entries)+1)
 	for _, e := range entries {
-		if e.name != name {
+		if e.Name != name {
 			out = append(out, e)
 		}
 	}
 	if !child.IsZero() {
-		out = append(out, treeEntry{name: name, mode: childMode, hash: child})
+		out = append(out, gitobj.TreeEntry{Name: name, Mode: childMode, Hash: child})
 	}
 	if len(out) == 0 {
 		return plumbing.ZeroHash, nil
@@ -757,16 +558,16 @@ func (v *view) info(h plumbing.Hash) (revision.Info, error) {
 	}
 	name := kptfileName
 	e, ok := findEntry(entries, name)
-	if !ok || e.mode != modeRegular {
+	if !ok || e.Mode != modeRegular {
 		name = revision.PackageFileName
-		if e, ok = findEntry(entries, name); !ok || e.mode != modeRegular {
+		if e, ok = findEntry(entries, name); !ok || e.Mode != modeRegular {
 			return revision.Info{}, nil
 		}
 	}
-	if c, ok := v.cache.get(kindInfo, e.hash); ok {
+	if c, ok := v.cache.Get(gitobj.KindInfo, e.Hash); ok {
 		return cloneInfo(c.(revision.Info)), nil
 	}
-	data, err := v.blob(e.hash)
+	data, err := v.blob(e.Hash)
 	if err != nil {
 		return revision.Info{}, err
 	}
@@ -778,7 +579,7 @@ func (v *view) info(h plumbing.Hash) (revision.Info, error) {
 	if err != nil {
 		return revision.Info{}, err
 	}
-	v.cache.put(kindInfo, e.hash, info, int64(256+len(data)))
+	v.cache.Put(gitobj.KindInfo, e.Hash, info, int64(256+len(data)))
 	return cloneInfo(info), nil
 }
 

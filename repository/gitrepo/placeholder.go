@@ -3,6 +3,8 @@ package gitrepo
 import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 )
 
 // kindPublished caches, per branch head and package, the author of the
@@ -24,8 +26,8 @@ func (r *Repository) attachPublished(v *view, x *rev) error {
 	if x == nil || x.commit == nil {
 		return nil
 	}
-	ck := plumbing.ComputeHash(plumbing.BlobObject, []byte(x.commit.hash.String()+"\x00"+x.full))
-	if c, ok := v.cache.get(kindPublished, ck); ok {
+	ck := plumbing.ComputeHash(plumbing.BlobObject, []byte(x.commit.Hash.String()+"\x00"+x.full))
+	if c, ok := v.cache.Get(kindPublished, ck); ok {
 		x.published = c.(*object.Signature)
 		return nil
 	}
@@ -33,20 +35,20 @@ func (r *Repository) attachPublished(v *view, x *rev) error {
 	c := x.commit
 	for i := 0; i < maxPublishedWalk; i++ {
 		if namesPackage(c, x.full) {
-			sig := c.author
+			sig := c.Author
 			found = &sig
 			break
 		}
-		if len(c.parents) == 0 {
+		if len(c.Parents) == 0 {
 			break
 		}
-		next, err := v.commit(c.parents[0])
+		next, err := v.commit(c.Parents[0])
 		if err != nil {
 			return err
 		}
 		c = next
 	}
-	v.cache.put(kindPublished, ck, found, 128)
+	v.cache.Put(kindPublished, ck, found, 128)
 	x.published = found
 	return nil
 }
@@ -65,11 +67,11 @@ func (r *Repository) attachPublishedAll(v *view, xs []*rev) error {
 	}
 	head := xs[0].commit
 	key := func(full string) plumbing.Hash {
-		return plumbing.ComputeHash(plumbing.BlobObject, []byte(head.hash.String()+"\x00"+full))
+		return plumbing.ComputeHash(plumbing.BlobObject, []byte(head.Hash.String()+"\x00"+full))
 	}
 	want := map[string][]*rev{}
 	for _, x := range xs {
-		if c, ok := v.cache.get(kindPublished, key(x.full)); ok {
+		if c, ok := v.cache.Get(kindPublished, key(x.full)); ok {
 			x.published = c.(*object.Signature)
 			continue
 		}
@@ -78,16 +80,16 @@ func (r *Repository) attachPublishedAll(v *view, xs []*rev) error {
 	found := map[string]*object.Signature{}
 	c := head
 	for i := 0; i < maxPublishedWalk && len(found) < len(want); i++ {
-		for _, a := range c.annotations {
+		for _, a := range c.Annotations {
 			if _, ok := want[a.PackagePath]; ok && found[a.PackagePath] == nil {
-				sig := c.author
+				sig := c.Author
 				found[a.PackagePath] = &sig
 			}
 		}
-		if len(c.parents) == 0 {
+		if len(c.Parents) == 0 {
 			break
 		}
-		next, err := v.commit(c.parents[0])
+		next, err := v.commit(c.Parents[0])
 		if err != nil {
 			return err
 		}
@@ -95,7 +97,7 @@ func (r *Repository) attachPublishedAll(v *view, xs []*rev) error {
 	}
 	for full, pending := range want {
 		sig := found[full]
-		v.cache.put(kindPublished, key(full), sig, 128)
+		v.cache.Put(kindPublished, key(full), sig, 128)
 		for _, x := range pending {
 			x.published = sig
 		}
@@ -104,8 +106,8 @@ func (r *Repository) attachPublishedAll(v *view, xs []*rev) error {
 }
 
 // namesPackage reports whether a kpt: annotation of c names package full.
-func namesPackage(c *commitInfo, full string) bool {
-	for _, a := range c.annotations {
+func namesPackage(c *gitobj.CommitInfo, full string) bool {
+	for _, a := range c.Annotations {
 		if a.PackagePath == full {
 			return true
 		}

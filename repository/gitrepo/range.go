@@ -45,7 +45,7 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 		// placeholders.
 		step := func() error {
 			// The mapped pages are dropped as List drops them (every
-			// dropPagesEvery entries), not after each batch: the pages a
+			// DropPagesEvery entries), not after each batch: the pages a
 			// batch leaves are the next batch's (reads go in pack
 			// order), and faulting them in again made a first Range of
 			// 50,000 revisions a third dearer for 4 MB less at its peak.
@@ -62,8 +62,8 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 			return
 		}
 		// What the batches learnt goes to cad-index once, at the end
-		// (and every 256 KiB before, see objIndex.record).
-		defer r.st.idx.flush()
+		// (and every 256 KiB before, see ObjIndex.record).
+		defer r.st.idx.Flush()
 		err := r.read(ctx, func(v *view) error {
 			v.idx = r.st.idx
 			var err error

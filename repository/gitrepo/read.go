@@ -19,6 +19,9 @@ import (
 
 	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/index"
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -29,7 +32,7 @@ type rev struct {
 	full      string                 // package path in the repository
 	ref       plumbing.ReferenceName // the draft or proposed branch, the tag, or the registered branch
 	refHash   plumbing.Hash          // the ref's value (a commit, or an annotated tag)
-	commit    *commitInfo
+	commit    *gitobj.CommitInfo
 	pkgTree   plumbing.Hash
 	dpRef     plumbing.ReferenceName // the deletionProposed branch, for published revisions
 	dpHash    plumbing.Hash          // its value; zero when absent
@@ -42,7 +45,7 @@ type rev struct {
 // for the placeholder, which unrelated commits on the branch leave alone)
 // and the lifecycle.
 func (x *rev) version() string {
-	h := x.commit.hash
+	h := x.commit.Hash
 	if x.key.IsPlaceholder() {
 		h = x.pkgTree
 	}
@@ -150,7 +153,7 @@ var lifecycles = [...]revision.Lifecycle{
 // compact returns x's revMeta, its publisher's string from in (which may
 // be nil): a list's publishers are mostly the same few.
 func (x *rev) compact(in *interner) revMeta {
-	m := revMeta{pkg: x.key.Package, ws: x.key.Workspace, num: x.key.Revision, commit: x.commit.hash, tree: x.pkgTree}
+	m := revMeta{pkg: x.key.Package, ws: x.key.Workspace, num: x.key.Revision, commit: x.commit.Hash, tree: x.pkgTree}
 	var lc revision.Lifecycle // when it is none of the four
 	switch x.lifecycle {
 	case revision.LifecycleDraft:
@@ -176,7 +179,7 @@ func (x *rev) compact(in *interner) revMeta {
 	case x.key.IsPlaceholder():
 		by = x.published
 	case x.lifecycle.IsPublished():
-		by = &x.commit.author
+		by = &x.commit.Author
 	}
 	if by != nil {
 		m.pubBy = by.Email
@@ -534,7 +537,7 @@ func (l *listing) refs(ctx context.Context, n int, add func(*rev)) error {
 				continue
 			}
 			x, err := r.draftRev(v, pkg, ws, lc, name, h)
-			if isDamaged(err) {
+			if refstore.IsDamaged(err) {
 				v.damaged(err)
 				continue
 			}
@@ -555,7 +558,7 @@ func (l *listing) refs(ctx context.Context, n int, add func(*rev)) error {
 				continue
 			}
 			x, err := r.tagRev(v, pkg, ver, name, h)
-			if isDamaged(err) {
+			if refstore.IsDamaged(err) {
 				v.damaged(err)
 				continue
 			}
@@ -582,7 +585,7 @@ func (l *listing) placeholders() ([]*rev, error) {
 		return nil, nil
 	}
 	phs, err := l.r.placeholders(l.v, opts.Package, opts.PackagePrefix)
-	if isDamaged(err) {
+	if refstore.IsDamaged(err) {
 		// The other revisions are listed all the same.
 		l.v.damaged(err)
 		return nil, nil
@@ -594,17 +597,17 @@ func (l *listing) placeholders() ([]*rev, error) {
 // the packs, those in no pack last. Read in that order, each commit's
 // trees are mostly deltas on the previous commit's, still in the cache: a
 // list resolves each object's delta chain once, not once per tag.
-func (v *view) packOrder(refs *refSnap) ([]plumbing.ReferenceName, []plumbing.Hash) {
+func (v *view) packOrder(refs *refstore.RefSnap) ([]plumbing.ReferenceName, []plumbing.Hash) {
 	type at struct {
 		i    int32 // in refs, which is sorted by name
 		pack uint32
 		off  int64
 	}
-	all := make([]at, refs.len())
-	for i, h := range refs.hashes {
+	all := make([]at, refs.Len())
+	for i, h := range refs.Hashes {
 		all[i] = at{i: int32(i), pack: ^uint32(0)}
 		if v.packs != nil {
-			if p, off, ok := v.packs.offset(h); ok {
+			if p, off, ok := v.packs.Offset(h); ok {
 				all[i].pack, all[i].off = p, off
 			}
 		}
@@ -621,7 +624,7 @@ func (v *view) packOrder(refs *refSnap) ([]plumbing.ReferenceName, []plumbing.Ha
 	names := make([]plumbing.ReferenceName, len(all))
 	hashes := make([]plumbing.Hash, len(all))
 	for k, a := range all {
-		names[k], hashes[k] = plumbing.ReferenceName(refs.names[a.i]), refs.hashes[a.i]
+		names[k], hashes[k] = plumbing.ReferenceName(refs.Names[a.i]), refs.Hashes[a.i]
 	}
 	return names, hashes
 }
@@ -630,7 +633,7 @@ func (v *view) packOrder(refs *refSnap) ([]plumbing.ReferenceName, []plumbing.Ha
 // for a package or a package prefix only the refs under that path
 // (drafts, proposals and tags), so that listing one package costs the same
 // however many the repository holds; all refs otherwise.
-func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (*refSnap, error) {
+func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (*refstore.RefSnap, error) {
 	if opts.Package == "" && opts.PackagePrefix == "" {
 		return v.allRefs()
 	}
@@ -659,7 +662,7 @@ func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (*refSn
 			break // Package is the narrower selection
 		}
 	}
-	return snapOf(out), nil
+	return refstore.SnapOf(out), nil
 }
 
 // draftRev returns the draft or proposal on branch name at h, or nil when
@@ -674,7 +677,7 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 		}
 		return nil, dangling(name, err)
 	}
-	tree, ok, err := v.packageTree(c, full, names(c.annotations, full))
+	tree, ok, err := v.packageTree(c, full, names(c.Annotations, full))
 	if err != nil {
 		return nil, dangling(name, err)
 	}
@@ -706,7 +709,7 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 		return nil, dangling(name, err)
 	}
 	tagAnns := v.tagAnnotations(h)
-	tree, ok, err := v.packageTree(c, full, names(tagAnns, full) || names(c.annotations, full))
+	tree, ok, err := v.packageTree(c, full, names(tagAnns, full) || names(c.Annotations, full))
 	if err != nil || !ok {
 		return nil, dangling(name, err)
 	}
@@ -734,7 +737,7 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 		// A tag not of the form v<N> has revision -1, as the branch's
 		// placeholder does; its publisher is its commit's author, as for
 		// the other tags and as Porch reads it.
-		sig := c.author
+		sig := c.Author
 		x.published = &sig
 	}
 	if err := r.markDeletionProposed(v, x); err != nil {
@@ -783,7 +786,7 @@ func (r *Repository) placeholders(v *view, pkg, prefix string) ([]*rev, error) {
 		if prefix != "" {
 			base = r.fullPath(prefix)
 		}
-		dirTree, ok, err := v.subtree(c.tree, base)
+		dirTree, ok, err := v.subtree(c.Tree, base)
 		if err != nil || !ok {
 			return nil, err
 		}
@@ -934,7 +937,7 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 	}
 	var best *rev
 	wl := &wsLookup{full: full}
-	defer func() { v.paths.add(wl.learnt...) }()
+	defer func() { v.paths.Add(wl.learnt...) }()
 	for name, h := range tags {
 		ver := shortName(name)[len(full)+1:]
 		n := parseVersion(ver)
@@ -983,10 +986,10 @@ func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h pl
 		return match(w)
 	}
 	if !wl.loaded {
-		wl.loaded, wl.recs = true, v.paths.workspaces(full)
-		wl.want, wl.none = wsHash(ws), wsHash("")
+		wl.loaded, wl.recs = true, v.paths.Workspaces(full)
+		wl.want, wl.none = index.WsHash(ws), index.WsHash("")
 	}
-	if got, ok := wl.recs.get(h); ok {
+	if got, ok := wl.recs.Get(h); ok {
 		// A hash of the workspace: two names with one hash are told
 		// apart by tagRev.
 		return got == wl.want || (got == wl.none && ver == ws)
@@ -1000,7 +1003,7 @@ func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h pl
 		w = workspaceOf(c, full)
 	}
 	r.tagWS.put(h, full, w)
-	wl.learnt = append(wl.learnt, wsRecord(full, h, w))
+	wl.learnt = append(wl.learnt, index.WsRecord(full, h, w))
 	return match(w)
 }
 
@@ -1010,11 +1013,11 @@ func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h pl
 type wsLookup struct {
 	full   string
 	loaded bool
-	recs   wsRecords
+	recs   index.WsRecords
 	// want and none are the records' values for the workspace looked up
 	// and for none.
 	want, none plumbing.Hash
-	learnt     []pathRecord
+	learnt     []index.PathRecord
 }
 
 // tagWorkspaces remembers the workspace a v<N> tag at an object (an
@@ -1092,11 +1095,11 @@ func (r *Repository) Version(ctx context.Context) (string, error) {
 			return err
 		}
 		sum := sha256.New()
-		for i, n := range refs.names { // sorted
+		for i, n := range refs.Names { // sorted
 			if !r.relevant(plumbing.ReferenceName(n)) {
 				continue
 			}
-			h := refs.hashes[i]
+			h := refs.Hashes[i]
 			sum.Write([]byte(n))
 			sum.Write([]byte{0})
 			sum.Write(h[:])

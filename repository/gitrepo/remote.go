@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
 // remote is the connection to a remote repository. Its local clone is a
@@ -136,7 +138,7 @@ func (rm *remote) classify(what string, err error) error {
 // one push whose commands carry the expected old values, atomic where the
 // server supports it; each of t's keeps is a command from its value to
 // the same value, so that the push lands only while they hold. It
-// returns an error matching errRetry when a ref was not at its expected
+// returns an error matching ErrRetry when a ref was not at its expected
 // value.
 func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	ep, err := transport.NewEndpoint(rm.url)
@@ -210,8 +212,8 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	}
 	commands := append(slices.Clip(t.updates), t.keeps...)
 	for _, u := range commands {
-		if current[u.name] != u.old {
-			return fmt.Errorf("%w: %s is %s on the remote, expected %s", errRetry, u.name, hashOrNone(current[u.name]), hashOrNone(u.old))
+		if current[u.Name] != u.Old {
+			return fmt.Errorf("%w: %s is %s on the remote, expected %s", refstore.ErrRetry, u.Name, refstore.HashOrNone(current[u.Name]), refstore.HashOrNone(u.Old))
 		}
 	}
 	caps := capability.NewList()
@@ -227,8 +229,8 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	}
 	allDelete := true
 	for _, u := range commands {
-		req.Commands = append(req.Commands, &packp.Command{Name: u.name, Old: u.old, New: u.new})
-		if !u.new.IsZero() {
+		req.Commands = append(req.Commands, &packp.Command{Name: u.Name, Old: u.Old, New: u.New})
+		if !u.New.IsZero() {
 			allDelete = false
 		}
 	}
@@ -273,7 +275,7 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	}
 	if err != nil {
 		if rs != nil && rs.UnpackStatus == "ok" {
-			return fmt.Errorf("%w: push rejected: %w", errRetry, rm.redact(err))
+			return fmt.Errorf("%w: push rejected: %w", refstore.ErrRetry, rm.redact(err))
 		}
 		return rm.classify("push to "+rm.redactedURL, err)
 	}
@@ -291,7 +293,7 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	reported := map[plumbing.ReferenceName]bool{}
 	for _, cs := range rs.CommandStatuses {
 		if cs.Status != "ok" {
-			return fmt.Errorf("%w: push rejected: %s: %s", errRetry, cs.ReferenceName, cs.Status)
+			return fmt.Errorf("%w: push rejected: %s: %s", refstore.ErrRetry, cs.ReferenceName, cs.Status)
 		}
 		reported[cs.ReferenceName] = true
 	}
@@ -417,11 +419,4 @@ func dedupe(hs []plumbing.Hash) []plumbing.Hash {
 		}
 	}
 	return out
-}
-
-func hashOrNone(h plumbing.Hash) string {
-	if h.IsZero() {
-		return "absent"
-	}
-	return h.String()
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
 // A read that finds the mirror behind the remote brings it up to date
@@ -59,7 +60,7 @@ type fetchGroup struct {
 	call   *fetchCall // the fetch a read joins; nil when none or being cancelled
 	last   *fetchCall // the fetch started last, which the next one waits for
 	closed bool
-	flock  *fileLock // cad-fetch.lock of an on-disk mirror, made at first use
+	flock  *refstore.FileLock // cad-fetch.lock of an on-disk mirror, made at first use
 	// running are the fetches not yet ended, among them those cancelled
 	// when their last reader left.
 	running map[*fetchCall]bool
@@ -106,7 +107,7 @@ func (rm *remote) refresh(ctx context.Context, st *store, newView func() *view) 
 		}
 		g.running[c] = true
 		if st.gitDir != "" && g.flock == nil {
-			g.flock = newFileLock(filepath.Join(st.gitDir, "cad-fetch.lock"))
+			g.flock = refstore.NewFileLock(filepath.Join(st.gitDir, "cad-fetch.lock"))
 		}
 		fl := g.flock
 		go func() {
@@ -176,7 +177,7 @@ func (rm *remote) stopFetches() {
 	}
 	g.mu.Lock()
 	if g.flock != nil {
-		g.flock.close()
+		g.flock.Close()
 		g.flock = nil
 	}
 	g.mu.Unlock()
@@ -189,12 +190,12 @@ var errMirrorMoved = errors.New("the mirror moved during the fetch")
 // stagedFetch runs one staged fetch (see above), holding fl (nil in
 // memory) throughout, and returns when the remote was asked for the refs
 // it set.
-func (rm *remote) stagedFetch(ctx context.Context, st *store, newView func() *view, fl *fileLock) (time.Time, error) {
+func (rm *remote) stagedFetch(ctx context.Context, st *store, newView func() *view, fl *refstore.FileLock) (time.Time, error) {
 	if fl != nil {
-		if err := fl.lock(ctx, true); err != nil {
+		if err := fl.Lock(ctx, true); err != nil {
 			return time.Time{}, err
 		}
-		defer fl.unlock()
+		defer fl.Unlock()
 	}
 	for try := 1; ; try++ {
 		if err := ctx.Err(); err != nil {
@@ -372,22 +373,22 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 				return fmt.Errorf("fetch from %s: adding the pack: %w", rm.redactedURL, err)
 			}
 		}
-		var updates []refUpdate
+		var updates []refstore.RefUpdate
 		for name, h := range remote {
 			if !v.has(h) {
 				return fmt.Errorf("%w: fetch from %s: %s is %s, which the remote did not send", repository.ErrUnavailable, rm.redactedURL, name, h)
 			}
 			if base[name] != h {
-				updates = append(updates, refUpdate{name: name, old: base[name], new: h})
+				updates = append(updates, refstore.RefUpdate{Name: name, Old: base[name], New: h})
 			}
 		}
 		for name, h := range base {
 			if _, ok := remote[name]; !ok {
-				updates = append(updates, refUpdate{name: name, old: h})
+				updates = append(updates, refstore.RefUpdate{Name: name, Old: h})
 			}
 		}
 		if damaged && st.fsrefs != nil {
-			n, err := st.fsrefs.dropDamaged()
+			n, err := st.fsrefs.DropDamaged()
 			if err != nil {
 				return err
 			}
@@ -517,7 +518,7 @@ func (s *staging) Write(p []byte) (int, error) {
 // prepare checks and indexes the staged pack, holding no lock: on disk it
 // writes the pack's index beside it and syncs both (unless fr says not
 // to); in memory it parses the objects into a storage of their own.
-func (s *staging) prepare(fr *fsRefs) error {
+func (s *staging) prepare(fr *refstore.FSRefs) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.f == nil {
@@ -561,11 +562,11 @@ func (s *staging) prepare(fr *fsRefs) error {
 		return err
 	}
 	if fr != nil {
-		if err := fr.syncFile(f); err != nil {
+		if err := fr.SyncFile(f); err != nil {
 			f.Close()
 			return err
 		}
-		if err := fr.syncFile(s.f); err != nil {
+		if err := fr.SyncFile(s.f); err != nil {
 			f.Close()
 			return err
 		}
@@ -610,7 +611,7 @@ func (s *staging) install(st *store) error {
 	}
 	s.idx = ""
 	if st.fsrefs != nil {
-		if err := st.fsrefs.syncDir(filepath.Dir(base)); err != nil {
+		if err := st.fsrefs.SyncDir(filepath.Dir(base)); err != nil {
 			return err
 		}
 	}

@@ -19,6 +19,9 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/index"
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
 // store is the local go-git storage of a repository with its locks.
@@ -28,7 +31,7 @@ import (
 // so every access goes through read or write. In one process, mu is held
 // shared by readers, which run side by side, and exclusive by writers;
 // readers take turns on what is not safe to share (objMu for go-git's
-// object reads, the packReader's own mutex, one object at a time). When
+// object reads, the PackReader's own mutex, one object at a time). When
 // several Repositories share one storage value (a memory.Storage passed
 // in Options.Storage) they share mu. Across processes, a file lock on
 // cad.lock in the git directory is held shared by readers and exclusive
@@ -37,12 +40,12 @@ type store struct {
 	s       storage.Storer
 	mu      *sync.RWMutex
 	objMu   sync.Mutex // serialises readers' use of s (view.object)
-	flock   *fileLock
+	flock   *refstore.FileLock
 	gitDir  string
-	fsrefs  *fsRefs     // refs read directly from gitDir, nil in memory
-	idx     *objIndex   // the object index in gitDir, nil in memory
-	paths   *pathFile   // its sorted path records, nil in memory
-	packs   *packReader // the packs in gitDir, nil in memory
+	fsrefs  *refstore.FSRefs   // refs read directly from gitDir, nil in memory
+	idx     *index.ObjIndex    // the object index in gitDir, nil in memory
+	paths   *index.PathFile    // its sorted path records, nil in memory
+	packs   *gitobj.PackReader // the packs in gitDir, nil in memory
 	release func()
 	warn    func(msg string, args ...any)
 }
@@ -61,23 +64,23 @@ type sharedLock struct {
 func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg string, args ...any)) *store {
 	st := &store{s: s, gitDir: gitDir, warn: warn}
 	if gitDir != "" {
-		st.fsrefs = &fsRefs{gitDir: gitDir, sync: mode}
-		st.paths = newPathFile(gitDir)
-		st.idx = newObjIndex(gitDir)
-		st.idx.sorted = st.paths
-		st.packs = newPackReader(gitDir)
+		st.fsrefs = &refstore.FSRefs{GitDir: gitDir, Sync: mode}
+		st.paths = index.NewPathFile(gitDir)
+		st.idx = index.NewObjIndex(gitDir)
+		st.idx.Sorted = st.paths
+		st.packs = gitobj.NewPackReader(gitDir)
 		st.mu = &sync.RWMutex{}
-		st.flock = newFileLock(filepath.Join(gitDir, "cad.lock"))
+		st.flock = refstore.NewFileLock(filepath.Join(gitDir, "cad.lock"))
 		st.release = func() {
 			// The packs are used under the lock: a read still running
 			// finishes first.
 			st.mu.Lock()
-			st.packs.close()
+			st.packs.Close()
 			st.mu.Unlock()
-			st.idx.close()
-			st.paths.close()
-			st.fsrefs.close()
-			st.flock.close()
+			st.idx.Close()
+			st.paths.Close()
+			st.fsrefs.Close()
+			st.flock.Close()
 			if c, ok := s.(io.Closer); ok {
 				_ = c.Close()
 			}
@@ -113,8 +116,8 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 // dropPages takes the pages of the mapped files (packs, their indexes,
 // cad-index) out of the process's resident set; the lock is held.
 func (st *store) dropPages() {
-	st.packs.dropPages()
-	st.idx.dropPages()
+	st.packs.DropPages()
+	st.idx.DropPages()
 }
 
 func (st *store) close() {
@@ -127,9 +130,9 @@ func (st *store) close() {
 // read runs fn with the storage locked for reading. When a process died
 // in the middle of a write, its journal is rolled forward first, so that
 // fn never sees a write half done; a reader that may not write reads the
-// refs as the journal completes them instead (overlay.go).
+// refs as the journal completes them instead (internal/refstore/overlay.go).
 func (st *store) read(ctx context.Context, fn func() error) error {
-	if st.fsrefs != nil && st.fsrefs.pending() {
+	if st.fsrefs != nil && st.fsrefs.Pending() {
 		// A reader that cannot complete it (no write permission, a ref
 		// or packed-refs locked by another program) reads the refs as
 		// the journal completes them.
@@ -143,14 +146,14 @@ func (st *store) read(ctx context.Context, fn func() error) error {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	if st.flock != nil {
-		if err := st.flock.lock(ctx, false); err != nil {
+		if err := st.flock.Lock(ctx, false); err != nil {
 			return err
 		}
-		defer st.flock.unlock()
+		defer st.flock.Unlock()
 	}
 	if st.fsrefs != nil {
 		// Under the lock: a writer may have died since the check above.
-		if err := st.fsrefs.loadOverlay(); err != nil {
+		if err := st.fsrefs.LoadOverlay(); err != nil {
 			return err
 		}
 	}
@@ -168,20 +171,20 @@ var denyWrite func(gitDir string) bool
 func (st *store) write(ctx context.Context, fn func() error) error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.flock != nil && !crossProcessLock {
+	if st.flock != nil && !refstore.CrossProcessLock {
 		return fmt.Errorf("%w: writing to a git directory on disk (%s) needs a cross-process file lock, which %s lacks", repository.ErrNotSupported, st.gitDir, runtime.GOOS)
 	}
 	if denyWrite != nil && st.gitDir != "" && denyWrite(st.gitDir) {
 		return &os.PathError{Op: "open", Path: filepath.Join(st.gitDir, "cad.lock"), Err: os.ErrPermission}
 	}
 	if st.flock != nil {
-		if err := st.flock.lock(ctx, true); err != nil {
+		if err := st.flock.Lock(ctx, true); err != nil {
 			return err
 		}
-		defer st.flock.unlock()
+		defer st.flock.Unlock()
 	}
 	if st.fsrefs != nil {
-		if err := st.fsrefs.recover(st.warn); err != nil {
+		if err := st.fsrefs.Recover(st.warn); err != nil {
 			return err
 		}
 
@@ -192,23 +195,23 @@ func (st *store) write(ctx context.Context, fn func() error) error {
 // view is access to the storage while it is locked, with the object cache.
 type view struct {
 	s     storage.Storer
-	fr    *fsRefs
-	cache *lru
+	fr    *refstore.FSRefs
+	cache *gitobj.LRU
 	// written lists the objects stored through this view, to push.
 	written []plumbing.Hash
 	// refs, when set, is a snapshot of all refs read once.
-	refs *refSnap
+	refs *refstore.RefSnap
 	// md, when set, is the metadata ref as read once.
 	md *mdState
 	// damaged receives the damaged refs that listing the refs left out.
 	damaged func(error)
 	// idx is the persistent object index, used by lists only (loading
 	// it costs more than one revision's read); nil in memory.
-	idx *objIndex
+	idx *index.ObjIndex
 	// paths finds package trees without loading idx; nil in memory.
-	paths *pathFile
+	paths *index.PathFile
 	// packs reads packed objects on disk; nil in memory.
-	packs *packReader
+	packs *gitobj.PackReader
 	// final holds what rawScan last built from a delta.
 	final []byte
 	// objMu serialises reads of go-git's storage, which is not safe for
@@ -238,7 +241,7 @@ func (r *Repository) newView() *view {
 // (readFetched).
 func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 	if r.remote != nil {
-		defer r.st.idx.flush()
+		defer r.st.idx.Flush()
 		if r.remote.fresh() {
 			return r.st.read(ctx, func() error { return fn(r.newView()) })
 		}
@@ -270,21 +273,21 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 	if b := r.batchOf(ctx); b != nil {
 		return r.readBatch(ctx, b, fn)
 	}
-	defer r.st.idx.flush()
+	defer r.st.idx.Flush()
 	return r.st.read(ctx, func() error { return fn(r.newView()) })
 }
 
 // ref returns the value of the ref name and whether it exists.
 func (v *view) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 	if v.refs != nil {
-		h, ok := v.refs.get(name)
+		h, ok := v.refs.Get(name)
 		return h, ok, nil
 	}
 	if h, ok := v.bt.ref(name); ok {
 		return h, !h.IsZero(), nil
 	}
 	if v.fr != nil {
-		h, ok, err := v.fr.ref(name)
+		h, ok, err := v.fr.Ref(name)
 		if err == nil {
 			v.reads.ref(name, h)
 		}
@@ -309,7 +312,7 @@ func (v *view) ref(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
 // children returns the refs directly under prefix, which ends in a slash.
 func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if v.refs == nil && v.fr != nil {
-		m, err := v.fr.children(prefix, v.damaged)
+		m, err := v.fr.Children(prefix, v.damaged)
 		if err != nil || v.bt == nil {
 			return m, err
 		}
@@ -321,10 +324,10 @@ func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash
 		return nil, err
 	}
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	lo, hi := refs.prefixed(prefix)
+	lo, hi := refs.Prefixed(prefix)
 	for i := lo; i < hi; i++ {
-		if rest := refs.names[i][len(prefix):]; rest != "" && !strings.Contains(rest, "/") {
-			out[plumbing.ReferenceName(refs.names[i])] = refs.hashes[i]
+		if rest := refs.Names[i][len(prefix):]; rest != "" && !strings.Contains(rest, "/") {
+			out[plumbing.ReferenceName(refs.Names[i])] = refs.Hashes[i]
 		}
 	}
 	return out, nil
@@ -334,7 +337,7 @@ func (v *view) children(prefix string) (map[plumbing.ReferenceName]plumbing.Hash
 // depth.
 func (v *view) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, error) {
 	if v.refs == nil && v.fr != nil {
-		m, err := v.fr.under(prefix, v.damaged)
+		m, err := v.fr.Under(prefix, v.damaged)
 		if err != nil || v.bt == nil {
 			return m, err
 		}
@@ -346,23 +349,23 @@ func (v *view) under(prefix string) (map[plumbing.ReferenceName]plumbing.Hash, e
 		return nil, err
 	}
 	out := map[plumbing.ReferenceName]plumbing.Hash{}
-	lo, hi := refs.prefixed(prefix)
+	lo, hi := refs.Prefixed(prefix)
 	for i := lo; i < hi; i++ {
-		out[plumbing.ReferenceName(refs.names[i])] = refs.hashes[i]
+		out[plumbing.ReferenceName(refs.Names[i])] = refs.Hashes[i]
 	}
 	return out, nil
 }
 
 // allRefs returns every hash ref (branches, tags and the metadata ref),
 // reading them once.
-func (v *view) allRefs() (*refSnap, error) {
+func (v *view) allRefs() (*refstore.RefSnap, error) {
 	if v.refs != nil {
 		return v.refs, nil
 	}
 	if v.fr != nil {
 		// On disk the refs are read directly, so that a damaged ref is
 		// left out instead of failing the whole read as go-git does.
-		out, err := v.fr.snapshot([]string{"refs/heads/", "refs/tags/"}, []plumbing.ReferenceName{metadataRef}, v.damaged)
+		out, err := v.fr.Snapshot([]string{"refs/heads/", "refs/tags/"}, []plumbing.ReferenceName{metadataRef}, v.damaged)
 		if err != nil {
 			return nil, err
 		}
@@ -388,7 +391,7 @@ func (v *view) allRefs() (*refSnap, error) {
 	if err != nil {
 		return nil, err
 	}
-	v.refs = snapOf(out)
+	v.refs = refstore.SnapOf(out)
 	return v.refs, nil
 }
 
@@ -421,23 +424,23 @@ func (v *view) raw(t plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType,
 
 // rawScan is raw for a caller that scans the content and keeps none of
 // it: a packed object may be returned in memory reused by the next read
-// (see packReader.objectScratch).
+// (see PackReader.ObjectScratch).
 func (v *view) rawScan(t plumbing.ObjectType, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	return v.rawRead(t, h, true)
 }
 
 func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumbing.ObjectType, []byte, error) {
 	if o, ok := v.bt.object(h); ok {
-		if t != plumbing.AnyObject && o.typ != t {
+		if t != plumbing.AnyObject && o.Type != t {
 			return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %w", h, plumbing.ErrObjectNotFound)
 		}
-		return o.typ, o.data, nil
+		return o.Type, o.Data, nil
 	}
 	if v.packs != nil {
-		read := v.packs.object
+		read := v.packs.Object
 		if scan {
-			read = func(h plumbing.Hash, c *lru) (plumbing.ObjectType, []byte, error) {
-				return v.packs.objectScratch(h, c, &v.final)
+			read = func(h plumbing.Hash, c *gitobj.LRU) (plumbing.ObjectType, []byte, error) {
+				return v.packs.ObjectScratch(h, c, &v.final)
 			}
 		}
 		got, data, err := read(h, v.cache)
@@ -446,7 +449,7 @@ func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumb
 			return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %w", h, plumbing.ErrObjectNotFound)
 		case err == nil:
 			return got, data, nil
-		case !errors.Is(err, errNotInPack):
+		case !errors.Is(err, gitobj.ErrNotInPack):
 			return plumbing.InvalidObject, nil, err
 		}
 	}
@@ -475,7 +478,7 @@ func (v *view) has(h plumbing.Hash) bool {
 		return true
 	}
 	if v.packs != nil {
-		if v.packs.has(h) {
+		if v.packs.Has(h) {
 			return true
 		}
 		hex := h.String()
@@ -504,7 +507,7 @@ func (v *view) put(t plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 		return h, nil
 	}
 	if v.gitDir != "" {
-		return h, writeLoose(v.gitDir, h, t, data)
+		return h, gitobj.WriteLoose(v.gitDir, h, t, data)
 	}
 	o := v.s.NewEncodedObject()
 	o.SetType(t)

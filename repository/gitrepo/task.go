@@ -5,6 +5,8 @@ import (
 	"strconv"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 )
 
 // kindTask caches, per commit, package, workspace and revision number, the
@@ -23,8 +25,8 @@ var creationTypes = map[string]bool{"init": true, "clone": true, "edit": true, "
 
 // taskOf returns the task of commit c's annotation for package full and
 // workspace ws, nil when it has none.
-func taskOf(c *commitInfo, full, ws string) json.RawMessage {
-	for _, a := range c.annotations {
+func taskOf(c *gitobj.CommitInfo, full, ws string) json.RawMessage {
+	for _, a := range c.Annotations {
 		if a.PackagePath == full && a.WorkspaceName == ws && len(a.Task) > 0 {
 			return a.Task
 		}
@@ -36,7 +38,7 @@ func taskOf(c *commitInfo, full, ws string) json.RawMessage {
 // package full in workspace ws with revision number num: its package and
 // workspace match, or, for commits Porch wrote before annotations carried
 // a workspace, its package and revision number.
-func annotatedFor(a annotation, full, ws string, num int) bool {
+func annotatedFor(a gitobj.Annotation, full, ws string, num int) bool {
 	if a.PackagePath != full {
 		return false
 	}
@@ -45,8 +47,8 @@ func annotatedFor(a annotation, full, ws string, num int) bool {
 
 // creationTaskOf returns the creation task (see creationTypes) that c's
 // annotations give the revision (full, ws, num), nil when none does.
-func creationTaskOf(c *commitInfo, full, ws string, num int) json.RawMessage {
-	for _, a := range c.annotations {
+func creationTaskOf(c *gitobj.CommitInfo, full, ws string, num int) json.RawMessage {
+	for _, a := range c.Annotations {
 		if len(a.Task) == 0 || !annotatedFor(a, full, ws, num) {
 			continue
 		}
@@ -62,8 +64,8 @@ func creationTaskOf(c *commitInfo, full, ws string, num int) json.RawMessage {
 
 // namesRevision reports whether one of c's annotations belongs to the
 // revision (full, ws, num).
-func namesRevision(c *commitInfo, full, ws string, num int) bool {
-	for _, a := range c.annotations {
+func namesRevision(c *gitobj.CommitInfo, full, ws string, num int) bool {
+	for _, a := range c.Annotations {
 		if annotatedFor(a, full, ws, num) {
 			return true
 		}
@@ -89,7 +91,7 @@ func namesRevision(c *commitInfo, full, ws string, num int) bool {
 // of the repository's history; the walk stops after maxTaskWalk commits,
 // and a commit that cannot be read ends it too (a revision's metadata never
 // makes it unreadable). The answer is cached by commit.
-func (v *view) taskIn(c *commitInfo, full, ws string, num int) json.RawMessage {
+func (v *view) taskIn(c *gitobj.CommitInfo, full, ws string, num int) json.RawMessage {
 	if t := creationTaskOf(c, full, ws, num); t != nil {
 		return t
 	}
@@ -97,26 +99,26 @@ func (v *view) taskIn(c *commitInfo, full, ws string, num int) json.RawMessage {
 		// A task of another type on the commit itself is what cad wrote.
 		return t
 	}
-	if len(c.parents) == 0 || (num > 0 && len(c.parents) == 1) {
+	if len(c.Parents) == 0 || (num > 0 && len(c.Parents) == 1) {
 		return nil
 	}
-	ck := plumbing.ComputeHash(plumbing.BlobObject, []byte(c.hash.String()+"\x00"+full+"\x00"+ws+"\x00"+strconv.Itoa(num)))
-	if e, ok := v.cache.get(kindTask, ck); ok {
+	ck := plumbing.ComputeHash(plumbing.BlobObject, []byte(c.Hash.String()+"\x00"+full+"\x00"+ws+"\x00"+strconv.Itoa(num)))
+	if e, ok := v.cache.Get(kindTask, ck); ok {
 		return e.(json.RawMessage)
 	}
 	var found json.RawMessage
 	for i := 0; i < maxTaskWalk && found == nil; i++ {
-		parents := c.parents
+		parents := c.Parents
 		if len(parents) > 1 {
 			parents = parents[1:]
 		}
-		var next *commitInfo
+		var next *gitobj.CommitInfo
 		for _, p := range parents {
 			pc, err := v.commit(p)
 			if err != nil || !namesRevision(pc, full, ws, num) {
 				continue
 			}
-			if next == nil || pc.author.When.After(next.author.When) {
+			if next == nil || pc.Author.When.After(next.Author.When) {
 				next = pc
 			}
 		}
@@ -126,6 +128,6 @@ func (v *view) taskIn(c *commitInfo, full, ws string, num int) json.RawMessage {
 		c = next
 		found = creationTaskOf(c, full, ws, num)
 	}
-	v.cache.put(kindTask, ck, found, int64(128+len(found)))
+	v.cache.Put(kindTask, ck, found, int64(128+len(found)))
 	return found
 }

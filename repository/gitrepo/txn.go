@@ -11,52 +11,43 @@ import (
 	"github.com/go-git/go-git/v5/storage"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/revision"
 )
 
 var (
 	errUnavailable  = repository.ErrUnavailable
 	errRepoNotFound = repository.ErrNotFound
-	// errRetry: a ref was not at its expected value when writing; the
-	// write is planned again on the new state.
-	errRetry = errors.New("refs changed while writing")
 )
 
 // maxAttempts bounds how often a write is planned again after losing a
 // race on a ref it does not own (the branch, moved by another approval).
 const maxAttempts = 8
 
-// refUpdate is one compare-and-swap of a ref: from old (zero: must not
-// exist) to new (zero: delete).
-type refUpdate struct {
-	name     plumbing.ReferenceName
-	old, new plumbing.Hash
-}
-
 // txn is the ref updates of one write, applied all or nothing.
 type txn struct {
-	updates []refUpdate
+	updates []refstore.RefUpdate
 	// keeps are refs the plan read to decide and leaves as they are. A
 	// fetch can see a push of another writer half applied (a git server
 	// moves the refs of one push one after another), so for a remote
 	// the push carries each as a command from its value to the same
 	// value, and lands only while they all still hold it. Locally the
 	// write lock already makes them hold: they are not written.
-	keeps []refUpdate
+	keeps []refstore.RefUpdate
 }
 
 // keep adds to t that ref name must still be at h (zero: absent) for t
 // to apply; see txn.keeps.
 func (t *txn) keep(name plumbing.ReferenceName, h plumbing.Hash) {
-	t.keeps = append(t.keeps, refUpdate{name: name, old: h, new: h})
+	t.keeps = append(t.keeps, refstore.RefUpdate{Name: name, Old: h, New: h})
 }
 
 func (t *txn) set(name plumbing.ReferenceName, old, new plumbing.Hash) {
-	t.updates = append(t.updates, refUpdate{name: name, old: old, new: new})
+	t.updates = append(t.updates, refstore.RefUpdate{Name: name, Old: old, New: new})
 }
 
 func (t *txn) del(name plumbing.ReferenceName, old plumbing.Hash) {
-	t.updates = append(t.updates, refUpdate{name: name, old: old})
+	t.updates = append(t.updates, refstore.RefUpdate{Name: name, Old: old})
 }
 
 // update plans a write with plan and applies it. Locally, plan and apply
@@ -74,7 +65,7 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 			return err
 		}
 	}
-	defer r.st.idx.flush()
+	defer r.st.idx.Flush()
 	for attempt := 1; ; attempt++ {
 		err := r.st.write(ctx, func() error {
 			v := r.newView()
@@ -100,7 +91,7 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 			}
 			return applyRefs(v, t.updates, true)
 		})
-		if errors.Is(err, errRetry) {
+		if errors.Is(err, refstore.ErrRetry) {
 			if attempt < maxAttempts {
 				r.log.Debug("retrying write", "attempt", attempt, "reason", err)
 				// Back off a little, at random, so that racing writers spread out.
@@ -119,38 +110,35 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 
 // applyRefs applies updates to local storage, all or nothing. With
 // check, every ref must be at its old value (else it returns an error
-// matching errConflictRef and changes nothing). On disk this is a
-// crash-safe transaction (refstore.go); in memory each ref is swapped with
+// matching ErrConflictRef and changes nothing). On disk this is a
+// crash-safe transaction (internal/refstore); in memory each ref is swapped with
 // go-git's check-and-set and the swaps made are rolled back on a failure.
-func applyRefs(v *view, updates []refUpdate, check bool) error {
+func applyRefs(v *view, updates []refstore.RefUpdate, check bool) error {
 	if v.fr != nil {
-		return v.fr.transact(updates, check, v.written)
+		return v.fr.Transact(updates, check, v.written)
 	}
 	if check {
 		for _, u := range updates {
-			cur, _, err := v.ref(u.name)
+			cur, _, err := v.ref(u.Name)
 			if err != nil {
 				return err
 			}
-			if cur != u.old {
-				return fmt.Errorf("%w: %s is %s, expected %s", errConflictRef, u.name, hashOrNone(cur), hashOrNone(u.old))
+			if cur != u.Old {
+				return fmt.Errorf("%w: %s is %s, expected %s", refstore.ErrConflictRef, u.Name, refstore.HashOrNone(cur), refstore.HashOrNone(u.Old))
 			}
 		}
 	}
 	for i, u := range updates {
-		if err := swapRef(v, u.name, u.old, u.new, check); err != nil {
+		if err := swapRef(v, u.Name, u.Old, u.New, check); err != nil {
 			for j := i - 1; j >= 0; j-- {
 				p := updates[j]
-				_ = swapRef(v, p.name, p.new, p.old, true)
+				_ = swapRef(v, p.Name, p.New, p.Old, true)
 			}
 			return err
 		}
 	}
 	return nil
 }
-
-// errConflictRef: a local ref was not at its expected value.
-var errConflictRef = fmt.Errorf("%w: ref changed", repository.ErrConflict)
 
 // swapRef moves ref name from old to new (zero: absent) in go-git
 // storage (memory).
@@ -161,7 +149,7 @@ func swapRef(v *view, name plumbing.ReferenceName, old, new plumbing.Hash, check
 			return err
 		}
 		if cur != old {
-			return fmt.Errorf("%w: %s is %s, expected %s", errConflictRef, name, hashOrNone(cur), hashOrNone(old))
+			return fmt.Errorf("%w: %s is %s, expected %s", refstore.ErrConflictRef, name, refstore.HashOrNone(cur), refstore.HashOrNone(old))
 		}
 	}
 	if new.IsZero() {
@@ -176,7 +164,7 @@ func swapRef(v *view, name plumbing.ReferenceName, old, new plumbing.Hash, check
 	}
 	if err := v.s.CheckAndSetReference(plumbing.NewHashReference(name, new), oldRef); err != nil {
 		if errors.Is(err, storage.ErrReferenceHasChanged) {
-			return fmt.Errorf("%w: %s: %w", errConflictRef, name, err)
+			return fmt.Errorf("%w: %s: %w", refstore.ErrConflictRef, name, err)
 		}
 		return err
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/configasdata/cad/internal/porchtask"
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/index"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -167,7 +169,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 				if err != nil {
 					return nil, err
 				}
-				rootTree, parents = pc.tree, []plumbing.Hash{parent}
+				rootTree, parents = pc.Tree, []plumbing.Hash{parent}
 			}
 			pkgTree, err := v.putFiles(files)
 			if err != nil {
@@ -183,7 +185,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 			}
 			// As Porch writes a draft commit: the message, a newline, then
 			// the kpt: line after a blank line.
-			msg = annotate(msg+"\n", annotation{PackagePath: full, WorkspaceName: key.Workspace, Revision: "0", Task: task})
+			msg = annotate(msg+"\n", gitobj.Annotation{PackagePath: full, WorkspaceName: key.Workspace, Revision: "0", Task: task})
 			h, err := v.putCommit(root, parents, r.author(opts.AuthorName, opts.AuthorEmail), r.committer(), msg)
 			if err != nil {
 				return nil, err
@@ -207,7 +209,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 		if err != nil {
 			return nil, r.wrapErr(op, key, err)
 		}
-		r.log.Debug("committed draft", "key", keyString(key), "commit", result.commit.hash.String())
+		r.log.Debug("committed draft", "key", keyString(key), "commit", result.commit.Hash.String())
 		return revision.NewWithFiles(result.meta(), files), nil
 	}
 }
@@ -266,8 +268,8 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 			approved = true
 			return r.planApprove(v, x, opts, &result)
 		case to == revision.LifecycleDeletionProposed:
-			t.set(x.dpRef, plumbing.ZeroHash, x.commit.hash)
-			y.dpHash = x.commit.hash
+			t.set(x.dpRef, plumbing.ZeroHash, x.commit.Hash)
+			y.dpHash = x.commit.Hash
 		case to == revision.LifecyclePublished: // from DeletionProposed
 			t.del(x.dpRef, x.dpHash)
 			y.dpHash = plumbing.ZeroHash
@@ -285,8 +287,8 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 		// reads no root tree), and the workspace its tag gives it (a new
 		// draft's check then reads no commit).
 		c := result.commit
-		r.st.paths.add(pathRecord{key: pathKey36(c.tree, result.full), tree: result.pkgTree},
-			wsRecord(result.full, c.hash, workspaceOf(c, result.full)))
+		r.st.paths.Add(index.PathRecord{Key: index.PathKey36(c.Tree, result.full), Tree: result.pkgTree},
+			index.WsRecord(result.full, c.Hash, workspaceOf(c, result.full)))
 	}
 	r.log.Debug("updated lifecycle", "key", keyString(result.key), "lifecycle", string(to))
 	return r.revision(result), nil
@@ -306,9 +308,9 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 		if err != nil {
 			return nil, err
 		}
-		baseTree, parents = hc.tree, []plumbing.Hash{head}
+		baseTree, parents = hc.Tree, []plumbing.Hash{head}
 	}
-	parents = append(parents, x.commit.hash)
+	parents = append(parents, x.commit.Hash)
 	n, err := r.nextRevision(v, x.full)
 	if err != nil {
 		return nil, err
@@ -317,7 +319,7 @@ func (r *Repository) planApprove(v *view, x *rev, opts repository.UpdateOptions,
 	if err != nil {
 		return nil, err
 	}
-	msg := annotate(fmt.Sprintf(approveMessage, x.full, n), annotation{PackagePath: x.full, WorkspaceName: x.key.Workspace, Revision: itoa(n),
+	msg := annotate(fmt.Sprintf(approveMessage, x.full, n), gitobj.Annotation{PackagePath: x.full, WorkspaceName: x.key.Workspace, Revision: itoa(n),
 		Task: x.creationTask()})
 	h, err := v.putCommit(root, parents, r.author(opts.AuthorName, opts.AuthorEmail), r.committer(), msg)
 	if err != nil {
@@ -355,7 +357,7 @@ func (r *Repository) nextRevision(v *view, full string) (int, error) {
 	var vers []string
 	if v.fr != nil { // a snapshot leaves damaged refs out: their numbers count
 		var err error
-		if vers, err = v.fr.childNames(prefix); err != nil {
+		if vers, err = v.fr.ChildNames(prefix); err != nil {
 			return 0, err
 		}
 		v.reads.names(prefix, vers)
@@ -415,7 +417,7 @@ func (r *Repository) Delete(ctx context.Context, key revision.Key, opts reposito
 			if err != nil {
 				return nil, err
 			}
-			root, err := v.replaceSubtree(hc.tree, x.full, plumbing.ZeroHash)
+			root, err := v.replaceSubtree(hc.Tree, x.full, plumbing.ZeroHash)
 			if err != nil {
 				return nil, err
 			}

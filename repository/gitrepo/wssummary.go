@@ -18,6 +18,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/index"
+	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -177,7 +179,7 @@ func (s *wsSummary) all() ([]wsSumEntry, bool) {
 
 // wsHash8 is a summary's hash of workspace ws.
 func wsHash8(ws string) [8]byte {
-	h := wsHash(ws)
+	h := index.WsHash(ws)
 	return [8]byte(h[:8])
 }
 
@@ -377,37 +379,21 @@ func removeStaleWSTemps(dir string) {
 // unfinished journal laid over the disk under prefix, a loose tag that
 // is damaged or symbolic, packed-refs that cannot be read, or a platform
 // where a file's change time is not known.
-func (f *fsRefs) wsState(prefix string) (st wsSumState, ok bool) {
-	overlaid := false
-	f.overlayUnder(func(name string) bool { return strings.HasPrefix(name, prefix) }, func(string, plumbing.Hash) { overlaid = true })
-	if overlaid {
+func wsState(f *refstore.FSRefs, prefix string) (st wsSumState, ok bool) {
+	packed, loose, ok := f.PrefixState(prefix)
+	if !ok {
 		return st, false
 	}
-	fi, err := os.Stat(filepath.Join(f.gitDir, "packed-refs"))
-	switch {
-	case err == nil:
-		id, ok := packedIdentity(fi)
+	if packed != nil {
+		id, ok := packedIdentity(packed)
 		if !ok {
 			return st, false
 		}
 		st.packed[0] = 1
 		copy(st.packed[1:], id[:])
-	case !notExist(err):
-		return st, false
 	}
-	entries, err := os.ReadDir(filepath.Join(f.gitDir, filepath.FromSlash(prefix)))
-	if err != nil && !notExist(err) {
-		return st, false
-	}
-	for _, e := range entries { // sorted by name
-		if e.IsDir() || strings.HasSuffix(e.Name(), ".lock") {
-			continue
-		}
-		h, found, err := f.loose(prefix + e.Name())
-		if err != nil || !found {
-			return st, false
-		}
-		st.loose = append(st.loose, wsLoose{ver: e.Name(), h: h})
+	for _, l := range loose {
+		st.loose = append(st.loose, wsLoose{ver: l.Name, h: l.Hash})
 	}
 	return st, true
 }
@@ -430,7 +416,7 @@ func (e wsEffective) may(ws string) bool {
 	if e.exact {
 		return e.name == ws
 	}
-	return e.hash == wsHash(ws)
+	return e.hash == index.WsHash(ws)
 }
 
 // hash8 is the summary's hash of the workspace.
@@ -457,10 +443,10 @@ func (r *Repository) tagEffectiveWS(v *view, wl *wsLookup, ver string, h plumbin
 		return wsEffective{name: w, exact: true, known: true}
 	}
 	if !wl.loaded {
-		wl.loaded, wl.recs = true, v.paths.workspaces(full)
-		wl.none = wsHash("")
+		wl.loaded, wl.recs = true, v.paths.Workspaces(full)
+		wl.none = index.WsHash("")
 	}
-	if got, ok := wl.recs.get(h); ok {
+	if got, ok := wl.recs.Get(h); ok {
 		if got == wl.none {
 			return wsEffective{name: ver, exact: true, known: true}
 		}
@@ -475,7 +461,7 @@ func (r *Repository) tagEffectiveWS(v *view, wl *wsLookup, ver string, h plumbin
 		w = workspaceOf(c, full)
 	}
 	r.tagWS.put(h, full, w)
-	wl.learnt = append(wl.learnt, wsRecord(full, h, w))
+	wl.learnt = append(wl.learnt, index.WsRecord(full, h, w))
 	if w == "" {
 		w = ver
 	}
@@ -519,8 +505,8 @@ func (r *Repository) resolveWorkspace(v *view, key revision.Key, full string) (x
 	}
 	prefix := "refs/tags/" + full + "/"
 	wl := &wsLookup{full: full}
-	defer func() { v.paths.add(wl.learnt...) }()
-	st, stOK := v.fr.wsState(prefix)
+	defer func() { v.paths.Add(wl.learnt...) }()
+	st, stOK := wsState(v.fr, prefix)
 	if stOK {
 		if sum, ok := wsSumRead(v.gitDir, full); ok && sum.holds(v.gitDir, prefix, st) {
 			x, ok, err := r.resolveBySummary(v, wl, key, full, sum, st)
@@ -532,7 +518,7 @@ func (r *Repository) resolveWorkspace(v *view, key revision.Key, full string) (x
 	// Every tag of the package; no summary is written of a state with a
 	// damaged tag (left out and warned about).
 	damaged := false
-	tags, err := v.fr.children(prefix, func(err error) { // as v.tagsOf
+	tags, err := v.fr.Children(prefix, func(err error) { // as v.tagsOf
 		damaged = true
 		if v.damaged != nil {
 			v.damaged(err)
@@ -561,7 +547,7 @@ func (r *Repository) resolveWorkspace(v *view, key revision.Key, full string) (x
 	}
 	if complete {
 		// Written only when the state did not change during the pass.
-		if after, ok := v.fr.wsState(prefix); ok && sameWSState(st, after) {
+		if after, ok := wsState(v.fr, prefix); ok && sameWSState(st, after) {
 			slices.SortFunc(entries, compareWSSumEntry)
 			sum := &wsSummary{full: full, state: st, entries: entries}
 			if id, lines, ok := packedLines(v.gitDir, prefix); ok && id == st.packed {
@@ -746,7 +732,7 @@ func packedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
 		return id, sum, false
 	}
 	end := bytes.IndexByte(head, '\n')
-	if end < 0 || !sortedHeader(head[:end]) {
+	if end < 0 || !refstore.SortedHeader(head[:end]) {
 		return id, sum, false
 	}
 	body := int64(end + 1)

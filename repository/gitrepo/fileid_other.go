@@ -1,9 +1,0 @@
-//go:build !unix
-
-package gitrepo
-
-import "os"
-
-// fileID reports false: without an inode number a file's identity is not
-// known, and every loose object is synced.
-func fileID(os.FileInfo) (fileIdentity, bool) { return fileIdentity{}, false }

@@ -1,0 +1,126 @@
+// Package gitobj reads and writes git objects of a repository on disk
+// where go-git is too slow for cad: it looks objects up in pack files
+// without decoding whole indexes, finds an entry of a packed tree without
+// building the tree, writes loose objects at git's compression level, and
+// holds the tree and commit formats as cad reads them and the object
+// cache that package gitrepo shares with it. Everything else
+// (loose objects' reading, packs with older indexes, objects in memory)
+// is go-git's.
+//
+// # Pack and index, as read here
+//
+// A pack is objects/pack/pack-<id>.pack with its index pack-<id>.idx.
+// [PackReader] reads version 2 indexes only (git's since 2007; another is
+// left to go-git):
+//
+//	"\xfftOc", version 2                       8 bytes
+//	fan-out: 256 big-endian uint32, entry i     1024 bytes
+//	  counts the objects whose id's first byte is <= i; the last, n,
+//	  is the number of objects
+//	n object ids, sorted                       20 bytes each
+//	n CRC32s of the packed entries             4 bytes each (not read)
+//	n offsets                                  4 bytes each
+//	  the offset in the pack, or, with the top bit set, the index of an
+//	  8-byte offset in the table that follows
+//	large offsets                              8 bytes each
+//	pack checksum, index checksum              20 bytes each
+//
+// A lookup reads the fan-out once per pack (when it is opened), then
+// binary-searches the ids that share the first byte and reads one offset:
+// a few hundred bytes of a file that may be megabytes. The pack starts
+// with "PACK", a version and a count; an entry is a header (type in bits
+// 4-6 of the first byte, size in 7-bit groups), for an offset delta the
+// distance back to its base (git's "offset encoding"), for a ref delta
+// the base's id, then the zlib stream of the content or the delta, read
+// to its end so that zlib checks its checksum. An index or pack file
+// smaller than 1 MiB is mapped into memory when opened; a larger one is
+// read with ReadAt until it has served mapAfter lookups, then mapped, as
+// a list reads it all (where mmap is missing, see [MapFile], it is always
+// read). [DropPages] takes pages a list is done with out of the resident
+// set every [DropPagesEvery] reads (on linux; elsewhere it does nothing).
+// A damaged index or pack reads as repository.ErrCorrupt naming the file.
+//
+// # Packs, as written here
+//
+// [WritePack] writes the objects of a write batch as one pack: version 2,
+// every object whole (no deltas), deflated at zlib's fastest level, and
+// its version 2 index (a CRC-32 per entry, offsets past 2 GiB in the
+// large-offset table). Each
+// file is written under a temporary name in objects/pack, synced as the
+// caller's ref store asks, and renamed into place, the pack before its
+// index: readers find packs by their index, so none sees a pack cut
+// short. Until a ref names its objects a pack is garbage git gc removes;
+// [PackReader.Rescan] makes a reader see a pack written in the same clock
+// tick as its last scan.
+//
+// # Deltas and ropes
+//
+// A git delta is the base's size and the result's size (7-bit groups),
+// then instructions: a byte with the top bit set copies a range of the
+// base (bits 0-3 say which offset bytes follow, bits 4-6 which size bytes;
+// a size of 0 means 0x10000), a byte 1-127 inserts that many literal
+// bytes that follow. A delta chain is followed down to an object in the
+// cache or a whole one, then applied upwards in two scratch buffers; only
+// the direct base and the chain's bottom are cached.
+//
+// Porch's repositories store every approval's root tree (every package of
+// the branch) as a delta on the previous one. To find one entry of such a
+// tree without building it, a delta-built tree of 16 KiB or more is a
+// rope (deltatree.go): the pieces of its chain's bottom, indexed once
+// (where each entry starts, a hash table of the names), and of the
+// deltas' literal bytes. A delta on a rope makes a rope by slicing
+// pieces; a lookup skips whole pieces of the bottom through its index and
+// parses only the bytes around insertions. A rope longer than
+// [MaxRopePieces] is built into a new bottom. Whatever is unusual (not a
+// tree, a malformed bottom, a name twice) returns [ErrRopeUnfit], and the
+// caller builds the tree and scans it ([ScanTree]), so the answers are
+// the same whatever the input.
+//
+// # Trees
+//
+// A tree object is a sequence of entries "<octal mode> <name>\x00<20-byte
+// id>", sorted as git sorts them: by name, a directory's name compared as
+// if it ended in "/" ([CompareEntries]). [ParseTree] decodes one into
+// [TreeEntry] values, [ScanTree] finds one name in it without decoding
+// the rest, and [EncodeTree] writes sorted entries as git and go-git do
+// (a directory's mode as 40000).
+//
+// # Commits
+//
+// [DecodeCommit] reads what cad keeps of a commit ([CommitInfo]) from its
+// raw content as go-git's decoder reads it: the tree (the first header),
+// the parents that follow, the author right after them, and the message
+// after the first blank line; other headers are skipped, and a commit it
+// cannot read is left to go-git. [Annotations] parses the kpt: lines
+// Porch appends to messages ("kpt:" and the JSON of an [Annotation]),
+// skipping those that do not parse; package gitrepo's doc says what they
+// mean.
+//
+// # Loose objects
+//
+// [WriteLoose] writes "<type> <size>\x00<content>" deflated at zlib's
+// fastest level (git's core.looseCompression default; go-git uses the
+// default level, most of an approval's CPU on large trees) to
+// objects/<2 hex>/<38 hex>, through a temporary file in the same
+// directory renamed into place, read-only; an object already there is
+// left as it is. Making the object durable (fsync) before a ref names it
+// is package refstore's.
+//
+// # What is cached
+//
+// [LRU] is one cache per repository, bounded by Options.CacheBytes with
+// an estimate of each value's size, keyed by a kind and an object id; it
+// holds only what an id determines, so nothing in it is ever stale.
+// Package gitrepo keeps decoded trees and commits, peeled tags, the
+// packages under a tree, a package's files and info, a tag's kpt:
+// annotations and the subtree a path leads to ([KindTree] ...
+// [KindSubtree]); the pack reader keeps resolved delta bases and chain
+// bottoms by pack and offset, and ropes with their indexed bottoms. No
+// entry is larger than a quarter of the bound.
+//
+// # Concurrency
+//
+// A PackReader and an LRU are safe for concurrent use; a PackReader reads
+// one object at a time (readers of a repository take turns on its mutex).
+// Values in the cache are shared and never modified.
+package gitobj

@@ -1,0 +1,59 @@
+package gitobj
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// A loose object cad writes is one git reads, compressed at zlib's
+// fastest level as git writes loose objects, and writing it again
+// changes nothing.
+func TestWriteLooseAsGit(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Fatal("git is needed as a witness")
+	}
+	dir := filepath.Join(t.TempDir(), "r.git")
+	if out, err := exec.Command("git", "init", "--quiet", "--bare", dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	data := bytes.Repeat([]byte("apiVersion: v1\nkind: ConfigMap\n"), 100)
+	h := plumbing.ComputeHash(plumbing.BlobObject, data)
+	if err := WriteLoose(dir, h, plumbing.BlobObject, data); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "objects", h.String()[:2], h.String()[2:])
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(raw) < 2 || raw[0] != 0x78 || raw[1] != 0x01 {
+		t.Fatalf("zlib header % x, want 78 01 (best speed)", raw[:2])
+	}
+	if st, _ := os.Stat(path); st.Mode().Perm() != 0o444 {
+		t.Fatalf("mode %v", st.Mode())
+	}
+	cmd := exec.Command("git", "cat-file", "blob", h.String())
+	cmd.Dir = dir
+	if got, err := cmd.Output(); err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("git cat-file: %v", err)
+	}
+	fsck := exec.Command("git", "fsck", "--strict")
+	fsck.Dir = dir
+	if out, err := fsck.CombinedOutput(); err != nil {
+		t.Fatalf("git fsck: %v\n%s", err, out)
+	}
+	if err := WriteLoose(dir, h, plumbing.BlobObject, data); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := os.ReadFile(path); !bytes.Equal(again, raw) {
+		t.Fatal("written again")
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "objects", h.String()[:2], "tmp_obj_*")); len(left) > 0 {
+		t.Fatalf("left %v", left)
+	}
+}

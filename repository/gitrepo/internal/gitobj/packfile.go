@@ -1,0 +1,708 @@
+package gitobj
+
+import (
+	"bufio"
+	"bytes"
+	"compress/zlib"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository"
+)
+
+// PackReader reads objects out of the pack files of a git directory on
+// disk. go-git decodes every pack's whole .idx into memory before its
+// first read, which costs more than the read itself in a large
+// repository; PackReader instead looks an object up in the .idx file
+// where it lies (the fan-out table, then a binary search among the ids
+// that share the first byte), and reads the object at its offset in the
+// pack, resolving delta chains through the object cache (delta bases are
+// cached by pack offset, bounded by Options.CacheBytes like everything
+// else in it). An index or pack is read with ReadAt until it has been
+// read enough for a mapping to pay (see mapAfter), then mapped into memory
+// where mmap exists.
+//
+// It reads version 2 indexes, which git has written since 2007; a pack
+// with any other index is left to go-git, and so are loose objects. A
+// PackReader is safe for concurrent use: readers holding the store's
+// shared lock take turns on mu, one object at a time.
+type PackReader struct {
+	dir string // objects/pack
+
+	mu sync.Mutex // guards what follows
+
+	scanned time.Time // the directory's modification time at the last scan
+	packs   []*packFile
+	nextID  uint32
+	closed  bool // then go-git reads everything
+	// scratch holds the intermediate objects of a delta chain.
+	scratch [2][]byte
+	// reads counts the entries read, for touched.
+	reads int
+}
+
+// DropPagesEvery is how many pack entries and index lookups a PackReader
+// reads, or cad-index records are looked up, between two calls of
+// dropPages: a list of the
+// whole repository touches every page of the packs and of cad-index,
+// each once, and what it has read need not stay resident (50,000
+// revisions: 50 MB of mapped files otherwise).
+const DropPagesEvery = 16384
+
+// packFile is one pack and its index.
+type packFile struct {
+	id      uint32
+	name    string
+	idx     *os.File
+	idxMap  []byte // the index mapped into memory, where mmap exists
+	pack    *os.File
+	packMap []byte // the pack mapped into memory, where mmap exists
+	n       uint32
+	fanout  [256]uint32
+	// uses counts lookups and entries read while the files are not
+	// mapped; at mapAfter they are.
+	uses int
+}
+
+// Variables for the tests, which read packs in each way.
+var (
+	// mapWhole: an index or pack up to this size is mapped when opened.
+	// Touching a page of a mapping costs a page fault, which maps a
+	// window of pages around it (64 KiB on Linux): a small file is a
+	// few faults in all, fewer system calls than reading it piece by
+	// piece.
+	mapWhole int64 = 1 << 20
+	// mapAfter: a larger file is read with ReadAt until this many
+	// lookups and entries were read from it, then mapped. A Get reads
+	// a handful of objects lying megabytes apart, a fault and its window
+	// each (on a virtual machine tens of microseconds, ten to twenty
+	// times a read of the same bytes), and unmapping what was touched
+	// costs as much again; a list reads the whole pack in order, where a
+	// mapping wins.
+	mapAfter = 256
+)
+
+// readIdx reads len(b) bytes of the index at off.
+func (p *packFile) readIdx(b []byte, off int64) error {
+	if p.idxMap != nil {
+		if off < 0 || off+int64(len(b)) > int64(len(p.idxMap)) {
+			return io.ErrUnexpectedEOF
+		}
+		copy(b, p.idxMap[off:])
+		return nil
+	}
+	_, err := p.idx.ReadAt(b, off)
+	return err
+}
+
+const (
+	packIdxMagic   = "\xfftOc"
+	packObjCommit  = 1
+	packObjTree    = 2
+	packObjBlob    = 3
+	packObjTag     = 4
+	packObjOfsDelt = 6
+	packObjRefDelt = 7
+	// maxDeltaDepth bounds a delta chain (git's own limit is 4095).
+	maxDeltaDepth = 10000
+	// maxPackObject bounds the size of one object read from a pack.
+	maxPackObject = 1 << 30
+)
+
+// ErrNotInPack says an object is in none of the packs PackReader reads:
+// it is loose, in a pack with an index it does not read, or missing;
+// the caller asks go-git.
+var ErrNotInPack = errors.New("not in a pack")
+
+// NewPackReader returns a reader of the packs of gitDir; it opens them
+// on the first lookup.
+func NewPackReader(gitDir string) *PackReader {
+	return &PackReader{dir: filepath.Join(gitDir, "objects", "pack")}
+}
+
+// Close closes the open pack files.
+func (pr *PackReader) Close() {
+	if pr == nil {
+		return
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	for _, p := range pr.packs {
+		p.close()
+	}
+	pr.packs, pr.closed = nil, true
+}
+
+// Rescan opens the packs the directory holds now, even when its
+// modification time did not move since the last scan (a coarse clock, or
+// a pack written in the same tick as the last scan).
+func (pr *PackReader) Rescan() {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	pr.scanned = time.Time{}
+	pr.rescan()
+}
+
+// rescan opens the packs of the directory when it changed since the last
+// scan, and reports whether it did.
+func (pr *PackReader) rescan() bool {
+	fi, err := os.Stat(pr.dir)
+	if err != nil || fi.ModTime().Equal(pr.scanned) {
+		return false
+	}
+	pr.scanned = fi.ModTime()
+	entries, err := os.ReadDir(pr.dir)
+	if err != nil {
+		return false
+	}
+	have := map[string]bool{}
+	for _, p := range pr.packs {
+		have[p.name] = true
+	}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".idx")
+		if !ok || have[name] {
+			continue
+		}
+		p, err := openPack(filepath.Join(pr.dir, name))
+		if err != nil {
+			continue // go-git reads the objects of this pack
+		}
+		pr.nextID++
+		p.id = pr.nextID
+		pr.packs = append(pr.packs, p)
+	}
+	return true
+}
+
+// openPack opens the pack base.pack and its index base.idx, reading only
+// the index's header and fan-out table.
+func openPack(base string) (*packFile, error) {
+	idx, err := os.Open(base + ".idx")
+	if err != nil {
+		return nil, err
+	}
+	pack, err := os.Open(base + ".pack")
+	if err != nil {
+		idx.Close()
+		return nil, err
+	}
+	p := &packFile{name: filepath.Base(base), idx: idx, pack: pack}
+	var head [8 + 256*4]byte
+	if _, err := idx.ReadAt(head[:], 0); err != nil {
+		p.close()
+		return nil, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, base, err)
+	}
+	if string(head[:4]) != packIdxMagic || binary.BigEndian.Uint32(head[4:8]) != 2 {
+		p.close()
+		return nil, fmt.Errorf("%w: pack index %s: not a version 2 index", repository.ErrCorrupt, base)
+	}
+	for i := range p.fanout {
+		p.fanout[i] = binary.BigEndian.Uint32(head[8+4*i:])
+		if i > 0 && p.fanout[i] < p.fanout[i-1] {
+			p.close()
+			return nil, fmt.Errorf("%w: pack index %s: bad fan-out table", repository.ErrCorrupt, base)
+		}
+	}
+	p.n = p.fanout[255]
+	fi, err := idx.Stat()
+	if err != nil || fi.Size() < 8+256*4+int64(p.n)*28+40 {
+		p.close()
+		return nil, fmt.Errorf("%w: pack index %s: cut short", repository.ErrCorrupt, base)
+	}
+	var ph [12]byte
+	if _, err := pack.ReadAt(ph[:], 0); err != nil || string(ph[:4]) != "PACK" {
+		p.close()
+		return nil, fmt.Errorf("%w: pack %s: not a pack file", repository.ErrCorrupt, base)
+	}
+	// Small files are mapped now, larger ones once read enough (see
+	// mapAfter); where mmap is missing they are read with ReadAt.
+	if fi.Size() <= mapWhole {
+		p.idxMap, _ = MapFile(idx, fi.Size())
+	}
+	if pfi, err := pack.Stat(); err == nil && pfi.Size() <= mapWhole {
+		p.packMap, _ = MapFile(pack, pfi.Size())
+	}
+	return p, nil
+}
+
+// used counts a lookup or an entry read, and maps the files that are not
+// yet when they have been read enough: a mapping then costs no system
+// call a read, and following a delta chain reads memory.
+func (p *packFile) used() {
+	if p.idxMap != nil && p.packMap != nil {
+		return
+	}
+	if p.uses++; p.uses != mapAfter {
+		return
+	}
+	if p.idxMap == nil {
+		if fi, err := p.idx.Stat(); err == nil {
+			p.idxMap, _ = MapFile(p.idx, fi.Size())
+		}
+	}
+	if p.packMap == nil {
+		if fi, err := p.pack.Stat(); err == nil {
+			p.packMap, _ = MapFile(p.pack, fi.Size())
+		}
+	}
+}
+
+func (p *packFile) close() {
+	if p.idxMap != nil {
+		UnmapFile(p.idxMap)
+		p.idxMap = nil
+	}
+	if p.packMap != nil {
+		UnmapFile(p.packMap)
+		p.packMap = nil
+	}
+	p.idx.Close()
+	p.pack.Close()
+}
+
+// find returns the offset of object h in p.
+func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
+	p.used()
+	lo := uint32(0)
+	if h[0] > 0 {
+		lo = p.fanout[h[0]-1]
+	}
+	hi := p.fanout[h[0]]
+	if lo >= hi {
+		return 0, false, nil
+	}
+	var names []byte
+	if p.idxMap != nil {
+		names = p.idxMap[8+256*4+int64(lo)*20 : 8+256*4+int64(hi)*20]
+	} else {
+		names = make([]byte, int(hi-lo)*20)
+		if err := p.readIdx(names, 8+256*4+int64(lo)*20); err != nil {
+			return 0, false, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, p.name, err)
+		}
+	}
+	count := int(hi - lo)
+	i := sort.Search(count, func(i int) bool { return bytes.Compare(names[i*20:i*20+20], h[:]) >= 0 })
+	if i == count || !bytes.Equal(names[i*20:i*20+20], h[:]) {
+		return 0, false, nil
+	}
+	pos := int64(lo) + int64(i)
+	var b [8]byte
+	if err := p.readIdx(b[:4], 8+256*4+int64(p.n)*24+pos*4); err != nil {
+		return 0, false, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, p.name, err)
+	}
+	off := binary.BigEndian.Uint32(b[:4])
+	if off&0x80000000 == 0 {
+		return int64(off), true, nil
+	}
+	if err := p.readIdx(b[:], 8+256*4+int64(p.n)*28+int64(off&0x7fffffff)*8); err != nil {
+		return 0, false, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, p.name, err)
+	}
+	return int64(binary.BigEndian.Uint64(b[:])), true, nil
+}
+
+// locate returns the pack holding h and its offset there.
+func (pr *PackReader) locate(h plumbing.Hash) (*packFile, int64, error) {
+	if pr.closed {
+		return nil, 0, ErrNotInPack
+	}
+	if pr.packs == nil {
+		pr.rescan()
+	}
+	for again := true; ; again = false {
+		for _, p := range pr.packs {
+			off, ok, err := p.find(h)
+			if err != nil {
+				return nil, 0, err
+			}
+			if ok {
+				return p, off, nil
+			}
+		}
+		// Another process may have added a pack since.
+		if !again || !pr.rescan() {
+			return nil, 0, ErrNotInPack
+		}
+	}
+}
+
+// Has reports whether h is in a pack.
+func (pr *PackReader) Has(h plumbing.Hash) bool {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	_, _, err := pr.locate(h)
+	return err == nil
+}
+
+// Offset returns the offset of h in its pack and a number ordering the
+// packs, for reading objects in the order they lie on disk; ok is false
+// when h is in no pack.
+func (pr *PackReader) Offset(h plumbing.Hash) (pack uint32, off int64, ok bool) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	p, off, err := pr.locate(h)
+	if err != nil {
+		return 0, 0, false
+	}
+	return p.id, off, true
+}
+
+// Object returns the type and content of object h, ErrNotInPack when no
+// pack holds it.
+func (pr *PackReader) Object(h plumbing.Hash, cache *LRU) (plumbing.ObjectType, []byte, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	p, off, err := pr.locate(h)
+	if err != nil {
+		return plumbing.InvalidObject, nil, err
+	}
+	t, data, err := pr.at(p, off, cache, nil)
+	if err != nil {
+		return plumbing.InvalidObject, nil, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
+	}
+	return t, data, nil
+}
+
+// ObjectScratch is object for a caller that reads the content and keeps
+// none of it: when the object is a delta, it is built in *final (the
+// caller's, reused by its next read of this kind). A list scans every
+// tagged commit's root tree for one entry; in a repository as Porch
+// writes it those are as large as the number of packages, and a new one
+// each would be most of what a first list allocates.
+func (pr *PackReader) ObjectScratch(h plumbing.Hash, cache *LRU, final *[]byte) (plumbing.ObjectType, []byte, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	p, off, err := pr.locate(h)
+	if err != nil {
+		return plumbing.InvalidObject, nil, err
+	}
+	t, data, err := pr.at(p, off, cache, final)
+	if err != nil {
+		return plumbing.InvalidObject, nil, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
+	}
+	return t, data, nil
+}
+
+// packedObject is a resolved object in the cache.
+type packedObject struct {
+	t    plumbing.ObjectType
+	data []byte
+}
+
+// cacheKey of the object at off in p.
+func packKey(p *packFile, off int64) plumbing.Hash {
+	var k plumbing.Hash
+	binary.BigEndian.PutUint32(k[:4], p.id)
+	binary.BigEndian.PutUint64(k[4:12], uint64(off))
+	return k
+}
+
+// at returns the object at off in p, applying its delta chain. The chain
+// is followed down to an object in the cache or a whole one, then the
+// deltas are applied upwards; the intermediate objects are built in two
+// scratch buffers, and only the object's direct base and the chain's
+// bottom are kept in the cache. Read in pack order, as a list reads them,
+// each commit's trees are deltas on the previous one's: every read then
+// applies a delta or two, not the chain. With final, the object itself,
+// when built from a delta, is built in *final (see ObjectScratch). pr.mu
+// is held.
+func (pr *PackReader) at(p *packFile, off int64, cache *LRU, final *[]byte) (plumbing.ObjectType, []byte, error) {
+	type step struct {
+		p     *packFile
+		off   int64
+		delta []byte
+	}
+	var chain []step // chain[0] is the object asked for
+	var t plumbing.ObjectType
+	var base []byte
+	fresh := false // base was read, not found in the cache
+	cp, coff := p, off
+	for {
+		if len(chain) > maxDeltaDepth {
+			return plumbing.InvalidObject, nil, errors.New("delta chain too long")
+		}
+		if c, ok := cache.Get(kindPacked, packKey(cp, coff)); ok {
+			o := c.(*packedObject)
+			t, base = o.t, o.data
+			break
+		}
+		pr.touched()
+		cp.used()
+		e, err := readPackEntry(cp, coff)
+		if err != nil {
+			return plumbing.InvalidObject, nil, err
+		}
+		if e.typ == packObjCommit || e.typ == packObjTree || e.typ == packObjBlob || e.typ == packObjTag {
+			t, base, fresh = plumbing.ObjectType(e.typ), e.data, true
+			break
+		}
+		if e.typ != packObjOfsDelt && e.typ != packObjRefDelt {
+			return plumbing.InvalidObject, nil, fmt.Errorf("at offset %d: unknown object type %d", coff, e.typ)
+		}
+		chain = append(chain, step{cp, coff, e.data})
+		if e.typ == packObjRefDelt {
+			if cp, coff, err = pr.locate(e.baseHash); err != nil {
+				return plumbing.InvalidObject, nil, fmt.Errorf("delta base %s: %w", e.baseHash, err)
+			}
+		} else {
+			coff = e.baseOff
+		}
+	}
+	if fresh && len(chain) > 0 {
+		cache.Put(kindPacked, packKey(cp, coff), &packedObject{t: t, data: base}, int64(len(base))+96)
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		var dst []byte
+		switch {
+		case i >= 2:
+			dst = pr.scratch[i%2] // never base, which is level i+1
+		case i == 0 && final != nil:
+			dst = *final // never base: bases are cached or scratch[]
+		}
+		data, err := applyDelta(dst, base, chain[i].delta)
+		if err != nil {
+			return plumbing.InvalidObject, nil, fmt.Errorf("at offset %d: %w", chain[i].off, err)
+		}
+		switch {
+		case i >= 2:
+			pr.scratch[i%2] = data
+		case i == 0 && final != nil:
+			*final = data
+		}
+		if i == 1 {
+			cache.Put(kindPacked, packKey(chain[1].p, chain[1].off), &packedObject{t: t, data: data}, int64(len(data))+96)
+		}
+		base = data
+	}
+	for i, b := range pr.scratch {
+		if cap(b) > 4<<20 {
+			pr.scratch[i] = nil // not kept after a very large object
+		}
+	}
+	if final != nil && cap(*final) > 4<<20 {
+		// Not kept after a very large object; what is returned stays
+		// valid.
+		*final = nil
+	}
+	return t, base, nil
+}
+
+// packEntry is one entry of a pack, its content inflated.
+type packEntry struct {
+	typ      int
+	baseOff  int64         // for an offset delta
+	baseHash plumbing.Hash // for a ref delta
+	data     []byte
+}
+
+type inflater struct {
+	br *bufio.Reader // over the pack file
+	mr bytes.Reader  // over the mapped pack
+	zr io.ReadCloser
+}
+
+// byteReader is what zlib reads from without reading past its stream.
+type byteReader interface {
+	io.Reader
+	io.ByteReader
+}
+
+var inflaters sync.Pool
+
+// readPackEntry reads and inflates the entry at off in p.
+func readPackEntry(p *packFile, off int64) (packEntry, error) {
+	in, _ := inflaters.Get().(*inflater)
+	if in == nil {
+		in = &inflater{}
+	}
+	defer inflaters.Put(in)
+	bad := func(what string) (packEntry, error) {
+		return packEntry{}, fmt.Errorf("at offset %d: %s", off, what)
+	}
+	var src byteReader
+	if p.packMap != nil {
+		if off < 0 || off >= int64(len(p.packMap)) {
+			return bad("offset out of the pack")
+		}
+		in.mr.Reset(p.packMap[off:])
+		src = &in.mr
+	} else {
+		sr := io.NewSectionReader(p.pack, off, 1<<62)
+		if in.br == nil {
+			in.br = bufio.NewReaderSize(sr, 8192)
+		} else {
+			in.br.Reset(sr)
+		}
+		src = in.br
+	}
+	c, err := src.ReadByte()
+	if err != nil {
+		return bad("cut short")
+	}
+	e := packEntry{typ: int(c>>4) & 7}
+	size := uint64(c & 15)
+	for shift := 4; c&0x80 != 0; shift += 7 {
+		if c, err = src.ReadByte(); err != nil || shift > 60 {
+			return bad("bad object header")
+		}
+		size |= uint64(c&0x7f) << shift
+	}
+	if size > maxPackObject {
+		return bad("object too large")
+	}
+	switch e.typ {
+	case packObjOfsDelt:
+		if c, err = src.ReadByte(); err != nil {
+			return bad("bad delta offset")
+		}
+		rel := uint64(c & 0x7f)
+		for c&0x80 != 0 {
+			if c, err = src.ReadByte(); err != nil || rel >= 1<<56 {
+				return bad("bad delta offset")
+			}
+			rel = (rel+1)<<7 | uint64(c&0x7f)
+		}
+		if rel == 0 || rel > uint64(off) {
+			return bad("bad delta offset")
+		}
+		e.baseOff = off - int64(rel)
+	case packObjRefDelt:
+		if _, err := io.ReadFull(src, e.baseHash[:]); err != nil {
+			return bad("cut short")
+		}
+	}
+	if in.zr == nil {
+		if in.zr, err = zlib.NewReader(src); err != nil {
+			return bad("bad compressed data")
+		}
+	} else if err := in.zr.(zlib.Resetter).Reset(src, nil); err != nil {
+		return bad("bad compressed data")
+	}
+	e.data = make([]byte, size)
+	if _, err := io.ReadFull(in.zr, e.data); err != nil {
+		return bad("bad compressed data")
+	}
+	// Read to the end of the stream, where zlib checks its checksum.
+	var one [1]byte
+	if n, err := in.zr.Read(one[:]); n != 0 || err != io.EOF {
+		return bad("bad compressed data")
+	}
+	return e, nil
+}
+
+// applyDelta returns the object delta builds from base, in dst's memory
+// when it is large enough: a git delta is the base's size, the result's
+// size, then instructions that copy a range of the base or insert literal
+// bytes.
+func applyDelta(dst, base, delta []byte) ([]byte, error) {
+	bad := errors.New("malformed delta")
+	srcSize, n := binary.Uvarint(delta)
+	if n <= 0 || srcSize != uint64(len(base)) {
+		return nil, bad
+	}
+	delta = delta[n:]
+	dstSize, n := binary.Uvarint(delta)
+	if n <= 0 || dstSize > maxPackObject {
+		return nil, bad
+	}
+	delta = delta[n:]
+	out := dst[:0]
+	if uint64(cap(out)) < dstSize {
+		out = make([]byte, 0, dstSize)
+	}
+	for len(delta) > 0 {
+		op := delta[0]
+		delta = delta[1:]
+		switch {
+		case op&0x80 != 0:
+			var off, size uint64
+			var ok bool
+			if off, size, delta, ok = deltaCopy(op, delta); !ok {
+				return nil, bad
+			}
+			if off+size > uint64(len(base)) || uint64(len(out))+size > dstSize {
+				return nil, bad
+			}
+			out = append(out, base[off:off+size]...)
+		case op != 0:
+			if int(op) > len(delta) || uint64(len(out))+uint64(op) > dstSize {
+				return nil, bad
+			}
+			out = append(out, delta[:op]...)
+			delta = delta[op:]
+		default:
+			return nil, bad
+		}
+	}
+	if uint64(len(out)) != dstSize {
+		return nil, bad
+	}
+	return out, nil
+}
+
+// deltaCopy decodes the offset and size of a delta's copy instruction op
+// from the bytes that follow it, returning the rest of the delta; ok is
+// false when the delta ends first. A size of 0 means 0x10000, as git
+// writes it.
+func deltaCopy(op byte, delta []byte) (off, size uint64, rest []byte, ok bool) {
+	for i := range 4 {
+		if op&(1<<i) != 0 {
+			if len(delta) == 0 {
+				return 0, 0, nil, false
+			}
+			off |= uint64(delta[0]) << (8 * i)
+			delta = delta[1:]
+		}
+	}
+	for i := range 3 {
+		if op&(0x10<<i) != 0 {
+			if len(delta) == 0 {
+				return 0, 0, nil, false
+			}
+			size |= uint64(delta[0]) << (8 * i)
+			delta = delta[1:]
+		}
+	}
+	if size == 0 {
+		size = 0x10000
+	}
+	return off, size, delta, true
+}
+
+// touched counts an entry read from a mapped pack, and every
+// DropPagesEvery drops the packs' pages.
+func (pr *PackReader) touched() { pr.touchedN(1) }
+
+// touchedN counts n entries' worth of reads (see touched).
+func (pr *PackReader) touchedN(n int) {
+	before := pr.reads / DropPagesEvery
+	if pr.reads += n; pr.reads/DropPagesEvery != before {
+		for _, p := range pr.packs {
+			DropPages(p.packMap)
+		}
+	}
+}
+
+// DropPages takes the mapped packs' and indexes' pages out of the
+// process's resident set until they are read again.
+func (pr *PackReader) DropPages() {
+	if pr == nil {
+		return
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	for _, p := range pr.packs {
+		DropPages(p.packMap)
+		DropPages(p.idxMap)
+	}
+}

@@ -1,0 +1,119 @@
+package index
+
+import (
+	"bytes"
+	"slices"
+
+	"github.com/go-git/go-git/v5/plumbing"
+)
+
+// PathsRecord is a record of cad-paths, for the tests of package
+// gitrepo_test.
+type PathsRecord struct {
+	Root plumbing.Hash
+	Path string
+	Tree plumbing.Hash
+}
+
+// PathsLookup looks path p under tree root up in the cad-paths of gitDir.
+func PathsLookup(gitDir string, root plumbing.Hash, p string) (plumbing.Hash, bool) {
+	pf := NewPathFile(gitDir)
+	defer pf.Close()
+	return pf.Subtree(root, p)
+}
+
+// PathsCovered returns how much of cad-index the cad-paths of gitDir
+// covers, and how many records it holds; false when it is missing or
+// not valid.
+func PathsCovered(gitDir string) (int64, int, bool) {
+	pf := NewPathFile(gitDir)
+	defer pf.Close()
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	pf.open()
+	if pf.hdr == nil {
+		return 0, 0, false
+	}
+	return pf.hdr.covered, int(pf.hdr.count), true
+}
+
+// WritePathsFile writes recs as the cad-paths of gitDir, covering the
+// first covered bytes of cad-index.
+func WritePathsFile(gitDir string, covered int64, recs []PathsRecord) error {
+	var fresh []PathRecord
+	for _, r := range recs {
+		fresh = append(fresh, PathRecord{Key: PathKey36(r.Root, r.Path), Tree: r.Tree})
+	}
+	slices.SortFunc(fresh, func(a, b PathRecord) int { return bytes.Compare(a.Key[:], b.Key[:]) })
+	pf := NewPathFile(gitDir)
+	defer pf.Close()
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	return pf.write(bytes.NewReader(nil), fresh, covered)
+}
+
+// UpdatePathsFile brings the cad-paths of gitDir up to date with its
+// cad-index, as a list does when the index has grown enough.
+func UpdatePathsFile(gitDir string) {
+	pf := NewPathFile(gitDir)
+	defer pf.Close()
+	pf.update()
+}
+
+// SetPathBucketRead sets how many records of a cad-paths bucket are read
+// in one call, and returns a function that restores it.
+func SetPathBucketRead(n uint32) (restore func()) {
+	old := pathBucketRead
+	pathBucketRead = n
+	return func() { pathBucketRead = old }
+}
+
+// SetPathTailMax sets how many appended records cad-paths holds before
+// they are merged, and returns a function that restores it.
+func SetPathTailMax(n int) (restore func()) {
+	old := pathTailMax
+	pathTailMax = n
+	return func() { pathTailMax = old }
+}
+
+// PathsTail returns the size in bytes of the tail of the cad-paths of
+// gitDir (what was appended after its sorted records), -1 when it is
+// missing or not valid.
+func PathsTail(gitDir string) int64 {
+	pf := NewPathFile(gitDir)
+	defer pf.Close()
+	pf.mu.Lock()
+	defer pf.mu.Unlock()
+	pf.open()
+	if pf.hdr == nil {
+		return -1
+	}
+	fi, err := pf.f.Stat()
+	if err != nil {
+		return -1
+	}
+	return fi.Size() - pf.hdr.sortedEnd()
+}
+
+// PathsHeaderSize is the size of cad-paths's header, PathsRecordSize of
+// one of its records.
+const (
+	PathsHeaderSize = pathHeaderSize
+	PathsRecordSize = pathRecordSize
+)
+
+// WorkspacePrefix is the first 20 bytes of the keys of package full's
+// workspace records in cad-paths.
+func WorkspacePrefix(full string) []byte {
+	p := wsPrefix(full)
+	return p[:]
+}
+
+// AddWorkspaceRecord adds to the cad-paths of gitDir the record that
+// object h gives package full workspace ws, as a process that learnt it
+// would.
+func AddWorkspaceRecord(gitDir, full string, h plumbing.Hash, ws string) {
+	pf := NewPathFile(gitDir)
+	defer pf.Close()
+	pf.Add(WsRecord(full, h, ws))
+}
