@@ -22,12 +22,10 @@ func setLabels(_ context.Context, rl *pipeline.ResourceList) error {
 	case isGVK(fc, "fn.kpt.dev", "v1alpha1", "SetLabels"):
 		var err error
 		if labels, err = strictStringMap(fc, "SetLabels", "labels"); err != nil {
-			rl.Results = append(rl.Results, errorResult(err.Error()))
-			return sdkFailure()
+			return configErr(err.Error())
 		}
 	default:
-		rl.Results = append(rl.Results, errorResult(fmt.Sprintf("unknown FunctionConfig `%v`, expect SetLabels", fc.GetKind())))
-		return sdkFailure()
+		return configErr(fmt.Sprintf("unknown FunctionConfig `%v`, expect SetLabels", fc.GetKind()))
 	}
 	objects := nonLocal(rl.Items)
 	if len(objects) == 0 {
