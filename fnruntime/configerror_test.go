@@ -22,7 +22,9 @@ type configErrorCase struct {
 	items  string // an extra input item; optional
 	// infoOnly marks the one documented exception to severity error:
 	// set-labels without a functionConfig reports [info] "`FunctionConfig`
-	// is not given" and fails (kpt's conformance case fn-render/no-fnconfig).
+	// is not given", naming nothing, and fails (kpt's conformance case
+	// fn-render/no-fnconfig); kpt's implicit empty function-input
+	// ConfigMap counts as none.
 	infoOnly bool
 }
 
@@ -89,6 +91,7 @@ var configErrorCases = map[string][]configErrorCase{
 	},
 	"set-labels": {
 		{name: "missing", infoOnly: true},
+		{name: "kpt's implicit empty function-input", config: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\n", infoOnly: true},
 		{name: "wrong kind", config: cfgSecret},
 		{name: "labels a list", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetLabels\nmetadata:\n  name: sl\nlabels: [a, b]\n"},
 	},
@@ -205,7 +208,7 @@ func TestBuiltinConfigErrorShape(t *testing.T) {
 		if !errors.As(err, &fe) || fe.ExitCode != 1 {
 			t.Errorf("error %v, want a *pipeline.FunctionError with exit code 1", err)
 		}
-		if !c.infoOnly && !errors.Is(err, fnruntime.ErrInvalidFunctionConfig) {
+		if !errors.Is(err, fnruntime.ErrInvalidFunctionConfig) {
 			t.Errorf("error %v does not match ErrInvalidFunctionConfig", err)
 		}
 		if len(rl.Results) != 1 {
@@ -220,7 +223,7 @@ func TestBuiltinConfigErrorShape(t *testing.T) {
 			t.Errorf("result %q of severity %q, want a message of severity %q", r.Message, r.Severity, wantSeverity)
 		}
 		var wantRef *pipeline.ResourceRef
-		if fc != nil {
+		if fc != nil && !c.infoOnly {
 			wantRef = &pipeline.ResourceRef{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind(), Name: fc.GetName(), Namespace: fc.GetNamespace()}
 		}
 		if diff := cmp.Diff(wantRef, r.ResourceRef); diff != "" {

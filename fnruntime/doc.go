@@ -55,9 +55,10 @@
 // catalog documentation shows one for a config error. The message is the
 // catalog function's where its documentation or kpt's conformance cases
 // show it, else cad's own words. The one documented exception is
-// set-labels without a functionConfig, which reports [info] "`FunctionConfig`
-// is not given" and fails, as kpt's conformance case fn-render/no-fnconfig
-// expects. The stderr of the failure is the SDK's "function failure" for
+// set-labels without a functionConfig (or with kpt's implicit empty
+// ConfigMap function-input), which reports [info] "`FunctionConfig` is not
+// given", naming nothing, and fails, as kpt's conformance case
+// fn-render/no-fnconfig expects. The stderr of the failure is the SDK's "function failure" for
 // functions built on the kpt functions SDK and the message itself for
 // those on kyaml's framework. Errors met while running (a starlark script
 // error, a failing replacement, a setter that matches nothing) are not
