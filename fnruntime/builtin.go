@@ -23,9 +23,9 @@ import (
 // them, and fail (a *pipeline.FunctionError) whenever they report an error
 // result. A config error has one shape in every builtin (one error result
 // naming the functionConfig, an error matching ErrInvalidFunctionConfig;
-// see the package documentation, "Config errors"). apply-replacements is written from kustomize's replacements
-// reference and the catalog's README; [BuiltinVersions] says, per
-// function, what differs.
+// see the package documentation, "Config errors"). apply-replacements is
+// written from kustomize's replacements reference and the catalog's
+// README; [BuiltinVersions] says, per function, what differs.
 func Builtins() map[string]pipeline.Function {
 	return map[string]pipeline.Function{
 		"set-namespace":                 strict(setNamespace),
