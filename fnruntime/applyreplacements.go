@@ -39,8 +39,7 @@ const (
 func applyReplacements(_ context.Context, rl *pipeline.ResourceList) error {
 	repls, err := decodeReplacements(rl.FunctionConfig)
 	if err != nil {
-		rl.Results = append(rl.Results, errorResult(err.Error()))
-		return nil
+		return configErr(err.Error())
 	}
 	// Work on copies so that a failing replacement leaves the list as it
 	// was; on success the copies' content goes back into the items, whose

@@ -21,9 +21,11 @@ import (
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages where the documentation gives
 // them, and fail (a *pipeline.FunctionError) whenever they report an error
-// result. apply-replacements is written from kustomize's replacements
-// reference and the catalog's README; [BuiltinVersions] says, per
-// function, what differs.
+// result. A config error has one shape in every builtin (one error result
+// naming the functionConfig, an error matching ErrInvalidFunctionConfig;
+// see the package documentation, "Config errors"). apply-replacements is
+// written from kustomize's replacements reference and the catalog's
+// README; [BuiltinVersions] says, per function, what differs.
 func Builtins() map[string]pipeline.Function {
 	return map[string]pipeline.Function{
 		"set-namespace":                 strict(setNamespace),
@@ -61,6 +63,10 @@ func strict(fn func(context.Context, *pipeline.ResourceList) error) pipeline.Fun
 	return pipeline.FunctionFunc(func(ctx context.Context, rl *pipeline.ResourceList) error {
 		before := len(rl.Results)
 		if err := fn(ctx, rl); err != nil {
+			var ce *configError
+			if errors.As(err, &ce) {
+				return reportConfigError(rl, before, ce)
+			}
 			return err
 		}
 		if before <= len(rl.Results) && pipeline.Results(rl.Results[before:]).HasErrors() {
@@ -190,6 +196,52 @@ func builtinVersions() map[string]CatalogVersion {
 		"create-setters": {Releases: []string{"v0.1.0"},
 			Differs: "kpt's path and index annotations are not parameterised; scalar setters of equal length are tried in name order (the catalog's order is random)"},
 	}
+}
+
+// ErrInvalidFunctionConfig is matched (errors.Is) by the error of a
+// builtin that cannot use its functionConfig: none where one is required,
+// one of another kind, a field of the wrong shape or a value outside the
+// documented ones. The error is a *pipeline.FunctionError (exit code 1);
+// the function's one error result says what is wrong (see the package
+// documentation, "Config errors").
+var ErrInvalidFunctionConfig = errors.New("invalid functionConfig")
+
+// configError is a builtin's config error, which strict (and the starlark
+// builtin) report in the builtins' one shape: see reportConfigError.
+type configError struct {
+	msg    string // the error result's message
+	stderr string // the process's stderr; "" is the SDK's "function failure"
+	cause  error  // what else errors.Is and errors.As reach; may be nil
+}
+
+func (e *configError) Error() string { return e.msg }
+func (e *configError) Unwrap() error { return e.cause }
+
+// configErr returns a config error whose result message is msg, failing
+// as the kpt functions SDK does (stderr "function failure").
+func configErr(msg string) error { return &configError{msg: msg} }
+
+// kyamlConfigErr returns a config error whose result message is msg,
+// failing as a function on kyaml's framework does (the message on stderr).
+func kyamlConfigErr(msg string) error { return &configError{msg: msg, stderr: msg} }
+
+// reportConfigError gives a config error the builtins' shape (the package
+// documentation's "Config errors"): the results the function added since
+// before are replaced by one error result naming the functionConfig in its
+// resourceRef (nothing when there is none), and the step fails with a
+// *pipeline.FunctionError of exit code 1 matching ErrInvalidFunctionConfig
+// and ce's cause.
+func reportConfigError(rl *pipeline.ResourceList, before int, ce *configError) error {
+	r := errorResult(ce.msg)
+	if fc := rl.FunctionConfig; !fc.IsNilOrEmpty() {
+		r.ResourceRef = &pipeline.ResourceRef{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind(), Name: fc.GetName(), Namespace: fc.GetNamespace()}
+	}
+	rl.Results = append(rl.Results[:before], r)
+	stderr := ce.stderr
+	if stderr == "" {
+		stderr = sdkFailure().(*pipeline.FunctionError).Stderr
+	}
+	return &pipeline.FunctionError{ExitCode: 1, Stderr: stderr, Err: errors.Join(ErrInvalidFunctionConfig, ce)}
 }
 
 // errFunctionFailure is what the catalog's Go SDK reports when a function

@@ -72,11 +72,11 @@ func setEnforcementAction(_ context.Context, rl *pipeline.ResourceList) error {
 		data = rl.FunctionConfig.GetDataMap()
 	}
 	if len(data) != 1 {
-		return failWith(rl, "failed to process policies: expecting exactly 1 enforcementAction as part of the ConfigMap")
+		return kyamlConfigErr("failed to process policies: expecting exactly 1 enforcementAction as part of the ConfigMap")
 	}
 	action := data["enforcementAction"]
 	if action != "deny" && action != "warn" && action != "dryrun" {
-		return failWith(rl, "failed to process policies: expected values for enforcementAction are [deny] or [warn] or [dryrun]")
+		return kyamlConfigErr("failed to process policies: expected values for enforcementAction are [deny] or [warn] or [dryrun]")
 	}
 	var set pipeline.Results
 	for _, n := range rl.Items {
@@ -113,7 +113,7 @@ const (
 // names (else the renderer's default path). A config without metadata
 // fails the step.
 func upsertResource(_ context.Context, rl *pipeline.ResourceList) error {
-	fail := func(err error) error { return failWith(rl, "failed to upsert resource: "+err.Error()) }
+	fail := func(err error) error { return kyamlConfigErr("failed to upsert resource: " + err.Error()) }
 	fc := rl.FunctionConfig
 	if fc.IsNilOrEmpty() {
 		return fail(errors.New("missing Resource metadata"))
@@ -126,10 +126,14 @@ func upsertResource(_ context.Context, rl *pipeline.ResourceList) error {
 	} else {
 		inputs = []*yaml.RNode{fc}
 	}
+	// Every input is checked before any is upserted: a config error
+	// changes nothing.
 	for _, in := range inputs {
 		if _, err := in.GetMeta(); err != nil {
 			return fail(err)
 		}
+	}
+	for _, in := range inputs {
 		inAnns := in.GetAnnotations()
 		target := inAnns[upsertTargetPathAnnotation]
 		g, _ := groupVersion(in.GetApiVersion())
@@ -221,7 +225,7 @@ func setProjectID(_ context.Context, rl *pipeline.ResourceList) error {
 		id = rl.FunctionConfig.GetDataMap()[projectIDSetter]
 	}
 	if id == "" {
-		return failWith(rl, "failed to set project-id setter: `data.project-id` should not be empty")
+		return kyamlConfigErr("failed to set project-id setter: `data.project-id` should not be empty")
 	}
 	found := false
 	for _, n := range rl.Items {

@@ -38,6 +38,36 @@
 // set-namespace with no namespace, a config of another kind) is such an
 // error, worded as the catalog function words it.
 //
+// # Config errors
+//
+// Every builtin reports a config error (no functionConfig where it needs
+// one, one of another kind, a field of the wrong shape, a value outside
+// the documented ones) in one shape: the step fails with a
+// *pipeline.FunctionError of exit code 1 that matches
+// [ErrInvalidFunctionConfig] (and the function's own sentinel where it has
+// one), the function reports exactly one result, of severity error, whose
+// resourceRef names the functionConfig (none when there is no config:
+// the result then names nothing), and no item is changed, added or
+// removed. This is the shape the catalog's set-namespace gives its config
+// error, as kpt's issue 4547 quotes it ("[error]
+// v1/ConfigMap/function-input: `data.namespace` should not be empty"),
+// applied to all builtins; field.path is not set, as no
+// catalog documentation shows one for a config error. The message is the
+// catalog function's where its documentation or kpt's conformance cases
+// show it, else cad's own words. The one documented exception is
+// set-labels without a functionConfig (or with kpt's implicit empty
+// ConfigMap function-input), which reports [info] "`FunctionConfig` is not
+// given", naming nothing, and fails, as kpt's conformance case
+// fn-render/no-fnconfig expects. The stderr of the failure is the SDK's "function failure" for
+// functions built on the kpt functions SDK and the message itself for
+// those on kyaml's framework. Errors met while running (a starlark script
+// error, a failing replacement, a setter that matches nothing) are not
+// config errors and keep their own results. Builtins that read no config
+// (format, fix, list-setters, remove-local-config-resources,
+// generate-folders, enable-gcp-services, export-terraform,
+// builtins/gen-pkg-context) and apply-setters (any ConfigMap's data are
+// setters) have no config error.
+//
 //	function               versions implemented   what differs
 //	set-namespace          v0.2.x, v0.3.x, v0.4.x v0.2 and v0.3 have their own implementations,
 //	                                              as their READMEs document: v0.2 kustomize's

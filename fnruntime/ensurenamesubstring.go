@@ -92,14 +92,15 @@ type ensureNameSubstringConfig struct {
 // one that was itself renamed) and only when the resource it names was
 // actually renamed, where the catalog also rewrites references to skipped
 // kinds and to names that already had the substring. Config errors, in
-// cad's words, are returned as a *pipeline.FunctionError wrapping
-// ErrInvalidEnsureNameSubstringConfig, with no results, as the catalog
-// reports them on stderr only.
+// cad's words, have the builtins' config-error shape (one error result
+// naming the functionConfig, a *pipeline.FunctionError matching
+// ErrInvalidFunctionConfig), and also match
+// ErrInvalidEnsureNameSubstringConfig.
 func ensureNameSubstring(_ context.Context, rl *pipeline.ResourceList) error {
 	cfg, err := ensureNameSubstringConfigFrom(rl.FunctionConfig)
 	if err != nil {
-		err = fmt.Errorf("ensure-name-substring cannot use its functionConfig: %w", err)
-		return &pipeline.FunctionError{ExitCode: 1, Stderr: err.Error(), Err: errors.Join(ErrInvalidEnsureNameSubstringConfig, err)}
+		msg := "ensure-name-substring cannot use its functionConfig: " + err.Error()
+		return &configError{msg: msg, stderr: msg, cause: errors.Join(ErrInvalidEnsureNameSubstringConfig, err)}
 	}
 	specs := append([]nameFieldSpec{{Path: "metadata/name"}}, cfg.AdditionalNameFields...)
 

@@ -15,8 +15,10 @@ import (
 
 // TestEnsureNameSubstringConfigErrors: every unusable functionConfig is a
 // *pipeline.FunctionError (exit code 1) wrapping
-// ErrInvalidEnsureNameSubstringConfig whose message names what is wrong,
-// with no results, and the items are left as they were.
+// ErrInvalidEnsureNameSubstringConfig and ErrInvalidFunctionConfig whose
+// message names what is wrong, with one error result saying the same (the
+// builtins' config-error shape, TestBuiltinConfigErrorShape), and the
+// items are left as they were.
 func TestEnsureNameSubstringConfigErrors(t *testing.T) {
 	const input = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n  namespace: shop\ndata:\n  locale: en-GB\n"
 	const ens = "apiVersion: fn.kpt.dev/v1alpha1\nkind: EnsureNameSubstring\nmetadata:\n  name: names\n"
@@ -44,7 +46,7 @@ func TestEnsureNameSubstringConfigErrors(t *testing.T) {
 			}
 			err = fnruntime.Builtins()["ensure-name-substring"].Run(context.Background(), rl)
 			var fe *pipeline.FunctionError
-			if !errors.Is(err, fnruntime.ErrInvalidEnsureNameSubstringConfig) || !errors.As(err, &fe) || fe.ExitCode != 1 {
+			if !errors.Is(err, fnruntime.ErrInvalidEnsureNameSubstringConfig) || !errors.Is(err, fnruntime.ErrInvalidFunctionConfig) || !errors.As(err, &fe) || fe.ExitCode != 1 {
 				t.Fatalf("got %v, want a *pipeline.FunctionError with exit code 1 matching ErrInvalidEnsureNameSubstringConfig", err)
 			}
 			for _, w := range tc.want {
@@ -52,8 +54,8 @@ func TestEnsureNameSubstringConfigErrors(t *testing.T) {
 					t.Errorf("message %q does not name %q", fe.Stderr, w)
 				}
 			}
-			if len(rl.Results) != 0 {
-				t.Errorf("want no results, got %v", rl.Results)
+			if len(rl.Results) != 1 || rl.Results[0].Severity != pipeline.SeverityError || rl.Results[0].Message != fe.Stderr {
+				t.Errorf("want one error result saying %q, got %v", fe.Stderr, rl.Results)
 			}
 			got, err := kio.StringAll(rl.Items)
 			if err != nil {

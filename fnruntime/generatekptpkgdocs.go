@@ -59,7 +59,7 @@ func generateKptPkgDocs(_ context.Context, rl *pipeline.ResourceList) error {
 	cfg := map[string]string{}
 	if fc := rl.FunctionConfig; fc != nil {
 		if fc.GetKind() != "ConfigMap" {
-			return pkgDocsConfigError(rl, fmt.Sprintf("functionConfig must be a ConfigMap, not %s %q", fc.GetKind(), fc.GetName()))
+			return pkgDocsConfigError(fmt.Sprintf("functionConfig must be a ConfigMap, not %s %q", fc.GetKind(), fc.GetName()))
 		}
 		cfg = configData(fc)
 	}
@@ -69,7 +69,7 @@ func generateKptPkgDocs(_ context.Context, rl *pipeline.ResourceList) error {
 	}
 	rel, err := pkgDocsReadmePath(readme)
 	if err != nil {
-		return pkgDocsConfigError(rl, err.Error())
+		return pkgDocsConfigError(err.Error())
 	}
 	var kf *yaml.RNode
 	root := "" // the package-path annotation of the package running the function
@@ -114,9 +114,8 @@ func generateKptPkgDocs(_ context.Context, rl *pipeline.ResourceList) error {
 	return nil
 }
 
-func pkgDocsConfigError(rl *pipeline.ResourceList, msg string) error {
-	rl.Results = append(rl.Results, errorResult(msg))
-	return &pipeline.FunctionError{ExitCode: 1, Stderr: msg, Err: errors.Join(ErrInvalidGenerateKptPkgDocsConfig, errors.New(msg))}
+func pkgDocsConfigError(msg string) error {
+	return &configError{msg: msg, stderr: msg, cause: ErrInvalidGenerateKptPkgDocsConfig}
 }
 
 // pkgDocsReadmePath maps readme-path to a path in the package: the

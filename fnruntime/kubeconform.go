@@ -34,11 +34,11 @@ func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
 		cfg = rl.FunctionConfig.GetDataMap()
 	}
 	if cfg["schema_location"] != "" {
-		return failWith(rl, "schema_location is not supported in-process: cad validates against the Kubernetes schemas it bundles")
+		return kyamlConfigErr("schema_location is not supported in-process: cad validates against the Kubernetes schemas it bundles")
 	}
 	ks, err := kubeSchemaFor(cfg["kubernetes_version"])
 	if err != nil {
-		return failWith(rl, err.Error())
+		return kyamlConfigErr(err.Error())
 	}
 	strict := cfg["strict"] == "true"
 	ignoreMissing := cfg["ignore_missing_schemas"] != "false"

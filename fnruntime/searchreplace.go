@@ -30,6 +30,9 @@ func searchReplaceFn(_ context.Context, rl *pipeline.ResourceList) error {
 		rl.Results = append(rl.Results, errorResult(fmt.Sprintf("failed to perform search-replace operation: %q", err.Error())))
 		return &pipeline.FunctionError{ExitCode: 1, Stderr: err.Error(), Err: err}
 	}
+	configFail := func(err error) error {
+		return &configError{msg: fmt.Sprintf("failed to perform search-replace operation: %q", err.Error()), stderr: err.Error(), cause: err}
+	}
 	dm := configData(rl.FunctionConfig)
 	for k := range dm {
 		ok := false
@@ -37,18 +40,18 @@ func searchReplaceFn(_ context.Context, rl *pipeline.ResourceList) error {
 			ok = ok || k == m
 		}
 		if !ok {
-			return fail(fmt.Errorf("invalid matcher %q, must be one of %q", k, searchReplaceMatchers))
+			return configFail(fmt.Errorf("invalid matcher %q, must be one of %q", k, searchReplaceMatchers))
 		}
 	}
 	sr := &searchReplace{byValue: dm["by-value"], byValueRegex: dm["by-value-regex"], byPath: dm["by-path"],
 		byFilePath: dm["by-file-path"], putValue: dm["put-value"], putComment: dm["put-comment"]}
 	if sr.byValue != "" && sr.byValueRegex != "" {
-		return fail(fmt.Errorf("only one of [%q, %q] can be provided", "by-value", "by-value-regex"))
+		return configFail(fmt.Errorf("only one of [%q, %q] can be provided", "by-value", "by-value-regex"))
 	}
 	if sr.byValueRegex != "" {
 		re, err := regexp.Compile(sr.byValueRegex)
 		if err != nil {
-			return fail(err)
+			return configFail(err)
 		}
 		sr.regex = re
 	}

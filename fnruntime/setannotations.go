@@ -39,9 +39,7 @@ var commonAnnotations = []fieldSpec{
 func setAnnotations(_ context.Context, rl *pipeline.ResourceList) error {
 	fc := rl.FunctionConfig
 	fail := func(msg string) error {
-		msg = "failed to configure function: " + msg
-		rl.Results = append(rl.Results, errorResult(msg))
-		return &pipeline.FunctionError{ExitCode: 1, Stderr: msg, Err: errFunctionFailure}
+		return &configError{msg: "failed to configure function: " + msg, stderr: "failed to configure function: " + msg, cause: errFunctionFailure}
 	}
 	var anns map[string]string
 	var extra []fieldSpec

@@ -22,10 +22,7 @@ func setImage(_ context.Context, rl *pipeline.ResourceList) error {
 	fc := rl.FunctionConfig
 	var img imageSpec
 	var extra []fieldSpec
-	fail := func(msg string) error {
-		rl.Results = append(rl.Results, errorResult(msg))
-		return sdkFailure()
-	}
+	fail := configErr
 	switch {
 	case fc.IsNilOrEmpty():
 		return fail("must specify `name`")

@@ -2,6 +2,7 @@ package fnruntime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -11,31 +12,36 @@ import (
 
 // setLabels ports the catalog's set-labels: metadata labels plus the
 // selector and template labels of workload kinds and NetworkPolicy.
+// No functionConfig, or kpt's implicit empty ConfigMap function-input, is
+// the one config error reported with an info result (kpt's conformance
+// case fn-render/no-fnconfig); it fails the step all the same, with an
+// error matching ErrInvalidFunctionConfig.
 func setLabels(_ context.Context, rl *pipeline.ResourceList) error {
 	fc := rl.FunctionConfig
 	var labels map[string]string
+	notGiven := fc.IsNilOrEmpty() || (isGVK(fc, "", "v1", "ConfigMap") && fc.GetName() == "function-input" && len(configData(fc)) == 0)
 	switch {
-	case fc.IsNilOrEmpty():
+	case notGiven:
 		rl.Results = append(rl.Results, info("`FunctionConfig` is not given"))
 	case isGVK(fc, "", "v1", "ConfigMap"):
 		labels = configData(fc)
 	case isGVK(fc, "fn.kpt.dev", "v1alpha1", "SetLabels"):
 		var err error
 		if labels, err = strictStringMap(fc, "SetLabels", "labels"); err != nil {
-			rl.Results = append(rl.Results, errorResult(err.Error()))
-			return sdkFailure()
+			return configErr(err.Error())
 		}
 	default:
-		rl.Results = append(rl.Results, errorResult(fmt.Sprintf("unknown FunctionConfig `%v`, expect SetLabels", fc.GetKind())))
-		return sdkFailure()
+		return configErr(fmt.Sprintf("unknown FunctionConfig `%v`, expect SetLabels", fc.GetKind()))
 	}
 	objects := nonLocal(rl.Items)
 	if len(objects) == 0 {
 		rl.Results = append(rl.Results, info("no input resources"))
 		return nil
 	}
-	if fc.IsNilOrEmpty() || (fc.GetKind() == "ConfigMap" && fc.GetName() == "function-input" && len(configData(fc)) == 0) {
-		return sdkFailure()
+	if notGiven {
+		fe := sdkFailure().(*pipeline.FunctionError)
+		fe.Err = errors.Join(ErrInvalidFunctionConfig, fe.Err)
+		return fe
 	}
 	if len(labels) == 0 {
 		rl.Results = append(rl.Results, &pipeline.Result{Message: "no `labels` arguments are given in FunctionConfig", Severity: pipeline.SeverityWarning})

@@ -26,12 +26,9 @@ const (
 func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
 	newNs, matcher, err := setNamespaceConfig(rl.FunctionConfig)
 	if err != nil {
-		r := errorResult(err.Error())
-		if fc := rl.FunctionConfig; !fc.IsNilOrEmpty() {
-			r.ResourceRef = &pipeline.ResourceRef{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind(), Name: fc.GetName(), Namespace: fc.GetNamespace()}
-		}
-		rl.Results = append(rl.Results, r)
-		return nil
+		// As kpt issue 4547 shows set-namespace's output: the result
+		// names the functionConfig (v1/ConfigMap/function-input).
+		return configErr(err.Error())
 	}
 	objects := nonLocal(rl.Items)
 	dependsOn := map[string]bool{}

@@ -56,20 +56,20 @@ func setNamespaceV02(_ context.Context, rl *pipeline.ResourceList) error {
 				str, _ := f.Value.String()
 				var fs []fieldSpec
 				if err := yaml.Unmarshal([]byte(str), &fs); err != nil {
-					return failWith(rl, "failed to unmarshal config: "+err.Error())
+					return kyamlConfigErr("failed to configure function: failed to unmarshal config: " + err.Error())
 				}
 				if key == "fieldSpecs" && len(specs) > 0 {
-					return failWith(rl, "fieldSpecs and additionalNamespaceFields are both set: fieldSpecs is the old name of additionalNamespaceFields, keep one")
+					return kyamlConfigErr("failed to configure function: fieldSpecs and additionalNamespaceFields are both set: fieldSpecs is the old name of additionalNamespaceFields, keep one")
 				}
 				specs = append(specs, fs...)
 			}
 		}
 		extra = append(specs, extra...)
 	default:
-		return failWith(rl, "`functionConfig` must be a `ConfigMap` or `SetNamespace`")
+		return kyamlConfigErr("failed to configure function: `functionConfig` must be a `ConfigMap` or `SetNamespace`")
 	}
 	if ns == "" {
-		return failWith(rl, "input namespace cannot be empty")
+		return kyamlConfigErr("failed to configure function: input namespace cannot be empty")
 	}
 	serviceAccounts := map[string]bool{"default": true}
 	for _, o := range rl.Items {

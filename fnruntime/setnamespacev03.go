@@ -32,8 +32,7 @@ import (
 func setNamespaceV03(_ context.Context, rl *pipeline.ResourceList) error {
 	newNs, matcher, err := setNamespaceConfig(rl.FunctionConfig)
 	if err != nil {
-		rl.Results = append(rl.Results, errorResult(err.Error()))
-		return nil
+		return configErr(err.Error())
 	}
 	type target struct {
 		get func() string

@@ -196,7 +196,7 @@ func (ls *setterLister) scalar(n *yaml.Node, _ string) {
 // info result naming the field and file. An empty config, or no field
 // matching any setter, is an error that fails the step.
 func createSetters(_ context.Context, rl *pipeline.ResourceList) error {
-	fail := func(msg string) error { return failWith(rl, "failed to create setters: "+msg) }
+	fail := func(msg string) error { return kyamlConfigErr("failed to create setters: " + msg) }
 	var data map[string]string
 	if !rl.FunctionConfig.IsNilOrEmpty() {
 		data = rl.FunctionConfig.GetDataMap()
@@ -237,7 +237,7 @@ func createSetters(_ context.Context, rl *pipeline.ResourceList) error {
 		walkSetters(cs, it.YNode(), "")
 	}
 	if len(cs.results) == 0 {
-		return fail("no matches for the input list of setters")
+		return failWith(rl, "failed to create setters: no matches for the input list of setters")
 	}
 	rl.Results = append(rl.Results, cs.results...)
 	return nil

@@ -153,7 +153,8 @@ func (s *StarlarkFunction) run(ctx context.Context, rl *pipeline.ResourceList) (
 	}
 	name, source, err := starlarkConfig(rl.FunctionConfig)
 	if err != nil {
-		return fail(err.Error(), nil)
+		ferr := reportConfigError(rl, len(rl.Results), &configError{msg: err.Error()})
+		return ferr.(*pipeline.FunctionError).Stderr, ferr
 	}
 	resourceList := starlark.NewDict(4)
 	items := make([]starlark.Value, 0, len(rl.Items))

@@ -1,0 +1,263 @@
+package fnruntime_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sort"
+	"testing"
+
+	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/pipeline"
+	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
+
+// configErrorCase is one unusable functionConfig for a builtin: missing,
+// of another kind, with a field of the wrong shape or a value outside the
+// documented ones.
+type configErrorCase struct {
+	name   string
+	config string // "" is no functionConfig
+	items  string // an extra input item; optional
+	// infoOnly marks the one documented exception to severity error:
+	// set-labels without a functionConfig reports [info] "`FunctionConfig`
+	// is not given", naming nothing, and fails (kpt's conformance case
+	// fn-render/no-fnconfig); kpt's implicit empty function-input
+	// ConfigMap counts as none.
+	infoOnly bool
+}
+
+const (
+	cfgSecret  = "apiVersion: v1\nkind: Secret\nmetadata:\n  name: wrong-kind\n"
+	cfgEmptyCM = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: empty\n"
+)
+
+func cfgCM(data string) string {
+	return "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fn-config\ndata:\n" + data
+}
+
+// configErrorCases are, per builtin that takes a functionConfig, the
+// config errors it must report with the builtins' config-error shape.
+var configErrorCases = map[string][]configErrorCase{
+	"apply-replacements": {
+		{name: "missing"},
+		{name: "wrong kind", config: cfgSecret},
+		{name: "replacements not a list", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: ApplyReplacements\nmetadata:\n  name: ar\nreplacements: nope\n"},
+		{name: "replacement by path", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: ApplyReplacements\nmetadata:\n  name: ar\nreplacements:\n- path: r.yaml\n"},
+	},
+	"create-setters": {
+		{name: "missing"},
+		{name: "wrong kind", config: cfgSecret},
+		{name: "no setters", config: cfgEmptyCM},
+	},
+	"ensure-name-substring": {
+		{name: "missing"},
+		{name: "wrong kind", config: cfgSecret},
+		{name: "no substring", config: cfgEmptyCM},
+		{name: "bad editMode", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: EnsureNameSubstring\nmetadata:\n  name: ens\nsubstring: prod-\neditMode: middle\n"},
+		{name: "empty substring", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: EnsureNameSubstring\nmetadata:\n  name: ens\nsubstring: ''\n"},
+	},
+	"generate-kpt-pkg-docs": {
+		{name: "wrong kind", config: cfgSecret, items: kptfileItem},
+		{name: "readme-path outside the package", config: cfgCM("  readme-path: /etc/README.md\n"), items: kptfileItem},
+		{name: "readme-path naming a KRM file", config: cfgCM("  readme-path: /tmp/d.yaml\n"), items: kptfileItem},
+	},
+	"kubeconform": {
+		{name: "schema_location", config: cfgCM("  schema_location: https://example.com/schemas\n")},
+		{name: "unknown kubernetes_version", config: cfgCM("  kubernetes_version: '1.2'\n")},
+	},
+	"search-replace": {
+		{name: "unknown matcher", config: cfgCM("  by-colour: red\n")},
+		{name: "by-value and by-value-regex", config: cfgCM("  by-value: a\n  by-value-regex: b\n")},
+		{name: "bad regex", config: cfgCM("  by-value-regex: '('\n  put-value: x\n")},
+	},
+	"set-annotations": {
+		{name: "missing"},
+		{name: "wrong kind", config: cfgSecret},
+		{name: "no annotations", config: cfgEmptyCM},
+		{name: "annotations a list", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetAnnotations\nmetadata:\n  name: sa\nannotations: [a, b]\n"},
+	},
+	"set-enforcement-action": {
+		{name: "missing"},
+		{name: "wrong kind", config: cfgSecret},
+		{name: "unknown action", config: cfgCM("  enforcementAction: block\n")},
+		{name: "two keys", config: cfgCM("  enforcementAction: deny\n  other: x\n")},
+	},
+	"set-image": {
+		{name: "missing"},
+		{name: "wrong field", config: cfgCM("  name: nginx\n  newColour: red\n")},
+		{name: "no new value", config: cfgCM("  name: nginx\n")},
+	},
+	"set-labels": {
+		{name: "missing", infoOnly: true},
+		{name: "kpt's implicit empty function-input", config: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\n", infoOnly: true},
+		{name: "wrong kind", config: cfgSecret},
+		{name: "labels a list", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetLabels\nmetadata:\n  name: sl\nlabels: [a, b]\n"},
+	},
+	"set-namespace": {
+		{name: "missing"},
+		{name: "wrong kind", config: cfgSecret},
+		{name: "empty namespace", config: cfgCM("  namespace: ''\n")},
+		{name: "typed without namespace", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: SetNamespace\nmetadata:\n  name: sn\n"},
+	},
+	"set-project-id": {
+		{name: "missing", items: kptfileItem},
+		{name: "no project-id", config: cfgEmptyCM, items: kptfileItem},
+	},
+	"starlark": {
+		{name: "missing"},
+		{name: "wrong kind", config: cfgSecret},
+		{name: "no source", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: StarlarkRun\nmetadata:\n  name: star\n"},
+	},
+	"upsert-resource": {
+		{name: "missing"},
+		{name: "list item not an object", config: "apiVersion: v1\nkind: List\nmetadata:\n  name: l\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: first\n- 42\n"},
+	},
+}
+
+// configFree are the builtins that read no functionConfig (or read any
+// ConfigMap as data with no invalid shape), so they have no config error.
+var configFree = map[string]string{
+	fnruntime.PkgContextFunction:    "kpt's builtin reads the Kptfile, not a config",
+	"apply-setters":                 "any ConfigMap's data are setters; none is invalid",
+	"enable-gcp-services":           "reads ProjectServiceSet resources, no config",
+	"export-terraform":              "converts the items, no config",
+	"fix":                           "reads the Kptfiles, no config",
+	"format":                        "no config",
+	"generate-folders":              "reads ResourceHierarchy resources, no config",
+	"list-setters":                  "no config",
+	"remove-local-config-resources": "no config",
+}
+
+const kptfileItem = `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: pkg
+  annotations:
+    config.kubernetes.io/local-config: "true"
+    internal.config.kubernetes.io/path: Kptfile
+`
+
+const configErrorBaseItem = `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+  namespace: shop
+  labels:
+    app: web
+  annotations:
+    internal.config.kubernetes.io/path: d.yaml
+spec:
+  selector:
+    matchLabels:
+      app: web
+  template:
+    metadata:
+      labels:
+        app: web
+    spec:
+      containers:
+      - name: web
+        image: nginx:1.27
+`
+
+// TestBuiltinConfigErrorShape feeds every builtin each kind of config
+// error and asserts the builtins' config-error contract (fnruntime's
+// package documentation, "Config errors"): the step fails with a
+// *pipeline.FunctionError of exit code 1 matching
+// fnruntime.ErrInvalidFunctionConfig; the function reports exactly one
+// result, of severity error, naming the functionConfig in its resourceRef
+// when there is one (and nothing when there is none); the items, their
+// order and their text are unchanged, and no file is written.
+func TestBuiltinConfigErrorShape(t *testing.T) {
+	builtins := fnruntime.Builtins()
+	var names []string
+	for name := range builtins {
+		names = append(names, name)
+		_, hasCases := configErrorCases[name]
+		_, free := configFree[name]
+		if hasCases == free {
+			t.Errorf("builtin %s: list it in exactly one of configErrorCases and configFree", name)
+		}
+	}
+	sort.Strings(names)
+	for name := range configErrorCases {
+		if builtins[name] == nil {
+			t.Errorf("configErrorCases names %s, which is not a builtin", name)
+		}
+	}
+	run := func(t *testing.T, fn pipeline.Function, c configErrorCase) {
+		items := []*yaml.RNode{yaml.MustParse(configErrorBaseItem)}
+		if c.items != "" {
+			items = append(items, yaml.MustParse(c.items))
+		}
+		var before []string
+		for _, it := range items {
+			before = append(before, it.MustString())
+		}
+		rl := &pipeline.ResourceList{Items: slices.Clone(items)}
+		var fc *yaml.RNode
+		if c.config != "" {
+			fc = yaml.MustParse(c.config)
+			rl.FunctionConfig = fc
+		}
+		err := fn.Run(context.Background(), rl)
+
+		var fe *pipeline.FunctionError
+		if !errors.As(err, &fe) || fe.ExitCode != 1 {
+			t.Errorf("error %v, want a *pipeline.FunctionError with exit code 1", err)
+		}
+		if !errors.Is(err, fnruntime.ErrInvalidFunctionConfig) {
+			t.Errorf("error %v does not match ErrInvalidFunctionConfig", err)
+		}
+		if len(rl.Results) != 1 {
+			t.Fatalf("%d results, want exactly 1: %v", len(rl.Results), rl.Results)
+		}
+		r := rl.Results[0]
+		wantSeverity := pipeline.SeverityError
+		if c.infoOnly {
+			wantSeverity = pipeline.SeverityInfo
+		}
+		if r.Severity != wantSeverity || r.Message == "" {
+			t.Errorf("result %q of severity %q, want a message of severity %q", r.Message, r.Severity, wantSeverity)
+		}
+		var wantRef *pipeline.ResourceRef
+		if fc != nil && !c.infoOnly {
+			wantRef = &pipeline.ResourceRef{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind(), Name: fc.GetName(), Namespace: fc.GetNamespace()}
+		}
+		if diff := cmp.Diff(wantRef, r.ResourceRef); diff != "" {
+			t.Errorf("result %q: resourceRef (-want +got):\n%s", r.Message, diff)
+		}
+		if r.File != nil {
+			t.Errorf("result %q names file %v; a config error concerns the functionConfig", r.Message, r.File)
+		}
+		var after []string
+		for _, it := range rl.Items {
+			after = append(after, it.MustString())
+		}
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("items changed (-before +after):\n%s", diff)
+		}
+		if len(rl.WriteFiles) != 0 {
+			t.Errorf("wrote files %v", rl.WriteFiles)
+		}
+	}
+	for _, name := range names {
+		for _, c := range configErrorCases[name] {
+			t.Run(name+"/"+c.name, func(t *testing.T) { run(t, builtins[name], c) })
+		}
+	}
+	// The set-namespace lines with their own implementations share the
+	// contract.
+	reg := fnruntime.NewRegistry(nil)
+	for _, tag := range []string{"v0.2.0", "v0.3.4"} {
+		fn, err := reg.Resolve(context.Background(), pipeline.Step{Image: "set-namespace:" + tag})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range configErrorCases["set-namespace"] {
+			t.Run("set-namespace:"+tag+"/"+c.name, func(t *testing.T) { run(t, fn, c) })
+		}
+	}
+}
