@@ -225,3 +225,57 @@ func TestUpdateRefusesHostileFunctionOutput(t *testing.T) {
 		t.Fatal("the refused update changed the draft")
 	}
 }
+
+// TestUpgradeChecksEachFileOnce: an Upgrade through a pipeline parses
+// each content for the bounds once: the upstream files it checks and
+// the merged package it renders share every file the upgrade leaves as
+// the new upstream has it.
+func TestUpgradeChecksEachFileOnce(t *testing.T) {
+	ctx := context.Background()
+	e := newEngine(t, memrepo.New(repoName, nil), noopPipeline(nil))
+	first := revision.Key{Package: "first", Workspace: "ws1"}
+	if _, err := e.Init(ctx, repoName, first, engine.InitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Update(ctx, repoName, first, pipelinePackage(3, 1), engine.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	src := publish(t, e, first).Meta().Key
+	up := revision.Key{Package: "up", Workspace: "ws1"}
+	if _, err := e.Clone(ctx, repoName, up, engine.CloneSource{Revision: &src}, engine.CloneOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	up1 := publish(t, e, up)
+	d, err := e.Copy(ctx, repoName, up1.Meta().Key, "ws2", engine.CopyOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := files(t, d)
+	app0, _ := next.Get("app00.yaml")
+	if next, err = next.With("app00.yaml", []byte(strings.Replace(string(app0), "replicas: 1", "replicas: 5", 1))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Update(ctx, repoName, d.Meta().Key, next, engine.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	up2 := publish(t, e, d.Meta().Key)
+	down := revision.Key{Package: "down", Workspace: "ws1"}
+	src = up1.Meta().Key
+	if _, err := e.Clone(ctx, repoName, down, engine.CloneSource{Revision: &src}, engine.CloneOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	local := publish(t, e, down)
+	var c yamlmemo.Counter
+	pr, err := e.Upgrade(yamlmemo.WithCounter(ctx, &c), repoName, local.Meta().Key,
+		engine.Ref{Key: up1.Meta().Key}, engine.Ref{Key: up2.Meta().Key}, "ws2", engine.UpgradeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Most() != 1 {
+		t.Errorf("a content was parsed by the YAML bounds check %d times, want once", c.Most())
+	}
+	got, _ := files(t, pr).Get("app00.yaml")
+	if !strings.Contains(string(got), "replicas: 5") {
+		t.Fatalf("the upgrade did not bring the new upstream's change:\n%s", got)
+	}
+}
