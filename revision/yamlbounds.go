@@ -152,7 +152,9 @@ func checkParse(name string, data []byte) *YAMLLimitError {
 //
 // A file whose size alone shows that it is within the bounds (small, no
 // alias) is not parsed at all, so checking a Kptfile costs next to
-// nothing.
+// nothing; nor, within one operation of the engine, is a file whose
+// exact bytes already passed under the same per-file bounds (see
+// [CheckYAMLFiles]).
 func CheckYAML(ctx context.Context, name string, data []byte, lim *YAMLLimits) error {
 	l := lim.withDefaults()
 	l.MaxPackageDocuments, l.MaxPackageNodes = l.MaxDocuments, l.MaxNodes // one file alone
