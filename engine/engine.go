@@ -118,7 +118,11 @@ type Options struct {
 	// revision.CheckYAMLFiles). Content over a bound makes the operation
 	// fail with a *revision.YAMLLimitError (matching
 	// repository.ErrInvalidInput), writing nothing. Nil means the defaults
-	// of revision.YAMLLimits.
+	// of revision.YAMLLimits. Within one operation each file is parsed for
+	// the bounds once: the Pipeline's render does not parse again a file
+	// whose bytes passed here, provided its renderer's per-file bounds
+	// (pipeline.Options.YAMLLimits) are the same as these; a file that
+	// changed since, or other bounds, are checked again.
 	YAMLLimits *revision.YAMLLimits
 	// ProtectKptfileUpstreams makes Delete stricter than Porch: besides
 	// the revisions whose creation record names the target as the source

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository/memrepo"
 	"github.com/configasdata/cad/revision"
 )
@@ -72,9 +73,11 @@ data:
 // BenchmarkUpdateYAMLBounds measures what the YAML bounds cost an
 // ordinary package: "update" is a whole Engine.Update on memrepo of a
 // 20-file, 60-resource package (40 KB) whose every file changed (bounds
-// included), and "check" is revision.CheckYAML over the same files alone,
-// the part of the update the bounds add. The "update" benchmark uses only
-// the public API, so it runs unchanged on the code before the bounds.
+// included), "update-pipeline" the same through an engine with a
+// Pipeline (one in-process step that changes nothing), and "check" is
+// revision.CheckYAML over the same files alone, the part of the update
+// the bounds add. The "update" benchmarks use only the public API, so
+// they run unchanged on the code before the bounds.
 func BenchmarkUpdateYAMLBounds(b *testing.B) {
 	ctx := context.Background()
 	pkgs := [2]revision.Files{revision.MustFiles(ordinaryPackage(20, 1)), revision.MustFiles(ordinaryPackage(20, 2))}
@@ -92,6 +95,36 @@ func BenchmarkUpdateYAMLBounds(b *testing.B) {
 		b.ReportAllocs()
 		for i := 0; b.Loop(); i++ {
 			if _, err := e.Update(ctx, repoName, key, pkgs[i%2], engine.UpdateOptions{}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// update-pipeline: the same update through an engine with a Pipeline
+	// (the Kptfile's, one in-process step that changes nothing), where
+	// both the engine and the render check the files against the bounds.
+	b.Run("update-pipeline", func(b *testing.B) {
+		r := memrepo.New(repoName, nil)
+		defer r.Close()
+		noop := pipeline.ResolverFunc(func(context.Context, pipeline.Step) (pipeline.Function, error) {
+			return pipeline.FunctionFunc(func(context.Context, *pipeline.ResourceList) error { return nil }), nil
+		})
+		e, err := engine.New(&engine.Options{Repositories: engine.Repos{repoName: r}, Pipeline: pipeline.NewKptfile(noop, nil)})
+		if err != nil {
+			b.Fatal(err)
+		}
+		key := revision.Key{Package: "app", Workspace: "ws1"}
+		if _, err := e.Init(ctx, repoName, key, engine.InitOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		var withPipeline [2]revision.Files
+		for i, v := range []int{1, 2} {
+			m := ordinaryPackage(20, v)
+			m["Kptfile"] += "pipeline:\n  mutators:\n  - image: noop\n"
+			withPipeline[i] = revision.MustFiles(m)
+		}
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if _, err := e.Update(ctx, repoName, key, withPipeline[i%2], engine.UpdateOptions{}); err != nil {
 				b.Fatal(err)
 			}
 		}

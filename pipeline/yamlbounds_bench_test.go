@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/configasdata/cad/internal/yamlmemo"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -93,6 +94,10 @@ func (e *echoStream) RunStream(ctx context.Context, in io.Reader, out io.Writer)
 //     exec or container function's is);
 //   - check-files: revision.CheckYAMLFiles over the package, the bound
 //     every Render applies to its input;
+//   - check-files-remembered, render-inprocess-remembered: the same
+//     within an engine operation, whose context remembers the files the
+//     engine's check passed (internal/yamlmemo), so the render's check
+//     hashes them instead of parsing them;
 //   - check-output: revision.CheckYAML of the stream function's output
 //     with the ResourceList bounds, the bound each stream step's output
 //     gets (in-process steps get none).
@@ -125,6 +130,35 @@ func BenchmarkRenderYAMLBounds(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if err := revision.CheckYAMLFiles(ctx, files, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// Within an engine operation the context carries the memo of the
+	// engine's own check: check-files-remembered is what the render's
+	// check costs then (hashing each file, no parse), and
+	// render-inprocess-remembered the whole render.
+	memoCtx := yamlmemo.With(ctx)
+	if err := revision.CheckYAMLFiles(memoCtx, files, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("check-files-remembered", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := revision.CheckYAMLFiles(memoCtx, files, nil); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	inproc := benchPackage(20, "inprocess")
+	if err := revision.CheckYAMLFiles(memoCtx, inproc, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Run("render-inprocess-remembered", func(b *testing.B) {
+		r := NewKptfile(resolver, nil)
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := r.Render(memoCtx, inproc); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -9,6 +9,8 @@ import (
 	"path"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/configasdata/cad/internal/yamlmemo"
 )
 
 // Default bounds of [YAMLLimits], per YAML file.
@@ -150,14 +152,16 @@ func checkParse(name string, data []byte) *YAMLLimitError {
 //
 // A file whose size alone shows that it is within the bounds (small, no
 // alias) is not parsed at all, so checking a Kptfile costs next to
-// nothing.
+// nothing; nor, within one operation of the engine, is a file whose
+// exact bytes already passed under the same per-file bounds (see
+// [CheckYAMLFiles]).
 func CheckYAML(ctx context.Context, name string, data []byte, lim *YAMLLimits) error {
 	l := lim.withDefaults()
 	l.MaxPackageDocuments, l.MaxPackageNodes = l.MaxDocuments, l.MaxNodes // one file alone
 	if withinByScan(data, l) {
 		return ctx.Err()
 	}
-	c := yamlChecker{l: l}
+	c := newYAMLChecker(ctx, l)
 	return c.check(ctx, name, data)
 }
 
@@ -190,8 +194,13 @@ func withinByScan(data []byte, l YAMLLimits) bool {
 // together, in path order. It returns the first *YAMLLimitError
 // (matching [ErrInvalid]), naming the file where a bound was crossed, or
 // ctx.Err().
+//
+// Within one operation of the engine (or one render), a file whose exact
+// bytes already passed a check under the same per-file bounds is not
+// parsed again: its documents and nodes, remembered from that check,
+// count towards the package bounds as they would if it were parsed.
 func CheckYAMLFiles(ctx context.Context, files Files, lim *YAMLLimits) error {
-	c := yamlChecker{l: lim.withDefaults()}
+	c := newYAMLChecker(ctx, lim.withDefaults())
 	for _, p := range files.Paths() {
 		if !IsYAMLFile(p) {
 			continue
@@ -211,13 +220,49 @@ func IsYAMLFile(p string) bool {
 	return ext == ".yaml" || ext == ".yml" || path.Base(p) == KptfileName
 }
 
-// check measures one file, adding to the package totals.
+// newYAMLChecker returns a checker of l that uses the memo and the
+// counter of ctx (internal/yamlmemo), if it carries them.
+func newYAMLChecker(ctx context.Context, l YAMLLimits) yamlChecker {
+	return yamlChecker{l: l, memo: yamlmemo.From(ctx), counter: yamlmemo.CounterFrom(ctx)}
+}
+
+// perFile returns the per-file bounds of c, the key of its memo entries.
+func (c *yamlChecker) perFile() yamlmemo.Limits {
+	l := c.l
+	return yamlmemo.Limits{l.MaxBytes, l.MaxDocuments, l.MaxDepth, l.MaxNodes, l.MaxAliasNodes, l.MaxMapEntries}
+}
+
+// check measures one file, adding to the package totals. With a memo, a
+// file whose bytes passed under the same per-file bounds adds the counts
+// remembered, unless they would cross a package bound: then it is parsed
+// again, so the error names the document as it would without the memo.
 func (c *yamlChecker) check(ctx context.Context, name string, data []byte) error {
 	if len(data) > c.l.MaxBytes {
 		return &YAMLLimitError{File: name, Limit: "MaxBytes", Max: c.l.MaxBytes}
 	}
+	var sum yamlmemo.Sum
+	if c.memo != nil || c.counter != nil {
+		sum = yamlmemo.SumOf(data)
+	}
+	if c.memo != nil {
+		if n, ok := c.memo.Lookup(sum, c.perFile()); ok &&
+			c.pkgDocs+n.Documents <= c.l.MaxPackageDocuments && satAdd(c.pkgNodes, n.Nodes) <= c.l.MaxPackageNodes {
+			c.pkgDocs += n.Documents
+			c.pkgNodes = satAdd(c.pkgNodes, n.Nodes)
+			return ctx.Err()
+		}
+	}
+	if c.counter != nil {
+		c.counter.Add(sum)
+	}
 	c.name, c.doc, c.nodes, c.alias = name, 0, 0, 0
 	dec := yaml.NewDecoder(bytes.NewReader(data))
+	passed := func() error {
+		if c.memo != nil {
+			c.memo.Store(sum, c.perFile(), yamlmemo.Counts{Documents: c.doc, Nodes: c.nodes})
+		}
+		return nil
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -225,10 +270,10 @@ func (c *yamlChecker) check(ctx context.Context, name string, data []byte) error
 		var doc yaml.Node
 		err := dec.Decode(&doc)
 		if errors.Is(err, io.EOF) {
-			return nil
+			return passed()
 		}
 		if err != nil {
-			return nil
+			return passed() // a syntax error is the reader's to report
 		}
 		c.doc++
 		if c.doc > c.l.MaxDocuments {
@@ -250,8 +295,10 @@ func (c *yamlChecker) check(ctx context.Context, name string, data []byte) error
 
 type yamlChecker struct {
 	l        YAMLLimits
-	pkgDocs  int // documents of the files checked so far
-	pkgNodes int // expanded nodes of the files checked so far
+	memo     *yamlmemo.Memo    // contents that passed earlier in the operation; may be nil
+	counter  *yamlmemo.Counter // counts parses, for tests; may be nil
+	pkgDocs  int               // documents of the files checked so far
+	pkgNodes int               // expanded nodes of the files checked so far
 	name     string
 	doc      int
 	nodes    int // expanded nodes so far, over the whole file
