@@ -288,3 +288,26 @@ func BenchmarkRemoteReadBesideHeldPush(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRemoteWrite measures a write to a remote over HTTP (a new
+// draft: sync the mirror, plan, push, set the mirror's refs), with its
+// mirror in memory and on disk.
+func BenchmarkRemoteWrite(b *testing.B) {
+	for _, onDisk := range []bool{false, true} {
+		b.Run(map[bool]string{false: "memory", true: "disk"}[onDisk], func(b *testing.B) {
+			ctx := context.Background()
+			dir := newBare(b)
+			srv := gitServer(b, filepath.Dir(dir), "", "")
+			opts, _ := mirrorOpts(b, onDisk)
+			w := mustOpen(b, gitSpec(srv.URL+"/"+filepath.Base(dir)), &opts)
+			defer w.Close()
+			propose(b, w, "p", "ws")
+			b.ResetTimer()
+			for i := range b.N {
+				if err := writeDraft(ctx, w, revision.Key{Package: fmt.Sprintf("q%d", i), Workspace: "ws"}, "q", true); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
