@@ -201,6 +201,7 @@ func (r *Repository) updateRemoteTurn(ctx context.Context, plan func(v *view) (*
 	if err := r.remote.push(ctx, pack, t); err != nil {
 		return err
 	}
+	refstore.Fault("remote-pushed")
 	// The remote took it: mirror it, even when ctx has ended since (the
 	// step is local and short; Close waits for it).
 	return r.st.write(context.WithoutCancel(ctx), func() error {

@@ -311,3 +311,98 @@ func BenchmarkRemoteWrite(b *testing.B) {
 		})
 	}
 }
+
+// pushCrashEnv makes TestHelperRemotePushCrash a child that writes a
+// draft to a remote through a mirror on disk and kills itself at the Nth
+// step (a ref transaction's, or "remote-pushed": after the push, before
+// the mirror's refs are set): "cache\nurl\npackage\nN".
+const pushCrashEnv = "CAD_REMOTE_PUSH_CRASH"
+
+// TestHelperRemotePushCrash is not a test: it is the child process of
+// TestRemoteCrashMirror, and returns at once otherwise.
+func TestHelperRemotePushCrash(t *testing.T) {
+	arg := os.Getenv(pushCrashEnv)
+	if arg == "" {
+		return
+	}
+	parts := strings.Split(arg, "\n")
+	cache, url, pkg := parts[0], parts[1], parts[2]
+	var at int
+	fmt.Sscan(parts[3], &at)
+	r := mustOpen(t, gitSpec(url), &gitrepo.Options{CacheDir: cache})
+	n := 0
+	gitrepo.SetFaultHook(func(step string) {
+		if n++; n == at {
+			fmt.Println("step", step)
+			if p, err := os.FindProcess(os.Getpid()); err == nil {
+				_ = p.Kill()
+			}
+			select {}
+		}
+	})
+	if err := writeDraft(context.Background(), r, revision.Key{Package: pkg, Workspace: "ws"}, pkg, true); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Println("done")
+}
+
+// A process killed at any step of a write to a remote, among them between
+// the push and setting the mirror's refs, leaves a mirror on disk that
+// git finds whole, whose refs all name objects it holds and are a state
+// the remote had (never ahead of it), and that the next read brings up to
+// date with the remote.
+func TestRemoteCrashMirror(t *testing.T) {
+	ctx := context.Background()
+	dir := newBare(t)
+	srv := gitServer(t, filepath.Dir(dir), "", "")
+	url := srv.URL + "/" + filepath.Base(dir)
+	cache := filepath.Join(t.TempDir(), "cache")
+	opts := gitrepo.Options{CacheDir: cache}
+	r := mustOpen(t, gitSpec(url), &opts)
+	propose(t, r, "p", "ws")
+	r.Close()
+	pushedSeen := false
+	for at := 1; ; at++ {
+		if at > 50 {
+			t.Fatal("the write still had not finished at step 50")
+		}
+		pkg := fmt.Sprintf("q%d", at)
+		before := mirrorState(t, opts)
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperRemotePushCrash$", "-test.v")
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s\n%s\n%s\n%d", pushCrashEnv, cache, url, pkg, at))
+		out, err := cmd.CombinedOutput()
+		finished := strings.Contains(string(out), "\ndone\n")
+		if !finished && !strings.Contains(string(out), "step ") {
+			t.Fatalf("the child at step %d: %v\n%s", at, err, out)
+		}
+		if i := strings.Index(string(out), "step "); i >= 0 {
+			t.Logf("killed at %s", strings.SplitN(string(out)[i:], "\n", 2)[0])
+		}
+		if strings.Contains(string(out), "step remote-pushed") {
+			pushedSeen = true
+		}
+		// The mirror: whole, every ref's object there, and each ref as
+		// before the write or as the remote has it.
+		git(t, cache, "fsck", "--no-dangling")
+		after := mirrorState(t, opts)
+		remote := git(t, dir, "for-each-ref", "--format=%(refname) %(objectname)")
+		for _, line := range strings.Split(after, "\n") {
+			if line != "" && !strings.Contains(before, line) && !strings.Contains(remote, line) {
+				t.Fatalf("step %d: the mirror's %q is neither as before nor as the remote has it", at, line)
+			}
+		}
+		r := mustOpen(t, gitSpec(url), &opts)
+		keys, err := listKeys(ctx, r)
+		r.Close()
+		onRemote := strings.Contains(remote, "refs/heads/drafts/"+pkg+"/ws ")
+		if err != nil || strings.Contains(strings.Join(keys, " "), pkg) != onRemote {
+			t.Fatalf("step %d: the next read lists %v, %v; the remote has the draft: %v", at, keys, err, onRemote)
+		}
+		if finished {
+			break
+		}
+	}
+	if !pushedSeen {
+		t.Fatal("no child was killed between the push and setting the mirror's refs")
+	}
+}
