@@ -175,7 +175,8 @@ func (g *packGate) waitHeld(t testing.TB) {
 }
 
 // promptly runs fn and fails the test when it has not returned within
-// 20 seconds (letting the held request go, so that nothing hangs).
+// 20 seconds (letting the held request, a fetch or a push, go, so that
+// nothing hangs).
 func promptly(t *testing.T, g *packGate, what string, fn func() error) {
 	t.Helper()
 	done := make(chan error, 1)
@@ -187,7 +188,7 @@ func promptly(t *testing.T, g *packGate, what string, fn func() error) {
 		}
 	case <-time.After(20 * time.Second):
 		g.release()
-		t.Fatalf("%s: still waiting after 20s for a fetch stalled on the network", what)
+		t.Fatalf("%s: still waiting after 20s for a request held on the network", what)
 	}
 }
 
