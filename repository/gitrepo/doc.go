@@ -173,6 +173,13 @@
 //     its draft or proposal) carries that ref in its push as a command
 //     from its value to the same value. A push answered without the
 //     report asked for is ErrUnavailable: its outcome is unknown.
+//     The writes of a remote take turns (in one process, and on disk,
+//     through a file lock on cad-push.lock, across the processes sharing
+//     the clone), but hold the store's lock only for their local steps:
+//     planning on the clone and encoding the pack, then, once the remote
+//     took the push, setting the clone's refs. Reads go on while a push is
+//     on the network; a push that fails or is cut short leaves the clone's
+//     refs as they were (the next fetch brings in what the remote took).
 //
 // So of two writers racing from the same state exactly one wins; the
 // other gets an error matching repository.ErrConflict (or ErrAlreadyExists

@@ -391,7 +391,9 @@ func (r *Repository) Close() error {
 		return nil
 	}
 	if r.remote != nil {
-		// A read's fetch on the network ends now, not when it answers.
+		// A write's push and a read's fetch on the network end now, not
+		// when they answer.
+		r.remote.stopWrites()
 		r.remote.stopFetches()
 	}
 	r.st.close()

@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -41,6 +41,8 @@ type remote struct {
 	synced   time.Time
 	// fetches is the staged fetch of a read under way (remotefetch.go).
 	fetches fetchGroup
+	// writes serialises the writes to the remote (pushwrite.go).
+	writes writeGate
 }
 
 // fresh reports whether a read may use the mirror as it is, asking the
@@ -71,7 +73,7 @@ func newRemote(u string, o Options) (*remote, error) {
 		return nil, fmt.Errorf("invalid URL %q", redactURL(u))
 	}
 	rm := &remote{url: clean, redactedURL: redactURL(clean), auth: o.Auth, insecure: o.InsecureSkipTLS, caBundle: o.CABundle,
-		maxAge: o.RemoteReadMaxAge}
+		maxAge: o.RemoteReadMaxAge, writes: writeGate{turn: make(chan struct{}, 1)}}
 	if rm.auth == nil && urlAuth != nil {
 		rm.auth = urlAuth
 	}
@@ -134,13 +136,15 @@ func (rm *remote) classify(what string, err error) error {
 	return fmt.Errorf("%w: %s: %w", sentinel, what, rm.redact(err))
 }
 
-// push sends the objects written through v and the ref updates of t in
-// one push whose commands carry the expected old values, atomic where the
+// push sends pack (the objects written by t's plan, encoded by
+// encodePack; nil when t only deletes) and the ref updates of t in one
+// push whose commands carry the expected old values, atomic where the
 // server supports it; each of t's keeps is a command from its value to
 // the same value, so that the push lands only while they hold. It
 // returns an error matching ErrRetry when a ref was not at its expected
 // value.
-func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
+// It reads no local storage, and is called holding no store lock.
+func (rm *remote) push(ctx context.Context, pack []byte, t *txn) (err error) {
 	ep, err := transport.NewEndpoint(rm.url)
 	if err != nil {
 		return err
@@ -237,25 +241,11 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 	if allDelete && !caps.Supports(capability.DeleteRefs) {
 		return fmt.Errorf("%w: the remote does not allow deleting refs", errUnavailable)
 	}
-	// The pack is encoded from the local storage into a pipe the
-	// transport reads. Once the transport has returned (or ctx ended) the
-	// read side is closed, so that an encoder the transport did not read
-	// to the end stops; it reads the storage, which the caller's lock
-	// guards, so it has stopped before push returns.
-	done := make(chan error, 1)
-	var rd *io.PipeReader
 	if !allDelete {
-		var wr *io.PipeWriter
-		rd, wr = io.Pipe()
-		req.Packfile = rd
-		hashes := dedupe(v.written)
-		go func() {
-			_, err := packfile.NewEncoder(wr, v.s, false).Encode(hashes, 0)
-			wr.CloseWithError(err)
-			done <- err
-		}()
-	} else {
-		close(done)
+		// Encoded beforehand, under the store's lock: nothing here reads
+		// the storage, and a transport that stops reading it blocks
+		// nothing.
+		req.Packfile = io.NopCloser(bytes.NewReader(pack))
 	}
 	var rs *packp.ReportStatus
 	abandoned, err = withCtx(ctx, func() error {
@@ -263,15 +253,8 @@ func (rm *remote) push(ctx context.Context, v *view, t *txn) (err error) {
 		rs, err = sess.ReceivePack(ctx, req)
 		return err
 	}, closeSess)
-	if rd != nil {
-		rd.CloseWithError(errPackNotRead)
-	}
-	perr := <-done
 	if abandoned {
 		return err
-	}
-	if perr != nil && err == nil {
-		err = perr
 	}
 	if err != nil {
 		if rs != nil && rs.UnpackStatus == "ok" {
@@ -380,9 +363,6 @@ func mirrors(v *view, refs map[plumbing.ReferenceName]plumbing.Hash) (bool, erro
 	}
 	return n == len(refs), nil
 }
-
-// errPackNotRead: the transport returned before reading the whole pack.
-var errPackNotRead = errors.New("the remote did not read the whole pack")
 
 // pushClient returns the transport for a push to ep, or for asking the
 // remote for its refs; tests replace it.

@@ -49,9 +49,8 @@ import (
 // stale meanwhile join it (fetchGroup), and on disk a file lock
 // (cad-fetch.lock, apart from cad.lock) keeps other processes' fetches of
 // the same mirror out, so that they find the mirror current after it.
-// A write fetches the same way, but under its write lock throughout
-// (syncLocked): a push must be planned on the remote's current state, and
-// holds the lock anyway.
+// A write syncs the mirror with the same fetch before it plans
+// (syncForWrite, pushwrite.go).
 
 // fetchGroup is the staged fetch of a remote under way, which the reads
 // that need it join.
@@ -201,7 +200,7 @@ func (rm *remote) stagedFetch(ctx context.Context, st *store, newView func() *vi
 		if err := ctx.Err(); err != nil {
 			return time.Time{}, err
 		}
-		asked, err := rm.stagedFetchOnce(ctx, st, newView, false)
+		asked, err := rm.stagedFetchOnce(ctx, st, newView)
 		if errors.Is(err, errMirrorMoved) {
 			if try < fetchMaxTries {
 				continue
@@ -215,16 +214,10 @@ func (rm *remote) stagedFetch(ctx context.Context, st *store, newView func() *vi
 	}
 }
 
-// stagedFetchOnce runs the three steps of a staged fetch once. With
-// locked, the caller holds the write lock throughout (a write's sync):
-// the local steps run under it as they are.
-func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func() *view, locked bool) (time.Time, error) {
+// stagedFetchOnce runs the three steps of a staged fetch once.
+func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func() *view) (time.Time, error) {
 	const what = "fetch from "
 	read, write := st.read, st.write
-	if locked {
-		read = func(_ context.Context, fn func() error) error { return fn() }
-		write = read
-	}
 	// 1. The base: the mirror's refs now.
 	var base map[plumbing.ReferenceName]plumbing.Hash
 	damaged := false
@@ -668,17 +661,4 @@ func (r *Repository) readFetched(ctx context.Context, start time.Time, refs map[
 			return err
 		}
 	}
-}
-
-// syncLocked brings the mirror up to date for a write, which holds the
-// write lock throughout: a push is planned on the remote's state as it is
-// now. It fetches as a read does (the objects into staging, every step on
-// the network ending with ctx), under the lock.
-func (rm *remote) syncLocked(ctx context.Context, st *store, newView func() *view) error {
-	asked, err := rm.stagedFetchOnce(ctx, st, newView, true)
-	if err != nil {
-		return err
-	}
-	rm.markSynced(asked)
-	return nil
 }

@@ -42,6 +42,7 @@ type packGate struct {
 	packs    atomic.Int64
 	mu       sync.Mutex
 	armed    bool
+	push     bool // armed for a push (POST git-receive-pack), not a fetch
 	cut      bool
 	held     chan struct{} // closed when a request is held
 	released chan struct{} // closed to let it go
@@ -68,8 +69,9 @@ func (g *packGate) serve(w http.ResponseWriter, r *http.Request) {
 	if strings.HasSuffix(r.URL.Path, "/info/refs") && r.URL.Query().Get("service") == "git-upload-pack" {
 		g.refs.Add(1)
 	}
+	isPush := r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-receive-pack")
 	g.mu.Lock()
-	hold := isPack && g.armed
+	hold := g.armed && (isPack && !g.push || isPush && g.push)
 	if hold {
 		g.armed = false
 	}
@@ -77,6 +79,16 @@ func (g *packGate) serve(w http.ResponseWriter, r *http.Request) {
 	g.mu.Unlock()
 	if isPack {
 		g.packs.Add(1)
+	}
+	reqBody := io.Reader(r.Body)
+	if hold && isPush {
+		// Read first: the server notices a client that gives up only once
+		// the request is read, and a push cut short must then end here.
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return
+		}
+		reqBody = bytes.NewReader(b)
 	}
 	if hold {
 		close(held)
@@ -94,7 +106,7 @@ func (g *packGate) serve(w http.ResponseWriter, r *http.Request) {
 	u := *g.target
 	u.Path = r.URL.Path
 	u.RawQuery = r.URL.RawQuery
-	req, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), r.Body)
+	req, err := http.NewRequestWithContext(r.Context(), r.Method, u.String(), reqBody)
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
@@ -125,9 +137,18 @@ func (g *packGate) serve(w http.ResponseWriter, r *http.Request) {
 func (g *packGate) arm() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.armed = true
+	g.armed, g.push = true, false
 	g.held = make(chan struct{})
 	g.released = make(chan struct{})
+}
+
+// armPush makes the gate hold the next push (until released, or until
+// the client gives up: then the push never reaches the server).
+func (g *packGate) armPush() {
+	g.arm()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.push = true
 }
 
 // release lets the held request go (once per arm).
@@ -154,7 +175,8 @@ func (g *packGate) waitHeld(t testing.TB) {
 }
 
 // promptly runs fn and fails the test when it has not returned within
-// 20 seconds (letting the held request go, so that nothing hangs).
+// 20 seconds (letting the held request, a fetch or a push, go, so that
+// nothing hangs).
 func promptly(t *testing.T, g *packGate, what string, fn func() error) {
 	t.Helper()
 	done := make(chan error, 1)
@@ -166,7 +188,7 @@ func promptly(t *testing.T, g *packGate, what string, fn func() error) {
 		}
 	case <-time.After(20 * time.Second):
 		g.release()
-		t.Fatalf("%s: still waiting after 20s for a fetch stalled on the network", what)
+		t.Fatalf("%s: still waiting after 20s for a request held on the network", what)
 	}
 }
 

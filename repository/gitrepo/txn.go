@@ -56,6 +56,8 @@ func (t *txn) del(name plumbing.ReferenceName, old plumbing.Hash) {
 // them fails. For a remote, the mirror is synced, plan runs on it and the
 // updates are pushed with their expected old values in one atomic push;
 // when the remote moved meanwhile, all of it runs again on the new state.
+// Only the local steps of a remote write hold the store's lock
+// (pushwrite.go).
 //
 // plan may return a nil txn to write nothing. It must check its own
 // preconditions each time it runs.
@@ -67,30 +69,23 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 	}
 	defer r.st.idx.Flush()
 	for attempt := 1; ; attempt++ {
-		err := r.st.write(ctx, func() error {
-			v := r.newView()
-			if r.remote != nil {
-				if err := r.remote.syncLocked(ctx, r.st, r.newView); err != nil {
+		var err error
+		if r.remote != nil {
+			err = r.updateRemote(ctx, plan)
+		} else {
+			err = r.st.write(ctx, func() error {
+				v := r.newView()
+				t, err := plan(v)
+				if err != nil || t == nil || len(t.updates) == 0 {
 					return err
 				}
-			}
-			t, err := plan(v)
-			if err != nil || t == nil || len(t.updates) == 0 {
-				return err
-			}
-			defer r.written()
-			if err := ctx.Err(); err != nil {
-				return err
-			}
-			if r.remote != nil {
-				if err := r.remote.push(ctx, v, t); err != nil {
+				defer r.written()
+				if err := ctx.Err(); err != nil {
 					return err
 				}
-				// The remote took it: mirror it locally.
-				return applyRefs(v, t.updates, false)
-			}
-			return applyRefs(v, t.updates, true)
-		})
+				return applyRefs(v, t.updates, true)
+			})
+		}
 		if errors.Is(err, refstore.ErrRetry) {
 			if attempt < maxAttempts {
 				r.log.Debug("retrying write", "attempt", attempt, "reason", err)
