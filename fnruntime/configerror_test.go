@@ -3,13 +3,13 @@ package fnruntime_test
 import (
 	"context"
 	"errors"
+	"reflect"
 	"slices"
 	"sort"
 	"testing"
 
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/pipeline"
-	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
@@ -226,8 +226,8 @@ func TestBuiltinConfigErrorShape(t *testing.T) {
 		if fc != nil && !c.infoOnly {
 			wantRef = &pipeline.ResourceRef{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind(), Name: fc.GetName(), Namespace: fc.GetNamespace()}
 		}
-		if diff := cmp.Diff(wantRef, r.ResourceRef); diff != "" {
-			t.Errorf("result %q: resourceRef (-want +got):\n%s", r.Message, diff)
+		if !reflect.DeepEqual(wantRef, r.ResourceRef) {
+			t.Errorf("result %q: resourceRef %+v, want %+v", r.Message, r.ResourceRef, wantRef)
 		}
 		if r.File != nil {
 			t.Errorf("result %q names file %v; a config error concerns the functionConfig", r.Message, r.File)
@@ -236,8 +236,8 @@ func TestBuiltinConfigErrorShape(t *testing.T) {
 		for _, it := range rl.Items {
 			after = append(after, it.MustString())
 		}
-		if diff := cmp.Diff(before, after); diff != "" {
-			t.Errorf("items changed (-before +after):\n%s", diff)
+		if !slices.Equal(before, after) {
+			t.Errorf("items changed:\nbefore: %q\nafter:  %q", before, after)
 		}
 		if len(rl.WriteFiles) != 0 {
 			t.Errorf("wrote files %v", rl.WriteFiles)
