@@ -1,5 +1,7 @@
 package gitrepo
 
+import "github.com/configasdata/cad/repository/gitrepo/internal/index"
+
 // SetWorkspaceSummaryMin sets how many tags a package has before its
 // workspace lookups keep a summary, and returns a func restoring it.
 func SetWorkspaceSummaryMin(n int) (restore func()) {
@@ -14,12 +16,12 @@ func (r *Repository) WorkspaceTagsRead() int64 { return r.wsTagsRead.Load() }
 
 // WorkspaceSummaryPath returns the path of package full's workspace
 // summary in gitDir.
-func WorkspaceSummaryPath(gitDir, full string) string { return wsSumPath(gitDir, full) }
+func WorkspaceSummaryPath(gitDir, full string) string { return index.WSSummaryPath(gitDir, full) }
 
 // WorkspaceSummaryValid reports whether gitDir holds a valid workspace
 // summary of package full.
 func WorkspaceSummaryValid(gitDir, full string) bool {
-	_, ok := wsSumRead(gitDir, full)
+	_, ok := index.ReadWSSummary(gitDir, full)
 	return ok
 }
 

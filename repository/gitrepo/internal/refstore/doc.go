@@ -21,6 +21,17 @@
 // [RefSnap] is a sorted snapshot of the refs under some prefixes, which a
 // read of package gitrepo takes once and searches by prefix.
 //
+// [PackedLines] hashes the lines of a sorted packed-refs under a prefix
+// (the refs and their peeled lines) without parsing the file: two binary
+// searches a block at a time (packedLineAt: where the first ref at or
+// after a name starts) and one read of the lines between. With
+// [PackedIdentity] (device, inode, size, modification and change times;
+// linux only) it lets package gitrepo's workspace summaries tell whether
+// a rewritten packed-refs changed a package's tags. packedLineAt is a
+// second block search beside the exact lookup's (searchPackedAt); it
+// answers "first line at or after" and reads damage as no answer, where
+// the lookup falls back to reading the lines left.
+//
 // # Transactions: the crash-safety protocol
 //
 // Every ref write of cad to a git directory goes through

@@ -1,4 +1,4 @@
-package gitrepo
+package refstore
 
 import (
 	"crypto/sha256"
@@ -10,7 +10,7 @@ import (
 	"testing"
 )
 
-// packedLines finds a prefix's lines in a large sorted packed-refs by its
+// PackedLines finds a prefix's lines in a large sorted packed-refs by its
 // binary search as a scan of every line finds them: for prefixes at the
 // start, in the middle and at the end of the file, for none, with peeled
 // lines; a damaged line among a package's lines changes its hash, not
@@ -36,7 +36,7 @@ func TestPackedLinesAsScan(t *testing.T) {
 	if len(content) < 64<<10 {
 		t.Fatalf("packed-refs of %d bytes: too small for the binary search", len(content))
 	}
-	// scan is what packedLines should hash: the lines of refs under
+	// scan is what PackedLines should hash: the lines of refs under
 	// prefix, each with its peeled line.
 	scan := func(content, prefix string) [32]byte {
 		var sel strings.Builder
@@ -67,7 +67,7 @@ func TestPackedLinesAsScan(t *testing.T) {
 	prefixes := []string{"refs/heads/", "refs/heads/drafts/team-00/pkg-000/", "refs/tags/team-00/pkg-000/", "refs/tags/team-03/pkg-031/",
 		"refs/tags/team-06/pkg-055/", "refs/tags/team-06/pkg-055/sub/", "refs/tags/team-06/pkg-059/", "refs/tags/team-03/pkg-030/", "refs/tags/none/", "refs/a/", "refs/zz/"}
 	for _, p := range prefixes {
-		_, got, ok := packedLines(dir, p)
+		_, got, ok := PackedLines(dir, p)
 		if !ok {
 			t.Fatalf("%s: not found", p)
 		}
@@ -81,21 +81,21 @@ func TestPackedLinesAsScan(t *testing.T) {
 	start := strings.LastIndexByte(content[:i], '\n') + 1
 	damaged := content[:start] + "zz" + content[start+2:]
 	write(damaged)
-	if _, got, ok := packedLines(dir, "refs/tags/team-03/pkg-031/"); ok && got == scan(content, "refs/tags/team-03/pkg-031/") {
+	if _, got, ok := PackedLines(dir, "refs/tags/team-03/pkg-031/"); ok && got == scan(content, "refs/tags/team-03/pkg-031/") {
 		t.Fatal("a damaged line of the package hashes as the line it replaced")
 	}
 	for _, p := range []string{"refs/tags/team-00/pkg-000/", "refs/tags/team-06/pkg-055/"} {
-		if _, got, ok := packedLines(dir, p); !ok || got != scan(damaged, p) {
+		if _, got, ok := PackedLines(dir, p); !ok || got != scan(damaged, p) {
 			t.Fatalf("%s: %v, or not the lines of a scan, beside a damaged line elsewhere", p, ok)
 		}
 	}
 	// Not sorted, or cut short: no answer.
 	write(strings.Replace(content, " sorted ", " ", 1))
-	if _, _, ok := packedLines(dir, "refs/tags/team-00/pkg-000/"); ok {
+	if _, _, ok := PackedLines(dir, "refs/tags/team-00/pkg-000/"); ok {
 		t.Fatal("an unsorted packed-refs was searched")
 	}
 	write(content[:len(content)-3])
-	if _, _, ok := packedLines(dir, "refs/tags/team-06/pkg-059/sub/"); ok {
+	if _, _, ok := PackedLines(dir, "refs/tags/team-06/pkg-059/sub/"); ok {
 		t.Fatal("a packed-refs cut short was read whole")
 	}
 }

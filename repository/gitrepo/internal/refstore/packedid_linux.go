@@ -1,4 +1,4 @@
-package gitrepo
+package refstore
 
 import (
 	"encoding/binary"
@@ -6,12 +6,13 @@ import (
 	"syscall"
 )
 
-// packedIdentity returns the identity of the file fi describes for a
-// workspace summary: device, inode, size, modification and change times.
-// A file written anew (as git and cad write packed-refs) has another,
-// unless it gets a freed inode, the size and the change time (to the
-// clock's tick) of the old.
-func packedIdentity(fi os.FileInfo) ([40]byte, bool) {
+// PackedIdentity returns the identity of the file fi describes (as a
+// workspace summary keeps packed-refs'): device, inode, size,
+// modification and change times, 8 bytes each, big-endian. A file written
+// anew (as git and cad write packed-refs) has another, unless it gets a
+// freed inode, the size and the change time (to the clock's tick) of the
+// old. ok is false when fi has no stat data.
+func PackedIdentity(fi os.FileInfo) ([40]byte, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
 		return [40]byte{}, false

@@ -1,0 +1,131 @@
+package refstore
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// PackedLines returns the identity of packed-refs in gitDir (1, then
+// PackedIdentity) and the SHA-256 of its lines from the first ref whose
+// name starts with prefix to the first ref past them (in a sorted file,
+// the refs under prefix and their peeled lines), read from the file as
+// that identity describes it: two binary searches a block at a time, and
+// one read of the lines. ok is false when there is no file, its identity
+// is not known, it is not sorted, or a line where a search ends is not a
+// ref line (a damaged file is left to the caller's pass over the refs).
+func PackedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
+	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
+	if err != nil {
+		return id, sum, false
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return id, sum, false
+	}
+	ident, ok := PackedIdentity(fi)
+	if !ok {
+		return id, sum, false
+	}
+	id[0] = 1
+	copy(id[1:], ident[:])
+	size := fi.Size()
+	head := make([]byte, min(4096, size))
+	if _, err := f.ReadAt(head, 0); err != nil {
+		return id, sum, false
+	}
+	end := bytes.IndexByte(head, '\n')
+	if end < 0 || !sortedHeader(head[:end]) {
+		return id, sum, false
+	}
+	body := int64(end + 1)
+	// The names past prefix start with its last byte, a slash, plus one.
+	past := prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
+	from, ok := packedLineAt(f, body, size, prefix)
+	if !ok {
+		return id, sum, false
+	}
+	to, ok := packedLineAt(f, from, size, past)
+	if !ok {
+		return id, sum, false
+	}
+	lines := make([]byte, to-from)
+	if _, err := f.ReadAt(lines, from); err != nil {
+		return id, sum, false
+	}
+	return id, sha256.Sum256(lines), true
+}
+
+// packedLineAt returns where the first ref line of sorted packed-refs f
+// (size bytes, lines from body) whose name is target or after starts,
+// size when there is none: a binary search a block at a time, then the
+// lines of the last two blocks. ok is false when a line it reads is not a
+// ref line or a peeled value, or the file ends inside a line.
+func packedLineAt(f io.ReaderAt, body, size int64, target string) (int64, bool) {
+	const block = 4096
+	buf := make([]byte, block)
+	// lo is the start of a line; every ref before it sorts before target.
+	lo, hi := body, size
+	for hi-lo > 2*block {
+		mid := lo + (hi-lo)/2
+		n, err := f.ReadAt(buf, mid)
+		if err != nil && n == 0 {
+			return 0, false
+		}
+		b := buf[:n]
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			return 0, false
+		}
+		// The first ref line starting after mid.
+		start := mid + int64(i) + 1
+		rest := b[i+1:]
+		for len(rest) > 0 && rest[0] == '^' {
+			j := bytes.IndexByte(rest, '\n')
+			if j < 0 {
+				break
+			}
+			start += int64(j) + 1
+			rest = rest[j+1:]
+		}
+		j := bytes.IndexByte(rest, '\n')
+		if j < 0 || start >= hi {
+			hi = mid
+			continue
+		}
+		line := rest[:j]
+		if len(line) < 42 || line[40] != ' ' {
+			return 0, false
+		}
+		if string(bytes.TrimSuffix(line[41:], []byte("\r"))) < target {
+			lo = start
+		} else {
+			hi = mid
+		}
+	}
+	br := bufio.NewReaderSize(io.NewSectionReader(f, lo, size-lo), 2*block)
+	at := lo
+	for {
+		raw, err := br.ReadSlice('\n')
+		if err == io.EOF && len(raw) == 0 {
+			return size, true
+		}
+		if err != nil {
+			return 0, false // a line longer than a block, or cut short
+		}
+		line := bytes.TrimSuffix(raw[:len(raw)-1], []byte("\r"))
+		if len(line) == 0 || line[0] != '^' {
+			if len(line) < 42 || line[40] != ' ' {
+				return 0, false
+			}
+			if string(line[41:]) >= target {
+				return at, true
+			}
+		}
+		at += int64(len(raw))
+	}
+}
