@@ -1,7 +1,6 @@
 package gitrepo
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,15 +12,13 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
 
@@ -32,7 +29,8 @@ import (
 //  1. under the read lock, the mirror's refs are noted (the base);
 //  2. holding no store lock, the remote is asked for its refs, and the
 //     objects the mirror lacks are fetched into staging (a temporary file
-//     in objects/pack of an on-disk mirror, memory for one in memory),
+//     in objects/pack of an on-disk mirror, memory for one in memory:
+//     gitobj.PackStaging, whose format its doc.go describes),
 //     the mirror's refs sent as haves, and a whole pack asked for (not
 //     thin), so that it is checked and indexed there too;
 //  3. under the write lock, for a moment and with no network: when the
@@ -304,7 +302,7 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 	}); err != nil {
 		return time.Time{}, err
 	}
-	var stage *staging
+	var stage *gitobj.PackStaging
 	if len(wants) > 0 {
 		req := packp.NewUploadPackRequestFromCapabilities(ar.Capabilities)
 		if ar.Capabilities.Supports(capability.NoProgress) {
@@ -315,7 +313,7 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 		req.Capabilities.Delete(capability.ThinPack)
 		req.Wants = wants
 		req.Haves = haves
-		stage, err = newStaging(st.gitDir)
+		stage, err = gitobj.NewPackStaging(st.gitDir)
 		if err != nil {
 			return time.Time{}, fmt.Errorf("fetch from %s: staging: %w", rm.redactedURL, err)
 		}
@@ -333,16 +331,20 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 			body = resp
 			_, err = io.Copy(stage, demuxed(req.Capabilities, body))
 			return err
-		}, func() { closeBody(); closeSess(); stage.close() })
+		}, func() { closeBody(); closeSess(); stage.Close() })
 		if abandoned {
 			return time.Time{}, err
 		}
 		closeBody()
-		defer stage.close()
+		defer stage.Close()
 		if err != nil {
 			return time.Time{}, rm.classify(what+rm.redactedURL, err)
 		}
-		if err := stage.prepare(st.fsrefs); err != nil {
+		var syncFile func(*os.File) error
+		if st.fsrefs != nil {
+			syncFile = st.fsrefs.SyncFile
+		}
+		if err := stage.Prepare(syncFile); err != nil {
 			return time.Time{}, fmt.Errorf("%w: fetch from %s: the pack: %w", repository.ErrUnavailable, rm.redactedURL, err)
 		}
 	}
@@ -362,7 +364,11 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 			return errMirrorMoved
 		}
 		if stage != nil {
-			if err := stage.install(st); err != nil {
+			var syncDir func(string) error
+			if st.fsrefs != nil {
+				syncDir = st.fsrefs.SyncDir
+			}
+			if err := stage.Install(st.s, syncDir); err != nil {
 				return fmt.Errorf("fetch from %s: adding the pack: %w", rm.redactedURL, err)
 			}
 		}
@@ -442,195 +448,6 @@ func demuxed(caps *capability.List, r io.Reader) io.Reader {
 		return r
 	}
 	return sideband.NewDemuxer(t, r)
-}
-
-// staging holds a fetched pack until it is added to the mirror's objects.
-// For a mirror on disk it is a temporary file in objects/pack, indexed
-// (prepare) into another before the lock, so that adding it (install) is
-// two renames; for a mirror in memory it is memory, its objects parsed
-// into a storage of their own before the lock and handed over under it.
-type staging struct {
-	mu       sync.Mutex
-	f        *os.File // the pack, on disk
-	idx      string   // its index, once prepared
-	checksum plumbing.Hash
-	buf      bytes.Buffer
-	mem      *memory.Storage // the objects, in memory, once prepared
-	closed   bool
-}
-
-// Temporary files of staged fetches start with these; git's own tmp_
-// naming, so that git prune treats them as git's.
-const (
-	stagePackPrefix = "tmp_pack_cad_"
-	stageIdxPrefix  = "tmp_idx_cad_"
-)
-
-func newStaging(gitDir string) (*staging, error) {
-	if gitDir == "" {
-		return &staging{}, nil
-	}
-	dir := filepath.Join(gitDir, "objects", "pack")
-	removeStaleStaging(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	f, err := os.CreateTemp(dir, stagePackPrefix)
-	if err != nil {
-		return nil, err
-	}
-	return &staging{f: f}, nil
-}
-
-// removeStaleStaging removes staging files that a killed process left in
-// dir: those not written for an hour (a fetch under way writes its pack
-// as it arrives, and moves it in within moments of the end).
-func removeStaleStaging(dir string) {
-	for _, prefix := range []string{stagePackPrefix, stageIdxPrefix} {
-		names, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
-		for _, n := range names {
-			if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > time.Hour {
-				_ = os.Remove(n)
-			}
-		}
-	}
-}
-
-func (s *staging) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return 0, os.ErrClosed
-	}
-	if s.f != nil {
-		return s.f.Write(p)
-	}
-	return s.buf.Write(p)
-}
-
-// prepare checks and indexes the staged pack, holding no lock: on disk it
-// writes the pack's index beside it and syncs both (unless fr says not
-// to); in memory it parses the objects into a storage of their own.
-func (s *staging) prepare(fr *refstore.FSRefs) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.f == nil {
-		s.mem = memory.NewStorage()
-		p, err := packfile.NewParserWithStorage(packfile.NewScanner(bytes.NewReader(s.buf.Bytes())), s.mem)
-		if err != nil {
-			return err
-		}
-		if _, err := p.Parse(); err != nil && !errors.Is(err, packfile.ErrEmptyPackfile) {
-			return err
-		}
-		s.buf = bytes.Buffer{}
-		return nil
-	}
-	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
-		return err
-	}
-	w := new(idxfile.Writer)
-	p, err := packfile.NewParser(packfile.NewScanner(s.f), w)
-	if err != nil {
-		return err
-	}
-	sum, err := p.Parse()
-	if errors.Is(err, packfile.ErrEmptyPackfile) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	idx, err := w.Index()
-	if err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(s.f.Name()), stageIdxPrefix)
-	if err != nil {
-		return err
-	}
-	s.idx = f.Name()
-	if _, err := idxfile.NewEncoder(f).Encode(idx); err != nil {
-		f.Close()
-		return err
-	}
-	if fr != nil {
-		if err := fr.SyncFile(f); err != nil {
-			f.Close()
-			return err
-		}
-		if err := fr.SyncFile(s.f); err != nil {
-			f.Close()
-			return err
-		}
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	s.checksum = sum
-	return nil
-}
-
-// install adds the prepared objects to st's storage; the write lock is
-// held. On disk the pack and its index are renamed into objects/pack
-// (the index last: a pack is found by its index) unless a pack of the
-// same content is there already.
-func (s *staging) install(st *store) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.mem != nil {
-		iter, err := s.mem.IterEncodedObjects(plumbing.AnyObject)
-		if err != nil {
-			return err
-		}
-		return iter.ForEach(func(o plumbing.EncodedObject) error {
-			_, err := st.s.SetEncodedObject(o)
-			return err
-		})
-	}
-	if s.f == nil || s.checksum.IsZero() {
-		return nil // an empty pack
-	}
-	base := filepath.Join(filepath.Dir(s.f.Name()), "pack-"+s.checksum.String())
-	if _, err := os.Stat(base + ".idx"); err == nil {
-		return nil
-	}
-	_ = s.f.Close() // read to the end by prepare
-	if err := os.Rename(s.f.Name(), base+".pack"); err != nil {
-		return err
-	}
-	if err := os.Rename(s.idx, base+".idx"); err != nil {
-		return err
-	}
-	s.idx = ""
-	if st.fsrefs != nil {
-		if err := st.fsrefs.SyncDir(filepath.Dir(base)); err != nil {
-			return err
-		}
-	}
-	if ri, ok := st.s.(interface{ Reindex() }); ok {
-		ri.Reindex()
-	}
-	return nil
-}
-
-// close removes what install did not move in.
-func (s *staging) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return
-	}
-	s.closed = true
-	if s.f != nil {
-		_ = s.f.Close()
-		_ = os.Remove(s.f.Name()) // gone already when installed
-		if s.idx != "" {
-			_ = os.Remove(s.idx)
-		}
-	}
-	s.buf = bytes.Buffer{}
-	s.mem = nil
 }
 
 // readFetched runs fn on the mirror once a staged fetch has brought it up

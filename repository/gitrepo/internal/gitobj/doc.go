@@ -53,6 +53,29 @@
 // [PackReader.Rescan] makes a reader see a pack written in the same clock
 // tick as its last scan.
 //
+// # Staging a fetched pack
+//
+// A fetch (package gitrepo's remote mirror) stages the pack it receives
+// in a [PackStaging] before it adds it to the objects. On disk the pack
+// is written, as it arrives, to a temporary file
+// objects/pack/tmp_pack_cad_<random> (git's own tmp_ naming, so that git
+// prune treats it as git's). [PackStaging.Prepare], holding no lock,
+// reads it back through go-git's packfile parser (a whole pack is asked
+// for, never a thin one, so it is checked on its own), writes its version
+// 2 index with go-git's idxfile to tmp_idx_cad_<random> beside it, and
+// syncs the index, then the pack, as the caller's ref store asks.
+// [PackStaging.Install], under the caller's write lock, renames the pack
+// to pack-<checksum>.pack, then the index to pack-<checksum>.idx (the
+// index last: readers find packs by their index, so none sees a pack
+// without one), then syncs objects/pack; when pack-<checksum>.idx is
+// there already it renames nothing. [PackStaging.Close] removes whatever
+// was not moved in. A process killed meanwhile leaves its temporary
+// files; [NewPackStaging] removes, through [RemoveStaleStaging], those
+// not written for an hour (a fetch under way writes its pack as it
+// arrives and moves it in within moments of the end). For a repository
+// in memory the pack is a buffer that Prepare parses into a storage of
+// its own and Install copies object by object.
+//
 // # Deltas and ropes
 //
 // A git delta is the base's size and the result's size (7-bit groups),

@@ -1,0 +1,226 @@
+package gitobj
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/storer"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// PackStaging holds a fetched pack until it is added to a repository's
+// objects (see "Staging a fetched pack" in the package documentation).
+// For a repository on disk it is a temporary file in objects/pack,
+// indexed (Prepare) into another before the caller's lock, so that adding
+// it (Install) is two renames; for a repository in memory it is memory,
+// its objects parsed into a storage of their own before the lock and
+// handed over under it. It is safe for concurrent use.
+type PackStaging struct {
+	mu       sync.Mutex
+	f        *os.File // the pack, on disk
+	idx      string   // its index, once prepared
+	checksum plumbing.Hash
+	buf      bytes.Buffer
+	mem      *memory.Storage // the objects, in memory, once prepared
+	closed   bool
+}
+
+// Temporary files of staged fetches start with these; git's own tmp_
+// naming, so that git prune treats them as git's.
+const (
+	StagePackPrefix = "tmp_pack_cad_"
+	StageIdxPrefix  = "tmp_idx_cad_"
+)
+
+// staleStaging is how long a staging file goes unwritten before
+// NewPackStaging takes it for one a killed process left.
+const staleStaging = time.Hour
+
+// NewPackStaging returns an empty staging for a pack of the repository in
+// gitDir: a temporary file objects/pack/tmp_pack_cad_* (created with its
+// directory, after removing stale staging files there), or memory when
+// gitDir is "". It returns the file system's error when the file cannot
+// be created.
+func NewPackStaging(gitDir string) (*PackStaging, error) {
+	if gitDir == "" {
+		return &PackStaging{}, nil
+	}
+	dir := filepath.Join(gitDir, "objects", "pack")
+	RemoveStaleStaging(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp(dir, StagePackPrefix)
+	if err != nil {
+		return nil, err
+	}
+	return &PackStaging{f: f}, nil
+}
+
+// RemoveStaleStaging removes staging files that a killed process left in
+// dir: those not written for an hour (a fetch under way writes its pack
+// as it arrives, and moves it in within moments of the end). Errors are
+// ignored: a file it cannot remove is tried again next time.
+func RemoveStaleStaging(dir string) {
+	for _, prefix := range []string{StagePackPrefix, StageIdxPrefix} {
+		names, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
+		for _, n := range names {
+			if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > staleStaging {
+				_ = os.Remove(n)
+			}
+		}
+	}
+}
+
+// Write appends p to the staged pack. It returns os.ErrClosed after
+// Close, or the file system's error.
+func (s *PackStaging) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return 0, os.ErrClosed
+	}
+	if s.f != nil {
+		return s.f.Write(p)
+	}
+	return s.buf.Write(p)
+}
+
+// Prepare checks and indexes the staged pack, holding no lock: on disk it
+// writes the pack's index beside it (tmp_idx_cad_*) and syncs both with
+// syncFile (nil: not synced); in memory it parses the objects into a
+// storage of their own. An empty pack prepares to nothing. It returns
+// go-git's parse error for a damaged pack, or the file system's error.
+func (s *PackStaging) Prepare(syncFile func(*os.File) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.f == nil {
+		s.mem = memory.NewStorage()
+		p, err := packfile.NewParserWithStorage(packfile.NewScanner(bytes.NewReader(s.buf.Bytes())), s.mem)
+		if err != nil {
+			return err
+		}
+		if _, err := p.Parse(); err != nil && !errors.Is(err, packfile.ErrEmptyPackfile) {
+			return err
+		}
+		s.buf = bytes.Buffer{}
+		return nil
+	}
+	if _, err := s.f.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	w := new(idxfile.Writer)
+	p, err := packfile.NewParser(packfile.NewScanner(s.f), w)
+	if err != nil {
+		return err
+	}
+	sum, err := p.Parse()
+	if errors.Is(err, packfile.ErrEmptyPackfile) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	idx, err := w.Index()
+	if err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(s.f.Name()), StageIdxPrefix)
+	if err != nil {
+		return err
+	}
+	s.idx = f.Name()
+	if _, err := idxfile.NewEncoder(f).Encode(idx); err != nil {
+		f.Close()
+		return err
+	}
+	if syncFile != nil {
+		if err := syncFile(f); err != nil {
+			f.Close()
+			return err
+		}
+		if err := syncFile(s.f); err != nil {
+			f.Close()
+			return err
+		}
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	s.checksum = sum
+	return nil
+}
+
+// Install adds the prepared objects to objs; the caller holds its write
+// lock. On disk the pack and its index are renamed into objects/pack as
+// pack-<checksum>.pack and .idx (the index last: a pack is found by its
+// index) unless a pack of the same content is there already, the
+// directory is synced with syncDir (nil: not synced), and objs is told to
+// look again (a Reindex method, when it has one). In memory each object
+// is set in objs. It returns the file system's or objs's error.
+func (s *PackStaging) Install(objs storer.EncodedObjectStorer, syncDir func(dir string) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mem != nil {
+		iter, err := s.mem.IterEncodedObjects(plumbing.AnyObject)
+		if err != nil {
+			return err
+		}
+		return iter.ForEach(func(o plumbing.EncodedObject) error {
+			_, err := objs.SetEncodedObject(o)
+			return err
+		})
+	}
+	if s.f == nil || s.checksum.IsZero() {
+		return nil // an empty pack
+	}
+	base := filepath.Join(filepath.Dir(s.f.Name()), "pack-"+s.checksum.String())
+	if _, err := os.Stat(base + ".idx"); err == nil {
+		return nil
+	}
+	_ = s.f.Close() // read to the end by Prepare
+	if err := os.Rename(s.f.Name(), base+".pack"); err != nil {
+		return err
+	}
+	if err := os.Rename(s.idx, base+".idx"); err != nil {
+		return err
+	}
+	s.idx = ""
+	if syncDir != nil {
+		if err := syncDir(filepath.Dir(base)); err != nil {
+			return err
+		}
+	}
+	if ri, ok := objs.(interface{ Reindex() }); ok {
+		ri.Reindex()
+	}
+	return nil
+}
+
+// Close removes what Install did not move in; a Write after it fails.
+// It may be called more than once.
+func (s *PackStaging) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	s.closed = true
+	if s.f != nil {
+		_ = s.f.Close()
+		_ = os.Remove(s.f.Name()) // gone already when installed
+		if s.idx != "" {
+			_ = os.Remove(s.idx)
+		}
+	}
+	s.buf = bytes.Buffer{}
+	s.mem = nil
+}
