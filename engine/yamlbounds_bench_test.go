@@ -7,66 +7,17 @@ import (
 	"testing"
 
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/internal/benchpkg"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository/memrepo"
 	"github.com/configasdata/cad/revision"
 )
 
-// ordinaryPackage returns a package of n files of three commented
-// resources each (a Deployment, a Service and a ConfigMap, about 2 KB a
-// file), with a shared-labels anchor in every Deployment; version varies
-// a value so that consecutive updates differ.
+// ordinaryPackage returns benchpkg's ordinary package of n files and a
+// Kptfile; version varies a value so that consecutive updates differ.
 func ordinaryPackage(n, version int) map[string]string {
-	files := map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"}
-	for i := range n {
-		files[fmt.Sprintf("app%02d.yaml", i)] = fmt.Sprintf(`# app %[1]d
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: app%[1]d
-  labels: &labels
-    app: app%[1]d # the app
-    tier: web
-spec:
-  replicas: %[2]d
-  selector:
-    matchLabels: *labels
-  template:
-    metadata:
-      labels: *labels
-    spec:
-      containers:
-      - name: app
-        image: registry.example.com/app:v1.%[2]d
-        ports:
-        - containerPort: 8080
-        env:
-        - {name: MODE, value: production}
-        - {name: LOG, value: info}
-        resources:
-          limits: {cpu: 500m, memory: 256Mi}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: app%[1]d
-spec:
-  selector:
-    app: app%[1]d
-  ports:
-  - port: 80 # http
-    targetPort: 8080
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: app%[1]d-config
-data:
-  color: blue
-  size: "%[2]d"
-  greeting: hello
-`, i, version)
-	}
+	files := benchpkg.Resources(n, version)
+	files["Kptfile"] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"
 	return files
 }
 

@@ -2,69 +2,21 @@ package pipeline
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 	"testing"
 
+	"github.com/configasdata/cad/internal/benchpkg"
 	"github.com/configasdata/cad/internal/yamlmemo"
 	"github.com/configasdata/cad/revision"
 )
 
-// benchPackage returns a package of n files of three commented resources
-// each (a Deployment with a shared-labels anchor, a Service and a
-// ConfigMap, about 2 KB a file), as engine's BenchmarkUpdateYAMLBounds
-// uses, and a Kptfile whose pipeline runs the image fn once.
+// benchPackage returns benchpkg's ordinary package of n files (as
+// engine's BenchmarkUpdateYAMLBounds uses) and a Kptfile whose pipeline
+// runs the image fn once.
 func benchPackage(n int, fn string) revision.Files {
-	files := map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: " + fn + "\n"}
-	for i := range n {
-		files[fmt.Sprintf("app%02d.yaml", i)] = fmt.Sprintf(`# app %[1]d
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: app%[1]d
-  labels: &labels
-    app: app%[1]d # the app
-    tier: web
-spec:
-  replicas: 3
-  selector:
-    matchLabels: *labels
-  template:
-    metadata:
-      labels: *labels
-    spec:
-      containers:
-      - name: app
-        image: registry.example.com/app:v1.%[1]d
-        ports:
-        - containerPort: 8080
-        env:
-        - {name: MODE, value: production}
-        - {name: LOG, value: info}
-        resources:
-          limits: {cpu: 500m, memory: 256Mi}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: app%[1]d
-spec:
-  selector:
-    app: app%[1]d
-  ports:
-  - port: 80 # http
-    targetPort: 8080
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: app%[1]d-config
-data:
-  color: blue
-  greeting: hello
-`, i)
-	}
+	files := benchpkg.Resources(n, 3)
+	files["Kptfile"] = "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\npipeline:\n  mutators:\n  - image: " + fn + "\n"
 	return revision.MustFiles(files)
 }
 

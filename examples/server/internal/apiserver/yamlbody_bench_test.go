@@ -3,19 +3,19 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/internal/benchpkg"
 	"github.com/configasdata/cad/revision"
 )
 
 // BenchmarkYAMLBody measures what the YAML bound costs a request body: a
 // PackageRevisionResources update in YAML (application/yaml) carrying an
-// ordinary package of 20 files, 60 resources with anchors (an 18 KB body:
+// ordinary package of 20 files, 60 resources with anchors (a 22 KB body:
 // the files are block strings in it).
 // "check" is revision.CheckYAML of the body, what readBody adds; "decode"
 // is what readBody and the handler did before it and still do: the YAML
@@ -26,48 +26,8 @@ func BenchmarkYAMLBody(b *testing.B) {
 		ObjectMeta: metav1.ObjectMeta{Name: "blueprints.app.ws", Namespace: "default", ResourceVersion: "42"},
 		Spec:       porchapi.PackageRevisionResourcesSpec{Resources: map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: app\n"}},
 	}
-	for i := range 20 {
-		prr.Spec.Resources[fmt.Sprintf("app%02d.yaml", i)] = fmt.Sprintf(`# app %[1]d
-apiVersion: apps/v1
-kind: Deployment
-metadata:
-  name: app%[1]d
-  labels: &labels
-    app: app%[1]d # the app
-    tier: web
-spec:
-  replicas: 3
-  selector:
-    matchLabels: *labels
-  template:
-    metadata:
-      labels: *labels
-    spec:
-      containers:
-      - name: app
-        image: registry.example.com/app:v1.%[1]d
-        resources:
-          limits: {cpu: 500m, memory: 256Mi}
----
-apiVersion: v1
-kind: Service
-metadata:
-  name: app%[1]d
-spec:
-  selector:
-    app: app%[1]d
-  ports:
-  - port: 80 # http
-    targetPort: 8080
----
-apiVersion: v1
-kind: ConfigMap
-metadata:
-  name: app%[1]d-config
-data:
-  color: blue
-  greeting: hello
-`, i)
+	for name, data := range benchpkg.Resources(20, 3) {
+		prr.Spec.Resources[name] = data
 	}
 	body, err := yaml.Marshal(prr)
 	if err != nil {
