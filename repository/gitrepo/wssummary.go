@@ -68,12 +68,9 @@ func wsState(f *refstore.FSRefs, prefix string) (st index.WSSumState, ok bool) {
 		return st, false
 	}
 	if packed != nil {
-		id, ok := refstore.PackedIdentity(packed)
-		if !ok {
+		if st.Packed, ok = refstore.PackedIdentity(packed); !ok {
 			return st, false
 		}
-		st.Packed[0] = 1
-		copy(st.Packed[1:], id[:])
 	}
 	for _, l := range loose {
 		st.Loose = append(st.Loose, index.WSLoose{Ver: l.Name, H: l.Hash})

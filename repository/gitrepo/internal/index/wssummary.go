@@ -28,8 +28,8 @@ const (
 
 // WSSumState is the state of a package's tags a summary holds for.
 type WSSumState struct {
-	// Packed is packed-refs' identity: 1 when there is a file, then the
-	// 40 bytes of refstore.PackedIdentity; all zero when there is none.
+	// Packed is packed-refs' identity (refstore.PackedIdentity, which
+	// starts with a byte 1); all zero when there is no file.
 	Packed [41]byte
 	// Loose are the package's loose tags, sorted by name.
 	Loose []WSLoose

@@ -7,21 +7,24 @@ import (
 )
 
 // PackedIdentity returns the identity of the file fi describes (as a
-// workspace summary keeps packed-refs'): device, inode, size,
-// modification and change times, 8 bytes each, big-endian. A file written
+// workspace summary keeps packed-refs'): a byte 1 (an identity of no file
+// is all zero), then device, inode, size, modification and change times,
+// 8 bytes each, big-endian. A file written
 // anew (as git and cad write packed-refs) has another, unless it gets a
 // freed inode, the size and the change time (to the clock's tick) of the
 // old. ok is false when fi has no stat data.
-func PackedIdentity(fi os.FileInfo) ([40]byte, bool) {
+func PackedIdentity(fi os.FileInfo) ([41]byte, bool) {
 	st, ok := fi.Sys().(*syscall.Stat_t)
 	if !ok {
-		return [40]byte{}, false
+		return [41]byte{}, false
 	}
-	var b [40]byte
+	var id [41]byte
+	id[0] = 1
+	b := id[1:]
 	binary.BigEndian.PutUint64(b[0:], uint64(st.Dev)) //nolint:unconvert // the types differ by platform
 	binary.BigEndian.PutUint64(b[8:], uint64(st.Ino)) //nolint:unconvert // the types differ by platform
 	binary.BigEndian.PutUint64(b[16:], uint64(fi.Size()))
 	binary.BigEndian.PutUint64(b[24:], uint64(fi.ModTime().UnixNano()))
 	binary.BigEndian.PutUint64(b[32:], uint64(int64(st.Ctim.Sec)*1e9+int64(st.Ctim.Nsec))) //nolint:unconvert // the types differ by platform
-	return b, true
+	return id, true
 }

@@ -9,8 +9,8 @@ import (
 	"path/filepath"
 )
 
-// PackedLines returns the identity of packed-refs in gitDir (1, then
-// PackedIdentity) and the SHA-256 of its lines from the first ref whose
+// PackedLines returns the identity of packed-refs in gitDir
+// (PackedIdentity) and the SHA-256 of its lines from the first ref whose
 // name starts with prefix to the first ref past them (in a sorted file,
 // the refs under prefix and their peeled lines), read from the file as
 // that identity describes it: two binary searches a block at a time, and
@@ -27,12 +27,10 @@ func PackedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
 	if err != nil {
 		return id, sum, false
 	}
-	ident, ok := PackedIdentity(fi)
+	id, ok = PackedIdentity(fi)
 	if !ok {
 		return id, sum, false
 	}
-	id[0] = 1
-	copy(id[1:], ident[:])
 	size := fi.Size()
 	head := make([]byte, min(4096, size))
 	if _, err := f.ReadAt(head, 0); err != nil {
