@@ -28,12 +28,16 @@ type PackObject struct {
 // WritePack writes objs as one pack of gitDir, objects/pack/pack-<id>.pack
 // with its version 2 index pack-<id>.idx, as git reads them: every object
 // whole (no deltas), deflated at zlib's fastest level. Each file is
-// written under a temporary name, synced by sync (the ref store's mode) and
+// written under a temporary name, synced by sync (the ref store's mode;
+// nil syncs nothing, as for PackStaging) and
 // renamed into place, the pack before its index, so that a reader (which
 // finds packs by their index) never sees a pack cut short; a pack whose
 // objects no ref names is garbage that git gc removes. It returns the
 // path of the pack; errors name the file.
 func WritePack(gitDir string, objs []PackObject, sync func(*os.File) error) (string, error) {
+	if sync == nil {
+		sync = func(*os.File) error { return nil }
+	}
 	dir := filepath.Join(gitDir, "objects", "pack")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("write pack: %w", err)

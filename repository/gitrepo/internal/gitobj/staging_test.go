@@ -188,3 +188,21 @@ func TestPackStagingRemovesStale(t *testing.T) {
 		}
 	}
 }
+
+// WritePack with a nil sync writes a pack as with one (nil syncs
+// nothing, as for PackStaging), which a PackReader reads back.
+func TestWritePackNilSync(t *testing.T) {
+	gitDir := t.TempDir()
+	objs := stagingObjs()
+	if _, err := WritePack(gitDir, objs, nil); err != nil {
+		t.Fatal(err)
+	}
+	pr := NewPackReader(gitDir)
+	defer pr.Close()
+	for _, o := range objs {
+		typ, data, err := pr.Object(o.Hash, nil)
+		if err != nil || typ != o.Type || !bytes.Equal(data, o.Data) {
+			t.Fatalf("object %s: %v %q %v, want %v %q", o.Hash, typ, data, err, o.Type, o.Data)
+		}
+	}
+}
