@@ -295,16 +295,31 @@ var mirrorPrefixes = []string{"refs/heads/", "refs/tags/", "refs/cad/"}
 // lsRemote returns the refs of the remote that the local clone mirrors,
 // as the remote advertises them. It holds no lock, and ends with ctx.
 func (rm *remote) lsRemote(ctx context.Context) (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	_, _, refs, closeSess, err := rm.uploadPack(ctx)
+	if err != nil {
+		return nil, err
+	}
+	closeSess()
+	return refs, nil
+}
+
+// uploadPack opens an upload-pack session with the remote and asks it for
+// its refs. It returns the session, what the remote advertised (nil for
+// an empty repository), the mirrored refs among them, and closeSess, which
+// ends the session. On an error the session is closed, or being closed
+// when ctx ended while the transport was blocked. Every step ends with
+// ctx.
+func (rm *remote) uploadPack(ctx context.Context) (transport.UploadPackSession, *packp.AdvRefs, map[plumbing.ReferenceName]plumbing.Hash, func(), error) {
 	const what = "fetch from "
 	ep, err := transport.NewEndpoint(rm.url)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, nil, err
 	}
 	ep.InsecureSkipTLS = rm.insecure
 	ep.CaBundle = rm.caBundle
 	cl, err := pushClient(ep)
 	if err != nil {
-		return nil, rm.classify(what+rm.redactedURL, err)
+		return nil, nil, nil, nil, rm.classify(what+rm.redactedURL, err)
 	}
 	var sess transport.UploadPackSession
 	closeSess := func() {
@@ -317,7 +332,7 @@ func (rm *remote) lsRemote(ctx context.Context) (map[plumbing.ReferenceName]plum
 		sess, err = cl.NewUploadPackSession(ep, rm.auth)
 		return err
 	}, closeSess); err != nil {
-		return nil, rm.classify(what+rm.redactedURL, err)
+		return nil, nil, nil, nil, rm.classify(what+rm.redactedURL, err)
 	}
 	var ar *packp.AdvRefs
 	abandoned, err := withCtx(ctx, func() error {
@@ -325,24 +340,24 @@ func (rm *remote) lsRemote(ctx context.Context) (map[plumbing.ReferenceName]plum
 		ar, err = sess.AdvertisedReferencesContext(ctx)
 		return err
 	}, closeSess)
-	if !abandoned {
-		closeSess()
-	}
-	out := map[plumbing.ReferenceName]plumbing.Hash{}
+	refs := map[plumbing.ReferenceName]plumbing.Hash{}
 	switch {
+	case abandoned:
+		return nil, nil, nil, nil, err
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
-		return out, nil
+		return sess, nil, refs, closeSess, nil
 	case err != nil:
-		return nil, rm.classify(what+rm.redactedURL, err)
+		closeSess()
+		return nil, nil, nil, nil, rm.classify(what+rm.redactedURL, err)
 	}
 	for name, h := range ar.References {
 		for _, p := range mirrorPrefixes {
 			if strings.HasPrefix(name, p) {
-				out[plumbing.ReferenceName(name)] = h
+				refs[plumbing.ReferenceName(name)] = h
 			}
 		}
 	}
-	return out, nil
+	return sess, ar, refs, closeSess, nil
 }
 
 // mirrors reports whether the local clone v holds exactly refs, the

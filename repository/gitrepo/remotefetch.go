@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -15,7 +14,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
-	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
@@ -228,28 +226,10 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 	}
 
 	// 2. The network, holding no store lock.
-	ep, err := transport.NewEndpoint(rm.url)
+	asked := time.Now()
+	sess, ar, remote, closeSess, err := rm.uploadPack(ctx)
 	if err != nil {
 		return time.Time{}, err
-	}
-	ep.InsecureSkipTLS = rm.insecure
-	ep.CaBundle = rm.caBundle
-	cl, err := pushClient(ep)
-	if err != nil {
-		return time.Time{}, rm.classify(what+rm.redactedURL, err)
-	}
-	var sess transport.UploadPackSession
-	closeSess := func() {
-		if sess != nil {
-			_ = sess.Close()
-		}
-	}
-	if _, err := withCtx(ctx, func() error {
-		var err error
-		sess, err = cl.NewUploadPackSession(ep, rm.auth)
-		return err
-	}, closeSess); err != nil {
-		return time.Time{}, rm.classify(what+rm.redactedURL, err)
 	}
 	abandoned := false
 	defer func() {
@@ -257,29 +237,6 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 			closeSess()
 		}
 	}()
-	asked := time.Now()
-	var ar *packp.AdvRefs
-	abandoned, err = withCtx(ctx, func() error {
-		var err error
-		ar, err = sess.AdvertisedReferencesContext(ctx)
-		return err
-	}, closeSess)
-	remote := map[plumbing.ReferenceName]plumbing.Hash{}
-	switch {
-	case abandoned:
-		return time.Time{}, err
-	case errors.Is(err, transport.ErrEmptyRemoteRepository):
-	case err != nil:
-		return time.Time{}, rm.classify(what+rm.redactedURL, err)
-	default:
-		for name, h := range ar.References {
-			for _, p := range mirrorPrefixes {
-				if strings.HasPrefix(name, p) {
-					remote[plumbing.ReferenceName(name)] = h
-				}
-			}
-		}
-	}
 	if !damaged && sameRefs(base, remote) {
 		return asked, nil
 	}
@@ -361,6 +318,11 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 			return err
 		}
 		if !sameRefs(now, base) || dmg != damaged {
+			if !dmg && sameRefs(now, remote) {
+				// Another fetch (a read's, beside a write's) has set
+				// the mirror to what this one was asked: it is done.
+				return nil
+			}
 			return errMirrorMoved
 		}
 		if stage != nil {
