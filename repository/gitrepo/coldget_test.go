@@ -22,6 +22,10 @@ import (
 // process's Get finds it; the files read are the same with the records
 // and without.
 func TestGetAddsPackageTree(t *testing.T) {
+	// Lists that look every tag's package tree up, so that cad-index
+	// holds them all (its lists leave a registered tag's tree to the
+	// first read, which records it here as a Get does).
+	defer gitrepo.SetDeferTrees(false)()
 	f := newPathsFixture(t)
 	want := f.read(t) // learns every tag's package tree
 	f.requireAll(t)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -216,4 +217,96 @@ func TestSyncModes(t *testing.T) {
 	if !errors.Is(err, repository.ErrInvalidInput) {
 		t.Fatalf("Sync 7: %v, want ErrInvalidInput", err)
 	}
+}
+
+// A published revision whose commit registers its package (a kpt:
+// annotation naming it, as Porch and cad write) is listed from its refs
+// and commit alone, without its package tree: a tag whose commit has no
+// directory at the package's path, or whose root tree is missing, is
+// listed and found by Get, and reading its files fails with a
+// damaged-ref error naming the tag. A tag whose commit does not register
+// the package is still looked up by the list, and left out without one.
+func TestListDefersPackageTree(t *testing.T) {
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name   string
+		damage func(t *testing.T, dir string) // makes refs/tags/a/v9, or damages a/v1
+		key    revision.Key
+		listed bool
+	}{
+		{"registered, no directory", func(t *testing.T, dir string) {
+			empty := git(t, dir, "hash-object", "-t", "tree", "-w", "--stdin")
+			c := git(t, dir, "commit-tree", empty, "-m", "Approving\n\nkpt:{\"package\":\"a\",\"workspaceName\":\"w9\",\"revision\":\"9\"}")
+			git(t, dir, "update-ref", "refs/tags/a/v9", c)
+		}, revision.Key{Package: "a", Revision: 9}, true},
+		{"registered, root tree missing", func(t *testing.T, dir string) {
+			// cad-paths holds where the approval put the package: gone too.
+			root := git(t, dir, "rev-parse", "a/v1^{tree}")
+			for _, p := range []string{filepath.Join("objects", root[:2], root[2:]), "cad-paths"} {
+				if err := os.Remove(filepath.Join(dir, p)); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}, revision.Key{Package: "a", Revision: 1}, true},
+		{"not registered, no directory", func(t *testing.T, dir string) {
+			empty := git(t, dir, "hash-object", "-t", "tree", "-w", "--stdin")
+			c := git(t, dir, "commit-tree", empty, "-m", "made by hand")
+			git(t, dir, "update-ref", "refs/tags/a/v9", c)
+		}, revision.Key{Package: "a", Revision: 9}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir, _, opts := damagedFixture(t)
+			tc.damage(t, dir)
+			r, err := gitrepo.Open(ctx, crashSpec(dir), opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			revs, err := r.List(ctx, repository.ListOptions{})
+			if err != nil {
+				t.Fatalf("list: %v", err)
+			}
+			var found revision.PackageRevision
+			for _, pr := range revs {
+				if k := pr.Meta().Key; k.Package == tc.key.Package && k.Revision == tc.key.Revision {
+					found = pr
+				}
+			}
+			got, err := r.Get(ctx, tc.key)
+			if !tc.listed {
+				if found != nil || !errors.Is(err, repository.ErrNotFound) {
+					t.Fatalf("listed %v, get: %v; want it left out", found != nil, err)
+				}
+				return
+			}
+			if found == nil || len(revs) != 6+boolInt(tc.key.Revision == 9) {
+				t.Fatalf("listed %s, want %s among them", keysOf(revs), tc.key)
+			}
+			if err != nil {
+				t.Fatalf("get: %v", err)
+			}
+			tag := fmt.Sprintf("refs/tags/%s/v%d", tc.key.Package, tc.key.Revision)
+			for name, pr := range map[string]revision.PackageRevision{"listed": found, "got": got} {
+				_, err := pr.Files(ctx)
+				var damaged *gitrepo.DamagedRefError
+				if !errors.Is(err, repository.ErrCorrupt) || !errors.As(err, &damaged) || damaged.Ref != tag {
+					t.Fatalf("files of the %s revision: %v, want a damaged-ref error for %s", name, err, tag)
+				}
+				if _, err := pr.Info(ctx); !errors.Is(err, repository.ErrCorrupt) {
+					t.Fatalf("info of the %s revision: %v, want ErrCorrupt", name, err)
+				}
+			}
+			// The other revisions read as before.
+			if _, err := r.Get(ctx, revision.Key{Package: "b", Revision: 1}); err != nil {
+				t.Fatalf("get b/v1: %v", err)
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

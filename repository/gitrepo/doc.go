@@ -27,7 +27,14 @@
 //     tag, of the tag's message) names that path. Every commit cad (and
 //     Porch) writes carries that line, so packages without a Kptfile work
 //     through the whole lifecycle; a hand-made tag on a plain directory is
-//     still ignored, as Porch ignores it. An empty package cannot be
+//     still ignored, as Porch ignores it. A tag its commit registers is
+//     listed (and found by Get) from its ref and commit alone: its package
+//     tree is looked up in the root tree on the first read of its files,
+//     or found in cad-index or cad-paths. On Porch's flat layout every
+//     approval's root tree holds every package, and a list of a new
+//     process reads none of them; a registered tag whose commit has no
+//     directory at its path is listed, and reading it fails with a
+//     DamagedRefError. An empty package cannot be
 //     committed (git keeps no empty directory). Porch itself lists only
 //     packages with a Kptfile: it reads cad's Kptfile packages, adopted
 //     ones included, and skips the others.

@@ -9,6 +9,14 @@ import (
 
 // SetFaultHook sets the hook called at every step of a ref transaction on
 // disk (internal/refstore), for the crash tests of package gitrepo_test.
+// SetDeferTrees sets whether lists and Get leave registered tags' package
+// trees to the first read (deferTrees).
+func SetDeferTrees(on bool) (restore func()) {
+	old := deferTrees
+	deferTrees = on
+	return func() { deferTrees = old }
+}
+
 func SetFaultHook(f func(step string)) { refstore.FaultHook = f }
 
 // The hooks into cad-paths of package internal/index (hooks.go), for the

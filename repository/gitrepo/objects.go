@@ -181,12 +181,8 @@ func (v *view) lookup(h plumbing.Hash, name string) (gitobj.TreeEntry, bool, err
 // with neither a Kptfile nor a cad package file that is not registered
 // either (registered: a ref's kpt: annotation names full; see doc.go).
 func (v *view) packageTree(c *gitobj.CommitInfo, full string, registered bool) (plumbing.Hash, bool, error) {
-	var h plumbing.Hash
-	if e, ok := v.idx.Subtree(c.Tree, full); ok {
-		h = e.Hash
-	} else if t, ok := v.sortedSubtree(c.Tree, full); ok {
-		h = t
-	} else {
+	h, known := v.knownSubtree(c.Tree, full)
+	if !known {
 		var ok bool
 		var err error
 		h, ok, err = v.subtree(c.Tree, full)
@@ -209,6 +205,15 @@ func (v *view) packageTree(c *gitobj.CommitInfo, full string, registered bool) (
 		return plumbing.ZeroHash, false, err
 	}
 	return h, hasKptfile(entries), nil
+}
+
+// knownSubtree returns the tree at full under root when cad-index or
+// cad-paths records it: what packageTree learns without reading a tree.
+func (v *view) knownSubtree(root plumbing.Hash, full string) (plumbing.Hash, bool) {
+	if e, ok := v.idx.Subtree(root, full); ok {
+		return e.Hash, true
+	}
+	return v.sortedSubtree(root, full)
 }
 
 // sortedSubtree looks the package tree at full under root up in

@@ -240,6 +240,7 @@ func TestPathsFileDamaged(t *testing.T) {
 // records appended since into cad-paths; a cad-index deleted and begun
 // again makes the next rebuild start from it alone.
 func TestPathsFileGrows(t *testing.T) {
+	defer gitrepo.SetDeferTrees(false)() // lists that fill cad-index's path records
 	f := newPathsFixture(t)
 	f.list(t)
 	index := filepath.Join(f.dir, "cad-index")
@@ -285,6 +286,7 @@ func TestPathsFileGrows(t *testing.T) {
 // no writer holds it: TestPathFileTempsOfDeadWritersRemoved); a recent
 // empty one, perhaps another process's not yet locked, is left.
 func TestPathsFileLeftoverTemp(t *testing.T) {
+	defer gitrepo.SetDeferTrees(false)() // lists that fill cad-index's path records
 	f := newPathsFixture(t)
 	old := filepath.Join(f.dir, "cad-paths-123.tmp")
 	young := filepath.Join(f.dir, "cad-paths-456.tmp")

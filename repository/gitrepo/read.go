@@ -34,6 +34,11 @@ type rev struct {
 	refHash   plumbing.Hash          // the ref's value (a commit, or an annotated tag)
 	commit    *gitobj.CommitInfo
 	pkgTree   plumbing.Hash
+	// deferTree says pkgTree is not known yet: the package's tree is
+	// looked up under full in commit.Tree when the files are first read
+	// (a published revision its commit registers, as a list finds it;
+	// see tagRev).
+	deferTree bool
 	dpRef     plumbing.ReferenceName // the deletionProposed branch, for published revisions
 	dpHash    plumbing.Hash          // its value; zero when absent
 	md        revision.Metadata      // from the metadata ref
@@ -117,10 +122,13 @@ type revMeta struct {
 	// placeholder); tree is its package tree, Version's hash for the
 	// placeholder.
 	commit, tree plumbing.Hash
-	lc           lifecycleCode
-	pubBy        string    // PublishedBy
-	pubAt        time.Time // PublishedAt
-	more         *revMore  // nil when the revision has none of it
+	// rootOnly says tree is the commit's root tree, the package's tree
+	// being looked up under the package's path on the first read.
+	rootOnly bool
+	lc       lifecycleCode
+	pubBy    string    // PublishedBy
+	pubAt    time.Time // PublishedAt
+	more     *revMore  // nil when the revision has none of it
 }
 
 // revMore is the part of a Meta few revisions have.
@@ -154,6 +162,9 @@ var lifecycles = [...]revision.Lifecycle{
 // be nil): a list's publishers are mostly the same few.
 func (x *rev) compact(in *interner) revMeta {
 	m := revMeta{pkg: x.key.Package, ws: x.key.Workspace, num: x.key.Revision, commit: x.commit.Hash, tree: x.pkgTree}
+	if x.deferTree {
+		m.tree, m.rootOnly = x.commit.Tree, true
+	}
 	var lc revision.Lifecycle // when it is none of the four
 	switch x.lifecycle {
 	case revision.LifecycleDraft:
@@ -257,6 +268,7 @@ type lazyRev struct {
 type lazyGot struct {
 	files *revision.Files
 	info  *revision.Info
+	tree  plumbing.Hash // the package tree found for a rootOnly revMeta
 }
 
 // gotten returns l.got, made on first use; l.mu is held.
@@ -334,14 +346,52 @@ func (l *lazyRev) loadInfo(ctx context.Context) (revision.Info, error) {
 	}
 	var out revision.Info
 	err := r.st.read(ctx, func() error {
-		var err error
-		out, err = r.viewIn(ctx).info(l.tree)
+		v := r.viewIn(ctx)
+		tree, err := l.packageTree(v)
+		if err != nil {
+			return err
+		}
+		out, err = v.info(tree)
 		return err
 	})
 	if err != nil {
 		return revision.Info{}, r.wrapErr("read info", key, err)
 	}
 	return out, nil
+}
+
+// deferTrees is whether List, Range and Get find the published revisions
+// their commits register without their package trees (tagRev); the tests
+// of cad-paths turn it off to have lists learn every package tree.
+var deferTrees = true
+
+// packageTree returns the revision's package tree, looked up in its
+// commit's root tree on the first call for a revision a list found by its
+// refs and commit alone (rootOnly); l.mu is held. A commit with no
+// directory at the package's path gives a *DamagedRefError for the tag.
+func (l *lazyRev) packageTree(v *view) (plumbing.Hash, error) {
+	if !l.rootOnly {
+		return l.tree, nil
+	}
+	if l.got != nil && !l.got.tree.IsZero() {
+		return l.got.tree, nil
+	}
+	full := l.r.fullPath(l.pkg)
+	ver := l.ws
+	if l.num > 0 {
+		ver = "v" + itoa(l.num)
+	}
+	tag := plumbing.ReferenceName("refs/tags/" + full + "/" + ver)
+	h, ok, err := v.packageTree(&gitobj.CommitInfo{Hash: l.commit, Tree: l.tree}, full, true)
+	if err != nil {
+		return plumbing.ZeroHash, dangling(tag, err)
+	}
+	if !ok {
+		return plumbing.ZeroHash, &DamagedRefError{Ref: string(tag),
+			Reason: fmt.Sprintf("its commit %s registers the package but has no directory %s", l.commit, full)}
+	}
+	l.gotten().tree = h
+	return h, nil
 }
 
 func (l *lazyRev) load(ctx context.Context) (revision.Files, error) {
@@ -351,8 +401,12 @@ func (l *lazyRev) load(ctx context.Context) (revision.Files, error) {
 	}
 	var f revision.Files
 	err := r.st.read(ctx, func() error {
-		var err error
-		f, err = r.viewIn(ctx).files(l.tree, r.log.Warn)
+		v := r.viewIn(ctx)
+		tree, err := l.packageTree(v)
+		if err != nil {
+			return err
+		}
+		f, err = v.files(tree, r.log.Warn)
 		return err
 	})
 	if err != nil {
@@ -362,8 +416,13 @@ func (l *lazyRev) load(ctx context.Context) (revision.Files, error) {
 }
 
 // List returns the revisions opts selects, in repository.SortRevisions
-// order. It reads the refs, the commits they point at and the trees down
-// to each package, never file contents. Errors are *repository.Error
+// order. It reads the refs and the commits they point at, and the trees
+// down to each package for drafts, proposals, the registered branch's
+// packages and tags whose commit does not register their package (a kpt:
+// annotation naming it, as Porch and cad write); a published revision its
+// commit registers has its package tree looked up on the first read of
+// its files, which fails with a *DamagedRefError when the commit has no
+// directory there. It never reads file contents. Errors are *repository.Error
 // matching repository.ErrClosed, ErrUnavailable (a remote that cannot be
 // reached), or wrapping ctx's error.
 func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]revision.PackageRevision, error) {
@@ -441,6 +500,7 @@ type listing struct {
 	opts   repository.ListOptions
 	names  []plumbing.ReferenceName // in pack order; read from next on
 	hashes []plumbing.Hash          // their values
+	at     []packPos                // where their objects lie
 	next   int
 	seen   interner // the publishers
 }
@@ -469,12 +529,13 @@ func (in *interner) intern(s string) string {
 
 // startListing reads the refs that can hold revisions opts selects.
 func (r *Repository) startListing(v *view, opts repository.ListOptions) (*listing, error) {
+	v.deferTrees = deferTrees
 	refs, err := r.candidateRefs(v, opts)
 	if err != nil {
 		return nil, err
 	}
-	names, hashes := v.packOrder(refs)
-	return &listing{r: r, v: v, opts: opts, names: names, hashes: hashes}, nil
+	names, hashes, at := v.packOrder(refs)
+	return &listing{r: r, v: v, opts: opts, names: names, hashes: hashes, at: at}, nil
 }
 
 // revision returns x as its PackageRevision when opts selects it, and nil
@@ -515,6 +576,11 @@ func (l *listing) refs(ctx context.Context, n int, add func(*rev)) error {
 		name, h := l.names[l.next], l.hashes[l.next]
 		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if l.next%256 == 0 && l.at[l.next].pack != noPack {
+			// The refs' objects are read in pack order: what lies
+			// before has been read.
+			v.packs.DropBefore(l.at[l.next].pack, l.at[l.next].off)
 		}
 		switch {
 		case name.IsBranch():
@@ -593,19 +659,19 @@ func (l *listing) placeholders() ([]*rev, error) {
 	return phs, err
 }
 
-// packOrder returns the names of refs in the order their objects lie in
-// the packs, those in no pack last. Read in that order, each commit's
+// packOrder returns the names of refs, their values and where their
+// objects lie, in the order the objects lie in the packs, those in no
+// pack last. Read in that order, each commit's
 // trees are mostly deltas on the previous commit's, still in the cache: a
 // list resolves each object's delta chain once, not once per tag.
-func (v *view) packOrder(refs *refstore.RefSnap) ([]plumbing.ReferenceName, []plumbing.Hash) {
+func (v *view) packOrder(refs *refstore.RefSnap) ([]plumbing.ReferenceName, []plumbing.Hash, []packPos) {
 	type at struct {
-		i    int32 // in refs, which is sorted by name
-		pack uint32
-		off  int64
+		i int32 // in refs, which is sorted by name
+		packPos
 	}
 	all := make([]at, refs.Len())
 	for i, h := range refs.Hashes {
-		all[i] = at{i: int32(i), pack: ^uint32(0)}
+		all[i] = at{i: int32(i), packPos: packPos{pack: noPack}}
 		if v.packs != nil {
 			if p, off, ok := v.packs.Offset(h); ok {
 				all[i].pack, all[i].off = p, off
@@ -623,11 +689,22 @@ func (v *view) packOrder(refs *refstore.RefSnap) ([]plumbing.ReferenceName, []pl
 	})
 	names := make([]plumbing.ReferenceName, len(all))
 	hashes := make([]plumbing.Hash, len(all))
+	pos := make([]packPos, len(all))
 	for k, a := range all {
-		names[k], hashes[k] = plumbing.ReferenceName(refs.Names[a.i]), refs.Hashes[a.i]
+		names[k], hashes[k], pos[k] = plumbing.ReferenceName(refs.Names[a.i]), refs.Hashes[a.i], a.packPos
 	}
-	return names, hashes
+	return names, hashes, pos
 }
+
+// packPos is where an object lies: a pack's id (gitobj.PackReader.Offset)
+// and an offset in it; noPack for an object in no pack.
+type packPos struct {
+	pack uint32
+	off  int64
+}
+
+// noPack is packPos.pack for an object in no pack.
+const noPack = ^uint32(0)
 
 // candidateRefs returns the refs that can hold revisions opts selects:
 // for a package or a package prefix only the refs under that path
@@ -699,6 +776,16 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 // tagRev returns the published revision of tag name (full/ver) at h, or
 // nil when the tagged commit has no package at the package's path (as for
 // draftRev, the tag's own message counting as well as the commit's).
+//
+// In a view with deferTrees (List, Range and Get, which hand out
+// revisions whose files are read later), a tag whose commit (or own message) registers the
+// package is taken from its refs and commit alone: its package tree, when
+// neither cad-index nor cad-paths knows it, is looked up on the first
+// read of its files (rev.deferTree), and a commit with no directory there
+// fails that read instead of leaving the tag out. A list of the flat
+// layout then reads no root tree for the tags Porch and cad write, which
+// hold every package of the branch (a delta chain's bottom of hundreds of
+// KB for every 50 approvals).
 func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceName, h plumbing.Hash) (*rev, error) {
 	full := r.fullPath(pkg)
 	c, err := v.commit(h)
@@ -709,9 +796,18 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 		return nil, dangling(name, err)
 	}
 	tagAnns := v.tagAnnotations(h)
-	tree, ok, err := v.packageTree(c, full, names(tagAnns, full) || names(c.Annotations, full))
-	if err != nil || !ok {
-		return nil, dangling(name, err)
+	registered := names(tagAnns, full) || names(c.Annotations, full)
+	tree, deferred := plumbing.ZeroHash, false
+	if v.deferTrees && registered {
+		var known bool
+		tree, known = v.knownSubtree(c.Tree, full)
+		deferred = !known
+	} else {
+		t, ok, err := v.packageTree(c, full, registered)
+		if err != nil || !ok {
+			return nil, dangling(name, err)
+		}
+		tree = t
 	}
 	ws := workspaceIn(tagAnns, full)
 	if ws == "" {
@@ -730,7 +826,7 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 	x := &rev{
 		key:       revision.Key{Repository: r.name, Package: pkg, Workspace: ws, Revision: parseVersion(ver)},
 		lifecycle: revision.LifecyclePublished, full: full, ref: name, refHash: h, commit: c, pkgTree: tree,
-		dpRef: deletionProposedRef(full, ver),
+		deferTree: deferred, dpRef: deletionProposedRef(full, ver),
 	}
 	x.task = v.taskIn(c, full, ws, x.key.Revision)
 	if x.key.IsPlaceholder() {
@@ -1056,7 +1152,9 @@ func (t *tagWorkspaces) put(h plumbing.Hash, full, ws string) {
 
 // Get returns the revision key selects (see revision.Key): by revision
 // number it reads one tag, by workspace the draft and proposal branches and
-// then the package's tags. Errors are *repository.Error matching
+// then the package's tags. As in List, a published revision its commit
+// registers is found without its package tree. Errors are
+// *repository.Error matching
 // repository.ErrInvalidInput for a key that selects nothing in
 // particular, ErrNotFound when no revision matches, ErrClosed,
 // ErrUnavailable, or wrapping ctx's error.
@@ -1069,6 +1167,7 @@ func (r *Repository) Get(ctx context.Context, key revision.Key) (revision.Packag
 	}
 	var x *rev
 	err := r.read(ctx, func(v *view) error {
+		v.deferTrees = deferTrees
 		var err error
 		x, err = r.resolve(v, key)
 		return err

@@ -223,6 +223,11 @@ type view struct {
 	// reads, when set, records the refs a batched write's plan read
 	// from disk, checked again when the batch commits (batch.go).
 	reads *readSet
+	// deferTrees: the revisions this view finds are handed out and
+	// their files read later (List, Range, Get), so a published
+	// revision its commit registers is found without its package tree
+	// (tagRev).
+	deferTrees bool
 }
 
 func (r *Repository) newView() *view {

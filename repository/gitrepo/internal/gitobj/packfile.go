@@ -67,8 +67,10 @@ type packFile struct {
 	idxMap  []byte // the index mapped into memory, where mmap exists
 	pack    *os.File
 	packMap []byte // the pack mapped into memory, where mmap exists
-	n       uint32
-	fanout  [256]uint32
+	// droppedTo is where DropBefore's last drop of packMap's pages ended.
+	droppedTo int64
+	n         uint32
+	fanout    [256]uint32
 	// uses counts lookups and entries read while the files are not
 	// mapped; at mapAfter they are.
 	uses int
@@ -689,6 +691,31 @@ func (pr *PackReader) touchedN(n int) {
 	if pr.reads += n; pr.reads/DropPagesEvery != before {
 		for _, p := range pr.packs {
 			DropPages(p.packMap)
+		}
+	}
+}
+
+// DropBefore takes the pages of pack (an id from Offset) before off out
+// of the process's resident set, but for the 64 KiB window around off, for
+// a reader that goes through the pack in order and does not come back (a
+// list reading its refs' commits in pack order, see Offset). The pages a
+// read touches are those around the entry and a fault's window with them:
+// commits read kilobytes apart, between the large trees of the flat
+// layout, keep almost every page of the part of the pack they lie in.
+func (pr *PackReader) DropBefore(pack uint32, off int64) {
+	if pr == nil {
+		return
+	}
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	for _, p := range pr.packs {
+		if p.id != pack || p.packMap == nil {
+			continue
+		}
+		end := min(off&^0xffff-0x10000, int64(len(p.packMap)))
+		if start := p.droppedTo; end > start {
+			DropPages(p.packMap[start:end])
+			p.droppedTo = end
 		}
 	}
 }

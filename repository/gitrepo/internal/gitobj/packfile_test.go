@@ -141,6 +141,19 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 				t.Fatalf("%s: objectScratch changed an object read before", h)
 			}
 		}
+		// Pages dropped behind a reader that goes through a pack in
+		// order (DropBefore), up to its end and past it, and at
+		// offsets that lie in no pack, are read again from the file.
+		for h := range want {
+			if id, off, ok := pr.Offset(h); ok {
+				pr.DropBefore(id, off)
+			}
+		}
+		for _, p := range pr.packs {
+			pr.DropBefore(p.id, int64(len(p.packMap))+1<<20)
+		}
+		pr.DropBefore(^uint32(0), 1<<40)
+		pr.DropBefore(0, -1)
 		// Every object again, each through ObjectScratch after another's:
 		// reused memory never leaks into a base.
 		for h, data := range want {
