@@ -64,11 +64,26 @@ func (v *view) parsedTree(h plumbing.Hash, data []byte) ([]gitobj.TreeEntry, err
 // commit returns commit h; h may also name an annotated tag, which is
 // peeled.
 func (v *view) commit(h plumbing.Hash) (*gitobj.CommitInfo, error) {
+	return v.commitKept(h, true)
+}
+
+// refCommit is commit for the commit a ref points at. A list reads each
+// once (v.sweep): it is not kept in the cache, where tens of thousands of
+// them would push out what is read more than once, such as the branch's
+// history that the placeholders' publishers were found in (whose newest
+// commits are the newest tags').
+func (v *view) refCommit(h plumbing.Hash) (*gitobj.CommitInfo, error) {
+	return v.commitKept(h, !v.sweep)
+}
+
+// commitKept is commit, which keeps what it read in the cache when keep
+// is set.
+func (v *view) commitKept(h plumbing.Hash, keep bool) (*gitobj.CommitInfo, error) {
 	if e, ok := v.cache.Get(gitobj.KindCommit, h); ok {
 		return e.(*gitobj.CommitInfo), nil
 	}
 	if e, ok := v.cache.Get(gitobj.KindPeel, h); ok {
-		return v.commit(e.(plumbing.Hash))
+		return v.commitKept(e.(plumbing.Hash), keep)
 	}
 	if ci := v.idx.Commit(h); ci != nil {
 		// Not cached: the index has it, and a list reads it once.
@@ -94,7 +109,7 @@ func (v *view) commit(h plumbing.Hash) (*gitobj.CommitInfo, error) {
 			anns = []gitobj.Annotation{} // cached too: "none" is an answer
 		}
 		v.cache.Put(gitobj.KindTagAnnotations, h, anns, int64(64+len(tag.Message)))
-		return v.commit(tag.Target)
+		return v.commitKept(tag.Target, keep)
 	default:
 		return nil, fmt.Errorf("%w: object %s is a %s: %w", repository.ErrCorrupt, h, o.Type(), errNotCommit)
 	}
@@ -107,7 +122,9 @@ func (v *view) commit(h plumbing.Hash) (*gitobj.CommitInfo, error) {
 		ci = &gitobj.CommitInfo{Hash: h, Tree: c.TreeHash, Parents: c.ParentHashes, Author: c.Author, Message: c.Message}
 	}
 	ci.Annotations = gitobj.Annotations(ci.Message)
-	v.cache.Put(gitobj.KindCommit, h, ci, int64(256+len(ci.Message)))
+	if keep {
+		v.cache.Put(gitobj.KindCommit, h, ci, int64(256+len(ci.Message)))
+	}
 	v.idx.AddCommit(ci)
 	return ci, nil
 }

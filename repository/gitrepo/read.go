@@ -529,7 +529,7 @@ func (in *interner) intern(s string) string {
 
 // startListing reads the refs that can hold revisions opts selects.
 func (r *Repository) startListing(v *view, opts repository.ListOptions) (*listing, error) {
-	v.deferTrees = deferTrees
+	v.deferTrees, v.sweep = deferTrees, true
 	refs, err := r.candidateRefs(v, opts)
 	if err != nil {
 		return nil, err
@@ -747,7 +747,7 @@ func (r *Repository) candidateRefs(v *view, opts repository.ListOptions) (*refst
 // with no package marker whose commit's kpt: annotation does not name it.
 func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, name plumbing.ReferenceName, h plumbing.Hash) (*rev, error) {
 	full := r.fullPath(pkg)
-	c, err := v.commit(h)
+	c, err := v.refCommit(h)
 	if err != nil {
 		if errors.Is(err, errNotCommit) {
 			return nil, nil
@@ -788,7 +788,7 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 // KB for every 50 approvals).
 func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceName, h plumbing.Hash) (*rev, error) {
 	full := r.fullPath(pkg)
-	c, err := v.commit(h)
+	c, err := v.refCommit(h)
 	if err != nil {
 		if errors.Is(err, errNotCommit) {
 			return nil, nil

@@ -228,6 +228,8 @@ type view struct {
 	// revision its commit registers is found without its package tree
 	// (tagRev).
 	deferTrees bool
+	// sweep: a list reads each ref's commit once (view.refCommit).
+	sweep bool
 }
 
 func (r *Repository) newView() *view {

@@ -94,6 +94,40 @@ var (
 	mapAfter = 256
 )
 
+// searchNear returns, as sort.Search does, the smallest i in [0, n) for
+// which pred is true (n when there is none), pred being false and then
+// true; it starts at guess and widens its steps from there, so that an
+// answer near guess takes a few calls of pred, close together.
+func searchNear(n, guess int, pred func(int) bool) int {
+	if n == 0 {
+		return 0
+	}
+	guess = min(max(guess, 0), n-1)
+	lo, hi := 0, n // pred is false below lo, and true at hi when hi < n
+	if pred(guess) {
+		hi = guess
+		for step := 1; guess-step >= 0; step *= 2 {
+			if j := guess - step; !pred(j) {
+				lo = j + 1
+				break
+			} else {
+				hi = j
+			}
+		}
+	} else {
+		lo = guess + 1
+		for step := 1; guess+step < n; step *= 2 {
+			if j := guess + step; pred(j) {
+				hi = j
+				break
+			} else {
+				lo = j + 1
+			}
+		}
+	}
+	return lo + sort.Search(hi-lo, func(i int) bool { return pred(lo + i) })
+}
+
 // readIdx reads len(b) bytes of the index at off.
 func (p *packFile) readIdx(b []byte, off int64) error {
 	if p.idxMap != nil {
@@ -293,8 +327,12 @@ func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
 			return 0, false, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, p.name, err)
 		}
 	}
+	// Object ids are uniform: h's next bytes say where in the bucket it
+	// lies, within a few entries (a binary search of a large pack's
+	// index touches a cache line at each of its 10 to 12 steps).
 	count := int(hi - lo)
-	i := sort.Search(count, func(i int) bool { return bytes.Compare(names[i*20:i*20+20], h[:]) >= 0 })
+	guess := int(uint64(binary.BigEndian.Uint32(h[1:5])) * uint64(count) >> 32)
+	i := searchNear(count, guess, func(i int) bool { return bytes.Compare(names[i*20:i*20+20], h[:]) >= 0 })
 	if i == count || !bytes.Equal(names[i*20:i*20+20], h[:]) {
 		return 0, false, nil
 	}

@@ -269,3 +269,28 @@ func TestApplyDeltaMalformed(t *testing.T) {
 		}
 	}
 }
+
+// searchNear answers as sort.Search for every length, answer and guess,
+// guesses outside the range included.
+func TestSearchNear(t *testing.T) {
+	for n := range 40 {
+		for answer := 0; answer <= n; answer++ {
+			for guess := -3; guess <= n+3; guess++ {
+				calls := 0
+				got := searchNear(n, guess, func(i int) bool {
+					if i < 0 || i >= n {
+						t.Fatalf("n=%d: pred(%d) called", n, i)
+					}
+					calls++
+					return i >= answer
+				})
+				if got != answer {
+					t.Fatalf("n=%d answer=%d guess=%d: got %d", n, answer, guess, got)
+				}
+				if d := max(guess-answer, answer-guess); d <= 1 && calls > 4 {
+					t.Fatalf("n=%d answer=%d guess=%d: %d calls for an answer next to the guess", n, answer, guess, calls)
+				}
+			}
+		}
+	}
+}
