@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -284,6 +285,57 @@ func BenchmarkPorchList(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
+	}
+}
+
+// BenchmarkPorchListThenRead is a new process that lists a repository
+// (no cad-index or cad-paths yet) and then reads the Kptfile (Info) of
+// 100 published revisions spread over it, or of every one: what a list
+// leaves to the first read of a revision (its package tree, for a tag its
+// commit registers) is paid there.
+func BenchmarkPorchListThenRead(b *testing.B) {
+	ctx := context.Background()
+	for _, s := range listShapes() {
+		dir := porchFixture(b, s)
+		for _, all := range []bool{false, true} {
+			name := "/read-100"
+			if all {
+				name = "/read-all"
+			}
+			b.Run(s.String()+name, func(b *testing.B) {
+				var listCPU, readCPU time.Duration
+				for b.Loop() {
+					b.StopTimer()
+					os.Remove(filepath.Join(dir, "cad-index"))
+					os.Remove(filepath.Join(dir, "cad-paths"))
+					b.StartTimer()
+					start := cpuTime()
+					r := mustOpen(b, benchSpec(dir), nil)
+					listed, err := r.List(ctx, repository.ListOptions{Lifecycles: []revision.Lifecycle{revision.LifecyclePublished}})
+					revs := slices.DeleteFunc(listed, func(pr revision.PackageRevision) bool { return pr.Meta().Key.Revision <= 0 })
+					if err != nil || len(revs) != s.Revisions {
+						b.Fatalf("List: %d revisions, %v", len(revs), err)
+					}
+					listedAt := cpuTime()
+					step := 1
+					if !all {
+						step = max(1, len(revs)/100)
+					}
+					for i := 0; i < len(revs); i += step {
+						if _, err := revs[i].Info(ctx); err != nil {
+							b.Fatalf("Info %s: %v", revs[i].Meta().Key, err)
+						}
+					}
+					r.Close()
+					end := cpuTime()
+					listCPU += listedAt - start
+					readCPU += end - listedAt
+				}
+				b.ReportMetric(float64(listCPU)/float64(b.N), "list-cpu-ns/op")
+				b.ReportMetric(float64(readCPU)/float64(b.N), "read-cpu-ns/op")
+				b.ReportMetric(float64(listCPU+readCPU)/float64(b.N), "cpu-ns/op")
+			})
+		}
 	}
 }
 

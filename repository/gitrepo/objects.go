@@ -233,6 +233,17 @@ func (v *view) knownSubtree(root plumbing.Hash, full string) (plumbing.Hash, boo
 	return v.sortedSubtree(root, full)
 }
 
+// knownOrSubtree returns the tree at full under root and whether there is
+// one, from cad-index or cad-paths when they know it, else from the trees
+// (fresh: what neither file holds).
+func (v *view) knownOrSubtree(root plumbing.Hash, full string) (h plumbing.Hash, ok, fresh bool, err error) {
+	if h, ok := v.knownSubtree(root, full); ok {
+		return h, true, false, nil
+	}
+	h, ok, err = v.subtree(root, full)
+	return h, ok, ok, err
+}
+
 // sortedSubtree looks the package tree at full under root up in
 // cad-paths, when the view has no loaded cad-index to ask (a Get): two
 // reads of a small file instead of the root tree's delta chain.

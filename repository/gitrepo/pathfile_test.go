@@ -74,6 +74,11 @@ func readDigest(t *testing.T, r *gitrepo.Repository, k revision.Key) string {
 	if err != nil {
 		t.Fatalf("Files %s: %v", k, err)
 	}
+	return digestFiles(files)
+}
+
+// digestFiles returns a digest of files' paths and contents.
+func digestFiles(files revision.Files) string {
 	h := sha256.New()
 	paths := files.Paths()
 	sort.Strings(paths)

@@ -259,6 +259,11 @@ func (r *Repository) lazy(x *rev, in *interner) *lazyRev {
 type lazyRev struct {
 	r *Repository
 	revMeta
+	// dt and di: a list's revision whose package tree is left to its
+	// first read (rootOnly) finds it through the list's deferredTrees,
+	// item di.
+	dt *deferredTrees
+	di int32
 
 	mu  sync.Mutex
 	got *lazyGot // nil until a read succeeds
@@ -382,7 +387,14 @@ func (l *lazyRev) packageTree(v *view) (plumbing.Hash, error) {
 		ver = "v" + itoa(l.num)
 	}
 	tag := plumbing.ReferenceName("refs/tags/" + full + "/" + ver)
-	h, ok, err := v.packageTree(&gitobj.CommitInfo{Hash: l.commit, Tree: l.tree}, full, true)
+	var h plumbing.Hash
+	var ok bool
+	var err error
+	if l.dt != nil {
+		h, ok, err = l.dt.tree(v, l.di)
+	} else {
+		h, ok, err = v.packageTree(&gitobj.CommitInfo{Hash: l.commit, Tree: l.tree}, full, true)
+	}
 	if err != nil {
 		return plumbing.ZeroHash, dangling(tag, err)
 	}
@@ -503,6 +515,9 @@ type listing struct {
 	at     []packPos                // where their objects lie
 	next   int
 	seen   interner // the publishers
+	// deferred are the package trees of the revisions found that their
+	// first reads look up (tagRev), nil when there are none.
+	deferred *deferredTrees
 }
 
 // interner hands out one string for equal strings: the revisions of a
@@ -547,6 +562,12 @@ func (l *listing) revision(x *rev) revision.PackageRevision {
 	pr := l.r.lazy(x, &l.seen)
 	if !l.opts.Matches(pr.Meta()) {
 		return nil
+	}
+	if pr.rootOnly {
+		if l.deferred == nil {
+			l.deferred = &deferredTrees{}
+		}
+		pr.dt, pr.di = l.deferred, l.deferred.add(pr.tree, l.r.fullPath(pr.pkg))
 	}
 	return pr
 }
