@@ -93,13 +93,18 @@ func (v *view) commitKept(h plumbing.Hash, keep bool) (*gitobj.CommitInfo, error
 	if err != nil {
 		return nil, err
 	}
-	o := &plumbing.MemoryObject{}
-	o.SetType(t)
-	o.Write(data)
+	// go-git's decoders read an object, which copies data: only for a
+	// tag, or a commit cad's decoder does not take.
+	asObject := func() *plumbing.MemoryObject {
+		o := &plumbing.MemoryObject{}
+		o.SetType(t)
+		o.Write(data)
+		return o
+	}
 	switch t {
 	case plumbing.CommitObject:
 	case plumbing.TagObject:
-		tag, err := object.DecodeTag(nil, o)
+		tag, err := object.DecodeTag(nil, asObject())
 		if err != nil {
 			return nil, fmt.Errorf("%w: tag %s: %w", repository.ErrCorrupt, h, err)
 		}
@@ -111,12 +116,12 @@ func (v *view) commitKept(h plumbing.Hash, keep bool) (*gitobj.CommitInfo, error
 		v.cache.Put(gitobj.KindTagAnnotations, h, anns, int64(64+len(tag.Message)))
 		return v.commitKept(tag.Target, keep)
 	default:
-		return nil, fmt.Errorf("%w: object %s is a %s: %w", repository.ErrCorrupt, h, o.Type(), errNotCommit)
+		return nil, fmt.Errorf("%w: object %s is a %s: %w", repository.ErrCorrupt, h, t, errNotCommit)
 	}
 	ci, ok := gitobj.DecodeCommit(h, data)
 	if !ok {
 		c := &object.Commit{}
-		if err := c.Decode(o); err != nil {
+		if err := c.Decode(asObject()); err != nil {
 			return nil, fmt.Errorf("%w: commit %s: %w", repository.ErrCorrupt, h, err)
 		}
 		ci = &gitobj.CommitInfo{Hash: h, Tree: c.TreeHash, Parents: c.ParentHashes, Author: c.Author, Message: c.Message}

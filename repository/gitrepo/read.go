@@ -565,7 +565,7 @@ func (l *listing) revision(x *rev) revision.PackageRevision {
 	}
 	if pr.rootOnly {
 		if l.deferred == nil {
-			l.deferred = &deferredTrees{}
+			l.deferred = &deferredTrees{items: make([]deferredTree, 0, len(l.names)-l.next)}
 		}
 		pr.dt, pr.di = l.deferred, l.deferred.add(pr.tree, l.r.fullPath(pr.pkg))
 	}
@@ -598,6 +598,7 @@ func (l *listing) refs(ctx context.Context, n int, add func(*rev)) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		v.hint.h, v.hint.at = h, l.at[l.next]
 		if l.next%256 == 0 && l.at[l.next].pack != noPack {
 			// The refs' objects are read in pack order: what lies
 			// before has been read.

@@ -230,6 +230,12 @@ type view struct {
 	deferTrees bool
 	// sweep: a list reads each ref's commit once (view.refCommit).
 	sweep bool
+	// hint, when its hash is the object read, says where it lies: the
+	// list placed its refs' objects when it sorted them (packOrder).
+	hint struct {
+		h  plumbing.Hash
+		at packPos
+	}
 }
 
 func (r *Repository) newView() *view {
@@ -445,6 +451,15 @@ func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumb
 	}
 	if v.packs != nil {
 		read := v.packs.Object
+		if v.hint.h == h && v.hint.at.pack != noPack && !scan {
+			read = func(h plumbing.Hash, c *gitobj.LRU) (plumbing.ObjectType, []byte, error) {
+				t, data, err := v.packs.ObjectAt(v.hint.at.pack, v.hint.at.off, c)
+				if errors.Is(err, gitobj.ErrNotInPack) {
+					return v.packs.Object(h, c) // the pack went (a repack)
+				}
+				return t, data, err
+			}
+		}
 		if scan {
 			read = func(h plumbing.Hash, c *gitobj.LRU) (plumbing.ObjectType, []byte, error) {
 				return v.packs.ObjectScratch(h, c, &v.final)

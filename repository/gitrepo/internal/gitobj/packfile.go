@@ -397,6 +397,24 @@ func (pr *PackReader) Offset(h plumbing.Hash) (pack uint32, off int64, ok bool) 
 	return p.id, off, true
 }
 
+// ObjectAt is Object for an object Offset placed in pack at off, without
+// looking it up again; ErrNotInPack when pr no longer reads that pack.
+func (pr *PackReader) ObjectAt(pack uint32, off int64, cache *LRU) (plumbing.ObjectType, []byte, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	for _, p := range pr.packs {
+		if p.id != pack {
+			continue
+		}
+		t, data, err := pr.at(p, off, cache, nil)
+		if err != nil {
+			return plumbing.InvalidObject, nil, fmt.Errorf("%w: object at %d in pack %s: %w", repository.ErrCorrupt, off, p.name, err)
+		}
+		return t, data, nil
+	}
+	return plumbing.InvalidObject, nil, ErrNotInPack
+}
+
 // Object returns the type and content of object h, ErrNotInPack when no
 // pack holds it.
 func (pr *PackReader) Object(h plumbing.Hash, cache *LRU) (plumbing.ObjectType, []byte, error) {

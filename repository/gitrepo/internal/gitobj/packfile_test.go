@@ -141,6 +141,20 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 				t.Fatalf("%s: objectScratch changed an object read before", h)
 			}
 		}
+		// An object read where Offset placed it is the object; a pack
+		// the reader does not read is not in a pack.
+		for h, data := range want {
+			id, off, ok := pr.Offset(h)
+			if !ok {
+				t.Fatalf("%s: no offset", h)
+			}
+			if typ, got, err := pr.ObjectAt(id, off, c); err != nil || typ != types[h] || !bytes.Equal(got, data) {
+				t.Fatalf("%s at %d: a %s of %d bytes (%v)", h, off, typ, len(got), err)
+			}
+			if _, _, err := pr.ObjectAt(id+100, off, c); err != ErrNotInPack {
+				t.Fatalf("%s in another pack: %v", h, err)
+			}
+		}
 		// Pages dropped behind a reader that goes through a pack in
 		// order (DropBefore), up to its end and past it, and at
 		// offsets that lie in no pack, are read again from the file.

@@ -69,7 +69,8 @@ type ObjIndex struct {
 	newCommits map[uint64]struct{}
 	newPaths   map[uint64]struct{}
 	pending    bytes.Buffer
-	lookups    int // for dropPages
+	line       []byte // the record being written, its array reused
+	lookups    int    // for dropPages
 	// known is how much of the file this process has seen: what it
 	// loaded and what it appended since. What lies beyond was appended
 	// by another process, and write leaves out the records it holds.
@@ -340,17 +341,39 @@ func (x *ObjIndex) AddCommit(c *gitobj.CommitInfo) {
 		return
 	}
 	x.newCommits[fp] = struct{}{}
-	parents := "-"
-	if len(c.Parents) > 0 {
-		ps := make([]string, len(c.Parents))
-		for i, p := range c.Parents {
-			ps[i] = p.String()
+	x.recordBytes(appendCommitRecord(x.line[:0], c))
+}
+
+// appendCommitRecord appends the body of c's commit record to b: "c", the
+// commit, its tree, its parents joined by commas ("-" for none), the
+// author's name and email quoted, the author time in Unix seconds and its
+// zone's offset, and the message quoted, separated by spaces.
+func appendCommitRecord(b []byte, c *gitobj.CommitInfo) []byte {
+	b = append(b, "c "...)
+	b = hex.AppendEncode(b, c.Hash[:])
+	b = append(b, ' ')
+	b = hex.AppendEncode(b, c.Tree[:])
+	b = append(b, ' ')
+	if len(c.Parents) == 0 {
+		b = append(b, '-')
+	}
+	for i, p := range c.Parents {
+		if i > 0 {
+			b = append(b, ',')
 		}
-		parents = strings.Join(ps, ",")
+		b = hex.AppendEncode(b, p[:])
 	}
 	_, offset := c.Author.When.Zone()
-	x.record(fmt.Sprintf("c %s %s %s %s %s %d %d %s", c.Hash, c.Tree, parents,
-		strconv.Quote(c.Author.Name), strconv.Quote(c.Author.Email), c.Author.When.Unix(), offset, strconv.Quote(c.Message)))
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, c.Author.Name)
+	b = append(b, ' ')
+	b = strconv.AppendQuote(b, c.Author.Email)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, c.Author.When.Unix(), 10)
+	b = append(b, ' ')
+	b = strconv.AppendInt(b, int64(offset), 10)
+	b = append(b, ' ')
+	return strconv.AppendQuote(b, c.Message)
 }
 
 // AddSubtree records that path p under tree root is the directory h.
@@ -378,7 +401,21 @@ func (x *ObjIndex) AddSubtree(root plumbing.Hash, p string, e gitobj.TreeEntry) 
 
 // record queues line with its checksum; x.mu is held.
 func (x *ObjIndex) record(line string) {
-	fmt.Fprintf(&x.pending, "%s %08x\n", line, crc32.ChecksumIEEE([]byte(line)))
+	x.recordBytes(append(x.line[:0], line...))
+}
+
+// recordBytes is record for a line in x.line's array, which it keeps for
+// the next record.
+func (x *ObjIndex) recordBytes(line []byte) {
+	x.line = line
+	x.pending.Write(line)
+	var sum [4]byte
+	binary.BigEndian.PutUint32(sum[:], crc32.ChecksumIEEE(line))
+	var tail [10]byte
+	tail[0] = ' '
+	hex.Encode(tail[1:9], sum[:])
+	tail[9] = '\n'
+	x.pending.Write(tail[:])
 	if x.pending.Len() >= 256<<10 {
 		x.write() // a list learning many records does not hold them all
 	}

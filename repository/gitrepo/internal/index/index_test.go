@@ -1,8 +1,11 @@
 package index
 
 import (
+	"fmt"
+	"hash/crc32"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -71,5 +74,46 @@ func TestObjIndexRoundTrip(t *testing.T) {
 	}
 	if _, ok := z.Subtree(root2, "a/b"); !ok {
 		t.Fatal("the intact record after the damaged one was dropped")
+	}
+}
+
+// A commit record is written byte for byte as the file's format says
+// (doc.go): the fields, then a space and the CRC-32 of the body in eight
+// hex digits; names, emails and messages that need quoting included.
+func TestCommitRecordBytes(t *testing.T) {
+	h := func(s string) plumbing.Hash { return plumbing.NewHash(strings.Repeat(s, 20)) }
+	for _, c := range []*gitobj.CommitInfo{
+		{Hash: h("a1"), Tree: h("b2")},
+		{Hash: h("a1"), Tree: h("b2"), Parents: []plumbing.Hash{h("c3")},
+			Author:  object.Signature{Name: "Ann \"the\" Author", Email: "ann@example.com", When: time.Unix(1767225600, 0).In(time.FixedZone("", -7*3600))},
+			Message: "Approving package revision `p`/`3`\n\nkpt:{\"package\":\"p\"}\n"},
+		{Hash: h("a1"), Tree: h("b2"), Parents: []plumbing.Hash{h("c3"), h("d4"), h("e5")},
+			Author:  object.Signature{Name: "Zoë\tÅström", Email: "", When: time.Unix(-5, 0).UTC()},
+			Message: "\x00\xff not UTF-8 \u2028"},
+	} {
+		parents := "-"
+		if len(c.Parents) > 0 {
+			var ps []string
+			for _, p := range c.Parents {
+				ps = append(ps, p.String())
+			}
+			parents = strings.Join(ps, ",")
+		}
+		_, offset := c.Author.When.Zone()
+		body := fmt.Sprintf("c %s %s %s %s %s %d %d %s", c.Hash, c.Tree, parents,
+			strconv.Quote(c.Author.Name), strconv.Quote(c.Author.Email), c.Author.When.Unix(), offset, strconv.Quote(c.Message))
+		want := fmt.Sprintf("%s %08x\n", body, crc32.ChecksumIEEE([]byte(body)))
+		x := NewObjIndex(t.TempDir())
+		x.mu.Lock()
+		x.load()
+		x.mu.Unlock()
+		x.AddCommit(c)
+		if got := x.pending.String(); got != want {
+			t.Fatalf("record\n%q\nwant\n%q", got, want)
+		}
+		back, ok := parseCommitRecord(body)
+		if !ok || back.Hash != c.Hash || back.Message != c.Message || back.Author.Name != c.Author.Name || len(back.Parents) != len(c.Parents) {
+			t.Fatalf("read back %+v, %v", back, ok)
+		}
 	}
 }
