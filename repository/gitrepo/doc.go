@@ -283,7 +283,14 @@
 // package tree under a commit's tree), appended in checksummed lines by
 // the lists that learn them and read by later processes, so that a list
 // in a new process does not decode every tagged commit and its trees out
-// of the pack again (Porch writes one root tree per approval). It is a
+// of the pack again. A list looks package trees up for drafts,
+// proposals, the branch's packages and tags no commit registers; a tag
+// its commit registers (every one Porch and cad write) is listed from its
+// ref and commit, and its package tree is looked up by the first read of
+// its files: a read resolves its own with those of the 47 listed
+// revisions whose root trees lie next to its own in the pack (one delta
+// chain, whose bottom is inflated once for them all) and appends them to
+// cad-paths in one write. It is a
 // cache of facts that never change: deleting it loses nothing, a damaged
 // line is ignored, and a repository that cannot be written is listed
 // without it. It is mapped into memory, and only where each record lies
@@ -305,9 +312,10 @@
 // answer. Between rebuilds, records are appended to its tail (at most
 // 1,024, then merged), in whole checksummed records under the file's
 // lock: an approval appends where the new revision's package lies in its
-// root tree, and a Get that had to search a root tree (a revision no list
-// and no approval by cad recorded) appends what it found, so that only
-// the first read of such a revision, in any process, reads the root tree.
+// root tree, and a read that had to search a root tree (a revision no
+// approval by cad and no earlier read recorded) appends what it found, so
+// that only the first read of such a revision, in any process, reads the
+// root tree.
 // cad-paths also holds workspace records: the workspace a v<N> tag's
 // object gives its package, written by approvals and by the workspace
 // check of a new draft for the tags it had to read, so that the check
@@ -347,7 +355,9 @@
 // for a loop that keeps nothing. The mapped packs and cad-index count in
 // the resident set only for the pages read; a list drops them from it
 // (the kernel keeps them in its page cache) after cad-index is scanned,
-// after List's placeholders, and every 16,384 pack entries read.
+// after List's placeholders, every 16,384 pack entries read, and behind
+// its sweep of the refs' commits, which it reads in pack order (a page
+// fault maps 64 KiB around each, most of a pack of root trees).
 //
 // A repository on local disk is a repository.Batcher (batch.go): the
 // writes made with a batch's context are held in memory, seen only by
