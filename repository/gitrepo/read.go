@@ -868,7 +868,7 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 }
 
 func (r *Repository) markDeletionProposed(v *view, x *rev) error {
-	dp, ok, err := v.ref(x.dpRef)
+	dp, ok, err := v.dpRef(x.dpRef)
 	if err != nil {
 		return err
 	}

@@ -94,11 +94,11 @@ var (
 	mapAfter = 256
 )
 
-// searchNear returns, as sort.Search does, the smallest i in [0, n) for
+// SearchNear returns, as sort.Search does, the smallest i in [0, n) for
 // which pred is true (n when there is none), pred being false and then
 // true; it starts at guess and widens its steps from there, so that an
 // answer near guess takes a few calls of pred, close together.
-func searchNear(n, guess int, pred func(int) bool) int {
+func SearchNear(n, guess int, pred func(int) bool) int {
 	if n == 0 {
 		return 0
 	}
@@ -332,7 +332,7 @@ func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
 	// index touches a cache line at each of its 10 to 12 steps).
 	count := int(hi - lo)
 	guess := int(uint64(binary.BigEndian.Uint32(h[1:5])) * uint64(count) >> 32)
-	i := searchNear(count, guess, func(i int) bool { return bytes.Compare(names[i*20:i*20+20], h[:]) >= 0 })
+	i := SearchNear(count, guess, func(i int) bool { return bytes.Compare(names[i*20:i*20+20], h[:]) >= 0 })
 	if i == count || !bytes.Equal(names[i*20:i*20+20], h[:]) {
 		return 0, false, nil
 	}

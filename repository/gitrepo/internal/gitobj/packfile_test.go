@@ -284,14 +284,14 @@ func TestApplyDeltaMalformed(t *testing.T) {
 	}
 }
 
-// searchNear answers as sort.Search for every length, answer and guess,
+// SearchNear answers as sort.Search for every length, answer and guess,
 // guesses outside the range included.
 func TestSearchNear(t *testing.T) {
 	for n := range 40 {
 		for answer := 0; answer <= n; answer++ {
 			for guess := -3; guess <= n+3; guess++ {
 				calls := 0
-				got := searchNear(n, guess, func(i int) bool {
+				got := SearchNear(n, guess, func(i int) bool {
 					if i < 0 || i >= n {
 						t.Fatalf("n=%d: pred(%d) called", n, i)
 					}

@@ -123,17 +123,25 @@ func comparePathKeys(a, b pathKey) int {
 
 // findCommit returns where the record of commit h lies in the file.
 func (x *ObjIndex) findCommit(h plumbing.Hash) (uint32, bool) {
-	i, ok := slices.BinarySearchFunc(x.commits, h, func(e commitPos, h plumbing.Hash) int { return bytes.Compare(e.h[:], h[:]) })
-	if !ok {
+	// Sorted by id, which is uniform: the search starts where h's first
+	// bytes put it (tens of thousands of records are megabytes, a binary
+	// search's every step a cache miss).
+	i := gitobj.SearchNear(len(x.commits), guessAt(h, len(x.commits)), func(i int) bool { return bytes.Compare(x.commits[i].h[:], h[:]) >= 0 })
+	if i == len(x.commits) || x.commits[i].h != h {
 		return 0, false
 	}
 	return x.commits[i].off, true
 }
 
+// guessAt is where id h lies among n sorted uniform ids.
+func guessAt(h plumbing.Hash, n int) int {
+	return int(uint64(binary.BigEndian.Uint32(h[:4])) * uint64(n) >> 32)
+}
+
 // findPath returns where the path record of k lies in the file.
 func (x *ObjIndex) findPath(k pathKey) (uint32, bool) {
-	i, ok := slices.BinarySearchFunc(x.paths, k, func(e pathPos, k pathKey) int { return comparePathKeys(e.k, k) })
-	if !ok {
+	i := gitobj.SearchNear(len(x.paths), guessAt(k.root, len(x.paths)), func(i int) bool { return comparePathKeys(x.paths[i].k, k) >= 0 })
+	if i == len(x.paths) || x.paths[i].k != k {
 		return 0, false
 	}
 	return x.paths[i].off, true
