@@ -419,8 +419,6 @@ func (f *FSRefs) packedScan(name string) (h plumbing.Hash, ok, done bool, err er
 	return h, ok, true, nil
 }
 
-var errLongLine = errors.New("a line longer than a block")
-
 // packedReadWhole: a packed-refs up to this size is read whole for the
 // lookups; a larger sorted one is read a block at a time.
 const packedReadWhole = 16 << 10
@@ -495,89 +493,23 @@ func sortedHeader(line []byte) bool {
 }
 
 // searchPackedAt finds the value of ref name in a sorted packed-refs file
-// of size bytes whose lines start at body, by a binary search that reads
-// the block it looks at (two or three blocks when the file is ten
-// thousand lines), then the few lines left. clean is false when it met a
-// damaged line where name's would be: the caller must then look at the
-// whole file.
+// of size bytes whose lines start at body: packedLineAt's binary search a
+// block at a time for the first ref line at or after name, then that
+// line. clean is false when the search met a line that is not a ref line
+// (or name's own line is damaged): the caller must then look at the whole
+// file.
 func searchPackedAt(r io.ReaderAt, body, size int64, name string) (h plumbing.Hash, found, clean bool, err error) {
-	const block = 4096
-	buf := make([]byte, block)
-	// line returns the ref line starting at or after at, skipping a
-	// peeled line, with where it starts and where the next starts; ok is
-	// false when no line starts in [at, hi), and err errLongLine when a
-	// line does not fit in a block.
-	line := func(at, hi int64) (l []byte, start, next int64, ok bool, err error) {
-		n, err := r.ReadAt(buf[:min(block, size-at)], at)
-		if err != nil && err != io.EOF {
-			return nil, 0, 0, false, err
-		}
-		b := buf[:n]
-		i := 0
-		if at > body {
-			// at may fall inside a line: the next starts after its newline.
-			j := bytes.IndexByte(b, '\n')
-			if j < 0 {
-				return nil, 0, 0, false, errLongLine
-			}
-			i = j + 1
-		}
-		for {
-			if at+int64(i) >= hi {
-				return nil, 0, 0, false, nil
-			}
-			j := bytes.IndexByte(b[i:], '\n')
-			if j < 0 {
-				// A line longer than a block, or the last line cut
-				// short: the lines left are read whole.
-				return nil, 0, 0, false, errLongLine
-			}
-			l, start, next = bytes.TrimSuffix(b[i:i+j], []byte("\r")), at+int64(i), at+int64(i+j+1)
-			if len(l) == 0 || l[0] != '^' {
-				return l, start, next, true, nil
-			}
-			i += j + 1
-		}
-	}
-	// The line of name, if any, starts in [lo, hi).
-	lo, hi := body, size
-	for hi-lo > 2*block {
-		mid := lo + (hi-lo)/2
-		l, start, next, ok, err := line(mid-1, hi)
-		if err == errLongLine {
-			break // the lines left are read whole
-		}
-		if err != nil {
-			return plumbing.ZeroHash, false, false, err
-		}
-		if !ok {
-			hi = mid // no line starts in [mid, hi)
-			continue
-		}
-		if len(l) < 42 || l[40] != ' ' {
-			break // not as expected: the lines left are read whole
-		}
-		switch c := strings.Compare(string(l[41:]), name); {
-		case c == 0:
-			if !plumbing.IsHash(string(l[:40])) {
-				return plumbing.ZeroHash, false, false, nil
-			}
-			return plumbing.NewHash(string(l[:40])), true, true, nil
-		case c < 0:
-			lo = next
-		default:
-			hi = start
-		}
-	}
-	rest := make([]byte, hi-lo)
-	if _, err := r.ReadAt(rest, lo); err != nil && err != io.EOF {
-		return plumbing.ZeroHash, false, false, err
-	}
-	if !cleanLines(rest, false) {
+	at, line, ok := packedLineAt(r, body, size, name)
+	if !ok {
 		return plumbing.ZeroHash, false, false, nil
 	}
-	h, ok := searchPackedLinear(rest, name)
-	return h, ok, true, nil
+	if at == size || string(line[41:]) != name {
+		return plumbing.ZeroHash, false, true, nil // the first line past name's place
+	}
+	if !plumbing.IsHash(string(line[:40])) {
+		return plumbing.ZeroHash, false, false, nil
+	}
+	return plumbing.NewHash(string(line[:40])), true, true, nil
 }
 
 // searchPacked finds the value of ref name in the content of a

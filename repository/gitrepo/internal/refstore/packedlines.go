@@ -43,11 +43,11 @@ func PackedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
 	body := int64(end + 1)
 	// The names past prefix start with its last byte, a slash, plus one.
 	past := prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
-	from, ok := packedLineAt(f, body, size, prefix)
+	from, _, ok := packedLineAt(f, body, size, prefix)
 	if !ok {
 		return id, sum, false
 	}
-	to, ok := packedLineAt(f, from, size, past)
+	to, _, ok := packedLineAt(f, from, size, past)
 	if !ok {
 		return id, sum, false
 	}
@@ -60,10 +60,12 @@ func PackedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
 
 // packedLineAt returns where the first ref line of sorted packed-refs f
 // (size bytes, lines from body) whose name is target or after starts,
-// size when there is none: a binary search a block at a time, then the
-// lines of the last two blocks. ok is false when a line it reads is not a
-// ref line or a peeled value, or the file ends inside a line.
-func packedLineAt(f io.ReaderAt, body, size int64, target string) (int64, bool) {
+// size when there is none, and that line (without its line end): a
+// binary search a block at a time, then the lines of the last two blocks
+// (from where the search stopped at a line longer than a block). ok is
+// false when a line it reads is not a ref line or a peeled value, or the
+// file ends inside a line.
+func packedLineAt(f io.ReaderAt, body, size int64, target string) (at int64, line []byte, ok bool) {
 	const block = 4096
 	buf := make([]byte, block)
 	// lo is the start of a line; every ref before it sorts before target.
@@ -72,12 +74,12 @@ func packedLineAt(f io.ReaderAt, body, size int64, target string) (int64, bool) 
 		mid := lo + (hi-lo)/2
 		n, err := f.ReadAt(buf, mid)
 		if err != nil && n == 0 {
-			return 0, false
+			return 0, nil, false
 		}
 		b := buf[:n]
 		i := bytes.IndexByte(b, '\n')
 		if i < 0 {
-			return 0, false
+			break // inside a long line: the lines from lo are read in turn
 		}
 		// The first ref line starting after mid.
 		start := mid + int64(i) + 1
@@ -92,12 +94,15 @@ func packedLineAt(f io.ReaderAt, body, size int64, target string) (int64, bool) 
 		}
 		j := bytes.IndexByte(rest, '\n')
 		if j < 0 || start >= hi {
+			// No whole line starts in [mid, hi) within the block: the
+			// search goes on below mid, the lines from lo being read in
+			// turn at the end (which finds those it skipped).
 			hi = mid
 			continue
 		}
 		line := rest[:j]
 		if len(line) < 42 || line[40] != ' ' {
-			return 0, false
+			return 0, nil, false
 		}
 		if string(bytes.TrimSuffix(line[41:], []byte("\r"))) < target {
 			lo = start
@@ -106,22 +111,30 @@ func packedLineAt(f io.ReaderAt, body, size int64, target string) (int64, bool) 
 		}
 	}
 	br := bufio.NewReaderSize(io.NewSectionReader(f, lo, size-lo), 2*block)
-	at := lo
+	at = lo
 	for {
 		raw, err := br.ReadSlice('\n')
+		if err == bufio.ErrBufferFull {
+			long := bytes.Clone(raw)
+			for err == bufio.ErrBufferFull {
+				raw, err = br.ReadSlice('\n')
+				long = append(long, raw...)
+			}
+			raw = long
+		}
 		if err == io.EOF && len(raw) == 0 {
-			return size, true
+			return size, nil, true
 		}
 		if err != nil {
-			return 0, false // a line longer than a block, or cut short
+			return 0, nil, false // cut short
 		}
 		line := bytes.TrimSuffix(raw[:len(raw)-1], []byte("\r"))
 		if len(line) == 0 || line[0] != '^' {
 			if len(line) < 42 || line[40] != ' ' {
-				return 0, false
+				return 0, nil, false
 			}
 			if string(line[41:]) >= target {
-				return at, true
+				return at, line, true
 			}
 		}
 		at += int64(len(raw))
