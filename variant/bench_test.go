@@ -65,7 +65,7 @@ func BenchmarkSyncSet(b *testing.B) {
 					b.StopTimer()
 					up := &timedRepo{Repository: be.open(b, "blueprints")}
 					down := &timedRepo{Repository: be.open(b, "deployments")}
-					repos := engine.Repos{"blueprints": up, "deployments": down}
+					repos := engine.Repos{"blueprints": up.batching(), "deployments": down.batching()}
 					e, err := engine.New(&engine.Options{Repositories: repos})
 					require.NoError(b, err)
 					v := &env{t: b, ctx: context.Background(), repos: repos, e: e}
@@ -179,6 +179,38 @@ func (r *timedRepo) SetMetadata(ctx context.Context, key revision.Key, md revisi
 
 func (r *timedRepo) Version(ctx context.Context) (string, error) {
 	return repository.Version(ctx, r.Repository)
+}
+
+// batching returns r, as a repository.Batcher when the repository it
+// wraps is one, so that SyncSet batches its writes as it does on that
+// repository; a batch's commit counts among the writes.
+func (r *timedRepo) batching() repository.Repository {
+	if _, ok := r.Repository.(repository.Batcher); ok {
+		return timedBatcher{r}
+	}
+	return r
+}
+
+// timedBatcher is a timedRepo over a repository.Batcher.
+type timedBatcher struct{ *timedRepo }
+
+func (r timedBatcher) BeginBatch(ctx context.Context) (context.Context, repository.Batch, error) {
+	bctx, b, err := r.Repository.(repository.Batcher).BeginBatch(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return bctx, timedBatch{Batch: b, r: r.timedRepo}, nil
+}
+
+// timedBatch counts its Commit among its repository's writes.
+type timedBatch struct {
+	repository.Batch
+	r *timedRepo
+}
+
+func (b timedBatch) Commit(ctx context.Context) error {
+	defer b.r.since(time.Now())
+	return b.Batch.Commit(ctx)
 }
 
 type timedDraft struct {
