@@ -43,6 +43,22 @@ func damagedFixture(t *testing.T) (string, *bytes.Buffer, *gitrepo.Options) {
 	return dir, logs, &gitrepo.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
 }
 
+// openAndList opens the repository at dir with opts, closed when t ends,
+// and lists it.
+func openAndList(t *testing.T, dir string, opts *gitrepo.Options) (*gitrepo.Repository, []revision.PackageRevision) {
+	t.Helper()
+	r, err := gitrepo.Open(context.Background(), crashSpec(dir), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	revs, err := r.List(context.Background(), repository.ListOptions{})
+	if err != nil {
+		t.Fatalf("list: %v", err)
+	}
+	return r, revs
+}
+
 func keysOf(revs []revision.PackageRevision) []string {
 	var out []string
 	for _, pr := range revs {
@@ -74,15 +90,7 @@ func TestDamagedRefs(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, tc.ref), []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r, err := gitrepo.Open(ctx, crashSpec(dir), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			revs, err := r.List(ctx, repository.ListOptions{})
-			if err != nil {
-				t.Fatalf("list: %v", err)
-			}
+			r, revs := openAndList(t, dir, opts)
 			got := strings.Join(keysOf(revs), " ")
 			if strings.Contains(got, tc.gone) || !strings.Contains(got, "a@main/placeholder") || len(revs) != 5 {
 				t.Fatalf("listed %s, want all but %s", got, tc.gone)
@@ -90,7 +98,7 @@ func TestDamagedRefs(t *testing.T) {
 			if !strings.Contains(logs.String(), tc.ref) {
 				t.Fatalf("no warning naming %s: %s", tc.ref, logs.String())
 			}
-			_, err = r.Get(ctx, tc.key)
+			_, err := r.Get(ctx, tc.key)
 			var damaged *gitrepo.DamagedRefError
 			if !errors.Is(err, repository.ErrCorrupt) || !errors.As(err, &damaged) || damaged.Ref != tc.ref {
 				t.Fatalf("get %s: %v, want a damaged-ref error for %s", tc.key, err, tc.ref)
@@ -257,15 +265,7 @@ func TestListDefersPackageTree(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir, _, opts := damagedFixture(t)
 			tc.damage(t, dir)
-			r, err := gitrepo.Open(ctx, crashSpec(dir), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			revs, err := r.List(ctx, repository.ListOptions{})
-			if err != nil {
-				t.Fatalf("list: %v", err)
-			}
+			r, revs := openAndList(t, dir, opts)
 			var found revision.PackageRevision
 			for _, pr := range revs {
 				if k := pr.Meta().Key; k.Package == tc.key.Package && k.Revision == tc.key.Revision {

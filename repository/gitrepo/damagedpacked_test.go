@@ -71,15 +71,7 @@ func TestDamagedPackedRefs(t *testing.T) {
 			if err := os.WriteFile(p, []byte(packed), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r, err := gitrepo.Open(ctx, crashSpec(dir), opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			revs, err := r.List(ctx, repository.ListOptions{})
-			if err != nil {
-				t.Fatalf("list: %v", err)
-			}
+			r, revs := openAndList(t, dir, opts)
 			got := keysOf(revs)
 			want := []string{"a@draft", "a@main/placeholder", "a@w1/v1", "b@main/placeholder", "b@prop", "b@w1/v1"}
 			if tc.gone != "" {
@@ -93,7 +85,7 @@ func TestDamagedPackedRefs(t *testing.T) {
 				t.Fatalf("no warning about packed-refs: %s", logs.String())
 			}
 			if tc.gone != "" {
-				_, err = r.Get(ctx, revision.Key{Package: "b", Revision: 1})
+				_, err := r.Get(ctx, revision.Key{Package: "b", Revision: 1})
 				var damaged *gitrepo.DamagedRefError
 				if !errors.Is(err, repository.ErrCorrupt) || !errors.As(err, &damaged) || damaged.Ref != bv1 {
 					t.Fatalf("get b v1: %v, want a damaged-ref error for %s", err, bv1)
