@@ -32,14 +32,15 @@ type setBatch struct {
 }
 
 // beginBatches starts a write batch on every repository that more than
-// one of variants writes to, and returns the context that carries them.
-// A repository that cannot be resolved or cannot batch is left out: its
-// variants write directly (and report the resolution's error themselves).
-func beginBatches(ctx context.Context, o Options, variants []*PackageVariant) (context.Context, []setBatch) {
+// one writer writes to (targets names the repository of each, once per
+// writer: a variant's downstream, or the repositories a removed variant's
+// revisions lie in), and returns the context that carries them. A
+// repository that cannot be resolved or cannot batch is left out: its
+// writers write directly (and report the resolution's error themselves).
+func beginBatches(ctx context.Context, o Options, targets []string) (context.Context, []setBatch) {
 	count := map[string]int{}
 	var repos []string
-	for _, pv := range variants {
-		name := pv.Spec.Downstream.Repo
+	for _, name := range targets {
 		if count[name]++; count[name] == 2 {
 			repos = append(repos, name)
 		}
@@ -61,12 +62,12 @@ func beginBatches(ctx context.Context, o Options, variants []*PackageVariant) (c
 	return ctx, out
 }
 
-// commitBatches commits batches. For a commit that fails, every variant
-// whose result records a write to its repository is either to be synced
+// commitBatches commits batches. For a commit that fails, every writer
+// whose result records a write to its repository is either to be run
 // again, when the commit lost a race (repository.ErrConflict), or failed
-// with the commit's error (in its result, its status and errs). It
-// returns the variants to sync again, by index.
-func commitBatches(ctx context.Context, o Options, batches []setBatch, variants []*PackageVariant, results []*Result, errs []error) map[int]bool {
+// with the commit's error (in its result and errs). It returns the
+// writers to run again, by index.
+func commitBatches(ctx context.Context, o Options, batches []setBatch, results []*Result, errs []error) map[int]bool {
 	redo := map[int]bool{}
 	for _, sb := range batches {
 		err := sb.batch.Commit(ctx)
@@ -85,7 +86,6 @@ func commitBatches(ctx context.Context, o Options, batches []setBatch, variants 
 				continue
 			}
 			r.failed(o.Now(), err)
-			variants[i].Status = r.Status()
 			errs[i] = err
 		}
 	}

@@ -323,3 +323,131 @@ func TestSyncSetBatchConcurrentSets(t *testing.T) {
 		}
 	}
 }
+
+// setResultState is resultState for the removals of a set's sync or
+// removal.
+func removedState(res *variant.SetResult) []string {
+	var out []string
+	for _, r := range res.Removed {
+		out = append(out, fmt.Sprintf("%s %s %v ready=%v", r.Variant, r.Action, r.Changes, r.Ready()))
+	}
+	return out
+}
+
+// Removing variants (a set that targets fewer packages, then RemoveSet)
+// writes the same revisions and metadata, and reports the same results,
+// with a write batch and without: drafts deleted, published revisions
+// proposed for deletion and released.
+func TestRemoveSetBatchSameAsDirect(t *testing.T) {
+	needGit(t)
+	type run struct {
+		v       *env
+		results [][]string
+		packs   int
+	}
+	var runs []*run
+	packs := func(r repository.Repository) int {
+		m, _ := filepath.Glob(filepath.Join(repository.Specified.Spec(r.(repository.Specified)).Git.Repo, "objects", "pack", "*.pack"))
+		return len(m)
+	}
+	for _, batched := range []bool{true, false} {
+		open := func(t testing.TB, name string) repository.Repository {
+			r := gitDisk(t, name)
+			if !batched {
+				return noBatch{r.(*gitrepo.Repository)}
+			}
+			return r
+		}
+		v := newEnv(t, backend{"disk", open})
+		ru := &run{v: v}
+		runs = append(runs, ru)
+		v.publish("blueprints", "bucket", upstreamFiles())
+		pvs := newSet("fan", variant.Target{Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: []string{"a", "b", "c", "d", "e"}}}})
+		res, err := variant.SyncSet(v.ctx, v.e, pvs, v.opts)
+		require.NoError(t, err)
+		require.True(t, res.Ready())
+		for _, p := range []string{"a", "c", "d"} {
+			v.approve(revision.Key{Repository: "deployments", Package: p, Workspace: "packagevariant-1"})
+		}
+		before := packs(v.repos["deployments"])
+		// Three variants fewer: a and c published, b a draft.
+		pvs.Spec.Targets[0].Repositories[0].PackageNames = []string{"d", "e"}
+		res, err = variant.SyncSet(v.ctx, v.e, pvs, v.opts)
+		require.NoError(t, err)
+		require.True(t, res.Ready())
+		require.Len(t, res.Removed, 3)
+		ru.results = append(ru.results, removedState(res))
+		// The rest.
+		res, err = variant.RemoveSet(v.ctx, v.e, pvs, v.opts)
+		require.NoError(t, err)
+		require.Len(t, res.Removed, 2)
+		ru.results = append(ru.results, removedState(res))
+		ru.packs = packs(v.repos["deployments"]) - before
+	}
+	assert.Equal(t, 2, runs[0].packs, "one pack per removal that wrote")
+	assert.Equal(t, 0, runs[1].packs)
+	assert.Equal(t, runs[0].results, runs[1].results)
+	assert.Equal(t, repoState(t, runs[1].v.repos["deployments"]), repoState(t, runs[0].v.repos["deployments"]))
+}
+
+// metadataRacer writes behind a removal's back: after the removal writes
+// pkg's metadata (in its batch), another writer changes it.
+type metadataRacer struct {
+	*engine.Engine
+	pkg    string
+	behind func()
+}
+
+func (e *metadataRacer) SetMetadata(ctx context.Context, repo string, key revision.Key, md revision.Metadata, version string) (revision.PackageRevision, error) {
+	pr, err := e.Engine.SetMetadata(ctx, repo, key, md, version)
+	if err == nil && key.Package == e.pkg && e.behind != nil {
+		behind := e.behind
+		e.behind = nil
+		behind()
+	}
+	return pr, err
+}
+
+// A removal's batch that loses a race writes nothing; the variants are
+// released again without it, on what the other writer left.
+func TestRemoveSetBatchConflict(t *testing.T) {
+	needGit(t)
+	v := newEnv(t, backend{"disk", gitDisk})
+	v.publish("blueprints", "bucket", upstreamFiles())
+	pvs := newSet("fan", variant.Target{Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: []string{"a", "b", "c"}}}})
+	_, err := variant.SyncSet(v.ctx, v.e, pvs, v.opts)
+	require.NoError(t, err)
+	for _, p := range []string{"a", "b", "c"} {
+		v.approve(revision.Key{Repository: "deployments", Package: p, Workspace: "packagevariant-1"})
+	}
+	down := v.repos["deployments"]
+	e := &metadataRacer{Engine: v.e, pkg: "b", behind: func() {
+		// This context carries no batch: the write lands at once.
+		ctx := context.Background()
+		pr, err := down.Get(ctx, revision.Key{Package: "b", Revision: 1})
+		require.NoError(t, err)
+		md := pr.Meta().Metadata.Clone()
+		if md.Annotations == nil {
+			md.Annotations = map[string]string{}
+		}
+		md.Annotations["other"] = "writer"
+		_, err = repository.SetMetadata(ctx, down, pr.Meta().Key, md, repository.UpdateOptions{Version: pr.Meta().Version})
+		require.NoError(t, err)
+	}}
+	res, err := variant.RemoveSet(v.ctx, e, pvs, v.opts)
+	require.NoError(t, err)
+	require.True(t, res.Ready())
+	for _, r := range res.Removed {
+		assert.True(t, r.Ready(), "%s", r)
+	}
+	for _, p := range []string{"a", "b", "c"} {
+		revs := v.revisions("deployments", p)
+		require.Len(t, revs, 1, p)
+		m := revs[0].Meta()
+		assert.Equal(t, revision.LifecycleDeletionProposed, m.Lifecycle, p)
+		assert.Empty(t, m.Metadata.Annotations[variant.OwnerAnnotation], p)
+		if p == "b" {
+			assert.Equal(t, "writer", m.Metadata.Annotations["other"], "the other writer's change is kept")
+		}
+	}
+}

@@ -31,6 +31,7 @@ import (
 //     writes (draft commits and metadata writes), i.e. what the variant
 //     package, the engine and the reads cost per downstream;
 //   - resync-us/downstream: the second sync per downstream;
+//   - remove-us/downstream: RemoveSet after them, per downstream;
 //   - peak-MiB: the peak of live heap during the first sync.
 //
 // Rerun: go test ./variant -run '^$' -bench SyncSet -benchtime 1x
@@ -59,7 +60,7 @@ func BenchmarkSyncSet(b *testing.B) {
 	for _, be := range benches {
 		for _, n := range []int{10, 100, 1000} {
 			b.Run(fmt.Sprintf("%s/n=%d", be.name, n), func(b *testing.B) {
-				var first, second, writes time.Duration
+				var first, second, remove, writes time.Duration
 				var peak uint64
 				for range b.N {
 					b.StopTimer()
@@ -107,12 +108,19 @@ func BenchmarkSyncSet(b *testing.B) {
 							b.Fatalf("resync: %s", r)
 						}
 					}
+
+					start = time.Now()
+					res, err = variant.RemoveSet(v.ctx, e, pvs, opts)
+					remove += time.Since(start)
+					require.NoError(b, err)
+					require.Len(b, res.Removed, n)
 				}
 				per := func(d time.Duration) float64 { return float64(d.Microseconds()) / float64(b.N*n) }
 				b.ReportMetric(float64(first.Milliseconds())/float64(b.N), "ms/set")
 				b.ReportMetric(per(first), "us/downstream")
 				b.ReportMetric(per(first-writes), "engine-us/downstream")
 				b.ReportMetric(per(second), "resync-us/downstream")
+				b.ReportMetric(per(remove), "remove-us/downstream")
 				b.ReportMetric(float64(peak)/(1<<20), "peak-MiB")
 			})
 		}

@@ -635,7 +635,11 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 		end := min(start+maxBatchVariants, len(variants))
 		chunk, results := variants[start:end], res.Results[start:end]
 		verrs := make([]error, len(chunk))
-		bctx, batches := beginBatches(ctx, o, chunk)
+		targets := make([]string, len(chunk))
+		for i, pv := range chunk {
+			targets[i] = pv.Spec.Downstream.Repo
+		}
+		bctx, batches := beginBatches(ctx, o, targets)
 		syncAll := func(ctx context.Context, which func(i int) bool, index map[[2]string][]revision.PackageRevision) {
 			g, gctx := errgroup.WithContext(ctx)
 			g.SetLimit(o.Concurrency)
@@ -653,7 +657,13 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 			_ = g.Wait()
 		}
 		syncAll(bctx, func(int) bool { return true }, index)
-		if redo := commitBatches(ctx, o, batches, chunk, results, verrs); len(redo) > 0 {
+		redo := commitBatches(ctx, o, batches, results, verrs)
+		for i, pv := range chunk {
+			if verrs[i] != nil && results[i] != nil {
+				pv.Status = results[i].Status() // a batch failed it
+			}
+		}
+		if len(redo) > 0 {
 			// A batch lost a race: its variants are synced again, each
 			// write on its own, on what is there now.
 			syncAll(ctx, func(i int) bool { return redo[i] }, nil)
@@ -677,8 +687,14 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 
 // RemoveSet removes every variant pvs generated: each downstream revision
 // labelled with the set is released per the deletion policy recorded
-// beside it (see Remove). It returns the first error, after trying every
-// revision.
+// beside it (see Remove). As SyncSet's writes, the releases write each
+// repository that several variants' revisions lie in through a write
+// batch where the repository offers one, one per 256 variants; a batch
+// whose commit lost a race writes nothing, and its variants are released
+// again without it. It returns the first error, after trying every
+// revision. Deleting a draft checks, through the engine, that no revision
+// of any repository was created from it (engine.Engine.Delete), which
+// lists every repository: removing n variants costs n such lists.
 func RemoveSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Options) (*SetResult, error) {
 	res := &SetResult{Set: setName(pvs)}
 	o, err := opts.withDefaults(e)
@@ -704,53 +720,93 @@ func RemoveSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Opti
 }
 
 // removeStale releases the downstream revisions of the set's variants that
-// are not in desired.
+// are not in desired. As SyncSet's syncs, the releases write each
+// repository that several of them write to through a write batch, one
+// per maxBatchVariants variants; a batch that lost a race is released
+// again without one.
 func removeStale(ctx context.Context, e Engine, pvs *PackageVariantSet, o Options, desired map[string]bool,
 	index map[[2]string][]revision.PackageRevision) ([]*Result, error) {
 	owned := owners(index, func(md revision.Metadata) bool {
 		return md.Labels[SetLabel] == pvs.Name && md.Annotations[OwnerAnnotation] != ""
 	})
-	var out []*Result
-	var first error
+	var gone []string
 	for _, owner := range slices.Sorted(maps.Keys(owned)) {
-		if desired[owner] {
-			continue
-		}
-		ns, name, ok := strings.Cut(owner, "/")
+		ns, _, ok := strings.Cut(owner, "/")
 		if !ok {
-			ns, name = "", owner
+			ns = ""
 		}
-		if ns != pvs.Namespace {
-			continue
+		if !desired[owner] && ns == pvs.Namespace {
+			gone = append(gone, owner)
 		}
-		pv := &PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
-		res := &Result{Variant: owner}
-		s := &syncer{e: e, o: o, pv: pv, res: res, owner: owner}
-		err := s.retry(ctx, func(ctx context.Context) error {
-			var first error
+	}
+	out := make([]*Result, len(gone))
+	errs := make([]error, len(gone))
+	for start := 0; start < len(gone); start += maxBatchVariants {
+		end := min(start+maxBatchVariants, len(gone))
+		chunk, results, cerrs := gone[start:end], out[start:end], errs[start:end]
+		var targets []string
+		for _, owner := range chunk {
+			seen := map[string]bool{}
 			for _, pr := range owned[owner] {
-				policy := DeletionPolicy(pr.Meta().Metadata.Annotations[DeletionPolicyAnnotation])
-				if policy == "" {
-					policy = DeletionPolicyDelete
-				}
-				if err := s.deleteOrOrphan(ctx, pr, policy); err != nil && first == nil {
-					first = err
+				if repo := pr.Meta().Key.Repository; !seen[repo] {
+					seen[repo] = true
+					targets = append(targets, repo)
 				}
 			}
-			return first
-		})
-		if res.Action == "" {
-			res.Action = ActionUnchanged
 		}
+		bctx, batches := beginBatches(ctx, o, targets)
+		removeAll := func(ctx context.Context, which func(i int) bool) {
+			for i, owner := range chunk {
+				if which(i) {
+					results[i], cerrs[i] = release(ctx, e, o, owner, owned[owner])
+				}
+			}
+		}
+		removeAll(bctx, func(int) bool { return true })
+		if redo := commitBatches(ctx, o, batches, results, cerrs); len(redo) > 0 {
+			removeAll(ctx, func(i int) bool { return redo[i] })
+		}
+	}
+	var first error
+	for _, err := range errs {
 		if err != nil {
-			res.failed(o.Now(), err)
-			if first == nil {
-				first = err
-			}
-		} else {
-			res.setCondition(o.Now(), ConditionReady, metav1.ConditionTrue, ReasonDeleted, "no longer targeted by the set")
+			first = err
+			break
 		}
-		out = append(out, res)
 	}
 	return out, first
+}
+
+// release releases the revisions owned by owner (a removed variant's), per
+// the deletion policy recorded beside each.
+func release(ctx context.Context, e Engine, o Options, owner string, owned []revision.PackageRevision) (*Result, error) {
+	ns, name, ok := strings.Cut(owner, "/")
+	if !ok {
+		ns, name = "", owner
+	}
+	pv := &PackageVariant{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+	res := &Result{Variant: owner}
+	s := &syncer{e: e, o: o, pv: pv, res: res, owner: owner}
+	err := s.retry(ctx, func(ctx context.Context) error {
+		var first error
+		for _, pr := range owned {
+			policy := DeletionPolicy(pr.Meta().Metadata.Annotations[DeletionPolicyAnnotation])
+			if policy == "" {
+				policy = DeletionPolicyDelete
+			}
+			if err := s.deleteOrOrphan(ctx, pr, policy); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	})
+	if res.Action == "" {
+		res.Action = ActionUnchanged
+	}
+	if err != nil {
+		res.failed(o.Now(), err)
+	} else {
+		res.setCondition(o.Now(), ConditionReady, metav1.ConditionTrue, ReasonDeleted, "no longer targeted by the set")
+	}
+	return res, err
 }
