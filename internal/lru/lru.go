@@ -116,6 +116,31 @@ func (c *Cache[K, V]) Add(k K, v V, cost int64) V {
 	return v
 }
 
+// AddCold keeps v for k, as the least recently used entry, only when it
+// fits without dropping any other entry and k is not kept already; it
+// reports whether k is kept now. For a value read once in a pass over
+// many (a list's commits): the pass fills the cache's room and no more,
+// and what is used more often pushes its values out first.
+func (c *Cache[K, V]) AddCold(k K, v V, cost int64) bool {
+	if c == nil {
+		return false
+	}
+	if cost < 0 {
+		cost = 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.items[k]; ok {
+		return true
+	}
+	if cost > c.maxEntry || c.cost+cost > c.max {
+		return false
+	}
+	c.items[k] = c.ll.PushBack(&entry[K, V]{key: k, val: v, cost: cost})
+	c.cost += cost
+	return true
+}
+
 // Remove drops the value kept for k, if any.
 func (c *Cache[K, V]) Remove(k K) {
 	if c == nil {

@@ -116,3 +116,39 @@ func TestConcurrentUseStaysBounded(t *testing.T) {
 		t.Fatalf("len %d cost %d, want at most 50 and equal", c.Len(), c.Cost())
 	}
 }
+
+// AddCold keeps a value only where there is room, drops nothing for it,
+// and puts it where it is dropped first.
+func TestAddColdFillsOnlyTheRoom(t *testing.T) {
+	c := New[string, int](10, 0)
+	c.Put("hot", 1, 4)
+	if !c.AddCold("a", 2, 3) || !c.AddCold("b", 3, 3) {
+		t.Fatal("cold values not kept where there is room")
+	}
+	if c.AddCold("c", 4, 1) {
+		t.Fatal("a cold value kept past the bound")
+	}
+	if _, ok := c.Get("hot"); !ok {
+		t.Fatal("a cold value pushed a kept one out")
+	}
+	if !c.AddCold("a", 9, 3) {
+		t.Fatal("a kept key not reported kept")
+	}
+	if v, _ := c.Get("a"); v != 2 {
+		t.Fatalf("AddCold replaced a kept value: %d", v)
+	}
+	// b is the least recently used: a new value pushes it out first.
+	c.Put("new", 5, 3)
+	if _, ok := c.Get("b"); ok {
+		t.Fatal("the cold value outlived the others")
+	}
+	for _, k := range []string{"hot", "a", "new"} {
+		if _, ok := c.Get(k); !ok {
+			t.Fatalf("%s dropped before the cold value", k)
+		}
+	}
+	var nilCache *Cache[string, int]
+	if nilCache.AddCold("x", 1, 1) {
+		t.Fatal("a nil cache kept a value")
+	}
+}

@@ -68,10 +68,12 @@ func (v *view) commit(h plumbing.Hash) (*gitobj.CommitInfo, error) {
 }
 
 // refCommit is commit for the commit a ref points at. A list reads each
-// once (v.sweep): it is not kept in the cache, where tens of thousands of
-// them would push out what is read more than once, such as the branch's
-// history that the placeholders' publishers were found in (whose newest
-// commits are the newest tags').
+// once (v.sweep): it is kept in the cache only where there is room, as
+// the entry to drop first, so that tens of thousands of them do not push
+// out what is read more than once, such as the branch's history that the
+// placeholders' publishers were found in (whose newest commits are the
+// newest tags'), while a repository whose commits fit is listed again
+// from the cache.
 func (v *view) refCommit(h plumbing.Hash) (*gitobj.CommitInfo, error) {
 	return v.commitKept(h, !v.sweep)
 }
@@ -129,6 +131,8 @@ func (v *view) commitKept(h plumbing.Hash, keep bool) (*gitobj.CommitInfo, error
 	ci.Annotations = gitobj.Annotations(ci.Message)
 	if keep {
 		v.cache.Put(gitobj.KindCommit, h, ci, int64(256+len(ci.Message)))
+	} else {
+		v.cache.PutCold(gitobj.KindCommit, h, ci, int64(256+len(ci.Message)))
 	}
 	v.idx.AddCommit(ci)
 	return ci, nil

@@ -41,6 +41,16 @@ func (c *LRU) Get(kind byte, h plumbing.Hash) (any, bool) {
 	return c.c.Get(cacheKey{kind, h})
 }
 
+// PutCold keeps val as Put does, but only when it fits without dropping
+// another entry, and as the entry to drop first (lru.Cache.AddCold): for
+// what a pass over many objects reads once.
+func (c *LRU) PutCold(kind byte, h plumbing.Hash, val any, size int64) {
+	if c == nil {
+		return
+	}
+	c.c.AddCold(cacheKey{kind, h}, val, size+entryOverhead)
+}
+
 // Put keeps val, of about size bytes, unless an entry for the same object
 // is kept already (objects are immutable: the kept one is as good).
 func (c *LRU) Put(kind byte, h plumbing.Hash, val any, size int64) {
