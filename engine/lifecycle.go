@@ -245,8 +245,17 @@ func (e *Engine) Delete(ctx context.Context, repo string, key revision.Key, pre 
 		return repository.Errorf(op, repo, m.Key, repository.ErrImmutable,
 			"published package revisions must be proposed for deletion before they are deleted")
 	}
+	snap := refSnapshotOf(ctx)
 	if !m.Key.IsPlaceholder() {
-		by, err := e.referencedBy(ctx, m)
+		var by []revision.Key
+		var err error
+		if snap != nil && (m.Lifecycle == revision.LifecycleDraft || m.Lifecycle == revision.LifecycleProposed) {
+			k := m.Key
+			k.Repository = repo
+			by, err = snap.referencedFrom(ctx, e, k)
+		} else {
+			by, err = e.referencedBy(ctx, m)
+		}
 		if err != nil {
 			return wrap(op, m.Key, err)
 		}
@@ -256,6 +265,11 @@ func (e *Engine) Delete(ctx context.Context, repo string, key revision.Key, pre 
 	}
 	if err := r.Delete(ctx, m.Key, e.updateOptions(m.Version)); err != nil {
 		return wrap(op, m.Key, err)
+	}
+	if snap != nil {
+		k := m.Key
+		k.Repository = repo
+		snap.deleted(k)
 	}
 	e.opts.Logger.DebugContext(ctx, "deleted", "key", m.Key.String())
 	return nil

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 	"golang.org/x/sync/errgroup"
@@ -693,8 +694,9 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 // whose commit lost a race writes nothing, and its variants are released
 // again without it. It returns the first error, after trying every
 // revision. Deleting a draft checks, through the engine, that no revision
-// of any repository was created from it (engine.Engine.Delete), which
-// lists every repository: removing n variants costs n such lists.
+// of any repository was created from it (engine.Engine.Delete); the
+// removal makes that check against one listing of the repositories
+// (engine.WithReferenceSnapshot) rather than one per deleted draft.
 func RemoveSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Options) (*SetResult, error) {
 	res := &SetResult{Set: setName(pvs)}
 	o, err := opts.withDefaults(e)
@@ -762,9 +764,11 @@ func removeStale(ctx context.Context, e Engine, pvs *PackageVariantSet, o Option
 				}
 			}
 		}
-		removeAll(bctx, func(int) bool { return true })
+		// Each pass checks the drafts' references against one listing
+		// (engine.WithReferenceSnapshot), not one per deleted draft.
+		removeAll(engine.WithReferenceSnapshot(bctx), func(int) bool { return true })
 		if redo := commitBatches(ctx, o, batches, results, cerrs); len(redo) > 0 {
-			removeAll(ctx, func(i int) bool { return redo[i] })
+			removeAll(engine.WithReferenceSnapshot(ctx), func(i int) bool { return redo[i] })
 		}
 	}
 	var first error

@@ -1,0 +1,99 @@
+package engine
+
+import (
+	"context"
+	"sync"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
+)
+
+// WithReferenceSnapshot returns a context in which Delete checks the
+// references to a Draft or Proposed revision (see Delete) against one
+// listing of the Engine's repositories, taken by the first such check,
+// instead of listing every repository for each delete: for deleting many
+// drafts in one operation, such as a PackageVariantSet's removal (n
+// deletes then cost one listing, not n). It answers as a fresh listing
+// would for those lifecycles: a revision counts as created from a draft
+// or proposal only through the draft's workspace, and a revision created
+// after the listing would have had to be cloned or upgraded from a
+// published revision of that workspace, which cannot exist beside the
+// draft. The revisions deleted with the context are taken out of the
+// listing. Deletes of DeletionProposed revisions, and any other operation,
+// read the repositories as without it. The snapshot holds one entry per
+// revision created by a clone or an upgrade, for the context's life.
+func WithReferenceSnapshot(ctx context.Context) context.Context {
+	return context.WithValue(ctx, refSnapshotKey{}, &refSnapshot{})
+}
+
+type refSnapshotKey struct{}
+
+// refSnapshot is the listing WithReferenceSnapshot's context carries: the
+// revisions created from another, with what they were created from.
+type refSnapshot struct {
+	mu    sync.Mutex
+	taken bool
+	refs  []refEntry
+}
+
+// refEntry is a revision (by) created by a clone or an upgrade.
+type refEntry struct {
+	by       revision.Key
+	creation *revision.Creation
+}
+
+func refSnapshotOf(ctx context.Context) *refSnapshot {
+	s, _ := ctx.Value(refSnapshotKey{}).(*refSnapshot)
+	return s
+}
+
+// referencedFrom returns the revisions of the snapshot created from
+// target, listing the repositories on the first call.
+func (s *refSnapshot) referencedFrom(ctx context.Context, e *Engine, target revision.Key) ([]revision.Key, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.taken {
+		names, err := e.opts.Repositories.Names(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, name := range names {
+			r, err := e.opts.Repositories.Repository(ctx, name)
+			if err != nil {
+				return nil, err
+			}
+			revs, err := r.List(ctx, repository.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			for _, pr := range revs {
+				m := pr.Meta()
+				if c := m.Creation; c != nil && !m.Key.IsPlaceholder() && (c.Source != nil || c.NewUpstream != nil) {
+					k := m.Key
+					k.Repository = name
+					s.refs = append(s.refs, refEntry{by: k, creation: c})
+				}
+			}
+		}
+		s.taken = true
+	}
+	var by []revision.Key
+	for _, r := range s.refs {
+		if r.by != target && createdFrom(r.creation, target) {
+			by = append(by, r.by)
+		}
+	}
+	return by, nil
+}
+
+// deleted takes key out of the snapshot.
+func (s *refSnapshot) deleted(key revision.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, r := range s.refs {
+		if r.by == key {
+			s.refs = append(s.refs[:i], s.refs[i+1:]...)
+			return
+		}
+	}
+}
