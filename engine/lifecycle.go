@@ -229,6 +229,10 @@ func (e *Engine) ProposeDelete(ctx context.Context, repo string, key revision.Ke
 // elsewhere can block a delete; that errs on the side of keeping data. It
 // reads every revision's Kptfile.
 //
+// The check lists every repository; in a context from
+// WithReferenceSnapshot, a Draft's or Proposed revision's check uses that
+// context's one listing instead.
+//
 // Errors: repository.ErrImmutable for a Published revision not proposed
 // for deletion; a *ReferencedError (matching repository.ErrImmutable) when
 // it is referenced; repository.ErrNotFound; repository.ErrConflict when it
