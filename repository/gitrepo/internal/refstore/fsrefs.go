@@ -497,11 +497,11 @@ func sortedHeader(line []byte) bool {
 // block at a time for the first ref line at or after name, then that
 // line. clean is false when the search met a line that is not a ref line
 // (or name's own line is damaged): the caller must then look at the whole
-// file.
+// file; err is a read's error.
 func searchPackedAt(r io.ReaderAt, body, size int64, name string) (h plumbing.Hash, found, clean bool, err error) {
-	at, line, ok := packedLineAt(r, body, size, name)
-	if !ok {
-		return plumbing.ZeroHash, false, false, nil
+	at, line, ok, err := packedLineAt(r, body, size, name)
+	if !ok || err != nil {
+		return plumbing.ZeroHash, false, false, err
 	}
 	if at == size || string(line[41:]) != name {
 		return plumbing.ZeroHash, false, true, nil // the first line past name's place

@@ -43,12 +43,12 @@ func PackedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
 	body := int64(end + 1)
 	// The names past prefix start with its last byte, a slash, plus one.
 	past := prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
-	from, _, ok := packedLineAt(f, body, size, prefix)
-	if !ok {
+	from, _, ok, err := packedLineAt(f, body, size, prefix)
+	if !ok || err != nil {
 		return id, sum, false
 	}
-	to, _, ok := packedLineAt(f, from, size, past)
-	if !ok {
+	to, _, ok, err := packedLineAt(f, from, size, past)
+	if !ok || err != nil {
 		return id, sum, false
 	}
 	lines := make([]byte, to-from)
@@ -64,8 +64,8 @@ func PackedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
 // binary search a block at a time, then the lines of the last two blocks
 // (from where the search stopped at a line longer than a block). ok is
 // false when a line it reads is not a ref line or a peeled value, or the
-// file ends inside a line.
-func packedLineAt(f io.ReaderAt, body, size int64, target string) (at int64, line []byte, ok bool) {
+// file ends inside a line; err is a read's error.
+func packedLineAt(f io.ReaderAt, body, size int64, target string) (at int64, line []byte, ok bool, err error) {
 	const block = 4096
 	buf := make([]byte, block)
 	// lo is the start of a line; every ref before it sorts before target.
@@ -74,7 +74,7 @@ func packedLineAt(f io.ReaderAt, body, size int64, target string) (at int64, lin
 		mid := lo + (hi-lo)/2
 		n, err := f.ReadAt(buf, mid)
 		if err != nil && n == 0 {
-			return 0, nil, false
+			return 0, nil, false, err
 		}
 		b := buf[:n]
 		i := bytes.IndexByte(b, '\n')
@@ -102,7 +102,7 @@ func packedLineAt(f io.ReaderAt, body, size int64, target string) (at int64, lin
 		}
 		line := rest[:j]
 		if len(line) < 42 || line[40] != ' ' {
-			return 0, nil, false
+			return 0, nil, false, nil
 		}
 		if string(bytes.TrimSuffix(line[41:], []byte("\r"))) < target {
 			lo = start
@@ -123,18 +123,21 @@ func packedLineAt(f io.ReaderAt, body, size int64, target string) (at int64, lin
 			raw = long
 		}
 		if err == io.EOF && len(raw) == 0 {
-			return size, nil, true
+			return size, nil, true, nil
+		}
+		if err == io.EOF {
+			return 0, nil, false, nil // cut short
 		}
 		if err != nil {
-			return 0, nil, false // cut short
+			return 0, nil, false, err
 		}
 		line := bytes.TrimSuffix(raw[:len(raw)-1], []byte("\r"))
 		if len(line) == 0 || line[0] != '^' {
 			if len(line) < 42 || line[40] != ' ' {
-				return 0, nil, false
+				return 0, nil, false, nil
 			}
 			if string(line[41:]) >= target {
-				return at, line, true
+				return at, line, true, nil
 			}
 		}
 		at += int64(len(raw))
