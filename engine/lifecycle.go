@@ -285,44 +285,56 @@ func (e *Engine) Delete(ctx context.Context, repo string, key revision.Key, pre 
 // Options.ProtectKptfileUpstreams, also those whose Kptfile names a
 // published target as upstream.
 func (e *Engine) referencedBy(ctx context.Context, target revision.Meta) ([]revision.Key, error) {
-	names, err := e.opts.Repositories.Names(ctx)
-	if err != nil {
-		return nil, err
-	}
 	kptfiles := e.opts.ProtectKptfileUpstreams && target.Key.Revision > 0
 	ref := target.Key.Package + "/v" + strconv.Itoa(target.Key.Revision)
 	var by []revision.Key
+	err := e.eachRevision(ctx, func(name string, pr revision.PackageRevision) {
+		m := pr.Meta()
+		if name == target.Key.Repository && m.Key == target.Key {
+			return
+		}
+		if createdFrom(m.Creation, target.Key) {
+			by = append(by, m.Key)
+			return
+		}
+		if !kptfiles {
+			return
+		}
+		info, err := pr.Info(ctx)
+		if err != nil {
+			return // an unparsable Kptfile names no upstream
+		}
+		if namesUpstream(info, target, ref) {
+			by = append(by, m.Key)
+		}
+	})
+	return by, err
+}
+
+// eachRevision calls fn with every revision but the placeholders of every
+// repository of the Engine's Repositories, and the repository's name. Its
+// errors are the first resolution or List that fails.
+func (e *Engine) eachRevision(ctx context.Context, fn func(repo string, pr revision.PackageRevision)) error {
+	names, err := e.opts.Repositories.Names(ctx)
+	if err != nil {
+		return err
+	}
 	for _, name := range names {
 		r, err := e.opts.Repositories.Repository(ctx, name)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		revs, err := r.List(ctx, repository.ListOptions{})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for _, pr := range revs {
-			m := pr.Meta()
-			if m.Key.IsPlaceholder() || (name == target.Key.Repository && m.Key == target.Key) {
-				continue
-			}
-			if createdFrom(m.Creation, target.Key) {
-				by = append(by, m.Key)
-				continue
-			}
-			if !kptfiles {
-				continue
-			}
-			info, err := pr.Info(ctx)
-			if err != nil {
-				continue // an unparsable Kptfile names no upstream
-			}
-			if namesUpstream(info, target, ref) {
-				by = append(by, m.Key)
+			if !pr.Meta().Key.IsPlaceholder() {
+				fn(name, pr)
 			}
 		}
 	}
-	return by, nil
+	return nil
 }
 
 // createdFrom reports whether creation record c names target as Porch's

@@ -4,7 +4,6 @@ import (
 	"context"
 	"sync"
 
-	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -53,29 +52,19 @@ func (s *refSnapshot) referencedFrom(ctx context.Context, e *Engine, target revi
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.taken {
-		names, err := e.opts.Repositories.Names(ctx)
+		var refs []refEntry
+		err := e.eachRevision(ctx, func(name string, pr revision.PackageRevision) {
+			m := pr.Meta()
+			if c := m.Creation; c != nil && (c.Source != nil || c.NewUpstream != nil) {
+				k := m.Key
+				k.Repository = name
+				refs = append(refs, refEntry{by: k, creation: c})
+			}
+		})
 		if err != nil {
 			return nil, err
 		}
-		for _, name := range names {
-			r, err := e.opts.Repositories.Repository(ctx, name)
-			if err != nil {
-				return nil, err
-			}
-			revs, err := r.List(ctx, repository.ListOptions{})
-			if err != nil {
-				return nil, err
-			}
-			for _, pr := range revs {
-				m := pr.Meta()
-				if c := m.Creation; c != nil && !m.Key.IsPlaceholder() && (c.Source != nil || c.NewUpstream != nil) {
-					k := m.Key
-					k.Repository = name
-					s.refs = append(s.refs, refEntry{by: k, creation: c})
-				}
-			}
-		}
-		s.taken = true
+		s.refs, s.taken = refs, true
 	}
 	var by []revision.Key
 	for _, r := range s.refs {
