@@ -127,6 +127,20 @@ func (r *Result) stalled(now time.Time, reason string, err error) {
 	r.setCondition(now, ConditionReady, metav1.ConditionFalse, ReasonError, err.Error())
 }
 
+// released records the outcome of releasing a variant's revisions (Remove,
+// a set's removal): unchanged when nothing was written, failed with err,
+// or Ready with msg.
+func (r *Result) released(now time.Time, err error, msg string) {
+	if r.Action == "" {
+		r.Action = ActionUnchanged
+	}
+	if err != nil {
+		r.failed(now, err)
+	} else {
+		r.setCondition(now, ConditionReady, metav1.ConditionTrue, ReasonDeleted, msg)
+	}
+}
+
 // failed records a failure of the sync itself.
 func (r *Result) failed(now time.Time, err error) {
 	r.setCondition(now, ConditionReady, metav1.ConditionFalse, ReasonError, err.Error())

@@ -804,13 +804,6 @@ func release(ctx context.Context, e Engine, o Options, owner string, owned []rev
 		}
 		return first
 	})
-	if res.Action == "" {
-		res.Action = ActionUnchanged
-	}
-	if err != nil {
-		res.failed(o.Now(), err)
-	} else {
-		res.setCondition(o.Now(), ConditionReady, metav1.ConditionTrue, ReasonDeleted, "no longer targeted by the set")
-	}
+	res.released(o.Now(), err, "no longer targeted by the set")
 	return res, err
 }

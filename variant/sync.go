@@ -193,14 +193,7 @@ func Remove(ctx context.Context, e Engine, pv *PackageVariant, opts *Options) (*
 		}
 		return first
 	})
-	if res.Action == "" {
-		res.Action = ActionUnchanged
-	}
-	if err != nil {
-		res.failed(o.Now(), err)
-	} else {
-		res.setCondition(o.Now(), ConditionReady, metav1.ConditionTrue, ReasonDeleted, "downstream package revisions released")
-	}
+	res.released(o.Now(), err, "downstream package revisions released")
 	return res, err
 }
 
