@@ -31,13 +31,21 @@ type deferredTrees struct {
 // deferredTree is one package tree to find: the package's path under a
 // commit's root tree, and what was found.
 type deferredTree struct {
-	root plumbing.Hash
-	full string
-	tree plumbing.Hash
-	// state: 0 not looked up, 1 found (tree), 2 no directory there, 3
-	// a read failed (looked up again when its own revision is read).
-	state uint8
+	root  plumbing.Hash
+	full  string
+	tree  plumbing.Hash
+	state treeState
 }
+
+// treeState is where the lookup of a deferredTree stands.
+type treeState uint8
+
+const (
+	treeUnknown treeState = iota // not looked up
+	treeFound                    // tree is the package tree
+	treeNone                     // the root tree has no directory there
+	treeFailed                   // a read failed: looked up again when its own revision is read
+)
 
 // deferredBatch is how many package trees a read resolves together.
 const deferredBatch = 48
@@ -58,9 +66,9 @@ func (d *deferredTrees) tree(v *view, i int32) (plumbing.Hash, bool, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	switch it := &d.items[i]; it.state {
-	case 1:
+	case treeFound:
 		return it.tree, true, nil
-	case 2:
+	case treeNone:
 		return plumbing.ZeroHash, false, nil
 	}
 	if d.order == nil {
@@ -73,20 +81,20 @@ func (d *deferredTrees) tree(v *view, i int32) (plumbing.Hash, bool, error) {
 	var own error
 	for _, j := range d.order[lo:hi] {
 		it := &d.items[j]
-		if it.state == 1 || it.state == 2 || (it.state == 3 && j != i) {
+		if it.state == treeFound || it.state == treeNone || (it.state == treeFailed && j != i) {
 			continue
 		}
 		h, ok, fresh, err := v.knownOrSubtree(it.root, it.full)
 		switch {
 		case err != nil:
-			it.state = 3
+			it.state = treeFailed
 			if j == i {
 				own = err
 			}
 		case !ok:
-			it.state = 2
+			it.state = treeNone
 		default:
-			it.state, it.tree = 1, h
+			it.state, it.tree = treeFound, h
 			if !fresh {
 				continue
 			}
@@ -98,7 +106,7 @@ func (d *deferredTrees) tree(v *view, i int32) (plumbing.Hash, bool, error) {
 		return plumbing.ZeroHash, false, own
 	}
 	it := &d.items[i]
-	return it.tree, it.state == 1, nil
+	return it.tree, it.state == treeFound, nil
 }
 
 // sort makes order and rank: items by where their root trees lie in the

@@ -382,11 +382,10 @@ func (l *lazyRev) packageTree(v *view) (plumbing.Hash, error) {
 		return l.got.tree, nil
 	}
 	full := l.r.fullPath(l.pkg)
-	ver := l.ws
+	tag := tagRef(full + "/" + l.ws) // a tag not of the form v<N>: its name is the workspace
 	if l.num > 0 {
-		ver = "v" + itoa(l.num)
+		tag = versionTagRef(full, l.num)
 	}
-	tag := plumbing.ReferenceName("refs/tags/" + full + "/" + ver)
 	var h plumbing.Hash
 	var ok bool
 	var err error
@@ -800,14 +799,14 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 // draftRev, the tag's own message counting as well as the commit's).
 //
 // In a view with deferTrees (List, Range and Get, which hand out
-// revisions whose files are read later), a tag whose commit (or own message) registers the
-// package is taken from its refs and commit alone: its package tree, when
-// neither cad-index nor cad-paths knows it, is looked up on the first
-// read of its files (rev.deferTree), and a commit with no directory there
-// fails that read instead of leaving the tag out. A list of the flat
-// layout then reads no root tree for the tags Porch and cad write, which
-// hold every package of the branch (a delta chain's bottom of hundreds of
-// KB for every 50 approvals).
+// revisions whose files are read later), a tag whose commit (or own
+// message) registers the package is taken from its ref and commit alone:
+// its package tree, when neither cad-index nor cad-paths knows it, is
+// looked up on the first read of its files (rev.deferTree), and a commit
+// with no directory there fails that read instead of leaving the tag out.
+// A list of the flat layout then reads no root tree for the tags Porch
+// and cad write, which hold every package of the branch (a delta chain's
+// bottom of hundreds of KB for every 50 approvals).
 func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceName, h plumbing.Hash) (*rev, error) {
 	full := r.fullPath(pkg)
 	c, err := v.refCommit(h)
@@ -868,7 +867,7 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 }
 
 func (r *Repository) markDeletionProposed(v *view, x *rev) error {
-	dp, ok, err := v.dpRef(x.dpRef)
+	dp, ok, err := v.ref(x.dpRef)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -231,12 +230,6 @@ type view struct {
 	deferTrees bool
 	// sweep: a list reads each ref's commit once (view.refCommit).
 	sweep bool
-	// dp is where the deletionProposed branches lie in refs (dpRef),
-	// once known.
-	dp struct {
-		known  bool
-		lo, hi int
-	}
 	// hint, when its hash is the object read, says where it lies: the
 	// list placed its refs' objects when it sorted them (packOrder).
 	hint struct {
@@ -295,25 +288,6 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 	}
 	defer r.st.idx.Flush()
 	return r.st.read(ctx, func() error { return fn(r.newView()) })
-}
-
-// dpRef is ref for a deletionProposed branch. With a snapshot of all refs
-// (a list), it searches the few deletion proposals, not the tens of
-// thousands of refs, which a list would do once for each tag.
-func (v *view) dpRef(name plumbing.ReferenceName) (plumbing.Hash, bool, error) {
-	if v.refs == nil {
-		return v.ref(name)
-	}
-	if !v.dp.known {
-		v.dp.lo, v.dp.hi = v.refs.Prefixed("refs/heads/" + deletionProposedPrefix)
-		v.dp.known = true
-	}
-	names := v.refs.Names[v.dp.lo:v.dp.hi]
-	i, ok := slices.BinarySearch(names, string(name))
-	if !ok {
-		return plumbing.ZeroHash, false, nil
-	}
-	return v.refs.Hashes[v.dp.lo+i], true, nil
 }
 
 // ref returns the value of the ref name and whether it exists.
