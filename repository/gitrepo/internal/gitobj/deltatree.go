@@ -190,17 +190,10 @@ func baseRope(cache *LRU, key plumbing.Hash, buf []byte) (*rope, *ropeBase, erro
 
 // compose returns the rope delta makes of r.
 func (r *rope) compose(delta []byte) (*rope, error) {
-	bad := errors.New("malformed delta")
-	srcSize, n := binary.Uvarint(delta)
-	if n <= 0 || srcSize != uint64(r.size) {
-		return nil, bad
+	dstSize, delta, ok := deltaHeader(delta, r.size)
+	if !ok {
+		return nil, errBadDelta
 	}
-	delta = delta[n:]
-	dstSize, n := binary.Uvarint(delta)
-	if n <= 0 || dstSize > maxPackObject {
-		return nil, bad
-	}
-	delta = delta[n:]
 	out := &rope{baseKey: r.baseKey, size: int(dstSize), pieces: make([]piece, 0, len(r.pieces)+4)}
 	add := func(p piece) {
 		p.at = 0
@@ -225,12 +218,12 @@ func (r *rope) compose(delta []byte) (*rope, error) {
 		case op&0x80 != 0:
 			o, sz, rest, ok := deltaCopy(op, delta)
 			if !ok {
-				return nil, bad
+				return nil, errBadDelta
 			}
 			delta = rest
 			off, size := int(o), int(sz)
 			if off+size > r.size || uint64(pos+size) > dstSize {
-				return nil, bad
+				return nil, errBadDelta
 			}
 			// The pieces of r over [off, off+size).
 			i := sort.Search(len(r.pieces), func(i int) bool { return r.pieces[i].at+r.pieces[i].n > off })
@@ -249,17 +242,17 @@ func (r *rope) compose(delta []byte) (*rope, error) {
 			pos += size
 		case op != 0:
 			if int(op) > len(delta) || uint64(pos+int(op)) > dstSize {
-				return nil, bad
+				return nil, errBadDelta
 			}
 			add(piece{n: int(op), lit: delta[:op:op]})
 			delta = delta[op:]
 			pos += int(op)
 		default:
-			return nil, bad
+			return nil, errBadDelta
 		}
 	}
 	if uint64(pos) != dstSize {
-		return nil, bad
+		return nil, errBadDelta
 	}
 	return out, nil
 }

@@ -663,17 +663,10 @@ func readPackEntry(p *packFile, off int64) (packEntry, error) {
 // size, then instructions that copy a range of the base or insert literal
 // bytes.
 func applyDelta(dst, base, delta []byte) ([]byte, error) {
-	bad := errors.New("malformed delta")
-	srcSize, n := binary.Uvarint(delta)
-	if n <= 0 || srcSize != uint64(len(base)) {
-		return nil, bad
+	dstSize, delta, ok := deltaHeader(delta, len(base))
+	if !ok {
+		return nil, errBadDelta
 	}
-	delta = delta[n:]
-	dstSize, n := binary.Uvarint(delta)
-	if n <= 0 || dstSize > maxPackObject {
-		return nil, bad
-	}
-	delta = delta[n:]
 	out := dst[:0]
 	if uint64(cap(out)) < dstSize {
 		out = make([]byte, 0, dstSize)
@@ -686,26 +679,45 @@ func applyDelta(dst, base, delta []byte) ([]byte, error) {
 			var off, size uint64
 			var ok bool
 			if off, size, delta, ok = deltaCopy(op, delta); !ok {
-				return nil, bad
+				return nil, errBadDelta
 			}
 			if off+size > uint64(len(base)) || uint64(len(out))+size > dstSize {
-				return nil, bad
+				return nil, errBadDelta
 			}
 			out = append(out, base[off:off+size]...)
 		case op != 0:
 			if int(op) > len(delta) || uint64(len(out))+uint64(op) > dstSize {
-				return nil, bad
+				return nil, errBadDelta
 			}
 			out = append(out, delta[:op]...)
 			delta = delta[op:]
 		default:
-			return nil, bad
+			return nil, errBadDelta
 		}
 	}
 	if uint64(len(out)) != dstSize {
-		return nil, bad
+		return nil, errBadDelta
 	}
 	return out, nil
+}
+
+// errBadDelta is a delta that cannot apply to its base.
+var errBadDelta = errors.New("malformed delta")
+
+// deltaHeader reads a delta's header, its base's size (which must be
+// srcSize) and the size of what it builds (at most maxPackObject), and
+// returns that size and the instructions that follow.
+func deltaHeader(delta []byte, srcSize int) (dstSize uint64, rest []byte, ok bool) {
+	src, n := binary.Uvarint(delta)
+	if n <= 0 || src != uint64(srcSize) {
+		return 0, nil, false
+	}
+	delta = delta[n:]
+	dstSize, n = binary.Uvarint(delta)
+	if n <= 0 || dstSize > maxPackObject {
+		return 0, nil, false
+	}
+	return dstSize, delta[n:], true
 }
 
 // deltaCopy decodes the offset and size of a delta's copy instruction op
