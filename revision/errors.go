@@ -11,6 +11,41 @@ import (
 // errors.Is against either name.
 var ErrInvalid = errors.New("invalid input")
 
+// ErrLimit is the sentinel of every error returned because an input a
+// user controls (a file, a request body, a stored object, a function
+// config, a CEL or starlark program, a function's output) would make cad
+// use more memory, CPU or time than a documented bound allows. The bound
+// is enforced before the work that would exceed it. Such an error also
+// matches [ErrInvalid]: the input, not the machinery, is at fault, and
+// retrying it unchanged fails the same way. The bounds and their defaults
+// are listed in LIMITS.md at the root of the repository.
+var ErrLimit = errors.New("resource limit exceeded")
+
+// LimitError reports an input refused because processing it would exceed
+// a bound. It matches [ErrLimit] and [ErrInvalid] with errors.Is, and
+// unwraps to Err when a cause is set.
+type LimitError struct {
+	What  string // the input, e.g. `functionConfig of "set-labels"` or `file "a.yaml"`
+	Limit string // the bound, e.g. "fnruntime.Limits.MaxOutputBytes" or "DefaultCELOutputBytes"
+	Max   int64  // its value
+	Err   error  // the cause, or nil
+}
+
+// Error says which input crossed which bound.
+func (e *LimitError) Error() string {
+	msg := fmt.Sprintf("%s exceeds the limit %s (%d)", e.What, e.Limit, e.Max)
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	return msg
+}
+
+// Is reports whether target is [ErrLimit] or [ErrInvalid].
+func (e *LimitError) Is(target error) bool { return target == ErrLimit || target == ErrInvalid }
+
+// Unwrap returns the cause, or nil.
+func (e *LimitError) Unwrap() error { return e.Err }
+
 // ErrInvalidTransition is returned, wrapped in a *TransitionError, when a
 // lifecycle change is not one of [Transitions].
 var ErrInvalidTransition = errors.New("invalid lifecycle transition")

@@ -91,7 +91,8 @@ func (l *YAMLLimits) withDefaults() YAMLLimits {
 }
 
 // YAMLLimitError reports a YAML file refused because reading it would
-// exceed a bound of [YAMLLimits]. It matches [ErrInvalid] with errors.Is.
+// exceed a bound of [YAMLLimits]. It matches [ErrLimit] and [ErrInvalid]
+// with errors.Is.
 type YAMLLimitError struct {
 	File     string // the file, as the caller named it
 	Document int    // the 1-based document where the bound was crossed; 0 for the whole file
@@ -127,8 +128,8 @@ func (e *YAMLLimitError) reason() string {
 	return fmt.Sprintf(what, e.Max) + " (YAMLLimits." + e.Limit + ")"
 }
 
-// Is reports whether target is [ErrInvalid].
-func (e *YAMLLimitError) Is(target error) bool { return target == ErrInvalid }
+// Is reports whether target is [ErrLimit] or [ErrInvalid].
+func (e *YAMLLimitError) Is(target error) bool { return target == ErrLimit || target == ErrInvalid }
 
 // checkParse applies the default limits to data, the file name, for the
 // parsers of this package; it returns the *YAMLLimitError, or nil.
