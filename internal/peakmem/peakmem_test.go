@@ -43,4 +43,3 @@ func TestMeasureKills(t *testing.T) {
 		t.Errorf("killed %v at peak %d:\n%s", r.Killed, r.PeakRSS, r.Output)
 	}
 }
-
