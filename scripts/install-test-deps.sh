@@ -53,7 +53,8 @@ fi
 # kubetest harness): built once from the Go module proxy through the
 # tools/kube module (k8s.io/kubernetes v1.37.2 with its staging modules at
 # v0.37.2; etcd v3.7) into a cache directory that the harness looks in.
-# Building needs no root; it takes a few minutes on two cores.
+# Building needs no root; from a cold module cache on a loaded two-core
+# machine it takes about an hour, with warm caches a few minutes.
 kube_bin="${CAD_KUBE_BIN:-$HOME/.cache/cad/kube-v1.37.2/bin}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 # The version is stamped as Kubernetes' own build does, so that the server

@@ -50,6 +50,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/rest"
 )
@@ -561,17 +562,54 @@ func (c *Cluster) applyCRDs(ctx context.Context, paths ...string) error {
 			names = append(names, u.GetName())
 		}
 	}
+	// Established is not yet served: "there can be a delay between when
+	// CustomResourceDefinitions are created and when they are available",
+	// and a client that builds its REST mapping from discovery in that
+	// window fails with "no matches for kind". Wait for both.
+	disc, err := discovery.NewDiscoveryClientForConfig(c.Config)
+	if err != nil {
+		return err
+	}
 	deadline := time.Now().Add(60 * time.Second)
 	for _, n := range names {
 		for {
 			u, err := crds.Get(ctx, n, metav1.GetOptions{})
 			if err == nil && established(u) {
-				break
+				if err = served(disc, u); err == nil {
+					break
+				}
 			}
 			if time.Now().After(deadline) {
-				return fmt.Errorf("kubetest: CRD %s not established after 60s (last error: %v)", n, err)
+				return fmt.Errorf("kubetest: CRD %s not established and served after 60s (last error: %v)", n, err)
 			}
 			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// served returns nil when discovery lists the resource of the CRD u in
+// every version it serves.
+func served(disc discovery.DiscoveryInterface, u *unstructured.Unstructured) error {
+	group, _, _ := unstructured.NestedString(u.Object, "spec", "group")
+	plural, _, _ := unstructured.NestedString(u.Object, "spec", "names", "plural")
+	versions, _, _ := unstructured.NestedSlice(u.Object, "spec", "versions")
+	for _, v := range versions {
+		m, _ := v.(map[string]any)
+		if m == nil || m["served"] != true {
+			continue
+		}
+		name, _ := m["name"].(string)
+		list, err := disc.ServerResourcesForGroupVersion(group + "/" + name)
+		if err != nil {
+			return err
+		}
+		found := false
+		for _, r := range list.APIResources {
+			found = found || r.Name == plural
+		}
+		if !found {
+			return fmt.Errorf("%s/%s does not list %s yet", group, name, plural)
 		}
 	}
 	return nil
