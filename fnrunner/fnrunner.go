@@ -219,20 +219,50 @@ func (c *Client) Function(image, tag string) *Function {
 // other error of builtins (pipeline.ErrNotAllowed from its allow and deny
 // lists, a malformed tag) is returned as it is, and exec steps are never
 // sent to the runner. A nil builtins sends every image step to the
-// runner. The resolver is safe for concurrent use when builtins is.
+// runner, and an exec step gets an error matching
+// pipeline.ErrFunctionNotFound. When builtins has a method
+// Register(name string, fn pipeline.Function), as a *fnruntime.Registry
+// has, so has the resolver returned, which passes it on: code that
+// registers functions in the resolver it is given (stdfn.Kptfile
+// registers the CEL validator) works as with builtins alone. The
+// resolver is safe for concurrent use when builtins is.
 func (c *Client) Resolver(builtins pipeline.Resolver) pipeline.Resolver {
-	return pipeline.ResolverFunc(func(ctx context.Context, step pipeline.Step) (pipeline.Function, error) {
-		if builtins != nil {
-			fn, err := builtins.Resolve(ctx, step)
-			if err == nil || step.Image == "" || step.Exec != "" || !errors.Is(err, pipeline.ErrFunctionNotFound) {
-				return fn, err
-			}
-		} else if step.Image == "" || step.Exec != "" {
-			return nil, fmt.Errorf("step %q: %w: the function runner evaluates images only", step.Name, pipeline.ErrFunctionNotFound)
-		}
-		return c.Function(step.Image, step.Tag), nil
-	})
+	r := &resolver{c: c, builtins: builtins}
+	if reg, ok := builtins.(registrar); ok {
+		return &registeringResolver{resolver: r, reg: reg}
+	}
+	return r
 }
+
+// registrar is celfn.Registrar and kpttestfns.Registerer: what takes
+// functions by name.
+type registrar interface {
+	Register(name string, fn pipeline.Function)
+}
+
+type resolver struct {
+	c        *Client
+	builtins pipeline.Resolver
+}
+
+func (r *resolver) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Function, error) {
+	if r.builtins != nil {
+		fn, err := r.builtins.Resolve(ctx, step)
+		if err == nil || step.Image == "" || step.Exec != "" || !errors.Is(err, pipeline.ErrFunctionNotFound) {
+			return fn, err
+		}
+	} else if step.Image == "" || step.Exec != "" {
+		return nil, fmt.Errorf("step %q: %w: the function runner evaluates images only", step.Name, pipeline.ErrFunctionNotFound)
+	}
+	return r.c.Function(step.Image, step.Tag), nil
+}
+
+type registeringResolver struct {
+	*resolver
+	reg registrar
+}
+
+func (r *registeringResolver) Register(name string, fn pipeline.Function) { r.reg.Register(name, fn) }
 
 // Function is one image evaluated on a function runner. It implements
 // pipeline.StreamFunction: the renderer sends the serialized ResourceList

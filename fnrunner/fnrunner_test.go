@@ -19,6 +19,7 @@ import (
 	"github.com/configasdata/cad/fnrunner/internal/evaluatorpb"
 	"github.com/configasdata/cad/fnrunner/internal/testrunner"
 	"github.com/configasdata/cad/fnruntime"
+	"github.com/configasdata/cad/fnruntime/stdfn"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
 )
@@ -329,5 +330,47 @@ func TestNewInvalid(t *testing.T) {
 	}
 	if _, err := fnrunner.New("grpcs://localhost:9445", &fnrunner.Options{CAFile: filepath.Join(t.TempDir(), "none.pem")}); !errors.Is(err, revision.ErrInvalid) {
 		t.Errorf("missing CA file: %v", err)
+	}
+}
+
+// The resolver passes Register on to a registry, so stdfn.Kptfile
+// registers the CEL validator and a Kptfile using it renders.
+func TestResolverRegisters(t *testing.T) {
+	srv := testrunner.Start(t, testrunner.Options{})
+	c := newClient(t, srv.URL, nil)
+	reg := fnruntime.NewRegistry(nil)
+	res := c.Resolver(reg)
+	if _, ok := res.(interface {
+		Register(string, pipeline.Function)
+	}); !ok {
+		t.Fatalf("%T has no Register", res)
+	}
+	files, err := revision.FilesFromStrings(map[string]string{
+		"Kptfile": `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata:
+  name: app
+pipeline:
+  validators:
+  - image: cad.configasdata.dev/validate-cel
+    configMap:
+      expression: object.kind != "Secret"
+      message: no secrets
+`,
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\n",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := stdfn.Kptfile(res, nil).Render(context.Background(), files); err != nil {
+		t.Errorf("render with the CEL validator: %v", err)
+	}
+	if srv.Calls() != 0 {
+		t.Errorf("runner calls = %d", srv.Calls())
+	}
+	if _, ok := c.Resolver(pipeline.ResolverFunc(reg.Resolve)).(interface {
+		Register(string, pipeline.Function)
+	}); ok {
+		t.Error("a resolver over a plain resolver has Register")
 	}
 }
