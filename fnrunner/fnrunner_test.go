@@ -85,7 +85,7 @@ pipeline:
 	return files
 }
 
-func newClient(t *testing.T, url string, opts *fnrunner.Options) *fnrunner.Client {
+func newClient(t testing.TB, url string, opts *fnrunner.Options) *fnrunner.Client {
 	t.Helper()
 	c, err := fnrunner.New(url, opts)
 	if err != nil {
