@@ -50,3 +50,18 @@ func TestHugeOutputRefused(t *testing.T) {
 		t.Errorf("the client grew by %d bytes refusing %d: memory in proportion to the response", r.Growth(), huge)
 	}
 }
+
+// An input over the runner's own bound (Porch's --max-request-body-size)
+// is the runner's refusal, said as such, not cad's bound.
+func TestInputRefusedByRunner(t *testing.T) {
+	srv := testrunner.Start(t, testrunner.Options{MaxRecvMsgSize: 1000, Handlers: map[string]testrunner.Handler{"fn": testrunner.Echo("")}})
+	c := newClient(t, srv.URL, nil)
+	big := resourceList + "  data:\n    k: " + strings.Repeat("v", 2000) + "\n"
+	_, err := c.Function("fn", "").RunStream(context.Background(), strings.NewReader(big), &bytes.Buffer{})
+	if err == nil || errors.Is(err, revision.ErrLimit) || !strings.Contains(err.Error(), "the runner refused the input") {
+		t.Errorf("err = %v, want the runner's refusal of the input", err)
+	}
+	if srv.Calls() != 0 {
+		t.Errorf("calls = %d", srv.Calls())
+	}
+}

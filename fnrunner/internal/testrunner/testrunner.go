@@ -45,6 +45,9 @@ type Options struct {
 	// MaxSendMsgSize is the server's maximum send size; zero means
 	// gRPC's default (no bound).
 	MaxSendMsgSize int
+	// MaxRecvMsgSize is the server's maximum receive size, as Porch's
+	// runner's --max-request-body-size; zero means gRPC's default (4 MiB).
+	MaxRecvMsgSize int
 }
 
 // Server is a running test runner. It is safe for concurrent use.
@@ -87,6 +90,9 @@ func Listen(opts Options) (*Server, error) {
 	if opts.TLS != nil {
 		so = append(so, grpc.Creds(credentials.NewTLS(opts.TLS)))
 		scheme = "grpcs"
+	}
+	if opts.MaxRecvMsgSize > 0 {
+		so = append(so, grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize))
 	}
 	if opts.MaxSendMsgSize > 0 {
 		so = append(so, grpc.MaxSendMsgSize(opts.MaxSendMsgSize))
