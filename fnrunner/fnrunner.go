@@ -370,16 +370,17 @@ var tooLarge = regexp.MustCompile(`received message (?:after decompression )?lar
 func (f *Function) fail(ctx context.Context, attempts int, err error) error {
 	st, _ := status.FromError(err)
 	switch st.Code() {
-	case codes.DeadlineExceeded, codes.Canceled:
+	case codes.DeadlineExceeded, codes.Canceled, codes.Unavailable:
+		// Unavailable too: the context may end while waiting to retry.
 		if cerr := ctx.Err(); cerr != nil {
-			return f.errorf(attempts, fmt.Errorf("%w (%s)", cerr, st.Message()))
+			return f.errorf(attempts, fmt.Errorf("%w (%s: %s)", cerr, st.Code(), st.Message()))
 		}
 	case codes.NotFound:
 		return f.errorf(attempts, fmt.Errorf("%w: %s", pipeline.ErrFunctionNotFound, st.Message()))
 	case codes.ResourceExhausted:
 		if m := tooLarge.FindStringSubmatch(st.Message()); m != nil {
-			max, _ := strconv.ParseInt(m[2], 10, 64)
-			if max == f.c.opts.MaxOutput+f.c.opts.MaxLog+envelope {
+			bound, _ := strconv.ParseInt(m[2], 10, 64)
+			if bound == f.c.opts.MaxOutput+f.c.opts.MaxLog+envelope {
 				return f.errorf(attempts, f.limit("response (output ResourceList and log)", "fnrunner.Options.MaxOutput", f.c.opts.MaxOutput, fmt.Errorf("%s bytes", m[1])))
 			}
 			// The runner's own bound refused the input (Porch's runner:
@@ -393,8 +394,8 @@ func (f *Function) fail(ctx context.Context, attempts int, err error) error {
 	return f.errorf(attempts, err)
 }
 
-func (f *Function) limit(what, bound string, max int64, cause error) error {
-	return &revision.LimitError{What: fmt.Sprintf("%s of function %q from runner %s", what, f.image, f.c.addr), Limit: bound, Max: max, Err: cause}
+func (f *Function) limit(what, bound string, value int64, cause error) error {
+	return &revision.LimitError{What: fmt.Sprintf("%s of function %q from runner %s", what, f.image, f.c.addr), Limit: bound, Max: value, Err: cause}
 }
 
 func (f *Function) errorf(attempts int, err error) *Error {

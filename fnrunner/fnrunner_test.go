@@ -374,3 +374,21 @@ pipeline:
 		t.Error("a resolver over a plain resolver has Register")
 	}
 }
+
+// A deadline that ends while the client waits to retry an unavailable
+// runner is reported as the deadline, with the runner's last answer.
+func TestDeadlineWhileRetrying(t *testing.T) {
+	url := "grpc://" + freeAddr(t)
+	c := newClient(t, url, &fnrunner.Options{MaxAttempts: 100, Backoff: 50 * time.Millisecond, MaxBackoff: 100 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := c.Function("fn", "").RunStream(ctx, strings.NewReader(resourceList), &strings.Builder{})
+	var re *fnrunner.Error
+	if !errors.Is(err, context.DeadlineExceeded) || !errors.As(err, &re) || re.Attempts < 2 || !strings.Contains(err.Error(), "Unavailable") {
+		t.Errorf("err = %v, want DeadlineExceeded after several attempts, with the last Unavailable", err)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("returned after %v, want about 300ms", d)
+	}
+}
