@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/configasdata/cad v0.0.0
 	github.com/configasdata/cad/api v0.0.0
+	github.com/configasdata/cad/fnrunner v0.0.0
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-containerregistry v0.22.1
@@ -86,7 +87,7 @@ require (
 )
 
 require (
-	cel.dev/expr v0.25.1 // indirect
+	cel.dev/expr v0.25.2 // indirect
 	dario.cat/mergo v1.0.1 // indirect
 	github.com/Masterminds/semver/v3 v3.5.0 // indirect
 	github.com/Microsoft/go-winio v0.6.2 // indirect
@@ -152,6 +153,7 @@ require (
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
+	google.golang.org/grpc v1.83.2 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	gopkg.in/warnings.v0 v0.1.2 // indirect
@@ -167,5 +169,7 @@ require (
 replace github.com/configasdata/cad => ../
 
 replace github.com/configasdata/cad/api => ../api
+
+replace github.com/configasdata/cad/fnrunner => ../fnrunner
 
 replace github.com/configasdata/cad/helmfn => ../helmfn

@@ -62,6 +62,11 @@
 // object and restart the operator, and discovery makes the same objects,
 // with the same names and revisions, again.
 //
+// Function images that cad does not build in run on Porch's function
+// runner when --function-runner names it (grpc://host:port, or
+// grpcs://host:port with --function-runner-ca-file); without it such a
+// step fails, as a pod has no container engine.
+//
 // Several replicas may run: with --leader-elect (the default) they elect
 // one leader through a Lease (--leader-election-id in
 // --leader-election-namespace), and only it reconciles. Metrics are off
@@ -82,6 +87,8 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/configasdata/cad/fnrunner"
 )
 
 func main() {
@@ -120,8 +127,18 @@ func run(ctx context.Context, args []string) error {
 	qps := fs.Float64("kube-api-qps", 100, "requests per second to the API server (client-go's default of 5 would make discovering thousands of revisions take many minutes)")
 	burst := fs.Int("kube-api-burst", 200, "burst of requests to the API server")
 	verbose := fs.Bool("v", false, "log what the reconcilers do: revisions created, moved, deleted and discovered")
+	functionRunner := fs.String("function-runner", "", "evaluate the function images cad does not build in on this function runner (Porch's, over its function-evaluator gRPC protocol): grpc://host:port, or grpcs://host:port for TLS")
+	functionRunnerCA := fs.String("function-runner-ca-file", "", "PEM CAs that a grpcs:// --function-runner's certificate is checked against (default the system's)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *functionRunner != "" {
+		rc, err := fnrunner.New(*functionRunner, &fnrunner.Options{CAFile: *functionRunnerCA})
+		if err != nil {
+			return fmt.Errorf("--function-runner: %w", err)
+		}
+		defer rc.Close()
+		o.FunctionRunner = rc
 	}
 	level := slog.LevelInfo
 	if *verbose {

@@ -19,8 +19,10 @@ import (
 	configv1alpha2 "github.com/configasdata/cad/api/config/v1alpha2"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 	"github.com/configasdata/cad/examples/internal/confine"
+	"github.com/configasdata/cad/fnrunner"
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/fnruntime/stdfn"
+	"github.com/configasdata/cad/pipeline"
 )
 
 // Options configure the operator. The zero value of each field is its
@@ -59,6 +61,10 @@ type Options struct {
 	// Workers is the number of objects of each kind reconciled at once;
 	// default 4.
 	Workers int
+	// FunctionRunner, when set, evaluates the function images that are
+	// not built in (see fnrunner.Client.Resolver); default none: such a
+	// step fails with fnruntime.NotFoundError.
+	FunctionRunner *fnrunner.Client
 
 	// inProcessReplica lets tests run several managers in one process
 	// (controller names are otherwise unique per process).
@@ -149,7 +155,11 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	pipe := stdfn.Kptfile(fnruntime.NewRegistry(nil), nil)
+	var resolver pipeline.Resolver = fnruntime.NewRegistry(nil)
+	if o.FunctionRunner != nil {
+		resolver = o.FunctionRunner.Resolver(resolver)
+	}
+	pipe := stdfn.Kptfile(resolver, nil)
 	var private map[string]string
 	if o.CacheDir != "" {
 		private = map[string]string{"cache": o.CacheDir}

@@ -112,6 +112,7 @@ import (
 
 	"github.com/configasdata/cad/examples/internal/livek8s"
 	"github.com/configasdata/cad/examples/server/internal/apiserver"
+	"github.com/configasdata/cad/fnrunner"
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/fnruntime/stdfn"
 	"github.com/configasdata/cad/pipeline"
@@ -157,6 +158,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var rhNames stringList
 	fs.Var(&rhNames, "requestheader-allowed-names", "cluster mode: common names the aggregator's client certificate may have; repeatable (default: the cluster's)")
 	targetKubeconfig := fs.String("target-kubeconfig", "", "serve packagerevisions/NAME/livestatus: the status of a revision's resources in the cluster of this kubeconfig")
+	functionRunner := fs.String("function-runner", "", "evaluate the function images cad does not build in on this function runner (Porch's, over its function-evaluator gRPC protocol): grpc://host:port, or grpcs://host:port for TLS")
+	functionRunnerCA := fs.String("function-runner-ca-file", "", "PEM CAs that a grpcs:// --function-runner's certificate is checked against (default the system's)")
 	starlarkMemory := fs.Int64("starlark-max-memory", fnruntime.DefaultStarlarkMemory, "bytes by which the heap may grow during one starlark run; negative for no cap")
 	poll := fs.Duration("poll", 0, fmt.Sprintf("how often each repository is read for changes made by other writers (watches, lists); each read of a remote repository is a fetch (default %s, %s in cluster mode)",
 		apiserver.DefaultGitPollInterval, clusterPollInterval))
@@ -177,9 +180,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		CompressLists:      *compressLists,
 		YAMLLimits:         yl.limits(),
 	}
-	opts.Pipeline = stdfn.Kptfile(fnruntime.NewRegistry(&fnruntime.Options{
+	var resolver pipeline.Resolver = fnruntime.NewRegistry(&fnruntime.Options{
 		StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,
-	}), &pipeline.Options{YAMLLimits: opts.YAMLLimits})
+	})
+	if *functionRunner != "" {
+		rc, err := fnrunner.New(*functionRunner, &fnrunner.Options{CAFile: *functionRunnerCA})
+		if err != nil {
+			return fmt.Errorf("--function-runner: %w", err)
+		}
+		defer rc.Close()
+		resolver = rc.Resolver(resolver)
+	}
+	opts.Pipeline = stdfn.Kptfile(resolver, &pipeline.Options{YAMLLimits: opts.YAMLLimits})
 	if *targetKubeconfig != "" {
 		r, err := livek8s.FromKubeconfig(*targetKubeconfig)
 		if err != nil {
