@@ -34,6 +34,7 @@ const (
 	envChild = "CAD_PEAKMEM_CHILD"
 	envKill  = "CAD_PEAKMEM_KILL"
 	marker   = "peakmem: start rss "
+	peakMark = "peakmem: peak rss "
 	// exitOver is the child's exit code when its watchdog ended it.
 	exitOver = 3
 )
@@ -44,7 +45,7 @@ var measured sync.Map
 // Result is what [Measure] saw of the child.
 type Result struct {
 	StartRSS int64  // bytes resident when the body started
-	PeakRSS  int64  // the child's peak resident bytes (getrusage's ru_maxrss)
+	PeakRSS  int64  // the child's peak resident bytes (its VmHWM after the body; when it was killed, getrusage's ru_maxrss)
 	Killed   bool   // the watchdog ended the child: it grew past the kill margin
 	Output   string // the child's standard output and error
 	Err      error  // the child's exit error (nil when it passed)
@@ -95,6 +96,11 @@ func Measure(t *testing.T, killAt int64, body func(t *testing.T)) Result {
 		if rest, ok := strings.CutPrefix(sc.Text(), marker); ok {
 			r.StartRSS, _ = strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
 		}
+		// The child's own high-water mark: ru_maxrss also counts what
+		// the parent held when it forked, before the exec.
+		if rest, ok := strings.CutPrefix(sc.Text(), peakMark); ok {
+			r.PeakRSS, _ = strconv.ParseInt(strings.TrimSpace(rest), 10, 64)
+		}
 	}
 	if runErr != nil && !r.Killed {
 		t.Errorf("peakmem: the child failed (%v):\n%s", runErr, r.Output)
@@ -126,7 +132,24 @@ func runChild(t *testing.T, body func(t *testing.T)) {
 		}
 	}()
 	body(t)
+	fmt.Printf("%s%d\n", peakMark, hwm())
 	t.SkipNow()
+}
+
+// hwm returns the peak resident bytes of this process since its exec, from
+// /proc/self/status (VmHWM), or 0.
+func hwm() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			return kb * 1024
+		}
+	}
+	return 0
 }
 
 // rss returns the resident bytes of this process, from /proc/self/statm.

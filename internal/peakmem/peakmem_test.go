@@ -43,3 +43,19 @@ func TestMeasureKills(t *testing.T) {
 		t.Errorf("killed %v at peak %d:\n%s", r.Killed, r.PeakRSS, r.Output)
 	}
 }
+
+// The parent's memory at the fork is not the child's: ru_maxrss counts it,
+// the child's own high-water mark does not.
+func TestMeasureIgnoresParent(t *testing.T) {
+	if !peakmem.InChild() {
+		sink = make([]byte, 300<<20)
+		for i := range sink {
+			sink[i] = 1
+		}
+		defer func() { sink = nil }()
+	}
+	r := peakmem.Measure(t, 0, func(t *testing.T) {})
+	if r.Growth() > 100<<20 {
+		t.Errorf("growth %d with a parent of 300 MiB", r.Growth())
+	}
+}
