@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -268,6 +269,9 @@ func (r *Repository) openStore(ctx context.Context) error {
 		if err != nil {
 			return r.errorf("open", revision.Key{}, repository.ErrNotFound, "local repository %q: %w", p, err)
 		}
+		if err := r.checkDisk(gitDir); err != nil {
+			return err
+		}
 		fs := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{MaxOpenDescriptors: 32})
 		r.st = newStore(fs, gitDir, r.opts.Sync, r.log.Warn)
 		return nil
@@ -283,6 +287,9 @@ func (r *Repository) openStore(ctx context.Context) error {
 			gitDir = r.opts.CacheDir
 			if err := initBareDir(gitDir); err != nil {
 				return r.errorf("open", revision.Key{}, repository.ErrInvalidInput, "cache directory: %w", err)
+			}
+			if err := r.checkDisk(gitDir); err != nil {
+				return err
 			}
 			s = filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{MaxOpenDescriptors: 32})
 		}
@@ -303,6 +310,19 @@ func (r *Repository) openStore(ctx context.Context) error {
 	default:
 		return bad("git.repo %q is not a supported URL", redactURL(u))
 	}
+}
+
+// checkDisk refuses a git directory on disk whose format cad does not
+// implement (checkFormat), before anything reads or writes there.
+func (r *Repository) checkDisk(gitDir string) error {
+	if err := checkFormat(gitDir); err != nil {
+		var fe *FormatError
+		if errors.As(err, &fe) {
+			return r.errorf("open", revision.Key{}, repository.ErrNotSupported, "%w", err)
+		}
+		return r.errorf("open", revision.Key{}, repository.ErrUnavailable, "%w", err)
+	}
+	return nil
 }
 
 // LocalPath says how Open reads the git.repo value u: for a repository on
