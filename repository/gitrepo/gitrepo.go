@@ -272,8 +272,17 @@ func (r *Repository) openStore(ctx context.Context) error {
 		if err := r.checkDisk(gitDir); err != nil {
 			return err
 		}
+		alts, err := alternates(gitDir)
+		if err != nil {
+			return r.wrapErr("open", revision.Key{}, err)
+		}
 		fs := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{MaxOpenDescriptors: 32})
 		r.st = newStore(fs, gitDir, r.opts.Sync, r.log.Warn)
+		if len(alts) > 0 {
+			r.log.Debug("reading objects through alternates", "dirs", alts)
+			r.st.alts = alts
+			r.st.packs.AddAlternates(alts)
+		}
 		return nil
 	case urlRemote:
 		rm, err := newRemote(u, r.opts)
