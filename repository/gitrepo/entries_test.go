@@ -167,3 +167,49 @@ func TestSubmoduleInPackage(t *testing.T) {
 	}
 	fsckClean(t, dir)
 }
+
+// A working repository with the registered branch checked out: cad
+// writes only refs and objects, never the index or the working tree, so
+// they stay at the old commit (Open warns of it). Afterwards git status
+// shows the branch's new changes as staged changes that would undo them,
+// as after a push into a checked-out branch; git fsck is clean, a user's
+// uncommitted edit is untouched, and git reset --hard catches up.
+func TestCheckedOutBranch(t *testing.T) {
+	work := filepath.Join(t.TempDir(), "work")
+	git(t, "", "init", "--quiet", "-b", "main", work)
+	os.MkdirAll(filepath.Join(work, "p"), 0o755)
+	os.WriteFile(filepath.Join(work, "p", "Kptfile"), []byte(testKptfile), 0o644)
+	os.WriteFile(filepath.Join(work, "notes.txt"), []byte("mine\n"), 0o644)
+	git(t, work, "add", ".")
+	git(t, work, "commit", "--quiet", "-m", "p")
+	os.WriteFile(filepath.Join(work, "notes.txt"), []byte("mine, edited\n"), 0o644)
+
+	logs := &bytes.Buffer{}
+	opts := &gitrepo.Options{Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	r, revs := openAndList(t, work, opts)
+	if !strings.Contains(logs.String(), "checked out") {
+		t.Errorf("no warning: %q", logs.String())
+	}
+	if len(revs) != 1 {
+		t.Errorf("listed %v", keysOf(revs))
+	}
+	publishNew(t, r, revision.Key{Package: "q", Workspace: "w"})
+
+	if _, err := os.Stat(filepath.Join(work, "q")); !os.IsNotExist(err) {
+		t.Errorf("cad wrote into the working tree: %v", err)
+	}
+	status := git(t, work, "status", "--porcelain")
+	for _, want := range []string{"D  q/Kptfile", " M notes.txt"} {
+		if !strings.Contains(status, want) {
+			t.Errorf("git status --porcelain:\n%s\nwant a line %q", status, want)
+		}
+	}
+	fsckClean(t, work)
+	git(t, work, "reset", "--quiet", "--hard")
+	if status := git(t, work, "status", "--porcelain"); status != "" {
+		t.Errorf("after reset --hard: %s", status)
+	}
+	if _, err := os.Stat(filepath.Join(work, "q", "Kptfile")); err != nil {
+		t.Errorf("after reset --hard: %v", err)
+	}
+}

@@ -272,6 +272,7 @@ func (r *Repository) openStore(ctx context.Context) error {
 		if err := r.checkDisk(gitDir); err != nil {
 			return err
 		}
+		r.warnCheckedOut(p, gitDir)
 		alts, err := alternates(gitDir)
 		if err != nil {
 			return r.wrapErr("open", revision.Key{}, err)
@@ -332,6 +333,23 @@ func (r *Repository) checkDisk(gitDir string) error {
 		return r.errorf("open", revision.Key{}, repository.ErrUnavailable, "%w", err)
 	}
 	return nil
+}
+
+// warnCheckedOut warns when the registered branch is checked out in the
+// working tree of the repository at p (git directory gitDir): cad moves
+// the branch as a push does, never touching the index or the working
+// tree, which then stay at the old commit (git status shows the
+// branch's new changes as staged changes undoing them), as git's
+// receive.denyCurrentBranch warns of.
+func (r *Repository) warnCheckedOut(p, gitDir string) {
+	if filepath.Clean(gitDir) == filepath.Clean(p) {
+		return // bare
+	}
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil || strings.TrimSpace(string(head)) != "ref: "+branchRef(r.branch).String() {
+		return
+	}
+	r.log.Warn("the registered branch is checked out in the repository's working tree: cad's writes to it leave the index and working tree at the old commit, as a push into a checked-out branch does", "branch", r.branch, "path", p)
 }
 
 // LocalPath says how Open reads the git.repo value u: for a repository on
