@@ -210,8 +210,12 @@ var (
 //
 // Errors are *repository.Error matching repository.ErrInvalidInput for a
 // bad spec or options, ErrNotFound for a missing local repository or
-// branch, ErrUnavailable for a remote that cannot be reached or refuses
-// the credentials, and ctx's error when it is done.
+// branch, ErrNotSupported (wrapping a *FormatError) for a repository,
+// mirror or remote in a format cad does not implement (see the package
+// documentation, "Repository formats"), before anything is read or
+// written there, ErrCorrupt for an alternate object directory that does
+// not exist, ErrUnavailable for a remote that cannot be reached or
+// refuses the credentials, and ctx's error when it is done.
 func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository, error) {
 	o := opts.withDefaults()
 	if err := spec.Validate(); err != nil {
