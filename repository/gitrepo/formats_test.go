@@ -279,3 +279,26 @@ func TestOpenRefusesSHA256Remote(t *testing.T) {
 		}
 	}
 }
+
+// An upstream that advertises object-format=sha256 is refused by the
+// Fetcher with an error matching repository.ErrNotSupported.
+func TestFetcherRefusesSHA256(t *testing.T) {
+	srv := gitServer(t, t.TempDir(), "", "")
+	remote := filepath.Join(srv.Root, "up.git")
+	git(t, "", "init", "--quiet", "--bare", "-b", "main", "--object-format=sha256", remote)
+	work := filepath.Join(t.TempDir(), "work")
+	git(t, "", "init", "--quiet", "-b", "main", "--object-format=sha256", work)
+	os.WriteFile(filepath.Join(work, "Kptfile"), []byte("x\n"), 0o644)
+	git(t, work, "add", ".")
+	git(t, work, "commit", "--quiet", "-m", "x")
+	git(t, work, "push", "--quiet", remote, "main")
+	var f gitrepo.Fetcher
+	_, _, err := f.Fetch(context.Background(), repository.GitUpstream{Repo: srv.RepoURL("up.git"), Ref: "main"})
+	if !errors.Is(err, repository.ErrNotSupported) || !strings.Contains(err.Error(), "object-format = sha256") {
+		t.Fatalf("Fetch: %v, want ErrNotSupported naming object-format", err)
+	}
+	_, err = f.Refs(context.Background(), repository.GitUpstream{Repo: srv.RepoURL("up.git")})
+	if !errors.Is(err, repository.ErrNotSupported) {
+		t.Fatalf("Refs: %v, want ErrNotSupported", err)
+	}
+}
