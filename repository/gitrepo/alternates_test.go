@@ -198,3 +198,32 @@ func TestAlternatesRefused(t *testing.T) {
 	}
 	sameState(t, "refused Open", before, dirState(t, missing))
 }
+
+// A remote served by git http-backend whose objects are in alternates
+// (a --shared clone beside its source) is mirrored, listed and written
+// through: git serves the borrowed objects, cad's mirror holds its own.
+func TestAlternatesRemote(t *testing.T) {
+	ctx := context.Background()
+	src := alternatesSource(t)
+	srv := gitServer(t, t.TempDir(), "", "")
+	shared := filepath.Join(srv.Root, "shared.git")
+	git(t, "", "clone", "--quiet", "--bare", "--shared", src, shared)
+	git(t, shared, "config", "http.receivepack", "true")
+	for _, ref := range strings.Fields(git(t, src, "for-each-ref", "--format=%(refname)")) {
+		git(t, shared, "update-ref", ref, git(t, src, "rev-parse", ref))
+	}
+	srcBefore := dirState(t, src)
+	spec := repository.Spec{Name: "r", Type: repository.TypeGit, Git: &repository.GitSpec{Repo: srv.RepoURL("shared.git")}}
+	r, err := gitrepo.Open(ctx, spec, &gitrepo.Options{CacheDir: filepath.Join(t.TempDir(), "mirror.git")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	revs, err := r.List(ctx, repository.ListOptions{})
+	if err != nil || len(revs) != 5 {
+		t.Fatalf("listed %v, %v", keysOf(revs), err)
+	}
+	publishNew(t, r, revision.Key{Package: "new", Workspace: "w"})
+	sameState(t, "the alternate", srcBefore, dirState(t, src))
+	fsckClean(t, shared)
+}
