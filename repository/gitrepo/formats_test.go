@@ -231,6 +231,22 @@ func TestOpenRefusesMirrorFormat(t *testing.T) {
 	if got := git(t, filepath.Join(srv.Root, "repo.git"), "for-each-ref"); got != "" {
 		t.Errorf("the remote was written: %s", got)
 	}
+
+	// A directory that is not a repository as cad looks for one (as a
+	// reftable repository need not be), with a config cad refuses: it
+	// is not made a repository over that config.
+	odd := t.TempDir()
+	if err := os.WriteFile(filepath.Join(odd, "config"), []byte("[core]\n\trepositoryformatversion = 1\n[extensions]\n\trefStorage = reftable\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before = dirState(t, odd)
+	r, err = gitrepo.Open(context.Background(), spec, &gitrepo.Options{CacheDir: odd})
+	if err == nil {
+		r.Close()
+		t.Fatal("Open succeeded")
+	}
+	wantErr(t, err, repository.ErrNotSupported, "Open")
+	sameState(t, "refused Open", before, dirState(t, odd))
 }
 
 // A remote that advertises object-format=sha256 is refused before

@@ -299,11 +299,13 @@ func (r *Repository) openStore(ctx context.Context) error {
 		gitDir := ""
 		if s == nil && r.opts.CacheDir != "" {
 			gitDir = r.opts.CacheDir
-			if err := initBareDir(gitDir); err != nil {
-				return r.errorf("open", revision.Key{}, repository.ErrInvalidInput, "cache directory: %w", err)
-			}
+			// Checked before initBareDir, which would write into a
+			// directory it does not take for a repository.
 			if err := r.checkDisk(gitDir); err != nil {
 				return err
+			}
+			if err := initBareDir(gitDir); err != nil {
+				return r.errorf("open", revision.Key{}, repository.ErrInvalidInput, "cache directory: %w", err)
 			}
 			s = filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{MaxOpenDescriptors: 32})
 		}
