@@ -29,7 +29,11 @@ var (
 	// (content of a proposed or published revision, deletion of a
 	// published revision not proposed for deletion).
 	ErrImmutable = errors.New("immutable")
-	// ErrNotSupported: the backend does not implement the capability.
+	// ErrNotSupported: the backend does not implement the capability, or
+	// the store is in a format it does not implement (in git, a
+	// repository format version or extension, such as SHA-256 objects;
+	// in a package, a symbolic link): it refuses it rather than write
+	// what the store's other readers would find damaged.
 	ErrNotSupported = errors.New("not supported")
 	// ErrClosed: the repository was closed.
 	ErrClosed = errors.New("repository closed")

@@ -9,6 +9,55 @@
 // local clone (in memory, or in Options.CacheDir). The library never runs
 // the git binary.
 //
+// # Repository formats
+//
+// cad reads and writes objects and refs itself, so it opens only
+// repositories in a format it implements, and checks before it reads or
+// writes anything there (a local repository, and a remote's mirror in
+// Options.CacheDir): core.repositoryformatversion 0 or 1, with no
+// extensions.* setting but noop, and in version 1 noop-v1 and
+// objectformat = sha1. Names are case insensitive, as in git. Anything
+// else is refused by Open with a [*FormatError] matching
+// repository.ErrNotSupported that names the setting, such as
+// "extensions.objectformat = sha256" (cad would write SHA-1 objects into
+// a SHA-256 repository, which git then reads as damaged) or
+// "extensions.refstorage = reftable" (refs cad cannot read or update).
+// The list is go-git v5's (noop and noop-v1) plus SHA-1 named
+// explicitly; so worktreeconfig, preciousobjects, partialclone (objects
+// missing locally, fetched from a promisor remote cad does not know) and
+// unknown names are refused, in version 0 too, where git would ignore an
+// unknown name. A remote that advertises an object-format other than
+// sha1 is refused in the same way before anything is fetched or pushed.
+// The format is read once, by Open.
+//
+// Objects borrowed from other repositories through objects/info/alternates
+// (git clone --shared or --reference) are read as git reads them:
+// absolute paths, and relative ones from the object directory that names
+// them, alternates of alternates down to git's depth of 5, each
+// directory once, their packs after the repository's own and their
+// loose objects last. Writes never go into an alternate: a new object is
+// written into the repository itself, unless an alternate already holds
+// it, as git does. An alternate that does not exist is an error of Open
+// matching repository.ErrCorrupt naming the file and the directory (the
+// objects are missing); deeper nesting matches ErrNotSupported.
+//
+// A package's files (revision.Files) hold paths and contents, no modes.
+// A symbolic link in a package would be read as a file holding its
+// target and written back as a regular file, so reading the files of a
+// revision that holds one, or opening it as a draft, fails with an
+// [*UnsupportedFileError] naming it (matching ErrNotSupported), and
+// nothing is written from it. A submodule (a gitlink) is skipped when
+// the files are read, with a warning, and a draft's commit keeps the
+// gitlinks of the package directory it replaces, unless its files take
+// their paths. Executable files are read as files and written back as
+// regular files.
+//
+// In a working repository whose registered branch is checked out, cad
+// moves the branch as a push does and never writes the index or the
+// working tree, which stay at the old commit: git status then shows the
+// new commits' changes as staged changes undoing them, until git reset
+// --hard (or a checkout) catches up. Open warns of it.
+//
 // # Layout
 //
 // Package paths are relative to spec.git.directory; below, <path> is the

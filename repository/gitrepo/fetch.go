@@ -50,8 +50,10 @@ var _ repository.UpstreamFetcher = (*Fetcher)(nil)
 // takes). Errors match repository.ErrInvalidInput for an empty or bad URL,
 // an empty ref or credentials that cannot be used (mixed kinds, an
 // unreadable ssh key); repository.ErrNotFound when the repository, the
-// ref or the directory does not exist; otherwise they are transport
-// failures. No error carries credentials.
+// ref or the directory does not exist; repository.ErrNotSupported, with
+// a *FormatError, for a remote that advertises an object format other
+// than SHA-1; otherwise they are transport failures. No error carries
+// credentials.
 func (f *Fetcher) Fetch(ctx context.Context, up repository.GitUpstream) (revision.Files, string, error) {
 	const op = "fetch upstream"
 	fail := func(sentinel error, format string, args ...any) (revision.Files, string, error) {
@@ -185,6 +187,9 @@ func fetchError(op string, rm *remote, err error) error {
 	}
 	if errors.Is(err, transport.ErrRepositoryNotFound) {
 		return repository.Errorf(op, rm.redactedURL, revision.Key{}, repository.ErrNotFound, "%v", rm.redact(err))
+	}
+	if ferr := checkRemoteFormat(rm.redactedURL, nil, err); ferr != nil {
+		return repository.Errorf(op, rm.redactedURL, revision.Key{}, repository.ErrNotSupported, "%w", ferr)
 	}
 	return fmt.Errorf("%s %s: %w", op, rm.redactedURL, rm.redact(err))
 }

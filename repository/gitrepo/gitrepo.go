@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -209,8 +210,12 @@ var (
 //
 // Errors are *repository.Error matching repository.ErrInvalidInput for a
 // bad spec or options, ErrNotFound for a missing local repository or
-// branch, ErrUnavailable for a remote that cannot be reached or refuses
-// the credentials, and ctx's error when it is done.
+// branch, ErrNotSupported (wrapping a *FormatError) for a repository,
+// mirror or remote in a format cad does not implement (see the package
+// documentation, "Repository formats"), before anything is read or
+// written there, ErrCorrupt for an alternate object directory that does
+// not exist, ErrUnavailable for a remote that cannot be reached or
+// refuses the credentials, and ctx's error when it is done.
 func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository, error) {
 	o := opts.withDefaults()
 	if err := spec.Validate(); err != nil {
@@ -268,8 +273,21 @@ func (r *Repository) openStore(ctx context.Context) error {
 		if err != nil {
 			return r.errorf("open", revision.Key{}, repository.ErrNotFound, "local repository %q: %w", p, err)
 		}
+		if err := r.checkDisk(gitDir); err != nil {
+			return err
+		}
+		r.warnCheckedOut(p, gitDir)
+		alts, err := alternates(gitDir)
+		if err != nil {
+			return r.wrapErr("open", revision.Key{}, err)
+		}
 		fs := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{MaxOpenDescriptors: 32})
 		r.st = newStore(fs, gitDir, r.opts.Sync, r.log.Warn)
+		if len(alts) > 0 {
+			r.log.Debug("reading objects through alternates", "dirs", alts)
+			r.st.alts = alts
+			r.st.packs.AddAlternates(alts)
+		}
 		return nil
 	case urlRemote:
 		rm, err := newRemote(u, r.opts)
@@ -281,6 +299,11 @@ func (r *Repository) openStore(ctx context.Context) error {
 		gitDir := ""
 		if s == nil && r.opts.CacheDir != "" {
 			gitDir = r.opts.CacheDir
+			// Checked before initBareDir, which would write into a
+			// directory it does not take for a repository.
+			if err := r.checkDisk(gitDir); err != nil {
+				return err
+			}
 			if err := initBareDir(gitDir); err != nil {
 				return r.errorf("open", revision.Key{}, repository.ErrInvalidInput, "cache directory: %w", err)
 			}
@@ -303,6 +326,36 @@ func (r *Repository) openStore(ctx context.Context) error {
 	default:
 		return bad("git.repo %q is not a supported URL", redactURL(u))
 	}
+}
+
+// checkDisk refuses a git directory on disk whose format cad does not
+// implement (checkFormat), before anything reads or writes there.
+func (r *Repository) checkDisk(gitDir string) error {
+	if err := checkFormat(gitDir); err != nil {
+		var fe *FormatError
+		if errors.As(err, &fe) {
+			return r.errorf("open", revision.Key{}, repository.ErrNotSupported, "%w", err)
+		}
+		return r.errorf("open", revision.Key{}, repository.ErrUnavailable, "%w", err)
+	}
+	return nil
+}
+
+// warnCheckedOut warns when the registered branch is checked out in the
+// working tree of the repository at p (git directory gitDir): cad moves
+// the branch as a push does, never touching the index or the working
+// tree, which then stay at the old commit (git status shows the
+// branch's new changes as staged changes undoing them), as git's
+// receive.denyCurrentBranch warns of.
+func (r *Repository) warnCheckedOut(p, gitDir string) {
+	if filepath.Clean(gitDir) == filepath.Clean(p) {
+		return // bare
+	}
+	head, err := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	if err != nil || strings.TrimSpace(string(head)) != "ref: "+branchRef(r.branch).String() {
+		return
+	}
+	r.log.Warn("the registered branch is checked out in the repository's working tree: cad's writes to it leave the index and working tree at the old commit, as a push into a checked-out branch does", "branch", r.branch, "path", p)
 }
 
 // LocalPath says how Open reads the git.repo value u: for a repository on

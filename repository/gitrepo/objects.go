@@ -402,7 +402,8 @@ func (v *view) packagesAt(h plumbing.Hash, root bool) ([]pkgEntry, error) {
 }
 
 // files returns the content of the package tree h. Gitlinks are skipped,
-// and so are paths cad refuses (such as a .git directory), with a warning.
+// and so are paths cad refuses (such as a .git directory), with a
+// warning; a symbolic link is an *UnsupportedFileError.
 func (v *view) files(h plumbing.Hash, warn func(string, ...any)) (revision.Files, error) {
 	if e, ok := v.cache.Get(gitobj.KindFiles, h); ok {
 		return e.(revision.Files), nil
@@ -427,7 +428,10 @@ func (v *view) files(h plumbing.Hash, warn func(string, ...any)) (revision.Files
 				}
 				continue
 			case e.Mode == filemode.Submodule:
+				warn("skipping submodule (a commit of another repository, kept on write)", "path", p, "commit", e.Hash.String())
 				continue
+			case e.Mode == filemode.Symlink:
+				return &UnsupportedFileError{Path: p, Mode: e.Mode}
 			}
 			if err := revision.ValidatePath(p); err != nil {
 				warn("skipping file", "path", p, "reason", err)

@@ -191,6 +191,9 @@ func (rm *remote) push(ctx context.Context, pack []byte, t *txn) (err error) {
 	if abandoned {
 		return err
 	}
+	if ferr := checkRemoteFormat(rm.redactedURL, ar, err); ferr != nil {
+		return ferr
+	}
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return rm.classify("push to "+rm.redactedURL, err)
 	}
@@ -348,7 +351,14 @@ func (rm *remote) uploadPack(ctx context.Context) (transport.UploadPackSession, 
 		return sess, nil, refs, closeSess, nil
 	case err != nil:
 		closeSess()
+		if ferr := checkRemoteFormat(rm.redactedURL, nil, err); ferr != nil {
+			return nil, nil, nil, nil, ferr
+		}
 		return nil, nil, nil, nil, rm.classify(what+rm.redactedURL, err)
+	}
+	if err := checkRemoteFormat(rm.redactedURL, ar, nil); err != nil {
+		closeSess()
+		return nil, nil, nil, nil, err
 	}
 	for name, h := range ar.References {
 		for _, p := range mirrorPrefixes {

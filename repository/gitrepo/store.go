@@ -45,7 +45,8 @@ type store struct {
 	fsrefs  *refstore.FSRefs   // refs read directly from gitDir, nil in memory
 	idx     *index.ObjIndex    // the object index in gitDir, nil in memory
 	paths   *index.PathFile    // its sorted path records, nil in memory
-	packs   *gitobj.PackReader // the packs in gitDir, nil in memory
+	packs   *gitobj.PackReader // the packs in gitDir and its alternates, nil in memory
+	alts    []string           // the object directories of the alternates (alternates.go)
 	release func()
 	warn    func(msg string, args ...any)
 }
@@ -218,6 +219,9 @@ type view struct {
 	// concurrent use (the store's).
 	objMu  *sync.Mutex
 	gitDir string
+	// alts are the object directories the repository's objects borrow
+	// from (objects/info/alternates), read after its own.
+	alts []string
 	// bt, when set, is the write batch laid over the storage (batch.go).
 	bt *batch
 	// reads, when set, records the refs a batched write's plan read
@@ -239,7 +243,7 @@ type view struct {
 }
 
 func (r *Repository) newView() *view {
-	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, packs: r.st.packs, paths: r.st.paths, gitDir: r.st.gitDir, objMu: &r.st.objMu, damaged: func(err error) {
+	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, packs: r.st.packs, paths: r.st.paths, gitDir: r.st.gitDir, alts: r.st.alts, objMu: &r.st.objMu, damaged: func(err error) {
 		r.log.Warn("leaving out a damaged ref", "error", err)
 	}}
 }
@@ -476,6 +480,10 @@ func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumb
 		}
 	}
 	o, err := v.object(t, h)
+	if errors.Is(err, plumbing.ErrObjectNotFound) && len(v.alts) > 0 {
+		// Loose in an alternate (their packs are the PackReader's).
+		return v.alternateLoose(t, h, err)
+	}
 	if err != nil {
 		return plumbing.InvalidObject, nil, err
 	}
@@ -504,10 +512,37 @@ func (v *view) has(h plumbing.Hash) bool {
 			return true
 		}
 		hex := h.String()
-		_, err := os.Stat(filepath.Join(v.gitDir, "objects", hex[:2], hex[2:]))
-		return err == nil
+		if _, err := os.Stat(filepath.Join(v.gitDir, "objects", hex[:2], hex[2:])); err == nil {
+			return true
+		}
+		for _, d := range v.alts {
+			if _, err := os.Stat(filepath.Join(d, hex[:2], hex[2:])); err == nil {
+				return true
+			}
+		}
+		return false
 	}
 	return v.s.HasEncodedObject(h) == nil
+}
+
+// alternateLoose reads object h, of type t or any type for AnyObject,
+// stored loose in one of the alternates; notFound is the error to return
+// when none holds it.
+func (v *view) alternateLoose(t plumbing.ObjectType, h plumbing.Hash, notFound error) (plumbing.ObjectType, []byte, error) {
+	for _, d := range v.alts {
+		got, data, err := gitobj.ReadLoose(d, h)
+		if errors.Is(err, gitobj.ErrNotLoose) {
+			continue
+		}
+		if err != nil {
+			return plumbing.InvalidObject, nil, err
+		}
+		if t != plumbing.AnyObject && got != t {
+			return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %w", h, plumbing.ErrObjectNotFound)
+		}
+		return got, data, nil
+	}
+	return plumbing.InvalidObject, nil, notFound
 }
 
 // blob returns the content of blob h; it may be shared with the cache and

@@ -175,6 +175,9 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 			if err != nil {
 				return nil, err
 			}
+			if pkgTree, err = v.keepGitlinks(rootTree, full, pkgTree, files, r.log.Warn); err != nil {
+				return nil, err
+			}
 			root, err := v.replaceSubtree(rootTree, full, pkgTree)
 			if err != nil {
 				return nil, err

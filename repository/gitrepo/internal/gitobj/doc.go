@@ -3,9 +3,11 @@
 // without decoding whole indexes, finds an entry of a packed tree without
 // building the tree, writes loose objects at git's compression level, and
 // holds the tree and commit formats as cad reads them and the object
-// cache that package gitrepo shares with it. Everything else
-// (loose objects' reading, packs with older indexes, objects in memory)
-// is go-git's.
+// cache that package gitrepo shares with it. It also reads the packs
+// ([PackReader.AddAlternates]) and loose objects ([ReadLoose]) of a
+// repository's alternates, which go-git cannot reach outside the git
+// directory. Everything else (the repository's own loose objects, packs
+// with older indexes, objects in memory) is go-git's.
 //
 // # Pack and index, as read here
 //

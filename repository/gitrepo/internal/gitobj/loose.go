@@ -1,14 +1,20 @@
 package gitobj
 
 import (
+	"bufio"
+	"bytes"
 	"compress/zlib"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // Loose objects on disk are written by cad, not go-git: go-git compresses
@@ -75,4 +81,62 @@ func WriteLoose(gitDir string, h plumbing.Hash, t plumbing.ObjectType, data []by
 		return fmt.Errorf("store object %s: %w", h, err)
 	}
 	return nil
+}
+
+// ErrNotLoose says an object directory holds no loose object of that id.
+var ErrNotLoose = errors.New("no loose object")
+
+// ReadLoose returns the type and content of object h stored loose in the
+// object directory objDir (a repository's objects/, or an alternate's):
+// the file <objDir>/<2 hex>/<38 hex>, inflated, its header
+// "<type> <size>\x00" checked against what follows. It returns an error
+// matching ErrNotLoose when there is no such file, and one matching
+// repository.ErrCorrupt, naming the file, when it cannot be read as an
+// object or is larger than maxPackObject.
+func ReadLoose(objDir string, h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
+	hex := h.String()
+	path := filepath.Join(objDir, hex[:2], hex[2:])
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %w", h, ErrNotLoose)
+	}
+	if err != nil {
+		return plumbing.InvalidObject, nil, fmt.Errorf("object %s: %w", h, err)
+	}
+	defer f.Close()
+	bad := func(err error) (plumbing.ObjectType, []byte, error) {
+		return plumbing.InvalidObject, nil, fmt.Errorf("%w: loose object %s: %w", repository.ErrCorrupt, path, err)
+	}
+	zr, err := zlib.NewReader(bufio.NewReader(f))
+	if err != nil {
+		return bad(err)
+	}
+	defer zr.Close()
+	br := bufio.NewReader(zr)
+	head, err := br.ReadBytes(0)
+	if err != nil {
+		return bad(fmt.Errorf("header: %w", err))
+	}
+	typ, size, ok := bytes.Cut(head[:len(head)-1], []byte{' '})
+	t, terr := plumbing.ParseObjectType(string(typ))
+	n, nerr := strconv.ParseInt(string(size), 10, 64)
+	if !ok || terr != nil || nerr != nil || n < 0 || t == plumbing.OFSDeltaObject || t == plumbing.REFDeltaObject {
+		return bad(fmt.Errorf("header %q", head[:len(head)-1]))
+	}
+	if n > maxPackObject {
+		return bad(fmt.Errorf("%d bytes, more than %d", n, maxPackObject))
+	}
+	data := make([]byte, n)
+	if _, err := io.ReadFull(br, data); err != nil {
+		return bad(err)
+	}
+	// Read to the end, so that zlib checks its checksum, and refuse
+	// trailing bytes.
+	if extra, err := io.Copy(io.Discard, br); err != nil || extra != 0 {
+		return bad(fmt.Errorf("content does not match its header's size %d", n))
+	}
+	if plumbing.ComputeHash(t, data) != h {
+		return bad(errors.New("content does not hash to its name"))
+	}
+	return t, data, nil
 }

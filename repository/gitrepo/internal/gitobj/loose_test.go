@@ -2,12 +2,15 @@ package gitobj
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // A loose object cad writes is one git reads, compressed at zlib's
@@ -55,5 +58,47 @@ func TestWriteLooseAsGit(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "objects", h.String()[:2], "tmp_obj_*")); len(left) > 0 {
 		t.Fatalf("left %v", left)
+	}
+}
+
+// ReadLoose reads what git (and WriteLoose) stores loose, says
+// ErrNotLoose for an object that is not there, and ErrCorrupt for a file
+// that is not the object its name says.
+func TestReadLoose(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r.git")
+	if out, err := exec.Command("git", "init", "--quiet", "--bare", dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	cmd := exec.Command("git", "hash-object", "-w", "--stdin")
+	cmd.Dir = dir
+	cmd.Stdin = bytes.NewReader([]byte("written by git\n"))
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	objDir := filepath.Join(dir, "objects")
+	h := plumbing.NewHash(string(bytes.TrimSpace(out)))
+	typ, data, err := ReadLoose(objDir, h)
+	if err != nil || typ != plumbing.BlobObject || string(data) != "written by git\n" {
+		t.Fatalf("ReadLoose: %v %q %v", typ, data, err)
+	}
+	other := plumbing.ComputeHash(plumbing.BlobObject, []byte("other"))
+	if _, _, err := ReadLoose(objDir, other); !errors.Is(err, ErrNotLoose) {
+		t.Fatalf("missing object: %v", err)
+	}
+	// The file of h renamed to other's name: its content hashes to h.
+	p := func(h plumbing.Hash) string { return filepath.Join(objDir, h.String()[:2], h.String()[2:]) }
+	os.MkdirAll(filepath.Dir(p(other)), 0o755)
+	if err := os.Link(p(h), p(other)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadLoose(objDir, other); !errors.Is(err, repository.ErrCorrupt) {
+		t.Fatalf("misnamed object: %v", err)
+	}
+	garbage := plumbing.ComputeHash(plumbing.BlobObject, []byte("garbage"))
+	os.MkdirAll(filepath.Dir(p(garbage)), 0o755)
+	os.WriteFile(p(garbage), []byte("not zlib"), 0o444)
+	if _, _, err := ReadLoose(objDir, garbage); !errors.Is(err, repository.ErrCorrupt) {
+		t.Fatalf("garbage: %v", err)
 	}
 }

@@ -37,11 +37,13 @@ import (
 // PackReader is safe for concurrent use: readers holding the store's
 // shared lock take turns on mu, one object at a time.
 type PackReader struct {
-	dir string // objects/pack
+	// dirs are objects/pack and the pack directories of the alternates
+	// (see AddAlternates), looked in in this order.
+	dirs []string
 
 	mu sync.Mutex // guards what follows
 
-	scanned time.Time // the directory's modification time at the last scan
+	scanned []time.Time // each directory's modification time at the last scan
 	packs   []*packFile
 	nextID  uint32
 	closed  bool // then go-git reads everything
@@ -63,6 +65,7 @@ const DropPagesEvery = 16384
 type packFile struct {
 	id      uint32
 	name    string
+	path    string // the files' path without .idx or .pack
 	idx     *os.File
 	idxMap  []byte // the index mapped into memory, where mmap exists
 	pack    *os.File
@@ -163,7 +166,19 @@ var ErrNotInPack = errors.New("not in a pack")
 // NewPackReader returns a reader of the packs of gitDir; it opens them
 // on the first lookup.
 func NewPackReader(gitDir string) *PackReader {
-	return &PackReader{dir: filepath.Join(gitDir, "objects", "pack")}
+	return &PackReader{dirs: []string{filepath.Join(gitDir, "objects", "pack")}, scanned: make([]time.Time, 1)}
+}
+
+// AddAlternates makes pr read the packs of the object directories
+// objDirs too (a repository's alternates: each a directory holding
+// pack/), after its own. It is called before the first lookup.
+func (pr *PackReader) AddAlternates(objDirs []string) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	for _, d := range objDirs {
+		pr.dirs = append(pr.dirs, filepath.Join(d, "pack"))
+		pr.scanned = append(pr.scanned, time.Time{})
+	}
 }
 
 // Close closes the open pack files.
@@ -185,40 +200,44 @@ func (pr *PackReader) Close() {
 func (pr *PackReader) Rescan() {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	pr.scanned = time.Time{}
+	clear(pr.scanned)
 	pr.rescan()
 }
 
-// rescan opens the packs of the directory when it changed since the last
-// scan, and reports whether it did.
+// rescan opens the packs of the directories that changed since the last
+// scan, and reports whether one did.
 func (pr *PackReader) rescan() bool {
-	fi, err := os.Stat(pr.dir)
-	if err != nil || fi.ModTime().Equal(pr.scanned) {
-		return false
-	}
-	pr.scanned = fi.ModTime()
-	entries, err := os.ReadDir(pr.dir)
-	if err != nil {
-		return false
-	}
-	have := map[string]bool{}
-	for _, p := range pr.packs {
-		have[p.name] = true
-	}
-	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), ".idx")
-		if !ok || have[name] {
+	changed := false
+	for i, dir := range pr.dirs {
+		fi, err := os.Stat(dir)
+		if err != nil || fi.ModTime().Equal(pr.scanned[i]) {
 			continue
 		}
-		p, err := openPack(filepath.Join(pr.dir, name))
+		pr.scanned[i] = fi.ModTime()
+		entries, err := os.ReadDir(dir)
 		if err != nil {
-			continue // go-git reads the objects of this pack
+			continue
 		}
-		pr.nextID++
-		p.id = pr.nextID
-		pr.packs = append(pr.packs, p)
+		changed = true
+		have := map[string]bool{}
+		for _, p := range pr.packs {
+			have[p.path] = true
+		}
+		for _, e := range entries {
+			name, ok := strings.CutSuffix(e.Name(), ".idx")
+			if !ok || have[filepath.Join(dir, name)] {
+				continue
+			}
+			p, err := openPack(filepath.Join(dir, name))
+			if err != nil {
+				continue // go-git reads the objects of this pack
+			}
+			pr.nextID++
+			p.id = pr.nextID
+			pr.packs = append(pr.packs, p)
+		}
 	}
-	return true
+	return changed
 }
 
 // openPack opens the pack base.pack and its index base.idx, reading only
@@ -233,7 +252,7 @@ func openPack(base string) (*packFile, error) {
 		idx.Close()
 		return nil, err
 	}
-	p := &packFile{name: filepath.Base(base), idx: idx, pack: pack}
+	p := &packFile{name: filepath.Base(base), path: base, idx: idx, pack: pack}
 	var head [8 + 256*4]byte
 	if _, err := idx.ReadAt(head[:], 0); err != nil {
 		p.close()
