@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/storage/memory"
+
 	"github.com/configasdata/cad/internal/peakmem"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
@@ -179,4 +181,105 @@ func TestReadBoundsBigBlob(t *testing.T) {
 			t.Errorf("reading grew the process by %d MiB (killed: %v), want under %d MiB", res.Growth()>>20, res.Killed, budget>>20)
 		}
 	})
+}
+
+// writePackages writes, through r, the drafts good@ws (a Kptfile and a
+// ConfigMap) and bad@ws (a Kptfile and three files of 1 MiB).
+func writePackages(t *testing.T, r repository.Repository) {
+	t.Helper()
+	ctx := context.Background()
+	mib := strings.Repeat("z", 1<<20)
+	for pkg, files := range map[string]map[string]string{
+		"good": {"Kptfile": kptfile("good"), "cm.yaml": "kind: ConfigMap\n"},
+		"bad":  {"Kptfile": kptfile("bad"), "a.bin": mib, "b.bin": mib + "b", "c.bin": mib + "c"},
+	} {
+		d, err := r.CreateDraft(ctx, revision.Key{Package: pkg, Workspace: "ws"}, repository.CreateDraftOptions{Files: revision.MustFiles(files)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkBounds reads good@ws and bad@ws through r: the first reads, the
+// second fails with a *revision.LimitError of the bound limit.
+func checkBounds(t *testing.T, r repository.Repository, limit string) {
+	t.Helper()
+	ctx := context.Background()
+	revs, err := r.List(ctx, repository.ListOptions{})
+	if err != nil || len(revs) != 2 {
+		t.Fatalf("List = %d revisions, %v; want 2", len(revs), err)
+	}
+	for _, pkg := range []string{"good", "bad"} {
+		pr, err := r.Get(ctx, revision.Key{Package: pkg, Workspace: "ws"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = pr.Files(ctx)
+		if pkg == "good" {
+			if err != nil {
+				t.Errorf("Files of good: %v", err)
+			}
+			continue
+		}
+		var le *revision.LimitError
+		if !errors.Is(err, revision.ErrLimit) || !errors.As(err, &le) || le.Limit != limit {
+			t.Errorf("Files of bad: %v, want a *revision.LimitError of %s", err, limit)
+		} else if !strings.Contains(err.Error(), ".bin") || !strings.Contains(err.Error(), "bad") {
+			t.Errorf("Files of bad: %q does not name the file and the revision", err)
+		}
+	}
+}
+
+// The bounds hold on every path objects are read by: a repository in
+// memory (go-git's objects), on disk (loose objects), and a remote's
+// mirror in memory and on disk (a fetched pack), for the per-file and
+// per-package bounds.
+func TestReadBoundsEveryStore(t *testing.T) {
+	bounds := map[string]gitrepo.Options{
+		"gitrepo.Options.MaxFileBytes":    {MaxFileBytes: 1 << 20},
+		"gitrepo.Options.MaxPackageBytes": {MaxPackageBytes: 2 << 20},
+	}
+	t.Run("memory", func(t *testing.T) {
+		s := memory.NewStorage()
+		w := mustOpen(t, gitSpec(gitrepo.MemoryURL), &gitrepo.Options{Storage: s})
+		defer w.Close()
+		writePackages(t, w)
+		for limit, opts := range bounds {
+			opts.Storage = s
+			r := mustOpen(t, gitSpec(gitrepo.MemoryURL), &opts)
+			checkBounds(t, r, limit)
+			r.Close()
+		}
+	})
+	t.Run("disk", func(t *testing.T) {
+		dir := newBare(t)
+		w := mustOpen(t, gitSpec(dir), nil)
+		defer w.Close()
+		writePackages(t, w)
+		for limit, opts := range bounds {
+			r := mustOpen(t, gitSpec(dir), &opts)
+			checkBounds(t, r, limit)
+			r.Close()
+		}
+	})
+	for _, onDisk := range []bool{false, true} {
+		t.Run(map[bool]string{false: "mirror in memory", true: "mirror on disk"}[onDisk], func(t *testing.T) {
+			dir := newBare(t)
+			srv := gitServer(t, filepath.Dir(dir), "", "")
+			url := srv.URL + "/" + filepath.Base(dir)
+			w := mustOpen(t, gitSpec(url), nil)
+			defer w.Close()
+			writePackages(t, w)
+			for limit, opts := range bounds {
+				a, _ := mirrorOpts(t, onDisk)
+				opts.Storage, opts.CacheDir = a.Storage, a.CacheDir
+				r := mustOpen(t, gitSpec(url), &opts)
+				checkBounds(t, r, limit)
+				r.Close()
+			}
+		})
+	}
 }
