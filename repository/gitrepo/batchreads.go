@@ -1,6 +1,7 @@
 package gitrepo
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -236,8 +237,8 @@ func (s *readSet) checkMetadata(v *view, cur plumbing.Hash, skip map[string]bool
 		}
 		var md revision.Metadata
 		if !blob.IsZero() {
-			data, err := v.blob(blob)
-			if err != nil {
+			data, err := v.boundedBlob(blob, p)
+			if err != nil && !errors.Is(err, revision.ErrLimit) {
 				return err
 			}
 			if md, err = revision.ParseMetadata(data); err != nil {

@@ -418,6 +418,28 @@
 // Options.RemoteReadMaxAge): an ls-remote, and objects only for refs
 // that moved to commits not present locally. Watch polls the refs.
 //
+// # Bounds
+//
+// A revision's files are read whole into memory, so what one read may
+// cost is bounded, checked from the sizes in the objects' headers (a
+// loose object's header, a pack entry's, or for a delta the result size
+// in the delta's own header) before any file of the package is
+// inflated. A read over a bound fails with a *revision.LimitError
+// (matching revision.ErrLimit and revision.ErrInvalid) that names the
+// file, wrapped in the error naming the revision; lists, which never
+// read a file's content, and every other package are unaffected.
+//
+//   - Options.MaxFileBytes, default DefaultMaxFileBytes (32 MiB): one
+//     file of a package (Files, Info's Kptfile, a draft's files). A
+//     revision metadata blob over it is ignored with a warning.
+//   - Options.MaxPackageBytes, default DefaultMaxPackageBytes (256 MiB):
+//     the files of one package revision in all.
+//
+// A repository in memory (mem://, or a remote's mirror in memory) holds
+// its objects already; the bound spares the copy a read would make. A
+// pack whose index predates version 2 is read by go-git, which inflates
+// an object to learn its size.
+//
 // # Where the mechanisms are
 //
 // This package is the backend: the layout above, reads, writes,

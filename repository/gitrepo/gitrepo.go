@@ -41,6 +41,21 @@ const (
 // per repository (down from go-git's 96 MB).
 const DefaultCacheBytes = 8 << 20
 
+// DefaultMaxFileBytes is the default bound of one file of a package
+// revision as read (Options.MaxFileBytes): 32 MiB, the bound
+// revision.DefaultYAMLMaxBytes puts on a YAML file, so that a file cad
+// would refuse to parse is not inflated first. It is checked against the
+// size in the object's header before anything is inflated.
+const DefaultMaxFileBytes = 32 << 20
+
+// DefaultMaxPackageBytes is the default bound of the total size of the
+// files of one package revision as read (Options.MaxPackageBytes):
+// 256 MiB, eight files at the per-file bound. A package revision is read
+// whole into memory (its Files), so this is what one read of it may
+// cost; Porch's own default for a package's resources in one request is
+// of the same order, and no package of KRM configuration comes near it.
+const DefaultMaxPackageBytes = 256 << 20
+
 // MemoryURL is the git.repo value that selects a fresh repository in
 // memory (or the one in Options.Storage). "mem://<anything>" works too.
 const MemoryURL = "mem://"
@@ -100,6 +115,20 @@ type Options struct {
 	// (flock): off unix there is none, and such writes fail with
 	// repository.ErrNotSupported (reads work).
 	Sync SyncMode
+	// MaxFileBytes bounds the size of one file of a package revision as
+	// read (Files, Info, a draft's update): a larger blob is refused from
+	// its object header, before it is inflated, with a
+	// *revision.LimitError naming the file. Revision metadata blobs
+	// (refs/cad/metadata) over it are ignored with a warning, as
+	// unreadable ones are. Lists never read file contents, so they are
+	// unaffected. Default DefaultMaxFileBytes (32 MiB); negative: no
+	// bound.
+	MaxFileBytes int64
+	// MaxPackageBytes bounds the total size of the files of one package
+	// revision as read, checked from the object headers before any file
+	// is inflated; a *revision.LimitError when it is exceeded. Default
+	// DefaultMaxPackageBytes (256 MiB); negative: no bound.
+	MaxPackageBytes int64
 	// InsecureSkipTLS and CABundle configure TLS to an https remote.
 	InsecureSkipTLS bool
 	CABundle        []byte
@@ -121,6 +150,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.CacheBytes == 0 {
 		out.CacheBytes = DefaultCacheBytes
+	}
+	if out.MaxFileBytes == 0 {
+		out.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if out.MaxPackageBytes == 0 {
+		out.MaxPackageBytes = DefaultMaxPackageBytes
 	}
 	if out.Clock == nil {
 		out.Clock = time.Now

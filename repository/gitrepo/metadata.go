@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -90,7 +91,11 @@ func (r *Repository) attachMetadata(v *view, x *rev) error {
 		x.md = c.(revision.Metadata)
 		return nil
 	}
-	data, err := v.blob(e.Hash)
+	data, err := v.boundedBlob(e.Hash, p)
+	if errors.Is(err, revision.ErrLimit) {
+		r.log.Warn("ignoring revision metadata over the file bound", "path", p, "error", err.Error())
+		return nil
+	}
 	if err != nil {
 		return err
 	}

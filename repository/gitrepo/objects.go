@@ -403,13 +403,20 @@ func (v *view) packagesAt(h plumbing.Hash, root bool) ([]pkgEntry, error) {
 
 // files returns the content of the package tree h. Gitlinks are skipped,
 // and so are paths cad refuses (such as a .git directory), with a
-// warning; a symbolic link is an *UnsupportedFileError.
+// warning; a symbolic link is an *UnsupportedFileError. The sizes of the
+// files are read from their object headers first: a file over v.maxFile,
+// or files over v.maxPackage in all, give a *revision.LimitError naming
+// the file before any is inflated.
 func (v *view) files(h plumbing.Hash, warn func(string, ...any)) (revision.Files, error) {
 	if e, ok := v.cache.Get(gitobj.KindFiles, h); ok {
 		return e.(revision.Files), nil
 	}
-	m := map[string][]byte{}
-	var size int64
+	type file struct {
+		path string
+		blob plumbing.Hash
+	}
+	var list []file
+	var total int64
 	var walk func(h plumbing.Hash, prefix string) error
 	walk = func(h plumbing.Hash, prefix string) error {
 		entries, err := v.tree(h)
@@ -437,17 +444,35 @@ func (v *view) files(h plumbing.Hash, warn func(string, ...any)) (revision.Files
 				warn("skipping file", "path", p, "reason", err)
 				continue
 			}
-			data, err := v.blob(e.Hash)
-			if err != nil {
-				return err
+			if v.maxFile > 0 || v.maxPackage > 0 {
+				_, n, err := v.size(e.Hash)
+				if err != nil {
+					return err
+				}
+				if v.maxFile > 0 && n > v.maxFile {
+					return fileLimit(p, n, v.maxFile)
+				}
+				if total += n; v.maxPackage > 0 && total > v.maxPackage {
+					return &revision.LimitError{What: fmt.Sprintf("the package's files, %d bytes at file %q", total, p),
+						Limit: "gitrepo.Options.MaxPackageBytes", Max: v.maxPackage}
+				}
 			}
-			m[p] = data
-			size += int64(len(p)+len(data)) + 64
+			list = append(list, file{p, e.Hash})
 		}
 		return nil
 	}
 	if err := walk(h, ""); err != nil {
 		return revision.Files{}, err
+	}
+	m := make(map[string][]byte, len(list))
+	var size int64
+	for _, f := range list {
+		data, err := v.blob(f.blob)
+		if err != nil {
+			return revision.Files{}, err
+		}
+		m[f.path] = data
+		size += int64(len(f.path)+len(data)) + 64
 	}
 	f, err := revision.NewFiles(m)
 	if err != nil {
@@ -613,7 +638,7 @@ func (v *view) info(h plumbing.Hash) (revision.Info, error) {
 	if c, ok := v.cache.Get(gitobj.KindInfo, e.Hash); ok {
 		return cloneInfo(c.(revision.Info)), nil
 	}
-	data, err := v.blob(e.Hash)
+	data, err := v.boundedBlob(e.Hash, name)
 	if err != nil {
 		return revision.Info{}, err
 	}

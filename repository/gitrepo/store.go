@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -22,6 +23,7 @@ import (
 	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 	"github.com/configasdata/cad/repository/gitrepo/internal/index"
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
+	"github.com/configasdata/cad/revision"
 )
 
 // store is the local go-git storage of a repository with its locks.
@@ -240,12 +242,16 @@ type view struct {
 		h  plumbing.Hash
 		at packPos
 	}
+	// maxFile and maxPackage are Options.MaxFileBytes and
+	// MaxPackageBytes (negative: no bound); zero, as in a view made by
+	// a fetch, bounds nothing.
+	maxFile, maxPackage int64
 }
 
 func (r *Repository) newView() *view {
 	return &view{s: r.st.s, fr: r.st.fsrefs, cache: r.cache, packs: r.st.packs, paths: r.st.paths, gitDir: r.st.gitDir, alts: r.st.alts, objMu: &r.st.objMu, damaged: func(err error) {
 		r.log.Warn("leaving out a damaged ref", "error", err)
-	}}
+	}, maxFile: r.opts.MaxFileBytes, maxPackage: r.opts.MaxPackageBytes}
 }
 
 // read runs fn on a view of the local storage locked for reading. For a
@@ -550,6 +556,55 @@ func (v *view) alternateLoose(t plumbing.ObjectType, h plumbing.Hash, notFound e
 func (v *view) blob(h plumbing.Hash) ([]byte, error) {
 	_, data, err := v.raw(plumbing.BlobObject, h)
 	return data, err
+}
+
+// size returns the type and size of object h without reading its
+// content: from the batch, the header of its pack entry (or of its
+// delta's), the header of a loose object on disk, or go-git's object
+// (in memory, where the content is held already, or in a pack with an
+// index older than version 2, which go-git reads whole).
+func (v *view) size(h plumbing.Hash) (plumbing.ObjectType, int64, error) {
+	if o, ok := v.bt.object(h); ok {
+		return o.Type, int64(len(o.Data)), nil
+	}
+	if v.packs != nil {
+		t, n, err := v.packs.Size(h)
+		if !errors.Is(err, gitobj.ErrNotInPack) {
+			return t, n, err
+		}
+	}
+	if v.gitDir != "" {
+		t, n, err := gitobj.LooseSize(v.gitDir, h)
+		if !errors.Is(err, fs.ErrNotExist) {
+			return t, n, err
+		}
+	}
+	o, err := v.object(plumbing.AnyObject, h)
+	if err != nil {
+		return plumbing.InvalidObject, 0, err
+	}
+	return o.Type(), o.Size(), nil
+}
+
+// boundedBlob returns the content of blob h, the file what, after
+// checking its size against v.maxFile from its header: over it, a
+// *revision.LimitError naming the file, and nothing is inflated.
+func (v *view) boundedBlob(h plumbing.Hash, what string) ([]byte, error) {
+	if v.maxFile > 0 {
+		_, n, err := v.size(h)
+		if err != nil {
+			return nil, err
+		}
+		if n > v.maxFile {
+			return nil, fileLimit(what, n, v.maxFile)
+		}
+	}
+	return v.blob(h)
+}
+
+// fileLimit is the error of a file of n bytes over the bound max.
+func fileLimit(what string, n, max int64) error {
+	return &revision.LimitError{What: fmt.Sprintf("file %q (%d bytes)", what, n), Limit: "gitrepo.Options.MaxFileBytes", Max: max}
 }
 
 // put stores an object of type t with content data and returns its hash.

@@ -8,7 +8,6 @@ import (
 
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
-	"github.com/google/go-containerregistry/pkg/v1/remote"
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
@@ -64,8 +63,7 @@ func (r *Repository) Adopt(ctx context.Context, key revision.Key, opts repositor
 	if err != nil {
 		return nil, err
 	}
-	var got *remote.Descriptor
-	err = retry(ctx, func() (err error) { got, err = r.puller.Get(ctx, ref); return err })
+	got, err := r.getManifest(ctx, ref)
 	if err != nil {
 		if isNotFound(err) {
 			return nil, r.errorf(op, k, repository.ErrNotFound, "no image %s in %s", o.Ref, repo.RepositoryStr())

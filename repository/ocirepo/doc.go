@@ -77,8 +77,9 @@
 // Listing reads the catalog (or only the one repository of
 // ListOptions.Package), each repository's tag list and the manifests of
 // the v<N> tags and of the workspace tags that are not their aliases
-// (one GET per tag the first time, then a HEAD, manifests being cached by
-// digest), never a layer: about one request per revision. Get reads two
+// (a HEAD per tag, which gives the manifest's digest and size, and a GET
+// by digest of each manifest not yet cached; see Bounds), never a layer:
+// about one request per revision, two the first time. Get reads two
 // or three tags of one package, whatever the size of the registry. Layers
 // are read on demand by PackageRevision.Files.
 //
@@ -166,6 +167,30 @@
 // or FIFOs are refused with a *LayerError matching
 // repository.ErrInvalidInput. The blob's digest is checked before it is
 // decoded.
+//
+// # Bounds
+//
+// What the registry serves is untrusted, and each read is bounded before
+// it is made. Over a bound a read fails with an error matching
+// revision.ErrLimit and repository.ErrInvalidInput (a
+// *revision.LimitError, or a *LayerError whose Limit names the bound);
+// List leaves out a tag whose manifest is over its bound, with a
+// warning, and lists the rest.
+//
+//   - Options.MaxManifestBytes, default DefaultMaxManifestBytes (4 MiB):
+//     a manifest, checked from the size a HEAD reports before it is
+//     fetched (by digest, so that its digest is verified).
+//   - Options.ManifestCacheBytes, default DefaultManifestCacheBytes
+//     (64 MiB): the cache of manifests read, by their size.
+//   - Options.MaxLayerSize, default DefaultMaxLayerSize (64 MiB): the
+//     size a layer's descriptor declares; at most that many bytes of the
+//     blob are read, and a blob of another size is refused.
+//   - Options.MaxFileBytes, default DefaultMaxFileBytes (32 MiB): one
+//     file of a layer, from its tar header, before it is read.
+//   - Options.MaxExpandedSize, default DefaultMaxExpandedSize (256 MiB):
+//     the files of a layer in all, uncompressed.
+//   - Options.MaxFiles, default DefaultMaxFiles (10,000): the entries of
+//     a layer.
 //
 // EXPERIMENTAL: the tag and annotation scheme may still change.
 package ocirepo

@@ -20,13 +20,18 @@ import (
 )
 
 // LayerError reports a package layer read from the registry that cad
-// refuses: an unsafe or unsupported tar entry, or an archive larger than
-// the configured caps. It matches repository.ErrInvalidInput (and
-// revision.ErrInvalid) with errors.Is.
+// refuses: an unsafe or unsupported tar entry, a blob that is not what
+// its descriptor declares, or an archive larger than the configured
+// caps. It matches repository.ErrInvalidInput (and revision.ErrInvalid)
+// with errors.Is, and, when Limit is set, revision.ErrLimit too.
 type LayerError struct {
 	Digest string // the layer's digest
 	Entry  string // the offending entry name, "" for the whole layer
 	Reason string
+	// Limit names the bound the layer exceeds, such as
+	// "ocirepo.Options.MaxFileBytes"; "" when it is refused for another
+	// reason.
+	Limit string
 }
 
 // Error describes the refused layer and entry.
@@ -38,8 +43,11 @@ func (e *LayerError) Error() string {
 }
 
 // Is reports whether target is revision.ErrInvalid, which is
-// repository.ErrInvalidInput.
-func (e *LayerError) Is(target error) bool { return target == revision.ErrInvalid }
+// repository.ErrInvalidInput, or, for a layer over a bound,
+// revision.ErrLimit.
+func (e *LayerError) Is(target error) bool {
+	return target == revision.ErrInvalid || (e.Limit != "" && target == revision.ErrLimit)
+}
 
 // encodedLayer is a package's files as a gzip tar, with its config.
 type encodedLayer struct {
@@ -96,6 +104,7 @@ func descriptor(b []byte, mt types.MediaType) v1.Descriptor {
 // limits bound what decodeLayer accepts.
 type limits struct {
 	maxExpanded int64
+	maxFile     int64
 	maxFiles    int
 }
 
@@ -103,7 +112,9 @@ type limits struct {
 // It accepts only regular files (and directory entries, which it skips)
 // whose names pass revision.ValidatePath, and refuses absolute names, ..,
 // symbolic and hard links, devices, FIFOs, duplicate names, and more than
-// lim.maxExpanded bytes or lim.maxFiles entries, with a *LayerError.
+// lim.maxExpanded bytes, a file over lim.maxFile or more than lim.maxFiles
+// entries, with a *LayerError; the sizes are checked from the tar
+// headers, before the entries are read.
 func decodeLayer(r io.Reader, digest string, lim limits) (revision.Files, error) {
 	bad := func(entry, format string, args ...any) error {
 		return &LayerError{Digest: digest, Entry: entry, Reason: fmt.Sprintf(format, args...)}
@@ -127,7 +138,9 @@ func decodeLayer(r io.Reader, digest string, lim limits) (revision.Files, error)
 		}
 		entries++
 		if entries > lim.maxFiles {
-			return revision.Files{}, bad("", "more than %d entries", lim.maxFiles)
+			err := bad("", "more than %d entries", lim.maxFiles)
+			err.(*LayerError).Limit = "ocirepo.Options.MaxFiles"
+			return revision.Files{}, err
 		}
 		nm := hdr.Name
 		switch hdr.Typeflag {
@@ -152,8 +165,18 @@ func decodeLayer(r io.Reader, digest string, lim limits) (revision.Files, error)
 		if _, dup := files[nm]; dup {
 			return revision.Files{}, bad(nm, "duplicate entry")
 		}
-		if hdr.Size < 0 || total+hdr.Size > lim.maxExpanded {
-			return revision.Files{}, bad(nm, "the package expands past the cap of %d bytes", lim.maxExpanded)
+		if hdr.Size < 0 {
+			return revision.Files{}, bad(nm, "negative size %d", hdr.Size)
+		}
+		if hdr.Size > lim.maxFile {
+			err := bad(nm, "%d bytes, over the cap of %d bytes per file", hdr.Size, lim.maxFile)
+			err.(*LayerError).Limit = "ocirepo.Options.MaxFileBytes"
+			return revision.Files{}, err
+		}
+		if total+hdr.Size > lim.maxExpanded {
+			err := bad(nm, "the package expands past the cap of %d bytes", lim.maxExpanded)
+			err.(*LayerError).Limit = "ocirepo.Options.MaxExpandedSize"
+			return revision.Files{}, err
 		}
 		data, err := io.ReadAll(io.LimitReader(tr, hdr.Size+1))
 		if err != nil {

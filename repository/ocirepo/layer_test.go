@@ -62,7 +62,7 @@ func reg(name, body string) entry {
 }
 
 func TestDecodeLayerRefuses(t *testing.T) {
-	lim := limits{maxExpanded: 1 << 20, maxFiles: 100}
+	lim := limits{maxExpanded: 1 << 20, maxFile: 1 << 20, maxFiles: 100}
 	many := make([]entry, 101)
 	for i := range many {
 		many[i] = reg("f"+strings.Repeat("x", i%5)+string(rune('a'+i%26))+string(rune('a'+i/26)), "x")
@@ -110,7 +110,7 @@ func gz(t testing.TB, b []byte) []byte {
 
 func TestDecodeLayerAccepts(t *testing.T) {
 	layer := craft(t, entry{hdr: tar.Header{Name: "dir/", Typeflag: tar.TypeDir, Mode: 0o755}}, reg("dir/a.yaml", "a: 1\n"), reg("Kptfile", "k"))
-	f, err := decodeLayer(bytes.NewReader(layer), "sha256:test", limits{maxExpanded: 100, maxFiles: 10})
+	f, err := decodeLayer(bytes.NewReader(layer), "sha256:test", limits{maxExpanded: 100, maxFile: 100, maxFiles: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestDecodeLayerAccepts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := decodeLayer(bytes.NewReader(enc.layer), "d", limits{maxExpanded: 1 << 20, maxFiles: 10})
+	got, err := decodeLayer(bytes.NewReader(enc.layer), "d", limits{maxExpanded: 1 << 20, maxFile: 1 << 20, maxFiles: 10})
 	if err != nil || !got.Equal(want) {
 		t.Fatalf("round trip: %v %v", got.Paths(), err)
 	}

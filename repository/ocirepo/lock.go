@@ -214,7 +214,21 @@ func (r *Repository) listTagPages(ctx context.Context, repo name.Repository) ([]
 // lease has not expired. An expired lock, or one whose manifest does not
 // say when its lease ends, is deleted.
 func (r *Repository) lockLive(ctx context.Context, repo name.Repository, t string) bool {
-	desc, err := r.puller.Get(ctx, repo.Tag(t))
+	ref := repo.Tag(t)
+	head, err := r.puller.Head(ctx, ref)
+	if err != nil {
+		return !isNotFound(err) // unknown: assume held
+	}
+	if r.manifestBound(ref, head) != nil {
+		// Not a lock cad writes, and never to be read: removed as an
+		// unreadable lock is.
+		r.logDebug("removing a lock over the manifest bound", "lock", t)
+		_ = r.deleteRef(ctx, repo, t, head.Digest, nil)
+		return false
+	}
+	// By tag, as before the HEAD: a lock's tag is never rewritten, and
+	// one deleted meanwhile is not held.
+	desc, err := r.puller.Get(ctx, ref)
 	if err != nil {
 		return !isNotFound(err) // unknown: assume held
 	}

@@ -28,10 +28,22 @@ import (
 const (
 	DefaultMaxLayerSize    = 64 << 20  // compressed bytes of one package layer
 	DefaultMaxExpandedSize = 256 << 20 // uncompressed bytes of one package
-	DefaultMaxFiles        = 10000
-	DefaultPollInterval    = time.Second
-	DefaultLockTTL         = 30 * time.Second
-	DefaultLockTimeout     = 15 * time.Second
+	// DefaultMaxFileBytes bounds one file of a layer, uncompressed: 32 MiB,
+	// revision.DefaultYAMLMaxBytes and gitrepo.DefaultMaxFileBytes, so a
+	// package reads the same in either backend.
+	DefaultMaxFileBytes = 32 << 20
+	// DefaultMaxManifestBytes bounds a manifest read from the registry:
+	// 4 MiB. A manifest cad writes is a few KiB (its annotations carry
+	// the revision's metadata), and go-containerregistry's own bound is
+	// 100 MiB, which a lister would otherwise read for every such tag.
+	DefaultMaxManifestBytes = 4 << 20
+	// DefaultManifestCacheBytes bounds the cache of manifests read, by
+	// their size: 64 MiB, the manifests of some 20,000 revisions.
+	DefaultManifestCacheBytes = 64 << 20
+	DefaultMaxFiles           = 10000
+	DefaultPollInterval       = time.Second
+	DefaultLockTTL            = 30 * time.Second
+	DefaultLockTimeout        = 15 * time.Second
 )
 
 // Options configure [Open]. The zero value, and nil, mean the defaults.
@@ -58,6 +70,19 @@ type Options struct {
 	// MaxFiles caps the number of entries of a layer; default
 	// DefaultMaxFiles.
 	MaxFiles int
+	// MaxFileBytes caps the uncompressed size of one file of a layer, as
+	// its tar header declares it, before it is read; default
+	// DefaultMaxFileBytes.
+	MaxFileBytes int64
+	// MaxManifestBytes caps the size of a manifest, checked from the
+	// registry's answer to a HEAD before it is fetched: List leaves such
+	// a tag out (with a warning), and reading its revision fails with a
+	// *revision.LimitError. Default DefaultMaxManifestBytes.
+	MaxManifestBytes int64
+	// ManifestCacheBytes bounds the memory of the cache of the manifests
+	// read (by digest, immutable), as estimated from their sizes; default
+	// DefaultManifestCacheBytes.
+	ManifestCacheBytes int64
 	// Logger receives debug lines about registry writes; nil is silent.
 	// Credentials are never logged.
 	Logger *slog.Logger
@@ -97,6 +122,15 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.MaxFiles <= 0 {
 		out.MaxFiles = DefaultMaxFiles
+	}
+	if out.MaxFileBytes <= 0 {
+		out.MaxFileBytes = DefaultMaxFileBytes
+	}
+	if out.MaxManifestBytes <= 0 {
+		out.MaxManifestBytes = DefaultMaxManifestBytes
+	}
+	if out.ManifestCacheBytes <= 0 {
+		out.ManifestCacheBytes = DefaultManifestCacheBytes
 	}
 	if out.Clock == nil {
 		out.Clock = time.Now
@@ -152,8 +186,7 @@ type Repository struct {
 
 	mu        sync.Mutex
 	closed    bool
-	manifests *lru.Cache[string, *record]  // by manifest digest; immutable content
-	tagHints  *lru.Cache[string, struct{}] // tags whose manifest was read: HEAD first
+	manifests *lru.Cache[string, *record] // by manifest digest; immutable content
 }
 
 var (
@@ -231,8 +264,7 @@ func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository
 		puller:           puller,
 		pusherOpts:       pusherOpts,
 		uploadsPerPusher: uploadsPerPusher,
-		manifests:        lru.New[string, *record](maxCachedManifests, 1),
-		tagHints:         lru.New[string, struct{}](maxCachedManifests, 1),
+		manifests:        lru.New[string, *record](o.ManifestCacheBytes, 0),
 	}
 	for _, s := range secrets {
 		if len(s) >= 4 {
@@ -249,10 +281,6 @@ func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository
 // Name returns the repository's name, spec.Name.
 func (r *Repository) Name() string { return r.name }
 
-// maxCachedManifests bounds the manifests (and the tags read) a
-// Repository keeps, dropping the least recently used.
-const maxCachedManifests = 200000
-
 // uploadsPerPusher is how many blob uploads a Repository makes through one
 // remote.Pusher before it replaces it with a new one. A Pusher remembers,
 // for as long as it lives, every digest it uploaded to each image
@@ -268,7 +296,6 @@ func (r *Repository) Close() error {
 	defer r.mu.Unlock()
 	r.closed = true
 	r.manifests.Clear()
-	r.tagHints.Clear()
 	return nil
 }
 

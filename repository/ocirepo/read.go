@@ -3,6 +3,8 @@ package ocirepo
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
@@ -45,15 +47,13 @@ func (r *Repository) listTags(ctx context.Context, repo name.Repository) ([]stri
 }
 
 // fetch returns the record tag points at in repo, or nil when the tag does
-// not exist or holds a manifest that is not ours. Manifests are cached by
-// digest: for a tag read before, a HEAD is the only request while its
-// digest stays the same; a tag never read is fetched with one GET.
+// not exist or holds a manifest that is not ours. It asks for the tag's
+// digest and size with a HEAD first: a manifest over
+// Options.MaxManifestBytes is refused with a *revision.LimitError before
+// it is read; else the manifest is taken from the cache (by digest), or
+// fetched by digest with one GET.
 func (r *Repository) fetch(ctx context.Context, repo name.Repository, tag string) (*record, error) {
 	ref := r.tagRef(repo, tag)
-	_, seen := r.tagHints.Get(ref.String())
-	if !seen {
-		return r.fetchManifest(ctx, ref)
-	}
 	var desc *v1.Descriptor
 	err := retry(ctx, func() (err error) { desc, err = r.puller.Head(ctx, ref); return err })
 	if err != nil {
@@ -62,14 +62,47 @@ func (r *Repository) fetch(ctx context.Context, repo name.Repository, tag string
 		}
 		return nil, err
 	}
-	rec, ok := r.manifests.Get(desc.Digest.String())
-	if ok {
+	if rec, ok := r.manifests.Get(desc.Digest.String()); ok {
 		return rec, nil
+	}
+	if err := r.manifestBound(ref, desc); err != nil {
+		return nil, err
 	}
 	return r.fetchManifest(ctx, digestRef(repo, desc.Digest.String()))
 }
 
-// fetchManifest GETs and caches the manifest ref names.
+// manifestBound returns a *revision.LimitError when desc, what a HEAD of
+// ref answered, is a manifest over Options.MaxManifestBytes.
+func (r *Repository) manifestBound(ref name.Reference, desc *v1.Descriptor) error {
+	if desc.Size <= r.opts.MaxManifestBytes {
+		return nil
+	}
+	return &revision.LimitError{What: fmt.Sprintf("manifest %s of %q (%d bytes)", desc.Digest, ref, desc.Size),
+		Limit: "ocirepo.Options.MaxManifestBytes", Max: r.opts.MaxManifestBytes}
+}
+
+// getManifest GETs the manifest ref names after a HEAD checked its size
+// (manifestBound), by digest, and returns it; errors are the registry's
+// or manifestBound's.
+func (r *Repository) getManifest(ctx context.Context, ref name.Reference) (*remote.Descriptor, error) {
+	var desc *v1.Descriptor
+	if err := retry(ctx, func() (err error) { desc, err = r.puller.Head(ctx, ref); return err }); err != nil {
+		return nil, err
+	}
+	if err := r.manifestBound(ref, desc); err != nil {
+		return nil, err
+	}
+	var got *remote.Descriptor
+	err := retry(ctx, func() (err error) {
+		got, err = r.puller.Get(ctx, ref.Context().Digest(desc.Digest.String()))
+		return err
+	})
+	return got, err
+}
+
+// fetchManifest GETs and caches the manifest ref names, a digest whose
+// size a HEAD checked (the registry's GET is bounded only by
+// go-containerregistry's 100 MiB, and the digest is verified).
 func (r *Repository) fetchManifest(ctx context.Context, ref name.Reference) (*record, error) {
 	var got *remote.Descriptor
 	err := retry(ctx, func() (err error) { got, err = r.puller.Get(ctx, ref); return err })
@@ -79,6 +112,10 @@ func (r *Repository) fetchManifest(ctx context.Context, ref name.Reference) (*re
 		}
 		return nil, err
 	}
+	if int64(len(got.Manifest)) > r.opts.MaxManifestBytes {
+		return nil, &revision.LimitError{What: fmt.Sprintf("manifest %s (%d bytes)", ref, len(got.Manifest)),
+			Limit: "ocirepo.Options.MaxManifestBytes", Max: r.opts.MaxManifestBytes}
+	}
 	if descriptor(got.Manifest, got.MediaType).Digest != got.Digest {
 		return nil, nil // not what the registry says it is: ignore
 	}
@@ -87,14 +124,13 @@ func (r *Repository) fetchManifest(ctx context.Context, ref name.Reference) (*re
 		return nil, nil
 	}
 	r.cache(rec)
-	if _, isTag := ref.(name.Tag); isTag {
-		r.tagHints.Put(ref.String(), struct{}{}, 1)
-	}
 	return rec, nil
 }
 
+// cache keeps rec, at a cost of its raw manifest, its parsed form (about
+// as large again) and a fixed overhead.
 func (r *Repository) cache(rec *record) {
-	r.manifests.Put(rec.digest.String(), rec, 1)
+	r.manifests.Put(rec.digest.String(), rec, int64(2*len(rec.raw))+512)
 }
 
 // packageState is what a package's tags say.
@@ -158,6 +194,11 @@ func (r *Repository) fetchAll(ctx context.Context, pkg string, repo name.Reposit
 		kind, n, ws := parseTag(tag)
 		g.Go(func() error {
 			rec, err := r.fetch(gctx, repo, tag)
+			if errors.Is(err, revision.ErrLimit) {
+				// A list never fails on one tag: reading it does.
+				r.opts.Logger.Warn("leaving out a tag over a bound", "tag", tag, "error", err.Error())
+				return nil
+			}
 			if err != nil {
 				return err
 			}
@@ -475,11 +516,19 @@ func (r *Repository) revisionOf(v view) revision.PackageRevision {
 	})
 }
 
-// readLayer fetches and safely decodes rec's layer.
+// readLayer fetches and safely decodes rec's layer. The size its
+// descriptor declares is bounded by Options.MaxLayerSize, and at most
+// that many bytes of the blob are read: a blob of another size is
+// refused, as is one whose digest is not the descriptor's.
 func (r *Repository) readLayer(ctx context.Context, repo name.Repository, rec *record) (revision.Files, error) {
 	d := rec.layer.Digest.String()
-	if rec.layer.Size > r.opts.MaxLayerSize {
-		return revision.Files{}, &LayerError{Digest: d, Reason: "compressed size " + strconv.FormatInt(rec.layer.Size, 10) + " exceeds the cap of " + strconv.FormatInt(r.opts.MaxLayerSize, 10)}
+	size := rec.layer.Size
+	if size < 0 {
+		return revision.Files{}, &LayerError{Digest: d, Reason: "negative declared size " + strconv.FormatInt(size, 10)}
+	}
+	if size > r.opts.MaxLayerSize {
+		return revision.Files{}, &LayerError{Digest: d, Limit: "ocirepo.Options.MaxLayerSize",
+			Reason: "declared compressed size " + strconv.FormatInt(size, 10) + " exceeds the cap of " + strconv.FormatInt(r.opts.MaxLayerSize, 10)}
 	}
 	l, err := r.puller.Layer(ctx, digestRef(repo, d))
 	if err != nil {
@@ -490,17 +539,23 @@ func (r *Repository) readLayer(ctx context.Context, repo name.Repository, rec *r
 		return revision.Files{}, err
 	}
 	defer rc.Close()
-	// Read the blob whole (bounded) so that its digest is verified before
-	// a byte of it is decoded.
-	raw, err := io.ReadAll(io.LimitReader(rc, r.opts.MaxLayerSize+1))
-	if err != nil {
+	// Read the blob whole (at most its declared size) so that its digest
+	// is verified before a byte of it is decoded.
+	raw := make([]byte, 0, size+1)
+	buf := bytes.NewBuffer(raw)
+	if _, err := buf.ReadFrom(io.LimitReader(rc, size+1)); err != nil {
 		return revision.Files{}, err
 	}
-	if int64(len(raw)) > r.opts.MaxLayerSize {
-		return revision.Files{}, &LayerError{Digest: d, Reason: "blob exceeds the cap of " + strconv.FormatInt(r.opts.MaxLayerSize, 10) + " bytes"}
+	raw = buf.Bytes()
+	if int64(len(raw)) != size {
+		more := "less"
+		if int64(len(raw)) > size {
+			more = "more"
+		}
+		return revision.Files{}, &LayerError{Digest: d, Reason: "the blob holds " + more + " than the " + strconv.FormatInt(size, 10) + " bytes its descriptor declares"}
 	}
 	if got := descriptor(raw, rec.layer.MediaType).Digest; got != rec.layer.Digest {
 		return revision.Files{}, &LayerError{Digest: d, Reason: "blob digest is " + got.String()}
 	}
-	return decodeLayer(bytes.NewReader(raw), d, limits{maxExpanded: r.opts.MaxExpandedSize, maxFiles: r.opts.MaxFiles})
+	return decodeLayer(bytes.NewReader(raw), d, limits{maxExpanded: r.opts.MaxExpandedSize, maxFile: r.opts.MaxFileBytes, maxFiles: r.opts.MaxFiles})
 }

@@ -140,3 +140,45 @@ func ReadLoose(objDir string, h plumbing.Hash) (plumbing.ObjectType, []byte, err
 	}
 	return t, data, nil
 }
+
+// LooseSize returns the type and size of the loose object h of gitDir
+// from its header ("<type> <size>\x00", the first bytes of its zlib
+// stream), without inflating its content. An object that is not there
+// gives an error matching fs.ErrNotExist; a header that does not parse
+// one matching repository.ErrCorrupt, naming the object.
+func LooseSize(gitDir string, h plumbing.Hash) (plumbing.ObjectType, int64, error) {
+	hex := h.String()
+	f, err := os.Open(filepath.Join(gitDir, "objects", hex[:2], hex[2:]))
+	if err != nil {
+		return plumbing.InvalidObject, 0, err
+	}
+	defer f.Close()
+	bad := func() (plumbing.ObjectType, int64, error) {
+		return plumbing.InvalidObject, 0, fmt.Errorf("%w: loose object %s: bad header", repository.ErrCorrupt, h)
+	}
+	zr, err := zlib.NewReader(bufio.NewReaderSize(f, 512))
+	if err != nil {
+		return bad()
+	}
+	defer zr.Close()
+	// The longest header, a six-letter type and a 19-digit size, fits.
+	var head [32]byte
+	n, _ := io.ReadFull(zr, head[:])
+	typ, rest, ok := bytes.Cut(head[:n], []byte{' '})
+	if !ok {
+		return bad()
+	}
+	num, _, ok := bytes.Cut(rest, []byte{0})
+	if !ok {
+		return bad()
+	}
+	t, err := plumbing.ParseObjectType(string(typ))
+	if err != nil {
+		return bad()
+	}
+	size, err := strconv.ParseInt(string(num), 10, 64)
+	if err != nil || size < 0 {
+		return bad()
+	}
+	return t, size, nil
+}

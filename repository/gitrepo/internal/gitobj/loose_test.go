@@ -3,9 +3,11 @@ package gitobj
 import (
 	"bytes"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -100,5 +102,34 @@ func TestReadLoose(t *testing.T) {
 	os.WriteFile(p(garbage), []byte("not zlib"), 0o444)
 	if _, _, err := ReadLoose(objDir, garbage); !errors.Is(err, repository.ErrCorrupt) {
 		t.Fatalf("garbage: %v", err)
+	}
+}
+
+// LooseSize reads a loose object's type and size from its header, as git
+// wrote it; a missing object is fs.ErrNotExist, a damaged one ErrCorrupt.
+func TestLooseSize(t *testing.T) {
+	gitDir := filepath.Join(t.TempDir(), "repo.git")
+	gitCLI(t, "", "init", "--quiet", "--bare", gitDir)
+	content := strings.Repeat("some content\n", 1000)
+	cmd := exec.Command("git", "hash-object", "-w", "--stdin")
+	cmd.Dir, cmd.Stdin = gitDir, strings.NewReader(content)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := plumbing.NewHash(strings.TrimSpace(string(out)))
+	if typ, n, err := LooseSize(gitDir, h); err != nil || typ != plumbing.BlobObject || n != int64(len(content)) {
+		t.Fatalf("LooseSize = %s, %d, %v; want a blob of %d", typ, n, err, len(content))
+	}
+	if _, _, err := LooseSize(gitDir, plumbing.NewHash("0123456789012345678901234567890123456789")); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("LooseSize of a missing object: %v", err)
+	}
+	p := filepath.Join(gitDir, "objects", h.String()[:2], h.String()[2:])
+	_ = os.Chmod(p, 0o644) // git leaves it read-only
+	if err := os.WriteFile(p, []byte("not zlib"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := LooseSize(gitDir, h); !errors.Is(err, repository.ErrCorrupt) {
+		t.Fatalf("LooseSize of a damaged object: %v", err)
 	}
 }

@@ -603,8 +603,29 @@ func readPackEntry(p *packFile, off int64) (packEntry, error) {
 		in = &inflater{}
 	}
 	defer inflaters.Put(in)
-	bad := func(what string) (packEntry, error) {
-		return packEntry{}, fmt.Errorf("at offset %d: %s", off, what)
+	e, size, err := in.header(p, off)
+	if err != nil {
+		return packEntry{}, err
+	}
+	e.data = make([]byte, size)
+	if _, err := io.ReadFull(in.zr, e.data); err != nil {
+		return packEntry{}, fmt.Errorf("at offset %d: bad compressed data", off)
+	}
+	// Read to the end of the stream, where zlib checks its checksum.
+	var one [1]byte
+	if n, err := in.zr.Read(one[:]); n != 0 || err != io.EOF {
+		return packEntry{}, fmt.Errorf("at offset %d: bad compressed data", off)
+	}
+	return e, nil
+}
+
+// header reads the header of the entry at off in p: its type, its base
+// for a delta, and the size of its content (of a delta, the delta's own
+// size, not the object's). It leaves in.zr at the start of the content,
+// which nothing has inflated yet.
+func (in *inflater) header(p *packFile, off int64) (packEntry, uint64, error) {
+	bad := func(what string) (packEntry, uint64, error) {
+		return packEntry{}, 0, fmt.Errorf("at offset %d: %s", off, what)
 	}
 	var src byteReader
 	if p.packMap != nil {
@@ -665,16 +686,81 @@ func readPackEntry(p *packFile, off int64) (packEntry, error) {
 	} else if err := in.zr.(zlib.Resetter).Reset(src, nil); err != nil {
 		return bad("bad compressed data")
 	}
-	e.data = make([]byte, size)
-	if _, err := io.ReadFull(in.zr, e.data); err != nil {
-		return bad("bad compressed data")
+	return e, size, nil
+}
+
+// Size returns the type and size of object h without inflating its
+// content: a whole object's size is in its entry's header; a delta's
+// result size is the second number of the delta's own header, the first
+// few bytes of its stream, and its type is that of the bottom of its
+// chain, whose headers only are read. It returns ErrNotInPack when no
+// pack holds h, and an error matching repository.ErrCorrupt for a
+// damaged entry. A reader that must bound what it inflates (a package's
+// files) asks Size first.
+func (pr *PackReader) Size(h plumbing.Hash) (plumbing.ObjectType, int64, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	p, off, err := pr.locate(h)
+	if err != nil {
+		return plumbing.InvalidObject, 0, err
 	}
-	// Read to the end of the stream, where zlib checks its checksum.
-	var one [1]byte
-	if n, err := in.zr.Read(one[:]); n != 0 || err != io.EOF {
-		return bad("bad compressed data")
+	t, size, err := pr.sizeAt(p, off)
+	if err != nil {
+		return plumbing.InvalidObject, 0, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
 	}
-	return e, nil
+	return t, size, nil
+}
+
+// sizeAt is Size for the entry at off in p; pr.mu is held.
+func (pr *PackReader) sizeAt(p *packFile, off int64) (plumbing.ObjectType, int64, error) {
+	in, _ := inflaters.Get().(*inflater)
+	if in == nil {
+		in = &inflater{}
+	}
+	defer inflaters.Put(in)
+	var size int64 = -1 // the object's, from the first entry's header
+	cp, coff := p, off
+	for depth := 0; ; depth++ {
+		if depth > maxDeltaDepth {
+			return plumbing.InvalidObject, 0, errors.New("delta chain too long")
+		}
+		e, n, err := in.header(cp, coff)
+		if err != nil {
+			return plumbing.InvalidObject, 0, err
+		}
+		switch e.typ {
+		case packObjCommit, packObjTree, packObjBlob, packObjTag:
+			if size < 0 {
+				size = int64(n)
+			}
+			return plumbing.ObjectType(e.typ), size, nil
+		case packObjOfsDelt, packObjRefDelt:
+		default:
+			return plumbing.InvalidObject, 0, fmt.Errorf("at offset %d: unknown object type %d", coff, e.typ)
+		}
+		if size < 0 {
+			// The delta's header: its base's size, then the result's,
+			// each at most 10 bytes.
+			var head [20]byte
+			k, _ := io.ReadFull(in.zr, head[:min(uint64(len(head)), n)])
+			src, a := binary.Uvarint(head[:k])
+			if a <= 0 || src > maxPackObject {
+				return plumbing.InvalidObject, 0, fmt.Errorf("at offset %d: %w", coff, errBadDelta)
+			}
+			dst, b := binary.Uvarint(head[a:k])
+			if b <= 0 || dst > maxPackObject {
+				return plumbing.InvalidObject, 0, fmt.Errorf("at offset %d: %w", coff, errBadDelta)
+			}
+			size = int64(dst)
+		}
+		if e.typ == packObjRefDelt {
+			if cp, coff, err = pr.locate(e.baseHash); err != nil {
+				return plumbing.InvalidObject, 0, fmt.Errorf("delta base %s: %w", e.baseHash, err)
+			}
+		} else {
+			coff = e.baseOff
+		}
+	}
 }
 
 // applyDelta returns the object delta builds from base, in dst's memory

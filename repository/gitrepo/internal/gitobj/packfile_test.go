@@ -141,6 +141,16 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 				t.Fatalf("%s: objectScratch changed an object read before", h)
 			}
 		}
+		// Size gives every object's type and size from the headers
+		// alone, deltas (of both kinds, in long chains) included.
+		for h, data := range want {
+			if typ, n, err := pr.Size(h); err != nil || typ != types[h] || n != int64(len(data)) {
+				t.Fatalf("%s: Size = %s, %d (%v); go-git read a %s of %d", h, typ, n, err, types[h], len(data))
+			}
+		}
+		if _, _, err := pr.Size(plumbing.NewHash("0123456789012345678901234567890123456789")); err != ErrNotInPack {
+			t.Fatalf("Size of a missing object: %v", err)
+		}
 		// An object read where Offset placed it is the object; a pack
 		// the reader does not read is not in a pack.
 		for h, data := range want {
