@@ -574,9 +574,12 @@ func (v *view) size(h plumbing.Hash) (plumbing.ObjectType, int64, error) {
 		}
 	}
 	if v.gitDir != "" {
-		t, n, err := gitobj.LooseSize(v.gitDir, h)
-		if !errors.Is(err, fs.ErrNotExist) {
-			return t, n, err
+		// The repository's own loose objects, then its alternates'.
+		for _, dir := range append([]string{filepath.Join(v.gitDir, "objects")}, v.alts...) {
+			t, n, err := gitobj.LooseSize(dir, h)
+			if !errors.Is(err, fs.ErrNotExist) {
+				return t, n, err
+			}
 		}
 	}
 	o, err := v.object(plumbing.AnyObject, h)

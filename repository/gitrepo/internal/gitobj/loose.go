@@ -141,14 +141,15 @@ func ReadLoose(objDir string, h plumbing.Hash) (plumbing.ObjectType, []byte, err
 	return t, data, nil
 }
 
-// LooseSize returns the type and size of the loose object h of gitDir
+// LooseSize returns the type and size of the object h stored loose in the
+// object directory objDir (a repository's objects/, or an alternate's)
 // from its header ("<type> <size>\x00", the first bytes of its zlib
 // stream), without inflating its content. An object that is not there
 // gives an error matching fs.ErrNotExist; a header that does not parse
 // one matching repository.ErrCorrupt, naming the object.
-func LooseSize(gitDir string, h plumbing.Hash) (plumbing.ObjectType, int64, error) {
+func LooseSize(objDir string, h plumbing.Hash) (plumbing.ObjectType, int64, error) {
 	hex := h.String()
-	f, err := os.Open(filepath.Join(gitDir, "objects", hex[:2], hex[2:]))
+	f, err := os.Open(filepath.Join(objDir, hex[:2], hex[2:]))
 	if err != nil {
 		return plumbing.InvalidObject, 0, err
 	}

@@ -118,10 +118,10 @@ func TestLooseSize(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := plumbing.NewHash(strings.TrimSpace(string(out)))
-	if typ, n, err := LooseSize(gitDir, h); err != nil || typ != plumbing.BlobObject || n != int64(len(content)) {
+	if typ, n, err := LooseSize(filepath.Join(gitDir, "objects"), h); err != nil || typ != plumbing.BlobObject || n != int64(len(content)) {
 		t.Fatalf("LooseSize = %s, %d, %v; want a blob of %d", typ, n, err, len(content))
 	}
-	if _, _, err := LooseSize(gitDir, plumbing.NewHash("0123456789012345678901234567890123456789")); !errors.Is(err, fs.ErrNotExist) {
+	if _, _, err := LooseSize(filepath.Join(gitDir, "objects"), plumbing.NewHash("0123456789012345678901234567890123456789")); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("LooseSize of a missing object: %v", err)
 	}
 	p := filepath.Join(gitDir, "objects", h.String()[:2], h.String()[2:])
@@ -129,7 +129,7 @@ func TestLooseSize(t *testing.T) {
 	if err := os.WriteFile(p, []byte("not zlib"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := LooseSize(gitDir, h); !errors.Is(err, repository.ErrCorrupt) {
+	if _, _, err := LooseSize(filepath.Join(gitDir, "objects"), h); !errors.Is(err, repository.ErrCorrupt) {
 		t.Fatalf("LooseSize of a damaged object: %v", err)
 	}
 }
