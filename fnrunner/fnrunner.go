@@ -372,7 +372,13 @@ func (f *Function) fail(ctx context.Context, attempts int, err error) error {
 	switch st.Code() {
 	case codes.DeadlineExceeded, codes.Canceled, codes.Unavailable:
 		// Unavailable too: the context may end while waiting to retry.
-		if cerr := ctx.Err(); cerr != nil {
+		cerr := ctx.Err()
+		if cerr == nil && st.Code() == codes.DeadlineExceeded {
+			// The runner saw the deadline gRPC sent it end a moment
+			// before this side's timer fired.
+			cerr = context.DeadlineExceeded
+		}
+		if cerr != nil {
 			return f.errorf(attempts, fmt.Errorf("%w (%s: %s)", cerr, st.Code(), st.Message()))
 		}
 	case codes.NotFound:

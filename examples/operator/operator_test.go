@@ -673,6 +673,9 @@ func TestSyncScheduleReported(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "spec.sync is not used")
 	}, 30*time.Second, 50*time.Millisecond)
 	var plain configv1alpha1.Repository
-	require.NoError(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "blueprints"}, &plain))
+	require.Eventually(t, func() bool {
+		require.NoError(t, e.c.Get(context.Background(), types.NamespacedName{Namespace: e.ns, Name: "blueprints"}, &plain))
+		return meta.FindStatusCondition(plain.Status.Conditions, configv1alpha1.RepositoryReady) != nil
+	}, 30*time.Second, 50*time.Millisecond, "the plain Repository has no Ready condition")
 	require.Empty(t, meta.FindStatusCondition(plain.Status.Conditions, configv1alpha1.RepositoryReady).Message)
 }

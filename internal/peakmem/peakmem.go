@@ -22,10 +22,10 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -62,9 +62,12 @@ func (r Result) Growth() int64 { return r.PeakRSS - r.StartRSS }
 // its assertions after Measure in the same subtest (code of an enclosing
 // test after its t.Run also runs in the child; [InChild] tells). The body runs with the child's t: its failures fail the
 // child, which Measure reports as a failure of t with the child's output.
-// In the child, Measure does not return.
+// In the child, Measure does not return. Off Linux, Measure skips t.
 func Measure(t *testing.T, killAt int64, body func(t *testing.T)) Result {
 	t.Helper()
+	if runtime.GOOS != "linux" {
+		t.Skip("peakmem: measures resident memory through /proc, on Linux only")
+	}
 	if os.Getenv(envChild) == t.Name() {
 		runChild(t, body)
 		panic("unreachable")
@@ -85,9 +88,7 @@ func Measure(t *testing.T, killAt int64, body func(t *testing.T)) Result {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	runErr := cmd.Run()
 	r := Result{Output: out.String(), Err: runErr}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok && ru != nil {
-		r.PeakRSS = int64(ru.Maxrss) * 1024 // kilobytes on Linux
-	}
+	r.PeakRSS = maxRSS(cmd.ProcessState)
 	if ee, ok := runErr.(*exec.ExitError); ok && ee.ExitCode() == exitOver {
 		r.Killed = true
 	}
