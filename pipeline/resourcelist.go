@@ -1,8 +1,6 @@
 package pipeline
 
 import (
-	"github.com/configasdata/cad/revision"
-
 	"bytes"
 	"context"
 	"fmt"
@@ -12,6 +10,9 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio"
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/configasdata/cad/internal/yamlstyle"
+	"github.com/configasdata/cad/revision"
 )
 
 // ResourceList wire format constants (config.kubernetes.io/v1).
@@ -205,11 +206,11 @@ func (r *Result) String() string {
 }
 
 func (rs Results) node() (*yaml.RNode, error) {
-	b, err := yaml.Marshal([]*Result(rs))
+	n, err := yamlstyle.ToNode([]*Result(rs))
 	if err != nil {
 		return nil, fmt.Errorf("encode results: %w", err)
 	}
-	return yaml.Parse(string(b))
+	return yaml.NewRNode(n), nil
 }
 
 // ParseResults decodes the results field of a ResourceList. It accepts a

@@ -7,8 +7,10 @@ import (
 	"path"
 	"slices"
 
-	"github.com/configasdata/cad/revision"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/configasdata/cad/internal/yamlstyle"
+	"github.com/configasdata/cad/revision"
 )
 
 // Rendered condition values, as kpt writes them.
@@ -176,7 +178,7 @@ func encodeKptStyle(kf *revision.Kptfile, cond revision.Condition, rs *revision.
 		Upstream: kf.Upstream, UpstreamLock: kf.UpstreamLock, Info: kf.Info, Pipeline: kf.Pipeline,
 		Inventory: kf.Inventory, Status: st,
 	}
-	return yaml.MarshalWithOptions(out, &yaml.EncoderOptions{SeqIndent: yaml.WideSequenceStyle})
+	return yamlstyle.Marshal(out, yaml.WideSequenceStyle)
 }
 
 // resultList is kpt's results file (kpt.dev/v1 FunctionResultList).
@@ -217,5 +219,5 @@ func EncodeResultList(steps []StepResult, failed bool) ([]byte, error) {
 		}
 		rl.Items = append(rl.Items, it)
 	}
-	return yaml.MarshalWithOptions(rl, &yaml.EncoderOptions{SeqIndent: yaml.WideSequenceStyle})
+	return yamlstyle.Marshal(rl, yaml.WideSequenceStyle)
 }

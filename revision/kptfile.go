@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/configasdata/cad/internal/imageref"
+	"github.com/configasdata/cad/internal/yamlstyle"
 )
 
 // KptfileError reports a Kptfile that cannot be read or is not valid. It
@@ -214,15 +215,11 @@ func (kf *Kptfile) Encode() ([]byte, error) {
 	}
 	doc := copyNode(d.rn.Document())
 	doc.Content[0] = mergeNode(doc.Content[0], d.old, cur)
-	var buf bytes.Buffer
-	enc := yaml.NewEncoderWithOptions(&buf, &yaml.EncoderOptions{SeqIndent: d.seqIndent})
-	if err := enc.Encode(doc); err != nil {
+	yamlstyle.Fix(doc)
+	out, err := yamlstyle.Encode(doc, d.seqIndent)
+	if err != nil {
 		return nil, fmt.Errorf("encode Kptfile: %w", err)
 	}
-	if err := enc.Close(); err != nil {
-		return nil, fmt.Errorf("encode Kptfile: %w", err)
-	}
-	out := buf.Bytes()
 	// Make sure the result reads back as kf; if not, prefer correctness
 	// over formatting.
 	var back Kptfile
@@ -246,7 +243,7 @@ func (kf *Kptfile) encodeCanonical() ([]byte, error) {
 	if c.Kind == "" {
 		c.Kind = KptfileKind
 	}
-	b, err := yaml.MarshalWithOptions(&c, &yaml.EncoderOptions{SeqIndent: yaml.WideSequenceStyle})
+	b, err := yamlstyle.Marshal(&c, yaml.WideSequenceStyle)
 	if err != nil {
 		return nil, fmt.Errorf("encode Kptfile: %w", err)
 	}
@@ -370,13 +367,10 @@ func configPathProblem(p string) string {
 // result, with its error messages (internal/imageref).
 func validateImageReference(s string) error { return imageref.Validate(s) }
 
-// canonicalNode returns v as a YAML node tree, as the encoder writes it.
+// canonicalNode returns v as a YAML node tree, as the encoder writes it
+// (through yamlstyle, which keeps every string readable back).
 func canonicalNode(v any) (*yaml.Node, error) {
-	var n yaml.Node
-	if err := n.Encode(v); err != nil {
-		return nil, err
-	}
-	return &n, nil
+	return yamlstyle.ToNode(v)
 }
 
 // equalNode reports whether a and b hold the same data, ignoring style,
