@@ -63,4 +63,3 @@ func FuzzRoundTrip(f *testing.F) {
 		roundTrip(t, s)
 	})
 }
-
