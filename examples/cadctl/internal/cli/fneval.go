@@ -205,9 +205,13 @@ after "--".`}
 			out.kind = "stdout"
 		}
 	} else {
-		dir := c.abs(arg)
-		if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		if st, err := os.Stat(c.abs(arg)); err != nil || !st.IsDir() {
 			return fmt.Errorf("%q is not a directory", arg)
+		}
+		// A symbolic link to the package reads the package, as in kpt.
+		dir, err := c.packageDir(arg)
+		if err != nil {
+			return err
 		}
 		if err := c.checkYAMLDir(dir); err != nil {
 			return err
