@@ -300,8 +300,8 @@ func TestCheckFindsUndeclaredFields(t *testing.T) {
 
 // The CRDs carry what Porch's clients use: the field selectors porchctl
 // and kubectl send for PackageRevisions (package, repository, workspace,
-// lifecycle and revision, which v1alpha2 keeps in status) and the repo
-// short name of Repositories.
+// lifecycle and revision, which v1alpha2 keeps in status), the repo
+// short name of Repositories and the pvs of PackageVariantSets.
 func TestCRDsSelectAndShortNames(t *testing.T) {
 	crds := readCRDs(t)
 	pr := crds["porch.kpt.dev/PackageRevision"]
@@ -321,5 +321,10 @@ func TestCRDsSelectAndShortNames(t *testing.T) {
 	}
 	if names := pr.Spec.Names.ShortNames; !slices.Equal(names, []string{"rpkg"}) {
 		t.Errorf("PackageRevision short names %v", names)
+	}
+	// kubectl get pvs, as the README's variant walkthrough uses. (No pv
+	// for PackageVariant: it is PersistentVolume's.)
+	if names := crds["config.porch.kpt.dev/PackageVariantSet"].Spec.Names.ShortNames; !slices.Equal(names, []string{"pvs"}) {
+		t.Errorf("PackageVariantSet short names %v", names)
 	}
 }

@@ -144,7 +144,7 @@ func run(ctx context.Context, args []string) error {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})))
+	ctrl.SetLogger(logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level, ReplaceAttr: levelNames})))
 
 	rules := clientcmd.NewDefaultClientConfigLoadingRules()
 	if *kubeconfig != "" {
@@ -171,4 +171,15 @@ func run(ctx context.Context, args []string) error {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	return op.mgr.Start(ctx)
+}
+
+// levelNames names the levels of logr's verbose lines (V(1) is slog's
+// DEBUG+3) DEBUG, as -v users read them.
+func levelNames(groups []string, a slog.Attr) slog.Attr {
+	if a.Key == slog.LevelKey && len(groups) == 0 {
+		if l, ok := a.Value.Any().(slog.Level); ok && l < slog.LevelInfo {
+			return slog.String(slog.LevelKey, "DEBUG")
+		}
+	}
+	return a
 }

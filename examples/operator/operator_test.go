@@ -606,6 +606,9 @@ spec:
 	out, err = k("", "get", "rpkg", "-o", "name")
 	require.NoError(t, err, out)
 	require.Equal(t, "packagerevision.porch.kpt.dev/blueprints.app.ws1", strings.TrimSpace(out))
+	out, err = k("", "get", "pvs")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "No resources found", "kubectl knows the short name pvs")
 
 	out, err = k(`apiVersion: porch.kpt.dev/v1alpha2
 kind: PackageRevision

@@ -77,7 +77,7 @@ func (r *prReconciler) setup(mgr ctrl.Manager, touch <-chan event.GenericEvent) 
 		For(&porchv1alpha2.PackageRevision{}).
 		WatchesRawSource(source.Channel(touch, &handler.EnqueueRequestForObject{})).
 		Named("packagerevision").
-		Complete(r)
+		Complete(retryConflicts{r})
 }
 
 func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -45,7 +45,7 @@ func (r *repoReconciler) setup(mgr ctrl.Manager, rediscover <-chan event.Generic
 		For(&configv1alpha1.Repository{}).
 		Named("repository").
 		WatchesRawSource(source.Channel(rediscover, &handler.EnqueueRequestForObject{})).
-		Complete(r)
+		Complete(retryConflicts{r})
 }
 
 func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

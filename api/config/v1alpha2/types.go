@@ -13,7 +13,7 @@ import (
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:categories=porch
+// +kubebuilder:resource:shortName=pvs,categories=porch
 // +kubebuilder:storageversion
 // +kubebuilder:printcolumn:name="Upstream",type=string,JSONPath=`.spec.upstream.package`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

@@ -93,7 +93,7 @@ func (r *Roots) CheckPath(p string) error {
 		}
 	}
 	if r == nil || len(r.dirs) == 0 {
-		return fmt.Errorf("%w: local repository %q: the %s has no repository roots, so it opens no local repository (give it a repository root)",
+		return fmt.Errorf("%w: local repository %q: the %s has no repository roots, so it opens no local repository (start it with --repository-root DIR, a directory that holds the repository)",
 			repository.ErrInvalidInput, p, who)
 	}
 	return fmt.Errorf("%w: local repository %q is outside the %s's repository roots (%s); a %s opens local repositories only under them",
