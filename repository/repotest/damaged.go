@@ -1,11 +1,15 @@
 package repotest
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
 )
 
 // The refs of the repository DamagedGitRepo creates.
@@ -105,5 +109,56 @@ func runGit(t testing.TB, dir string, args ...string) {
 		"GIT_COMMITTER_NAME=Test", "GIT_COMMITTER_EMAIL=test@example.com")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+}
+
+// testDamage checks that damage stays where it is: with one published
+// revision damaged (Harness.Damage), List returns the others with an
+// *repository.Error wrapping a *repository.DamageError that names it
+// (never an empty list, never a nil error), Range yields the same and the
+// damage last, a list of another package is whole, and Get of the
+// damaged revision fails.
+func (s *suite) testDamage(t *testing.T) {
+	if s.h.Damage == nil {
+		t.Skip("the backend's storage cannot be damaged (Harness.Damage is nil)")
+	}
+	r := s.open(t)
+	publish(t, r, "good", "ws1", "g")
+	bad := publish(t, r, "bad", "ws1", "b").Meta().Key
+	named := s.h.Damage(t, r, bad)
+
+	revs, err := r.List(ctx(t), repository.ListOptions{})
+	d := repository.Damage(err)
+	if !errors.Is(err, repository.ErrDamaged) || d == nil || !strings.Contains(err.Error(), named) {
+		t.Fatalf("List: %v, want an error matching ErrDamaged naming %q", err, named)
+	}
+	var re *repository.Error
+	if !errors.As(err, &re) || re.Op != "list" {
+		t.Fatalf("List: %T %v, want a *repository.Error of op list", err, err)
+	}
+	got := keys(revs, false)
+	if len(got) != 1 || got[0].Package != "good" {
+		t.Fatalf("List = %v, want good's revision only", got)
+	}
+	var ranged []revision.PackageRevision
+	var rerr error
+	for pr, err := range repository.Range(ctx(t), r, repository.ListOptions{}) {
+		if err != nil {
+			rerr = err
+			break
+		}
+		ranged = append(ranged, pr)
+	}
+	if g := keys(ranged, false); len(g) != 1 || g[0].Package != "good" || !errors.Is(rerr, repository.ErrDamaged) {
+		t.Fatalf("Range = %v, %v; want good's revision, then the damage", g, rerr)
+	}
+	if revs, err := r.List(ctx(t), repository.ListOptions{Package: "good"}); err != nil || len(keys(revs, false)) != 1 {
+		t.Fatalf("List of good: %d, %v; want its revision, whole", len(revs), err)
+	}
+	if revs, err := r.List(ctx(t), repository.ListOptions{Package: "bad"}); len(keys(revs, false)) != 0 || !errors.Is(err, repository.ErrDamaged) {
+		t.Fatalf("List of bad: %d, %v; want none and ErrDamaged, not an empty package", len(revs), err)
+	}
+	if _, err := r.Get(ctx(t), bad); err == nil || errors.Is(err, repository.ErrNotFound) {
+		t.Fatalf("Get of the damaged %s: %v, want an error other than ErrNotFound", bad, err)
 	}
 }
