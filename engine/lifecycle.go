@@ -405,7 +405,14 @@ func (e *Engine) Latest(ctx context.Context, repo, pkg string) (revision.Package
 // List returns the revisions opts selects in repository repo, in
 // repository.SortRevisions order. It returns an error matching
 // repository.ErrNotFound for an unknown repository, and the repository's
-// List error otherwise.
+// List error otherwise: with a *repository.DamageError (matching
+// repository.ErrDamaged) the revisions the repository could read come
+// with it, and are not the whole repository.
+//
+// Every Engine operation that acts on what a list finds, or does not find
+// (Latest, Init's check that a path is free, the deletion checks, the
+// dependency clones), fails with the damage instead: a damaged repository
+// never reads as one without the revisions it cannot read.
 func (e *Engine) List(ctx context.Context, repo string, opts repository.ListOptions) ([]revision.PackageRevision, error) {
 	const op = "list"
 	key := revision.Key{Repository: repo}
@@ -415,7 +422,10 @@ func (e *Engine) List(ctx context.Context, repo string, opts repository.ListOpti
 	}
 	revs, err := r.List(ctx, opts)
 	if err != nil {
-		return nil, wrap(op, key, err)
+		if repository.Damage(err) == nil {
+			revs = nil
+		}
+		return revs, wrap(op, key, err)
 	}
 	return revs, nil
 }

@@ -224,7 +224,10 @@ type RangeLister interface {
 	// iterator yields each revision with a nil error. When the listing
 	// fails it yields a nil revision and an error, once, and stops; the
 	// errors are List's (an *Error matching ErrClosed or ErrUnavailable,
-	// or wrapping ctx's error when ctx is done during the loop).
+	// or wrapping ctx's error when ctx is done during the loop). When the
+	// listing left out damaged revisions (see List) it yields every
+	// revision it could read and then, last, a nil revision and the
+	// *DamageError.
 	// Breaking out of the loop stops the listing and releases what it
 	// holds. The loop body may call the repository, including the
 	// yielded revisions' Files: no lock is held while it runs. Each call
@@ -234,21 +237,21 @@ type RangeLister interface {
 
 // Range returns r's Range when r implements [RangeLister], and otherwise
 // an iterator over what r's List returns (holding the whole list, in
-// List's order) that yields List's error, once, when it fails.
+// List's order) that yields List's error, once, when it fails (after the
+// revisions List returned beside a *DamageError).
 func Range(ctx context.Context, r Repository, opts ListOptions) iter.Seq2[revision.PackageRevision, error] {
 	if rl, ok := r.(RangeLister); ok {
 		return rl.Range(ctx, opts)
 	}
 	return func(yield func(revision.PackageRevision, error) bool) {
 		revs, err := r.List(ctx, opts)
-		if err != nil {
-			yield(nil, err)
-			return
-		}
 		for _, pr := range revs {
 			if !yield(pr, nil) {
 				return
 			}
+		}
+		if err != nil {
+			yield(nil, err)
 		}
 	}
 }

@@ -32,6 +32,13 @@
 // the backend's native cause, so both errors.Is(err, ErrConflict) and
 // errors.As(err, &nativeErr) work.
 //
+// Damage is reported, never hidden and never spread: a revision whose ref
+// or tag cannot be read is an error matching [ErrCorrupt] for that
+// revision alone, and List returns the other revisions with a
+// *[DamageError] (matching [ErrDamaged]) naming what it left out, so that
+// a damaged repository never reads as an empty one (see
+// Repository.List).
+//
 // # Concurrency
 //
 // Every Repository is safe for concurrent use by many goroutines, and

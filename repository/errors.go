@@ -45,7 +45,72 @@ var (
 	// object that does not exist). The rest of the repository stays
 	// readable; a backend never repairs such data by guessing.
 	ErrCorrupt = errors.New("damaged data in the repository")
+	// ErrDamaged: List (or Range) left out revisions it could not read
+	// and returned the others; see [DamageError]. It is never returned
+	// with nothing read for a reason other than damage.
+	ErrDamaged = errors.New("revisions left out as damaged")
 )
+
+// DamageError is what List returns, inside its *Error and beside the
+// revisions it could read, when it left out what it could not read: a git
+// ref that is empty, not an object id or names a missing object, an OCI
+// tag over a bound. The revisions returned are sound, but they are not
+// the whole repository: a caller must not treat a revision missing from
+// them as deleted, nor create one anew because it seems absent.
+//
+// It matches ErrDamaged, and each of Damaged through errors.Is and
+// errors.As (in git a *gitrepo.DamagedRefError naming the ref, matching
+// ErrCorrupt).
+type DamageError struct {
+	// Damaged holds one error per thing left out, each naming it.
+	Damaged []error
+}
+
+// Error names every damaged thing left out.
+func (e *DamageError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrDamaged.Error())
+	b.WriteString(": ")
+	for i, d := range e.Damaged {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(d.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrDamaged and the errors of Damaged.
+func (e *DamageError) Unwrap() []error { return append([]error{ErrDamaged}, e.Damaged...) }
+
+// Damage returns the *DamageError in err, or nil when err holds none.
+// List's revisions are usable when err is nil or Damage(err) is not nil.
+func Damage(err error) *DamageError {
+	var d *DamageError
+	if errors.As(err, &d) {
+		return d
+	}
+	return nil
+}
+
+// NewDamageError returns a *DamageError holding damaged, each error with
+// a message of its own once, or nil when damaged is empty. It is a
+// convenience for backend authors.
+func NewDamageError(damaged []error) error {
+	seen := map[string]bool{}
+	var out []error
+	for _, d := range damaged {
+		if d == nil || seen[d.Error()] {
+			continue
+		}
+		seen[d.Error()] = true
+		out = append(out, d)
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return &DamageError{Damaged: out}
+}
 
 // Error is the error every backend returns: what was attempted, on which
 // repository and revision, and why. Err wraps a sentinel and, where there

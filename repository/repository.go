@@ -19,6 +19,15 @@ type Repository interface {
 	// List returns the revisions that opts selects, sorted by package path,
 	// then by revision number, then by workspace. It reads only metadata;
 	// files are read on demand.
+	//
+	// Damage stays where it is: what the backend cannot read (a damaged
+	// ref or tag) is left out, and List returns the revisions it could
+	// read together with a *DamageError (matching ErrDamaged) naming each
+	// thing left out. A caller that acts on what is absent (deletes what
+	// is no longer listed, creates what does not seem to exist) must not
+	// do so on such a list, or only for what the damage cannot concern;
+	// one that only shows revisions may show them and the damage. Any
+	// other error comes with no revisions.
 	List(ctx context.Context, opts ListOptions) ([]revision.PackageRevision, error)
 
 	// Get returns the revision that key selects (see revision.Key). It

@@ -112,6 +112,16 @@ func (o *Options) withDefaults(e Engine) (Options, error) {
 // backend that keeps no metadata, ...) with the Ready condition False.
 // Conflicts with concurrent writers are retried (Options.Attempts). The
 // Result is never nil.
+//
+// A damaged repository is never read as one without what it cannot read:
+// when the list of the downstream package, or of the upstream package
+// whose latest revision is wanted, leaves out damaged revisions
+// (repository.ErrDamaged), or the upstream revision is damaged
+// (repository.ErrCorrupt), Sync fails with that error and the Ready
+// condition False, writing nothing: it neither creates a downstream the
+// damage hides nor moves one to an older upstream. Remove, SyncSet and
+// RemoveSet, which list every repository, fail the same way when one of
+// them is damaged.
 func Sync(ctx context.Context, e Engine, pv *PackageVariant, opts *Options) (*Result, error) {
 	o, err := opts.withDefaults(e)
 	if err != nil {
@@ -261,6 +271,11 @@ func resolve(ctx context.Context, e Engine, u *Upstream) (revision.PackageRevisi
 		pr, err = e.Get(ctx, u.Repo, revision.Key{Package: u.Package, Workspace: u.WorkspaceName})
 	default:
 		pr, err = e.Latest(ctx, u.Repo, u.Package)
+	}
+	if errors.Is(err, repository.ErrDamaged) || errors.Is(err, repository.ErrCorrupt) {
+		// Not a missing upstream: one that cannot be read (or whose
+		// latest cannot be known) for now.
+		return nil, fmt.Errorf("variant: upstream %s/%s: %w", u.Repo, describeUpstream(u), err)
 	}
 	if err != nil {
 		return nil, &upstreamError{fmt.Errorf("variant: upstream %s/%s: %w", u.Repo, describeUpstream(u), err)}
@@ -852,7 +867,10 @@ func (s *syncer) deleteOrOrphan(ctx context.Context, pr revision.PackageRevision
 }
 
 // scanAll lists every revision of every repository, by repository and
-// package; placeholders are left out.
+// package; placeholders are left out. A repository whose list leaves out
+// damaged revisions fails it (repository.ErrDamaged): a removal must not
+// miss the revisions a variant owns behind the damage, nor a set's sync
+// take them for absent.
 func scanAll(ctx context.Context, repos engine.Repositories) (map[[2]string][]revision.PackageRevision, error) {
 	names, err := repos.Names(ctx)
 	if err != nil {

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,7 +59,7 @@ func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	orig := obj.DeepCopy()
-	n, err := r.discover(ctx, &obj)
+	n, damaged, err := r.discover(ctx, &obj)
 	cond := metav1.Condition{Type: configv1alpha1.RepositoryReady, Status: metav1.ConditionTrue,
 		Reason: configv1alpha1.ReasonReady, ObservedGeneration: obj.Generation}
 	if err != nil {
@@ -67,8 +69,14 @@ func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		if s := obj.Spec.Sync; s != nil && (s.Schedule != "" || s.RunOnceAt != nil) {
 			cond.Message = fmt.Sprintf("spec.sync is not used: the repository is read every %s and after the operator's own writes", r.poll)
 		}
+		if len(damaged) > 0 {
+			cond.Message = joinMessage(cond.Message, fmt.Sprintf("%d damaged revisions left out (see condition %s)", len(damaged), ConditionDamaged))
+		}
 	}
 	meta.SetStatusCondition(&obj.Status.Conditions, cond)
+	if err == nil {
+		setDamaged(&obj.Status.Conditions, obj.Generation, damaged)
+	}
 	obj.Status.ObservedGeneration = obj.Generation
 	if !equalStatus(orig, &obj) {
 		if uerr := r.client.Status().Update(ctx, &obj); uerr != nil {
@@ -81,20 +89,86 @@ func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 }
 
 func equalStatus(a, b *configv1alpha1.Repository) bool {
-	ca := meta.FindStatusCondition(a.Status.Conditions, configv1alpha1.RepositoryReady)
-	cb := meta.FindStatusCondition(b.Status.Conditions, configv1alpha1.RepositoryReady)
-	if (ca == nil) != (cb == nil) || ca != nil && (ca.Status != cb.Status || ca.Message != cb.Message || ca.ObservedGeneration != cb.ObservedGeneration) {
-		return false
+	for _, typ := range []string{configv1alpha1.RepositoryReady, ConditionDamaged} {
+		ca := meta.FindStatusCondition(a.Status.Conditions, typ)
+		cb := meta.FindStatusCondition(b.Status.Conditions, typ)
+		if (ca == nil) != (cb == nil) || ca != nil && (ca.Status != cb.Status || ca.Message != cb.Message || ca.ObservedGeneration != cb.ObservedGeneration) {
+			return false
+		}
 	}
 	return a.Status.PackageCount == b.Status.PackageCount && a.Status.ObservedGeneration == b.Status.ObservedGeneration
 }
 
+// ConditionDamaged is the Repository condition that names what the
+// repository holds and cannot be read: True, with reason
+// ReasonDamagedRevisions, while refs (or tags) are damaged or revisions
+// have a Kptfile that does not parse; absent otherwise. The Repository
+// stays Ready and its other revisions are served: the damaged ones have
+// no PackageRevision objects made for them, and the objects they had are
+// kept, never deleted because of the damage.
+const ConditionDamaged = "Damaged"
+
+// ReasonDamagedRevisions is the reason of a True ConditionDamaged.
+const ReasonDamagedRevisions = "DamagedRevisions"
+
+// maxDamageShown bounds how many damaged things ConditionDamaged's message
+// names; the count is always given.
+const maxDamageShown = 20
+
+// setDamaged sets or removes ConditionDamaged in conds for damaged.
+func setDamaged(conds *[]metav1.Condition, gen int64, damaged []string) {
+	if len(damaged) == 0 {
+		meta.RemoveStatusCondition(conds, ConditionDamaged)
+		return
+	}
+	shown := damaged[:min(len(damaged), maxDamageShown)]
+	msg := fmt.Sprintf("%d damaged revisions left out: %s", len(damaged), strings.Join(shown, "; "))
+	if len(shown) < len(damaged) {
+		msg += fmt.Sprintf("; and %d more", len(damaged)-len(shown))
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{Type: ConditionDamaged, Status: metav1.ConditionTrue,
+		Reason: ReasonDamagedRevisions, Message: msg, ObservedGeneration: gen})
+}
+
+func joinMessage(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+// damageOf returns the messages of what the *repository.DamageError in err
+// names, or nil when err holds none.
+func damageOf(err error) []string {
+	d := repository.Damage(err)
+	if d == nil {
+		return nil
+	}
+	out := make([]string, 0, len(d.Damaged))
+	for _, e := range d.Damaged {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+// revisionDamage reports whether err, from reading one revision, is that
+// revision's damage (its Kptfile does not parse or is over a bound, its
+// objects are damaged) rather than the repository's or the caller's.
+func revisionDamage(err error) bool {
+	return errors.Is(err, revision.ErrInvalid) || errors.Is(err, revision.ErrLimit) ||
+		errors.Is(err, repository.ErrCorrupt) || errors.Is(err, repository.ErrNotSupported)
+}
+
 // discover brings the PackageRevision objects of obj's repository in line
-// with the revisions in it and returns how many revisions it holds.
-func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repository) (int, error) {
+// with the revisions in it and returns how many revisions it serves and
+// what it left out as damaged. Damage costs only what is damaged: a
+// revision whose Kptfile does not parse gets no object, the others do;
+// when the list itself left out damaged refs, no object is deleted (its
+// revision may be behind the damage).
+func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repository) (count int, damaged []string, _ error) {
 	repo, err := r.repos.openObject(ctx, obj)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	spec := porchapi.RepositoryToSpec(obj)
 	// The objects are listed before the repository: an object that was
@@ -103,12 +177,15 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 	var objs porchv1alpha2.PackageRevisionList
 	if err := r.client.List(ctx, &objs, client.InNamespace(obj.Namespace),
 		client.MatchingLabels{porchv1alpha2.RepositoryLabel: obj.Name}); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	revs, err := repo.List(ctx, repository.ListOptions{})
-	if err != nil {
-		return 0, err
+	listDamaged := damageOf(err)
+	if err != nil && listDamaged == nil {
+		return 0, nil, err
 	}
+	damaged = append(damaged, listDamaged...)
+	count = len(revs)
 	have := map[string]*porchv1alpha2.PackageRevision{}
 	for i := range objs.Items {
 		have[objs.Items[i].Name] = &objs.Items[i]
@@ -133,8 +210,12 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 		name := porchapi.NameOf(m.Key)
 		inRepo[name] = true
 		if cur, ok := have[name]; ok {
-			if err := r.label(ctx, cur, isLatest(m.Key)); err != nil {
-				return 0, err
+			// With refs left out, the latest revision of a package may
+			// be behind one: the labels stay as they are.
+			if len(listDamaged) == 0 {
+				if err := r.label(ctx, cur, isLatest(m.Key)); err != nil {
+					return 0, nil, err
+				}
 			}
 			// Let the PackageRevision reconciler compare it with the
 			// repository when the repository moved on.
@@ -146,8 +227,14 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 			continue
 		}
 		o, err := observe(ctx, repo, spec, rev)
+		if err != nil && revisionDamage(err) && ctx.Err() == nil {
+			// This revision alone: the others are discovered.
+			damaged = append(damaged, name+": "+err.Error())
+			count--
+			continue
+		}
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		pr := &porchv1alpha2.PackageRevision{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: obj.Namespace,
@@ -166,10 +253,10 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 			pr.Labels[porchv1alpha2.LatestRevisionLabel] = "true"
 		}
 		if err := controllerutil.SetOwnerReference(obj, pr, r.client.Scheme()); err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		if err := r.client.Create(ctx, pr); err != nil && !apierrors.IsAlreadyExists(err) {
-			return 0, fmt.Errorf("create %s: %w", name, err)
+			return 0, nil, fmt.Errorf("create %s: %w", name, err)
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("discovered package revision", "name", name, "lifecycle", string(m.Lifecycle))
 	}
@@ -177,15 +264,18 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 		if inRepo[name] || cur.DeletionTimestamp != nil {
 			continue
 		}
+		if len(listDamaged) > 0 {
+			continue // perhaps behind a damaged ref
+		}
 		if cur.Spec.Source != nil && !realised(cur) {
 			continue // not created yet
 		}
 		if err := r.client.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
-			return 0, fmt.Errorf("delete %s: %w", name, err)
+			return 0, nil, fmt.Errorf("delete %s: %w", name, err)
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("package revision gone from the repository", "name", name)
 	}
-	return len(revs), nil
+	return count, damaged, nil
 }
 
 // label sets the latest-revision label of pr, with a patch of the labels

@@ -2,11 +2,13 @@ package gitrepo_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/configasdata/cad/repository"
@@ -40,6 +42,14 @@ func TestConformanceMemory(t *testing.T) {
 		Reopen: func(t *testing.T, r repository.Repository) repository.Repository {
 			return mustOpen(t, gitSpec(gitrepo.MemoryURL), &gitrepo.Options{Storage: stores[r]})
 		},
+		// The published tag names a missing object.
+		Damage: func(t *testing.T, r repository.Repository, key revision.Key) string {
+			name := plumbing.ReferenceName(fmt.Sprintf("refs/tags/%s/v%d", key.Package, key.Revision))
+			if err := stores[r].SetReference(plumbing.NewHashReference(name, plumbing.NewHash(strings.Repeat("ab", 20)))); err != nil {
+				t.Fatal(err)
+			}
+			return string(name)
+		},
 	})
 }
 
@@ -54,6 +64,14 @@ func TestConformanceBare(t *testing.T) {
 		},
 		Reopen: func(t *testing.T, r repository.Repository) repository.Repository {
 			return mustOpen(t, gitSpec("file://"+dirs[r]), nil)
+		},
+		// The published tag's ref file cut short.
+		Damage: func(t *testing.T, r repository.Repository, key revision.Key) string {
+			name := fmt.Sprintf("refs/tags/%s/v%d", key.Package, key.Revision)
+			if err := os.WriteFile(filepath.Join(dirs[r], name), []byte("0123abc"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return name
 		},
 	})
 }

@@ -59,6 +59,23 @@ func openAndList(t *testing.T, dir string, opts *gitrepo.Options) (*gitrepo.Repo
 	return r, revs
 }
 
+// openAndListDamaged is openAndList for a repository with damage: the
+// list must return its revisions with an error matching
+// repository.ErrDamaged whose message holds want.
+func openAndListDamaged(t *testing.T, dir string, opts *gitrepo.Options, want string) (*gitrepo.Repository, []revision.PackageRevision) {
+	t.Helper()
+	r, err := gitrepo.Open(context.Background(), crashSpec(dir), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	revs, err := r.List(context.Background(), repository.ListOptions{})
+	if !errors.Is(err, repository.ErrDamaged) || !errors.Is(err, repository.ErrCorrupt) || !strings.Contains(err.Error(), want) {
+		t.Fatalf("list: %v, want ErrDamaged naming %s", err, want)
+	}
+	return r, revs
+}
+
 func keysOf(revs []revision.PackageRevision) []string {
 	var out []string
 	for _, pr := range revs {
@@ -90,7 +107,7 @@ func TestDamagedRefs(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, tc.ref), []byte(tc.content), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r, revs := openAndList(t, dir, opts)
+			r, revs := openAndListDamaged(t, dir, opts, tc.ref)
 			got := strings.Join(keysOf(revs), " ")
 			if strings.Contains(got, tc.gone) || !strings.Contains(got, "a@main/placeholder") || len(revs) != 5 {
 				t.Fatalf("listed %s, want all but %s", got, tc.gone)
@@ -134,8 +151,9 @@ func TestDamagedBranchNeverRecreated(t *testing.T) {
 	}
 	defer r.Close()
 	revs, err := r.List(ctx, repository.ListOptions{})
-	if err != nil {
-		t.Fatalf("list: %v", err)
+	var dr *gitrepo.DamagedRefError
+	if !errors.As(err, &dr) || dr.Ref != "refs/heads/main" || !errors.Is(err, repository.ErrDamaged) {
+		t.Fatalf("list: %v, want the damage of refs/heads/main", err)
 	}
 	if got := strings.Join(keysOf(revs), " "); got != "a@draft a@w1/v1 b@prop b@w1/v1" {
 		t.Fatalf("listed %s", got)

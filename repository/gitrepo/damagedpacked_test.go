@@ -71,7 +71,7 @@ func TestDamagedPackedRefs(t *testing.T) {
 			if err := os.WriteFile(p, []byte(packed), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			r, revs := openAndList(t, dir, opts)
+			r, revs := openAndListDamaged(t, dir, opts, "packed-refs line")
 			got := keysOf(revs)
 			want := []string{"a@draft", "a@main/placeholder", "a@w1/v1", "b@main/placeholder", "b@prop", "b@w1/v1"}
 			if tc.gone != "" {

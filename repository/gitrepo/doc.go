@@ -276,8 +276,16 @@
 // A ref that is damaged all the same (empty, not an object id, or naming
 // a missing object, as go-git's in-place writes or other tools can leave
 // one) is a [*DamagedRefError] matching repository.ErrCorrupt for the
-// revisions it holds only: List leaves them out with a warning, Get and
-// writes of them return the error, and cad never rewrites it. A line of
+// revisions it holds only: List (and Range) leave them out, logging a
+// warning, and return the other revisions with an *repository.Error
+// wrapping a *repository.DamageError (matching repository.ErrDamaged) that
+// holds one *DamagedRefError per damaged ref that can hold a revision (a
+// draft, proposal or package tag, the registered branch, refs/cad/metadata)
+// or whose name a damaged packed-refs line hides; Get and writes of them
+// return the error, and cad never rewrites it. A damaged ref that cannot
+// hold a revision (another branch) is only logged. A tag whose package's
+// Kptfile does not parse is no damaged ref: it lists, and reading its
+// Kptfile (Info) fails for that revision alone. A line of
 // packed-refs that is not a ref line (garbage, a bad object id, or a last
 // line cut short; git refuses such a file) damages the ref it names, or,
 // when its name cannot be read, every ref it may have held (in a sorted

@@ -27,14 +27,18 @@ var _ repository.RangeLister = (*Repository)(nil)
 // yielded, so the loop body may call the repository; breaking out of the
 // loop stops the listing. On error it yields an *repository.Error
 // matching repository.ErrClosed (the repository closed, also during the
-// loop), ErrUnavailable, or wrapping ctx's error, once, and stops.
+// loop), ErrUnavailable, or wrapping ctx's error, once, and stops. The
+// refs List leaves out as damaged are left out too, and named after the
+// last revision by an *repository.Error wrapping a
+// *repository.DamageError, as List returns it.
 func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) iter.Seq2[revision.PackageRevision, error] {
 	return func(yield func(revision.PackageRevision, error) bool) {
 		var (
-			l     *listing
-			batch []revision.PackageRevision
-			phs   []*rev
-			last  bool // phs holds the placeholders: no batch follows
+			l       *listing
+			damaged []error
+			batch   []revision.PackageRevision
+			phs     []*rev
+			last    bool // phs holds the placeholders: no batch follows
 		)
 		add := func(x *rev) {
 			if pr := l.revision(x); pr != nil {
@@ -66,6 +70,8 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 		defer r.st.idx.Flush()
 		err := r.read(ctx, func(v *view) error {
 			v.idx = r.st.idx
+			damaged = damaged[:0]
+			v.damaged = r.collectDamage(&damaged)
 			var err error
 			if l, err = r.startListing(v, opts); err != nil {
 				return err
@@ -97,6 +103,9 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 			if pr := l.revision(x); pr != nil && !yield(pr, nil) {
 				return
 			}
+		}
+		if err := repository.NewDamageError(damaged); err != nil {
+			yield(nil, r.wrapErr("list", revision.Key{}, err))
 		}
 	}
 }

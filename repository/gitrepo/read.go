@@ -433,16 +433,27 @@ func (l *lazyRev) load(ctx context.Context) (revision.Files, error) {
 // annotation naming it, as Porch and cad write); a published revision its
 // commit registers has its package tree looked up on the first read of
 // its files, which fails with a *DamagedRefError when the commit has no
-// directory there. It never reads file contents. Errors are *repository.Error
-// matching repository.ErrClosed, ErrUnavailable (a remote that cannot be
-// reached), or wrapping ctx's error.
+// directory there. It never reads file contents.
+//
+// A ref that can hold a revision (or the metadata ref, or the registered
+// branch) and cannot be read (empty, not an object id, naming a missing
+// object, a damaged line of packed-refs) is left out, and List returns
+// the other revisions with an *repository.Error wrapping a
+// *repository.DamageError that holds a *DamagedRefError per such ref
+// (matching repository.ErrDamaged and ErrCorrupt). Other errors are
+// *repository.Error matching repository.ErrClosed, ErrUnavailable (a
+// remote that cannot be reached), or wrapping ctx's error, with no
+// revisions.
 func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]revision.PackageRevision, error) {
 	if err := r.enter(ctx, "list", revision.Key{}); err != nil {
 		return nil, err
 	}
 	var revs []revision.PackageRevision
+	var damaged []error
 	err := r.read(ctx, func(v *view) error {
 		v.idx = r.st.idx
+		damaged = damaged[:0]
+		v.damaged = r.collectDamage(&damaged)
 		var err error
 		revs, err = r.list(ctx, v, opts)
 		return err
@@ -450,6 +461,7 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 	if err != nil {
 		return nil, r.wrapErr("list", revision.Key{}, err)
 	}
+	err = r.wrapErr("list", revision.Key{}, repository.NewDamageError(damaged))
 	// The order of repository.SortRevisions, sorting the keys directly.
 	slices.SortStableFunc(revs, func(a, b revision.PackageRevision) int {
 		ka, kb := &a.(*lazyRev).revMeta, &b.(*lazyRev).revMeta
@@ -461,7 +473,22 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 		}
 		return strings.Compare(ka.ws, kb.ws)
 	})
-	return revs, nil
+	return revs, err
+}
+
+// collectDamage returns a view's damaged func for a list: it warns of
+// each damaged ref and appends to out those that can hold what a list
+// returns (see relevant), and those of packed-refs lines whose ref name
+// is unknown.
+func (r *Repository) collectDamage(out *[]error) func(error) {
+	return func(err error) {
+		r.log.Warn("leaving out a damaged ref", "error", err)
+		var d *DamagedRefError
+		if errors.As(err, &d) && !strings.HasSuffix(d.Ref, "...") && !r.relevant(plumbing.ReferenceName(d.Ref)) {
+			return
+		}
+		*out = append(*out, err)
+	}
 }
 
 // list finds the revisions opts selects, filtering on what the ref names

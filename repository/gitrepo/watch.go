@@ -15,7 +15,9 @@ import (
 // Options.PollInterval it reads the repository's Version
 // (the refs; for a remote, one ls-remote) and lists again only when that
 // changed. A change of Meta.Version is Modified; a revision that is no
-// longer listed is Deleted, with its last state. Watch blocks; it returns
+// longer listed is Deleted, with its last state, unless the list left out
+// damaged refs (see List): then no revision is reported deleted until a
+// list is whole again. Watch blocks; it returns
 // nil when ctx is done, handle's error, or an *repository.Error matching
 // ErrClosed when the repository is closed.
 func (r *Repository) Watch(ctx context.Context, opts repository.ListOptions, handle func(repository.Event) error) error {
@@ -29,10 +31,16 @@ func (r *Repository) Watch(ctx context.Context, opts repository.ListOptions, han
 		version string
 		pr      revision.PackageRevision
 	}
-	snapshot := func() (map[revision.Key]seen, []revision.Key, error) {
+	// snapshot lists, and also reports whether damaged refs were left
+	// out (logged): their revisions are then not known to be deleted.
+	snapshot := func() (map[revision.Key]seen, []revision.Key, bool, error) {
 		revs, err := r.List(ctx, opts)
-		if err != nil {
-			return nil, nil, err
+		damaged := err != nil && repository.Damage(err) != nil
+		if err != nil && !damaged {
+			return nil, nil, false, err
+		}
+		if damaged {
+			r.log.Warn("watch: the list left out damaged refs", "err", err)
 		}
 		m := make(map[revision.Key]seen, len(revs))
 		order := make([]revision.Key, 0, len(revs))
@@ -41,10 +49,10 @@ func (r *Repository) Watch(ctx context.Context, opts repository.ListOptions, han
 			m[k] = seen{pr.Meta().Version, pr}
 			order = append(order, k)
 		}
-		return m, order, nil
+		return m, order, damaged, nil
 	}
 	token, _ := r.Version(ctx)
-	prev, prevOrder, err := snapshot()
+	prev, prevOrder, _, err := snapshot()
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil
@@ -74,7 +82,7 @@ func (r *Repository) Watch(ctx context.Context, opts repository.ListOptions, han
 		if t == token {
 			continue
 		}
-		cur, order, err := snapshot()
+		cur, order, damaged, err := snapshot()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -83,6 +91,16 @@ func (r *Repository) Watch(ctx context.Context, opts repository.ListOptions, han
 			continue
 		}
 		token = t
+		if damaged {
+			// A revision left out may be behind a damaged ref: it is
+			// not reported deleted, and stays as it was.
+			for _, k := range prevOrder {
+				if _, ok := cur[k]; !ok {
+					cur[k] = prev[k]
+					order = append(order, k)
+				}
+			}
+		}
 		for _, k := range prevOrder {
 			if _, ok := cur[k]; !ok {
 				if err := handle(repository.Event{Type: repository.Deleted, Revision: prev[k].pr}); err != nil {

@@ -11,6 +11,11 @@
 // placeholder revision. Adopt registers the content
 // of an existing revision's commit (Meta.Commit), or a directory inside it,
 // as a new revision. Nothing survives the process.
+//
+// Nothing it holds can be damaged, so its List never returns
+// repository.ErrDamaged; to test how a caller handles a damaged
+// repository, wrap it with repotest.Intercept and have List return the
+// revisions with a *repository.DamageError.
 package memrepo
 
 import (

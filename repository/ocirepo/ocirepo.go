@@ -337,6 +337,8 @@ func (r *Repository) wrap(op string, key revision.Key, err error) error {
 		} else {
 			sentinel = context.DeadlineExceeded
 		}
+	case errors.Is(err, repository.ErrDamaged):
+		sentinel = repository.ErrDamaged
 	case isNotFound(err):
 		sentinel = repository.ErrNotFound
 	case errors.Is(err, revision.ErrInvalid):

@@ -141,6 +141,9 @@ type packageState struct {
 	workspaces map[string]*record
 	metadata   map[string]*record // valid meta.<workspace>
 	maxNumber  int                // highest N of any v<N> or marker tag
+	// damaged are the tags left out as unreadable (over a bound), one
+	// error each naming the tag.
+	damaged []error
 }
 
 // readPackage reads every revision record of pkg: one tags list, then a
@@ -195,8 +198,12 @@ func (r *Repository) fetchAll(ctx context.Context, pkg string, repo name.Reposit
 		g.Go(func() error {
 			rec, err := r.fetch(gctx, repo, tag)
 			if errors.Is(err, revision.ErrLimit) {
-				// A list never fails on one tag: reading it does.
+				// A list never fails on one tag: reading it does, and
+				// the list names it (repository.DamageError).
 				r.opts.Logger.Warn("leaving out a tag over a bound", "tag", tag, "error", err.Error())
+				mu.Lock()
+				st.damaged = append(st.damaged, fmt.Errorf("tag %s of package %s left out: %w", tag, pkg, err))
+				mu.Unlock()
 				return nil
 			}
 			if err != nil {
@@ -300,16 +307,24 @@ func (r *Repository) packages(ctx context.Context) ([]string, error) {
 
 // List returns the revisions opts selects, in repository.SortRevisions
 // order. It reads the catalog (or only opts.Package's repository), the tag
-// lists and manifests, never a layer. Errors: ErrClosed, ErrUnavailable
-// when the registry fails or refuses the credentials, ctx's error.
+// lists and manifests, never a layer. A tag whose manifest is over
+// Options.MaxManifestBytes is left out, and List returns the other
+// revisions with an *repository.Error wrapping a *repository.DamageError
+// (matching repository.ErrDamaged) that names each such tag (its errors
+// match revision.ErrLimit). Other errors, with no revisions: ErrClosed,
+// ErrUnavailable when the registry fails or refuses the credentials,
+// ctx's error.
 func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]revision.PackageRevision, error) {
 	const op = "list"
 	if err := r.enter(ctx, op, revision.Key{}); err != nil {
 		return nil, err
 	}
-	views, err := r.listViews(ctx, opts.Package, opts.PackagePrefix)
+	views, damaged, err := r.listViews(ctx, opts.Package, opts.PackagePrefix)
 	if err != nil {
 		return nil, r.wrap(op, revision.Key{}, err)
+	}
+	if d := repository.NewDamageError(damaged); d != nil {
+		err = r.wrap(op, revision.Key{}, d)
 	}
 	var out []revision.PackageRevision
 	for _, v := range views {
@@ -318,22 +333,23 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 		}
 	}
 	repository.SortRevisions(out)
-	return out, nil
+	return out, err
 }
 
 // listViews reads every revision of pkg, or when pkg is empty of every
-// package at or under prefix (every package for an empty prefix).
-func (r *Repository) listViews(ctx context.Context, pkg, prefix string) ([]view, error) {
+// package at or under prefix (every package for an empty prefix), and
+// the tags it left out as damaged.
+func (r *Repository) listViews(ctx context.Context, pkg, prefix string) ([]view, []error, error) {
 	var pkgs []string
 	if pkg != "" {
 		if revision.ValidatePackagePath(pkg) != nil {
-			return nil, nil
+			return nil, nil, nil
 		}
 		pkgs = []string{pkg}
 	} else {
 		all, err := r.packages(ctx)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, p := range all {
 			if prefix == "" || p == prefix || strings.HasPrefix(p, prefix+"/") {
@@ -343,6 +359,7 @@ func (r *Repository) listViews(ctx context.Context, pkg, prefix string) ([]view,
 	}
 	var mu sync.Mutex
 	var out []view
+	var damaged []error
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for _, p := range pkgs {
@@ -358,14 +375,16 @@ func (r *Repository) listViews(ctx context.Context, pkg, prefix string) ([]view,
 			vs := r.views(p, repo, st)
 			mu.Lock()
 			out = append(out, vs...)
+			damaged = append(damaged, st.damaged...)
 			mu.Unlock()
 			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	slices.SortFunc(damaged, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return out, damaged, nil
 }
 
 // Get returns the revision key selects: by number a HEAD of v<N> and of

@@ -98,14 +98,21 @@ func boundsFixture(t *testing.T, sizes ...int) string {
 }
 
 // listAndRead lists reg, reads p@good, and checks that the padded drafts
-// are left out of the list and that reading one fails with ErrLimit.
+// are left out of the list, named by its *repository.DamageError, and
+// that reading one fails with ErrLimit.
 func listAndRead(t *testing.T, reg string, padded int) {
 	ctx := context.Background()
 	r := mustOpen(t, ociSpec(reg), nil)
 	defer r.Close()
 	revs, err := r.List(ctx, repository.ListOptions{})
-	if err != nil {
-		t.Fatalf("List: %v", err)
+	d := repository.Damage(err)
+	if !errors.Is(err, repository.ErrDamaged) || d == nil || len(d.Damaged) != padded {
+		t.Fatalf("List: %v, want the damage of %d tags", err, padded)
+	}
+	for i, e := range d.Damaged {
+		if tag := "ws.big" + string(rune('1'+i)); !errors.Is(e, revision.ErrLimit) || !strings.Contains(e.Error(), tag) {
+			t.Fatalf("damage %d: %v, want ErrLimit naming %s", i, e, tag)
+		}
 	}
 	if len(revs) != 1 || revs[0].Meta().Key.Workspace != "good" {
 		var keys []string

@@ -39,9 +39,13 @@ func (r *Repository) Watch(ctx context.Context, opts repository.ListOptions, han
 			return nil
 		case errors.Is(err, repository.ErrClosed):
 			return err
-		case err != nil:
+		case err != nil && repository.Damage(err) == nil:
 			r.opts.Logger.Warn("watch poll failed", "repository", r.name, "error", err)
 		default:
+			damaged := err != nil
+			if damaged {
+				r.opts.Logger.Warn("watch poll left out damaged tags", "repository", r.name, "error", err)
+			}
 			now := map[revision.Key]revision.PackageRevision{}
 			for _, pr := range revs {
 				k := pr.Meta().Key
@@ -71,6 +75,11 @@ func (r *Repository) Watch(ctx context.Context, opts repository.ListOptions, han
 				var gone []revision.PackageRevision
 				for k, pr := range seen {
 					if _, ok := now[k]; !ok {
+						if damaged {
+							// Perhaps behind a damaged tag: kept as it was.
+							now[k] = pr
+							continue
+						}
 						gone = append(gone, pr)
 					}
 				}
@@ -97,9 +106,13 @@ func (r *Repository) watchList(ctx context.Context, opts repository.ListOptions)
 	if err := r.enter(ctx, "watch", revision.Key{}); err != nil {
 		return nil, nil, err
 	}
-	views, err := r.listViews(ctx, opts.Package, opts.PackagePrefix)
+	views, damaged, err := r.listViews(ctx, opts.Package, opts.PackagePrefix)
 	if err != nil {
 		return nil, nil, r.wrap("watch", revision.Key{}, err)
+	}
+	if d := repository.NewDamageError(damaged); d != nil {
+		// The others are listed: the caller reports no deletion.
+		err = r.wrap("watch", revision.Key{}, d)
 	}
 	var out []revision.PackageRevision
 	created := map[revision.Key]time.Time{}
@@ -115,7 +128,7 @@ func (r *Repository) watchList(ctx context.Context, opts repository.ListOptions)
 		created[v.meta.Key] = t
 	}
 	repository.SortRevisions(out)
-	return out, created, nil
+	return out, created, err
 }
 
 // Version returns a token of the whole repository's state: a hash of the
@@ -126,13 +139,18 @@ func (r *Repository) Version(ctx context.Context) (string, error) {
 	if err := r.enter(ctx, op, revision.Key{}); err != nil {
 		return "", err
 	}
-	views, err := r.listViews(ctx, "", "")
+	views, damaged, err := r.listViews(ctx, "", "")
 	if err != nil {
 		return "", r.wrap(op, revision.Key{}, err)
 	}
-	lines := make([]string, 0, len(views))
+	lines := make([]string, 0, len(views)+len(damaged))
 	for _, v := range views {
 		lines = append(lines, fmt.Sprintf("%s\x00%s\x00%d\x00%s\x00%s", v.meta.Key.Package, v.meta.Key.Workspace, v.meta.Key.Revision, v.meta.Lifecycle, v.meta.Version))
+	}
+	for _, d := range damaged {
+		// What is damaged is part of the state: a tag damaged or
+		// repaired changes the Version.
+		lines = append(lines, "damaged\x00"+d.Error())
 	}
 	slices.Sort(lines)
 	sum := sha256.Sum256([]byte(strings.Join(lines, "\n")))

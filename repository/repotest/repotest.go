@@ -32,6 +32,14 @@ type Harness struct {
 	NoCreation bool
 	// Concurrency is the number of goroutines of the race tests; default 8.
 	Concurrency int
+	// Damage, when set, damages what r's storage holds for the published
+	// revision key so that it cannot be read (as a crash, a careless copy
+	// or a hostile writer leaves it: in git a tag naming a missing
+	// object), and returns a text the damage's error names (the ref, the
+	// tag). It enables the Damage test: List returns the other revisions
+	// with an error matching repository.ErrDamaged. A backend whose
+	// storage cannot be damaged (memory) leaves it nil.
+	Damage func(t *testing.T, r repository.Repository, key revision.Key) string
 }
 
 // Run runs the conformance suite as subtests of t.
@@ -80,6 +88,7 @@ func Run(t *testing.T, h Harness) {
 		{"Creation", s.testCreation},
 		{"PlaceholderPublished", s.testPlaceholderPublished},
 		{"Close", s.testClose},
+		{"Damage", s.testDamage},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, tc.fn)

@@ -21,6 +21,7 @@ type repoListing struct {
 	mu      sync.Mutex // held while the listing is checked or built
 	version string     // the repository's Version it was built at; "" for none
 	revs    []listedRevision
+	damage  error // the list's *repository.DamageError, nil when whole
 }
 
 type listingKey struct {
@@ -42,11 +43,11 @@ func (s *Server) listing(ctx context.Context, e *repoEntry) ([]listedRevision, b
 		return nil, true, err
 	}
 	if l.version == version {
-		return l.revs, true, nil
+		return l.revs, true, l.damage
 	}
-	revs, err := s.listRepository(ctx, e, "")
-	if err != nil {
-		return nil, true, err
+	revs, damage := s.listRepository(ctx, e, "")
+	if damage != nil && repository.Damage(damage) == nil {
+		return nil, true, damage
 	}
 	objs := make([]*porchapi.PackageRevision, len(revs))
 	err = loadAll(ctx, revs, func(ctx context.Context, i int, lr listedRevision) error {
@@ -64,8 +65,8 @@ func (s *Server) listing(ctx context.Context, e *repoEntry) ([]listedRevision, b
 	// the next request that sees a newer Version builds it again.
 	s.jsons.forget(l.revs)
 	s.jsons.register(revs)
-	l.version, l.revs = version, revs
-	return revs, true, nil
+	l.version, l.revs, l.damage = version, revs, damage
+	return revs, true, damage
 }
 
 // listingOf returns the listing kept for k, a new empty one the first

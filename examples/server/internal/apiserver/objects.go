@@ -566,8 +566,23 @@ func overlaps(a, b string) bool {
 	return a == b || a == "" || b == "" || strings.HasPrefix(a+"/", b+"/") || strings.HasPrefix(b+"/", a+"/")
 }
 
-// repositoryStatus is the status of a registration; the transition time
-// of old's Ready condition is kept when its status did not change.
+// ConditionDamaged is the Repository condition that names what the
+// repository holds and cannot be read (damaged refs or tags a list left
+// out): True, with reason ReasonDamagedRevisions, while there are any;
+// absent otherwise. The Repository stays Ready, and its other revisions
+// are served.
+const ConditionDamaged = "Damaged"
+
+// ReasonDamagedRevisions is the reason of a True ConditionDamaged.
+const ReasonDamagedRevisions = "DamagedRevisions"
+
+// maxDamageShown bounds how many damaged things ConditionDamaged's message
+// names; the count is always given.
+const maxDamageShown = 20
+
+// repositoryStatus is the status of a registration: Ready, and Damaged
+// while its last whole list left damaged revisions out; the transition
+// time of old's conditions is kept when their status did not change.
 func repositoryStatus(e *repoEntry, generation int64, old map[string]any) map[string]any {
 	cond := metav1.Condition{Type: porchapi.RepositoryReady, Status: metav1.ConditionTrue, Reason: porchapi.ReasonReady,
 		Message: "Repository Ready", ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
@@ -575,15 +590,29 @@ func repositoryStatus(e *repoEntry, generation int64, old map[string]any) map[st
 		cond.Status, cond.Reason = metav1.ConditionFalse, porchapi.ReasonError
 		cond.Message = fmt.Sprint(e.err)
 	}
+	conds := []metav1.Condition{cond}
+	if damaged := e.damaged(); e.repo != nil && len(damaged) > 0 {
+		// Still Ready: the other revisions are served.
+		conds[0].Message += fmt.Sprintf("; %d damaged revisions left out (see condition %s)", len(damaged), ConditionDamaged)
+		shown := damaged[:min(len(damaged), maxDamageShown)]
+		msg := fmt.Sprintf("%d damaged revisions left out: %s", len(damaged), strings.Join(shown, "; "))
+		if len(shown) < len(damaged) {
+			msg += fmt.Sprintf("; and %d more", len(damaged)-len(shown))
+		}
+		conds = append(conds, metav1.Condition{Type: ConditionDamaged, Status: metav1.ConditionTrue, Reason: ReasonDamagedRevisions,
+			Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.Now()})
+	}
 	var prev porchapi.RepositoryStatus
 	if data, err := json.Marshal(old); err == nil && json.Unmarshal(data, &prev) == nil {
 		for _, c := range prev.Conditions {
-			if c.Type == cond.Type && c.Status == cond.Status {
-				cond.LastTransitionTime = c.LastTransitionTime
+			for i := range conds {
+				if c.Type == conds[i].Type && c.Status == conds[i].Status {
+					conds[i].LastTransitionTime = c.LastTransitionTime
+				}
 			}
 		}
 	}
-	st := porchapi.RepositoryStatus{Conditions: []metav1.Condition{cond}, ObservedGeneration: generation}
+	st := porchapi.RepositoryStatus{Conditions: conds, ObservedGeneration: generation}
 	u, _ := toUnstructured(st)
 	return u.Object
 }

@@ -38,7 +38,11 @@ func (s *Server) collectOwned(ctx context.Context, ns string, uid types.UID) {
 		revs, err := e.repo.List(ctx, repository.ListOptions{})
 		if err != nil {
 			s.log.Warn("garbage collection: list failed", "namespace", ns, "repository", e.name, "err", err)
-			continue
+			if repository.Damage(err) == nil {
+				continue
+			}
+			// The revisions that could be read are collected; those
+			// behind the damage keep the gone owner.
 		}
 		eng := s.engine(ns)
 		for _, rev := range revs {

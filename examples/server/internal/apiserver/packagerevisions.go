@@ -220,7 +220,10 @@ func (s *Server) listRevisions(ctx context.Context, rq *request, ns string, lo *
 	wg.Wait()
 	var out []listedRevision
 	for i, r := range results {
-		if r.err != nil {
+		if r.err != nil && repository.Damage(r.err) != nil {
+			// The revisions that could be read are served.
+			rq.warn("repository %s/%s: %v", entries[i].ns, entries[i].name, r.err)
+		} else if r.err != nil {
 			rq.warn("repository %s/%s could not be listed: %v", entries[i].ns, entries[i].name, r.err)
 			s.log.Warn("list failed", "namespace", entries[i].ns, "repository", entries[i].name, "err", r.err)
 			continue
@@ -244,9 +247,16 @@ func (s *Server) listRevisions(ctx context.Context, rq *request, ns string, lo *
 
 // listRepository lists the revisions of the repository of e (of package
 // pkg only, when set), with their latest flags.
+//
+// When the list left damaged revisions out, it returns the others with
+// the list's error (a *repository.DamageError), and a whole list (pkg
+// empty) records the damage in the Repository's status.
 func (s *Server) listRepository(ctx context.Context, e *repoEntry, pkg string) ([]listedRevision, error) {
 	revs, err := e.repo.List(ctx, repository.ListOptions{Package: pkg})
-	if err != nil {
+	if pkg == "" && (err == nil || repository.Damage(err) != nil) {
+		s.noteDamage(e, err)
+	}
+	if err != nil && repository.Damage(err) == nil {
 		return nil, err
 	}
 	latest := map[string]int{}
@@ -262,7 +272,7 @@ func (s *Server) listRepository(ctx context.Context, e *repoEntry, pkg string) (
 		out = append(out, listedRevision{e: e, ns: e.ns, rev: r,
 			latest: m.Lifecycle.IsPublished() && m.Key.Revision > 0 && latest[m.Key.Package] == m.Key.Revision})
 	}
-	return out, nil
+	return out, err
 }
 
 // loadAll calls fn for every listed revision, a few at a time.

@@ -72,6 +72,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -269,6 +270,37 @@ type repoEntry struct {
 
 	verOnce sync.Once
 	ver     func(context.Context) (string, error) // nil: no Version
+
+	dmgMu  sync.Mutex
+	damage []string // what the last whole list left out as damaged
+}
+
+// noteDamage records what err, a whole list of e's repository, says was
+// left out as damaged (nothing when it holds no *repository.DamageError)
+// and stores e's status again when that changed: the Repository then has
+// a Damaged condition naming it.
+func (s *Server) noteDamage(e *repoEntry, err error) {
+	var now []string
+	if d := repository.Damage(err); d != nil {
+		for _, x := range d.Damaged {
+			now = append(now, x.Error())
+		}
+	}
+	e.dmgMu.Lock()
+	changed := !slices.Equal(now, e.damage)
+	e.damage = now
+	e.dmgMu.Unlock()
+	if changed {
+		s.setRepositoryStatus(e)
+	}
+}
+
+// damaged returns what the last whole list of e's repository left out as
+// damaged.
+func (e *repoEntry) damaged() []string {
+	e.dmgMu.Lock()
+	defer e.dmgMu.Unlock()
+	return e.damage
 }
 
 // New builds a Server over the data directory of opts: it opens the store,

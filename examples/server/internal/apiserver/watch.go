@@ -131,7 +131,9 @@ func (s *Server) watchRepo(ctx context.Context, e *repoEntry) {
 	delay := time.Second
 	for ctx.Err() == nil {
 		latest := map[string]int{}
-		if revs, err := e.repo.List(ctx, repository.ListOptions{Lifecycles: []revision.Lifecycle{revision.LifecyclePublished, revision.LifecycleDeletionProposed}}); err == nil {
+		// With damaged refs left out, the revisions that could be read
+		// (the latest labels of the others are what the damage hides).
+		if revs, err := e.repo.List(ctx, repository.ListOptions{Lifecycles: []revision.Lifecycle{revision.LifecyclePublished, revision.LifecycleDeletionProposed}}); err == nil || repository.Damage(err) != nil {
 			for _, r := range revs {
 				k := r.Meta().Key
 				if k.Revision > latest[k.Package] {
