@@ -30,8 +30,9 @@ const (
 )
 
 // autoCheckEvery: the automatic maintenance looks at the repository's
-// shape after the first write of a Repository and then every this many.
-const autoCheckEvery = 16
+// shape after the first write of a Repository and then every this many
+// (a variable for the tests).
+var autoCheckEvery int64 = 16
 
 // MaintainOptions configure a maintenance run (Repository.Maintain). The
 // zero value is the run the automatic maintenance makes.
@@ -387,7 +388,7 @@ func (r *Repository) autoMaintain(ctx context.Context) {
 	if r.opts.NoAutoMaintain || r.st.gitDir == "" || !refstore.CrossProcessLock {
 		return
 	}
-	if n := r.autoWrites.Add(1); n%autoCheckEvery != 1 && !r.forceCheck.Swap(false) {
+	if n := r.autoWrites.Add(1); (n-1)%autoCheckEvery != 0 && !r.forceCheck.Swap(false) {
 		return
 	}
 	if !r.needsMaintenance() || !r.maintaining.CompareAndSwap(false, true) {
