@@ -203,7 +203,7 @@ func TestMaintainAged(t *testing.T) {
 	if loose != 0 || tags != 0 || locks != 0 {
 		t.Errorf("after: %d loose objects, %d loose tags, %d lock files; want none", loose, tags, locks)
 	}
-	if max := int(math.Log2(float64(loose0+packs0*4)))+1; packs > max || packs >= packs0 {
+	if max := int(math.Log2(float64(loose0+packs0*4))) + 1; packs > max || packs >= packs0 {
 		t.Errorf("after: %d packs (from %d); want at most %d", packs, packs0, max)
 	}
 	if st.PacksBefore != packs0 || st.PacksAfter != packs || st.LoosePacked != loose0 || st.RefsPacked != tags0 {
