@@ -462,12 +462,14 @@
 //     older than version 2, are left alone. No delta is computed: a
 //     repository cad wrote is as large after as the objects it held.
 //   - Refs: loose tags (refs/tags/, the published revisions, written
-//     once) are moved into packed-refs, which is rewritten sorted, with
-//     the peeled values of annotated tags when the file carries them.
-//     Drafts, proposals, branches and refs/cad/* change with every write
-//     and stay loose, as git pack-refs leaves branches without --all. A
-//     damaged packed-refs is left for a person (the objects are packed
-//     all the same).
+//     once), and drafts' and proposals' refs not written for an hour
+//     (MaintainOptions.IdleRefAge), are moved into packed-refs, which is
+//     rewritten sorted, with the peeled values of annotated tags when the
+//     file carries them. The registered branch and refs/cad/* change with
+//     every write and stay loose, as do drafts being worked on: a packed
+//     ref that is deleted (a proposal, at its approval) costs a rewrite
+//     of packed-refs. A damaged packed-refs is left for a person (the
+//     objects are packed all the same).
 //   - Unreachable objects are never removed: an object leaves its loose
 //     file or its old pack only once the new pack holding it is in place.
 //     So no draft, proposal, tag, refs/cad/* ref or write under way can

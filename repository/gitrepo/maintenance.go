@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -49,10 +50,17 @@ type MaintainOptions struct {
 	Factor int
 	// NoRefs leaves loose refs loose. Default: the loose tags
 	// (refs/tags/, the published revisions, written once) are packed
-	// into packed-refs. Drafts, proposals, branches and refs/cad/* move
-	// with every write and stay loose, as git pack-refs without --all
-	// leaves branches.
+	// into packed-refs, and so are drafts and proposals (the other
+	// branches under refs/heads/) not written for IdleRefAge. The
+	// registered branch and refs/cad/* move with every write and stay
+	// loose, as git pack-refs without --all leaves branches.
 	NoRefs bool
+	// IdleRefAge is how long a draft's or proposal's loose ref must not
+	// have been written for it to be packed: a packed ref that is then
+	// deleted (an approval deletes its proposal) costs a rewrite of
+	// packed-refs, a loose one lookups in every list. Default 1 hour;
+	// negative: never.
+	IdleRefAge time.Duration
 }
 
 // MaintainStats is what a maintenance run did.
@@ -140,7 +148,7 @@ func (r *Repository) maintain(ctx context.Context, opts MaintainOptions, try boo
 	}
 	if !opts.NoRefs {
 		err := r.st.write(ctx, func() error {
-			n, err := r.st.fsrefs.PackRefs([]string{"refs/tags/"}, r.peel)
+			n, err := r.st.fsrefs.PackRefs(r.packRefFilter(opts), r.peel)
 			stats.RefsPacked = n
 			return err
 		})
@@ -412,5 +420,26 @@ func (r *Repository) afterFetch(ctx context.Context) {
 	if r.remote.landed.Swap(false) {
 		r.forceCheck.Store(true)
 		r.autoMaintain(ctx)
+	}
+}
+
+// packRefFilter picks the loose refs a run packs: tags, and the other
+// branches under refs/heads/ (drafts, proposals) idle for
+// opts.IdleRefAge.
+func (r *Repository) packRefFilter(opts MaintainOptions) func(name string, mod time.Time) bool {
+	age := opts.IdleRefAge
+	if age == 0 {
+		age = time.Hour
+	}
+	branch := "refs/heads/" + r.branch
+	now := time.Now()
+	return func(name string, mod time.Time) bool {
+		switch {
+		case strings.HasPrefix(name, "refs/tags/"):
+			return true
+		case strings.HasPrefix(name, "refs/heads/") && name != branch:
+			return age > 0 && now.Sub(mod) >= age
+		}
+		return false
 	}
 }

@@ -231,6 +231,28 @@ func TestMaintainAged(t *testing.T) {
 	fsckStrict(t, dir, "after Full")
 	want = snapshot(t, dir)
 	sameSnapshot(t, "same Repository after Full", snapshotOf(t, r), want)
+	// Drafts and proposals stay loose until idle for IdleRefAge.
+	if heads, _ := looseRefs(t, dir, "heads"); heads < 40 {
+		t.Errorf("%d loose branches after runs with the default IdleRefAge; want the drafts loose", heads)
+	}
+	if _, err := r.Maintain(ctx, gitrepo.MaintainOptions{IdleRefAge: time.Nanosecond}); err != nil {
+		t.Fatal(err)
+	}
+	if heads, _ := looseRefs(t, dir, "heads"); heads != 1 {
+		t.Errorf("%d loose branches after a run with IdleRefAge 1ns; want only main", heads)
+	}
+	fsckStrict(t, dir, "after packing drafts")
+	sameSnapshot(t, "after packing drafts", snapshot(t, dir), want)
+	// A packed draft is proposed (its ref deleted from packed-refs).
+	draft := revision.Key{Package: "batch/a0-0", Workspace: "w"}
+	if _, err := r.UpdateLifecycle(ctx, draft, revision.LifecycleProposed, repository.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := snapshot(t, dir); len(got) != len(want) || got["maint:batch/a0-0@w "+string(revision.LifecycleProposed)] == "" {
+		t.Errorf("after proposing a packed draft: %d revisions, proposal %q", len(got), got["maint:batch/a0-0@w proposed"])
+	}
+	fsckStrict(t, dir, "after proposing a packed draft")
+	want = snapshot(t, dir)
 	// Nothing to do: nothing changes.
 	st, err = r.Maintain(ctx, gitrepo.MaintainOptions{})
 	if err != nil || st.PacksMerged != 0 || st.ObjectsWritten != 0 {

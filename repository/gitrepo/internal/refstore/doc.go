@@ -79,7 +79,8 @@
 //
 // # Packing refs
 //
-// [FSRefs.PackRefs] (package gitrepo's maintenance) moves loose refs into
+// [FSRefs.PackRefs] (package gitrepo's maintenance) moves the loose refs
+// its caller picks into
 // packed-refs, as git pack-refs does, under the exclusive lock: the new
 // packed-refs (sorted, with peeled lines when the file carries them) is
 // installed as a deletion's rewrite installs it (cad-packed-refs.tmp,

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 )
@@ -26,8 +27,8 @@ const packRefsList = "cad-pack-refs"
 // exactly when they hold it.
 const packRefsMark = "cad pack-refs\n"
 
-// PackRefs moves the loose refs under prefixes (each ending in a slash)
-// into packed-refs and returns how many it moved. peel returns what an
+// PackRefs moves the loose refs want picks (by name and modification
+// time) into packed-refs and returns how many it moved. peel returns what an
 // annotated tag points at, through every level (ok false for an object
 // that is not a tag): the lines packed-refs gives a ref's peeled value,
 // when the file says it holds them.
@@ -51,7 +52,7 @@ const packRefsMark = "cad pack-refs\n"
 // packed when packed-refs holds a damaged line (git refuses such a file;
 // it is for a person to repair, see DamagedRefError). The caller holds
 // the exclusive lock.
-func (f *FSRefs) PackRefs(prefixes []string, peel func(plumbing.Hash) (plumbing.Hash, bool, error)) (int, error) {
+func (f *FSRefs) PackRefs(want func(name string, mod time.Time) bool, peel func(plumbing.Hash) (plumbing.Hash, bool, error)) (int, error) {
 	if err := f.dropPackRefsLocks(); err != nil {
 		return 0, err
 	}
@@ -63,18 +64,20 @@ func (f *FSRefs) PackRefs(prefixes []string, peel func(plumbing.Hash) (plumbing.
 		return 0, &DamagedRefError{Ref: "packed-refs", Reason: fmt.Sprintf("line %d holds %q: not packing refs into a damaged file", bad[0].line, bad[0].text)}
 	}
 	loose := map[string]plumbing.Hash{}
-	for _, prefix := range prefixes {
-		err := f.walkLoose(prefix, func(name string) error {
-			h, ok, err := f.loose(name)
-			if err != nil || !ok || !validRefName(name) {
-				return nil // damaged, or symbolic: left loose
-			}
-			loose[name] = h
+	err = f.walkLoose("refs/", func(name string) error {
+		fi, err := os.Lstat(f.refPath(plumbing.ReferenceName(name)))
+		if err != nil || !fi.Mode().IsRegular() || !want(name, fi.ModTime()) {
 			return nil
-		})
-		if err != nil {
-			return 0, err
 		}
+		h, ok, err := f.loose(name)
+		if err != nil || !ok || !validRefName(name) {
+			return nil // damaged, or symbolic: left loose
+		}
+		loose[name] = h
+		return nil
+	})
+	if err != nil {
+		return 0, err
 	}
 	if len(loose) == 0 {
 		return 0, nil
