@@ -360,6 +360,7 @@ func (b *batch) Commit(ctx context.Context) error {
 		return r.wrapErr(op, revision.Key{}, err)
 	}
 	r.log.Debug("committed batch", "refs", len(updates))
+	r.autoMaintain(ctx) // maintenance.go
 	return nil
 }
 

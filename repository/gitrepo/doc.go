@@ -448,6 +448,70 @@
 // pack whose index predates version 2 is read by go-git, which inflates
 // an object to learn its size.
 //
+// # Maintenance
+//
+// Every write batch and every fetch into a mirror on disk adds a pack,
+// and single writes add loose objects and loose tags; a reader looks an
+// object up pack by pack, and a ref in its own file before packed-refs.
+// [Repository.Maintain] keeps this in bounds, as git maintenance and git
+// repack --geometric=2 do, on a repository on disk (in memory there is
+// nothing to do):
+//
+//   - Packs: sorted by their number of objects, the smallest are merged
+//     with every loose object into one new pack, so that each remaining
+//     pack holds at least twice the objects of all smaller ones together
+//     and a repository of n objects keeps at most log2(n) packs
+//     (MaintainOptions.Full merges them all, as git gc). Entries are
+//     copied as they are stored, compressed, each checked against the
+//     CRC-32 its index gives (an offset delta gets its new distance to
+//     its base; a delta on a base named by id is stored whole), an object
+//     two packs hold is written once, and a loose object is checked
+//     against its id. Packs with a .keep or .promisor file, or an index
+//     older than version 2, are left alone. No delta is computed: a
+//     repository cad wrote is as large after as the objects it held.
+//   - Refs: loose tags (refs/tags/, the published revisions, written
+//     once), and drafts' and proposals' refs not written for an hour
+//     (MaintainOptions.IdleRefAge), are moved into packed-refs, which is
+//     rewritten sorted, with the peeled values of annotated tags when the
+//     file carries them. The registered branch and refs/cad/* change with
+//     every write and stay loose, as do drafts being worked on: a packed
+//     ref that is deleted (a proposal, at its approval) costs a rewrite
+//     of packed-refs. A damaged packed-refs is left for a person (the
+//     objects are packed all the same).
+//   - Unreachable objects are never removed: an object leaves its loose
+//     file or its old pack only once the new pack holding it is in place.
+//     So no draft, proposal, tag, refs/cad/* ref or write under way can
+//     miss one; what a lost race left stays until git gc prunes it.
+//
+// Crash safety: the new pack is written under a temporary name, synced,
+// and renamed into place before its index; the pack directory is synced
+// (unless SyncNone) before any merged pack (its index first) or loose
+// object is removed. packed-refs' new content is written and synced to
+// cad-packed-refs.tmp, linked as packed-refs.lock and renamed over
+// packed-refs, as a deletion rewrites it; then each loose tag is locked
+// as git locks it (<ref>.lock, created exclusively, naming cad), checked
+// and removed, the tags listed in cad-pack-refs meanwhile so that the
+// next writer removes the locks of a run that died. A process killed at
+// any step leaves a repository git fsck accepts and cad reads whole
+// (TestMaintainCrash kills one at every step). Objects are merged
+// holding no lock, beside reads and writes; only the packing of refs
+// takes the write lock, for milliseconds. Two runs never overlap: a run
+// holds an flock on cad-maintenance.lock. A reader of this or another
+// process keeps reading the packs it has open after they are removed
+// (their files live until closed); a reader that misses an object scans
+// the pack directory again before it fails, and closes the packs that
+// went.
+//
+// Writes run it by themselves: after the first write of a Repository
+// and every 16th, and after a read whose fetch added a pack to a mirror,
+// a write looks at two directories as git gc --auto does: the number of
+// packs (Options.AutoMaintainPacks, 50) and objects/17's loose objects
+// times 256 (Options.AutoMaintainLoose, 6,700). When either is reached
+// it runs Maintain in the writer's goroutine after the write (the write
+// has succeeded; a failure is logged), unless another run holds the
+// repository. Options.NoAutoMaintain turns this off for callers that
+// schedule Maintain themselves.
+//
 // # Where the mechanisms are
 //
 // This package is the backend: the layout above, reads, writes,

@@ -129,6 +129,20 @@ type Options struct {
 	// is inflated; a *revision.LimitError when it is exceeded. Default
 	// DefaultMaxPackageBytes (256 MiB); negative: no bound.
 	MaxPackageBytes int64
+	// NoAutoMaintain turns off the maintenance run that writes (and
+	// fetches into a mirror on disk) make when the repository needs it
+	// (see the package documentation, "Maintenance"), for a caller that
+	// schedules Repository.Maintain itself. Default: on.
+	NoAutoMaintain bool
+	// AutoMaintainPacks is the number of packs at which a write runs
+	// maintenance. Default DefaultAutoMaintainPacks (50, git's
+	// gc.autoPackLimit); negative: never for packs.
+	AutoMaintainPacks int
+	// AutoMaintainLoose is the estimated number of loose objects (from
+	// objects/17, as git gc --auto estimates it) at which a write runs
+	// maintenance. Default DefaultAutoMaintainLoose (6,700, git's
+	// gc.auto); negative: never for loose objects.
+	AutoMaintainLoose int
 	// InsecureSkipTLS and CABundle configure TLS to an https remote.
 	InsecureSkipTLS bool
 	CABundle        []byte
@@ -159,6 +173,12 @@ func (o *Options) withDefaults() Options {
 	}
 	if out.Clock == nil {
 		out.Clock = time.Now
+	}
+	if out.AutoMaintainPacks == 0 {
+		out.AutoMaintainPacks = DefaultAutoMaintainPacks
+	}
+	if out.AutoMaintainLoose == 0 {
+		out.AutoMaintainLoose = DefaultAutoMaintainLoose
 	}
 	if out.PollInterval <= 0 {
 		out.PollInterval = time.Second
@@ -196,6 +216,13 @@ type Repository struct {
 	wsTagsRead atomic.Int64
 
 	closed atomic.Bool
+
+	// autoWrites counts the writes, maintaining is set while an
+	// automatic maintenance runs, forceCheck makes the next write look
+	// at the repository's shape (a fetch added a pack) (maintenance.go).
+	autoWrites  atomic.Int64
+	maintaining atomic.Bool
+	forceCheck  atomic.Bool
 
 	// wrote is closed (and replaced) after every write of this
 	// Repository, so that its watches see their own writes at once.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -43,6 +44,9 @@ type remote struct {
 	fetches fetchGroup
 	// writes serialises the writes to the remote (pushwrite.go).
 	writes writeGate
+	// landed is set when a fetch added a pack to the mirror, for the
+	// automatic maintenance (maintenance.go).
+	landed atomic.Bool
 }
 
 // fresh reports whether a read may use the mirror as it is, asking the

@@ -333,6 +333,7 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 			if err := stage.Install(st.s, syncDir); err != nil {
 				return fmt.Errorf("fetch from %s: adding the pack: %w", rm.redactedURL, err)
 			}
+			rm.landed.Store(true) // a pack more: maintenance.go
 		}
 		var updates []refstore.RefUpdate
 		for name, h := range remote {

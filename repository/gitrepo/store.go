@@ -265,6 +265,7 @@ func (r *Repository) newView() *view {
 func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 	if r.remote != nil {
 		defer r.st.idx.Flush()
+		defer r.afterFetch(ctx) // maintenance.go
 		if r.remote.fresh() {
 			return r.st.read(ctx, func() error { return fn(r.newView()) })
 		}
@@ -489,6 +490,15 @@ func (v *view) rawRead(t plumbing.ObjectType, h plumbing.Hash, scan bool) (plumb
 	if errors.Is(err, plumbing.ErrObjectNotFound) && len(v.alts) > 0 {
 		// Loose in an alternate (their packs are the PackReader's).
 		return v.alternateLoose(t, h, err)
+	}
+	if err != nil && v.packs != nil {
+		// A maintenance run may have moved it from a loose file (or a
+		// pack go-git knew) into a pack written since the PackReader's
+		// last scan, in the same tick of the directory's clock.
+		v.packs.Rescan()
+		if got, data, perr := v.packs.Object(h, v.cache); perr == nil && (t == plumbing.AnyObject || got == t) {
+			return got, data, nil
+		}
 	}
 	if err != nil {
 		return plumbing.InvalidObject, nil, err

@@ -99,6 +99,9 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 			}
 			return fmt.Errorf("%w: %w", repository.ErrConflict, err)
 		}
+		if err == nil {
+			r.autoMaintain(ctx) // maintenance.go
+		}
 		return err
 	}
 }

@@ -55,6 +55,25 @@
 // [PackReader.Rescan] makes a reader see a pack written in the same clock
 // tick as its last scan.
 //
+// # Merging packs
+//
+// [Repack] (package gitrepo's maintenance) writes the objects of some
+// packs and of loose objects into one new pack: each source pack's
+// entries in the order of their offsets, copied compressed after their
+// CRC-32 is checked against the source index (an offset delta's header
+// rewritten with its new distance back, a ref delta resolved and stored
+// whole), then the loose objects inflated, checked against their ids and
+// deflated whole; an object several inputs hold is written once. The
+// count in the pack's header and its checksum are filled in at the end
+// (the file is read back to hash it). Its temporary files,
+// tmp_pack_cad_maint_* and tmp_idx_cad_maint_*, are renamed into place
+// as WritePack's are, and removed by RemoveStaleStaging when a killed
+// process left them. It removes nothing: the caller removes the merged
+// packs ([RemovePack], the index first) and loose objects
+// ([RemoveLoose]) once the new pack is in place. A [PackReader] keeps
+// reading a pack it has open after its files are removed, and closes it
+// at its next scan of the directory.
+//
 // # Staging a fetched pack
 //
 // A fetch (package gitrepo's remote mirror) stages the pack it receives

@@ -219,6 +219,24 @@ func (pr *PackReader) rescan() bool {
 			continue
 		}
 		changed = true
+		// Packs removed since (merged by a maintenance run into a pack
+		// this scan opens) are closed: their objects are in the new one.
+		listed := map[string]bool{}
+		for _, e := range entries {
+			if name, ok := strings.CutSuffix(e.Name(), ".idx"); ok {
+				listed[name] = true
+			}
+		}
+		kept := pr.packs[:0]
+		for _, p := range pr.packs {
+			if filepath.Dir(p.path) == dir && !listed[filepath.Base(p.path)] {
+				p.close()
+				continue
+			}
+			kept = append(kept, p)
+		}
+		clear(pr.packs[len(kept):])
+		pr.packs = kept
 		have := map[string]bool{}
 		for _, p := range pr.packs {
 			have[p.path] = true

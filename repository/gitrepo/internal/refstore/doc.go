@@ -77,6 +77,19 @@
 // at every moment. A test hook ([FaultHook]) names every step, so the
 // crash tests of package gitrepo kill a writer exactly there.
 //
+// # Packing refs
+//
+// [FSRefs.PackRefs] (package gitrepo's maintenance) moves the loose refs
+// its caller picks into
+// packed-refs, as git pack-refs does, under the exclusive lock: the new
+// packed-refs (sorted, with peeled lines when the file carries them) is
+// installed as a deletion's rewrite installs it (cad-packed-refs.tmp,
+// linked as packed-refs.lock, renamed); the refs to remove are listed in
+// cad-pack-refs; each is locked as git locks it (<ref>.lock, created
+// exclusively, holding a mark), read again and removed when it still
+// holds the packed value; then the list goes. Recover removes the marked
+// (or empty) lock files of the refs a dead run listed, and the list.
+//
 // # The read-only overlay
 //
 // A reader that finds a journal past its commit point ([FSRefs.Pending])

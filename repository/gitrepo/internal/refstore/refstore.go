@@ -192,6 +192,9 @@ func (f *FSRefs) Recover(warn func(msg string, args ...any)) error {
 	if err := f.dropPackedLock(warn); err != nil {
 		return err
 	}
+	if err := f.dropPackRefsLocks(); err != nil { // packrefs.go
+		return err
+	}
 	if err := f.dropIntent(); err != nil {
 		return err
 	}
