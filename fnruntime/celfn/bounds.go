@@ -265,25 +265,107 @@ func length(l traits.Lister) int64 {
 	return int64(n)
 }
 
-// sizeGuard returns the decorator that plans every call of a function of
-// resultSizes in env through a guardedCall, which refuses the call before
-// it runs when its result would exceed max bytes.
-func sizeGuard(env *cel.Env, max int64) cel.ProgramOption {
+// traversals are the functions whose work is a walk over nested lists and
+// maps: equality compares them element by element, and membership
+// compares a value with each element of a list. Nested list and map
+// literals share their elements, so an expression of a few hundred bytes
+// makes a value of 2^40 nested elements that costs nothing to build and
+// hours to compare, in one call that neither the cost tracker (which
+// charges after the call) nor the context (checked between iterations)
+// can stop.
+var traversals = map[string]nodeCount{
+	"_==_": equalWork,
+	"_!=_": equalWork,
+	"@in":  inWork,
+}
+
+// nodeCount returns an upper bound of the elements a function visits for
+// args, stopping past budget.
+type nodeCount func(args []ref.Val, budget int64) int64
+
+// equalWork: equality stops at the smaller operand (it compares sizes
+// first, then elements until one differs).
+func equalWork(args []ref.Val, budget int64) int64 {
+	n := nodes(args[0], budget)
+	return min(n, nodes(args[1], min(n, budget)))
+}
+
+// inWork: membership in a list compares the value with each element, each
+// comparison stopping at the element's size; membership in a map is a
+// lookup.
+func inWork(args []ref.Val, budget int64) int64 {
+	if l, ok := args[1].(traits.Lister); ok {
+		return nodes(l, budget)
+	}
+	return 0
+}
+
+// nodes counts the elements of v, those of nested lists and maps
+// included, stopping past budget. A scalar counts zero.
+func nodes(v ref.Val, budget int64) int64 {
+	var total int64
+	switch v := v.(type) {
+	case traits.Lister:
+		if n := length(v); n > budget {
+			return n
+		}
+		for it := v.Iterator(); it.HasNext() == types.True && total <= budget; {
+			total += 1 + nodes(it.Next(), budget-total)
+		}
+	case traits.Mapper:
+		for it := v.Iterator(); it.HasNext() == types.True && total <= budget; {
+			total += 1 + nodes(v.Get(it.Next()), budget-total)
+		}
+	}
+	return total
+}
+
+// guard returns the decorator that plans every call of a function of
+// resultSizes or traversals in env through a guardedCall, which refuses
+// the call before it runs when its result would exceed l.valueMax bytes
+// or its walk l.cost elements.
+func guard(env *cel.Env, l limits) cel.ProgramOption {
 	fns := env.Functions()
 	return cel.CustomDecoratorV2(func(i interpreter.InterpretableV2) (interpreter.InterpretableV2, error) {
 		call, ok := i.(interpreter.InterpretableCall)
 		if !ok {
 			return i, nil
 		}
-		size, ok := resultSizes[call.Function()]
-		if !ok {
-			return i, nil
+		fn := call.Function()
+		g := &guardedCall{InterpretableCall: call}
+		switch fn {
+		case "_==_":
+			g.apply = func(args []ref.Val) ref.Val { return types.Equal(args[0], args[1]) }
+		case "_!=_":
+			g.apply = func(args []ref.Val) ref.Val { return types.Bool(types.Equal(args[0], args[1]) != types.True) }
+		default:
+			impl := binding(fns[fn], fn, call.OverloadID())
+			if impl == nil {
+				return i, nil
+			}
+			g.apply = g.dispatch(impl)
 		}
-		impl := binding(fns[call.Function()], call.Function(), call.OverloadID())
-		if impl == nil {
-			return nil, fmt.Errorf("celfn: no implementation of %s to bound", call.Function())
+		if size, ok := resultSizes[fn]; ok {
+			max := l.valueMax
+			g.check = func(args []ref.Val) error {
+				if n := size(args, max); n > max {
+					return &revision.LimitError{What: fmt.Sprintf("the result of %s (at least %d bytes)", fn, n), Limit: valueLimit, Max: max}
+				}
+				return nil
+			}
+			return g, nil
 		}
-		return &guardedCall{InterpretableCall: call, impl: impl, size: size, max: max}, nil
+		if work, ok := traversals[fn]; ok && len(call.Args()) == 2 {
+			budget := int64(min(l.cost, 1<<62))
+			g.check = func(args []ref.Val) error {
+				if n := work(args, budget); n > budget {
+					return &revision.LimitError{What: fmt.Sprintf("%s over %d or more nested elements", fn, n), Limit: costLimit, Max: budget, Err: ErrCostLimit}
+				}
+				return nil
+			}
+			return g, nil
+		}
+		return i, nil
 	})
 }
 
@@ -308,15 +390,32 @@ func binding(decl *decls.FunctionDecl, fn, overload string) *functions.Overload 
 }
 
 // guardedCall is a strict function call that evaluates its arguments,
-// bounds its result's size from them, and only then calls the function.
-// It keeps the planned call's id, function, overload and arguments, so the
-// cost tracker charges it as the call it replaces. It is immutable and
-// safe for concurrent use.
+// checks them against a bound, and only then calls the function. It keeps
+// the planned call's id, function, overload and arguments, so the cost
+// tracker charges it as the call it replaces. It is immutable and safe for
+// concurrent use.
 type guardedCall struct {
 	interpreter.InterpretableCall
-	impl *functions.Overload
-	size resultSize
-	max  int64
+	check func(args []ref.Val) error
+	apply func(args []ref.Val) ref.Val
+}
+
+// dispatch calls impl as the planner would.
+func (c *guardedCall) dispatch(impl *functions.Overload) func(args []ref.Val) ref.Val {
+	return func(args []ref.Val) ref.Val {
+		if len(args) == 0 || impl.OperandTrait != 0 && !args[0].Type().HasTrait(impl.OperandTrait) {
+			return types.NewErr("no such overload: %s", c.Function())
+		}
+		switch {
+		case len(args) == 1 && impl.Unary != nil:
+			return impl.Unary(args[0])
+		case len(args) == 2 && impl.Binary != nil:
+			return impl.Binary(args[0], args[1])
+		case impl.Function != nil:
+			return impl.Function(args...)
+		}
+		return types.NewErr("no such overload: %s", c.Function())
+	}
 }
 
 // Eval implements interpreter.Interpretable.
@@ -337,25 +436,13 @@ func (c *guardedCall) Exec(frame *interpreter.ExecutionFrame) ref.Val {
 	if unk != nil {
 		return unk
 	}
-	if n := c.size(args, c.max); n > c.max {
-		what := fmt.Sprintf("the result of %s (at least %d bytes)", c.Function(), n)
-		return types.LabelErrNode(c.ID(), types.WrapErr(&revision.LimitError{What: what, Limit: valueLimit, Max: c.max}))
+	if frame.CheckInterrupt() {
+		return types.WrapErr(interpreter.InterruptError{})
 	}
-	if len(args) == 0 || c.impl.OperandTrait != 0 && !args[0].Type().HasTrait(c.impl.OperandTrait) {
-		return types.NewErrWithNodeID(c.ID(), "no such overload: %s", c.Function())
+	if err := c.check(args); err != nil {
+		return types.LabelErrNode(c.ID(), types.WrapErr(err))
 	}
-	var out ref.Val
-	switch {
-	case len(args) == 1 && c.impl.Unary != nil:
-		out = c.impl.Unary(args[0])
-	case len(args) == 2 && c.impl.Binary != nil:
-		out = c.impl.Binary(args[0], args[1])
-	case c.impl.Function != nil:
-		out = c.impl.Function(args...)
-	default:
-		return types.NewErrWithNodeID(c.ID(), "no such overload: %s", c.Function())
-	}
-	return types.LabelErrNode(c.ID(), out)
+	return types.LabelErrNode(c.ID(), c.apply(args))
 }
 
 // The names of the bounds in a *revision.LimitError's Limit.

@@ -155,6 +155,56 @@ func TestValueBoundOrdinary(t *testing.T) {
 	}
 }
 
+// deep is a list of 2^40 nested elements from 300 bytes: list literals
+// share their elements.
+var deep = nest("[1]", "[%s].map(a, [a, a])[0]", 40)
+
+// traversalAttacks compare deep values: one call each, which neither the
+// cost tracker nor the context could stop before it was bounded.
+var traversalAttacks = map[string]string{
+	"equal":     "[" + deep + "].map(e, e == e)[0]",
+	"not equal": "[" + deep + "].map(e, e != e)[0]",
+	"in":        "[" + deep + "].map(e, e in [e])[0]",
+	"exists":    "[" + deep + "].map(e, [e].exists(z, z == e))[0]",
+	"map":       "[" + nest("{'k': 1}", "[%s].map(a, {'a': a, 'b': a})[0]", 40) + "].map(e, e == e)[0]",
+}
+
+// Comparing values of more nested elements than the cost limit is refused
+// before the comparison, with ErrCostLimit; smaller ones compare.
+func TestTraversalBound(t *testing.T) {
+	e, err := celfn.New(celfn.WithCostLimit(100_000), celfn.WithTimeout(time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for label, expr := range traversalAttacks {
+		start := time.Now()
+		_, err := e.Eval(context.Background(), expr, nil)
+		var le *revision.LimitError
+		if !errors.Is(err, celfn.ErrCostLimit) || !errors.As(err, &le) || le.Limit != "celfn.WithCostLimit" {
+			t.Errorf("%s: %v, want ErrCostLimit", label, err)
+		}
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("%s: refused after %v", label, d)
+		}
+	}
+	// Refused comparisons in a loop: the timeout still stops it.
+	l := "[" + strings.Repeat("1,", 9999) + "1]"
+	start := time.Now()
+	_, err = e.Eval(context.Background(), "["+deep+"].map(e, "+l+".map(i, e == e))[0].size() > 0", nil)
+	if !errors.Is(err, celfn.ErrTimeout) && !errors.Is(err, celfn.ErrCostLimit) {
+		t.Errorf("refused comparisons in a loop: %v, want ErrTimeout or ErrCostLimit", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("refused comparisons in a loop: stopped after %v at a 1s timeout", d)
+	}
+	small := nest("[1]", "[%s].map(a, [a, a])[0]", 10)
+	for _, expr := range []string{small + " == " + small, small + " != [] && " + small + " in [" + small + "]", "{'a': [1, 2]} == {'a': [1, 2]}", "[1, [2]] in [[1, [2]]]"} {
+		if ok, err := e.Eval(context.Background(), expr, nil); err != nil || !ok {
+			t.Errorf("%.60s...: %v, %v", expr, ok, err)
+		}
+	}
+}
+
 // A comprehension that would run for long stops at the timeout with
 // ErrTimeout (matching revision.ErrLimit), and the caller's context stops
 // it earlier.
@@ -198,6 +248,9 @@ const (
 // or allocates more than 64 MiB.
 func FuzzCELExpr(f *testing.F) {
 	for _, expr := range attacks {
+		f.Add(expr)
+	}
+	for _, expr := range traversalAttacks {
 		f.Add(expr)
 	}
 	for _, expr := range []string{

@@ -78,7 +78,8 @@ func WithMaxValueBytes(n int64) Option {
 
 // WithTimeout bounds the time of one evaluation; 0 or less means
 // DefaultTimeout. The caller's context ends an evaluation earlier; either
-// is noticed within 100 iterations of a comprehension. An evaluation past
+// is noticed at the next iteration of a comprehension or the next call of
+// a function the bounds guard. An evaluation past
 // the timeout fails with a *revision.LimitError wrapping ErrTimeout.
 func WithTimeout(d time.Duration) Option {
 	return func(c *config) { c.timeout = d }

@@ -53,7 +53,7 @@ type Program struct {
 func NewPrograms(env *cel.Env, opts ...Option) *Programs {
 	c := newConfig(opts)
 	l := limits{cost: c.costLimit, valueMax: c.maxValueBytes, timeout: c.timeout}
-	return &Programs{env: env, limits: l, guard: sizeGuard(env, l.valueMax),
+	return &Programs{env: env, limits: l, guard: guard(env, l),
 		cache: lru.New[string, *Program](int64(c.maxPrograms), 1)}
 }
 
@@ -69,7 +69,7 @@ func (p *Programs) Compile(expr string) (*Program, error) {
 	if iss.Err() != nil {
 		return nil, &CompileError{Expr: expr, Err: iss.Err()}
 	}
-	prog, err := p.env.Program(ast, p.guard, cel.CostLimit(p.limits.cost), cel.InterruptCheckFrequency(100))
+	prog, err := p.env.Program(ast, p.guard, cel.CostLimit(p.limits.cost), cel.InterruptCheckFrequency(1))
 	if err != nil {
 		return nil, &CompileError{Expr: expr, Err: err}
 	}
