@@ -7,6 +7,7 @@ import (
 
 	"github.com/configasdata/cad/fnruntime/celfn"
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/revision"
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/ext"
@@ -22,12 +23,16 @@ const (
 )
 
 // ErrCostLimit is matched by an *ExprError whose evaluation was stopped by
-// Options.CostLimit. It is the same value as celfn.ErrCostLimit.
+// Options.CostLimit. It is the same value as celfn.ErrCostLimit, and
+// matches revision.ErrLimit.
 var ErrCostLimit = celfn.ErrCostLimit
 
 // ExprError is a template expression that does not compile, fails, exceeds
-// its cost limit or does not yield a string. It matches
-// repository.ErrInvalidInput (and ErrCostLimit when the limit stopped it).
+// a bound or does not yield a string. It matches
+// repository.ErrInvalidInput; when a bound refused it (Options.CostLimit,
+// MaxCELValueBytes, CELTimeout), its Err is a *revision.LimitError naming
+// the option, and it matches revision.ErrLimit (and ErrCostLimit for the
+// cost limit).
 type ExprError struct {
 	Field string // e.g. "spec.targets[0].template.downstream.packageExpr"
 	Expr  string
@@ -42,13 +47,16 @@ func (e *ExprError) Error() string {
 // Unwrap returns the cause and repository.ErrInvalidInput.
 func (e *ExprError) Unwrap() []error { return []error{e.Err, repository.ErrInvalidInput} }
 
-// celEnv compiles template expressions once and evaluates them with a cost
-// limit. It is safe for concurrent use.
+// celEnv compiles template expressions once and evaluates them under the
+// CEL bounds of Options. It is safe for concurrent use.
 type celEnv struct {
 	progs *celfn.Programs
 }
 
-func newCELEnv(cost uint64) (*celEnv, error) {
+// newCELEnv builds the template environment with o's CEL bounds (o after
+// withDefaults; the zero Options, for validation only, gives celfn's
+// defaults).
+func newCELEnv(o Options) (*celEnv, error) {
 	env, err := cel.NewEnv(
 		cel.Variable(VarRepoDefault, cel.StringType),
 		cel.Variable(VarPackageDefault, cel.StringType),
@@ -61,12 +69,13 @@ func newCELEnv(cost uint64) (*celEnv, error) {
 	if err != nil {
 		return nil, fmt.Errorf("variant: CEL environment: %w", err)
 	}
-	return &celEnv{progs: celfn.NewPrograms(env, cost, 0)}, nil
+	return &celEnv{progs: celfn.NewPrograms(env, celfn.WithCostLimit(o.CostLimit),
+		celfn.WithMaxValueBytes(o.MaxCELValueBytes), celfn.WithTimeout(o.CELTimeout))}, nil
 }
 
 // program returns the compiled expr, which must yield a string. Errors
 // are the compiler's.
-func (c *celEnv) program(expr string) (cel.Program, error) {
+func (c *celEnv) program(expr string) (*celfn.Program, error) {
 	p, err := c.progs.Compile(expr)
 	if err != nil {
 		var ce *celfn.CompileError
@@ -95,11 +104,16 @@ func (c *celEnv) eval(ctx context.Context, field, expr string, vars map[string]a
 	if err != nil {
 		return "", &ExprError{Field: field, Expr: expr, Err: err}
 	}
-	out, _, err := p.ContextEval(ctx, vars)
+	out, err := p.Eval(ctx, vars)
 	if err != nil {
+		var le *revision.LimitError
 		switch {
-		case celfn.IsCostLimit(err):
-			err = ErrCostLimit
+		case errors.As(err, &le):
+			name, ok := optionNames[le.Limit]
+			if !ok {
+				name = le.Limit
+			}
+			err = &revision.LimitError{What: le.What, Limit: name, Max: le.Max, Err: le.Err}
 		case ctx.Err() != nil:
 			return "", ctx.Err()
 		}
@@ -110,4 +124,12 @@ func (c *celEnv) eval(ctx context.Context, field, expr string, vars map[string]a
 		return "", &ExprError{Field: field, Expr: expr, Err: fmt.Errorf("yields %s, want string", out.Type().TypeName())}
 	}
 	return s, nil
+}
+
+// optionNames are the Options fields of celfn's bounds, for the Limit of a
+// *revision.LimitError.
+var optionNames = map[string]string{
+	"celfn.WithCostLimit":     "variant.Options.CostLimit",
+	"celfn.WithMaxValueBytes": "variant.Options.MaxCELValueBytes",
+	"celfn.WithTimeout":       "variant.Options.CELTimeout",
 }

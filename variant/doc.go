@@ -106,8 +106,10 @@
 // targets (repositories and package names, a label selector over the
 // repositories' specs, or a selector over objects of the ObjectSource) into
 // PackageVariants through a template whose *Expr fields are CEL
-// expressions, cost-limited, over Porch's variables repoDefault,
-// packageDefault, upstream, repository and target. SyncSet syncs every
+// expressions over Porch's variables repoDefault, packageDefault,
+// upstream, repository and target, bounded in cost, value size and time
+// (Options.CostLimit, MaxCELValueBytes and CELTimeout; see the Bounds of
+// package fnruntime/celfn). SyncSet syncs every
 // generated variant, a bounded number at once, and removes the variants it
 // no longer generates; they are found by the label
 // config.porch.kpt.dev/packagevariantset on their downstream revisions, so

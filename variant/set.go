@@ -60,7 +60,7 @@ func (r *SetResult) Ready() bool {
 // plain/Expr pair. Every expression must compile to a string. It returns a
 // *ValidationError, or nil.
 func ValidateSet(pvs *PackageVariantSet) error {
-	env, err := newCELEnv(1)
+	env, err := newCELEnv(Options{})
 	if err != nil {
 		return err
 	}
@@ -248,7 +248,7 @@ func Unroll(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Options
 	if err != nil {
 		return nil, err
 	}
-	env, err := newCELEnv(o.CostLimit)
+	env, err := newCELEnv(o)
 	if err != nil {
 		return nil, err
 	}
@@ -592,7 +592,7 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 		return RemoveSet(ctx, e, pvs, opts)
 	}
 	r := &Result{}
-	env, err := newCELEnv(o.CostLimit)
+	env, err := newCELEnv(o)
 	if err != nil {
 		return res, err
 	}

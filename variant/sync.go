@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/fnruntime/celfn"
 	"github.com/configasdata/cad/internal/yamlmemo"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
@@ -38,8 +39,27 @@ type Options struct {
 	RepositorySpecs []repository.Spec
 	// Concurrency bounds the variants SyncSet syncs at once; default 4.
 	Concurrency int
-	// CostLimit bounds the cost of one CEL evaluation; default 1,000,000.
+	// CostLimit bounds the cost of one evaluation of a PackageVariantSet
+	// template's CEL expression, in cel-go's runtime cost units (a step
+	// each; string and list operations by the size of their operands and
+	// results); default celfn.DefaultCostLimit (1,000,000). Past it the
+	// expression fails with an *ExprError matching ErrCostLimit and
+	// revision.ErrLimit.
 	CostLimit uint64
+	// MaxCELValueBytes bounds each value a template expression creates
+	// with a function that can return more than it was given (string and
+	// list concatenation, replace, split, join, format, strings.quote): the
+	// result's size, in bytes of a string and 16 bytes an element of a
+	// list, is computed from the arguments before the function runs;
+	// default celfn.DefaultMaxValueBytes (1 MiB). Past it the expression
+	// fails with an *ExprError matching revision.ErrLimit, before the
+	// allocation.
+	MaxCELValueBytes int64
+	// CELTimeout bounds the time of one evaluation of a template
+	// expression; default celfn.DefaultTimeout (10 s). The caller's context
+	// ends it earlier. Past it the expression fails with an *ExprError
+	// matching revision.ErrLimit.
+	CELTimeout time.Duration
 	// Attempts is how often a sync is tried when it loses a race
 	// (repository.ErrConflict or ErrAlreadyExists); default 5.
 	Attempts int
@@ -65,7 +85,13 @@ func (o *Options) withDefaults(e Engine) (Options, error) {
 		out.Concurrency = 4
 	}
 	if out.CostLimit == 0 {
-		out.CostLimit = 1_000_000
+		out.CostLimit = celfn.DefaultCostLimit
+	}
+	if out.MaxCELValueBytes <= 0 {
+		out.MaxCELValueBytes = celfn.DefaultMaxValueBytes
+	}
+	if out.CELTimeout <= 0 {
+		out.CELTimeout = celfn.DefaultTimeout
 	}
 	if out.Attempts <= 0 {
 		out.Attempts = 5

@@ -2,52 +2,87 @@ package celfn
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/configasdata/cad/pipeline"
 	"github.com/google/cel-go/cel"
 	"github.com/google/cel-go/common/types"
 	"github.com/google/cel-go/common/types/ref"
-	"github.com/google/cel-go/interpreter"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 // DefaultCostLimit bounds one evaluation when WithCostLimit is not given.
 const DefaultCostLimit = 1_000_000
 
-// ErrCostLimit matches an evaluation stopped by its cost limit. It is the
-// one such sentinel of cad: variant.ErrCostLimit is the same value.
-var ErrCostLimit = errors.New("CEL cost limit exceeded")
-
-// IsCostLimit reports whether err, returned by a cel-go program's
-// evaluation, says the program's cost limit stopped it.
-func IsCostLimit(err error) bool {
-	var c interpreter.EvalCancelledError
-	return errors.As(err, &c) && c.Cause == interpreter.CostLimitExceeded
-}
-
-// Option configures an Evaluator. Options are functional because CEL
-// environment options are open-ended and composable.
+// Option configures an Evaluator or a Programs. Options are functional
+// because CEL environment options are open-ended and composable.
 type Option func(*config)
 
 type config struct {
-	envOpts     []cel.EnvOption
-	costLimit   uint64
-	maxPrograms int
+	envOpts       []cel.EnvOption
+	costLimit     uint64
+	maxValueBytes int64
+	timeout       time.Duration
+	maxPrograms   int
+}
+
+func newConfig(opts []Option) *config {
+	c := &config{}
+	for _, o := range opts {
+		o(c)
+	}
+	if c.costLimit == 0 {
+		c.costLimit = DefaultCostLimit
+	}
+	if c.maxValueBytes <= 0 {
+		c.maxValueBytes = DefaultMaxValueBytes
+	}
+	if c.timeout <= 0 {
+		c.timeout = DefaultTimeout
+	}
+	if c.maxPrograms <= 0 {
+		c.maxPrograms = DefaultMaxPrograms
+	}
+	return c
 }
 
 // WithEnvOptions adds CEL environment options (libraries, extra
-// variables, macros).
+// variables, macros). The functions of the package doc's Bounds that such
+// a library declares are bounded like the built-in ones; others are
+// bounded only by the cost limit and the timeout.
 func WithEnvOptions(opts ...cel.EnvOption) Option {
 	return func(c *config) { c.envOpts = append(c.envOpts, opts...) }
 }
 
-// WithCostLimit sets the cost limit of one evaluation; 0 means
-// DefaultCostLimit.
+// WithCostLimit sets the cost limit of one evaluation, in cel-go's runtime
+// cost units (one a step; string and list operations by the size of their
+// operands and results); 0 means DefaultCostLimit. An evaluation past it
+// stops with a *revision.LimitError wrapping ErrCostLimit.
 func WithCostLimit(limit uint64) Option {
 	return func(c *config) { c.costLimit = limit }
+}
+
+// WithMaxValueBytes bounds the size of each value an evaluation creates
+// with a function that can return more than it was given (string, bytes
+// and list concatenation, replace, split, join, format, strings.quote,
+// base64.encode, lists.range): the size, in bytes of a string or bytes and
+// 16 bytes an element of a list, is computed from the arguments before the
+// function runs, and a call past the bound fails the evaluation with a
+// *revision.LimitError (matching revision.ErrLimit). 0 or less means
+// DefaultMaxValueBytes (1 MiB).
+func WithMaxValueBytes(n int64) Option {
+	return func(c *config) { c.maxValueBytes = n }
+}
+
+// WithTimeout bounds the time of one evaluation; 0 or less means
+// DefaultTimeout. The caller's context ends an evaluation earlier; either
+// is noticed at the next iteration of a comprehension or the next call of
+// a function the bounds guard. An evaluation past
+// the timeout fails with a *revision.LimitError wrapping ErrTimeout.
+func WithTimeout(d time.Duration) Option {
+	return func(c *config) { c.timeout = d }
 }
 
 // WithMaxPrograms bounds the compiled programs an Evaluator keeps
@@ -72,10 +107,7 @@ var (
 
 // New builds the CEL environment.
 func New(opts ...Option) (*Evaluator, error) {
-	c := &config{costLimit: DefaultCostLimit}
-	for _, o := range opts {
-		o(c)
-	}
+	c := newConfig(opts)
 	env, err := cel.NewEnv(append([]cel.EnvOption{
 		cel.Variable("resources", cel.ListType(cel.MapType(cel.StringType, cel.DynType))),
 		cel.Variable("object", cel.MapType(cel.StringType, cel.DynType)),
@@ -83,7 +115,7 @@ func New(opts ...Option) (*Evaluator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("celfn: %w", err)
 	}
-	return &Evaluator{progs: NewPrograms(env, c.costLimit, c.maxPrograms)}, nil
+	return &Evaluator{progs: NewPrograms(env, opts...)}, nil
 }
 
 // CompileError reports an expression that does not compile or does not
@@ -115,7 +147,8 @@ func (e *Evaluator) Eval(ctx context.Context, expr string, items []*yaml.RNode) 
 // EvalString evaluates expr over items (the variable resources, as for
 // Eval) and returns its value as a string: a string as is, an int, uint,
 // double or bool formatted with strconv. Any other result is a
-// *CompileError; an evaluation over its cost limit matches ErrCostLimit.
+// *CompileError; an evaluation refused by a bound (see the package doc)
+// matches revision.ErrLimit, and ErrCostLimit past the cost limit.
 func (e *Evaluator) EvalString(ctx context.Context, expr string, items []*yaml.RNode) (string, error) {
 	c, err := e.program(expr)
 	if err != nil {
@@ -180,16 +213,10 @@ func (e *Evaluator) eval(ctx context.Context, expr string, vars map[string]any) 
 	return b, nil
 }
 
-// run evaluates a compiled expression with ctx and the cost limit.
+// run evaluates a compiled expression under its bounds and ctx.
 func (e *Evaluator) run(ctx context.Context, expr string, c *Program, vars map[string]any) (ref.Val, error) {
-	out, _, err := c.ContextEval(ctx, vars)
+	out, err := c.Eval(ctx, vars)
 	if err != nil {
-		if IsCostLimit(err) {
-			return nil, fmt.Errorf("CEL expression %q: %w", expr, ErrCostLimit)
-		}
-		if ctx.Err() != nil {
-			return nil, fmt.Errorf("CEL expression %q: %w", expr, ctx.Err())
-		}
 		return nil, fmt.Errorf("CEL expression %q: %w", expr, err)
 	}
 	return out, nil

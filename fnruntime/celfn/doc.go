@@ -34,8 +34,44 @@
 // Kptfiles to render; the example binaries do it.
 //
 // The environment is built once; each expression is compiled once and its
-// program cached; evaluation honours the context and a cost limit, and an
-// expression over its budget fails with an error matching [ErrCostLimit]
-// instead of running on. Failures of computed inputs reach the caller
-// wrapped in a *pipeline.ExprError naming the step and key.
+// program cached (see [Programs]). Failures of computed inputs reach the
+// caller wrapped in a *pipeline.ExprError naming the step and key.
+//
+// # Bounds
+//
+// An expression is user input: a few hundred bytes of CEL can ask for
+// terabytes or hours. Every evaluation (of an Evaluator, a Validator, or a
+// [Programs] such as variant's templates) runs under three bounds, each
+// refusing with a *revision.LimitError that matches revision.ErrLimit and
+// names its option:
+//
+//   - The value bound, [WithMaxValueBytes] (default [DefaultMaxValueBytes],
+//     1 MiB): a call of a function whose result can be larger than its
+//     arguments is refused before the function runs when its result would
+//     exceed the bound, computed from the arguments: string and bytes +
+//     (the sum of the lengths), list + (16 bytes an element), replace
+//     (exact), split (16 bytes a piece), join (the elements and
+//     separators), format (the format plus a bound of each argument's
+//     formatting), strings.quote (three bytes a byte), and, when a library
+//     adding them is given with [WithEnvOptions], base64.encode and
+//     lists.range. cel-go's cost tracking charges a result only once it is
+//     made, so without this x.replace("", x) three deep allocated tens of
+//     gigabytes in one call. Functions whose result is never larger than
+//     an argument (substring, trim, lowerAscii, reverse, conversions) are
+//     not checked; comprehensions add one element an iteration and are
+//     bounded by the cost limit.
+//   - The cost limit, [WithCostLimit] (default [DefaultCostLimit], in
+//     cel-go's runtime cost units, which charge string and list operations
+//     by their sizes): an evaluation past it stops with [ErrCostLimit].
+//     Comparisons (==, !=, in) of nested lists and maps are charged the
+//     elements they would walk before they run: literals share elements,
+//     so a value of 2^40 nested elements costs nothing to build, and
+//     comparing it is one call nothing else could stop.
+//   - The timeout, [WithTimeout] (default [DefaultTimeout], 10 s), besides
+//     the caller's context: either is noticed at the next iteration of a
+//     comprehension or the next guarded call, and the timeout fails with
+//     [ErrTimeout], the context with its error.
+//
+// Functions of other libraries given with WithEnvOptions are bounded only
+// by the cost limit and the timeout.
 package celfn

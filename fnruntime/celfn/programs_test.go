@@ -9,6 +9,7 @@ import (
 	"github.com/google/cel-go/cel"
 
 	"github.com/configasdata/cad/fnruntime/celfn"
+	"github.com/configasdata/cad/revision"
 )
 
 // TestProgramsBounded compiles more distinct expressions than the bound:
@@ -19,7 +20,7 @@ func TestProgramsBounded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ps := celfn.NewPrograms(env, 0, 3)
+	ps := celfn.NewPrograms(env, celfn.WithMaxPrograms(3))
 	first, err := ps.Compile("x + 0")
 	if err != nil {
 		t.Fatal(err)
@@ -42,7 +43,7 @@ func TestProgramsBounded(t *testing.T) {
 	if evicted == first {
 		t.Fatal("the least recently used program was not dropped")
 	}
-	out, _, err := evicted.ContextEval(context.Background(), map[string]any{"x": 41})
+	out, err := evicted.Eval(context.Background(), map[string]any{"x": 41})
 	if err != nil || out.Value() != int64(41) {
 		t.Fatalf("recompiled program: %v, %v", out, err)
 	}
@@ -62,11 +63,12 @@ func TestProgramsCostLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := celfn.NewPrograms(env, 10, 0).Compile("[1,2,3,4,5,6,7,8,9,10].map(x, [1,2,3,4,5,6,7,8,9,10].map(y, x*y)).size() > 0")
+	p, err := celfn.NewPrograms(env, celfn.WithCostLimit(10)).Compile("[1,2,3,4,5,6,7,8,9,10].map(x, [1,2,3,4,5,6,7,8,9,10].map(y, x*y)).size() > 0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := p.ContextEval(context.Background(), map[string]any{}); err == nil {
-		t.Fatal("an evaluation over the cost limit succeeded")
+	_, err = p.Eval(context.Background(), map[string]any{})
+	if !errors.Is(err, celfn.ErrCostLimit) || !errors.Is(err, revision.ErrLimit) {
+		t.Fatalf("an evaluation over the cost limit: %v, want ErrCostLimit and revision.ErrLimit", err)
 	}
 }
