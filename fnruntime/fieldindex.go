@@ -1,6 +1,8 @@
 package fnruntime
 
-import "sigs.k8s.io/kustomize/kyaml/yaml"
+import (
+	"sigs.k8s.io/kustomize/kyaml/yaml"
+)
 
 // fieldIndex finds and sets the fields of one mapping in constant time,
 // where kyaml's Lookup and SetField scan the mapping each time: setting n
@@ -51,4 +53,41 @@ func (fi *fieldIndex) set(key string, value *yaml.RNode) error {
 		fi.m.Content = append(fi.m.Content, tmp.Content...)
 	}
 	return nil
+}
+
+// quoteCache remembers, by value, whether SetField would double-quote a
+// new string field of that value (a YAML 1.1 non-string such as "yes"),
+// which kyaml finds out by parsing the value: once per value, not once
+// per field set.
+type quoteCache map[string]bool
+
+func (q quoteCache) quote(v string) bool {
+	quote, ok := q[v]
+	if !ok {
+		n := &yaml.Node{Kind: yaml.ScalarNode}
+		n.SetString(v)
+		quote = n.Style == 0 && yaml.IsYaml1_1NonString(n)
+		q[v] = quote
+	}
+	return quote
+}
+
+// setString sets key to the string value as
+// set(key, yaml.NewStringRNode(value)) would: an existing field takes
+// the value and keeps its style; a new one is appended, double-quoted when
+// YAML 1.1 would read the value as another type.
+func (fi *fieldIndex) setString(key, value string, q quoteCache) {
+	v := &yaml.Node{Kind: yaml.ScalarNode}
+	v.SetString(value)
+	if i, ok := fi.idx[key]; ok {
+		old := fi.m.Content[i+1]
+		v.Style = old.Style
+		*old = *v
+		return
+	}
+	if v.Style == 0 && q.quote(value) {
+		v.Style = yaml.DoubleQuotedStyle
+	}
+	fi.idx[key] = len(fi.m.Content)
+	fi.m.Content = append(fi.m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, v)
 }

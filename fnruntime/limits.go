@@ -16,7 +16,7 @@ const (
 	DefaultMaxOutputBytes = 128 << 20
 	// DefaultOutputFactor is how many times its input a builtin's output
 	// may be, beyond DefaultOutputSlack.
-	DefaultOutputFactor = 8
+	DefaultOutputFactor = 4
 	// DefaultOutputSlack is what a builtin may produce beyond
 	// OutputFactor times its input, so that small packages can grow.
 	DefaultOutputSlack = 16 << 20
@@ -36,11 +36,15 @@ const (
 // The size a run produces is the size of the YAML its items and results
 // would encode to (values, keys, comments and block indentation, so a
 // deep path is charged by its depth as well as its length), estimated
-// without encoding. The builtins that multiply their config (a put-value
+// without encoding, plus 160 bytes for every node (what a node holds in
+// memory), so that the bound holds
+// the memory of many small fields as well as the text of large ones. The
+// input's size is estimated the same way. The builtins that multiply their config (a put-value
 // with capture groups, labels and annotations set on every resource, a
 // value replaced into many fields, a field path created) charge what they
 // write before writing it; after the run, the output's size is checked
-// once more before any caller encodes it.
+// once more before any caller encodes it. A run whose output is no larger
+// than its input is never refused by the output bounds.
 //
 // A Limits is a value, read and never changed by the functions.
 type Limits struct {
@@ -51,7 +55,7 @@ type Limits struct {
 	// OutputFactor and OutputSlack bound the output by the input: a run
 	// may produce OutputFactor × its input's size + OutputSlack bytes
 	// (and never more than MaxOutputBytes). Zero means
-	// DefaultOutputFactor (8) and DefaultOutputSlack (16 MiB). Limit name
+	// DefaultOutputFactor (4) and DefaultOutputSlack (16 MiB). Limit name
 	// in errors: "fnruntime.Limits.OutputFactor".
 	OutputFactor int64
 	OutputSlack  int64
@@ -195,7 +199,7 @@ func limitFailure(rl *pipeline.ResourceList, before int, err error) error {
 }
 
 // listSize estimates the YAML size of rl's items, function config and
-// results (see yamlSize), stopping early once it passes stop (< 0: never).
+// results, and the size of its WriteFiles (see yamlSize), stopping early once it passes stop (< 0: never).
 func listSize(rl *pipeline.ResourceList, stop int64) int64 {
 	var n int64
 	for _, it := range rl.Items {
@@ -208,6 +212,9 @@ func listSize(rl *pipeline.ResourceList, stop int64) int64 {
 	}
 	if !rl.FunctionConfig.IsNilOrEmpty() {
 		n += yamlSize(rl.FunctionConfig.YNode(), 0)
+	}
+	for p, b := range rl.WriteFiles {
+		n += int64(len(p) + len(b))
 	}
 	for _, r := range rl.Results {
 		if r == nil {
@@ -226,13 +233,13 @@ func listSize(rl *pipeline.ResourceList, stop int64) int64 {
 
 // yamlSize estimates, without encoding, the bytes of n's YAML at block
 // depth: every scalar, key, tag, anchor and comment, plus the indentation
-// of each node's line and a few bytes of syntax. Aliases count as
+// of each node's line and nodeOverhead. Aliases count as
 // written (*name), not expanded.
 func yamlSize(n *yaml.Node, depth int64) int64 {
 	if n == nil {
 		return 0
 	}
-	size := int64(len(n.Value)+len(n.Tag)+len(n.Anchor)+len(n.HeadComment)+len(n.LineComment)+len(n.FootComment)) + 2*depth + 4
+	size := int64(len(n.Value)+len(n.Tag)+len(n.Anchor)+len(n.HeadComment)+len(n.LineComment)+len(n.FootComment)) + 2*depth + nodeOverhead
 	if n.Kind == yaml.AliasNode {
 		return size
 	}
@@ -246,8 +253,13 @@ func yamlSize(n *yaml.Node, depth int64) int64 {
 	return size
 }
 
+// nodeOverhead is what one node counts for beyond its text: a few bytes
+// of YAML syntax, and a share of the memory a node holds, so that the
+// budget bounds the nodes a builtin creates as well as the text.
+const nodeOverhead = 160
+
 // scalarSize is what writing one scalar of value v at path depth d costs.
-func scalarSize(v string, d int) int64 { return int64(len(v)) + 2*int64(d) + 8 }
+func scalarSize(v string, d int) int64 { return int64(len(v)) + 2*int64(d) + nodeOverhead }
 
 // refusedByLimit reports whether err is a bound's refusal.
 func refusedByLimit(err error) bool { return errors.Is(err, revision.ErrLimit) }

@@ -54,7 +54,7 @@ type Options struct {
 	MaxStderr int64
 	// Limits bound the builtin functions' output and the field paths
 	// their configs write through (see [Limits]); the zero value means
-	// the defaults: 128 MiB of output at most, 8 times the input plus
+	// the defaults: 128 MiB of output at most, 4 times the input plus
 	// 16 MiB, paths of 100 segments.
 	Limits Limits
 	// Allow, when not empty, lists the function names or images allowed

@@ -84,6 +84,7 @@ func setAnnotations(ctx context.Context, rl *pipeline.ResourceList) error {
 	results := map[resKey]map[string]string{}
 	specs := append(append([]fieldSpec{}, commonAnnotations...), extra...)
 	b := budgetFrom(ctx)
+	quotes := quoteCache{}
 	for _, o := range rl.Items {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -128,9 +129,7 @@ func setAnnotations(ctx context.Context, rl *pipeline.ResourceList) error {
 						return err
 					}
 				}
-				if err := fi.set(k, yaml.NewStringRNode(anns[k])); err != nil {
-					return err
-				}
+				fi.setString(k, anns[k], quotes)
 				results[rk][k] = anns[k]
 			}
 		}

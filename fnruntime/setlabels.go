@@ -47,7 +47,7 @@ func setLabels(ctx context.Context, rl *pipeline.ResourceList) error {
 		rl.Results = append(rl.Results, &pipeline.Result{Message: "no `labels` arguments are given in FunctionConfig", Severity: pipeline.SeverityWarning})
 		return nil
 	}
-	s := &labelSetter{ctx: ctx, budget: budgetFrom(ctx), labels: labels}
+	s := &labelSetter{ctx: ctx, budget: budgetFrom(ctx), labels: labels, quotes: quoteCache{}}
 	for k := range labels {
 		s.keys = append(s.keys, k)
 	}
@@ -74,6 +74,7 @@ type labelSetter struct {
 	budget *budget
 	labels map[string]string
 	keys   []string // labels' keys, sorted
+	quotes quoteCache
 	count  int
 }
 
@@ -224,9 +225,7 @@ func (p *labelSetter) update(o *yaml.RNode, create bool, path ...string) error {
 			if err := p.budget.charge(scalarSize(k, len(path)) + scalarSize(v, 0)); err != nil {
 				return err
 			}
-			if err := fi.set(k, yaml.NewStringRNode(v)); err != nil {
-				return err
-			}
+			fi.setString(k, v, p.quotes)
 		}
 		p.count++
 	}
