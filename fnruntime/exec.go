@@ -93,6 +93,15 @@ func (e *ExecFunction) Run(ctx context.Context, rl *pipeline.ResourceList) error
 	return runErr
 }
 
+// timeout is the run's own deadline: Timeout, or DefaultExecTimeout when
+// neither Timeout nor ctx sets one; zero means ctx's alone.
+func (e *ExecFunction) timeout(ctx context.Context) time.Duration {
+	if _, ok := ctx.Deadline(); e.Timeout == 0 && !ok {
+		return DefaultExecTimeout
+	}
+	return max(e.Timeout, 0)
+}
+
 // orDefault returns v, or def when v is zero; a negative v is no bound (0).
 func orDefault(v, def int64) int64 {
 	switch {
@@ -107,11 +116,7 @@ func orDefault(v, def int64) int64 {
 // RunStream implements pipeline.StreamFunction. A non-zero exit is a
 // *pipeline.FunctionError with the exit code and stderr.
 func (e *ExecFunction) RunStream(ctx context.Context, in io.Reader, out io.Writer) (string, error) {
-	timeout := e.Timeout
-	if _, ok := ctx.Deadline(); timeout == 0 && !ok {
-		timeout = DefaultExecTimeout
-	}
-	if timeout > 0 {
+	if timeout := e.timeout(ctx); timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()

@@ -161,3 +161,24 @@ func TestExecOddOutput(t *testing.T) {
 		checkGrowth(t, r, "1 GB of stdout")
 	})
 }
+
+// An exec function run under a context without deadline gets
+// DefaultExecTimeout; the caller's deadline or its own Timeout replace it.
+func TestExecDefaultTimeout(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	for _, tc := range []struct {
+		fn   *fnruntime.ExecFunction
+		ctx  context.Context
+		want time.Duration
+	}{
+		{&fnruntime.ExecFunction{}, context.Background(), fnruntime.DefaultExecTimeout},
+		{&fnruntime.ExecFunction{}, ctx, 0},
+		{&fnruntime.ExecFunction{Timeout: time.Second}, context.Background(), time.Second},
+		{&fnruntime.ExecFunction{Timeout: -1}, context.Background(), 0},
+	} {
+		if got := fnruntime.ExecTimeout(tc.fn, tc.ctx); got != tc.want {
+			t.Errorf("Timeout %v: %v, want %v", tc.fn.Timeout, got, tc.want)
+		}
+	}
+}
