@@ -93,6 +93,9 @@ func setAnnotations(ctx context.Context, rl *pipeline.ResourceList) error {
 		index, _ := strconv.Atoi(idx)
 		g, v := groupVersion(o.GetApiVersion())
 		for _, fs := range specs {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if (fs.Group != "" && fs.Group != g) || (fs.Version != "" && fs.Version != v) || (fs.Kind != "" && fs.Kind != o.GetKind()) {
 				continue
 			}
