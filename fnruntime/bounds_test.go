@@ -17,8 +17,9 @@ import (
 )
 
 // boundsGrowth is the memory an attack on a builtin may make the process
-// hold; the unbounded code held from 1 GB to 100 GB.
-const boundsGrowth = 128 << 20
+// hold (three times that under the race detector); the unbounded code
+// held from 1 GB to 100 GB.
+const boundsGrowth = 128 << 20 * raceFactor
 
 // runBuiltin resolves the builtin name through a registry with opts and
 // runs it over items with fc as its functionConfig.
