@@ -61,8 +61,8 @@ func Builtins() map[string]pipeline.Function {
 // therefore fails with the SDK's "function failure", its results kept.
 //
 // strict also bounds the run (see [Limits]): the function runs with a
-// budget sized by its input, which it charges as it writes, and its output
-// is measured before it is returned; a run over a bound fails with an
+// budget sized by its input, which it charges as it writes, and what it
+// added is measured before it returns; a run over a bound fails with an
 // error matching revision.ErrLimit.
 func strict(fn func(context.Context, *pipeline.ResourceList) error) pipeline.Function {
 	return pipeline.FunctionFunc(func(ctx context.Context, rl *pipeline.ResourceList) error {
@@ -84,9 +84,9 @@ func strict(fn func(context.Context, *pipeline.ResourceList) error) pipeline.Fun
 			}
 			return err
 		}
-		// A run may always give back as much as it was given.
-		if out := listSize(rl, max(b.max, in)); out > in {
-			if err := b.check(out); err != nil {
+		// What the run added, charged or not.
+		if out := listSize(rl, satAdd(in, b.max)); out > in {
+			if err := b.check(out - in); err != nil {
 				return limitFailure(rl, before, err)
 			}
 		}

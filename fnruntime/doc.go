@@ -258,11 +258,12 @@
 //	bound                   default       bounds
 //	Options.Timeout         5 minutes     one run of any function (DefaultTimeout); the
 //	                                      caller's context always ends it sooner
-//	Limits.MaxOutputBytes   128 MiB       what one builtin run produces (items, results,
-//	                                      files written), YAML text plus 160 bytes a node
-//	Limits.OutputFactor     4             a builtin's output: OutputFactor × its input's
-//	Limits.OutputSlack      16 MiB        size + OutputSlack (a run that does not grow
-//	                                      its input is never refused)
+//	Limits.MaxOutputBytes   128 MiB       what one builtin run adds to its input (items,
+//	                                      results, files written), YAML text plus 160
+//	                                      bytes a node
+//	Limits.OutputFactor     4             what a builtin run adds: OutputFactor × its
+//	Limits.OutputSlack      16 MiB        input's size + OutputSlack (a run that does
+//	                                      not grow its input is never refused)
 //	Limits.MaxPathDepth     100           the segments of a field path a builtin writes
 //	                                      through: search-replace by-path,
 //	                                      apply-replacements fieldPaths (create or not)

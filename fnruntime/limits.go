@@ -12,12 +12,13 @@ import (
 
 // Defaults of [Limits].
 const (
-	// DefaultMaxOutputBytes caps what one builtin run may produce.
+	// DefaultMaxOutputBytes caps what one builtin run may add to its
+	// input.
 	DefaultMaxOutputBytes = 128 << 20
-	// DefaultOutputFactor is how many times its input a builtin's output
-	// may be, beyond DefaultOutputSlack.
+	// DefaultOutputFactor is how many times its input a builtin run may
+	// add, beyond DefaultOutputSlack.
 	DefaultOutputFactor = 4
-	// DefaultOutputSlack is what a builtin may produce beyond
+	// DefaultOutputSlack is what a builtin run may add beyond
 	// OutputFactor times its input, so that small packages can grow.
 	DefaultOutputSlack = 16 << 20
 	// DefaultMaxPathDepth caps the segments of a field path a builtin's
@@ -25,42 +26,41 @@ const (
 	DefaultMaxPathDepth = 100
 )
 
-// Limits bound what a builtin function (see [Builtins]) may produce from
-// its input. Each field's zero value means its default; a negative value
+// Limits bound what a builtin function (see [Builtins]) may add to its
+// input. Each field's zero value means its default; a negative value
 // means no bound. A run over a bound fails with a *pipeline.FunctionError
 // whose cause is a *revision.LimitError (errors.Is matches
 // revision.ErrLimit and revision.ErrInvalid) and reports one error result
-// saying which bound; no item is changed beyond what the function wrote
-// before the refusal, and the step fails, so the render writes nothing.
+// saying which bound; the step fails, so the render writes nothing.
 //
-// The size a run produces is the size of the YAML its items and results
-// would encode to (values, keys, comments and block indentation, so a
-// deep path is charged by its depth as well as its length), estimated
-// without encoding, plus 160 bytes for every node (what a node holds in
-// memory), so that the bound holds
-// the memory of many small fields as well as the text of large ones. The
-// input's size is estimated the same way. The builtins that multiply their config (a put-value
-// with capture groups, labels and annotations set on every resource, a
-// value replaced into many fields, a field path created) charge what they
-// write before writing it; after the run, the output's size is checked
-// once more before any caller encodes it. A run whose output is no larger
-// than its input is never refused by the output bounds.
+// Sizes are those of the YAML the items, results and written files would
+// encode to (values, keys, comments and block indentation, so a deep path
+// counts by its depth as well as its length), estimated without encoding,
+// plus 160 bytes for every node (what a node holds in memory), so that the
+// bounds hold the memory of many small fields as well as the text of
+// large ones. What a run adds is its output's size less its input's: the
+// input is already bounded where it is read (revision.YAMLLimits), and a
+// run that does not grow its input is never refused. The builtins that
+// multiply their config (a put-value with capture groups, labels and
+// annotations set on every resource, a value replaced into many fields, a
+// field path created) charge what they write before writing it; after the
+// run, the output is measured once more before any caller encodes it.
 //
 // A Limits is a value, read and never changed by the functions.
 type Limits struct {
-	// MaxOutputBytes caps the size of one run's output (its items and
-	// results); zero means DefaultMaxOutputBytes (128 MiB). Limit name in
-	// errors: "fnruntime.Limits.MaxOutputBytes".
+	// MaxOutputBytes caps what one run adds to its input (items, results
+	// and written files); zero means DefaultMaxOutputBytes (128 MiB).
+	// Limit name in errors: "fnruntime.Limits.MaxOutputBytes".
 	MaxOutputBytes int64
-	// OutputFactor and OutputSlack bound the output by the input: a run
-	// may produce OutputFactor × its input's size + OutputSlack bytes
-	// (and never more than MaxOutputBytes). Zero means
-	// DefaultOutputFactor (4) and DefaultOutputSlack (16 MiB). Limit name
-	// in errors: "fnruntime.Limits.OutputFactor".
+	// OutputFactor and OutputSlack bound what a run adds by its input: at
+	// most OutputFactor × its input's size + OutputSlack bytes (and never
+	// more than MaxOutputBytes). Zero means DefaultOutputFactor (4) and
+	// DefaultOutputSlack (16 MiB). Limit name in errors:
+	// "fnruntime.Limits.OutputFactor".
 	OutputFactor int64
 	OutputSlack  int64
 	// MaxPathDepth caps the number of segments of a field path that a
-	// builtin writes through: search-replace's by-path with put-value,
+	// builtin writes through: search-replace's by-path,
 	// apply-replacements' fieldPaths (with or without create). Zero means
 	// DefaultMaxPathDepth (100). A deeper path is refused before any
 	// resource is touched, as a config error (see the package
@@ -103,7 +103,7 @@ func limitsFrom(ctx context.Context) Limits {
 	return l.withDefaults()
 }
 
-// budget is one builtin run's output allowance. A builtin charges what it
+// budget is what one builtin run may add to its input. A builtin charges what it
 // is about to write; charge also checks the run's context every so often,
 // so that a builtin's loops end soon after ctx does.
 type budget struct {
@@ -131,6 +131,14 @@ func newBudget(ctx context.Context, what string, l Limits, in int64) *budget {
 	return b
 }
 
+// satAdd is a+b, or no bound (-1) when b is none.
+func satAdd(a, b int64) int64 {
+	if b < 0 {
+		return -1
+	}
+	return a + b
+}
+
 func satMul(a, b int64) int64 {
 	if a != 0 && b > (1<<62)/a {
 		return 1 << 62
@@ -147,7 +155,7 @@ func budgetFrom(ctx context.Context) *budget {
 	return newBudget(ctx, "builtin output", limitsFrom(ctx), 0)
 }
 
-// charge accounts for n more bytes of output and refuses them when the
+// charge accounts for n more bytes added and refuses them when the
 // total would pass the budget. It returns ctx's error once ctx is done.
 func (b *budget) charge(n int64) error {
 	b.calls++
@@ -166,7 +174,7 @@ func (b *budget) charge(n int64) error {
 	return nil
 }
 
-// check refuses a total of n bytes over the budget without charging it.
+// check refuses n bytes added over the budget without charging them.
 func (b *budget) check(n int64) error {
 	if b.max >= 0 && n > b.max {
 		return b.refuse(n)
@@ -176,7 +184,7 @@ func (b *budget) check(n int64) error {
 
 func (b *budget) refuse(n int64) error {
 	return &revision.LimitError{What: b.what, Limit: b.limit, Max: b.max,
-		Err: fmt.Errorf("the output would be at least %d bytes", n)}
+		Err: fmt.Errorf("the run would add at least %d bytes to its input", n)}
 }
 
 // pathDepth refuses a field path of more than l.MaxPathDepth segments.

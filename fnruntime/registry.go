@@ -52,10 +52,10 @@ type Options struct {
 	// DefaultMaxExecStderr (1 MiB). A run over it fails as for MaxOutput
 	// ("fnruntime.Options.MaxStderr").
 	MaxStderr int64
-	// Limits bound the builtin functions' output and the field paths
-	// their configs write through (see [Limits]); the zero value means
-	// the defaults: 128 MiB of output at most, 4 times the input plus
-	// 16 MiB, paths of 100 segments.
+	// Limits bound what the builtin functions add to their input and the
+	// field paths their configs write through (see [Limits]); the zero
+	// value means the defaults: 128 MiB added at most, and no more than
+	// 4 times the input plus 16 MiB; paths of 100 segments.
 	Limits Limits
 	// Allow, when not empty, lists the function names or images allowed
 	// (a trailing "*" matches any suffix). Deny lists forbidden ones and
