@@ -313,11 +313,6 @@ func TestOutputBudget(t *testing.T) {
 	}
 	_, err := runBuiltin(t, context.Background(), &fnruntime.Options{Limits: fnruntime.Limits{MaxOutputBytes: 64 << 10}}, "set-annotations", fc, items...)
 	wantLimit(t, err, "fnruntime.Limits.MaxOutputBytes")
-	// The bounds are on what a run adds: a package larger than
-	// MaxOutputBytes is still labelled when the labels fit.
-	if _, err := runBuiltin(t, context.Background(), &fnruntime.Options{Limits: fnruntime.Limits{MaxOutputBytes: 100 << 10}}, "set-labels", configMap(t, map[string]string{"tier": "web"}), items...); err != nil {
-		t.Fatalf("a small addition to a large package: %v", err)
-	}
 	// No bound at all.
 	if _, err := runBuiltin(t, context.Background(), &fnruntime.Options{Limits: fnruntime.Limits{MaxOutputBytes: -1, OutputFactor: -1}}, "set-annotations", fc, items...); err != nil {
 		t.Fatal(err)
