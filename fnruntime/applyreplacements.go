@@ -36,11 +36,29 @@ const (
 // config included. A config error, a source that selects no resource or
 // more than one, or a field that cannot be read or written, is an error
 // result, and then no resource is changed.
-func applyReplacements(_ context.Context, rl *pipeline.ResourceList) error {
+//
+// Its output is bounded (see [Limits]): a field path of more than
+// Limits.MaxPathDepth segments is refused as a config error, and every
+// value written (and every field created on the way to it) is charged to
+// the run's budget before it is written.
+func applyReplacements(ctx context.Context, rl *pipeline.ResourceList) error {
 	repls, err := decodeReplacements(rl.FunctionConfig)
 	if err != nil {
 		return configErr(err.Error())
 	}
+	l := limitsFrom(ctx)
+	for i, r := range repls {
+		paths := []fieldPath{r.fieldPath}
+		for _, t := range r.targets {
+			paths = append(paths, t.fieldPaths...)
+		}
+		for _, fp := range paths {
+			if err := pathDepth(l, fmt.Sprintf("apply-replacements replacements[%d] field path", i), len(fp.segments)); err != nil {
+				return &configError{msg: err.Error(), cause: err}
+			}
+		}
+	}
+	b := budgetFrom(ctx)
 	// Work on copies so that a failing replacement leaves the list as it
 	// was; on success the copies' content goes back into the items, whose
 	// nodes the renderer tracks by identity.
@@ -49,7 +67,10 @@ func applyReplacements(_ context.Context, rl *pipeline.ResourceList) error {
 		work[i] = it.Copy()
 	}
 	for i, r := range repls {
-		if err := r.apply(work); err != nil {
+		if err := r.apply(ctx, b, work); err != nil {
+			if ctx.Err() != nil || refusedByLimit(err) {
+				return err
+			}
 			msg := err.Error()
 			var sel selectionError
 			if !errors.As(err, &sel) && len(repls) > 1 {
@@ -109,13 +130,16 @@ type resourceSelector struct {
 }
 
 // apply runs the replacement over items.
-func (r *replacement) apply(items []*yaml.RNode) error {
+func (r *replacement) apply(ctx context.Context, b *budget, items []*yaml.RNode) error {
 	value, err := r.sourceValue(items)
 	if err != nil {
 		return err
 	}
 	for ti, t := range r.targets {
 		for _, item := range items {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			ok, err := t.selects(item)
 			if err != nil {
 				return fmt.Errorf("targets[%d]: %w", ti, err)
@@ -124,7 +148,7 @@ func (r *replacement) apply(items []*yaml.RNode) error {
 				continue
 			}
 			for _, fp := range t.fieldPaths {
-				if err := t.write(item, fp, value); err != nil {
+				if err := t.write(b, item, fp, value); err != nil {
 					return fmt.Errorf("targets[%d]: %s: field %s: %w", ti, describeResource(item), fp.text, err)
 				}
 			}
@@ -196,12 +220,31 @@ func (t *replacementTarget) selects(item *yaml.RNode) (bool, error) {
 
 // write puts value at every field fp finds in item. A field that is
 // missing is skipped, or created when the target says create.
-func (t *replacementTarget) write(item *yaml.RNode, fp fieldPath, value *yaml.Node) error {
+func (t *replacementTarget) write(b *budget, item *yaml.RNode, fp fieldPath, value *yaml.Node) error {
+	if t.create {
+		// What create may add on the way: one field per segment.
+		var path int64
+		for i, seg := range fp.segments {
+			path += scalarSize(seg.key, i)
+		}
+		if err := b.charge(path); err != nil {
+			return err
+		}
+	}
 	nodes, err := fp.find(item.YNode(), t.create)
 	if err != nil {
 		return err
 	}
+	size := yamlSize(value, int64(len(fp.segments)))
 	for _, n := range nodes {
+		cost := size
+		if t.split.delimiter != "" && n.Kind == yaml.ScalarNode {
+			// The whole string is rewritten.
+			cost += int64(len(n.Value) + len(t.split.delimiter))
+		}
+		if err := b.charge(cost); err != nil {
+			return err
+		}
 		if err := t.set(n, value); err != nil {
 			return err
 		}

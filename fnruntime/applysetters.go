@@ -34,7 +34,7 @@ type setter struct{ name, value string }
 // its field path and file; no change gives "no matches for input
 // setter(s)". A set scalar loses its tag, so the value's type is
 // re-inferred, as the catalog does.
-func applySetters(_ context.Context, rl *pipeline.ResourceList) error {
+func applySetters(ctx context.Context, rl *pipeline.ResourceList) error {
 	var setters []setter
 	if !rl.FunctionConfig.IsNilOrEmpty() {
 		for k, v := range rl.FunctionConfig.GetDataMap() {
@@ -44,6 +44,9 @@ func applySetters(_ context.Context, rl *pipeline.ResourceList) error {
 	sort.Slice(setters, func(i, j int) bool { return setters[i].name < setters[j].name })
 	as := &setterApplier{setters: setters}
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		as.file, _, _ = kioutil.GetFileAnnotations(it)
 		if err := as.walk(it.YNode(), ""); err != nil {
 			msg := "failed to apply setters: " + err.Error()

@@ -59,15 +59,36 @@ func Builtins() map[string]pipeline.Function {
 // returned a result of severity error, whatever the function itself
 // returned. A function that added an error result and returned nil
 // therefore fails with the SDK's "function failure", its results kept.
+//
+// strict also bounds the run (see [Limits]): the function runs with a
+// budget sized by its input, which it charges as it writes, and what it
+// added is measured before it returns; a run over a bound fails with an
+// error matching revision.ErrLimit.
 func strict(fn func(context.Context, *pipeline.ResourceList) error) pipeline.Function {
 	return pipeline.FunctionFunc(func(ctx context.Context, rl *pipeline.ResourceList) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		before := len(rl.Results)
-		if err := fn(ctx, rl); err != nil {
+		l := limitsFrom(ctx)
+		in := listSize(rl, -1)
+		b := newBudget(ctx, "builtin output", l, in)
+		if err := fn(context.WithValue(ctx, budgetKey{}, b), rl); err != nil {
 			var ce *configError
-			if errors.As(err, &ce) {
+			var fe *pipeline.FunctionError
+			switch {
+			case errors.As(err, &ce):
 				return reportConfigError(rl, before, ce)
+			case refusedByLimit(err) && !errors.As(err, &fe):
+				return limitFailure(rl, before, err)
 			}
 			return err
+		}
+		// What the run added, charged or not.
+		if out := listSize(rl, satAdd(in, b.max)); out > in {
+			if err := b.check(out - in); err != nil {
+				return limitFailure(rl, before, err)
+			}
 		}
 		if before <= len(rl.Results) && pipeline.Results(rl.Results[before:]).HasErrors() {
 			return sdkFailure()

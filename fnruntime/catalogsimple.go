@@ -35,10 +35,13 @@ func itemPath(n *yaml.RNode) string {
 // config.kubernetes.io/local-config: "true" (any case), reporting the
 // count and each dropped resource by name and file, or a warning when
 // there was none. It takes no config.
-func removeLocalConfigResources(_ context.Context, rl *pipeline.ResourceList) error {
+func removeLocalConfigResources(ctx context.Context, rl *pipeline.ResourceList) error {
 	var kept []*yaml.RNode
 	var pruned pipeline.Results
 	for _, n := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if n.IsNilOrEmpty() {
 			continue
 		}
@@ -66,7 +69,7 @@ const gatekeeperConstraintAPIVersion = "constraints.gatekeeper.sh/v1beta1"
 // dryrun) sets spec.enforcementAction of every Gatekeeper constraint
 // (constraints.gatekeeper.sh/v1beta1 with a kind and a name). Any other
 // config is an error result that fails the step.
-func setEnforcementAction(_ context.Context, rl *pipeline.ResourceList) error {
+func setEnforcementAction(ctx context.Context, rl *pipeline.ResourceList) error {
 	var data map[string]string
 	if !rl.FunctionConfig.IsNilOrEmpty() {
 		data = rl.FunctionConfig.GetDataMap()
@@ -80,6 +83,9 @@ func setEnforcementAction(_ context.Context, rl *pipeline.ResourceList) error {
 	}
 	var set pipeline.Results
 	for _, n := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if n.IsNilOrEmpty() || n.GetName() == "" || n.GetKind() == "" || n.GetApiVersion() != gatekeeperConstraintAPIVersion {
 			continue
 		}
@@ -112,7 +118,7 @@ const (
 // resource that replaces nothing is added, in the file its target-path
 // names (else the renderer's default path). A config without metadata
 // fails the step.
-func upsertResource(_ context.Context, rl *pipeline.ResourceList) error {
+func upsertResource(ctx context.Context, rl *pipeline.ResourceList) error {
 	fail := func(err error) error { return kyamlConfigErr("failed to upsert resource: " + err.Error()) }
 	fc := rl.FunctionConfig
 	if fc.IsNilOrEmpty() {
@@ -129,16 +135,25 @@ func upsertResource(_ context.Context, rl *pipeline.ResourceList) error {
 	// Every input is checked before any is upserted: a config error
 	// changes nothing.
 	for _, in := range inputs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if _, err := in.GetMeta(); err != nil {
 			return fail(err)
 		}
 	}
 	for _, in := range inputs {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		inAnns := in.GetAnnotations()
 		target := inAnns[upsertTargetPathAnnotation]
 		g, _ := groupVersion(in.GetApiVersion())
 		replaced := false
 		for i, n := range rl.Items {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			a := n.GetAnnotations()
 			if a[functionAnnotation] != "" || a[legacyFunctionAnnotation] != "" {
 				continue
@@ -195,7 +210,7 @@ func upsertResource(_ context.Context, rl *pipeline.ResourceList) error {
 // (others alphabetically), fixes indentation and quotes ambiguous string
 // values ("100", "true"). kpt and cad restore the input's field order
 // afterwards, so in a render the quoting is what shows.
-func formatFn(_ context.Context, rl *pipeline.ResourceList) error {
+func formatFn(ctx context.Context, rl *pipeline.ResourceList) error {
 	if _, err := (filters.FormatFilter{UseSchema: true}).Filter(rl.Items); err != nil {
 		return failWith(rl, "failed to format resources: "+err.Error())
 	}
@@ -219,7 +234,7 @@ const (
 // none or an empty one, as the catalog documents. The Kptfile is edited in
 // place, comments kept. No Kptfile among the items, or no project-id, is
 // an error that fails the step.
-func setProjectID(_ context.Context, rl *pipeline.ResourceList) error {
+func setProjectID(ctx context.Context, rl *pipeline.ResourceList) error {
 	var id string
 	if !rl.FunctionConfig.IsNilOrEmpty() {
 		id = rl.FunctionConfig.GetDataMap()[projectIDSetter]
@@ -229,6 +244,9 @@ func setProjectID(_ context.Context, rl *pipeline.ResourceList) error {
 	}
 	found := false
 	for _, n := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if n.GetKind() != "Kptfile" {
 			continue
 		}
@@ -241,6 +259,9 @@ func setProjectID(_ context.Context, rl *pipeline.ResourceList) error {
 		return failWith(rl, "failed to set project-id setter: failed to find Kptfile: unable to find Kptfile, please include --include-meta-resources flag if a Kptfile is present")
 	}
 	for _, n := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		m := kccAPIVersion.FindStringSubmatch(n.GetApiVersion())
 		if len(m) != 2 || m[1] == "core" || n.GetAnnotations()[projectIDAnnotation] != "" {
 			continue

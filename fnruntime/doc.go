@@ -242,7 +242,56 @@
 // heap watchdog, in memory ([StarlarkFunction], Options.StarlarkMaxSteps
 // and StarlarkMaxMemory); an exec function over its output cap fails with
 // [ErrOutputTooLarge], which the renderer's *pipeline.RenderError carries.
+// "Bounds" lists every bound of this package.
 // Other images run in a container ([ContainerFunction]) only when
 // Options.Containers is set; otherwise resolving them gives a
 // *NotFoundError.
+//
+// # Bounds
+//
+// A function config, the resources a function reads and an exec
+// function's output are all inputs a user controls; each has a bound on
+// the memory, CPU and time it can cost, enforced before the work that
+// would pass it. A refusal is an error matching revision.ErrLimit (and
+// revision.ErrInvalid), with a *revision.LimitError naming the bound.
+//
+//	bound                   default       bounds
+//	Options.Timeout         5 minutes     one run of any function (DefaultTimeout); the
+//	                                      caller's context always ends it sooner
+//	Limits.MaxOutputBytes   128 MiB       what one builtin run adds to its input (items,
+//	                                      results, files written), YAML text plus 160
+//	                                      bytes a node
+//	Limits.OutputFactor     4             what a builtin run adds: OutputFactor × its
+//	Limits.OutputSlack      16 MiB        input's size + OutputSlack (a run that does
+//	                                      not grow its input is never refused)
+//	Limits.MaxPathDepth     100           the segments of a field path a builtin writes
+//	                                      through: search-replace by-path,
+//	                                      apply-replacements fieldPaths (create or not)
+//	ExecFunction.Timeout    5 minutes     an exec run under a context without deadline
+//	                                      (DefaultExecTimeout)
+//	Options.MaxOutput       64 MiB        an exec or container function's stdout
+//	Options.MaxStderr       1 MiB         its stderr
+//	Options.StarlarkMax*    see there     the starlark builtin's steps and memory
+//
+// The builtins charge what they write before writing it: search-replace
+// sizes each capture-group substitution of put-value and put-comment
+// before making it (a group repeated 100,000 times over a 1 MiB value, or
+// groups that name the next group and double the text each time, are
+// refused before the allocation); set-labels and set-annotations index
+// each mapping once, so a run is linear in labels × places, and charge
+// each field; apply-replacements charges every value it copies and every
+// field create adds. After the run the output is measured again (without
+// encoding) before the caller encodes it. Every builtin checks its context
+// in its loops over the items, so a cancelled render stops within one
+// resource's work. A refused run fails the step with one error result
+// naming the bound; a path deeper than MaxPathDepth is a config error
+// (see "Config errors") that also matches revision.ErrLimit.
+//
+// An exec function runs in a process group of its own (on Unix): its
+// timeout, or its caller's context ending, kills the whole group, so a
+// grandchild that holds stdout open cannot keep the run alive, and the run
+// returns within about a second. Its stdout and stderr are capped
+// (ErrOutputTooLarge, a *revision.LimitError); stderr that is binary,
+// lacks a final newline or is not UTF-8 is kept as text (invalid bytes
+// replaced, control characters dropped).
 package fnruntime

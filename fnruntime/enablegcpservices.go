@@ -39,11 +39,14 @@ const (
 // service_<name>.yaml beside its set ("generated service"); each gets an
 // info result naming it and its file. A set without spec.services, or
 // not marked local-config, is an error result.
-func enableGCPServices(_ context.Context, rl *pipeline.ResourceList) error {
+func enableGCPServices(ctx context.Context, rl *pipeline.ResourceList) error {
 	owned := map[string]*yaml.RNode{} // generated earlier, by name
 	var kept []*yaml.RNode
 	var sets []*yaml.RNode
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if _, ok := it.GetAnnotations()[ownerReferenceAnnotation]; ok && it.GetApiVersion() == gcpServiceAPIVersion && it.GetKind() == gcpServiceKind {
 			owned[it.GetName()] = it
 			continue
@@ -60,6 +63,9 @@ func enableGCPServices(_ context.Context, rl *pipeline.ResourceList) error {
 	var out []generated
 	names := map[string]bool{}
 	for _, set := range sets {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if !isLocalConfig(set) {
 			rl.Results = append(rl.Results, setError(set, "a ProjectServiceSet must be a local-config resource (config.kubernetes.io/local-config: \"true\")"))
 			continue
@@ -98,6 +104,9 @@ func enableGCPServices(_ context.Context, rl *pipeline.ResourceList) error {
 	}
 	var results []*pipeline.Result
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if _, ok := owned[it.GetName()]; ok && owned[it.GetName()] == it && !names[it.GetName()] {
 			results = append(results, serviceResult("pruned service", it))
 		}

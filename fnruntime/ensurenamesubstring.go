@@ -96,7 +96,7 @@ type ensureNameSubstringConfig struct {
 // naming the functionConfig, a *pipeline.FunctionError matching
 // ErrInvalidFunctionConfig), and also match
 // ErrInvalidEnsureNameSubstringConfig.
-func ensureNameSubstring(_ context.Context, rl *pipeline.ResourceList) error {
+func ensureNameSubstring(ctx context.Context, rl *pipeline.ResourceList) error {
 	cfg, err := ensureNameSubstringConfigFrom(rl.FunctionConfig)
 	if err != nil {
 		msg := "ensure-name-substring cannot use its functionConfig: " + err.Error()
@@ -108,6 +108,9 @@ func ensureNameSubstring(_ context.Context, rl *pipeline.ResourceList) error {
 	renamed := map[key]string{}
 	renamedIn := map[nsKey]string{}
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		gvk := resid.GvkFromNode(it)
 		if ensureNameSkipped(gvk) {
 			continue
@@ -145,6 +148,9 @@ func ensureNameSubstring(_ context.Context, rl *pipeline.ResourceList) error {
 	}
 	fixNameReferences(rl.Items, renamedIn)
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		v, ok := it.GetAnnotations()[dependsOnAnnotation]
 		if !ok {
 			continue

@@ -1,6 +1,11 @@
 package fnruntime
 
-import "github.com/configasdata/cad/internal/k8sschema"
+import (
+	"context"
+	"time"
+
+	"github.com/configasdata/cad/internal/k8sschema"
+)
 
 // LoadKubeSchemaForBenchmark parses the newest shipped Kubernetes schema
 // afresh (tests only).
@@ -10,3 +15,7 @@ func LoadKubeSchemaForBenchmark() {
 		panic(err)
 	}
 }
+
+// ExecTimeout is the deadline an exec function sets itself under ctx
+// (tests only).
+func ExecTimeout(e *ExecFunction, ctx context.Context) time.Duration { return e.timeout(ctx) }

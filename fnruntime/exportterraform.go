@@ -73,8 +73,8 @@ func exportTerraformFor(line string) func(context.Context, *pipeline.ResourceLis
 	for _, k := range exportTerraformKinds[line] {
 		supported[k] = true
 	}
-	return func(_ context.Context, rl *pipeline.ResourceList) error {
-		return exportTerraform(rl, supported)
+	return func(ctx context.Context, rl *pipeline.ResourceList) error {
+		return exportTerraform(ctx, rl, supported)
 	}
 }
 
@@ -99,11 +99,14 @@ type iamTarget struct {
 	external bool
 }
 
-func exportTerraform(rl *pipeline.ResourceList, supported map[string]bool) error {
+func exportTerraform(ctx context.Context, rl *pipeline.ResourceList, supported map[string]bool) error {
 	x := &tfExport{byName: map[string]*yaml.RNode{}, byTarget: map[string]*iamTarget{}}
 	var exported []*yaml.RNode
 	var existing *yaml.RNode
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if isTerraformConfigMap(it) && existing == nil {
 			existing = it
 			continue

@@ -34,9 +34,12 @@ const (
 // `# kpt-set:` patterns. A kpt.dev/v1alpha2 Kptfile only gets its
 // apiVersion updated; a kpt.dev/v1 one is left alone. Each change is an
 // info result; no Kptfile is an error that fails the step.
-func fixKptfiles(_ context.Context, rl *pipeline.ResourceList) error {
+func fixKptfiles(ctx context.Context, rl *pipeline.ResourceList) error {
 	pkgs := map[string]*yaml.RNode{} // package dir -> Kptfile
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if it.GetKind() == "Kptfile" {
 			pkgs[path.Dir(itemPath(it))] = it
 		}
@@ -57,6 +60,9 @@ func fixKptfiles(_ context.Context, rl *pipeline.ResourceList) error {
 	f := &fixer{rl: rl}
 	functions := map[string][]*yaml.RNode{}
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if it.GetKind() == "Kptfile" {
 			continue
 		}

@@ -55,7 +55,7 @@ const (
 // pkg-name (default the Kptfile's name). The readme is written through
 // ResourceList.WriteFiles; one that does not exist is a warning and
 // nothing is written.
-func generateKptPkgDocs(_ context.Context, rl *pipeline.ResourceList) error {
+func generateKptPkgDocs(ctx context.Context, rl *pipeline.ResourceList) error {
 	cfg := map[string]string{}
 	if fc := rl.FunctionConfig; fc != nil {
 		if fc.GetKind() != "ConfigMap" {
@@ -74,6 +74,9 @@ func generateKptPkgDocs(_ context.Context, rl *pipeline.ResourceList) error {
 	var kf *yaml.RNode
 	root := "" // the package-path annotation of the package running the function
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		pp := it.GetAnnotations()[pipeline.PackagePathAnnotation]
 		if itemPath(it) == "Kptfile" && it.GetKind() == "Kptfile" && (kf == nil || len(pp) < len(root)) {
 			kf, root = it, pp

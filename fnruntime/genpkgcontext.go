@@ -15,9 +15,12 @@ const PkgContextFunction = "builtins/gen-pkg-context"
 // genPkgContext is kpt's builtins/gen-pkg-context: it replaces any
 // package-context ConfigMap (kptfile.kpt.dev) with one generated from the
 // root Kptfile, holding the package name.
-func genPkgContext(_ context.Context, rl *pipeline.ResourceList) error {
+func genPkgContext(ctx context.Context, rl *pipeline.ResourceList) error {
 	var out, generated []*yaml.RNode
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if isGVK(it, "", "v1", "ConfigMap") && it.GetKind() == "ConfigMap" && it.GetName() == builtinConfigMapName {
 			continue
 		}

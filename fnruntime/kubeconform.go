@@ -28,7 +28,7 @@ import (
 // the default, also for "master") and 1.21 (kyaml's, v1.21.2); a version
 // of another minor is refused with an error result naming those, as is
 // schema_location (there is no download in-process).
-func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
+func kubeconform(ctx context.Context, rl *pipeline.ResourceList) error {
 	cfg := map[string]string{}
 	if !rl.FunctionConfig.IsNilOrEmpty() {
 		cfg = rl.FunctionConfig.GetDataMap()
@@ -49,6 +49,9 @@ func kubeconform(_ context.Context, rl *pipeline.ResourceList) error {
 		}
 	}
 	for _, o := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if skip[o.GetKind()] {
 			continue
 		}

@@ -42,15 +42,29 @@ type Options struct {
 	// Env is the environment of exec functions. Nil means only PATH and
 	// HOME of this process.
 	Env []string
-	// MaxOutput caps an exec function's stdout; zero means 64 MiB.
+	// MaxOutput caps an exec (or container) function's stdout; zero
+	// means DefaultMaxExecOutput (64 MiB). A run over it fails with an
+	// error matching ErrOutputTooLarge and revision.ErrLimit (a
+	// *revision.LimitError naming "fnruntime.Options.MaxOutput"), and
+	// nothing of its output is used.
 	MaxOutput int64
-	// MaxStderr caps an exec function's stderr; zero means 1 MiB.
+	// MaxStderr caps an exec (or container) function's stderr; zero means
+	// DefaultMaxExecStderr (1 MiB). A run over it fails as for MaxOutput
+	// ("fnruntime.Options.MaxStderr").
 	MaxStderr int64
+	// Limits bound what the builtin functions add to their input and the
+	// field paths their configs write through (see [Limits]); the zero
+	// value means the defaults: 128 MiB added at most, and no more than
+	// 4 times the input plus 16 MiB; paths of 100 segments.
+	Limits Limits
 	// Allow, when not empty, lists the function names or images allowed
 	// (a trailing "*" matches any suffix). Deny lists forbidden ones and
 	// wins over Allow.
 	Allow, Deny []string
-	// Timeout bounds one function run; zero means DefaultTimeout.
+	// Timeout bounds one function run (builtin, exec or container); zero
+	// means DefaultTimeout (5 minutes). The caller's context still ends a
+	// run sooner: an exec function's processes are killed within a second
+	// of it (see ExecFunction).
 	Timeout time.Duration
 	// StarlarkMaxSteps and StarlarkMaxMemory bound the builtin starlark
 	// function (StarlarkFunction.MaxSteps and MaxMemory); zero means
@@ -121,10 +135,10 @@ func NewRegistry(opts *Options) *Registry {
 		r.opts.Timeout = DefaultTimeout
 	}
 	if r.opts.MaxOutput == 0 {
-		r.opts.MaxOutput = 64 << 20
+		r.opts.MaxOutput = DefaultMaxExecOutput
 	}
 	if r.opts.MaxStderr == 0 {
-		r.opts.MaxStderr = 1 << 20
+		r.opts.MaxStderr = DefaultMaxExecStderr
 	}
 	if !r.opts.NoBuiltins {
 		for name, fn := range Builtins() {
@@ -323,7 +337,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork, FunctionEnv: r.opts.ContainerEnv, Mounts: r.opts.ContainerMounts,
 			Timeout: r.opts.Timeout, MaxOutput: r.opts.MaxOutput, MaxStderr: r.opts.MaxStderr}, nil
 	}
-	return withTimeout(fn, r.opts.Timeout), nil
+	return withTimeout(withLimits(fn, r.opts.Limits), r.opts.Timeout), nil
 }
 
 // NotFoundError reports an image with no implementation. It matches

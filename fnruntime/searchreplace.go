@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/configasdata/cad/pipeline"
@@ -13,6 +14,7 @@ import (
 var searchReplaceMatchers = []string{"by-value", "by-file-path", "by-value-regex", "by-path", "put-value", "put-comment"}
 
 type searchReplace struct {
+	budget                                                          *budget
 	byValue, byValueRegex, byPath, byFilePath, putValue, putComment string
 	regex                                                           *regexp.Regexp
 	filePath                                                        string
@@ -25,7 +27,12 @@ type srResult struct{ file, field, value string }
 // searchReplaceFn ports the catalog's search-replace: match fields by path
 // (with * and ** patterns), value or value regex, optionally by file path,
 // and put a value or a line comment.
-func searchReplaceFn(_ context.Context, rl *pipeline.ResourceList) error {
+//
+// Its output is bounded (see [Limits]): a put-value or put-comment's
+// expansion of capture groups is sized before each group is substituted
+// and charged to the run's budget, and a by-path of more than
+// Limits.MaxPathDepth segments is refused as a config error.
+func searchReplaceFn(ctx context.Context, rl *pipeline.ResourceList) error {
 	fail := func(err error) error {
 		rl.Results = append(rl.Results, errorResult(fmt.Sprintf("failed to perform search-replace operation: %q", err.Error())))
 		return &pipeline.FunctionError{ExitCode: 1, Stderr: err.Error(), Err: err}
@@ -43,10 +50,15 @@ func searchReplaceFn(_ context.Context, rl *pipeline.ResourceList) error {
 			return configFail(fmt.Errorf("invalid matcher %q, must be one of %q", k, searchReplaceMatchers))
 		}
 	}
-	sr := &searchReplace{byValue: dm["by-value"], byValueRegex: dm["by-value-regex"], byPath: dm["by-path"],
+	sr := &searchReplace{budget: budgetFrom(ctx), byValue: dm["by-value"], byValueRegex: dm["by-value-regex"], byPath: dm["by-path"],
 		byFilePath: dm["by-file-path"], putValue: dm["put-value"], putComment: dm["put-comment"]}
 	if sr.byValue != "" && sr.byValueRegex != "" {
 		return configFail(fmt.Errorf("only one of [%q, %q] can be provided", "by-value", "by-value-regex"))
+	}
+	if sr.byPath != "" {
+		if err := pathDepth(limitsFrom(ctx), "search-replace by-path", strings.Count(sr.byPath, ".")+1); err != nil {
+			return configFail(err)
+		}
 	}
 	if sr.byValueRegex != "" {
 		re, err := regexp.Compile(sr.byValueRegex)
@@ -56,6 +68,9 @@ func searchReplaceFn(_ context.Context, rl *pipeline.ResourceList) error {
 		sr.regex = re
 	}
 	for _, o := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err := sr.perform(o); err != nil {
 			return fail(err)
 		}
@@ -87,6 +102,9 @@ func (sr *searchReplace) perform(o *yaml.RNode) error {
 		p := strings.Split(sr.byPath, ".")
 		parent, err := o.Pipe(yaml.LookupCreate(yaml.MappingNode, p[:len(p)-1]...))
 		if err != nil {
+			return err
+		}
+		if err := sr.budget.charge(2 * scalarSize(sr.putValue, len(p))); err != nil {
 			return err
 		}
 		sn := yaml.NewScalarRNode(sr.putValue)
@@ -152,17 +170,21 @@ func (sr *searchReplace) scalar(n *yaml.Node, p string) error {
 	sr.count++
 	var err error
 	if sr.putComment != "" {
-		if n.LineComment, err = resolvePattern(n.Value, sr.byValueRegex, sr.putComment); err != nil {
+		if n.LineComment, err = sr.resolvePattern(n.Value, sr.putComment); err != nil {
 			return err
 		}
 	}
 	if sr.putValue != "" {
-		if n.Value, err = resolvePattern(n.Value, sr.byValueRegex, sr.putValue); err != nil {
+		if n.Value, err = sr.resolvePattern(n.Value, sr.putValue); err != nil {
 			return err
 		}
 		n.Tag = yaml.NodeTagEmpty
 	}
 	if sr.filePath != "" {
+		// The result quotes the field as written.
+		if err := sr.budget.charge(scalarSize(n.Value, 0) + int64(len(n.LineComment)+len(p))); err != nil {
+			return err
+		}
 		s, err := yaml.String(n)
 		if err != nil {
 			return err
@@ -172,22 +194,44 @@ func (sr *searchReplace) scalar(n *yaml.Node, p string) error {
 	return nil
 }
 
-func resolvePattern(value, valueRegex, pattern string) (string, error) {
-	if valueRegex == "" {
+var captureGroupRef = regexp.MustCompile(`\$\{([0-9]+)\}`)
+
+// resolvePattern substitutes the capture groups of the value regex's
+// match in value into pattern, group 1 first: each ${i} becomes group i,
+// and a group whose text names a later group is substituted again. The
+// size of each substitution is computed before it is made and charged to
+// the run's budget, so that a pattern repeating a large group, or groups
+// naming each other (which doubles the text at each group), is refused
+// before the allocation.
+func (sr *searchReplace) resolvePattern(value, pattern string) (string, error) {
+	if sr.regex == nil {
+		if err := sr.budget.charge(int64(len(pattern))); err != nil {
+			return "", err
+		}
 		return pattern, nil
 	}
-	r, err := regexp.Compile(valueRegex)
-	if err != nil {
-		return "", fmt.Errorf("failed to compile input pattern %q: %s", valueRegex, err.Error())
-	}
 	res := pattern
-	for i, v := range r.FindStringSubmatch(value) {
-		if i > 0 {
-			res = strings.ReplaceAll(res, fmt.Sprintf("${%d}", i), v)
+	size := int64(len(res))
+	for i, v := range sr.regex.FindStringSubmatch(value) {
+		if i == 0 {
+			continue
 		}
+		ref := "${" + strconv.Itoa(i) + "}"
+		n := int64(strings.Count(res, ref))
+		if n == 0 {
+			continue
+		}
+		next := size + n*(int64(len(v))-int64(len(ref)))
+		if err := sr.budget.check(sr.budget.used + next); err != nil {
+			return "", err
+		}
+		res, size = strings.ReplaceAll(res, ref, v), next
 	}
-	if regexp.MustCompile(`\$\{([0-9]+)\}`).MatchString(res) {
+	if captureGroupRef.MatchString(res) {
 		return "", fmt.Errorf("unable to resolve capture groups")
+	}
+	if err := sr.budget.charge(size); err != nil {
+		return "", err
 	}
 	return res, nil
 }

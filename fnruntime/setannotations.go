@@ -36,7 +36,7 @@ var commonAnnotations = []fieldSpec{
 
 // setAnnotations ports the catalog's set-annotations (kustomize's
 // annotations filter with the common annotation field specs).
-func setAnnotations(_ context.Context, rl *pipeline.ResourceList) error {
+func setAnnotations(ctx context.Context, rl *pipeline.ResourceList) error {
 	fc := rl.FunctionConfig
 	fail := func(msg string) error {
 		return &configError{msg: "failed to configure function: " + msg, stderr: "failed to configure function: " + msg, cause: errFunctionFailure}
@@ -83,11 +83,19 @@ func setAnnotations(_ context.Context, rl *pipeline.ResourceList) error {
 	}
 	results := map[resKey]map[string]string{}
 	specs := append(append([]fieldSpec{}, commonAnnotations...), extra...)
+	b := budgetFrom(ctx)
+	quotes := quoteCache{}
 	for _, o := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		file, idx, _ := kioutil.GetFileAnnotations(o)
 		index, _ := strconv.Atoi(idx)
 		g, v := groupVersion(o.GetApiVersion())
 		for _, fs := range specs {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			if (fs.Group != "" && fs.Group != g) || (fs.Version != "" && fs.Version != v) || (fs.Kind != "" && fs.Kind != o.GetKind()) {
 				continue
 			}
@@ -102,14 +110,29 @@ func setAnnotations(_ context.Context, rl *pipeline.ResourceList) error {
 			if err != nil || m == nil {
 				continue
 			}
-			for _, k := range keys {
-				if err := m.PipeE(yaml.SetField(k, yaml.NewStringRNode(anns[k]))); err != nil {
+			if m.YNode().Kind != yaml.MappingNode {
+				// SetField fails on anything but a mapping.
+				if err := m.PipeE(yaml.SetField(keys[0], yaml.NewStringRNode(anns[keys[0]]))); err != nil {
 					return err
 				}
-				rk := resKey{file: file, index: index, field: strings.Join(p, ".")}
-				if results[rk] == nil {
-					results[rk] = map[string]string{}
+				continue
+			}
+			fi := newFieldIndex(m.YNode())
+			rk := resKey{file: file, index: index, field: strings.Join(p, ".")}
+			if results[rk] == nil {
+				results[rk] = map[string]string{}
+			}
+			for i, k := range keys {
+				// The annotation, and its mention in the result.
+				if err := b.charge(2*scalarSize(k, len(p)) + 2*scalarSize(anns[k], 0)); err != nil {
+					return err
 				}
+				if i&255 == 0 {
+					if err := ctx.Err(); err != nil {
+						return err
+					}
+				}
+				fi.setString(k, anns[k], quotes)
 				results[rk][k] = anns[k]
 			}
 		}

@@ -18,7 +18,7 @@ type imageSpec struct{ name, newName, newTag, digest string }
 // names (kustomize field specs: group, version and kind select resources,
 // path is slash-separated with "name[]" stepping into every element of a
 // list; existing fields only, as create adds no image).
-func setImage(_ context.Context, rl *pipeline.ResourceList) error {
+func setImage(ctx context.Context, rl *pipeline.ResourceList) error {
 	fc := rl.FunctionConfig
 	var img imageSpec
 	var extra []fieldSpec
@@ -91,6 +91,9 @@ func setImage(_ context.Context, rl *pipeline.ResourceList) error {
 		return nil
 	}
 	for _, o := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		var err error
 		switch o.GetKind() {
 		case "Pod":
@@ -105,6 +108,9 @@ func setImage(_ context.Context, rl *pipeline.ResourceList) error {
 		}
 	}
 	for _, o := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		g, v := groupVersion(o.GetApiVersion())
 		for _, fs := range extra {
 			if (fs.Group != "" && fs.Group != g) || (fs.Version != "" && fs.Version != v) || (fs.Kind != "" && fs.Kind != o.GetKind()) {

@@ -16,7 +16,7 @@ import (
 // the one config error reported with an info result (kpt's conformance
 // case fn-render/no-fnconfig); it fails the step all the same, with an
 // error matching ErrInvalidFunctionConfig.
-func setLabels(_ context.Context, rl *pipeline.ResourceList) error {
+func setLabels(ctx context.Context, rl *pipeline.ResourceList) error {
 	fc := rl.FunctionConfig
 	var labels map[string]string
 	notGiven := fc.IsNilOrEmpty() || (isGVK(fc, "", "v1", "ConfigMap") && fc.GetName() == "function-input" && len(configData(fc)) == 0)
@@ -47,10 +47,17 @@ func setLabels(_ context.Context, rl *pipeline.ResourceList) error {
 		rl.Results = append(rl.Results, &pipeline.Result{Message: "no `labels` arguments are given in FunctionConfig", Severity: pipeline.SeverityWarning})
 		return nil
 	}
-	s := &labelSetter{labels: labels}
+	s := &labelSetter{ctx: ctx, budget: budgetFrom(ctx), labels: labels, quotes: quoteCache{}}
+	for k := range labels {
+		s.keys = append(s.keys, k)
+	}
+	sort.Strings(s.keys)
 	failed := false
 	for _, o := range objects {
 		if err := s.object(o); err != nil {
+			if ctx.Err() != nil || refusedByLimit(err) {
+				return err
+			}
 			rl.Results = append(rl.Results, errorResult(err.Error()))
 			failed = true
 		}
@@ -63,7 +70,11 @@ func setLabels(_ context.Context, rl *pipeline.ResourceList) error {
 }
 
 type labelSetter struct {
+	ctx    context.Context
+	budget *budget
 	labels map[string]string
+	keys   []string // labels' keys, sorted
+	quotes quoteCache
 	count  int
 }
 
@@ -182,24 +193,39 @@ func (p *labelSetter) pod(pod *yaml.RNode) error {
 }
 
 // update sets every label under path (creating it when create is set) and
-// counts each label, as the catalog does.
+// counts each label, as the catalog does. The mapping under path is
+// indexed once, so that a call is linear in the number of labels, and
+// each label written is charged to the run's budget.
 func (p *labelSetter) update(o *yaml.RNode, create bool, path ...string) error {
 	if o == nil {
 		return nil
 	}
-	keys := make([]string, 0, len(p.labels))
-	for k := range p.labels {
-		keys = append(keys, k)
+	if err := p.ctx.Err(); err != nil {
+		return err
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	var fi *fieldIndex
+	if m, err := o.Pipe(yaml.Lookup(path...)); err == nil && m != nil && m.YNode().Kind == yaml.MappingNode {
+		fi = newFieldIndex(m.YNode())
+	}
+	for _, k := range p.keys {
 		v := p.labels[k]
-		full := append(append([]string{}, path...), k)
-		old, exist := nestedString(o, full...)
-		if (exist && old != v) || (!exist && create) {
-			if err := setNestedString(o, v, full...); err != nil {
+		var old *yaml.Node
+		if fi != nil {
+			old = fi.get(k)
+		}
+		exist := old != nil && old.Kind == yaml.ScalarNode && old.ShortTag() != yaml.NodeTagNull
+		if (exist && old.Value != v) || (!exist && create) {
+			if fi == nil {
+				m, err := o.Pipe(yaml.LookupCreate(yaml.MappingNode, path...))
+				if err != nil {
+					return err
+				}
+				fi = newFieldIndex(m.YNode())
+			}
+			if err := p.budget.charge(scalarSize(k, len(path)) + scalarSize(v, 0)); err != nil {
 				return err
 			}
+			fi.setString(k, v, p.quotes)
 		}
 		p.count++
 	}

@@ -23,7 +23,7 @@ const (
 // setNamespace ports the catalog's set-namespace: the namespace of
 // namespace-scoped resources, Namespace names, RoleBinding subjects, CRD
 // and APIService service namespaces and depends-on annotations.
-func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
+func setNamespace(ctx context.Context, rl *pipeline.ResourceList) error {
 	newNs, matcher, err := setNamespaceConfig(rl.FunctionConfig)
 	if err != nil {
 		// As kpt issue 4547 shows set-namespace's output: the result
@@ -33,6 +33,9 @@ func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
 	objects := nonLocal(rl.Items)
 	dependsOn := map[string]bool{}
 	for _, o := range objects {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if ns, ok := idNamespace(o); ok {
 			g, _ := groupVersion(o.GetApiVersion())
 			dependsOn[fmt.Sprintf("%s/namespaces/%s/%s/%s", g, ns, o.GetKind(), o.GetName())] = true
@@ -40,6 +43,9 @@ func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
 	}
 	origins := map[string]bool{}
 	for _, o := range objects {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		origin, ok := originID(o)
 		if !ok || !namespaceScoped(o) {
 			continue
@@ -94,6 +100,9 @@ func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
 	}
 	// Cluster-scoped resources with namespace fields.
 	for _, o := range objects {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if namespaceScoped(o) {
 			continue
 		}
@@ -123,6 +132,9 @@ func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
 		}
 	}
 	for _, o := range objects {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if !namespaceScoped(o) {
 			continue
 		}
@@ -144,6 +156,9 @@ func setNamespace(_ context.Context, rl *pipeline.ResourceList) error {
 	annCount := 0
 	oldAnn := map[string]bool{}
 	for _, o := range objects {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		v := o.GetAnnotations()[dependsOnAnnotation]
 		seg := strings.Split(v, "/")
 		if len(seg) != 5 || seg[1] != "namespaces" || !dependsOn[v] || seg[2] == newNs {

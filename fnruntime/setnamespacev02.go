@@ -37,7 +37,7 @@ var namespaceFieldSpecs = []fieldSpec{
 // subjects of kind ServiceAccount are moved when their name is "default"
 // or names a ServiceAccount of the package. It reports nothing on
 // success; a config of another kind or without namespace fails the step.
-func setNamespaceV02(_ context.Context, rl *pipeline.ResourceList) error {
+func setNamespaceV02(ctx context.Context, rl *pipeline.ResourceList) error {
 	fc := rl.FunctionConfig
 	var api, kind string
 	if !fc.IsNilOrEmpty() {
@@ -73,11 +73,17 @@ func setNamespaceV02(_ context.Context, rl *pipeline.ResourceList) error {
 	}
 	serviceAccounts := map[string]bool{"default": true}
 	for _, o := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if o.GetKind() == "ServiceAccount" {
 			serviceAccounts[o.GetName()] = true
 		}
 	}
 	for _, o := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if o.IsNilOrEmpty() {
 			continue
 		}

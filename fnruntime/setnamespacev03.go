@@ -29,7 +29,7 @@ import (
 // APIService's spec.service.namespace where set, and the namespace
 // segment of config.kubernetes.io/depends-on annotations. Local-config
 // resources are left alone, as in v0.4.
-func setNamespaceV03(_ context.Context, rl *pipeline.ResourceList) error {
+func setNamespaceV03(ctx context.Context, rl *pipeline.ResourceList) error {
 	newNs, matcher, err := setNamespaceConfig(rl.FunctionConfig)
 	if err != nil {
 		return configErr(err.Error())
@@ -42,6 +42,9 @@ func setNamespaceV03(_ context.Context, rl *pipeline.ResourceList) error {
 	var namespaces []string
 	objects := nonLocal(rl.Items)
 	for _, o := range objects {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		o := o
 		if isGVK(o, "", "v1", "Namespace") {
 			namespaces = append(namespaces, o.GetName())
@@ -106,6 +109,9 @@ func setNamespaceV03(_ context.Context, rl *pipeline.ResourceList) error {
 			}
 		}
 		for _, o := range objects {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			v, ok := o.GetAnnotations()[dependsOnAnnotation]
 			if !ok {
 				continue

@@ -60,10 +60,13 @@ func sortedValues(seq *yaml.Node) []string {
 // `# kpt-set:` comments of the items' fields (the value a scalar field's
 // pattern gives, its YAML type; a list field's sorted values, type
 // array). No setter at all is a warning "no setters found".
-func listSetters(_ context.Context, rl *pipeline.ResourceList) error {
+func listSetters(ctx context.Context, rl *pipeline.ResourceList) error {
 	ls := &setterLister{scalars: map[string]*listedSetter{}, arrays: map[string]*listedSetter{}}
 	ls.fromKptfile(rl.Items)
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		walkSetters(ls, it.YNode(), "")
 	}
 	var all []*listedSetter
@@ -195,7 +198,7 @@ func (ls *setterLister) scalar(n *yaml.Node, _ string) {
 // tag=1.16.1 gets `# kpt-set: nginx:${tag}`. Each comment added is an
 // info result naming the field and file. An empty config, or no field
 // matching any setter, is an error that fails the step.
-func createSetters(_ context.Context, rl *pipeline.ResourceList) error {
+func createSetters(ctx context.Context, rl *pipeline.ResourceList) error {
 	fail := func(msg string) error { return kyamlConfigErr("failed to create setters: " + msg) }
 	var data map[string]string
 	if !rl.FunctionConfig.IsNilOrEmpty() {
@@ -233,6 +236,9 @@ func createSetters(_ context.Context, rl *pipeline.ResourceList) error {
 	}
 	cs.replacer = strings.NewReplacer(args...)
 	for _, it := range rl.Items {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		cs.file = itemPath(it)
 		walkSetters(cs, it.YNode(), "")
 	}
