@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/metrics"
+	"math"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
@@ -198,23 +197,51 @@ func (s *StarlarkFunction) run(ctx context.Context, rl *pipeline.ResourceList) (
 	if maxMem == 0 {
 		maxMem = DefaultStarlarkMemory
 	}
-	var overMemory atomic.Bool
-	if maxMem > 0 {
-		done := watchMemory(uint64(maxMem), func() {
-			overMemory.Store(true)
-			thread.Cancel(fmt.Sprintf("the heap grew by more than the memory limit of %d bytes", maxMem))
-		})
-		defer done()
+	budget := newStarlarkBudget(name, maxMem, thread.Cancel)
+	thread.SetLocal(budgetKey, budget)
+	defer budget.watch()()
+	for k, v := range guardPredeclared(budget) {
+		predeclared[k] = v
 	}
-	opts := &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
-	if _, err := starlark.ExecFileOptions(opts, thread, name, source, predeclared); err != nil {
+	runErr := func(err error) (string, error) {
 		switch {
-		case overMemory.Load():
-			return fail(err.Error(), ErrMemoryLimit)
+		case budget.over.Load() != nil:
+			return fail(err.Error(), budget.over.Load())
 		case ctx.Err() != nil:
 			return fail(err.Error(), context.Cause(ctx))
+		case thread.ExecutionSteps() >= steps && strings.Contains(err.Error(), "too many steps"):
+			return fail(err.Error(), &revision.LimitError{What: fmt.Sprintf("starlark script %q", name),
+				Limit: "StarlarkFunction.MaxSteps", Max: int64(min(steps, math.MaxInt64)), Err: ErrStepLimit})
 		}
 		return fail(err.Error(), nil)
+	}
+	opts := &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
+	f, err := opts.Parse(name, source, 0)
+	if err != nil {
+		return fail(err.Error(), nil)
+	}
+	if maxMem > 0 {
+		rewriteStarlark(f)
+	}
+	prog, err := starlark.FileProgram(f, predeclared.Has)
+	if err != nil {
+		return fail(err.Error(), nil)
+	}
+	if _, err := prog.Init(thread, predeclared); err != nil {
+		return runErr(err)
+	}
+	// The items are converted to Go data and then YAML: reserve that
+	// first (a list holding one dict many times converts each copy).
+	if items, found, _ := resourceList.Get(starlark.String("items")); found {
+		n, err := renderSize(items, maxMem)
+		if err == nil {
+			err = budget.reserve("converting the items", satMul(n, 4))
+		} else {
+			err = budget.refuse("the items: " + err.Error())
+		}
+		if err != nil {
+			return runErr(err)
+		}
 	}
 	out, err := starlarkItems(resourceList)
 	if err != nil {
@@ -353,8 +380,17 @@ func nodeToStarlark(n *yaml.Node) (starlark.Value, error) {
 }
 
 // starlarkToData converts a Starlark value to the plain Go data that YAML
-// encodes: maps, slices, strings, numbers, bools and nil.
+// encodes: maps, slices, strings, numbers, bools and nil. A value nested
+// deeper than maxNesting (a list that holds itself, for one) is refused.
 func starlarkToData(v starlark.Value) (any, error) {
+	return starlarkToDataDepth(v, 0)
+}
+
+func starlarkToDataDepth(v starlark.Value, depth int) (any, error) {
+	if depth > maxNesting {
+		return nil, errTooDeep
+	}
+	depth++
 	switch v := v.(type) {
 	case starlark.NoneType:
 		return nil, nil
@@ -381,7 +417,7 @@ func starlarkToData(v starlark.Value) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("dict key %s is not a string", kv[0])
 			}
-			d, err := starlarkToData(kv[1])
+			d, err := starlarkToDataDepth(kv[1], depth)
 			if err != nil {
 				return nil, err
 			}
@@ -391,7 +427,7 @@ func starlarkToData(v starlark.Value) (any, error) {
 	case starlark.Indexable: // list, tuple
 		out := make([]any, 0, v.Len())
 		for i := 0; i < v.Len(); i++ {
-			d, err := starlarkToData(v.Index(i))
+			d, err := starlarkToDataDepth(v.Index(i), depth)
 			if err != nil {
 				return nil, err
 			}
@@ -404,7 +440,7 @@ func starlarkToData(v starlark.Value) (any, error) {
 		defer it.Done()
 		var x starlark.Value
 		for it.Next(&x) {
-			d, err := starlarkToData(x)
+			d, err := starlarkToDataDepth(x, depth)
 			if err != nil {
 				return nil, err
 			}
@@ -413,85 +449,4 @@ func starlarkToData(v starlark.Value) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("cannot convert a starlark %s to YAML", v.Type())
-}
-
-// heapMetric is the bytes of heap objects, live or not yet swept;
-// liveMetric is the bytes of heap objects found live by the last
-// collection; allocsMetric is the bytes allocated since the process
-// started.
-const (
-	heapMetric   = "/memory/classes/heap/objects:bytes"
-	liveMetric   = "/gc/heap/live:bytes"
-	allocsMetric = "/gc/heap/allocs:bytes"
-)
-
-// watchMemory starts a watchdog that calls over once, when the heap has
-// grown by more than limit bytes since the call (see StarlarkFunction's
-// Memory section). Its baseline is the live heap at the call: when the
-// heap holds more than limit/16 bytes beyond what the last collection
-// found live (garbage of earlier work, or allocations since), it collects
-// first, so that garbage freed during the run does not hide the run's own
-// growth. The returned function stops the watchdog and waits for it.
-func watchMemory(limit uint64, over func()) (stop func()) {
-	sample := []metrics.Sample{{Name: heapMetric}, {Name: liveMetric}, {Name: allocsMetric}}
-	var allocs uint64
-	read := func() (heap, live uint64) {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			heap = sample[0].Value.Uint64()
-		}
-		if sample[1].Value.Kind() == metrics.KindUint64 {
-			live = sample[1].Value.Uint64()
-		}
-		if sample[2].Value.Kind() == metrics.KindUint64 {
-			allocs = sample[2].Value.Uint64()
-		}
-		return heap, live
-	}
-	base, live := read()
-	if base > live+limit/16 {
-		runtime.GC()
-		base, _ = read()
-	}
-	quit := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(memoryCheckInterval)
-		defer t.Stop()
-		var lastGC time.Time
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-			}
-			if h, _ := read(); h <= base+limit || time.Since(lastGC) < 10*memoryCheckInterval {
-				continue
-			}
-			// Over, perhaps with garbage: count only what survives a
-			// collection. What the collection finds live includes
-			// what was allocated while it ran (marked live, garbage or
-			// not: a fast loop allocates tens of MB during a slow
-			// cycle), so that is left out; memory truly held is
-			// counted by a later check.
-			before := allocs
-			runtime.GC()
-			lastGC = time.Now()
-			_, live := read()
-			if during := allocs - before; live > during {
-				live -= during
-			} else {
-				live = 0
-			}
-			if live > base+limit {
-				over()
-				return
-			}
-		}
-	}()
-	return func() {
-		close(quit)
-		<-done
-	}
 }
