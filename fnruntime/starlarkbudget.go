@@ -33,6 +33,11 @@ const (
 // which samples the heap every memoryCheckInterval.
 const reserveFloor = 64 << 10
 
+// reserveGCInterval is the least time between two collections that
+// reserve forces: a script that keeps allocating near its bound waits
+// rather than collect without pause.
+const reserveGCInterval = 10 * time.Millisecond
+
 // budgetKey is the thread-local key of a run's *starlarkBudget.
 const budgetKey = "cad.fnruntime.starlarkBudget"
 
@@ -45,9 +50,14 @@ type starlarkBudget struct {
 	name  string // the script's name, for errors
 	limit int64  // bytes the heap may grow by during the run; <= 0 means no bound
 
-	mu     sync.Mutex // guards sample
+	mu     sync.Mutex // guards sample and the fields of the last collection
 	sample []metrics.Sample
 	base   uint64 // heap objects when the run started
+
+	// The last collection the run forced: the live heap it found, the
+	// bytes allocated by then, and when.
+	gcLive, gcAllocs uint64
+	gcAt             time.Time
 
 	over   atomic.Pointer[revision.LimitError] // set once the bound refused
 	cancel func(reason string)                 // cancels the thread
@@ -88,6 +98,39 @@ func (b *starlarkBudget) read() (heap, live, allocs uint64) {
 	return u(0), u(1), u(2)
 }
 
+// estimate returns an upper bound of the live heap's growth: the lesser
+// of the heap objects (live data and garbage) and what the last forced
+// collection found live plus all allocated since.
+func (b *starlarkBudget) estimate() int64 {
+	heap, _, allocs := b.read()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	g := b.growth(heap)
+	if !b.gcAt.IsZero() && allocs >= b.gcAllocs {
+		g = min(g, b.growth(b.gcLive+(allocs-b.gcAllocs)))
+	}
+	return g
+}
+
+// collect forces a collection, no sooner than minGC after the last one
+// (it waits for the rest), and returns the live heap it found and the
+// bytes allocated while it ran.
+func (b *starlarkBudget) collect(minGC time.Duration) (live, during uint64) {
+	b.mu.Lock()
+	wait := minGC - time.Since(b.gcAt)
+	b.mu.Unlock()
+	if wait > 0 {
+		time.Sleep(wait)
+	}
+	_, _, before := b.read()
+	runtime.GC()
+	_, live, after := b.read()
+	b.mu.Lock()
+	b.gcLive, b.gcAllocs, b.gcAt = live, after, time.Now()
+	b.mu.Unlock()
+	return live, after - before
+}
+
 // growth returns how far n bytes of heap are over the baseline.
 func (b *starlarkBudget) growth(n uint64) int64 {
 	if n <= b.base {
@@ -118,12 +161,12 @@ func (b *starlarkBudget) reserve(what string, n int64) error {
 	if n > b.limit {
 		return b.refuse(fmt.Sprintf("%s needs %d bytes", what, n))
 	}
-	heap, _, _ := b.read()
-	if b.growth(heap)+n <= b.limit {
+	if b.estimate()+n <= b.limit {
 		return nil
 	}
-	runtime.GC()
-	_, live, _ := b.read()
+	// The script waits here; what the collection finds live is its own
+	// (and other goroutines') data.
+	live, _ := b.collect(reserveGCInterval)
 	if g := b.growth(live); g+n > b.limit {
 		return b.refuse(fmt.Sprintf("%s needs %d bytes and the run holds %d", what, n, g))
 	}
@@ -145,7 +188,7 @@ func (b *starlarkBudget) refuse(detail string) error {
 }
 
 // watch starts the watchdog: every memoryCheckInterval it reads the heap
-// and, when it has grown by more than the limit, collects (at most every
+// and, when it may have grown by more than the limit (see estimate), collects (at most every
 // 10 intervals) to tell live data from garbage; if the live heap is still
 // over, it cancels the thread. What the collection finds live includes
 // what was allocated while it ran (marked live, garbage or not: a fast
@@ -164,7 +207,6 @@ func (b *starlarkBudget) watch() (stop func()) {
 		defer close(done)
 		t := time.NewTicker(memoryCheckInterval)
 		defer t.Stop()
-		var lastGC time.Time
 		for {
 			select {
 			case <-quit:
@@ -174,14 +216,17 @@ func (b *starlarkBudget) watch() (stop func()) {
 			if b.over.Load() != nil {
 				return
 			}
-			if h, _, _ := b.read(); b.growth(h) <= b.limit || time.Since(lastGC) < 10*memoryCheckInterval {
+			if b.estimate() <= b.limit {
 				continue
 			}
-			_, _, before := b.read()
-			runtime.GC()
-			lastGC = time.Now()
-			_, live, after := b.read()
-			if during := after - before; live > during {
+			b.mu.Lock()
+			recent := time.Since(b.gcAt) < 10*memoryCheckInterval
+			b.mu.Unlock()
+			if recent {
+				continue
+			}
+			live, during := b.collect(0)
+			if live > during {
 				live -= during
 			} else {
 				live = 0

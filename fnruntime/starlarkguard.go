@@ -15,6 +15,7 @@ const (
 	guardOperandName = "cad$operand" // guardOperandName(x) op y
 	guardAugName     = "cad$aug"     // x op= guardAugName(y)
 	guardAttrName    = "cad$attr"    // guardAttrName(x.name)
+	guardSlotName    = "cad$slot"    // x[k] = guardSlotName(x, v)
 )
 
 // guardOperand is the operand of a binary operator that may allocate more
@@ -108,7 +109,14 @@ func binarySize(op syntax.Token, x, y starlark.Value, limit int64) (int64, error
 		}
 		switch x := x.(type) {
 		case starlark.Int:
-			return int64(x.BigInt().BitLen()+n.BigInt().BitLen())/8 + 16, nil
+			// Multiplication takes time more than linear in the
+			// operands, and cannot be interrupted: a product is held
+			// to maxIntBytes.
+			if bytes := int64(x.BigInt().BitLen()+n.BigInt().BitLen()) / 8; bytes > maxIntBytes {
+				return 0, fmt.Errorf("the product is an integer of %d bytes, over %d", bytes, maxIntBytes)
+			} else {
+				return bytes * 8, nil
+			}
 		case starlark.String, starlark.Bytes:
 			return satMul(int64(starlark.Len(x)), repeatCount(n)), nil
 		case *starlark.List, starlark.Tuple:
@@ -145,18 +153,17 @@ func repeatCount(n starlark.Int) int64 {
 // value once; a mapping's values may each be named by every directive).
 func formatSize(format string, args starlark.Value, limit int64) (int64, error) {
 	n := int64(len(format)) + boxBytes
+	var m int64
+	var err error
 	switch args := args.(type) {
-	case starlark.Tuple:
-		m, err := renderSize(args, limit)
-		return satAdd(n, m), err
 	case starlark.Mapping:
-		directives := int64(strings.Count(format, "%"))
-		maxv, err := maxRender(args, limit)
-		return satAdd(n, satMul(directives, maxv)), err
+		var maxv int64
+		maxv, err = maxRender(args, limit)
+		m = satMul(int64(strings.Count(format, "%")), maxv)
 	default:
-		m, err := renderSize(args, limit)
-		return satAdd(n, m), err
+		m, err = renderSize(args, limit)
 	}
+	return satMul(satAdd(n, m), builderFactor), err
 }
 
 // maxRender is the largest rendering of the values of a mapping (or of
@@ -218,18 +225,21 @@ var guardedBuiltins = map[string]guardedCall{
 				return 0, nil
 			}
 		}
-		return renderArgs(args, nil, b.limit)
+		n, err := renderArgs(args, nil, b.limit)
+		return satMul(n, builderFactor), err
 	},
 	"repr": func(b *starlarkBudget, _ starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
-		return renderArgs(args, nil, b.limit)
+		n, err := renderArgs(args, nil, b.limit)
+		return satMul(n, builderFactor), err
 	},
 	"print": func(b *starlarkBudget, _ starlark.Value, args starlark.Tuple, kwargs []starlark.Tuple) (int64, error) {
 		// The message, and the standard error that keeps it.
 		n, err := renderArgs(args, kwargs, b.limit)
-		return satMul(n, 2), err
+		return satMul(n, builderFactor+1), err
 	},
 	"fail": func(b *starlarkBudget, _ starlark.Value, args starlark.Tuple, kwargs []starlark.Tuple) (int64, error) {
-		return renderArgs(args, kwargs, b.limit)
+		n, err := renderArgs(args, kwargs, b.limit)
+		return satMul(n, builderFactor), err
 	},
 	"list":     iterableCost(0, 1),
 	"tuple":    iterableCost(0, 1),
@@ -308,10 +318,11 @@ var guardedMethods = map[string]map[string]guardedCall{
 		"extend": listGrowCost,
 	},
 	"dict": {
-		"items":  dictViewCost(slotBytes + boxBytes + 2*slotBytes),
-		"keys":   dictViewCost(slotBytes),
-		"values": dictViewCost(slotBytes),
-		"update": tableGrowCost,
+		"items":      dictViewCost(slotBytes + boxBytes + 2*slotBytes),
+		"keys":       dictViewCost(slotBytes),
+		"values":     dictViewCost(slotBytes),
+		"update":     tableGrowCost,
+		"setdefault": tableInsertCost,
 	},
 	"set": {
 		"union":                tableGrowCost,
@@ -319,7 +330,7 @@ var guardedMethods = map[string]map[string]guardedCall{
 		"difference":           tableGrowCost,
 		"symmetric_difference": tableGrowCost,
 		"update":               tableGrowCost,
-		"add":                  tableGrowCost,
+		"add":                  tableInsertCost,
 	},
 }
 
@@ -352,7 +363,7 @@ func stringJoinCost(_ *starlarkBudget, recv starlark.Value, args starlark.Tuple,
 		}
 		count++
 	}
-	return satAdd(satAdd(n, satMul(sep, count)), boxBytes), nil
+	return satMul(satAdd(satAdd(n, satMul(sep, count)), boxBytes), builderFactor), nil
 }
 
 func stringReplaceCost(_ *starlarkBudget, recv starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
@@ -404,7 +415,7 @@ func stringFormatCost(b *starlarkBudget, recv starlark.Value, args starlark.Tupl
 		}
 		maxv = max(maxv, m)
 	}
-	return satAdd(int64(len(f)), satMul(fields, maxv)), nil
+	return satMul(satAdd(int64(len(f)), satMul(fields, maxv)), builderFactor), nil
 }
 
 func stringSplitCost(_ *starlarkBudget, recv starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
@@ -432,21 +443,53 @@ func stringCaseCost(_ *starlarkBudget, recv starlark.Value, _ starlark.Tuple, _ 
 
 // listGrowCost is the cost of growing a list: its array may be
 // reallocated, 1.25 times as large, while the old one is still held.
-func listGrowCost(_ *starlarkBudget, recv starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
+//
+// A list that is small beside the limit is left to the watchdog when it
+// grows by one element (append, insert): its growth takes steps.
+func listGrowCost(b *starlarkBudget, recv starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
 	var m int64 = 1
 	if len(args) == 1 {
 		if _, ok := args[0].(starlark.Iterable); ok {
-			m = seqLen(args[0]) // extend; append of a list counts one more element
-			m = max(m, 1)
+			m = max(seqLen(args[0]), 1) // extend; append of a list counts one more element
 		}
 	}
-	return satMul(seqLen(recv)+m, growBytes), nil
+	n := satMul(seqLen(recv)+m, growBytes)
+	if m == 1 && n < b.limit/16 {
+		return 0, nil
+	}
+	return n, nil
 }
 
 func dictViewCost(per int64) guardedCall {
 	return func(_ *starlarkBudget, recv starlark.Value, _ starlark.Tuple, _ []starlark.Tuple) (int64, error) {
 		return satMul(seqLen(recv), per), nil
 	}
+}
+
+// tableInsertCost is the cost of inserting one entry into a dict or set:
+// nothing, unless the insertion grows its table.
+func tableInsertCost(_ *starlarkBudget, recv starlark.Value, _ starlark.Tuple, _ []starlark.Tuple) (int64, error) {
+	return tableInsertBytes(seqLen(recv)), nil
+}
+
+// tableBuckets is the number of buckets of a go.starlark.net hash table
+// that holds n entries: the least power of two that keeps the load under
+// 6.5 entries a bucket (its grow rule).
+func tableBuckets(n int64) int64 {
+	var nb int64 = 1
+	for n >= 8 && float64(n) >= 6.5*float64(nb) {
+		nb <<= 1
+	}
+	return nb
+}
+
+// tableInsertBytes is what inserting one more entry into a hash table of
+// n entries allocates: the doubled bucket array when it grows.
+func tableInsertBytes(n int64) int64 {
+	if nb := tableBuckets(n + 1); nb > tableBuckets(n) {
+		return satMul(nb, bucketBytes)
+	}
+	return 0
 }
 
 // tableGrowCost is the cost of a set or dict operation that builds or
@@ -501,6 +544,14 @@ func guardPredeclared(budget *starlarkBudget) starlark.StringDict {
 	})
 	d[guardAugName] = starlark.NewBuiltin(guardAugName, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		return &guardOperand{v: args[0], aug: true, budget: budget}, nil
+	})
+	d[guardSlotName] = starlark.NewBuiltin(guardSlotName, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		if d, ok := args[0].(*starlark.Dict); ok {
+			if err := budget.reserve("dict insertion", tableInsertBytes(int64(d.Len()))); err != nil {
+				return nil, err
+			}
+		}
+		return args[1], nil
 	})
 	d[guardAttrName] = starlark.NewBuiltin(guardAttrName, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		return guardMethod(args[0]), nil

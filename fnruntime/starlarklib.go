@@ -38,7 +38,7 @@ func starlarkLoad(_ *starlark.Thread, module string) (starlark.StringDict, error
 	switch module {
 	case "encoding/json.star":
 		return starlark.StringDict{"json": guardModule(starlarkjson.Module, map[string]guardedCall{
-			"encode": renderCost(1), "decode": decodeCost, "indent": jsonIndentCost})}, nil
+			"encode": renderCost(builderFactor), "decode": decodeCost, "indent": jsonIndentCost})}, nil
 	case "math.star":
 		return starlark.StringDict{"math": starlarkmath.Module}, nil
 	case "time.star":

@@ -15,6 +15,8 @@ import (
 //     keeps += on a list in place; x %= y becomes x = cad$operand(x) % y
 //     when x names no call (its operands are evaluated twice), and is
 //     left alone otherwise;
+//   - x[k] = v becomes x[k] = cad$slot(x, v) when x names no call, which
+//     reserves the new table of a dict that the insertion would grow;
 //   - x.name, for a name of guardedMethods, becomes cad$attr(x.name),
 //     which returns the method guarded (so a method kept and called later
 //     is guarded as well).
@@ -40,6 +42,13 @@ func rewriteStmt(s syntax.Stmt) syntax.Stmt {
 		s.LHS = rewriteLHS(s.LHS)
 		s.RHS = rewriteExpr(s.RHS)
 		switch s.Op {
+		case syntax.EQ:
+			// x[k] = v may grow a dict's table.
+			if ix, ok := s.LHS.(*syntax.IndexExpr); ok && pureExpr(ix.X) {
+				start, end := s.RHS.Span()
+				s.RHS = &syntax.CallExpr{Fn: &syntax.Ident{NamePos: start, Name: guardSlotName}, Lparen: start,
+					Args: []syntax.Expr{cloneExpr(ix.X), s.RHS}, Rparen: end}
+			}
 		case syntax.PLUS_EQ, syntax.STAR_EQ:
 			s.RHS = guardCall(guardAugName, s.RHS)
 		case syntax.PERCENT_EQ:

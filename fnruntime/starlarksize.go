@@ -19,6 +19,14 @@ const (
 	entryBytes = 96   // one dict or set entry with its share of the table
 	growBytes  = 20   // one list element when its array is reallocated (1.25 slots)
 	maxNesting = 1000 // deepest value the guards size or convert
+
+	bucketBytes   = 456 // one bucket of a hash table: 8 entries of 56 bytes and a link
+	builderFactor = 2   // a string built piecewise: its buffer doubles as it grows
+
+	// maxIntBytes bounds the product of two integers: multiplying takes
+	// time more than linear in the operands' size and cannot be
+	// interrupted.
+	maxIntBytes = 1 << 20
 )
 
 // satAdd and satMul add and multiply non-negative sizes, saturating at
