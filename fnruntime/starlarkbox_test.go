@@ -38,6 +38,8 @@ var starlarkAttacks = []struct{ name, script string }{
 	{"split", "s = ',' * (1 << 24)\nl = s.split(',')\n"},
 	{"elems", "s = 'x' * (1 << 24)\nl = list(s.elems())\n"},
 	{"json encode", "load('encoding/json.star', 'json')\nx = [1]\nfor i in range(40):\n    x = [x, x]\ns = json.encode(x)\n"},
+	{"slice copies", "x = [1] * (1 << 21)\nl = [x[:] for i in range(100)]\n"},
+	{"reversed slices", "x = 'x' * (1 << 22)\nl = [x[::-1] for i in range(100)]\n"},
 	{"gradual append", "l = []\nfor i in range(100000000):\n    l.append('x' * 100 + str(i))\n"},
 	{"gradual dict", "d = {}\nfor i in range(100000000):\n    d[str(i)] = i\n"},
 }
@@ -114,9 +116,10 @@ x = (1, 2) + (3,)
 n = 2 * 3 + 10 % 4
 r = repr("q") * 3 + "%r" % ("q",)
 e = json.encode({"a": [1, 2]})
+sl = "abcdef"[::-2] + "abcdef"[-2:] + str([1, 2, 3][len("x"):]) + "abc"[5:1]
 ctx.resource_list["items"][0]["data"] = {
     "s": s, "k": d["k"][0], "len": len(big), "parts": len(parts), "t": str(t), "m": str(sorted(m.keys())),
-    "st": st, "x": str(x), "n": n, "r": r, "e": e, "u": "a b".upper(), "l": str(list(enumerate("ab".elems()))),
+    "st": st, "x": str(x), "n": n, "r": r, "e": e, "u": "a b".upper(), "sl": sl, "l": str(list(enumerate("ab".elems()))),
 }
 `)
 	if err := (&fnruntime.StarlarkFunction{}).Run(context.Background(), rl); err != nil {
@@ -128,7 +131,7 @@ ctx.resource_list["items"][0]["data"] = {
 	}
 	want := map[string]string{"s": "x-4", "k": "y", "len": "4001999", "parts": "2000", "t": "3s", "m": `["a", "b", "c"]`,
 		"st": `1 n[1, (2,), {"x": None}]`, "x": "(1, 2, 3)", "n": "8", "r": `"q""q""q""q"`, "e": `{"a":[1,2]}`, "u": "A B",
-		"l": `[(0, "a"), (1, "b")]`}
+		"l": `[(0, "a"), (1, "b")]`, "sl": "fdbef[2, 3]"}
 	for k, v := range want {
 		if f := got.Field(k); f == nil || f.Value.YNode().Value != v {
 			t.Errorf("data.%s = %v, want %q", k, f, v)

@@ -16,6 +16,7 @@ const (
 	guardAugName     = "cad$aug"     // x op= guardAugName(y)
 	guardAttrName    = "cad$attr"    // guardAttrName(x.name)
 	guardSlotName    = "cad$slot"    // x[k] = guardSlotName(x, v)
+	guardSliceName   = "cad$slice"   // guardSliceName(x, lo, hi, step)[lo:hi:step]
 )
 
 // guardOperand is the operand of a binary operator that may allocate more
@@ -135,6 +136,55 @@ func binarySize(op syntax.Token, x, y starlark.Value, limit int64) (int64, error
 		}
 	}
 	return 0, nil
+}
+
+// sliceCount bounds the elements of x[lo:hi:step] (bounds holds lo, hi
+// and step, or nothing when they are not known): the slice's own count
+// when the bounds are plain integers, else the length of x.
+func sliceCount(x starlark.Value, bounds starlark.Tuple) int64 {
+	n := int64(starlark.Len(x))
+	if n <= 0 || len(bounds) != 3 {
+		return max(n, 0)
+	}
+	integer := func(v starlark.Value, def int64) (int64, bool) {
+		if v == starlark.None {
+			return def, true
+		}
+		if i, ok := v.(starlark.Int); ok {
+			return i.Int64()
+		}
+		return 0, false
+	}
+	index := func(v starlark.Value, def int64) (int64, bool) {
+		j, ok := integer(v, def)
+		if ok && v != starlark.None && j < 0 {
+			j += n
+		}
+		return j, ok
+	}
+	step, ok := integer(bounds[2], 1)
+	if !ok || step == 0 {
+		return n
+	}
+	var lo, hi int64
+	var ok1, ok2 bool
+	if step > 0 {
+		lo, ok1 = index(bounds[0], 0)
+		hi, ok2 = index(bounds[1], n)
+		lo, hi = max(min(lo, n), 0), max(min(hi, n), 0)
+	} else {
+		hi, ok1 = index(bounds[0], n-1)
+		lo, ok2 = index(bounds[1], -1)
+		hi, lo = max(min(hi, n-1), -1), max(min(lo, n-1), -1)
+		step = -step
+	}
+	switch {
+	case !ok1 || !ok2:
+		return n
+	case hi <= lo:
+		return 0
+	}
+	return min((hi-lo)/step+1, n)
 }
 
 // repeatCount is the count of a repetition, 0 when it is negative.
@@ -552,6 +602,19 @@ func guardPredeclared(budget *starlarkBudget) starlark.StringDict {
 			}
 		}
 		return args[1], nil
+	})
+	d[guardSliceName] = starlark.NewBuiltin(guardSliceName, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
+		x := args[0]
+		n := sliceCount(x, args[1:])
+		per := int64(slotBytes)
+		switch x.(type) {
+		case starlark.String, starlark.Bytes:
+			per = 1
+		}
+		if err := budget.reserve("a slice of a "+x.Type(), satMul(n, per)); err != nil {
+			return nil, err
+		}
+		return x, nil
 	})
 	d[guardAttrName] = starlark.NewBuiltin(guardAttrName, func(_ *starlark.Thread, _ *starlark.Builtin, args starlark.Tuple, _ []starlark.Tuple) (starlark.Value, error) {
 		return guardMethod(args[0]), nil

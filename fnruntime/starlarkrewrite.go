@@ -17,6 +17,8 @@ import (
 //     left alone otherwise;
 //   - x[k] = v becomes x[k] = cad$slot(x, v) when x names no call, which
 //     reserves the new table of a dict that the insertion would grow;
+//   - x[lo:hi:step] becomes cad$slice(x, lo, hi, step)[lo:hi:step], which
+//     reserves the copy (of all of x when a bound calls something);
 //   - x.name, for a name of guardedMethods, becomes cad$attr(x.name),
 //     which returns the method guarded (so a method kept and called later
 //     is guarded as well).
@@ -180,11 +182,24 @@ func rewriteExpr(e syntax.Expr) syntax.Expr {
 		e.Y = rewriteExpr(e.Y)
 	case *syntax.SliceExpr:
 		e.X = rewriteExpr(e.X)
+		args := []syntax.Expr{e.X}
+		pure := true
 		for _, p := range []*syntax.Expr{&e.Lo, &e.Hi, &e.Step} {
 			if *p != nil {
 				*p = rewriteExpr(*p)
+				pure = pure && pureExpr(*p)
 			}
 		}
+		if pure { // the bounds are read once more, to size the copy
+			for _, p := range []syntax.Expr{e.Lo, e.Hi, e.Step} {
+				if p == nil {
+					p = &syntax.Ident{Name: "None"}
+				}
+				args = append(args, cloneExpr(p))
+			}
+		}
+		start, end := e.X.Span()
+		e.X = &syntax.CallExpr{Fn: &syntax.Ident{NamePos: start, Name: guardSliceName}, Lparen: start, Args: args, Rparen: end}
 	case *syntax.ParenExpr:
 		e.X = rewriteExpr(e.X)
 	case *syntax.UnaryExpr:
