@@ -3,7 +3,11 @@ package fnruntime_test
 import (
 	"context"
 	"errors"
+	"runtime"
+	"runtime/metrics"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/internal/peakmem"
@@ -137,4 +141,52 @@ ctx.resource_list["items"][0]["data"] = {
 			t.Errorf("data.%s = %v, want %q", k, f, v)
 		}
 	}
+}
+
+// FuzzStarlarkScript runs scripts under a bound of 16 MiB and fails when
+// the heap grows by more than four times that while one runs (sampled
+// every millisecond), or when a run that was refused for memory does not
+// say so with ErrMemoryLimit. The seeds are the attacks.
+func FuzzStarlarkScript(f *testing.F) {
+	for _, a := range starlarkAttacks {
+		f.Add(a.script)
+	}
+	f.Add("x = [1, 2]\nx += x\ns = ','.join([str(i) for i in x])\n")
+	const limit = 16 << 20
+	f.Fuzz(func(t *testing.T, script string) {
+		runtime.GC()
+		sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+		read := func() uint64 {
+			metrics.Read(sample)
+			return sample[0].Value.Uint64()
+		}
+		base := read()
+		var peak atomic.Uint64
+		quit, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				if h := read(); h > peak.Load() {
+					peak.Store(h)
+				}
+				select {
+				case <-quit:
+					return
+				case <-time.After(time.Millisecond):
+				}
+			}
+		}()
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		rl := starlarkList(t, script)
+		err := (&fnruntime.StarlarkFunction{MaxMemory: limit, MaxSteps: 1_000_000}).Run(ctx, rl)
+		close(quit)
+		<-done
+		if grew := int64(peak.Load()) - int64(base); grew > 4*limit {
+			t.Fatalf("the heap grew by %d MiB under a bound of %d MiB (err %v)", grew>>20, limit>>20, err)
+		}
+		if errors.Is(err, fnruntime.ErrMemoryLimit) && !errors.Is(err, revision.ErrLimit) {
+			t.Fatalf("%v matches ErrMemoryLimit, not revision.ErrLimit", err)
+		}
+	})
 }
