@@ -238,9 +238,10 @@
 //	                       description ("Set resourceIDs and other identifiers
 //	                       for GCP resources") and no README or example
 //
-// The starlark builtin (go.starlark.net) is bounded in steps and, by a
-// heap watchdog, in memory ([StarlarkFunction], Options.StarlarkMaxSteps
-// and StarlarkMaxMemory); an exec function over its output cap fails with
+// The starlark builtin (go.starlark.net) is bounded in steps and in
+// memory, by guards that reserve each large allocation before it happens
+// and a heap watchdog ([StarlarkFunction], Options.StarlarkMaxSteps and
+// StarlarkMaxMemory); an exec function over its output cap fails with
 // [ErrOutputTooLarge], which the renderer's *pipeline.RenderError carries.
 // "Bounds" lists every bound of this package.
 // Other images run in a container ([ContainerFunction]) only when

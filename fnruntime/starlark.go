@@ -5,13 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"runtime/metrics"
+	"math"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/revision"
 	"go.starlark.net/starlark"
 	"go.starlark.net/starlarkstruct"
 	"go.starlark.net/syntax"
@@ -26,8 +25,10 @@ const DefaultStarlarkSteps = 100_000_000
 // StarlarkFunction.MaxMemory is zero.
 const DefaultStarlarkMemory = 256 << 20
 
-// ErrMemoryLimit matches the failure of a starlark run stopped because the
-// heap grew beyond StarlarkFunction.MaxMemory.
+// ErrMemoryLimit matches the failure of a starlark run stopped because it
+// would have grown the heap beyond StarlarkFunction.MaxMemory. The error
+// that carries it is a *revision.LimitError (Limit
+// "StarlarkFunction.MaxMemory"), so it also matches revision.ErrLimit.
 var ErrMemoryLimit = errors.New("starlark memory limit exceeded")
 
 // memoryCheckInterval is how often a run's memory watchdog samples the heap.
@@ -74,35 +75,65 @@ const memoryCheckInterval = 5 * time.Millisecond
 // Steps do not bound memory: one step may build a string or list of up to
 // a GiB, and a few doublings (x = x + x) need only a handful of steps.
 // go.starlark.net has no allocation accounting (its Thread offers only a
-// step limit and Cancel), so the run is watched from outside. Each run is
-// measured on its own: its baseline is the live heap when it starts. When
-// the heap then holds more than MaxMemory/16 bytes beyond what the last
-// garbage collection found live (garbage left by earlier work, or
-// allocations since), the run starts with a collection, because garbage
-// counted in the baseline and freed during the run would hide as much of
-// the run's own growth; that collection costs time in proportion to the
-// live heap, paid only by runs that start on such a heap. Then every 5ms a
-// watchdog reads the process's heap size (runtime/metrics) and, when it
-// has grown by more than MaxMemory over the baseline, forces a garbage
-// collection (at most every 50ms) to tell live data from garbage; if the
-// live heap is still over, it cancels the thread. The script then fails
-// with an error matching ErrMemoryLimit, at its next step. The bound is
-// approximate: it is on the whole process's heap, so allocations of other
-// goroutines during the run count against it (in a server, a concurrent
-// large request can stop a script) and their garbage freed during the run
-// hides as much of its growth; without a collection at the start, up to
-// MaxMemory/16 bytes of the baseline may be garbage; a single step can
-// overshoot the bound by what that step allocates (at most about 1 GiB,
-// starlark's own cap on one repetition, or the size of one
-// concatenation); and memory that the script holds only briefly, between
-// two samples, is not seen.
+// step limit and Cancel), so the bound has two parts, both measured
+// against the heap of the process when the run starts (collected first
+// when more than MaxMemory/16 of it may be garbage):
+//
+// Guards reserve every allocation that can be larger than the values it
+// is made from, before it happens. The parsed script is rewritten (its
+// positions kept, so errors and backtraces point at the script's own lines
+// and frames): the operands of +, *, % and | go through a guard that sizes
+// the result (x + y, x * n, the rendering of format % args, a union) and
+// then applies the operator, += keeps extending a list in place, and the
+// methods that build (str.join, replace, format, split, rsplit,
+// splitlines, upper, lower, title, capitalize; list.append, insert,
+// extend; dict.items, keys, values, update, setdefault; set.union,
+// intersection, difference, symmetric_difference, update, add) are
+// replaced by guarded ones wherever x.name is read, so a method kept in a
+// variable is guarded too, as is getattr's result. x[k] = v reserves the
+// doubled table of a dict the insertion grows, and a slice reserves its
+// copy. The universe builtins that build (str, repr, print, fail, list,
+// tuple, sorted, reversed, set, dict, enumerate, zip, bytes) are
+// predeclared as guarded replacements, and so are json.encode, decode and
+// indent, yaml.loads and dumps and base64.encode of load(). A rendering
+// (str, repr, %, format, print, json, yaml, and the conversion of the
+// output items) is sized by a walk that counts each shared container once
+// and stops at the bound, so a list that holds the same list twice, forty
+// levels deep, is refused in microseconds instead of rendered to a TB; a
+// value nested more than 1000 levels deep is refused. An integer product
+// is held to 1 MiB (multiplying takes time that cannot be interrupted). A
+// reservation compares the heap's growth, counting garbage, plus the new
+// allocation with MaxMemory; only when that is over does it collect (at
+// most every 10ms) and count the live heap, and refuse if that is still
+// over. Allocations under 64 KiB are not reserved one by one.
+//
+// A watchdog catches growth in small steps (appending in a loop, a
+// comprehension): every 5ms it reads the heap and, when the growth may be
+// over MaxMemory, collects (at most every 50ms) and cancels the thread if
+// the live heap is still over. Either way the script fails with a
+// *revision.LimitError matching ErrMemoryLimit and revision.ErrLimit, as
+// an error result.
+//
+// Measured with the default bound of 256 MiB, the list doubling
+// grows the process by 242 MiB and string doubling by 257 MiB before they
+// are refused (they reached 8.4 and 4.2 GB unguarded). The bound is on
+// the whole process's heap, so allocations of other goroutines during the
+// run count against it (in a server, a concurrent large request can stop
+// a script) and their garbage freed during the run hides as much of its
+// growth. What is not reserved is left to the watchdog, which sees it
+// within 5ms: small allocations, the growth of a dict or set by a
+// comprehension, x %= y where x names a call, and the CPU time of
+// rendering or converting a large integer. The caller's context cancels
+// the thread at its next step, and no guarded operation runs for long.
 type StarlarkFunction struct {
 	// MaxSteps bounds the Starlark computation steps of one run; zero
-	// means DefaultStarlarkSteps.
+	// means DefaultStarlarkSteps. A run over it fails with a
+	// *revision.LimitError matching ErrStepLimit and revision.ErrLimit.
 	MaxSteps uint64
-	// MaxMemory bounds, in bytes, how much the live heap may grow during
-	// one run (see Memory above); zero means DefaultStarlarkMemory, negative
-	// means no bound.
+	// MaxMemory bounds, in bytes, how much the heap may grow during one
+	// run (see Memory above); zero means DefaultStarlarkMemory, negative
+	// means no bound (and no rewrite). A run over it fails with a
+	// *revision.LimitError matching ErrMemoryLimit and revision.ErrLimit.
 	MaxMemory int64
 }
 
@@ -198,23 +229,51 @@ func (s *StarlarkFunction) run(ctx context.Context, rl *pipeline.ResourceList) (
 	if maxMem == 0 {
 		maxMem = DefaultStarlarkMemory
 	}
-	var overMemory atomic.Bool
-	if maxMem > 0 {
-		done := watchMemory(uint64(maxMem), func() {
-			overMemory.Store(true)
-			thread.Cancel(fmt.Sprintf("the heap grew by more than the memory limit of %d bytes", maxMem))
-		})
-		defer done()
+	budget := newStarlarkBudget(name, maxMem, thread.Cancel)
+	thread.SetLocal(budgetKey, budget)
+	defer budget.watch()()
+	for k, v := range guardPredeclared(budget) {
+		predeclared[k] = v
 	}
-	opts := &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
-	if _, err := starlark.ExecFileOptions(opts, thread, name, source, predeclared); err != nil {
+	runErr := func(err error) (string, error) {
 		switch {
-		case overMemory.Load():
-			return fail(err.Error(), ErrMemoryLimit)
+		case budget.over.Load() != nil:
+			return fail(err.Error(), budget.over.Load())
 		case ctx.Err() != nil:
 			return fail(err.Error(), context.Cause(ctx))
+		case thread.ExecutionSteps() >= steps && strings.Contains(err.Error(), "too many steps"):
+			return fail(err.Error(), &revision.LimitError{What: fmt.Sprintf("starlark script %q", name),
+				Limit: "StarlarkFunction.MaxSteps", Max: int64(min(steps, math.MaxInt64)), Err: ErrStepLimit})
 		}
 		return fail(err.Error(), nil)
+	}
+	opts := &syntax.FileOptions{Set: true, While: true, TopLevelControl: true, GlobalReassign: true, Recursion: true}
+	f, err := opts.Parse(name, source, 0)
+	if err != nil {
+		return fail(err.Error(), nil)
+	}
+	if maxMem > 0 {
+		rewriteStarlark(f)
+	}
+	prog, err := starlark.FileProgram(f, predeclared.Has)
+	if err != nil {
+		return fail(err.Error(), nil)
+	}
+	if _, err := prog.Init(thread, predeclared); err != nil {
+		return runErr(err)
+	}
+	// The items are converted to Go data and then YAML: reserve that
+	// first (a list holding one dict many times converts each copy).
+	if items, found, _ := resourceList.Get(starlark.String("items")); found {
+		n, err := renderSize(items, maxMem)
+		if err == nil {
+			err = budget.reserve("converting the items", satMul(n, 4))
+		} else {
+			err = budget.refuse("the items: " + err.Error())
+		}
+		if err != nil {
+			return runErr(err)
+		}
 	}
 	out, err := starlarkItems(resourceList)
 	if err != nil {
@@ -353,8 +412,17 @@ func nodeToStarlark(n *yaml.Node) (starlark.Value, error) {
 }
 
 // starlarkToData converts a Starlark value to the plain Go data that YAML
-// encodes: maps, slices, strings, numbers, bools and nil.
+// encodes: maps, slices, strings, numbers, bools and nil. A value nested
+// deeper than maxNesting (a list that holds itself, for one) is refused.
 func starlarkToData(v starlark.Value) (any, error) {
+	return starlarkToDataDepth(v, 0)
+}
+
+func starlarkToDataDepth(v starlark.Value, depth int) (any, error) {
+	if depth > maxNesting {
+		return nil, errTooDeep
+	}
+	depth++
 	switch v := v.(type) {
 	case starlark.NoneType:
 		return nil, nil
@@ -381,7 +449,7 @@ func starlarkToData(v starlark.Value) (any, error) {
 			if !ok {
 				return nil, fmt.Errorf("dict key %s is not a string", kv[0])
 			}
-			d, err := starlarkToData(kv[1])
+			d, err := starlarkToDataDepth(kv[1], depth)
 			if err != nil {
 				return nil, err
 			}
@@ -391,7 +459,7 @@ func starlarkToData(v starlark.Value) (any, error) {
 	case starlark.Indexable: // list, tuple
 		out := make([]any, 0, v.Len())
 		for i := 0; i < v.Len(); i++ {
-			d, err := starlarkToData(v.Index(i))
+			d, err := starlarkToDataDepth(v.Index(i), depth)
 			if err != nil {
 				return nil, err
 			}
@@ -404,7 +472,7 @@ func starlarkToData(v starlark.Value) (any, error) {
 		defer it.Done()
 		var x starlark.Value
 		for it.Next(&x) {
-			d, err := starlarkToData(x)
+			d, err := starlarkToDataDepth(x, depth)
 			if err != nil {
 				return nil, err
 			}
@@ -413,85 +481,4 @@ func starlarkToData(v starlark.Value) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("cannot convert a starlark %s to YAML", v.Type())
-}
-
-// heapMetric is the bytes of heap objects, live or not yet swept;
-// liveMetric is the bytes of heap objects found live by the last
-// collection; allocsMetric is the bytes allocated since the process
-// started.
-const (
-	heapMetric   = "/memory/classes/heap/objects:bytes"
-	liveMetric   = "/gc/heap/live:bytes"
-	allocsMetric = "/gc/heap/allocs:bytes"
-)
-
-// watchMemory starts a watchdog that calls over once, when the heap has
-// grown by more than limit bytes since the call (see StarlarkFunction's
-// Memory section). Its baseline is the live heap at the call: when the
-// heap holds more than limit/16 bytes beyond what the last collection
-// found live (garbage of earlier work, or allocations since), it collects
-// first, so that garbage freed during the run does not hide the run's own
-// growth. The returned function stops the watchdog and waits for it.
-func watchMemory(limit uint64, over func()) (stop func()) {
-	sample := []metrics.Sample{{Name: heapMetric}, {Name: liveMetric}, {Name: allocsMetric}}
-	var allocs uint64
-	read := func() (heap, live uint64) {
-		metrics.Read(sample)
-		if sample[0].Value.Kind() == metrics.KindUint64 {
-			heap = sample[0].Value.Uint64()
-		}
-		if sample[1].Value.Kind() == metrics.KindUint64 {
-			live = sample[1].Value.Uint64()
-		}
-		if sample[2].Value.Kind() == metrics.KindUint64 {
-			allocs = sample[2].Value.Uint64()
-		}
-		return heap, live
-	}
-	base, live := read()
-	if base > live+limit/16 {
-		runtime.GC()
-		base, _ = read()
-	}
-	quit := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(memoryCheckInterval)
-		defer t.Stop()
-		var lastGC time.Time
-		for {
-			select {
-			case <-quit:
-				return
-			case <-t.C:
-			}
-			if h, _ := read(); h <= base+limit || time.Since(lastGC) < 10*memoryCheckInterval {
-				continue
-			}
-			// Over, perhaps with garbage: count only what survives a
-			// collection. What the collection finds live includes
-			// what was allocated while it ran (marked live, garbage or
-			// not: a fast loop allocates tens of MB during a slow
-			// cycle), so that is left out; memory truly held is
-			// counted by a later check.
-			before := allocs
-			runtime.GC()
-			lastGC = time.Now()
-			_, live := read()
-			if during := allocs - before; live > during {
-				live -= during
-			} else {
-				live = 0
-			}
-			if live > base+limit {
-				over()
-				return
-			}
-		}
-	}()
-	return func() {
-		close(quit)
-		<-done
-	}
 }

@@ -37,15 +37,18 @@ var starlarkUnavailable = map[string]bool{
 func starlarkLoad(_ *starlark.Thread, module string) (starlark.StringDict, error) {
 	switch module {
 	case "encoding/json.star":
-		return starlark.StringDict{"json": starlarkjson.Module}, nil
+		return starlark.StringDict{"json": guardModule(starlarkjson.Module, map[string]guardedCall{
+			"encode": renderCost(builderFactor), "decode": decodeCost, "indent": jsonIndentCost})}, nil
 	case "math.star":
 		return starlark.StringDict{"math": starlarkmath.Module}, nil
 	case "time.star":
 		return starlark.StringDict{"time": starlarktime.Module}, nil
 	case "encoding/base64.star":
-		return module1("base64", map[string]builtinFn{"encode": base64Encode, "decode": base64Decode}), nil
+		return guardModules(module1("base64", map[string]builtinFn{"encode": base64Encode, "decode": base64Decode}),
+			map[string]guardedCall{"encode": stringArgCost(2)}), nil
 	case "encoding/yaml.star":
-		return module1("yaml", map[string]builtinFn{"loads": yamlLoads, "dumps": yamlDumps}), nil
+		return guardModules(module1("yaml", map[string]builtinFn{"loads": yamlLoads, "dumps": yamlDumps}),
+			map[string]guardedCall{"loads": decodeCost, "dumps": renderCost(4)}), nil
 	case "hash.star":
 		return module1("hash", map[string]builtinFn{"md5": hashFn("md5"), "sha1": hashFn("sha1"), "sha256": hashFn("sha256")}), nil
 	case "krmfn.star":
@@ -56,6 +59,111 @@ func starlarkLoad(_ *starlark.Thread, module string) (starlark.StringDict, error
 		return nil, fmt.Errorf("load(%q): this library of the catalog's starlark function is not available in-process", module)
 	}
 	return nil, fmt.Errorf("load(%q): no such module", module)
+}
+
+// guardModule returns a copy of m whose members named in costs are
+// guarded (see guardBuiltin).
+func guardModule(m *starlarkstruct.Module, costs map[string]guardedCall) *starlarkstruct.Module {
+	members := make(starlark.StringDict, len(m.Members))
+	for k, v := range m.Members {
+		if b, ok := v.(*starlark.Builtin); ok && costs[k] != nil {
+			v = guardBuiltin(b, costs[k])
+		}
+		members[k] = v
+	}
+	return &starlarkstruct.Module{Name: m.Name, Members: members}
+}
+
+// guardModules guards the members of the modules of d.
+func guardModules(d starlark.StringDict, costs map[string]guardedCall) starlark.StringDict {
+	for k, v := range d {
+		if m, ok := v.(*starlarkstruct.Module); ok {
+			d[k] = guardModule(m, costs)
+		}
+	}
+	return d
+}
+
+// renderCost is the cost of encoding the first argument (JSON, YAML):
+// factor times its rendering.
+func renderCost(factor int64) guardedCall {
+	return func(b *starlarkBudget, _ starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
+		if len(args) == 0 {
+			return 0, nil
+		}
+		n, err := renderSize(args[0], b.limit)
+		return satMul(n, factor), err
+	}
+}
+
+// decodeCost is the cost of decoding a JSON or YAML string into values:
+// two bytes of source ("0,") may become an element of 16 bytes and an
+// empty list of three ("[],") one of 56; 20 times the source.
+func decodeCost(_ *starlarkBudget, _ starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
+	if len(args) == 0 {
+		return 0, nil
+	}
+	s, _ := starlark.AsString(args[0])
+	return satMul(int64(len(s)), 20), nil
+}
+
+// stringArgCost is the cost of an encoding of the first argument that is
+// at most factor times as long.
+func stringArgCost(factor int64) guardedCall {
+	return func(_ *starlarkBudget, _ starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
+		if len(args) == 0 {
+			return 0, nil
+		}
+		s, _ := starlark.AsString(args[0])
+		return satMul(int64(len(s)), factor), nil
+	}
+}
+
+// jsonIndentCost bounds json.indent(str, prefix=, indent=): each of the
+// (at most) one line per byte gets the prefix and one indent per level.
+func jsonIndentCost(_ *starlarkBudget, _ starlark.Value, args starlark.Tuple, kwargs []starlark.Tuple) (int64, error) {
+	if len(args) == 0 {
+		return 0, nil
+	}
+	s, _ := starlark.AsString(args[0])
+	var prefix, indent int64
+	for _, kv := range kwargs {
+		v, _ := starlark.AsString(kv[1])
+		switch k, _ := starlark.AsString(kv[0]); k {
+		case "prefix":
+			prefix = int64(len(v))
+		case "indent":
+			indent = int64(len(v))
+		}
+	}
+	// Count the lines and the deepest nesting, outside strings.
+	var lines, depth, deepest int64 = 1, 0, 0
+	inString, escaped := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '[' || c == '{':
+			depth++
+			deepest = max(deepest, depth)
+			lines += 2
+		case c == ']' || c == '}':
+			depth--
+		case c == ',':
+			lines++
+		}
+	}
+	return satAdd(satMul(int64(len(s)), 2), satMul(lines, satAdd(prefix+1, satMul(deepest, indent)))), nil
 }
 
 type builtinFn = func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error)
