@@ -7,10 +7,12 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/variantfail"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/variant"
 )
@@ -20,8 +22,13 @@ import (
 // describe. The server calls it after every create, update and delete of
 // such an object and every Options.VariantResync for all of them, one call
 // at a time. A Sync returns the object's new status (nil keeps the stored
-// one) even when it fails; an error is logged and the object synced again
-// at the next resync.
+// one) even when it fails. An error that retrying cannot fix (one matching
+// revision.ErrLimit, variant.ErrCostLimit or revision.ErrInvalid, see
+// package variantfail) holds the object: its status gets Stalled True and
+// Ready False with reason LimitExceeded or InvalidSpec at its generation,
+// and it is not synced again, at resyncs or after a restart, until its
+// spec changes (or Options.VariantRetryHeld passes). Any other error is
+// logged and the object synced again at the next resync.
 //
 // The default, VariantPackageSyncer, is cad's variant package.
 type VariantSyncer interface {
@@ -220,58 +227,141 @@ func (s *Server) variantEnv(ns string) *VariantEnv {
 	}
 }
 
-// syncVariant syncs one object and stores the status it reports.
+// syncVariant syncs one object and stores the status it reports. An
+// object held by an earlier sync (variantfail.Held at its generation) is
+// skipped until its spec changes, or until Options.VariantRetryHeld has
+// passed; a sync that fails for good (variantfail.Reason) holds it.
 func (s *Server) syncVariant(ctx context.Context, w variantWork) {
 	env := s.variantEnv(w.ns)
 	v := s.variants
+	key := w.resource + "/" + w.ns + "/" + w.name
 	var status json.RawMessage
 	var err error
+	var gen int64
+	var stored map[string]any
 	switch {
 	case w.deleted != nil && w.resource == resPackageVariants:
+		s.heldRetries.Forget(key)
 		var pv porchapi.PackageVariant
 		if err = fromUnstructured(w.deleted, &pv); err == nil {
 			err = v.DeletePackageVariant(ctx, env, &pv)
 		}
 	case w.deleted != nil:
+		s.heldRetries.Forget(key)
 		var pvs porchapi.PackageVariantSet
 		if err = fromUnstructured(w.deleted, &pvs); err == nil {
 			err = v.DeletePackageVariantSet(ctx, env, &pvs)
-		}
-	case w.resource == resPackageVariants:
-		u, gerr := s.store.Get(w.resource, w.ns, w.name)
-		if gerr != nil {
-			return
-		}
-		var pv porchapi.PackageVariant
-		if err = fromUnstructured(u, &pv); err == nil {
-			status, err = v.SyncPackageVariant(ctx, env, &pv)
 		}
 	default:
 		u, gerr := s.store.Get(w.resource, w.ns, w.name)
 		if gerr != nil {
 			return
 		}
-		var pvs porchapi.PackageVariantSet
-		if err = fromUnstructured(u, &pvs); err == nil {
-			status, err = v.SyncPackageVariantSet(ctx, env, &pvs)
+		gen, stored = u.GetGeneration(), statusOf(u)
+		if reason := variantfail.Held(conditionsOf(stored), gen); reason != "" {
+			if !s.heldRetries.Due(key, time.Now()) {
+				s.log.Debug("variant held; not synced until its spec changes", "resource", w.resource, "namespace", w.ns, "name", w.name, "reason", reason)
+				return
+			}
+		} else {
+			s.heldRetries.Forget(key)
+		}
+		if w.resource == resPackageVariants {
+			var pv porchapi.PackageVariant
+			if err = fromUnstructured(u, &pv); err == nil {
+				status, err = v.SyncPackageVariant(ctx, env, &pv)
+			}
+		} else {
+			var pvs porchapi.PackageVariantSet
+			if err = fromUnstructured(u, &pvs); err == nil {
+				status, err = v.SyncPackageVariantSet(ctx, env, &pvs)
+			}
 		}
 	}
-	if err != nil {
+	if w.deleted != nil {
+		if err != nil {
+			s.log.Warn("variant removal failed", "resource", w.resource, "namespace", w.ns, "name", w.name, "err", err)
+		}
+		return
+	}
+	reason := variantfail.Reason(err)
+	switch {
+	case reason != "":
+		s.log.Warn("variant sync failed; held until its spec changes", "resource", w.resource, "namespace", w.ns, "name", w.name,
+			"reason", reason, "err", variantfail.Truncate(err.Error(), variantfail.MaxMessageBytes))
+		s.heldRetries.Tried(key, time.Now())
+	case err != nil:
 		s.log.Warn("variant sync failed", "resource", w.resource, "namespace", w.ns, "name", w.name, "err", err)
 	}
-	if status != nil && w.deleted == nil {
-		s.setStatus(w.resource, w.ns, w.name, status)
+	if status == nil && reason == "" {
+		return
 	}
+	st, serr := boundedStatus(status, stored, gen, reason, err)
+	if serr != nil {
+		s.log.Warn("variant sync returned a status that is not JSON", "name", w.name, "err", serr)
+		return
+	}
+	s.setStatus(w.resource, w.ns, w.name, st)
+}
+
+// conditionsOf returns the conditions of a stored status.
+func conditionsOf(status map[string]any) []metav1.Condition {
+	raw, ok := status["conditions"]
+	if !ok {
+		return nil
+	}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil
+	}
+	var conds []metav1.Condition
+	if json.Unmarshal(data, &conds) != nil {
+		return nil
+	}
+	return conds
+}
+
+// boundedStatus returns the status to store after a sync: the syncer's
+// (or, when it returned none, the stored one), with every condition
+// message cut to variantfail.MaxMessageBytes and, when reason is not
+// empty, the hold of generation gen recorded.
+func boundedStatus(status json.RawMessage, stored map[string]any, gen int64, reason string, err error) (map[string]any, error) {
+	st := map[string]any{}
+	if status != nil {
+		if err := json.Unmarshal(status, &st); err != nil {
+			return nil, err
+		}
+		if st == nil {
+			st = map[string]any{}
+		}
+	} else {
+		for k, v := range stored {
+			st[k] = v
+		}
+	}
+	conds := conditionsOf(st)
+	if reason != "" {
+		variantfail.Hold(&conds, gen, reason, err.Error(), time.Now())
+	}
+	if conds == nil {
+		return st, nil
+	}
+	variantfail.Bound(conds)
+	data, merr := json.Marshal(conds)
+	if merr != nil {
+		return nil, merr
+	}
+	var list []any
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, err
+	}
+	st["conditions"] = list
+	return st, nil
 }
 
 // setStatus stores a new status on an object, retrying on conflicts with
 // concurrent writers.
-func (s *Server) setStatus(resource, ns, name string, status json.RawMessage) {
-	var st any
-	if err := json.Unmarshal(status, &st); err != nil {
-		s.log.Warn("variant sync returned a status that is not JSON", "name", name, "err", err)
-		return
-	}
+func (s *Server) setStatus(resource, ns, name string, st map[string]any) {
 	for i := 0; i < 3; i++ {
 		u, err := s.store.Get(resource, ns, name)
 		if err != nil {
