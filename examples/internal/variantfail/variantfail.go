@@ -10,10 +10,12 @@
 // way: an error matching revision.ErrLimit or variant.ErrCostLimit (reason
 // ReasonLimitExceeded), or one matching revision.ErrInvalid (reason
 // ReasonInvalidSpec: a template that does not compile, a spec that does
-// not validate, content the engine refuses). Every other failure (a
-// conflict, an upstream not yet published, a repository not open, a
-// cancelled context) is transient: the caller retries it with its usual
-// backoff.
+// not validate, content the engine refuses). A caller that finds that its
+// process ended during the same sync more than once (a bound that does
+// not hold) holds the object with ReasonSyncInterrupted. Every other
+// failure (a conflict, an upstream not yet published, a repository not
+// open, a cancelled context) is transient: the caller retries it with its
+// usual backoff.
 //
 // A hold is two conditions in Porch's shape, Stalled True and Ready False,
 // both with the hold's reason, a message bounded to MaxMessageBytes and
@@ -52,6 +54,12 @@ const (
 	// ReasonInvalidSpec: the object, or what it makes, is invalid
 	// (revision.ErrInvalid).
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonSyncInterrupted: the process ended during the object's sync
+	// more than once, as it does when an unbounded allocation kills it.
+	// Reason never returns it: a caller that keeps a record of the sync
+	// in progress (the reference server, in its data directory) finds
+	// the interrupted syncs at its next start and records it with Hold.
+	ReasonSyncInterrupted = "SyncInterrupted"
 )
 
 // MaxMessageBytes bounds the message of every condition this package
@@ -111,14 +119,16 @@ func Hold(conds *[]metav1.Condition, gen int64, reason, msg string, now time.Tim
 }
 
 // Held returns the reason conds hold an object at generation gen for, or
-// "" when they do not: a Stalled True condition with a hold reason and
+// "" when they do not: a Stalled True condition with a hold reason
+// (ReasonLimitExceeded, ReasonInvalidSpec or ReasonSyncInterrupted) and
 // ObservedGeneration gen.
 func Held(conds []metav1.Condition, gen int64) string {
 	c := meta.FindStatusCondition(conds, ConditionStalled)
 	if c == nil || c.Status != metav1.ConditionTrue || c.ObservedGeneration != gen {
 		return ""
 	}
-	if c.Reason == ReasonLimitExceeded || c.Reason == ReasonInvalidSpec {
+	switch c.Reason {
+	case ReasonLimitExceeded, ReasonInvalidSpec, ReasonSyncInterrupted:
 		return c.Reason
 	}
 	return ""

@@ -3,6 +3,8 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -164,5 +166,58 @@ func TestVariantRetryHeld(t *testing.T) {
 	// Over 1.4 s at most about four tries, against some seventy resyncs.
 	if n := syncs["bad"].Load(); n > 6 {
 		t.Fatalf("held set synced %d times", n)
+	}
+}
+
+// TestVariantSyncJournal: a journal left by a crash during a set's sync
+// holds the set (SyncInterrupted) at the start after its second such
+// crash, not after its first; a sync that returns clears the journal.
+func TestVariantSyncJournal(t *testing.T) {
+	syncs := map[string]*atomic.Int64{"fan": {}}
+	dataDir := t.TempDir() + "/data"
+	opts := func(o *Options) { o.Variants = countingSyncer{syncs: syncs} }
+	ts := startServer(t, dataDir, opts)
+	publish(t, ts, "base")
+	if code := ts.doJSON("POST", pvsPath, variantSet("fan", ""), nil); code != 201 {
+		t.Fatalf("create: %d", code)
+	}
+	waitFor(t, "the set to be ready", func() bool {
+		c, _ := setCondition(ts, "fan", "Ready")
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	journal := filepath.Join(dataDir, syncJournalFile)
+	if _, err := os.Stat(journal); !os.IsNotExist(err) {
+		t.Fatalf("journal after a sync that returned: %v", err)
+	}
+	crash := func(interrupted int) {
+		t.Helper()
+		ts.stop()
+		data, _ := json.Marshal(syncJournal{Resource: resPackageVariantSets, Namespace: "default", Name: "fan", Generation: 1, Interrupted: interrupted})
+		if err := os.WriteFile(journal, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		syncs["fan"].Store(0)
+		ts = startServer(t, dataDir, opts)
+	}
+
+	// One crash: the set is synced again.
+	crash(0)
+	waitFor(t, "the sync after one crash", func() bool { return syncs["fan"].Load() >= 1 })
+	if c, _ := setCondition(ts, "fan", "Stalled"); c != nil && c.Status == metav1.ConditionTrue {
+		t.Fatalf("held after one crash: %+v", c)
+	}
+
+	// The second crash of the same generation holds it.
+	crash(1)
+	waitFor(t, "the hold", func() bool {
+		c, _ := setCondition(ts, "fan", "Stalled")
+		return c != nil && c.Reason == variantfail.ReasonSyncInterrupted
+	})
+	time.Sleep(200 * time.Millisecond)
+	if n := syncs["fan"].Load(); n != 0 {
+		t.Fatalf("the held set was synced %d times", n)
+	}
+	if _, err := os.Stat(journal); !os.IsNotExist(err) {
+		t.Fatalf("journal kept: %v", err)
 	}
 }

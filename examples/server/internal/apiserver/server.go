@@ -260,6 +260,9 @@ type Server struct {
 	variants VariantSyncer // nil when variants are not synced
 	// heldRetries says when a held variant is tried again.
 	heldRetries *variantfail.Retries
+	// interrupted is the journal of a variant sync that the process did
+	// not survive, until that object is synced again (variant loop only).
+	interrupted *syncJournal
 	handler     http.Handler
 	closeOne    sync.Once
 	roots       *confine.Roots // resolved RepositoryRoots

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -187,6 +189,7 @@ func (s *Server) queueVariant(w variantWork) {
 func (s *Server) variantLoop(ctx context.Context) {
 	t := time.NewTicker(s.opts.VariantResync)
 	defer t.Stop()
+	s.recoverInterruptedSync()
 	s.resyncVariants(ctx)
 	for {
 		select {
@@ -266,6 +269,8 @@ func (s *Server) syncVariant(ctx context.Context, w variantWork) {
 		} else {
 			s.heldRetries.Forget(key)
 		}
+		s.beginSync(w, gen)
+		defer s.endSync(w)
 		if w.resource == resPackageVariants {
 			var pv porchapi.PackageVariant
 			if err = fromUnstructured(u, &pv); err == nil {
@@ -372,4 +377,84 @@ func (s *Server) setStatus(resource, ns, name string, st map[string]any) {
 			return
 		}
 	}
+}
+
+// syncJournalFile, in the data directory, names the object whose sync
+// runs, while it runs. A start that finds it knows that the process ended
+// during that sync: a stop through the context lets the sync return and
+// removes the file first, so only a crash (a fatal error, such as an
+// allocation the machine cannot give, or a kill) leaves it.
+const syncJournalFile = "variant-sync.json"
+
+// maxInterruptedSyncs is how many syncs of one generation of an object the
+// process may not survive before the object is held with
+// variantfail.ReasonSyncInterrupted: two, so that one kill of the
+// process (a node drained mid-sync) holds nothing, and a stored object
+// that crashes the server is synced twice, not at every start.
+const maxInterruptedSyncs = 2
+
+// syncJournal is the content of syncJournalFile.
+type syncJournal struct {
+	Resource   string `json:"resource"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+	// Interrupted counts the earlier syncs of this generation that the
+	// process did not survive.
+	Interrupted int `json:"interrupted"`
+}
+
+func (s *Server) journalPath() string { return filepath.Join(s.opts.DataDir, syncJournalFile) }
+
+// recoverInterruptedSync reads the journal a crash left: the object it
+// names is held when its sync was interrupted maxInterruptedSyncs times at
+// the same generation, and otherwise its count is kept for its next sync.
+func (s *Server) recoverInterruptedSync() {
+	data, err := os.ReadFile(s.journalPath())
+	if err != nil {
+		return
+	}
+	os.Remove(s.journalPath())
+	var j syncJournal
+	if json.Unmarshal(data, &j) != nil || j.Name == "" {
+		return
+	}
+	j.Interrupted++
+	u, err := s.store.Get(j.Resource, j.Namespace, j.Name)
+	if err != nil || u.GetGeneration() != j.Generation {
+		return // gone or edited since: synced afresh
+	}
+	if j.Interrupted < maxInterruptedSyncs {
+		s.log.Warn("the server stopped during a variant sync; it is tried again", "resource", j.Resource, "namespace", j.Namespace, "name", j.Name, "interrupted", j.Interrupted)
+		s.interrupted = &j
+		return
+	}
+	msg := fmt.Sprintf("the server stopped during %d syncs of generation %d of this object; it is not synced again until its spec changes", j.Interrupted, j.Generation)
+	s.log.Warn("variant held: the server stopped during its syncs", "resource", j.Resource, "namespace", j.Namespace, "name", j.Name, "interrupted", j.Interrupted)
+	st, err := boundedStatus(nil, statusOf(u), j.Generation, variantfail.ReasonSyncInterrupted, errors.New(msg))
+	if err == nil {
+		s.setStatus(j.Resource, j.Namespace, j.Name, st)
+	}
+}
+
+// beginSync records in the journal that the object of w, at generation
+// gen, is being synced. It is best effort: a journal that cannot be
+// written only loses the protection against a crash loop.
+func (s *Server) beginSync(w variantWork, gen int64) {
+	j := syncJournal{Resource: w.resource, Namespace: w.ns, Name: w.name, Generation: gen}
+	if p := s.interrupted; p != nil && p.Resource == j.Resource && p.Namespace == j.Namespace && p.Name == j.Name && p.Generation == gen {
+		j.Interrupted = p.Interrupted
+	}
+	data, _ := json.Marshal(j)
+	if err := os.WriteFile(s.journalPath(), data, 0o600); err != nil {
+		s.log.Warn("variant sync journal not written", "err", err)
+	}
+}
+
+// endSync clears the journal after the sync of w returned.
+func (s *Server) endSync(w variantWork) {
+	if p := s.interrupted; p != nil && p.Resource == w.resource && p.Namespace == w.ns && p.Name == w.name {
+		s.interrupted = nil
+	}
+	os.Remove(s.journalPath())
 }
