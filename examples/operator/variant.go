@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -23,6 +24,7 @@ import (
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/variantfail"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/variant"
 )
@@ -103,7 +105,15 @@ func (r *variantReconciler) inNamespace(ctx context.Context, o client.Object) []
 	return out
 }
 
-// Reconcile syncs one variant or set.
+// syncHook, when set (by tests, before any operator starts), is called
+// before each sync of a variant or set that is not being deleted.
+var syncHook func(req ctrl.Request)
+
+// Reconcile syncs one variant or set. A variant or set that an earlier
+// sync held (variantfail: a bound refused it, or it is invalid) is skipped
+// until its spec changes; one whose sync fails so is held: its status gets
+// Stalled True and Ready False with reason LimitExceeded or InvalidSpec at
+// its generation, and it is not requeued.
 func (r *variantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var obj client.Object = &configv1alpha1.PackageVariant{}
 	finalizer := pvFinalizer
@@ -136,6 +146,20 @@ func (r *variantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 
+	if !deleting {
+		if reason := variantfail.Held(conditionsOf(obj), obj.GetGeneration()); reason != "" {
+			// Held by an earlier sync that a bound refused or found
+			// invalid: not synced again, nor requeued, until an edit of
+			// the spec makes a new generation (which the For predicate
+			// reconciles).
+			log.FromContext(ctx).V(1).Info("variant held; not synced until its spec changes", "reason", reason, "generation", obj.GetGeneration())
+			return ctrl.Result{}, nil
+		}
+	}
+
+	if h := syncHook; h != nil && !deleting {
+		h(req)
+	}
 	status, syncErr := r.sync(ctx, e, obj, opts)
 	if deleting {
 		if syncErr != nil {
@@ -144,24 +168,77 @@ func (r *variantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		controllerutil.RemoveFinalizer(obj, finalizer)
 		return ctrl.Result{}, client.IgnoreNotFound(r.client.Update(ctx, obj))
 	}
-	if status != nil {
-		if err := r.writeStatus(ctx, obj, status); err != nil {
+	reason := variantfail.Reason(syncErr)
+	if status != nil || reason != "" {
+		st, err := boundedStatus(status, obj.GetGeneration(), reason, syncErr)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.writeStatus(ctx, obj, st); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	if r.rediscover != nil {
 		r.rediscover(ctx, req.Namespace)
 	}
-	var verr *variant.ValidationError
 	switch {
 	case syncErr == nil:
 		return ctrl.Result{RequeueAfter: r.resync}, nil
-	case errors.As(syncErr, &verr), errors.Is(syncErr, repository.ErrNotFound):
-		// Stalled until the spec or the upstream changes; the status says
-		// why, and the resync looks again.
+	case reason != "":
+		// Held: the status says why; retrying would do the refused work
+		// again.
+		log.FromContext(ctx).Info("variant sync failed; held until its spec changes", "reason", reason,
+			"error", variantfail.Truncate(syncErr.Error(), variantfail.MaxMessageBytes))
+		return ctrl.Result{}, nil
+	case errors.Is(syncErr, repository.ErrNotFound):
+		// Stalled until the upstream (or a repository) appears; the
+		// status says why, and the resync looks again.
 		return ctrl.Result{RequeueAfter: r.resync}, nil
 	}
+	// Transient: controller-runtime retries with its backoff.
 	return ctrl.Result{}, syncErr
+}
+
+// conditionsOf returns the status conditions of a PackageVariant or Set.
+func conditionsOf(obj client.Object) []metav1.Condition {
+	switch o := obj.(type) {
+	case *configv1alpha1.PackageVariant:
+		return o.Status.Conditions
+	case *configv1alpha2.PackageVariantSet:
+		return o.Status.Conditions
+	}
+	return nil
+}
+
+// boundedStatus returns status (the variant package's, or nil) as JSON
+// with every condition message cut to variantfail.MaxMessageBytes and,
+// when reason is not empty, the hold of generation gen recorded.
+func boundedStatus(status any, gen int64, reason string, err error) (map[string]any, error) {
+	st := map[string]any{}
+	if status != nil {
+		raw, merr := json.Marshal(status)
+		if merr != nil {
+			return nil, merr
+		}
+		if merr := json.Unmarshal(raw, &st); merr != nil {
+			return nil, merr
+		}
+	}
+	var conds []metav1.Condition
+	if c, ok := st["conditions"]; ok {
+		raw, _ := json.Marshal(c)
+		if merr := json.Unmarshal(raw, &conds); merr != nil {
+			return nil, merr
+		}
+	}
+	if reason != "" {
+		variantfail.Hold(&conds, gen, reason, err.Error(), time.Now())
+	}
+	variantfail.Bound(conds)
+	if conds != nil {
+		st["conditions"] = conds
+	}
+	return st, nil
 }
 
 // sync runs the variant package on obj and returns the status to record

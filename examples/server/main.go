@@ -163,6 +163,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	starlarkMemory := fs.Int64("starlark-max-memory", fnruntime.DefaultStarlarkMemory, "bytes by which the heap may grow during one starlark run; negative for no cap")
 	poll := fs.Duration("poll", 0, fmt.Sprintf("how often each repository is read for changes made by other writers (watches, lists); each read of a remote repository is a fetch (default %s, %s in cluster mode)",
 		apiserver.DefaultGitPollInterval, clusterPollInterval))
+	retryHeld := fs.Duration("variant-retry-held", 0, "how long a PackageVariant or PackageVariantSet held by a sync that a bound refused or found invalid (status Stalled, reason LimitExceeded or InvalidSpec) stays skipped before one more sync is tried; 0 (the default) syncs it again only when its spec changes")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -179,6 +180,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		ListCacheBytes:     *listCache,
 		CompressLists:      *compressLists,
 		YAMLLimits:         yl.limits(),
+		VariantRetryHeld:   *retryHeld,
 	}
 	var resolver pipeline.Resolver = fnruntime.NewRegistry(&fnruntime.Options{
 		StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,

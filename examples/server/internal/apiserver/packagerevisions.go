@@ -122,7 +122,15 @@ func (s *Server) prObject(ctx context.Context, ns string, e *repoEntry, rev revi
 		}
 	}
 	files, err := rev.Files(ctx)
-	if err != nil {
+	switch {
+	case errors.Is(err, revision.ErrLimit):
+		// A file over a read bound (pushed to the repository by someone
+		// else) costs this revision its Kptfile's fields, not its place
+		// in lists: the other revisions of the repository stay listed,
+		// and reading its resources reports the bound.
+		s.log.Warn("package revision listed without its Kptfile: its files are over a read bound", "revision", m.Key.String(), "err", err)
+		files = revision.Files{}
+	case err != nil:
 		return nil, err
 	}
 	var kf *revision.Kptfile

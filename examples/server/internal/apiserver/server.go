@@ -84,6 +84,7 @@ import (
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/variantfail"
 	"github.com/configasdata/cad/examples/server/internal/store"
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/fnruntime/stdfn"
@@ -176,6 +177,12 @@ type Options struct {
 	// VariantResync is how often every PackageVariant and Set is synced
 	// again; default DefaultVariantResync.
 	VariantResync time.Duration
+	// VariantRetryHeld is how long a PackageVariant or Set held by a sync
+	// that failed for good (a bound refused it, or it is invalid: see
+	// VariantSyncer) stays skipped before one more sync is tried, at the
+	// next resync after it passes. Default 0: a held object is synced
+	// again only when its spec changes.
+	VariantRetryHeld time.Duration
 	// AuthorName and AuthorEmail identify the server's commits; empty means
 	// each repository's configured author.
 	AuthorName, AuthorEmail string
@@ -252,9 +259,14 @@ type Server struct {
 	lists    *listCache // list bodies; nil when off
 	variantQ chan variantWork
 	variants VariantSyncer // nil when variants are not synced
-	handler  http.Handler
-	closeOne sync.Once
-	roots    *confine.Roots // resolved RepositoryRoots
+	// heldRetries says when a held variant is tried again.
+	heldRetries *variantfail.Retries
+	// interrupted is the journal of a variant sync that the process did
+	// not survive, until that object is synced again (variant loop only).
+	interrupted *syncJournal
+	handler     http.Handler
+	closeOne    sync.Once
+	roots       *confine.Roots // resolved RepositoryRoots
 }
 
 type nsName struct{ ns, name string }
@@ -362,6 +374,8 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		jsons:    newJSONMemo(defaultPRCacheSize),
 		variantQ: make(chan variantWork, 1024),
 		roots:    roots,
+
+		heldRetries: &variantfail.Retries{Interval: o.VariantRetryHeld},
 	}
 	if o.ListCacheBytes == 0 {
 		o.ListCacheBytes = DefaultListCacheBytes

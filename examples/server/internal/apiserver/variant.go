@@ -5,12 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/variantfail"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/variant"
 )
@@ -20,8 +24,13 @@ import (
 // describe. The server calls it after every create, update and delete of
 // such an object and every Options.VariantResync for all of them, one call
 // at a time. A Sync returns the object's new status (nil keeps the stored
-// one) even when it fails; an error is logged and the object synced again
-// at the next resync.
+// one) even when it fails. An error that retrying cannot fix (one matching
+// revision.ErrLimit, variant.ErrCostLimit or revision.ErrInvalid, see
+// package variantfail) holds the object: its status gets Stalled True and
+// Ready False with reason LimitExceeded or InvalidSpec at its generation,
+// and it is not synced again, at resyncs or after a restart, until its
+// spec changes (or Options.VariantRetryHeld passes). Any other error is
+// logged and the object synced again at the next resync.
 //
 // The default, VariantPackageSyncer, is cad's variant package.
 type VariantSyncer interface {
@@ -180,6 +189,7 @@ func (s *Server) queueVariant(w variantWork) {
 func (s *Server) variantLoop(ctx context.Context) {
 	t := time.NewTicker(s.opts.VariantResync)
 	defer t.Stop()
+	s.recoverInterruptedSync()
 	s.resyncVariants(ctx)
 	for {
 		select {
@@ -220,58 +230,143 @@ func (s *Server) variantEnv(ns string) *VariantEnv {
 	}
 }
 
-// syncVariant syncs one object and stores the status it reports.
+// syncVariant syncs one object and stores the status it reports. An
+// object held by an earlier sync (variantfail.Held at its generation) is
+// skipped until its spec changes, or until Options.VariantRetryHeld has
+// passed; a sync that fails for good (variantfail.Reason) holds it.
 func (s *Server) syncVariant(ctx context.Context, w variantWork) {
 	env := s.variantEnv(w.ns)
 	v := s.variants
+	key := w.resource + "/" + w.ns + "/" + w.name
 	var status json.RawMessage
 	var err error
+	var gen int64
+	var stored map[string]any
 	switch {
 	case w.deleted != nil && w.resource == resPackageVariants:
+		s.heldRetries.Forget(key)
 		var pv porchapi.PackageVariant
 		if err = fromUnstructured(w.deleted, &pv); err == nil {
 			err = v.DeletePackageVariant(ctx, env, &pv)
 		}
 	case w.deleted != nil:
+		s.heldRetries.Forget(key)
 		var pvs porchapi.PackageVariantSet
 		if err = fromUnstructured(w.deleted, &pvs); err == nil {
 			err = v.DeletePackageVariantSet(ctx, env, &pvs)
-		}
-	case w.resource == resPackageVariants:
-		u, gerr := s.store.Get(w.resource, w.ns, w.name)
-		if gerr != nil {
-			return
-		}
-		var pv porchapi.PackageVariant
-		if err = fromUnstructured(u, &pv); err == nil {
-			status, err = v.SyncPackageVariant(ctx, env, &pv)
 		}
 	default:
 		u, gerr := s.store.Get(w.resource, w.ns, w.name)
 		if gerr != nil {
 			return
 		}
-		var pvs porchapi.PackageVariantSet
-		if err = fromUnstructured(u, &pvs); err == nil {
-			status, err = v.SyncPackageVariantSet(ctx, env, &pvs)
+		gen, stored = u.GetGeneration(), statusOf(u)
+		if reason := variantfail.Held(conditionsOf(stored), gen); reason != "" {
+			if !s.heldRetries.Due(key, time.Now()) {
+				s.log.Debug("variant held; not synced until its spec changes", "resource", w.resource, "namespace", w.ns, "name", w.name, "reason", reason)
+				return
+			}
+		} else {
+			s.heldRetries.Forget(key)
+		}
+		s.beginSync(w, gen)
+		defer s.endSync(w)
+		if w.resource == resPackageVariants {
+			var pv porchapi.PackageVariant
+			if err = fromUnstructured(u, &pv); err == nil {
+				status, err = v.SyncPackageVariant(ctx, env, &pv)
+			}
+		} else {
+			var pvs porchapi.PackageVariantSet
+			if err = fromUnstructured(u, &pvs); err == nil {
+				status, err = v.SyncPackageVariantSet(ctx, env, &pvs)
+			}
 		}
 	}
-	if err != nil {
+	if w.deleted != nil {
+		if err != nil {
+			s.log.Warn("variant removal failed", "resource", w.resource, "namespace", w.ns, "name", w.name, "err", err)
+		}
+		return
+	}
+	reason := variantfail.Reason(err)
+	switch {
+	case reason != "":
+		s.log.Warn("variant sync failed; held until its spec changes", "resource", w.resource, "namespace", w.ns, "name", w.name,
+			"reason", reason, "err", variantfail.Truncate(err.Error(), variantfail.MaxMessageBytes))
+		s.heldRetries.Tried(key, time.Now())
+	case err != nil:
 		s.log.Warn("variant sync failed", "resource", w.resource, "namespace", w.ns, "name", w.name, "err", err)
 	}
-	if status != nil && w.deleted == nil {
-		s.setStatus(w.resource, w.ns, w.name, status)
+	if status == nil && reason == "" {
+		return
 	}
+	st, serr := boundedStatus(status, stored, gen, reason, err)
+	if serr != nil {
+		s.log.Warn("variant sync returned a status that is not JSON", "name", w.name, "err", serr)
+		return
+	}
+	s.setStatus(w.resource, w.ns, w.name, st)
+}
+
+// conditionsOf returns the conditions of a stored status.
+func conditionsOf(status map[string]any) []metav1.Condition {
+	raw, ok := status["conditions"]
+	if !ok {
+		return nil
+	}
+	data, err := json.Marshal(raw)
+	if err != nil {
+		return nil
+	}
+	var conds []metav1.Condition
+	if json.Unmarshal(data, &conds) != nil {
+		return nil
+	}
+	return conds
+}
+
+// boundedStatus returns the status to store after a sync: the syncer's
+// (or, when it returned none, the stored one), with every condition
+// message cut to variantfail.MaxMessageBytes and, when reason is not
+// empty, the hold of generation gen recorded.
+func boundedStatus(status json.RawMessage, stored map[string]any, gen int64, reason string, err error) (map[string]any, error) {
+	st := map[string]any{}
+	if status != nil {
+		if err := json.Unmarshal(status, &st); err != nil {
+			return nil, err
+		}
+		if st == nil {
+			st = map[string]any{}
+		}
+	} else {
+		for k, v := range stored {
+			st[k] = v
+		}
+	}
+	conds := conditionsOf(st)
+	if reason != "" {
+		variantfail.Hold(&conds, gen, reason, err.Error(), time.Now())
+	}
+	if conds == nil {
+		return st, nil
+	}
+	variantfail.Bound(conds)
+	data, merr := json.Marshal(conds)
+	if merr != nil {
+		return nil, merr
+	}
+	var list []any
+	if err := json.Unmarshal(data, &list); err != nil {
+		return nil, err
+	}
+	st["conditions"] = list
+	return st, nil
 }
 
 // setStatus stores a new status on an object, retrying on conflicts with
 // concurrent writers.
-func (s *Server) setStatus(resource, ns, name string, status json.RawMessage) {
-	var st any
-	if err := json.Unmarshal(status, &st); err != nil {
-		s.log.Warn("variant sync returned a status that is not JSON", "name", name, "err", err)
-		return
-	}
+func (s *Server) setStatus(resource, ns, name string, st map[string]any) {
 	for i := 0; i < 3; i++ {
 		u, err := s.store.Get(resource, ns, name)
 		if err != nil {
@@ -282,4 +377,84 @@ func (s *Server) setStatus(resource, ns, name string, status json.RawMessage) {
 			return
 		}
 	}
+}
+
+// syncJournalFile, in the data directory, names the object whose sync
+// runs, while it runs. A start that finds it knows that the process ended
+// during that sync: a stop through the context lets the sync return and
+// removes the file first, so only a crash (a fatal error, such as an
+// allocation the machine cannot give, or a kill) leaves it.
+const syncJournalFile = "variant-sync.json"
+
+// maxInterruptedSyncs is how many syncs of one generation of an object the
+// process may not survive before the object is held with
+// variantfail.ReasonSyncInterrupted: two, so that one kill of the
+// process (a node drained mid-sync) holds nothing, and a stored object
+// that crashes the server is synced twice, not at every start.
+const maxInterruptedSyncs = 2
+
+// syncJournal is the content of syncJournalFile.
+type syncJournal struct {
+	Resource   string `json:"resource"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	Generation int64  `json:"generation"`
+	// Interrupted counts the earlier syncs of this generation that the
+	// process did not survive.
+	Interrupted int `json:"interrupted"`
+}
+
+func (s *Server) journalPath() string { return filepath.Join(s.opts.DataDir, syncJournalFile) }
+
+// recoverInterruptedSync reads the journal a crash left: the object it
+// names is held when its sync was interrupted maxInterruptedSyncs times at
+// the same generation, and otherwise its count is kept for its next sync.
+func (s *Server) recoverInterruptedSync() {
+	data, err := os.ReadFile(s.journalPath())
+	if err != nil {
+		return
+	}
+	os.Remove(s.journalPath())
+	var j syncJournal
+	if json.Unmarshal(data, &j) != nil || j.Name == "" {
+		return
+	}
+	j.Interrupted++
+	u, err := s.store.Get(j.Resource, j.Namespace, j.Name)
+	if err != nil || u.GetGeneration() != j.Generation {
+		return // gone or edited since: synced afresh
+	}
+	if j.Interrupted < maxInterruptedSyncs {
+		s.log.Warn("the server stopped during a variant sync; it is tried again", "resource", j.Resource, "namespace", j.Namespace, "name", j.Name, "interrupted", j.Interrupted)
+		s.interrupted = &j
+		return
+	}
+	msg := fmt.Sprintf("the server stopped during %d syncs of generation %d of this object; it is not synced again until its spec changes", j.Interrupted, j.Generation)
+	s.log.Warn("variant held: the server stopped during its syncs", "resource", j.Resource, "namespace", j.Namespace, "name", j.Name, "interrupted", j.Interrupted)
+	st, err := boundedStatus(nil, statusOf(u), j.Generation, variantfail.ReasonSyncInterrupted, errors.New(msg))
+	if err == nil {
+		s.setStatus(j.Resource, j.Namespace, j.Name, st)
+	}
+}
+
+// beginSync records in the journal that the object of w, at generation
+// gen, is being synced. It is best effort: a journal that cannot be
+// written only loses the protection against a crash loop.
+func (s *Server) beginSync(w variantWork, gen int64) {
+	j := syncJournal{Resource: w.resource, Namespace: w.ns, Name: w.name, Generation: gen}
+	if p := s.interrupted; p != nil && p.Resource == j.Resource && p.Namespace == j.Namespace && p.Name == j.Name && p.Generation == gen {
+		j.Interrupted = p.Interrupted
+	}
+	data, _ := json.Marshal(j)
+	if err := os.WriteFile(s.journalPath(), data, 0o600); err != nil {
+		s.log.Warn("variant sync journal not written", "err", err)
+	}
+}
+
+// endSync clears the journal after the sync of w returned.
+func (s *Server) endSync(w variantWork) {
+	if p := s.interrupted; p != nil && p.Resource == w.resource && p.Namespace == w.ns && p.Name == w.name {
+		s.interrupted = nil
+	}
+	os.Remove(s.journalPath())
 }
