@@ -230,7 +230,7 @@ func (s *StarlarkFunction) run(ctx context.Context, rl *pipeline.ResourceList) (
 		maxMem = DefaultStarlarkMemory
 	}
 	budget := newStarlarkBudget(name, maxMem, thread.Cancel)
-	thread.SetLocal(budgetKey, budget)
+	thread.SetLocal(starlarkBudgetKey, budget)
 	defer budget.watch()()
 	for k, v := range guardPredeclared(budget) {
 		predeclared[k] = v
@@ -267,7 +267,7 @@ func (s *StarlarkFunction) run(ctx context.Context, rl *pipeline.ResourceList) (
 	if items, found, _ := resourceList.Get(starlark.String("items")); found {
 		n, err := renderSize(items, maxMem)
 		if err == nil {
-			err = budget.reserve("converting the items", satMul(n, 4))
+			err = budget.reserve("converting the items", sizeMul(n, 4))
 		} else {
 			err = budget.refuse("the items: " + err.Error())
 		}

@@ -38,8 +38,8 @@ const reserveFloor = 64 << 10
 // rather than collect without pause.
 const reserveGCInterval = 10 * time.Millisecond
 
-// budgetKey is the thread-local key of a run's *starlarkBudget.
-const budgetKey = "cad.fnruntime.starlarkBudget"
+// starlarkBudgetKey is the thread-local key of a run's *starlarkBudget.
+const starlarkBudgetKey = "cad.fnruntime.starlarkBudget"
 
 // starlarkBudget is the memory bound of one starlark run: the guards
 // call reserve before an allocation they can size, and the watchdog
@@ -141,7 +141,7 @@ func (b *starlarkBudget) growth(n uint64) int64 {
 
 // budgetOf returns the thread's budget, or nil.
 func budgetOf(thread *starlark.Thread) *starlarkBudget {
-	b, _ := thread.Local(budgetKey).(*starlarkBudget)
+	b, _ := thread.Local(starlarkBudgetKey).(*starlarkBudget)
 	return b
 }
 

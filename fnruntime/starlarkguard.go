@@ -63,7 +63,7 @@ func (g *guardOperand) Binary(op syntax.Token, other starlark.Value, side starla
 // the interpreter does.
 func (g *guardOperand) extendInPlace(l *starlark.List, y starlark.Iterable) (starlark.Value, error) {
 	m := seqLen(y)
-	if err := g.budget.reserve("list += "+y.Type(), satMul(int64(l.Len())+m, growBytes)+satMul(m, elemCost(y))); err != nil {
+	if err := g.budget.reserve("list += "+y.Type(), sizeMul(int64(l.Len())+m, growBytes)+sizeMul(m, elemCost(y))); err != nil {
 		return nil, err
 	}
 	// Take the elements first: y may be l itself.
@@ -96,7 +96,7 @@ func binarySize(op syntax.Token, x, y starlark.Value, limit int64) (int64, error
 				return int64(len(x)) + int64(len(y)) + boxBytes, nil
 			}
 		case *starlark.List, starlark.Tuple:
-			return satMul(seqLen(x)+seqLen(y), slotBytes), nil
+			return sizeMul(seqLen(x)+seqLen(y), slotBytes), nil
 		}
 	case syntax.STAR:
 		if _, ok := x.(starlark.Int); ok {
@@ -119,9 +119,9 @@ func binarySize(op syntax.Token, x, y starlark.Value, limit int64) (int64, error
 				return bytes * 8, nil
 			}
 		case starlark.String, starlark.Bytes:
-			return satMul(int64(starlark.Len(x)), repeatCount(n)), nil
+			return sizeMul(int64(starlark.Len(x)), repeatCount(n)), nil
 		case *starlark.List, starlark.Tuple:
-			return satMul(satMul(seqLen(x), repeatCount(n)), slotBytes), nil
+			return sizeMul(sizeMul(seqLen(x), repeatCount(n)), slotBytes), nil
 		}
 	case syntax.PERCENT:
 		f, ok := x.(starlark.String)
@@ -132,7 +132,7 @@ func binarySize(op syntax.Token, x, y starlark.Value, limit int64) (int64, error
 	case syntax.PIPE:
 		switch x.(type) {
 		case *starlark.Dict, *starlark.Set:
-			return satMul(seqLen(x)+seqLen(y), entryBytes), nil
+			return sizeMul(seqLen(x)+seqLen(y), entryBytes), nil
 		}
 	}
 	return 0, nil
@@ -209,11 +209,11 @@ func formatSize(format string, args starlark.Value, limit int64) (int64, error) 
 	case starlark.Mapping:
 		var maxv int64
 		maxv, err = maxRender(args, limit)
-		m = satMul(int64(strings.Count(format, "%")), maxv)
+		m = sizeMul(int64(strings.Count(format, "%")), maxv)
 	default:
 		m, err = renderSize(args, limit)
 	}
-	return satMul(satAdd(n, m), builderFactor), err
+	return sizeMul(sizeAdd(n, m), builderFactor), err
 }
 
 // maxRender is the largest rendering of the values of a mapping (or of
@@ -249,14 +249,14 @@ func renderArgs(args starlark.Tuple, kwargs []starlark.Tuple, limit int64) (int6
 		if err != nil {
 			return 0, err
 		}
-		n = satAdd(n, m+1)
+		n = sizeAdd(n, m+1)
 	}
 	for _, kv := range kwargs {
 		m, _, err := s.size(kv[1])
 		if err != nil {
 			return 0, err
 		}
-		n = satAdd(n, m+1)
+		n = sizeAdd(n, m+1)
 	}
 	return n, nil
 }
@@ -276,20 +276,20 @@ var guardedBuiltins = map[string]guardedCall{
 			}
 		}
 		n, err := renderArgs(args, nil, b.limit)
-		return satMul(n, builderFactor), err
+		return sizeMul(n, builderFactor), err
 	},
 	"repr": func(b *starlarkBudget, _ starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
 		n, err := renderArgs(args, nil, b.limit)
-		return satMul(n, builderFactor), err
+		return sizeMul(n, builderFactor), err
 	},
 	"print": func(b *starlarkBudget, _ starlark.Value, args starlark.Tuple, kwargs []starlark.Tuple) (int64, error) {
 		// The message, and the standard error that keeps it.
 		n, err := renderArgs(args, kwargs, b.limit)
-		return satMul(n, builderFactor+1), err
+		return sizeMul(n, builderFactor+1), err
 	},
 	"fail": func(b *starlarkBudget, _ starlark.Value, args starlark.Tuple, kwargs []starlark.Tuple) (int64, error) {
 		n, err := renderArgs(args, kwargs, b.limit)
-		return satMul(n, builderFactor), err
+		return sizeMul(n, builderFactor), err
 	},
 	"list":     iterableCost(0, 1),
 	"tuple":    iterableCost(0, 1),
@@ -302,7 +302,7 @@ var guardedBuiltins = map[string]guardedCall{
 			return 0, nil
 		}
 		// A list of (int, value) pairs.
-		return satMul(seqLen(args[0]), slotBytes+boxBytes+2*slotBytes), nil
+		return sizeMul(seqLen(args[0]), slotBytes+boxBytes+2*slotBytes), nil
 	},
 	"zip": func(_ *starlarkBudget, _ starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
 		if len(args) == 0 {
@@ -312,7 +312,7 @@ var guardedBuiltins = map[string]guardedCall{
 		for _, a := range args[1:] {
 			n = min(n, seqLen(a))
 		}
-		return satMul(n, slotBytes+boxBytes+int64(len(args))*slotBytes), nil
+		return sizeMul(n, slotBytes+boxBytes+int64(len(args))*slotBytes), nil
 	},
 	"bytes": func(_ *starlarkBudget, _ starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
 		if len(args) == 0 {
@@ -332,7 +332,7 @@ func iterableCost(i int, factor int64) guardedCall {
 		if len(args) <= i {
 			return 0, nil
 		}
-		return satMul(satMul(seqLen(args[i]), elemCost(args[i])), factor), nil
+		return sizeMul(sizeMul(seqLen(args[i]), elemCost(args[i])), factor), nil
 	}
 }
 
@@ -342,7 +342,7 @@ func entriesCost(_ *starlarkBudget, _ starlark.Value, args starlark.Tuple, kwarg
 	if len(args) > 0 {
 		n += seqLen(args[0])
 	}
-	return satMul(n, entryBytes), nil
+	return sizeMul(n, entryBytes), nil
 }
 
 // guardedMethods are the methods of built-in types that may allocate more
@@ -409,11 +409,11 @@ func stringJoinCost(_ *starlarkBudget, recv starlark.Value, args starlark.Tuple,
 	var v starlark.Value
 	for iter.Next(&v) {
 		if s, ok := v.(starlark.String); ok {
-			n = satAdd(n, int64(len(s)))
+			n = sizeAdd(n, int64(len(s)))
 		}
 		count++
 	}
-	return satMul(satAdd(satAdd(n, satMul(sep, count)), boxBytes), builderFactor), nil
+	return sizeMul(sizeAdd(sizeAdd(n, sizeMul(sep, count)), boxBytes), builderFactor), nil
 }
 
 func stringReplaceCost(_ *starlarkBudget, recv starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
@@ -439,7 +439,7 @@ func stringReplaceCost(_ *starlarkBudget, recv starlark.Value, args starlark.Tup
 			}
 		}
 	}
-	return satAdd(int64(len(s)), satMul(n, int64(len(repl)))), nil
+	return sizeAdd(int64(len(s)), sizeMul(n, int64(len(repl)))), nil
 }
 
 func stringFormatCost(b *starlarkBudget, recv starlark.Value, args starlark.Tuple, kwargs []starlark.Tuple) (int64, error) {
@@ -465,7 +465,7 @@ func stringFormatCost(b *starlarkBudget, recv starlark.Value, args starlark.Tupl
 		}
 		maxv = max(maxv, m)
 	}
-	return satMul(satAdd(int64(len(f)), satMul(fields, maxv)), builderFactor), nil
+	return sizeMul(sizeAdd(int64(len(f)), sizeMul(fields, maxv)), builderFactor), nil
 }
 
 func stringSplitCost(_ *starlarkBudget, recv starlark.Value, args starlark.Tuple, _ []starlark.Tuple) (int64, error) {
@@ -476,7 +476,7 @@ func stringSplitCost(_ *starlarkBudget, recv starlark.Value, args starlark.Tuple
 			pieces = int64(strings.Count(s, string(sep))) + 1
 		}
 	}
-	return satMul(pieces, slotBytes+boxBytes), nil
+	return sizeMul(pieces, slotBytes+boxBytes), nil
 }
 
 func stringCaseCost(_ *starlarkBudget, recv starlark.Value, _ starlark.Tuple, _ []starlark.Tuple) (int64, error) {
@@ -485,7 +485,7 @@ func stringCaseCost(_ *starlarkBudget, recv starlark.Value, _ starlark.Tuple, _ 
 		if s[i] >= utf8.RuneSelf {
 			// Case mapping may grow a rune, and an invalid byte becomes
 			// U+FFFD: at most three bytes for one.
-			return satMul(int64(len(s)), 3), nil
+			return sizeMul(int64(len(s)), 3), nil
 		}
 	}
 	return int64(len(s)), nil
@@ -503,7 +503,7 @@ func listGrowCost(b *starlarkBudget, recv starlark.Value, args starlark.Tuple, _
 			m = max(seqLen(args[0]), 1) // extend; append of a list counts one more element
 		}
 	}
-	n := satMul(seqLen(recv)+m, growBytes)
+	n := sizeMul(seqLen(recv)+m, growBytes)
 	if m == 1 && n < b.limit/16 {
 		return 0, nil
 	}
@@ -512,7 +512,7 @@ func listGrowCost(b *starlarkBudget, recv starlark.Value, args starlark.Tuple, _
 
 func dictViewCost(per int64) guardedCall {
 	return func(_ *starlarkBudget, recv starlark.Value, _ starlark.Tuple, _ []starlark.Tuple) (int64, error) {
-		return satMul(seqLen(recv), per), nil
+		return sizeMul(seqLen(recv), per), nil
 	}
 }
 
@@ -537,7 +537,7 @@ func tableBuckets(n int64) int64 {
 // n entries allocates: the doubled bucket array when it grows.
 func tableInsertBytes(n int64) int64 {
 	if nb := tableBuckets(n + 1); nb > tableBuckets(n) {
-		return satMul(nb, bucketBytes)
+		return sizeMul(nb, bucketBytes)
 	}
 	return 0
 }
@@ -549,7 +549,7 @@ func tableGrowCost(_ *starlarkBudget, recv starlark.Value, args starlark.Tuple, 
 	for _, a := range args {
 		n += seqLen(a)
 	}
-	return satMul(n, entryBytes), nil
+	return sizeMul(n, entryBytes), nil
 }
 
 // guardBuiltin returns a builtin of the same name that reserves cost
@@ -611,7 +611,7 @@ func guardPredeclared(budget *starlarkBudget) starlark.StringDict {
 		case starlark.String, starlark.Bytes:
 			per = 1
 		}
-		if err := budget.reserve("a slice of a "+x.Type(), satMul(n, per)); err != nil {
+		if err := budget.reserve("a slice of a "+x.Type(), sizeMul(n, per)); err != nil {
 			return nil, err
 		}
 		return x, nil

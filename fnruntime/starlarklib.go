@@ -92,7 +92,7 @@ func renderCost(factor int64) guardedCall {
 			return 0, nil
 		}
 		n, err := renderSize(args[0], b.limit)
-		return satMul(n, factor), err
+		return sizeMul(n, factor), err
 	}
 }
 
@@ -104,7 +104,7 @@ func decodeCost(_ *starlarkBudget, _ starlark.Value, args starlark.Tuple, _ []st
 		return 0, nil
 	}
 	s, _ := starlark.AsString(args[0])
-	return satMul(int64(len(s)), 20), nil
+	return sizeMul(int64(len(s)), 20), nil
 }
 
 // stringArgCost is the cost of an encoding of the first argument that is
@@ -115,7 +115,7 @@ func stringArgCost(factor int64) guardedCall {
 			return 0, nil
 		}
 		s, _ := starlark.AsString(args[0])
-		return satMul(int64(len(s)), factor), nil
+		return sizeMul(int64(len(s)), factor), nil
 	}
 }
 
@@ -163,7 +163,7 @@ func jsonIndentCost(_ *starlarkBudget, _ starlark.Value, args starlark.Tuple, kw
 			lines++
 		}
 	}
-	return satAdd(satMul(int64(len(s)), 2), satMul(lines, satAdd(prefix+1, satMul(deepest, indent)))), nil
+	return sizeAdd(sizeMul(int64(len(s)), 2), sizeMul(lines, sizeAdd(prefix+1, sizeMul(deepest, indent)))), nil
 }
 
 type builtinFn = func(*starlark.Thread, *starlark.Builtin, starlark.Tuple, []starlark.Tuple) (starlark.Value, error)

@@ -21,7 +21,7 @@ func execStarlark(t *testing.T, src string, guarded bool) error {
 	predeclared := starlark.StringDict{}
 	if guarded {
 		budget := newStarlarkBudget("script", DefaultStarlarkMemory, thread.Cancel)
-		thread.SetLocal(budgetKey, budget)
+		thread.SetLocal(starlarkBudgetKey, budget)
 		predeclared = guardPredeclared(budget)
 		rewriteStarlark(f)
 	}

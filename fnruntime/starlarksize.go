@@ -29,16 +29,16 @@ const (
 	maxIntBytes = 1 << 20
 )
 
-// satAdd and satMul add and multiply non-negative sizes, saturating at
+// sizeAdd and sizeMul add and multiply non-negative sizes, saturating at
 // math.MaxInt64.
-func satAdd(a, b int64) int64 {
+func sizeAdd(a, b int64) int64 {
 	if a > math.MaxInt64-b {
 		return math.MaxInt64
 	}
 	return a + b
 }
 
-func satMul(a, b int64) int64 {
+func sizeMul(a, b int64) int64 {
 	if a == 0 || b == 0 {
 		return 0
 	}
@@ -139,7 +139,7 @@ func (s *renderSizer) size(v starlark.Value) (n int64, cycle bool, err error) {
 		key = v
 	default:
 		if n := starlark.Len(v); n > 0 {
-			return satAdd(satMul(int64(n), 6), 64), false, nil
+			return sizeAdd(sizeMul(int64(n), 6), 64), false, nil
 		}
 		return 64, false, nil
 	}
@@ -166,7 +166,7 @@ func (s *renderSizer) size(v starlark.Value) (n int64, cycle bool, err error) {
 			return false
 		}
 		cycle = cycle || c
-		n = satAdd(n, satAdd(m, extra))
+		n = sizeAdd(n, sizeAdd(m, extra))
 		return n <= s.limit
 	}
 	switch v := v.(type) {
