@@ -84,7 +84,7 @@ var heavyLibs = []string{
 // The direct imports each contract package may have besides the standard
 // library.
 var contractImports = map[string][]string{
-	module + "/revision":              {"sigs.k8s.io/kustomize/kyaml", module + "/internal/imageref", module + "/internal/yamlmemo"},
+	module + "/revision":              {"sigs.k8s.io/kustomize/kyaml", module + "/internal/imageref", module + "/internal/yamlmemo", module + "/internal/yamlstyle"},
 	module + "/repository":            {module + "/revision"},
 	module + "/deps":                  {module + "/revision", module + "/repository"},
 	module + "/pipeline":              {module + "/revision", module + "/internal", "sigs.k8s.io/kustomize/kyaml"},
@@ -126,7 +126,7 @@ var storageFree = []string{module + "/variant", module + "/live"}
 // with no entry fails the test, so a new one is placed on purpose.
 //
 //	0  leaf mechanism that imports nothing of the module: internal/lru,
-//	   internal/imageref, internal/yamlmemo
+//	   internal/imageref, internal/yamlmemo, internal/yamlstyle
 //	1  revision: the data model
 //	2  other shared mechanism in internal/
 //	3  the contracts: repository, pipeline; internal/update (three-way merge)
@@ -143,6 +143,7 @@ var layers = map[string]int{
 	"internal/lru":          0,
 	"internal/imageref":     0,
 	"internal/yamlmemo":     0,
+	"internal/yamlstyle":    0,
 	"revision":              1,
 	"internal":              2,
 	"internal/update":       3,
