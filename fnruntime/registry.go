@@ -42,13 +42,13 @@ type Options struct {
 	// Env is the environment of exec functions. Nil means only PATH and
 	// HOME of this process.
 	Env []string
-	// MaxOutput caps an exec (or container) function's stdout; zero
+	// MaxOutput caps an exec (or container, or wasm) function's stdout; zero
 	// means DefaultMaxExecOutput (64 MiB). A run over it fails with an
 	// error matching ErrOutputTooLarge and revision.ErrLimit (a
 	// *revision.LimitError naming "fnruntime.Options.MaxOutput"), and
 	// nothing of its output is used.
 	MaxOutput int64
-	// MaxStderr caps an exec (or container) function's stderr; zero means
+	// MaxStderr caps an exec (or container, or wasm) function's stderr; zero means
 	// DefaultMaxExecStderr (1 MiB). A run over it fails as for MaxOutput
 	// ("fnruntime.Options.MaxStderr").
 	MaxStderr int64
@@ -61,7 +61,7 @@ type Options struct {
 	// (a trailing "*" matches any suffix). Deny lists forbidden ones and
 	// wins over Allow.
 	Allow, Deny []string
-	// Timeout bounds one function run (builtin, exec or container); zero
+	// Timeout bounds one function run (builtin, exec, wasm or container); zero
 	// means DefaultTimeout (5 minutes). The caller's context still ends a
 	// run sooner: an exec function's processes are killed within a second
 	// of it (see ExecFunction).
@@ -367,7 +367,7 @@ type NotFoundError struct {
 
 // Error names the image.
 func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("function %q is not available in-process (no builtin or registered implementation, and container functions are not enabled)", e.Image)
+	return fmt.Sprintf("function %q is not available in-process (no builtin or registered implementation, and neither wasm nor container functions are enabled)", e.Image)
 }
 
 // Is reports whether target is pipeline.ErrFunctionNotFound.
