@@ -20,7 +20,6 @@ type boundedMemory struct {
 	buf     []byte
 	mapped  []byte // the reserved bound, when mapMemory gave it
 	refused atomic.Bool
-	peak    atomic.Uint64
 }
 
 var _ experimental.MemoryAllocator = (*boundedMemory)(nil)
@@ -55,9 +54,6 @@ func (m *boundedMemory) Reallocate(size uint64) []byte {
 		m.buf = next
 	} else {
 		m.buf = m.buf[:size]
-	}
-	if size > m.peak.Load() {
-		m.peak.Store(size)
 	}
 	return m.buf
 }
