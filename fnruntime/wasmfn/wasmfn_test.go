@@ -37,7 +37,7 @@ spec:
   replicas: 1
 `
 
-func newRuntime(t *testing.T, opts *wasmfn.Options) *wasmfn.Runtime {
+func newRuntime(t testing.TB, opts *wasmfn.Options) *wasmfn.Runtime {
 	t.Helper()
 	var o wasmfn.Options
 	if opts != nil {
