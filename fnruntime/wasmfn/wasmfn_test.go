@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -22,6 +24,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"golang.org/x/sync/errgroup"
+	"sigs.k8s.io/kustomize/kyaml/yaml"
 
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/fnruntime/wasmfn"
@@ -188,6 +192,29 @@ functionConfig:
 	}
 	if got := rl.Items[0].GetAnnotations()["wasm.cad.dev/ran"]; got != "evaluated" {
 		t.Errorf("annotation = %q, want evaluated", got)
+	}
+
+	// Concurrent runs of one module share its compiled code, each in an
+	// instance of its own.
+	var g errgroup.Group
+	for i := range 4 {
+		g.Go(func() error {
+			rl := &pipeline.ResourceList{Items: []*yaml.RNode{yaml.MustParse(deployment)},
+				FunctionConfig: yaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: fc\ndata:\n  value: run-" + strconv.Itoa(i) + "\n")}
+			if err := wr.Image("").Run(context.Background(), rl); err == nil {
+				return errors.New("an empty image reference ran")
+			}
+			if err := wr.File(testModule).Run(context.Background(), rl); err != nil {
+				return err
+			}
+			if got := rl.Items[0].GetAnnotations()["wasm.cad.dev/ran"]; got != "run-"+strconv.Itoa(i) {
+				return fmt.Errorf("run %d: annotation %q", i, got)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		t.Errorf("concurrent runs: %v", err)
 	}
 
 	err = wr.File(testModule, "fail").Run(context.Background(), &pipeline.ResourceList{})
