@@ -58,7 +58,10 @@
 //	WasmSpec.MaxStderr    1 MiB        stderr (fnruntime.Options.MaxStderr)
 //	Options.MaxModuleBytes 128 MiB     a module file, image layer and module
 //
-// The host holds, for a run, its linear memory (at most MaxMemory, plus the
-// previous buffer while it grows), its stdout (at most MaxOutput) and
-// stderr, and the compiled module, shared by all runs.
+// The host holds, for a run, its linear memory (at most MaxMemory: on
+// Linux, macOS and FreeBSD it is reserved as address space outside Go's
+// heap and only the pages the module touches cost memory; elsewhere it
+// grows in Go's heap, the previous buffer held while it is copied), its
+// stdout (at most MaxOutput) and stderr, and the compiled module, shared
+// by all runs.
 package wasmfn
