@@ -860,7 +860,7 @@ func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOpt
 		if pc.ResourceVersion != nil && *pc.ResourceVersion != m.Version {
 			return nil, errConflict(grPackageRevisions, rq.name, "the ResourceVersion in the precondition ("+*pc.ResourceVersion+") does not match the ResourceVersion in record ("+m.Version+"). The object might have been modified")
 		}
-		if pc.UID != nil && string(*pc.UID) != string(porchapi.DeterministicUID(porchapi.SchemeGroupVersion.String(), porchapi.ResourcePackageRevisions, rq.ns, rq.name)) {
+		if pc.UID != nil && string(*pc.UID) != string(porchapi.PackageRevisionUID(rq.ns, rq.name)) {
 			return nil, errConflict(grPackageRevisions, rq.name, "the UID in the precondition does not match the UID in record")
 		}
 	}
