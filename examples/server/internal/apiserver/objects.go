@@ -463,6 +463,16 @@ func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *uns
 	if r.Spec.Content != "" && r.Spec.Content != porchapi.ContentPackage {
 		return inv("spec.content", fmt.Sprintf("Unsupported value: %q: supported values: \"Package\"", r.Spec.Content))
 	}
+	// Porch's defaults, in what is stored too.
+	porchapi.DefaultRepository(r)
+	if err := unstructured.SetNestedField(u.Object, r.Spec.Content, "spec", "content"); err != nil {
+		return errBadRequest("the request body is not a valid Repository: %v", err)
+	}
+	if r.Spec.Git != nil {
+		if err := unstructured.SetNestedField(u.Object, r.Spec.Git.Branch, "spec", "git", "branch"); err != nil {
+			return errBadRequest("the request body is not a valid Repository: %v", err)
+		}
+	}
 	spec := porchapi.RepositoryToSpec(r)
 	if err := spec.Validate(); err != nil {
 		return inv("spec", err.Error())
