@@ -586,6 +586,16 @@ const ConditionDamaged = "Damaged"
 // ReasonDamagedRevisions is the reason of a True ConditionDamaged.
 const ReasonDamagedRevisions = "DamagedRevisions"
 
+// ConditionMaintenanceFailed is the Repository condition that says the
+// last scheduled maintenance run of the repository (see
+// Options.MaintainInterval) failed: True, with reason
+// ReasonMaintenanceError and the error as its message, until a run
+// succeeds; absent otherwise. The repository stays Ready.
+const ConditionMaintenanceFailed = "MaintenanceFailed"
+
+// ReasonMaintenanceError is the reason of a True ConditionMaintenanceFailed.
+const ReasonMaintenanceError = "MaintenanceError"
+
 // maxDamageShown bounds how many damaged things ConditionDamaged's message
 // names; the count is always given.
 const maxDamageShown = 20
@@ -610,6 +620,11 @@ func repositoryStatus(e *repoEntry, generation int64, old map[string]any) map[st
 			msg += fmt.Sprintf("; and %d more", len(damaged)-len(shown))
 		}
 		conds = append(conds, metav1.Condition{Type: ConditionDamaged, Status: metav1.ConditionTrue, Reason: ReasonDamagedRevisions,
+			Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.Now()})
+	}
+	if msg := e.maintenanceError(); e.repo != nil && msg != "" {
+		// Still Ready: the repository is served, only less packed.
+		conds = append(conds, metav1.Condition{Type: ConditionMaintenanceFailed, Status: metav1.ConditionTrue, Reason: ReasonMaintenanceError,
 			Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.Now()})
 	}
 	var prev porchapi.RepositoryStatus
