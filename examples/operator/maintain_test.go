@@ -64,22 +64,35 @@ func TestScheduledMaintenance(t *testing.T) {
 
 	// A small pack whose objects do not read, with a loose object beside
 	// it so that the geometric rule merges it, fails the run.
-	h := gitCLI(t, e.gitDir, "unreachable\n", "hash-object", "-w", "--stdin")
-	base := filepath.Join(e.gitDir, "objects", "pack", "pack-"+gitCLI(t, e.gitDir, h+"\n", "pack-objects", "-q", "objects/pack/pack"))
-	require.NoError(t, os.Remove(filepath.Join(e.gitDir, "objects", h[:2], h[2:])))
-	data, err := os.ReadFile(base + ".pack")
+	// Made in another repository, so that no run packs its object
+	// first; the index goes last, as git puts a pack in place.
+	other := t.TempDir()
+	gitCLI(t, other, "", "init", "--quiet", "--bare")
+	h := gitCLI(t, other, "unreachable\n", "hash-object", "-w", "--stdin")
+	name := "pack-" + gitCLI(t, other, h+"\n", "pack-objects", "-q", "objects/pack/pack")
+	base := filepath.Join(e.gitDir, "objects", "pack", name)
+	data, err := os.ReadFile(filepath.Join(other, "objects", "pack", name+".pack"))
 	require.NoError(t, err)
 	for i := 12; i < len(data)-20; i++ {
 		data[i] = 0
 	}
 	require.NoError(t, os.WriteFile(base+".pack", data, 0o444))
-	gitCLI(t, e.gitDir, "loose\n", "hash-object", "-w", "--stdin")
+	idx, err := os.ReadFile(filepath.Join(other, "objects", "pack", name+".idx"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(base+".idx", idx, 0o444))
+	// A loose object beside it, so that the geometric rule merges it:
+	// one more each time, as a run may pack one before it sees the pack.
+	n := 0
+	addLoose := func() {
+		n++
+		gitCLI(t, e.gitDir, fmt.Sprintf("loose %d\n", n), "hash-object", "-w", "--stdin")
+	}
 	repo := &configv1alpha1.Repository{}
 	condition := func() *metav1.Condition {
 		require.NoError(t, e.c.Get(context.Background(), client.ObjectKey{Namespace: e.ns, Name: "blueprints"}, repo))
 		return meta.FindStatusCondition(repo.Status.Conditions, ConditionMaintenanceFailed)
 	}
-	require.Eventually(t, func() bool { return condition() != nil }, 60*time.Second, 50*time.Millisecond, "no MaintenanceFailed condition")
+	require.Eventually(t, func() bool { addLoose(); return condition() != nil }, 60*time.Second, 50*time.Millisecond, "no MaintenanceFailed condition")
 	c := condition()
 	require.Equal(t, metav1.ConditionTrue, c.Status)
 	require.Equal(t, ReasonMaintenanceError, c.Reason)

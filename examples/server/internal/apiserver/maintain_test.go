@@ -72,18 +72,32 @@ func TestScheduledMaintenance(t *testing.T) {
 	// A pack whose objects do not read (a small one, which the
 	// geometric rule merges) fails the run; it holds no object a
 	// revision needs.
-	h := gitCLI(t, gitDir, "unreachable\n", "hash-object", "-w", "--stdin")
-	base := filepath.Join(gitDir, "objects", "pack", "pack-"+gitCLI(t, gitDir, h+"\n", "pack-objects", "-q", "objects/pack/pack"))
-	require.NoError(t, os.Remove(filepath.Join(gitDir, "objects", h[:2], h[2:])))
-	data, err := os.ReadFile(base + ".pack")
+	// Made in another repository, so that no run packs its object
+	// first; the index goes last, as git puts a pack in place.
+	other := t.TempDir()
+	gitCLI(t, other, "", "init", "--quiet", "--bare")
+	h := gitCLI(t, other, "unreachable\n", "hash-object", "-w", "--stdin")
+	name := "pack-" + gitCLI(t, other, h+"\n", "pack-objects", "-q", "objects/pack/pack")
+	base := filepath.Join(gitDir, "objects", "pack", name)
+	data, err := os.ReadFile(filepath.Join(other, "objects", "pack", name+".pack"))
 	require.NoError(t, err)
 	for i := 12; i < len(data)-20; i++ {
 		data[i] = 0
 	}
 	require.NoError(t, os.WriteFile(base+".pack", data, 0o444))
-	gitCLI(t, gitDir, "loose\n", "hash-object", "-w", "--stdin") // so that the small pack is merged
+	idx, err := os.ReadFile(filepath.Join(other, "objects", "pack", name+".idx"))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(base+".idx", idx, 0o444))
+	// A loose object beside it, so that the geometric rule merges it:
+	// one more each time, as a run may pack one before it sees the pack.
+	n := 0
+	addLoose := func() {
+		n++
+		gitCLI(t, gitDir, fmt.Sprintf("loose %d\n", n), "hash-object", "-w", "--stdin")
+	}
 	var got porchapi.Repository
 	require.Eventually(t, func() bool {
+		addLoose()
 		require.Equal(t, 200, ts.doJSON("GET", repoPath+"/default", nil, &got))
 		return meta.FindStatusCondition(got.Status.Conditions, ConditionMaintenanceFailed) != nil
 	}, 30*time.Second, 50*time.Millisecond, "no MaintenanceFailed condition")
