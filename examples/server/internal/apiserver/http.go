@@ -93,6 +93,8 @@ type request struct {
 	ns, name string
 	sub      string
 	warnings []string
+	// dryRun: check and answer, write nothing.
+	dryRun bool
 }
 
 func (rq *request) warn(format string, args ...any) {

@@ -244,6 +244,14 @@ func (si *storeImpl) create(ctx context.Context, rq *request, body []byte) (meta
 			return nil, err
 		}
 	}
+	if rq.dryRun {
+		if _, err := si.s.store.Get(si.res, u.GetNamespace(), u.GetName()); err == nil {
+			return nil, errAlreadyExists(d.gr, u.GetName())
+		}
+		u.SetCreationTimestamp(metav1.NewTime(time.Now().UTC().Truncate(time.Second)))
+		u.SetGeneration(1)
+		return u, nil
+	}
 	out, err := si.s.store.Create(si.res, u)
 	if err != nil {
 		return nil, toAPIError(d.gr, u.GetName(), err)
@@ -284,6 +292,13 @@ func (si *storeImpl) update(ctx context.Context, rq *request, body []byte) (meta
 		if err := si.prepare(ctx, rq, u, old); err != nil {
 			return nil, err
 		}
+	}
+	if rq.dryRun {
+		u.SetUID(old.GetUID())
+		u.SetCreationTimestamp(old.GetCreationTimestamp())
+		u.SetGeneration(old.GetGeneration())
+		u.SetResourceVersion(old.GetResourceVersion())
+		return u, nil
 	}
 	out, err := si.s.store.Update(si.res, u)
 	if err != nil {
@@ -361,6 +376,12 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 		if err := si.deleting(ctx, rq, cur); err != nil {
 			return nil, err
 		}
+	}
+	if rv != "" && rv != cur.GetResourceVersion() {
+		return nil, errConflict(d.gr, rq.name, staleMessage)
+	}
+	if rq.dryRun {
+		return cur, nil
 	}
 	if len(cur.GetFinalizers()) > 0 {
 		// As Kubernetes does: the object is marked, and goes when an

@@ -265,6 +265,7 @@ type Server struct {
 	// not survive, until that object is synced again (variant loop only).
 	interrupted *syncJournal
 	handler     http.Handler
+	stopHooks   context.CancelFunc
 	closeOne    sync.Once
 	roots       *confine.Roots // resolved RepositoryRoots
 }
@@ -421,7 +422,15 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		}
 		s.setRepositoryStatus(s.register(ctx, r))
 	}
-	s.handler = s.routes()
+	gs, err := s.genericServer()
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	prepared := gs.PrepareRun()
+	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopHooks = stopHooks
+	gs.RunPostStartHooks(hookCtx)
+	s.handler = prepared.Handler
 	return s, nil
 }
 
@@ -755,6 +764,9 @@ func (s *Server) reopenLoop(ctx context.Context) {
 // Close closes every repository. The server must not be used after.
 func (s *Server) Close() error {
 	s.closeOne.Do(func() {
+		if s.stopHooks != nil {
+			s.stopHooks()
+		}
 		for _, e := range s.entries("") {
 			s.closeEntry(e)
 		}
