@@ -93,6 +93,8 @@
 package main
 
 import (
+	"k8s.io/klog/v2"
+
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -260,6 +262,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	opts.Logger = logger
+	// k8s.io/apiserver logs through klog: into the same logger.
+	klog.SetSlogLogger(logger)
 	srv, err := apiserver.New(ctx, opts)
 	if err != nil {
 		return err

@@ -1,12 +1,16 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"mime"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +31,7 @@ import (
 	configv1alpha2 "github.com/configasdata/cad/api/config/v1alpha2"
 	porchv1alpha1 "github.com/configasdata/cad/api/porch/v1alpha1"
 	"github.com/configasdata/cad/examples/server/internal/openapi"
+	"github.com/configasdata/cad/revision"
 )
 
 // The server is k8s.io/apiserver's generic API server: its handlers
@@ -79,7 +84,11 @@ func must(err error) {
 func (s *Server) genericServer() (*genericapiserver.GenericAPIServer, error) {
 	sc, codecs := newScheme()
 	defs := s.resourceDefs()
+	s.prDef = nil
 	for _, d := range defs {
+		if d.gr == grPackageRevisions {
+			s.prDef = d
+		}
 		d := d
 		gvk := schema.GroupVersionKind{Group: d.gr.group, Version: d.version, Kind: d.kind}
 		err := sc.AddFieldLabelConversionFunc(gvk, func(label, value string) (string, string, error) {
@@ -113,7 +122,7 @@ func (s *Server) genericServer() (*genericapiserver.GenericAPIServer, error) {
 	cfg.Authentication.Authenticator = authenticator.RequestFunc(s.authenticateGeneric)
 	cfg.Authorization.Authorizer = authorizer.AuthorizerFunc(s.authorizeGeneric)
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(s.withCadUser(h), c)
+		return genericapiserver.DefaultBuildHandlerChain(s.withCadUser(s.boundYAML(s.cachedLists(h))), c)
 	}
 
 	gs, err := cfg.Complete(nil).New("cad", genericapiserver.NewEmptyDelegate())
@@ -246,7 +255,7 @@ func (s *Server) authorizeGeneric(ctx context.Context, a authorizer.Attributes) 
 		return authorizer.DecisionDeny, reason, nil
 	}
 	if !u.Has(RoleViewer) {
-		return authorizer.DecisionDeny, fmt.Sprintf("user %q has no role on this server: it needs one of the groups %s", u.Name, roleGroups()), nil
+		return authorizer.DecisionDeny, fmt.Sprintf("it has no role on this server: it needs one of the groups %s", roleGroups()), nil
 	}
 	if !a.IsResourceRequest() {
 		return authorizer.DecisionAllow, "", nil
@@ -295,4 +304,91 @@ func rolesFor(verb, resource, sub string) []Role {
 func syntheticRequest(ctx context.Context, q url.Values) *http.Request {
 	r := (&http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/", RawQuery: q.Encode()}, Header: http.Header{}}).WithContext(ctx)
 	return r
+}
+
+// yamlMediaTypes are the media types of request bodies written in YAML.
+var yamlMediaTypes = map[string]bool{
+	"application/yaml": true, "application/x-yaml": true, "text/yaml": true, "application/apply-patch+yaml": true,
+}
+
+// boundYAML checks a YAML request body against Options.YAMLLimits before
+// the generic server decodes it: an alias bomb, a deep or huge document
+// is refused with 400 naming the bound, before any decoder expands it.
+func (s *Server) boundYAML(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+		if r.Body == nil || r.Body == http.NoBody || !yamlMediaTypes[mt] {
+			h.ServeHTTP(w, r)
+			return
+		}
+		data, err := io.ReadAll(io.LimitReader(r.Body, s.opts.MaxBodyBytes+1))
+		r.Body.Close()
+		switch {
+		case err != nil:
+			writeJSON(w, http.StatusBadRequest, errBadRequest("reading the request body: %v", err).status)
+			return
+		case int64(len(data)) > s.opts.MaxBodyBytes:
+			writeJSON(w, http.StatusRequestEntityTooLarge, newStatus(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
+				fmt.Sprintf("the request body is larger than the limit of %d bytes", s.opts.MaxBodyBytes)).status)
+			return
+		}
+		if err := revision.CheckYAML(r.Context(), "request body", data, s.opts.YAMLLimits); err != nil {
+			writeJSON(w, http.StatusBadRequest, errBadRequest("%v", err).status)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(data))
+		r.ContentLength = int64(len(data))
+		h.ServeHTTP(w, r)
+	})
+}
+
+// cachedLists answers a JSON (or Table) list of PackageRevisions from the
+// list cache (listcache.go): a list whose repositories did not change
+// since an identical request is written as it was, without being built
+// or encoded again. Every other request, and a list whose options the
+// cache does not parse, goes to the generic server. It runs after
+// authentication and authorization.
+func (s *Server) cachedLists(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		info, ok := genericapirequest.RequestInfoFrom(r.Context())
+		if !ok || s.prDef == nil || !info.IsResourceRequest || info.Verb != "list" || info.Resource != grPackageRevisions.resource ||
+			info.APIGroup != grPackageRevisions.group || info.APIVersion != s.prDef.version || info.Subresource != "" || !acceptsJSON(r) {
+			h.ServeHTTP(w, r)
+			return
+		}
+		rq := &request{r: r, w: w, def: s.prDef, ns: info.Namespace}
+		lo, err := s.parseListOptions(rq)
+		if err != nil || lo.watch {
+			h.ServeHTTP(w, r)
+			return
+		}
+		s.serveList(r.Context(), rq, lo)
+	})
+}
+
+// acceptsJSON reports whether r takes a JSON response: plain JSON or a
+// Table as JSON first, or anything.
+func acceptsJSON(r *http.Request) bool {
+	a := r.Header.Get("Accept")
+	if a == "" || wantsTable(r) {
+		return true
+	}
+	first, _, _ := strings.Cut(a, ",")
+	mt, params, err := mime.ParseMediaType(strings.TrimSpace(first))
+	return err == nil && (mt == "application/json" && params["as"] == "" || mt == "*/*")
+}
+
+// liftWatchDeadlines clears the read and write deadlines of the
+// connection of a watch, which lasts longer than the http.Server's
+// timeouts allow any other request (the generic server bounds a watch by
+// its own timeout).
+func liftWatchDeadlines(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if q := r.URL.Query().Get("watch"); q == "true" || q == "1" || strings.Contains(r.URL.Path, "/watch/") {
+			rc := http.NewResponseController(w)
+			_ = rc.SetWriteDeadline(time.Time{})
+			_ = rc.SetReadDeadline(time.Time{})
+		}
+		h.ServeHTTP(w, r)
+	})
 }

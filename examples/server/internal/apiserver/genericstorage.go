@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sync"
 	"time"
@@ -111,6 +112,10 @@ func (rs *resourceStorage) GroupVersionKind(schema.GroupVersion) schema.GroupVer
 // request builds the resourceImpl's request of a call.
 func (rs *resourceStorage) request(ctx context.Context, name string, q url.Values) *request {
 	ns, _ := genericapirequest.NamespaceFrom(ctx)
+	if !rs.def.namespaced {
+		// A request for namespaces/NAME carries NAME as its namespace.
+		ns = ""
+	}
 	return &request{r: syntheticRequest(ctx, q), def: rs.def, ns: ns, name: name}
 }
 
@@ -414,6 +419,12 @@ func (rs *resourceStorage) Watch(ctx context.Context, o *metainternalversion.Lis
 			}
 			var obj runtime.Object
 			if ev.typ == string(watch.Bookmark) {
+				// The end of the initial events is a bookmark only a
+				// watch list asked for; other bookmarks only a watch
+				// that allows them.
+				if !lo.bookmarks || (!lo.sendInitial && ev.obj != nil && ev.obj.GetAnnotations()["k8s.io/initial-events-end"] != "") {
+					return nil
+				}
 				t := rs.New()
 				m, _ := meta.Accessor(t)
 				if m != nil && ev.obj != nil {
@@ -484,15 +495,35 @@ func newSubresourceStorage(s *Server, d *resourceDef, name string, sd subresourc
 	if hasVerb(&resourceDef{verbs: sd.verbs}, "update") {
 		return ss
 	}
-	return &subresourceGetter{ss}
+	return &subresourceConnecter{ss}
 }
 
-type subresourceGetter struct{ ss *subresourceStorage }
+// subresourceConnecter serves a read-only subresource of cad's own
+// (dependencies, livestatus) whose object is not a kind of the API: the
+// impl reads the request's query parameters and the object is written as
+// JSON.
+type subresourceConnecter struct{ ss *subresourceStorage }
 
-func (g *subresourceGetter) New() runtime.Object { return g.ss.New() }
-func (g *subresourceGetter) Destroy()            {}
-func (g *subresourceGetter) Get(ctx context.Context, name string, o *metav1.GetOptions) (runtime.Object, error) {
-	return g.ss.Get(ctx, name, o)
+var _ rest.Connecter = (*subresourceConnecter)(nil)
+
+func (c *subresourceConnecter) New() runtime.Object { return c.ss.New() }
+func (c *subresourceConnecter) Destroy()            {}
+func (c *subresourceConnecter) NewConnectOptions() (runtime.Object, bool, string) {
+	return nil, false, ""
+}
+func (c *subresourceConnecter) ConnectMethods() []string { return []string{"GET"} }
+
+func (c *subresourceConnecter) Connect(ctx context.Context, name string, _ runtime.Object, r rest.Responder) (http.Handler, error) {
+	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		ns, _ := genericapirequest.NamespaceFrom(ctx)
+		rq := &request{r: req, w: w, def: c.ss.rs.def, ns: ns, name: name, sub: c.ss.sub}
+		obj, err := c.ss.sd.impl.getSub(req.Context(), rq)
+		if err != nil {
+			r.Error(statusError(c.ss.rs.def.gr, name, err))
+			return
+		}
+		writeJSON(w, http.StatusOK, obj)
+	}), nil
 }
 
 func (ss *subresourceStorage) New() runtime.Object { return ss.rs.New() }

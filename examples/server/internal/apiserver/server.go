@@ -266,6 +266,9 @@ type Server struct {
 	interrupted *syncJournal
 	handler     http.Handler
 	stopHooks   context.CancelFunc
+	// prDef is the packagerevisions resource, whose lists cachedLists
+	// serves.
+	prDef *resourceDef
 	closeOne    sync.Once
 	roots       *confine.Roots // resolved RepositoryRoots
 }
@@ -430,7 +433,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopHooks = stopHooks
 	gs.RunPostStartHooks(hookCtx)
-	s.handler = prepared.Handler
+	s.handler = liftWatchDeadlines(prepared.Handler)
 	return s, nil
 }
 
