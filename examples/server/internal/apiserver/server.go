@@ -268,9 +268,9 @@ type Server struct {
 	stopHooks   context.CancelFunc
 	// prDef is the packagerevisions resource, whose lists cachedLists
 	// serves.
-	prDef *resourceDef
-	closeOne    sync.Once
-	roots       *confine.Roots // resolved RepositoryRoots
+	prDef    *resourceDef
+	closeOne sync.Once
+	roots    *confine.Roots // resolved RepositoryRoots
 }
 
 type nsName struct{ ns, name string }
