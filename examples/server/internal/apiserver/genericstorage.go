@@ -23,6 +23,9 @@ import (
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
 	"k8s.io/apiserver/pkg/warning"
+
+	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/repository"
 )
 
 // resourceStorage is the rest.Storage of one resource: the generic API
@@ -309,6 +312,20 @@ func (rs *resourceStorage) Create(ctx context.Context, obj runtime.Object, creat
 	if err != nil {
 		return nil, err
 	}
+	if rq.dryRun {
+		var spec struct {
+			Spec struct {
+				Repository string `json:"repository"`
+			} `json:"spec"`
+		}
+		_ = json.Unmarshal(body, &spec)
+		dctx, end, err := rs.dryRunContext(ctx, rq.ns, spec.Spec.Repository)
+		if err != nil {
+			return nil, rs.finish(ctx, rq, err)
+		}
+		defer end()
+		ctx = dctx
+	}
 	out, err := rs.def.impl.create(ctx, rq, body)
 	if err = rs.finish(ctx, rq, err); err != nil {
 		return nil, err
@@ -319,6 +336,14 @@ func (rs *resourceStorage) Create(ctx context.Context, obj runtime.Object, creat
 func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, o *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	rq := rs.request(ctx, name, nil)
 	rq.dryRun = o != nil && dryRun(o.DryRun)
+	if rq.dryRun {
+		dctx, end, err := rs.dryRunContext(ctx, rq.ns, repositoryOfName(name))
+		if err != nil {
+			return nil, false, rs.finish(ctx, rq, err)
+		}
+		defer end()
+		ctx = dctx
+	}
 	cur, err := rs.def.impl.get(ctx, rq)
 	var old runtime.Object
 	switch {
@@ -371,6 +396,14 @@ func (rs *resourceStorage) Delete(ctx context.Context, name string, deleteValida
 		o = &metav1.DeleteOptions{}
 	}
 	rq.dryRun = dryRun(o.DryRun)
+	if rq.dryRun {
+		dctx, end, err := rs.dryRunContext(ctx, rq.ns, repositoryOfName(name))
+		if err != nil {
+			return nil, false, rs.finish(ctx, rq, err)
+		}
+		defer end()
+		ctx = dctx
+	}
 	if deleteValidation != nil {
 		cur, err := rs.def.impl.get(ctx, rq)
 		if err = rs.finish(ctx, rq, err); err != nil {
@@ -552,6 +585,14 @@ func (ss *subresourceStorage) Get(ctx context.Context, name string, _ *metav1.Ge
 func (ss *subresourceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, o *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	rq := ss.request(ctx, name)
 	rq.dryRun = o != nil && dryRun(o.DryRun)
+	if rq.dryRun {
+		dctx, end, err := ss.rs.dryRunContext(ctx, rq.ns, repositoryOfName(name))
+		if err != nil {
+			return nil, false, ss.rs.finish(ctx, rq, err)
+		}
+		defer end()
+		ctx = dctx
+	}
 	cur, err := ss.sd.impl.getSub(ctx, rq)
 	if err = ss.rs.finish(ctx, rq, err); err != nil {
 		return nil, false, err
@@ -579,4 +620,46 @@ func (ss *subresourceStorage) Update(ctx context.Context, name string, objInfo r
 	}
 	t, err := ss.rs.typed(out)
 	return t, false, err
+}
+
+// dryRunContext returns the context in which a dry run of a write to a
+// package revision of repository repoName runs, and the function that
+// ends it: the writes are held in a write batch of the repository
+// (repository.Batcher), which is discarded, so that the dry run checks
+// and answers everything a write would without writing anything. A
+// repository that cannot batch refuses the dry run (400): its writes could
+// not be taken back. Stored objects (storeImpl) do their dry runs
+// themselves; for them ctx is returned as it is.
+func (rs *resourceStorage) dryRunContext(ctx context.Context, ns, repoName string) (context.Context, func(), error) {
+	if _, stored := rs.def.impl.(*storeImpl); stored {
+		return ctx, func() {}, nil
+	}
+	e, ok := rs.s.entry(ns, repoName)
+	if !ok || e.repo == nil {
+		// The write fails on its own: nothing is open to write to.
+		return ctx, func() {}, nil
+	}
+	refuse := errBadRequest("dry run: repository %q cannot hold writes in a batch, so cad's server cannot run a write to it without making it", repoName)
+	b, ok := e.repo.(repository.Batcher)
+	if !ok {
+		return nil, nil, refuse
+	}
+	bctx, batch, err := b.BeginBatch(ctx)
+	switch {
+	case errors.Is(err, repository.ErrNotSupported):
+		return nil, nil, refuse
+	case err != nil:
+		return nil, nil, err
+	}
+	return bctx, batch.Discard, nil
+}
+
+// repositoryOfName is the repository a package revision's name starts
+// with; "" when the name is not one.
+func repositoryOfName(name string) string {
+	k, err := porchapi.ParseName(name)
+	if err != nil {
+		return ""
+	}
+	return k.Repository
 }

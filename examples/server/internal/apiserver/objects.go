@@ -436,6 +436,9 @@ func (si *storeImpl) updateSub(ctx context.Context, rq *request, body []byte) (m
 	} else {
 		delete(out.Object, "status")
 	}
+	if rq.dryRun {
+		return out, nil
+	}
 	stored, err := si.s.store.Update(si.res, out)
 	if err != nil {
 		return nil, toAPIError(d.gr, rq.name, err)
