@@ -278,12 +278,16 @@ func (s *Server) authorizeGeneric(ctx context.Context, a authorizer.Attributes) 
 // storage checks further what depends on the object, a revision's
 // lifecycle).
 func rolesFor(verb, resource, sub string) []Role {
+	if resource == "secrets" {
+		// Credentials: only an admin reads or writes them.
+		return []Role{RoleAdmin}
+	}
 	switch verb {
 	case "get", "list", "watch":
 		return []Role{RoleViewer}
 	}
 	switch resource {
-	case "namespaces", "repositories", "secrets":
+	case "namespaces", "repositories":
 		return []Role{RoleAdmin}
 	case "packagevariants", "packagevariantsets", "packagerevisionresources":
 		return []Role{RoleEditor}

@@ -22,6 +22,7 @@ import (
 // Store resource keys.
 const (
 	resNamespaces         = "namespaces"
+	resSecrets            = "secrets"
 	resRepositories       = "repositories"
 	resPackageVariants    = "packagevariants"
 	resPackageVariantSets = "packagevariantsets"
@@ -654,7 +655,10 @@ func (s *Server) deletingNamespace(ctx context.Context, rq *request, u *unstruct
 	if rq.name == DefaultNamespace {
 		return errForbidden(groupResource{"", "namespaces"}, rq.name, "this namespace may not be deleted")
 	}
-	for _, res := range []string{resPackageVariantSets, resPackageVariants, resRepositories} {
+	if rq.dryRun {
+		return nil
+	}
+	for _, res := range []string{resPackageVariantSets, resPackageVariants, resRepositories, resSecrets} {
 		objs, _ := s.store.List(res, rq.name)
 		for _, o := range objs {
 			if _, err := s.store.Delete(res, rq.name, o.GetName(), ""); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -663,6 +667,7 @@ func (s *Server) deletingNamespace(ctx context.Context, rq *request, u *unstruct
 			switch res {
 			case resRepositories:
 				s.unregister(rq.name, o.GetName())
+			case resSecrets:
 			default:
 				s.queueVariant(variantWork{resource: res, ns: rq.name, name: o.GetName(), deleted: o})
 			}
