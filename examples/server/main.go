@@ -122,6 +122,9 @@ import (
 )
 
 func main() {
+	// k8s.io/apiserver logs through klog (process-wide, set once, before
+	// any server starts): its warnings and errors go to stderr.
+	klog.SetSlogLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
@@ -262,8 +265,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}
 	opts.Logger = logger
-	// k8s.io/apiserver logs through klog: into the same logger.
-	klog.SetSlogLogger(logger)
 	srv, err := apiserver.New(ctx, opts)
 	if err != nil {
 		return err
