@@ -137,6 +137,8 @@ var storageFree = []string{module + "/variant", module + "/live"}
 //	   the function runtimes (and internal/kpttestfns, kpt's test
 //	   functions), pipelinetest, deps
 //	7  engine, live: logic over any backend and runtime
+//	   fnruntime/wasmfn: a function runtime plugged into fnruntime
+//	   (Options.Wasm) through its WasmRuntime contract
 //	8  variant: syncs over an engine
 //	9  presets over runtimes (fnruntime/stdfn), the root package cad
 var layers = map[string]int{
@@ -159,6 +161,7 @@ var layers = map[string]int{
 	"deps":                  6,
 	"engine":                7,
 	"live":                  7,
+	"fnruntime/wasmfn":      7, // over fnruntime's WasmRuntime contract
 	"variant":               8,
 	"fnruntime/stdfn":       9,
 	"":                      9,

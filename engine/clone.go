@@ -73,8 +73,9 @@ type CloneOptions struct {
 	// Repositories implement Deployer and report the target repository as
 	// a deployment repository.
 	ForDeployment bool
-	// Strategy is the Kptfile's upstream.updateStrategy; default
-	// resource-merge.
+	// Strategy is the Kptfile's upstream.updateStrategy. Empty writes
+	// none, as Porch's clone does; an upgrade then merges with
+	// resource-merge, kpt's default.
 	Strategy revision.UpdateStrategy
 	// Metadata becomes the new draft's labels and annotations, written
 	// with it (see [Engine.SetMetadata]).
@@ -94,8 +95,12 @@ type CloneOptions struct {
 //
 //   - the content is the upstream's;
 //   - the Kptfile gets metadata.name the last element of the package
-//     path, upstream {type git, git{repo, directory, ref}, updateStrategy}
-//     and upstreamLock {type git, git{repo, directory, ref, commit}}; an
+//     path, upstream {type git, git{repo, directory, ref}, updateStrategy
+//     (only when [CloneOptions].Strategy is set)}, upstreamLock {type git,
+//     git{repo, directory, ref, commit}} (a git directory without a
+//     leading slash, "" for the root) and, as every resource, the
+//     upstream-identifier annotation and kpt-merge comment, of its new
+//     name ("kpt.dev|Kptfile|default|<name>"); an
 //     upstream without a Kptfile gets no Kptfile (unless
 //     [CloneOptions].Kptfile): the same name, upstream and lock go into
 //     cad's package file (revision.PackageFileName), created or edited; for a registered source repo is
@@ -126,8 +131,8 @@ type CloneOptions struct {
 // source without repo or chart or without a ChartRenderer, a bad
 // key or a nested package path, and a *revision.YAMLLimitError (matching
 // it) for an upstream YAML file over a bound of Options.YAMLLimits;
-// repository.ErrAlreadyExists when the package
-// already exists in repo (use Copy for a new revision); repository.ErrNotFound
+// a *PackageExistsError (matching repository.ErrAlreadyExists) when the
+// package already exists in repo (use Copy for a new revision); repository.ErrNotFound
 // for an unknown repository or source (the renderer's for an unknown
 // chart or version); the renderer's other errors (an unreachable
 // repository, a template error) wrapped; a failed render returns the
@@ -170,11 +175,7 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 	if err := revision.CheckYAMLFiles(ctx, files, e.opts.YAMLLimits); err != nil {
 		return nil, wrap(op, key, err) // hostile upstream content, from any backend
 	}
-	strategy := opts.Strategy
-	if strategy == "" {
-		strategy = revision.ResourceMerge
-	}
-	files, err = cloneFiles(key.Package, files, from, strategy, opts.Kptfile)
+	files, err = cloneFiles(key.Package, files, from, opts.Strategy, opts.Kptfile)
 	if err != nil {
 		return nil, wrap(op, key, err)
 	}
@@ -282,10 +283,10 @@ func fetchGit(ctx context.Context, op string, key revision.Key, up GitUpstream, 
 		return revision.Files{}, origin{}, repository.Errorf(op, key.Repository, key, repository.ErrNotFound,
 			"no files in directory %q of %s at %q", up.Directory, up.Repo, up.Ref)
 	}
-	dir := up.Directory
-	if dir == "" {
-		dir = "/"
-	}
+	// Recorded without a leading slash, as Porch records it (kpt's
+	// UpdateUpstream): porchctl sends "/basens", the Kptfile says
+	// "basens", and the root is "".
+	dir := strings.TrimPrefix(up.Directory, "/")
 	return files, origin{repo: up.Repo, dir: dir, ref: up.Ref, commit: commit}, nil
 }
 
@@ -321,6 +322,11 @@ func cloneFiles(pkgPath string, files revision.Files, from origin, strategy revi
 	kf.UpstreamLock = upLock
 	data, err := kf.Encode()
 	if err != nil {
+		return revision.Files{}, err
+	}
+	// The Kptfile takes its merge identity from its new name, as Porch's
+	// clone gives it.
+	if data, err = upstreamid.StampKptfile(data); err != nil {
 		return revision.Files{}, err
 	}
 	m[revision.KptfileName] = data

@@ -141,7 +141,8 @@ func TestCloneRegistered(t *testing.T) {
 			if kf.Info == nil || kf.Info.Description != "Istio" {
 				t.Errorf("upstream info lost: %+v", kf.Info)
 			}
-			wantUp := revision.Upstream{Type: revision.GitOrigin, UpdateStrategy: revision.ResourceMerge,
+			// As Porch's clone: no updateStrategy unless asked.
+			wantUp := revision.Upstream{Type: revision.GitOrigin,
 				Git: &revision.Git{Repo: upstreamURL, Directory: "net/istio", Ref: "net/istio/v1"}}
 			if kf.Upstream == nil || kf.Upstream.Type != wantUp.Type || kf.Upstream.UpdateStrategy != wantUp.UpdateStrategy || *kf.Upstream.Git != *wantUp.Git {
 				t.Errorf("upstream %+v, want %+v", kf.Upstream, wantUp)
@@ -168,8 +169,16 @@ func TestCloneRegistered(t *testing.T) {
 			if s := get(t, f, "setters.yaml"); !strings.Contains(s, "internal.kpt.dev/upstream-identifier: '|ConfigMap|default|setters'") {
 				t.Errorf("local-config resource not stamped:\n%s", s)
 			}
-			if strings.Contains(get(t, f, revision.KptfileName), "upstream-identifier") {
-				t.Error("Kptfile stamped")
+			// The Kptfile has the identity of its new name, as Porch's clone
+			// gives it.
+			kfText := get(t, f, revision.KptfileName)
+			for _, want := range []string{
+				"metadata: # kpt-merge: /istio-east\n",
+				"internal.kpt.dev/upstream-identifier: 'kpt.dev|Kptfile|default|istio-east'\n",
+			} {
+				if !strings.Contains(kfText, want) {
+					t.Errorf("Kptfile lacks %q:\n%s", want, kfText)
+				}
 			}
 			pc := get(t, f, engine.PackageContextFile)
 			if !strings.Contains(pc, "name: kptfile.kpt.dev") || !strings.Contains(pc, "  name: istio-east\n") ||
@@ -281,9 +290,18 @@ func TestCloneRefusals(t *testing.T) {
 			if !errors.Is(err, repository.ErrAlreadyExists) || !strings.Contains(err.Error(), "copy") {
 				t.Errorf("existing package: %v", err)
 			}
+			var ee *engine.PackageExistsError
+			if !errors.As(err, &ee) || ee.Op != "clone" || ee.Repository != deployRepo || ee.Package != "edge/istio" {
+				t.Errorf("existing package: %#v", ee)
+			}
 			_, err = e.Clone(ctx, repoName, revision.Key{Package: "net/istio", Workspace: "ws9"}, engine.CloneSource{Revision: &v1}, engine.CloneOptions{})
 			if !errors.Is(err, repository.ErrAlreadyExists) {
 				t.Errorf("clone onto the source package: %v", err)
+			}
+			// Init of an existing package is refused the same way.
+			_, err = e.Init(ctx, repoName, revision.Key{Package: "net/istio", Workspace: "ws9"}, engine.InitOptions{})
+			if !errors.As(err, &ee) || ee.Op != "init" || ee.Repository != repoName || ee.Package != "net/istio" || !errors.Is(err, repository.ErrAlreadyExists) {
+				t.Errorf("init of an existing package: %v", err)
 			}
 			if _, err := e.Clone(ctx, deployRepo, revision.Key{Package: "edge/istio/sub", Workspace: "ws1"}, engine.CloneSource{Revision: &v1}, engine.CloneOptions{}); !errors.Is(err, repository.ErrInvalidInput) {
 				t.Errorf("nested package: %v", err)
@@ -445,7 +463,7 @@ func TestCloneFromGit(t *testing.T) {
 					t.Errorf("%s: name %q", tc.ref, kf.Metadata.Name)
 				}
 				wantGit := revision.Git{Repo: bare, Directory: "pkgs/basens", Ref: tc.ref}
-				if *kf.Upstream.Git != wantGit || kf.Upstream.UpdateStrategy != revision.ResourceMerge {
+				if *kf.Upstream.Git != wantGit || kf.Upstream.UpdateStrategy != "" {
 					t.Errorf("%s: upstream %+v", tc.ref, kf.Upstream)
 				}
 				wantLock := revision.GitLock{Repo: bare, Directory: "pkgs/basens", Ref: tc.ref, Commit: tc.commit}
@@ -462,6 +480,20 @@ func TestCloneFromGit(t *testing.T) {
 				if pc := get(t, f, engine.PackageContextFile); !strings.Contains(pc, "name: "+key.Package) {
 					t.Errorf("%s: package-context:\n%s", tc.ref, pc)
 				}
+			}
+			// porchctl sends the directory with a leading slash; the
+			// Kptfile records it without, as Porch does, and an asked
+			// strategy is written.
+			slashed := opts
+			slashed.Strategy = revision.FastForward
+			pr, err := e.Clone(ctx, deployRepo, revision.Key{Package: "ns-slash", Workspace: "ws1"},
+				engine.CloneSource{Git: &engine.GitUpstream{Repo: bare, Directory: "/pkgs/basens", Ref: "v1"}}, slashed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			kf := kptfileOf(t, files(t, pr))
+			if kf.Upstream.Git.Directory != "pkgs/basens" || kf.UpstreamLock.Git.Directory != "pkgs/basens" || kf.Upstream.UpdateStrategy != revision.FastForward {
+				t.Errorf("leading slash: upstream %+v %+v, lock %+v", kf.Upstream, kf.Upstream.Git, kf.UpstreamLock.Git)
 			}
 			_, err = e.Clone(ctx, deployRepo, revision.Key{Package: "ns-x", Workspace: "ws1"},
 				engine.CloneSource{Git: &engine.GitUpstream{Repo: bare, Directory: "pkgs/basens", Ref: "v9"}}, opts)

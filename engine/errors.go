@@ -47,6 +47,23 @@ func (e *PlaceholderError) Error() string {
 // Is reports whether target is repository.ErrInvalidInput.
 func (e *PlaceholderError) Is(target error) bool { return target == repository.ErrInvalidInput }
 
+// PackageExistsError reports a new package (Init, Clone) whose package
+// path already exists in the repository: new revisions of an existing
+// package come from Copy. It matches repository.ErrAlreadyExists.
+type PackageExistsError struct {
+	Op         string // the operation refused: "init", "clone"
+	Repository string // the repository
+	Package    string // the package path that exists
+}
+
+// Error names the operation, the package and the repository.
+func (e *PackageExistsError) Error() string {
+	return fmt.Sprintf("%s: package %q already exists in repository %q; make new revisions with copy", e.Op, e.Package, e.Repository)
+}
+
+// Is reports whether target is repository.ErrAlreadyExists.
+func (e *PackageExistsError) Is(target error) bool { return target == repository.ErrAlreadyExists }
+
 // ReferencedError reports a revision that cannot be deleted because other
 // revisions name it as their upstream. It matches repository.ErrImmutable.
 type ReferencedError struct {

@@ -34,7 +34,7 @@ func ExampleEngine_Clone() {
 
 	src := revision.Key{Repository: "blueprints", Package: "basens", Revision: 1}
 	pr, err := e.Clone(ctx, "deployments", revision.Key{Package: "team-a/ns", Workspace: "first"},
-		engine.CloneSource{Revision: &src}, engine.CloneOptions{ForDeployment: true})
+		engine.CloneSource{Revision: &src}, engine.CloneOptions{ForDeployment: true, Strategy: revision.ResourceMerge})
 	if err != nil {
 		log.Fatal(err)
 	}

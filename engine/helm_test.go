@@ -146,7 +146,7 @@ func TestHelmCloneRecords(t *testing.T) {
 	assert.Contains(t, dep, "internal.kpt.dev/upstream-identifier: 'apps|Deployment|prod|shop-web'")
 	assert.Contains(t, dep, "replicas: 2")
 	i := info(t, f)
-	assert.Equal(t, &revision.Upstream{Type: revision.HelmOrigin, UpdateStrategy: revision.ResourceMerge, Helm: &revision.Helm{
+	assert.Equal(t, &revision.Upstream{Type: revision.HelmOrigin, Helm: &revision.Helm{
 		Repo: chartsRepo, Chart: "web", Version: "1.0.0", ReleaseName: "shop", Namespace: "prod",
 		Values: map[string]any{"replicas": 2, "extra": map[string]any{"a": "b"}}}}, i.Upstream)
 	assert.Equal(t, &revision.UpstreamLock{Type: revision.HelmOrigin, Helm: &revision.HelmLock{Repo: chartsRepo, Chart: "web", Version: "1.0.0", Digest: "digest-1.0.0"}}, i.UpstreamLock)

@@ -82,7 +82,7 @@ func TestCloneAndUpgradeFromOCI(t *testing.T) {
 		info.UpstreamLock.Generic == nil || *info.UpstreamLock.Generic != wantLock || !strings.HasPrefix(v1.Meta().Commit, "sha256:") {
 		t.Fatalf("upstream lock of a clone from OCI: %+v (published digest %s)", info.UpstreamLock, v1.Meta().Commit)
 	}
-	if info.Upstream == nil || info.Upstream.Type != revision.GenericOrigin || info.Upstream.Git != nil || info.Upstream.UpdateStrategy != revision.ResourceMerge {
+	if info.Upstream == nil || info.Upstream.Type != revision.GenericOrigin || info.Upstream.Git != nil || info.Upstream.UpdateStrategy != "" {
 		t.Fatalf("upstream of a clone from OCI: %+v", info.Upstream)
 	}
 	cf, err := clone.Files(ctx)

@@ -43,8 +43,9 @@ type InitOptions struct {
 //
 // Errors match repository.ErrInvalidInput for a bad key or a package path
 // nested in or around an existing package ("packages cannot be nested"),
-// repository.ErrAlreadyExists when the package already exists in repo (use
-// Copy for a new revision) or the workspace is taken, repository.ErrNotFound
+// repository.ErrAlreadyExists when the package already exists in repo (a
+// *PackageExistsError: use Copy for a new revision) or the workspace is
+// taken, repository.ErrNotFound
 // for an unknown repository; a failed render returns the
 // *pipeline.RenderError (errors.As) and saves nothing.
 //
@@ -86,8 +87,8 @@ func checkNewPackage(ctx context.Context, op string, r repository.Repository, ke
 	}
 	for _, pr := range revs {
 		if p := pr.Meta().Key.Package; p == key.Package {
-			return repository.Errorf(op, key.Repository, key, repository.ErrAlreadyExists,
-				"package %q already exists in repository %q; make new revisions with copy", key.Package, key.Repository)
+			return &repository.Error{Op: op, Repository: key.Repository, Key: key,
+				Err: &PackageExistsError{Op: op, Repository: key.Repository, Package: key.Package}}
 		}
 	}
 	if len(revs) > 0 { // a package under key's path

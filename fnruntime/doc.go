@@ -244,9 +244,45 @@
 // StarlarkMaxMemory); an exec function over its output cap fails with
 // [ErrOutputTooLarge], which the renderer's *pipeline.RenderError carries.
 // "Bounds" lists every bound of this package.
-// Other images run in a container ([ContainerFunction]) only when
-// Options.Containers is set; otherwise resolving them gives a
-// *NotFoundError.
+// Other images run as wasm when Options.Wasm is set, else in a container
+// ([ContainerFunction]) when Options.Containers is set; otherwise
+// resolving them gives a *NotFoundError ("Where functions run").
+//
+// # Where functions run
+//
+// Each step resolves to one of four places: in-process in Go, in-process
+// as WebAssembly, on Porch's function runner, or in a local process or
+// container. For each function:
+//
+//	function                        where it runs
+//	the builtins of the tables      in-process, in Go ([Builtins]): every function of
+//	  above (set-namespace ...        the versions table, kubeconform, starlark (in its
+//	  generate-kpt-pkg-docs)          bounded interpreter) and builtins/gen-pkg-context
+//	render-helm-chart               in-process, in Go, once helmfn.Register added it to
+//	                                the Registry (cadctl, the server and the operator
+//	                                do); Helm's SDK stays in module helmfn
+//	CEL functions and expressions   in-process (fnruntime/celfn, with a cost limit)
+//	functions given to Register     in-process: the caller's own Go code
+//	an exec step                    a local process ([ExecFunction]), with
+//	                                Options.AllowExec; kpt's e2e test images too,
+//	                                when a test registers them
+//	an exec step naming a .wasm     wasm, in-process (Options.Wasm: fnruntime/wasmfn,
+//	  file                          wazero), with Options.AllowExec as well
+//	any other image: the catalog    1. wasm, in-process, when Options.Wasm is set: the
+//	  functions listed above as        image must hold a WASI module in kpt's wasm
+//	  not implemented (gatekeeper,     image format (kpt's own wasm builds of catalog
+//	  kubeval, source-gcloud-config,   functions target GOOS=js and are refused, saying
+//	  sops, set-name-prefix, bind,     so);
+//	  set-gcp-resource-ids), a      2. else a container (docker or podman) when
+//	  version no builtin implements,   Options.Containers is set;
+//	  any third-party function      3. else Porch's function runner, when the Registry
+//	                                   is wrapped by fnrunner's Client.Resolver (module
+//	                                   fnrunner; the operator and the server take the
+//	                                   runner's address as a flag);
+//	                                4. else a *NotFoundError
+//
+// A pod has no container engine: there, what is not built in runs as wasm
+// or on the function runner.
 //
 // # Bounds
 //
@@ -273,6 +309,9 @@
 //	Options.MaxOutput       64 MiB        an exec or container function's stdout
 //	Options.MaxStderr       1 MiB         its stderr
 //	Options.StarlarkMax*    see there     the starlark builtin's steps and memory
+//	wasmfn.Options          see there     a wasm function's memory (512 MiB), module
+//	                                      size (128 MiB); its time and output are
+//	                                      Options.Timeout, MaxOutput and MaxStderr
 //
 // The builtins charge what they write before writing it: search-replace
 // sizes each capture-group substitution of put-value and put-comment

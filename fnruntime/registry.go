@@ -42,13 +42,13 @@ type Options struct {
 	// Env is the environment of exec functions. Nil means only PATH and
 	// HOME of this process.
 	Env []string
-	// MaxOutput caps an exec (or container) function's stdout; zero
+	// MaxOutput caps an exec (or container, or wasm) function's stdout; zero
 	// means DefaultMaxExecOutput (64 MiB). A run over it fails with an
 	// error matching ErrOutputTooLarge and revision.ErrLimit (a
 	// *revision.LimitError naming "fnruntime.Options.MaxOutput"), and
 	// nothing of its output is used.
 	MaxOutput int64
-	// MaxStderr caps an exec (or container) function's stderr; zero means
+	// MaxStderr caps an exec (or container, or wasm) function's stderr; zero means
 	// DefaultMaxExecStderr (1 MiB). A run over it fails as for MaxOutput
 	// ("fnruntime.Options.MaxStderr").
 	MaxStderr int64
@@ -61,7 +61,7 @@ type Options struct {
 	// (a trailing "*" matches any suffix). Deny lists forbidden ones and
 	// wins over Allow.
 	Allow, Deny []string
-	// Timeout bounds one function run (builtin, exec or container); zero
+	// Timeout bounds one function run (builtin, exec, wasm or container); zero
 	// means DefaultTimeout (5 minutes). The caller's context still ends a
 	// run sooner: an exec function's processes are killed within a second
 	// of it (see ExecFunction).
@@ -92,6 +92,18 @@ type Options struct {
 	// ContainerMounts are storage mounts of function containers
 	// (ContainerFunction.Mounts).
 	ContainerMounts []string
+	// Wasm runs WebAssembly functions, as kpt's --allow-alpha-wasm does
+	// (package fnruntime/wasmfn implements it in-process). Default nil: no
+	// wasm, and an exec step naming a .wasm file fails with an error
+	// matching pipeline.ErrNotAllowed. When set, an image with no
+	// builtin or registered implementation (or pinning a version that
+	// none implements) runs as the wasm module its OCI image holds, in
+	// place of a container (kpt, with the flag, runs every image as wasm;
+	// cad's builtins still run in-process), and an exec step whose
+	// program ends in ".wasm" runs that file as wasm: it still needs
+	// AllowExec, and ExecAllow applies, as kpt's fn render asks for
+	// --allow-exec too.
+	Wasm WasmRuntime
 	// IgnoreImageTags leaves a version tag in the image itself
 	// ("set-labels:v0.1.5") unchecked; Step.Tag is always checked.
 	// Default false: the image's version must be one the implementation
@@ -263,8 +275,9 @@ func matchAny(patterns []string, names ...string) bool {
 // released (BuiltinVersions' Released: v0.4.99 is refused); any other constraint
 // when one of the releases satisfies it; a bare or partial version is an
 // x-range ("v0.4" is 0.4.x), as in the Masterminds semver library kpt
-// uses. Otherwise, when Options.Containers is set, the image runs in a
-// container; if not, the error is a *VersionError, which names the image
+// uses. Otherwise, when Options.Wasm is set, the image runs as the wasm
+// module it holds; else, when Options.Containers is set, in a
+// container; if neither, the error is a *VersionError, which names the image
 // and the releases implemented and matches pipeline.ErrFunctionNotFound. A
 // malformed constraint gives a *ConstraintError, which matches
 // revision.ErrInvalid. An empty tag, "latest", a digest and other plain
@@ -289,6 +302,9 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 	released := r.released[key]
 	unreleased := r.unreleased[key]
 	r.mu.RUnlock()
+	// fallback says an image that no implementation here implements
+	// runs elsewhere: as wasm (Options.Wasm) or in a container.
+	fallback := r.opts.Wasm != nil || r.opts.Containers
 	tag := step.Tag
 	if tag == "" && !r.opts.IgnoreImageTags {
 		tag = imageTag(step.Image)
@@ -300,7 +316,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 			return nil, fmt.Errorf("function %q: %w", step.Image, err)
 		}
 		if ok && unreleased {
-			if !r.opts.Containers {
+			if !fallback {
 				return nil, &VersionError{Image: step.Image, Constraint: tag, NotReleased: true}
 			}
 			ok = false
@@ -316,7 +332,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 			}
 		}
 		if ok && versioned && !implemented {
-			if !r.opts.Containers {
+			if !fallback {
 				names := make([]string, len(releases))
 				for i, v := range releases {
 					names[i] = "v" + v.String()
@@ -327,6 +343,9 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 		}
 	}
 	if !ok {
+		if r.opts.Wasm != nil {
+			return r.resolveWasmImage(step)
+		}
 		if !r.opts.Containers {
 			return nil, &NotFoundError{Image: step.Image}
 		}
@@ -348,7 +367,7 @@ type NotFoundError struct {
 
 // Error names the image.
 func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("function %q is not available in-process (no builtin or registered implementation, and container functions are not enabled)", e.Image)
+	return fmt.Sprintf("function %q is not available in-process (no builtin or registered implementation, and neither wasm nor container functions are enabled)", e.Image)
 }
 
 // Is reports whether target is pipeline.ErrFunctionNotFound.
@@ -451,6 +470,9 @@ func (r *Registry) resolveExec(step pipeline.Step) (pipeline.Function, error) {
 		if !ok {
 			return nil, fmt.Errorf("exec %q: %w: not in the registry's exec allow list", args[0], pipeline.ErrNotAllowed)
 		}
+	}
+	if isWasmFile(args[0]) {
+		return r.resolveWasmFile(step, args)
 	}
 	return &ExecFunction{
 		Path: args[0], Args: args[1:], Dir: r.opts.ExecDir, Env: r.opts.Env,

@@ -255,3 +255,26 @@ func Range(ctx context.Context, r Repository, opts ListOptions) iter.Seq2[revisi
 		}
 	}
 }
+
+// Maintainer is implemented by repositories whose storage wants upkeep
+// that a caller may schedule: gitrepo packs loose objects, small packs
+// and loose refs, as git maintenance does. A backend that runs its own
+// upkeep after writes (gitrepo does) still benefits from a scheduled run
+// in quiet periods, when no write triggers one.
+type Maintainer interface {
+	// MaintainStorage runs one maintenance pass with the backend's
+	// defaults and waits for it to end. It is safe beside reads and
+	// writes of this and other processes. Errors: ErrClosed, ErrNotSupported
+	// where the backend cannot maintain this repository, ctx's error, or
+	// the storage's.
+	MaintainStorage(ctx context.Context) error
+}
+
+// Maintain calls r's MaintainStorage when r implements [Maintainer] and
+// returns an *Error wrapping ErrNotSupported otherwise.
+func Maintain(ctx context.Context, r Repository) error {
+	if m, ok := r.(Maintainer); ok {
+		return m.MaintainStorage(ctx)
+	}
+	return &Error{Op: "maintain", Repository: r.Name(), Err: ErrNotSupported}
+}

@@ -17,7 +17,9 @@
 // repository in memory; its helper [Range] falls back to List, since every
 // backend can list. [Batcher] gathers many writes into one write batch,
 // committed all at once; its helper [BeginBatch] falls back to writing
-// one at a time.
+// one at a time. [Maintainer] runs the upkeep a backend's storage wants
+// (gitrepo packs objects and refs) for callers that schedule it; its
+// helper [Maintain] returns ErrNotSupported for backends without it.
 //
 // A package needs no Kptfile: a backend stores any non-empty set of files.
 // Where a backend discovers packages by scanning (the git branch), a

@@ -103,7 +103,10 @@ func TestPackageVariantSetHeld(t *testing.T) {
 	held := counter.get("bad")
 	require.Eventually(t, func() bool { return counter.get("good") >= 4 }, 30*time.Second, 50*time.Millisecond)
 	require.Equal(t, held, counter.get("bad"), "the held set was synced again")
-	require.Equal(t, 1, held, "syncs of the bad set before the hold")
+	// The first failed sync holds the set; when the write of its status
+	// conflicted (a loaded machine), the retry's sync records it.
+	require.GreaterOrEqual(t, held, 1, "syncs of the bad set before the hold")
+	require.LessOrEqual(t, held, 2, "syncs of the bad set before the hold")
 
 	// A new operator (a restart) keeps the hold.
 	stop()

@@ -67,6 +67,13 @@
 // grpcs://host:port with --function-runner-ca-file); without it such a
 // step fails, as a pod has no container engine.
 //
+// The leader maintains the open git repositories (local ones, and the
+// clones of remote ones under --cache-dir) every --maintain-interval
+// (default 1h; 0 turns it off): small packs, loose objects and idle
+// loose refs are packed, as git maintenance does. A failed run is logged
+// with the repository's name and shown in the Repository's
+// MaintenanceFailed condition until a run succeeds.
+//
 // Several replicas may run: with --leader-elect (the default) they elect
 // one leader through a Lease (--leader-election-id in
 // --leader-election-namespace), and only it reconciles. Metrics are off
@@ -88,6 +95,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/configasdata/cad/examples/internal/maintsched"
 	"github.com/configasdata/cad/fnrunner"
 )
 
@@ -119,6 +127,7 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", `serve metrics on this address ("0": off)`)
 	fs.StringVar(&o.CacheDir, "cache-dir", "", "keep clones of remote git repositories here (default in memory)")
 	fs.DurationVar(&o.Poll, "poll", 30*time.Second, "how often each repository is read again")
+	maintain := fs.Duration("maintain-interval", maintsched.DefaultInterval, "time between two maintenance passes of the leader over the open git repositories (packing small packs, loose objects and idle loose refs, as git maintenance does; local repositories and the clones under --cache-dir); 0 turns the scheduled passes off, leaving the maintenance that writes run by themselves")
 	fs.IntVar(&o.Workers, "workers", 4, "objects of each kind reconciled at once")
 	fs.Func("repository-root", "directory under which local git repositories (git.repo or cloneFrom.git.repo as a path or file:// URL) may be opened; repeatable (default none: no local repository)", func(v string) error {
 		o.RepositoryRoots = append(o.RepositoryRoots, v)
@@ -131,6 +140,10 @@ func run(ctx context.Context, args []string) error {
 	functionRunnerCA := fs.String("function-runner-ca-file", "", "PEM CAs that a grpcs:// --function-runner's certificate is checked against (default the system's)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	o.MaintainInterval = *maintain
+	if o.MaintainInterval <= 0 {
+		o.MaintainInterval = -1 // off
 	}
 	if *functionRunner != "" {
 		rc, err := fnrunner.New(*functionRunner, &fnrunner.Options{CAFile: *functionRunnerCA})
@@ -166,6 +179,9 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := op.addVariants(); err != nil {
+		return err
+	}
+	if err := op.addMaintenance(); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

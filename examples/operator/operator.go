@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -13,12 +15,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	configv1alpha2 "github.com/configasdata/cad/api/config/v1alpha2"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 	"github.com/configasdata/cad/examples/internal/confine"
+	"github.com/configasdata/cad/examples/internal/maintsched"
 	"github.com/configasdata/cad/fnrunner"
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/fnruntime/stdfn"
@@ -57,6 +61,17 @@ type Options struct {
 	// filesystem, and such a Repository or PackageRevision gets a Ready
 	// condition False that says why.
 	RepositoryRoots []string
+
+	// MaintainInterval is how long the leader waits between two
+	// maintenance passes over the open repositories (repository.Maintain:
+	// a local git repository, or a remote's clone under CacheDir, gets
+	// its small packs, loose objects and idle loose refs packed), from
+	// the end of one to the start of the next; passes never overlap. A
+	// failed run is logged and shown in the Repository's
+	// ConditionMaintenanceFailed. Default maintsched.DefaultInterval
+	// (1h); negative turns the scheduled passes off, leaving the
+	// maintenance writes run by themselves.
+	MaintainInterval time.Duration
 
 	// Workers is the number of objects of each kind reconciled at once;
 	// default 4.
@@ -186,6 +201,27 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 func (op *operator) addRepositories() error {
 	r := &repoReconciler{client: op.mgr.GetClient(), repos: op.repos, poll: op.opts.Poll, touch: op.touch}
 	return r.setup(op.mgr, op.rediscover)
+}
+
+// addMaintenance adds the scheduled maintenance of the open repositories
+// (Options.MaintainInterval), run by the leader only; none when it is
+// off.
+func (op *operator) addMaintenance() error {
+	if op.opts.MaintainInterval < 0 {
+		return nil
+	}
+	loop := &maintsched.Loop{
+		Interval: op.opts.MaintainInterval,
+		Logger:   slog.New(logr.ToSlogHandler(op.mgr.GetLogger().WithName("maintenance"))),
+		Repos:    op.repos.maintainable,
+		Report: func(r maintsched.Repo, err error) {
+			if op.repos.noteMaintenance(r, err) {
+				op.rediscoverRepository(context.Background(), r.Namespace, r.Name) // shows it in the status
+			}
+		},
+	}
+	// A RunnableFunc runs on the leader only.
+	return op.mgr.Add(manager.RunnableFunc(loop.Run))
 }
 
 // addPackageRevisions adds the PackageRevision reconciler.

@@ -108,6 +108,7 @@ func (e *env) runAs(cfg *rest.Config, o Options) (stop func()) {
 	require.NoError(e.t, op.addRepositories())
 	require.NoError(e.t, op.addPackageRevisions())
 	require.NoError(e.t, op.addVariants())
+	require.NoError(e.t, op.addMaintenance())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- op.mgr.Start(ctx) }()

@@ -21,6 +21,7 @@ import (
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/confine"
+	"github.com/configasdata/cad/examples/internal/maintsched"
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
@@ -61,6 +62,9 @@ type openRepo struct {
 	repo        repository.Repository
 	spec        repository.Spec
 	fingerprint string
+	// maint is the error of the last scheduled maintenance run of repo,
+	// "" when it succeeded or none ran.
+	maint string
 }
 
 func newRepoSet(objects, secrets client.Reader, cacheDir string, pipe pipeline.Pipeline, roots *confine.Roots) *repoSet {
@@ -142,6 +146,50 @@ func (s *repoSet) openObject(ctx context.Context, obj *configv1alpha1.Repository
 	// reclaims it.
 	s.open[nn] = &openRepo{repo: r, spec: spec, fingerprint: fp}
 	return r, nil
+}
+
+// maintainable returns the open repositories, for a maintenance pass.
+func (s *repoSet) maintainable() []maintsched.Repo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]maintsched.Repo, 0, len(s.open))
+	for nn, o := range s.open {
+		out = append(out, maintsched.Repo{Namespace: nn.Namespace, Name: nn.Name, Repository: o.repo})
+	}
+	slices.SortFunc(out, func(a, b maintsched.Repo) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	return out
+}
+
+// noteMaintenance records the outcome of a scheduled maintenance run of
+// r (err nil: it succeeded) and reports whether that changed what
+// maintenanceError returns. A repository reopened meanwhile keeps its
+// own outcome.
+func (s *repoSet) noteMaintenance(r maintsched.Repo, err error) bool {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.open[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}]
+	if !ok || o.repo != r.Repository || o.maint == msg {
+		return false
+	}
+	o.maint = msg
+	return true
+}
+
+// maintenanceError returns the error of the last scheduled maintenance
+// run of the open repository ns/name, "" when it succeeded or none ran.
+func (s *repoSet) maintenanceError(ns, name string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, ok := s.open[types.NamespacedName{Namespace: ns, Name: name}]; ok {
+		return o.maint
+	}
+	return ""
 }
 
 // forget closes and drops the repository of the deleted object ns/name.

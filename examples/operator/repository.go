@@ -77,6 +77,7 @@ func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	if err == nil {
 		setDamaged(&obj.Status.Conditions, obj.Generation, damaged)
 	}
+	setMaintenanceFailed(&obj.Status.Conditions, obj.Generation, r.repos.maintenanceError(obj.Namespace, obj.Name))
 	obj.Status.ObservedGeneration = obj.Generation
 	if !equalStatus(orig, &obj) {
 		if uerr := r.client.Status().Update(ctx, &obj); uerr != nil {
@@ -89,7 +90,7 @@ func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 }
 
 func equalStatus(a, b *configv1alpha1.Repository) bool {
-	for _, typ := range []string{configv1alpha1.RepositoryReady, ConditionDamaged} {
+	for _, typ := range []string{configv1alpha1.RepositoryReady, ConditionDamaged, ConditionMaintenanceFailed} {
 		ca := meta.FindStatusCondition(a.Status.Conditions, typ)
 		cb := meta.FindStatusCondition(b.Status.Conditions, typ)
 		if (ca == nil) != (cb == nil) || ca != nil && (ca.Status != cb.Status || ca.Message != cb.Message || ca.ObservedGeneration != cb.ObservedGeneration) {
@@ -110,6 +111,27 @@ const ConditionDamaged = "Damaged"
 
 // ReasonDamagedRevisions is the reason of a True ConditionDamaged.
 const ReasonDamagedRevisions = "DamagedRevisions"
+
+// ConditionMaintenanceFailed is the Repository condition that says the
+// last scheduled maintenance run of the repository (see
+// Options.MaintainInterval) failed: True, with reason
+// ReasonMaintenanceError and the error as its message, until a run
+// succeeds; absent otherwise. The repository stays Ready.
+const ConditionMaintenanceFailed = "MaintenanceFailed"
+
+// ReasonMaintenanceError is the reason of a True ConditionMaintenanceFailed.
+const ReasonMaintenanceError = "MaintenanceError"
+
+// setMaintenanceFailed sets ConditionMaintenanceFailed in conds for the
+// error msg of the last maintenance run, or removes it when msg is "".
+func setMaintenanceFailed(conds *[]metav1.Condition, gen int64, msg string) {
+	if msg == "" {
+		meta.RemoveStatusCondition(conds, ConditionMaintenanceFailed)
+		return
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{Type: ConditionMaintenanceFailed, Status: metav1.ConditionTrue,
+		Reason: ReasonMaintenanceError, Message: msg, ObservedGeneration: gen})
+}
 
 // maxDamageShown bounds how many damaged things ConditionDamaged's message
 // names; the count is always given.

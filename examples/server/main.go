@@ -63,6 +63,15 @@
 //	--poll DURATION          how often each repository is read for other
 //	                         writers' changes; for a remote repository each
 //	                         read is a fetch (default 1s, 10s in cluster mode)
+//	--maintain-interval D    how long to wait between two maintenance passes
+//	                         over the open git repositories (packing small
+//	                         packs, loose objects and idle loose refs, as
+//	                         git maintenance does; remote mirrors under the
+//	                         data directory too); a failure is logged and
+//	                         shown in the Repository's MaintenanceFailed
+//	                         condition (default 1h; 0 turns the scheduled
+//	                         passes off, leaving the maintenance that
+//	                         writes run when a repository needs it)
 //	--starlark-max-steps N   step cap of the starlark function
 //	--starlark-max-memory N  heap growth cap of one starlark run, in bytes
 //	--target-kubeconfig FILE the cluster packages are deployed to: serves
@@ -168,6 +177,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	starlarkMemory := fs.Int64("starlark-max-memory", fnruntime.DefaultStarlarkMemory, "bytes by which the heap may grow during one starlark run; negative for no cap")
 	poll := fs.Duration("poll", 0, fmt.Sprintf("how often each repository is read for changes made by other writers (watches, lists); each read of a remote repository is a fetch (default %s, %s in cluster mode)",
 		apiserver.DefaultGitPollInterval, clusterPollInterval))
+	maintain := fs.Duration("maintain-interval", apiserver.DefaultMaintainInterval, "time between two maintenance passes over the open git repositories (packing small packs, loose objects and idle loose refs, as git maintenance does); 0 turns the scheduled passes off, leaving the maintenance that writes run by themselves")
 	retryHeld := fs.Duration("variant-retry-held", 0, "how long a PackageVariant or PackageVariantSet held by a sync that a bound refused or found invalid (status Stalled, reason LimitExceeded or InvalidSpec) stays skipped before one more sync is tried; 0 (the default) syncs it again only when its spec changes")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -186,6 +196,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		CompressLists:      *compressLists,
 		YAMLLimits:         yl.limits(),
 		VariantRetryHeld:   *retryHeld,
+		MaintainInterval:   maintainInterval(*maintain),
 	}
 	var resolver pipeline.Resolver = fnruntime.NewRegistry(&fnruntime.Options{
 		StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,
@@ -351,6 +362,16 @@ func pollInterval(flag time.Duration, cluster bool) time.Duration {
 	default:
 		return apiserver.DefaultGitPollInterval
 	}
+}
+
+// maintainInterval is apiserver.Options.MaintainInterval for the value of
+// --maintain-interval: 0 (or negative) turns the scheduled maintenance
+// off.
+func maintainInterval(flag time.Duration) time.Duration {
+	if flag <= 0 {
+		return -1
+	}
+	return flag
 }
 
 // yamlLimitFlags are the values of --max-yaml-documents, --max-yaml-nodes

@@ -240,3 +240,16 @@ func TestYAMLLimitFlagsMapping(t *testing.T) {
 		t.Errorf("limits = %+v, want %+v", got, want)
 	}
 }
+
+// TestMaintainIntervalFlag: --maintain-interval 0 turns the scheduled
+// maintenance off (a negative Options.MaintainInterval, whose zero is the
+// default); a duration is passed on.
+func TestMaintainIntervalFlag(t *testing.T) {
+	for _, tc := range []struct{ flag, want time.Duration }{
+		{0, -1}, {-time.Second, -1}, {time.Minute, time.Minute},
+	} {
+		if got := maintainInterval(tc.flag); got != tc.want {
+			t.Errorf("maintainInterval(%s) = %s, want %s", tc.flag, got, tc.want)
+		}
+	}
+}

@@ -101,6 +101,40 @@ func StampFiles(files revision.Files) (revision.Files, error) {
 	return revision.NewFiles(out)
 }
 
+// StampKptfile gives the Kptfile data the merge identity Porch gives a
+// cloned package's Kptfile, from its current name and namespace: the
+// annotation (Identifier "kpt.dev|Kptfile|<namespace or default>|<name>")
+// and the comment "metadata: # kpt-merge: <namespace>/<name>", replacing
+// those it had (which named the upstream's Kptfile). Other comments and
+// the formatting are kept. A Kptfile that does not parse, or has no name,
+// is an error.
+func StampKptfile(data []byte) ([]byte, error) {
+	var out bytes.Buffer
+	rw := &kio.ByteReadWriter{Reader: bytes.NewReader(data), Writer: &out, PreserveSeqIndent: true, WrapBareSeqNode: true}
+	nodes, err := rw.Read()
+	if err != nil {
+		return nil, fmt.Errorf("upstreamid: Kptfile: %w", err)
+	}
+	if len(nodes) != 1 {
+		return nil, fmt.Errorf("upstreamid: Kptfile: %d documents, want 1", len(nodes))
+	}
+	n := nodes[0]
+	meta, err := n.GetMeta()
+	if err != nil || meta.Name == "" {
+		return nil, fmt.Errorf("upstreamid: Kptfile has no metadata.name")
+	}
+	if err := n.PipeE(yaml.SetAnnotation(Annotation, Identifier(meta.APIVersion, meta.Kind, meta.Namespace, meta.Name))); err != nil {
+		return nil, fmt.Errorf("upstreamid: Kptfile: %w", err)
+	}
+	if mf := n.Field(yaml.MetadataField); mf != nil && mf.Key != nil {
+		mf.Key.YNode().LineComment = fmt.Sprintf("# %s %s/%s", CommentPrefix, meta.Namespace, meta.Name)
+	}
+	if err := rw.Write(nodes); err != nil {
+		return nil, fmt.Errorf("upstreamid: Kptfile: %w", err)
+	}
+	return out.Bytes(), nil
+}
+
 func stampNode(n *yaml.RNode) (bool, error) {
 	if n.YNode().Kind != yaml.MappingNode {
 		return false, nil

@@ -158,3 +158,48 @@ func TestStampFilesRepeated(t *testing.T) {
 		}
 	}
 }
+
+// A cloned Kptfile gets the identity of its new name, as Porch's clone
+// writes it (test/e2e/cli/testdata/rpkg-clone:
+// "kpt.dev|Kptfile|default|basens-clone"), replacing the upstream's.
+func TestStampKptfile(t *testing.T) {
+	in := `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata: # kpt-merge: /basens
+  name: basens-clone
+  annotations:
+    config.kubernetes.io/local-config: "true"
+    internal.kpt.dev/upstream-identifier: kpt.dev|Kptfile|default|basens
+info:
+  description: sample description # kept
+pipeline:
+  mutators:
+  - image: set-labels:v0.2.0
+`
+	want := `apiVersion: kpt.dev/v1
+kind: Kptfile
+metadata: # kpt-merge: /basens-clone
+  name: basens-clone
+  annotations:
+    config.kubernetes.io/local-config: "true"
+    internal.kpt.dev/upstream-identifier: kpt.dev|Kptfile|default|basens-clone
+info:
+  description: sample description # kept
+pipeline:
+  mutators:
+  - image: set-labels:v0.2.0
+`
+	got, err := upstreamid.StampKptfile([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+	if _, err := upstreamid.StampKptfile([]byte("apiVersion: kpt.dev/v1\nkind: Kptfile\n")); err == nil {
+		t.Error("a Kptfile without a name was stamped")
+	}
+	if _, err := upstreamid.StampKptfile([]byte("a: [")); err == nil {
+		t.Error("YAML that does not parse was stamped")
+	}
+}

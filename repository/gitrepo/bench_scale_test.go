@@ -740,3 +740,75 @@ func BenchmarkPorchCreateDraft(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkPorchListDrafts is a warm List (the same Repository, listed
+// before) of a repository of 1,000 published revisions of 100 packages at
+// the root with 20 or 2,000 open drafts, their refs loose (as cad leaves
+// drafts it wrote in the last hour) or packed (as Maintain leaves idle
+// ones): what an open draft adds to a List that finds nothing changed.
+func BenchmarkPorchListDrafts(b *testing.B) {
+	ctx := context.Background()
+	for _, drafts := range []int{20, 2000} {
+		s := porchShape{Packages: 100, Revisions: 1000, Dirs: 1, Drafts: drafts}
+		for _, loose := range []bool{true, false} {
+			name := fmt.Sprintf("drafts=%d/packed", drafts)
+			if loose {
+				name = fmt.Sprintf("drafts=%d/loose", drafts)
+			}
+			b.Run(name, func(b *testing.B) {
+				dir := copyDir(b, porchFixture(b, s))
+				if loose {
+					unpackRefs(b, dir, "refs/heads/drafts/")
+					// Drafts not written in the last seconds, as most
+					// open drafts are (refs written in the last 3 s are
+					// read every time; see refstore's loosecache.go).
+					time.Sleep(3500 * time.Millisecond)
+				}
+				r := mustOpen(b, benchSpec(dir), &gitrepo.Options{NoAutoMaintain: true})
+				defer r.Close()
+				want := s.Revisions + s.Packages + s.Drafts
+				list := func() {
+					revs, err := r.List(ctx, repository.ListOptions{})
+					if err != nil || len(revs) != want {
+						b.Fatalf("List: %d revisions, %v; want %d", len(revs), err, want)
+					}
+				}
+				list()
+				cpu := cpuTime()
+				for b.Loop() {
+					list()
+				}
+				b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+			})
+		}
+	}
+}
+
+// unpackRefs moves the refs under prefix from dir's packed-refs into
+// loose files.
+func unpackRefs(b *testing.B, dir, prefix string) {
+	b.Helper()
+	packed := filepath.Join(dir, "packed-refs")
+	data, err := os.ReadFile(packed)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var keep strings.Builder
+	for line := range strings.Lines(string(data)) {
+		hash, ref, ok := strings.Cut(strings.TrimSuffix(line, "\n"), " ")
+		if !ok || !strings.HasPrefix(ref, prefix) {
+			keep.WriteString(line)
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(ref))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(hash+"\n"), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(packed, []byte(keep.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}

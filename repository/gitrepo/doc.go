@@ -510,7 +510,11 @@
 // it runs Maintain in the writer's goroutine after the write (the write
 // has succeeded; a failure is logged), unless another run holds the
 // repository. Options.NoAutoMaintain turns this off for callers that
-// schedule Maintain themselves.
+// schedule Maintain themselves. A caller that schedules the maintenance
+// of any backend (the reference server's and the operator's
+// --maintain-interval) calls repository.Maintain, which runs
+// MaintainStorage (repository.Maintainer): Maintain with the zero
+// MaintainOptions.
 //
 // # Where the mechanisms are
 //

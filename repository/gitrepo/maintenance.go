@@ -102,17 +102,29 @@ type MaintainStats struct {
 // server's timer) calls it. A repository in memory, or a remote's
 // mirror in memory, has nothing to maintain: the zero stats. When
 // another run holds the repository, Maintain waits for it, until ctx is
-// done. Errors: ctx's error, repository.ErrNotSupported where writes to
-// a repository on disk are (off unix), the file system's.
+// done. Errors: repository.ErrClosed, ctx's error,
+// repository.ErrNotSupported where writes to a repository on disk are
+// (off unix), the file system's.
 func (r *Repository) Maintain(ctx context.Context, opts MaintainOptions) (MaintainStats, error) {
-	if r.closed.Load() {
-		return MaintainStats{}, r.errorf("maintain", revision.Key{}, repository.ErrInvalidInput, "repository is closed")
+	if err := r.enter(ctx, "maintain", revision.Key{}); err != nil {
+		return MaintainStats{}, err
 	}
 	st, err := r.maintain(ctx, opts, false)
 	if err != nil {
 		return st, r.wrapErr("maintain", revision.Key{}, err)
 	}
 	return st, nil
+}
+
+var _ repository.Maintainer = (*Repository)(nil)
+
+// MaintainStorage is Maintain with the zero MaintainOptions (the
+// geometric rollup and packing idle refs, the run writes make by
+// themselves), for callers that schedule maintenance of any backend
+// (repository.Maintain). It returns Maintain's errors.
+func (r *Repository) MaintainStorage(ctx context.Context) error {
+	_, err := r.Maintain(ctx, MaintainOptions{})
+	return err
 }
 
 // maintain is Maintain; with try, it returns Skipped at once when

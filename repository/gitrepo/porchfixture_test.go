@@ -77,7 +77,12 @@ func porchFixture(tb testing.TB, s porchShape) string {
 		}
 		root = fixtureRoot
 	}
-	dir := filepath.Join(root, strings.NewReplacer("=", "", ",", "-").Replace(s.String())+".git")
+	name := strings.NewReplacer("=", "", ",", "-").Replace(s.String())
+	if s.Drafts > 0 || s.Proposals > 0 {
+		// Shapes that differ only in them are different repositories.
+		name += fmt.Sprintf("-drafts%d-proposals%d", s.Drafts, s.Proposals)
+	}
+	dir := filepath.Join(root, name+".git")
 	done := filepath.Join(dir, "fixture-complete")
 	if _, err := os.Stat(done); err == nil {
 		porchFixtures[s] = dir

@@ -57,8 +57,9 @@ type RepositorySpec struct {
 	// Type is git or oci; default git, or oci when only Oci is set.
 	// +optional
 	Type RepositoryType `json:"type,omitempty"`
-	// Content is deprecated; its only value is Package.
+	// Content is deprecated; its only value is Package, the default.
 	// +optional
+	// +kubebuilder:default=Package
 	Content string `json:"content,omitempty"`
 	// Sync is Porch's sync schedule; cad reads repositories directly and
 	// keeps it without acting on it.
@@ -77,6 +78,7 @@ type GitRepository struct {
 	Repo string `json:"repo"`
 	// Branch is the registered branch; default "main".
 	// +optional
+	// +kubebuilder:default=main
 	Branch string `json:"branch,omitempty"`
 	// CreateBranch creates Branch when it does not exist.
 	// +optional

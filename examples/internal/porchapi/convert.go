@@ -43,7 +43,7 @@ func FromRevision(m revision.Meta, opts RevisionOptions) PackageRevision {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       opts.Namespace,
-			UID:             DeterministicUID(SchemeGroupVersion.String(), ResourcePackageRevisions, opts.Namespace, name),
+			UID:             PackageRevisionUID(opts.Namespace, name),
 			ResourceVersion: m.Version,
 			Labels:          maps.Clone(m.Labels),
 			Annotations:     maps.Clone(m.Annotations),
@@ -310,7 +310,7 @@ func FromFiles(ns string, m revision.Meta, files revision.Files) PackageRevision
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            name,
 			Namespace:       ns,
-			UID:             DeterministicUID(SchemeGroupVersion.String(), ResourcePackageRevisions, ns, name),
+			UID:             PackageRevisionUID(ns, name),
 			ResourceVersion: m.Version,
 			Labels:          maps.Clone(m.Labels),
 			Annotations:     maps.Clone(m.Annotations),

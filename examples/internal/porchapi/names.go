@@ -1,10 +1,9 @@
 package porchapi
 
 import (
-	"crypto/sha1"
-	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/configasdata/cad/revision"
@@ -51,19 +50,20 @@ func ParseName(name string) (revision.Key, error) {
 	return k, nil
 }
 
-// uidNamespace is the name space of the UUIDv5s derived for objects.
-var uidNamespace = [16]byte{0x6b, 0xa7, 0xb8, 0x11, 0x9d, 0xad, 0x11, 0xd1, 0x80, 0xb4, 0x00, 0xc0, 0x4f, 0xd4, 0x30, 0xc8}
+// porchUIDSpace is the name space UUID in which Porch derives the UIDs of
+// its objects (Porch's pkg/util uuidSpace).
+var porchUIDSpace = uuid.MustParse("aac71d91-5c67-456f-8fd2-902ef6da820e")
 
-// DeterministicUID returns the UID of an object of the given group version
-// resource in namespace ns called name: a UUIDv5 over those, so that every
-// read of the same object, in any process, gives the same UID.
-func DeterministicUID(groupVersion, resource, ns, name string) types.UID {
-	h := sha1.New()
-	h.Write(uidNamespace[:])
-	fmt.Fprintf(h, "%s/%s/%s/%s", groupVersion, resource, ns, name)
-	var u [16]byte
-	copy(u[:], h.Sum(nil))
-	u[6] = (u[6] & 0x0f) | 0x50
-	u[8] = (u[8] & 0x3f) | 0x80
-	return types.UID(fmt.Sprintf("%x-%x-%x-%x-%x", u[0:4], u[4:6], u[6:8], u[8:10], u[10:16]))
+// PackageRevisionUID returns the UID Porch gives the PackageRevision (and
+// its PackageRevisionResources) called name in namespace ns, so that every
+// read of the same object, in any process and in Porch itself, gives the
+// same UID: the UUIDv5 (SHA-1, name based) in Porch's name space of
+//
+//	"packagerevision:porch.kpt.dev/v1alpha1/<namespace>/<name>"
+//
+// with namespace and name lowercased. The group version is v1alpha1
+// whichever version serves the object, as in Porch.
+func PackageRevisionUID(ns, name string) types.UID {
+	id := "packagerevision:" + strings.ToLower(SchemeGroupVersion.Identifier()) + "/" + strings.ToLower(ns) + "/" + strings.ToLower(name)
+	return types.UID(uuid.NewSHA1(porchUIDSpace, []byte(id)).String())
 }

@@ -40,12 +40,28 @@ func TestNameRoundTrip(t *testing.T) {
 	}
 }
 
-func TestDeterministicUID(t *testing.T) {
-	a := DeterministicUID("porch.kpt.dev/v1alpha1", "packagerevisions", "default", "r.p.ws")
-	b := DeterministicUID("porch.kpt.dev/v1alpha1", "packagerevisions", "default", "r.p.ws")
-	c := DeterministicUID("porch.kpt.dev/v1alpha1", "packagerevisions", "other", "r.p.ws")
-	if a != b || a == c || len(a) != 36 || a[14] != '5' {
-		t.Errorf("UIDs %q %q %q", a, b, c)
+// TestPackageRevisionUID checks the UIDs against those Porch served in its
+// own CLI end-to-end cases (test/e2e/cli/testdata: rpkg-clone, rpkg-copy,
+// rpkg-init and rpkg-push, the uid of .KptRevisionMetadata).
+func TestPackageRevisionUID(t *testing.T) {
+	for _, tc := range []struct{ ns, name, want string }{
+		{"rpkg-clone", "git.basens-clone.clone-2", "710e4f9b-b21f-5786-bf04-1d1d9b32d57c"},
+		{"rpkg-clone", "git.empty-clone.clone-1", "e8317a47-90ce-5c75-b548-26e7de2e2508"},
+		{"rpkg-copy", "git.basens-edit.copy-2", "dc403caa-3f59-5a61-8a79-adcdf40bc52a"},
+		{"rpkg-init", "git.init-package.init-1", "45ee0692-730a-51b2-9a1d-ad4f4ad55dc8"},
+		{"rpkg-push", "git.test-package.push", "0e7dd104-514e-5455-b077-6f196b04165c"},
+		// Porch lowercases namespace and name.
+		{"RPKG-Push", "Git.Test-Package.Push", "0e7dd104-514e-5455-b077-6f196b04165c"},
+	} {
+		if got := PackageRevisionUID(tc.ns, tc.name); string(got) != tc.want {
+			t.Errorf("PackageRevisionUID(%q, %q) = %s, want %s", tc.ns, tc.name, got, tc.want)
+		}
+	}
+	m := revision.Meta{Key: revision.Key{Repository: "git", Package: "test-package", Workspace: "push"}}
+	pr := FromRevision(m, RevisionOptions{Namespace: "rpkg-push"})
+	prr := FromFiles("rpkg-push", m, revision.Files{})
+	if pr.UID != "0e7dd104-514e-5455-b077-6f196b04165c" || prr.UID != pr.UID {
+		t.Errorf("FromRevision uid %s, FromFiles uid %s", pr.UID, prr.UID)
 	}
 }
 

@@ -17,6 +17,19 @@ const (
 	repositoryDefaultType = RepositoryTypeGit
 )
 
+// DefaultRepository sets the defaults Porch's Repository CRD gives a
+// Repository on create and update: spec.content "Package" when empty, and
+// spec.git.branch "main" when a git section has none. It changes nothing
+// else, so that what is stored and what is read back agree with Porch.
+func DefaultRepository(r *Repository) {
+	if r.Spec.Content == "" {
+		r.Spec.Content = ContentPackage
+	}
+	if r.Spec.Git != nil && r.Spec.Git.Branch == "" {
+		r.Spec.Git.Branch = repository.DefaultBranch
+	}
+}
+
 // RepositoryToSpec returns the repository.Spec of r: its name, labels and
 // spec, defaulted (see repository.Spec.Defaulted) but not validated.
 func RepositoryToSpec(r *Repository) repository.Spec {

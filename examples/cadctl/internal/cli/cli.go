@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/configasdata/cad/fnruntime/wasmfn"
 	"github.com/configasdata/cad/pipeline"
 )
 
@@ -26,6 +27,10 @@ const (
 	// EnvToken is the bearer token sent to the server (--token); the
 	// environment keeps it out of process listings.
 	EnvToken = "CADCTL_TOKEN"
+	// EnvWasmCache is the directory where fn render and fn eval keep the
+	// compiled code of wasm functions (--allow-alpha-wasm) across runs;
+	// default cadctl/wasm in the user's cache directory.
+	EnvWasmCache = "CADCTL_WASM_CACHE"
 )
 
 // DefaultNamespace is the namespace of objects when none is given.
@@ -92,6 +97,7 @@ func (inv Invocation) Run(ctx context.Context) int {
 		}
 		c.dir = wd
 	}
+	defer c.close()
 	return c.main(inv.Args)
 }
 
@@ -104,6 +110,7 @@ type cmdEnv struct {
 	dir            string   // the working directory
 	env            []string // the environment
 	functions      map[string]pipeline.Function
+	wasm           *wasmfn.Runtime // fn render and fn eval's, with --allow-alpha-wasm
 
 	global globalFlags
 	cl     Client
@@ -329,6 +336,13 @@ func flagErrorText(err error) string {
 		return "unknown flag: " + rest
 	}
 	return s
+}
+
+// close releases what the invocation opened.
+func (c *cmdEnv) close() {
+	if c.wasm != nil {
+		_ = c.wasm.Close(context.Background())
+	}
 }
 
 // getenv looks a variable up in the invocation's environment.

@@ -89,8 +89,7 @@ func notFound(resource, name string) *StatusError {
 }
 
 func conflictOn(resource, name string) *StatusError {
-	return statusErrorf(http.StatusConflict, metav1.StatusReasonConflict,
-		"Operation cannot be fulfilled on %s %q: the object has been modified; please apply your changes to the latest version and try again", resource, name)
+	return statusErrorf(http.StatusConflict, metav1.StatusReasonConflict, "%s", porchapi.ConflictMessage(resource, name))
 }
 
 // hasReason reports whether err is a *StatusError with the given reason.

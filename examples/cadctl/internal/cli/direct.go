@@ -500,7 +500,7 @@ func (d *DirectClient) UpdateResources(ctx context.Context, prr *porchapi.Packag
 	}
 	m := rev.Meta()
 	if prr.ResourceVersion == "" {
-		return nil, statusErrorf(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "resourceVersion must be specified for an update")
+		return nil, statusErrorf(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "%s", porchapi.ResourceVersionRequiredMessage)
 	}
 	if m.Lifecycle != revision.LifecycleDraft {
 		return nil, statusErrorf(http.StatusForbidden, metav1.StatusReasonForbidden,
@@ -519,15 +519,13 @@ func (d *DirectClient) UpdateResources(ctx context.Context, prr *porchapi.Packag
 	var re *pipeline.RenderError
 	if errors.As(err, &re) {
 		if saved == nil {
-			return nil, statusErrorf(http.StatusInternalServerError, metav1.StatusReasonInternalError,
-				"error rendering package in kpt function pipeline. Package NOT pushed to remote. Details: %v", re)
+			return nil, statusErrorf(http.StatusInternalServerError, metav1.StatusReasonInternalError, "%s", porchapi.RenderFailureMessage(re, false))
 		}
 		out, oerr := d.resourcesOf(ctx, saved, re)
 		if oerr != nil {
 			return nil, oerr
 		}
-		return out, statusErrorf(http.StatusInternalServerError, metav1.StatusReasonInternalError,
-			"error rendering package in kpt function pipeline. Package pushed to remote despite render failure. Details: %v", re)
+		return out, statusErrorf(http.StatusInternalServerError, metav1.StatusReasonInternalError, "%s", porchapi.RenderFailureMessage(re, true))
 	}
 	if err != nil {
 		if errors.Is(err, repository.ErrConflict) {
@@ -573,7 +571,11 @@ func apiError(err error) error {
 	case errors.Is(err, repository.ErrUnavailable):
 		code, reason = http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable
 	}
-	return &StatusError{Code: code, Reason: reason, Message: err.Error()}
+	msg := err.Error()
+	if m, ok := porchapi.Message(err); ok {
+		msg = m // Porch's words
+	}
+	return &StatusError{Code: code, Reason: reason, Message: msg}
 }
 
 // repoSet is the engine's view of the registered repositories of one

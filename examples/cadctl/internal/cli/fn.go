@@ -11,6 +11,7 @@ import (
 
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/fnruntime/stdfn"
+	"github.com/configasdata/cad/fnruntime/wasmfn"
 	"github.com/configasdata/cad/helmfn"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
@@ -27,15 +28,26 @@ func fnCommands() []command {
 
 // registry returns the function registry of the fn commands: the builtins,
 // render-helm-chart (helmfn, in-process), the invocation's own Functions,
-// exec functions when allowed, and images in a container when docker or
-// podman is installed.
-func (c *cmdEnv) registry(allowExec, network bool, container ...containerOpts) (*fnruntime.Registry, error) {
+// exec functions when allowed, and other images in a container when docker
+// or podman is installed; with wasm (--allow-alpha-wasm), other images and
+// .wasm exec files run in-process as wasm instead (wasmfn), as kpt runs
+// every image as wasm with the flag.
+func (c *cmdEnv) registry(allowExec, network, wasm bool, container ...containerOpts) (*fnruntime.Registry, error) {
 	var co containerOpts
 	if len(container) > 0 {
 		co = container[0]
 	}
+	var wr fnruntime.WasmRuntime
+	if wasm {
+		r, err := c.wasmRuntime()
+		if err != nil {
+			return nil, err
+		}
+		wr = r
+	}
 	_, noEngine := fnruntime.FindContainerEngine("")
 	reg := fnruntime.NewRegistry(&fnruntime.Options{
+		Wasm:             wr,
 		ContainerEnv:     co.env,
 		ContainerMounts:  co.mounts,
 		AllowExec:        allowExec,
@@ -53,6 +65,27 @@ func (c *cmdEnv) registry(allowExec, network bool, container ...containerOpts) (
 		reg.Register(name, fn)
 	}
 	return reg, nil
+}
+
+// wasmRuntime returns the invocation's wasm runtime, created on first
+// use, which keeps compiled modules in EnvWasmCache (default cadctl/wasm in
+// the user's cache directory, none when there is no such directory).
+func (c *cmdEnv) wasmRuntime() (*wasmfn.Runtime, error) {
+	if c.wasm != nil {
+		return c.wasm, nil
+	}
+	dir := c.getenv(EnvWasmCache)
+	if dir == "" {
+		if d, err := os.UserCacheDir(); err == nil {
+			dir = filepath.Join(d, "cadctl", "wasm")
+		}
+	}
+	r, err := wasmfn.New(c.ctx, &wasmfn.Options{CacheDir: dir})
+	if err != nil {
+		return nil, err
+	}
+	c.wasm = r
+	return r, nil
 }
 
 // containerOpts are fn eval's settings for container functions.
@@ -89,7 +122,7 @@ says otherwise. Functions are cad's builtins, exec functions with
 	fs := c.newFlagSet("fn render")
 	allowExec := fs.Bool("allow-exec", false, "allow running function binaries (exec functions)")
 	allowNetwork := fs.Bool("allow-network", false, "give container functions network access")
-	allowWasm := fs.Bool("allow-alpha-wasm", false, "run wasm functions (not supported by cadctl)")
+	allowWasm := fs.Bool("allow-alpha-wasm", false, "run images that are not built in, and exec functions that are .wasm files (with --allow-exec), as WebAssembly in-process")
 	fs.String("image-pull-policy", "IfNotPresent", "accepted for kpt compatibility; images are run as the container engine finds them")
 	output := fs.String("output", "", "where to write the rendered package: stdout (a ResourceList), unwrap (plain YAML) or a new directory")
 	fs.StringVar(output, "o", "", "shorthand for --output")
@@ -101,9 +134,6 @@ says otherwise. Functions are cad's builtins, exec functions with
 	}
 	if len(pos) > 1 {
 		return usagef("too many arguments; PKG_PATH is the only accepted positional argument")
-	}
-	if *allowWasm {
-		return usagef("--allow-alpha-wasm is not supported by cadctl")
 	}
 	arg := "."
 	if len(pos) == 1 {
@@ -121,7 +151,7 @@ says otherwise. Functions are cad's builtins, exec functions with
 	if err != nil {
 		return err
 	}
-	reg, err := c.registry(*allowExec, *allowNetwork)
+	reg, err := c.registry(*allowExec, *allowNetwork, *allowWasm)
 	if err != nil {
 		return err
 	}

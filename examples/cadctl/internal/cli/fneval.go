@@ -134,6 +134,7 @@ after "--".`}
 	meta := fs.Bool("include-meta-resources", false, "removed, as in kpt: meta resources (Kptfile, function configs) are always included")
 	fs.BoolVar(meta, "m", false, "shorthand for --include-meta-resources")
 	fs.Bool("allow-exec", true, "accepted for kpt compatibility; --exec runs the named binary")
+	allowWasm := fs.Bool("allow-alpha-wasm", false, "run the image, or the --exec file when it ends in .wasm, as a WebAssembly module in-process (cad's builtins still run as builtins)")
 	network := fs.Bool("network", false, "give a container function network access")
 	fs.String("image-pull-policy", "IfNotPresent", "accepted for kpt compatibility")
 	save := fs.Bool("save", false, "save the function and its arguments to the Kptfile pipeline (needs --type)")
@@ -251,7 +252,7 @@ after "--".`}
 		step = pipeline.Step{Image: normalizeImage(*image), Tag: *tag}
 		id = step.Image
 	}
-	reg, err := c.registry(true, *network, containerOpts{env: envs, mounts: mounts})
+	reg, err := c.registry(true, *network, *allowWasm, containerOpts{env: envs, mounts: mounts})
 	if err != nil {
 		return err
 	}

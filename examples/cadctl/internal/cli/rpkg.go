@@ -127,7 +127,8 @@ SOURCE_PACKAGE is the name of a published package revision of a registered
 repository, or a git repository URL: REPO.git[/DIRECTORY][@REF], or any URL
 with --directory and --ref (defaults "/" and main).`}
 	fs := c.newFlagSet("rpkg clone")
-	strategy := fs.String("strategy", string(porchapi.ResourceMerge), "update strategy for later upgrades: "+strings.Join(strategies, ", "))
+	strategy := fs.String("strategy", "", "update strategy for later upgrades, written in the Kptfile: "+strings.Join(strategies, ", ")+
+		" (default none, as Porch's clone writes none: upgrades then use resource-merge)")
 	directory := fs.String("directory", "", "directory within the upstream git repository where the package is")
 	ref := fs.String("ref", "", "branch or tag in the upstream git repository")
 	repo := fs.String("repository", "", "repository to which the package will be cloned (downstream repository)")
@@ -137,9 +138,11 @@ with --directory and --ref (defaults "/" and main).`}
 	if err != nil {
 		return err
 	}
-	ms, err := parseStrategy(*strategy)
-	if err != nil {
-		return err
+	var ms porchapi.MergeStrategy
+	if *strategy != "" {
+		if ms, err = parseStrategy(*strategy); err != nil {
+			return err
+		}
 	}
 	if len(pos) < 2 {
 		return usagef("SOURCE_PACKAGE and NAME are required positional arguments; %d provided", len(pos))

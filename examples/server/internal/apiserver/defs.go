@@ -66,7 +66,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 		verbs: allVerbs, shortNames: []string{"rpkg"}, categories: []string{"porch"},
 		subresources: s.withLiveStatus(map[string]subresourceDef{porchapi.SubresourceApproval: {verbs: []string{"get", "patch", "update"}, impl: pr},
 			SubresourceDependencies: {verbs: []string{"get"}, impl: depsImpl{s}}}),
-		fields: prFields, fieldFn: prFieldSet,
+		checkFields: porchapi.CheckPackageRevisionSelector, fieldFn: prFieldSet,
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
 			{Name: "Package", Type: "string", Description: "The package path"},
@@ -87,7 +87,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 		gr: grPackageRevisionResources, version: porchapi.Version, kind: porchapi.KindPackageRevisionResources,
 		listKind: porchapi.KindPackageRevisionResourcesList, singular: "packagerevisionresources", namespaced: true,
 		verbs: []string{"get", "list", "patch", "update"}, shortNames: []string{"prr"}, categories: []string{"porch"},
-		fields: prFields, fieldFn: prFieldSet,
+		checkFields: porchapi.CheckPackageRevisionSelector, fieldFn: prFieldSet,
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
 			{Name: "Package", Type: "string", Description: "The package path"},

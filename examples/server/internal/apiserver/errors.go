@@ -82,7 +82,14 @@ func errAlreadyExists(gr groupResource, name string) *apiError {
 
 // staleMessage is Kubernetes' message for an update from a stale
 // resourceVersion.
-const staleMessage = "the object has been modified; please apply your changes to the latest version and try again"
+const staleMessage = porchapi.OptimisticLockMessage
+
+// porchMessage is Porch's message for err, if it has one of its own (see
+// porchapi.Message), else "".
+func porchMessage(err error) string {
+	m, _ := porchapi.Message(err)
+	return m
+}
 
 // toAPIError maps an error of the library or the store to its Status, for
 // the object name of resource gr. Errors that are already *apiError pass
@@ -99,8 +106,7 @@ func toAPIError(gr groupResource, name string, err error) *apiError {
 	var refErr *engine.ReferencedError
 	switch {
 	case errors.As(err, &re):
-		e := newStatus(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid,
-			"error rendering package in kpt function pipeline. Package NOT pushed to remote. Fix locally (until 'kpt fn render' succeeds) and retry: "+msg)
+		e := newStatus(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, porchapi.RenderFailureMessage(err, false))
 		e.status.Details = &metav1.StatusDetails{Name: name, Group: gr.group, Kind: gr.resource}
 		for _, st := range re.Steps() {
 			errs := st.Results.Errors()
@@ -145,6 +151,12 @@ func toAPIError(gr groupResource, name string, err error) *apiError {
 		if !errors.As(err, &snf) || !strings.Contains(msg, name) {
 			e.status.Message += ": " + msg
 		}
+		e.err = err
+		return e
+	case errors.Is(err, repository.ErrAlreadyExists) && porchMessage(err) != "":
+		// Porch's words, which porchctl prints.
+		e := errAlreadyExists(gr, name)
+		e.status.Message = porchMessage(err)
 		e.err = err
 		return e
 	case errors.Is(err, repository.ErrAlreadyExists), errors.Is(err, store.ErrAlreadyExists):

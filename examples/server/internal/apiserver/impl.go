@@ -55,9 +55,11 @@ type resourceDef struct {
 	shortNames   []string
 	categories   []string
 	subresources map[string]subresourceDef
-	// fields are the field selector labels accepted, besides
+	// checkFields checks a field selector of a list or watch (its error
+	// is a 400); nil accepts only metadata.name and metadata.namespace.
+	checkFields func(fields.Selector) error
+	// fieldFn returns an object's selectable fields besides
 	// metadata.name and metadata.namespace.
-	fields  []string
 	fieldFn func(metav1.Object) fields.Set
 	columns []metav1.TableColumnDefinition
 	row     func(metav1.Object) []any
@@ -122,13 +124,15 @@ func (s *Server) parseListOptions(rq *request) (*listOptions, error) {
 		if err != nil {
 			return nil, errBadRequest("invalid field selector %q: %v", v, err)
 		}
-		allowed := map[string]bool{"metadata.name": true, "metadata.namespace": true}
-		for _, f := range rq.def.fields {
-			allowed[f] = true
-		}
-		for _, r := range sel.Requirements() {
-			if !allowed[r.Field] {
-				return nil, errBadRequest("field label not supported: %s", r.Field)
+		if rq.def.checkFields != nil {
+			if err := rq.def.checkFields(sel); err != nil {
+				return nil, errBadRequest("%v", err)
+			}
+		} else {
+			for _, r := range sel.Requirements() {
+				if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
+					return nil, errBadRequest("field label not supported: %s", r.Field)
+				}
 			}
 		}
 		lo.field = sel

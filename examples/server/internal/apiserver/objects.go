@@ -488,6 +488,16 @@ func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *uns
 	if r.Spec.Content != "" && r.Spec.Content != porchapi.ContentPackage {
 		return inv("spec.content", fmt.Sprintf("Unsupported value: %q: supported values: \"Package\"", r.Spec.Content))
 	}
+	// Porch's defaults, in what is stored too.
+	porchapi.DefaultRepository(r)
+	if err := unstructured.SetNestedField(u.Object, r.Spec.Content, "spec", "content"); err != nil {
+		return errBadRequest("the request body is not a valid Repository: %v", err)
+	}
+	if r.Spec.Git != nil {
+		if err := unstructured.SetNestedField(u.Object, r.Spec.Git.Branch, "spec", "git", "branch"); err != nil {
+			return errBadRequest("the request body is not a valid Repository: %v", err)
+		}
+	}
 	spec := porchapi.RepositoryToSpec(r)
 	if err := spec.Validate(); err != nil {
 		return inv("spec", err.Error())
@@ -601,6 +611,16 @@ const ConditionDamaged = "Damaged"
 // ReasonDamagedRevisions is the reason of a True ConditionDamaged.
 const ReasonDamagedRevisions = "DamagedRevisions"
 
+// ConditionMaintenanceFailed is the Repository condition that says the
+// last scheduled maintenance run of the repository (see
+// Options.MaintainInterval) failed: True, with reason
+// ReasonMaintenanceError and the error as its message, until a run
+// succeeds; absent otherwise. The repository stays Ready.
+const ConditionMaintenanceFailed = "MaintenanceFailed"
+
+// ReasonMaintenanceError is the reason of a True ConditionMaintenanceFailed.
+const ReasonMaintenanceError = "MaintenanceError"
+
 // maxDamageShown bounds how many damaged things ConditionDamaged's message
 // names; the count is always given.
 const maxDamageShown = 20
@@ -625,6 +645,11 @@ func repositoryStatus(e *repoEntry, generation int64, old map[string]any) map[st
 			msg += fmt.Sprintf("; and %d more", len(damaged)-len(shown))
 		}
 		conds = append(conds, metav1.Condition{Type: ConditionDamaged, Status: metav1.ConditionTrue, Reason: ReasonDamagedRevisions,
+			Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.Now()})
+	}
+	if msg := e.maintenanceError(); e.repo != nil && msg != "" {
+		// Still Ready: the repository is served, only less packed.
+		conds = append(conds, metav1.Condition{Type: ConditionMaintenanceFailed, Status: metav1.ConditionTrue, Reason: ReasonMaintenanceError,
 			Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.Now()})
 	}
 	var prev porchapi.RepositoryStatus

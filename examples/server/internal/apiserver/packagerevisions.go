@@ -7,7 +7,6 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -24,23 +23,13 @@ import (
 
 var grPackageRevisions = groupResource{porchapi.Group, porchapi.ResourcePackageRevisions}
 
-// prFields are the field selectors of packagerevisions and
-// packagerevisionresources (besides metadata.name and metadata.namespace).
-var prFields = []string{"spec.repository", "spec.packageName", "spec.revision", "spec.workspaceName", "spec.lifecycle"}
-
-// prFieldSet returns the selectable fields of a PackageRevision. Lists of
-// PackageRevisionResources select through the revisions they list, so they
-// use it too.
+// prFieldSet returns the selectable fields of a PackageRevision (see
+// porchapi.PackageRevisionFieldSet). Lists of PackageRevisionResources
+// select through the revisions they list, and on their Kptfile's labels
+// once read (see prrImpl.list).
 func prFieldSet(o metav1.Object) fields.Set {
-	switch pr := o.(type) {
-	case *porchapi.PackageRevision:
-		return fields.Set{
-			"spec.repository":    pr.Spec.RepositoryName,
-			"spec.packageName":   pr.Spec.PackageName,
-			"spec.revision":      strconv.Itoa(pr.Spec.Revision),
-			"spec.workspaceName": pr.Spec.WorkspaceName,
-			"spec.lifecycle":     string(pr.Spec.Lifecycle),
-		}
+	if pr, ok := o.(*porchapi.PackageRevision); ok {
+		return porchapi.PackageRevisionFieldSet(pr)
 	}
 	return nil
 }
@@ -226,6 +215,8 @@ func (s *Server) listRevisions(ctx context.Context, rq *request, ns string, lo *
 		}()
 	}
 	wg.Wait()
+	pre := *lo
+	pre.field = porchapi.WithoutPackageMetadataFields(lo.field)
 	var out []listedRevision
 	for i, r := range results {
 		if r.err != nil && repository.Damage(r.err) != nil {
@@ -243,9 +234,10 @@ func (s *Server) listRevisions(ctx context.Context, rq *request, ns string, lo *
 				}
 				continue
 			}
-			// Select on what is known without files.
+			// Select on what is known without files (the Kptfile's labels
+			// are selected on once it is read).
 			o := porchapi.FromRevision(lr.rev.Meta(), porchapi.RevisionOptions{Namespace: lr.ns, Latest: lr.latest})
-			if lo.matches(rq.def, &o) {
+			if pre.matches(rq.def, &o) {
 				out = append(out, lr)
 			}
 		}
@@ -322,6 +314,10 @@ func (s *Server) listPRs(ctx context.Context, rq *request, ns string, lo *listOp
 	})
 	if err != nil {
 		return nil, err
+	}
+	if len(todo) > 0 && porchapi.SelectsPackageMetadata(lo.field) {
+		// Those were selected without their Kptfile's labels.
+		objs = slices.DeleteFunc(objs, func(o *porchapi.PackageRevision) bool { return !lo.matches(rq.def, o) })
 	}
 	return objs, nil
 }
@@ -860,7 +856,7 @@ func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOpt
 		if pc.ResourceVersion != nil && *pc.ResourceVersion != m.Version {
 			return nil, errConflict(grPackageRevisions, rq.name, "the ResourceVersion in the precondition ("+*pc.ResourceVersion+") does not match the ResourceVersion in record ("+m.Version+"). The object might have been modified")
 		}
-		if pc.UID != nil && string(*pc.UID) != string(porchapi.DeterministicUID(porchapi.SchemeGroupVersion.String(), porchapi.ResourcePackageRevisions, rq.ns, rq.name)) {
+		if pc.UID != nil && string(*pc.UID) != string(porchapi.PackageRevisionUID(rq.ns, rq.name)) {
 			return nil, errConflict(grPackageRevisions, rq.name, "the UID in the precondition does not match the UID in record")
 		}
 	}

@@ -49,14 +49,22 @@ func renamed(err error, gr groupResource, name string) error {
 
 func (p *prrImpl) list(ctx context.Context, rq *request, lo *listOptions) ([]metav1.Object, string, error) {
 	revs := p.s.listRevisions(ctx, rq, rq.ns, lo)
-	out := make([]metav1.Object, len(revs))
+	objs := make([]*porchapi.PackageRevisionResources, len(revs))
 	err := loadAll(ctx, revs, func(ctx context.Context, i int, lr listedRevision) error {
 		o, err := p.object(ctx, lr.ns, lr.rev)
-		out[i] = o
+		objs[i] = o
 		return err
 	})
 	if err != nil {
 		return nil, "", err
+	}
+	out := make([]metav1.Object, 0, len(objs))
+	for _, o := range objs {
+		// The revisions were selected on everything but their Kptfile's
+		// labels, which are in the resources.
+		if porchapi.MatchesPackageMetadata(lo.field, porchapi.ResourcesKptfileLabels(o)) {
+			out = append(out, o)
+		}
 	}
 	return out, "", nil
 }
@@ -96,7 +104,11 @@ func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.
 	}
 	m := rev.Meta()
 	if in.ResourceVersion == "" {
-		return nil, inv("metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")
+		// Invalid, with the field in its causes, in Porch's words.
+		e := errInvalid(grPackageRevisionResources, porchapi.KindPackageRevisionResources, rq.name,
+			"metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")
+		e.status.Message = porchapi.ResourceVersionRequiredMessage
+		return nil, e
 	}
 	if in.ResourceVersion != m.Version {
 		return nil, errConflict(grPackageRevisionResources, rq.name, staleMessage)
@@ -120,7 +132,7 @@ func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.
 	var re *pipeline.RenderError
 	if err != nil && updated != nil && errors.As(err, &re) {
 		ae := toAPIError(grPackageRevisionResources, rq.name, err)
-		ae.status.Message = "error rendering package in kpt function pipeline. Package pushed to remote despite render failure: " + err.Error()
+		ae.status.Message = porchapi.RenderFailureMessage(err, true)
 		return nil, ae
 	}
 	if err != nil {

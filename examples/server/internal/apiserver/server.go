@@ -92,6 +92,7 @@ import (
 	"github.com/configasdata/cad"
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/confine"
+	"github.com/configasdata/cad/examples/internal/maintsched"
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/examples/internal/variantfail"
 	"github.com/configasdata/cad/examples/server/internal/store"
@@ -110,6 +111,7 @@ const (
 	DefaultMaxBodyBytes      = 6 << 20 // Porch's figure
 	DefaultMaxPackageFiles   = 10000
 	DefaultGitPollInterval   = time.Second
+	DefaultMaintainInterval  = maintsched.DefaultInterval
 	DefaultVariantResync     = 5 * time.Minute
 	DefaultMaxWatch          = time.Hour
 	DefaultRepositoryName    = "default"
@@ -144,6 +146,16 @@ type Options struct {
 	// GitPollInterval is how often watches poll git repositories; default
 	// DefaultGitPollInterval.
 	GitPollInterval time.Duration
+	// MaintainInterval is how long Run waits between two maintenance
+	// passes over the open repositories (repository.Maintain: a git
+	// repository on disk, or a remote's mirror under the data
+	// directory, gets its small packs, loose objects and idle loose refs
+	// packed), from the end of one to the start of the next; passes
+	// never overlap. A failed run is logged and shown in the
+	// Repository's ConditionMaintenanceFailed. Default
+	// DefaultMaintainInterval; negative turns the scheduled passes off,
+	// leaving the maintenance writes run by themselves.
+	MaintainInterval time.Duration
 	// ListCacheBytes bounds the memory of the list response cache: the
 	// bodies of recent PackageRevision lists, each kept while the
 	// repositories it covers stay at the Versions it was built from, so
@@ -298,6 +310,7 @@ type repoEntry struct {
 
 	dmgMu  sync.Mutex
 	damage []string // what the last whole list left out as damaged
+	maint  string   // the error of the last scheduled maintenance run; "" when it succeeded
 }
 
 // noteDamage records what err, a whole list of e's repository, says was
@@ -320,6 +333,31 @@ func (s *Server) noteDamage(e *repoEntry, err error) {
 	}
 }
 
+// noteMaintenance records the outcome of a scheduled maintenance run of
+// e's repository (err nil: it succeeded) and stores e's status again when
+// that changed: a failure shows in ConditionMaintenanceFailed.
+func (s *Server) noteMaintenance(e *repoEntry, err error) {
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	}
+	e.dmgMu.Lock()
+	changed := msg != e.maint
+	e.maint = msg
+	e.dmgMu.Unlock()
+	if changed {
+		s.setRepositoryStatus(e)
+	}
+}
+
+// maintenanceError returns the error of the last scheduled maintenance
+// run of e's repository, "" when it succeeded or none ran.
+func (e *repoEntry) maintenanceError() string {
+	e.dmgMu.Lock()
+	defer e.dmgMu.Unlock()
+	return e.maint
+}
+
 // damaged returns what the last whole list of e's repository left out as
 // damaged.
 func (e *repoEntry) damaged() []string {
@@ -339,6 +377,9 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	o := *opts
 	if o.GitPollInterval <= 0 {
 		o.GitPollInterval = DefaultGitPollInterval
+	}
+	if o.MaintainInterval == 0 {
+		o.MaintainInterval = DefaultMaintainInterval
 	}
 	if o.MaxBodyBytes <= 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
@@ -704,8 +745,10 @@ func (s *Server) Handler() http.Handler { return s.handler }
 
 // Run runs the server's background work until ctx is done: a watch of every
 // open repository (feeding package revision watches), reopening
-// repositories that failed to open, and syncing PackageVariants and Sets
-// (unless Options.NoVariantSync). It returns nil when ctx is done.
+// repositories that failed to open, maintaining the open repositories
+// every Options.MaintainInterval, and syncing PackageVariants and Sets
+// (unless Options.NoVariantSync). It returns nil when ctx is done, after
+// that work stopped.
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
 	if s.runCtx != nil {
@@ -729,6 +772,13 @@ func (s *Server) Run(ctx context.Context) error {
 		defer wg.Done()
 		s.reopenLoop(ctx)
 	}()
+	if s.opts.MaintainInterval > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.maintainLoop().Run(ctx)
+		}()
+	}
 	if s.variants != nil {
 		wg.Add(1)
 		go func() {
@@ -742,6 +792,30 @@ func (s *Server) Run(ctx context.Context) error {
 	s.runCtx = nil
 	s.mu.Unlock()
 	return nil
+}
+
+// maintainLoop is the schedule of the open repositories' maintenance.
+func (s *Server) maintainLoop() *maintsched.Loop {
+	return &maintsched.Loop{
+		Interval: s.opts.MaintainInterval,
+		Logger:   s.log,
+		Repos: func() []maintsched.Repo {
+			var out []maintsched.Repo
+			for _, e := range s.entries("") {
+				if e.repo != nil {
+					out = append(out, maintsched.Repo{Namespace: e.ns, Name: e.name, Repository: e.repo})
+				}
+			}
+			return out
+		},
+		Report: func(r maintsched.Repo, err error) {
+			// The entry may have been replaced meanwhile: its
+			// successor has its own outcome.
+			if e, ok := s.entry(r.Namespace, r.Name); ok && e.repo == r.Repository {
+				s.noteMaintenance(e, err)
+			}
+		},
+	}
 }
 
 // reopenLoop retries repositories that failed to open.

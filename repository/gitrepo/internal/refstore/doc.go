@@ -19,7 +19,11 @@
 // may sort between the good lines around it, reads as a
 // *[DamagedRefError] (repository.ErrCorrupt), and other refs read on.
 // [RefSnap] is a sorted snapshot of the refs under some prefixes, which a
-// read of package gitrepo takes once and searches by prefix.
+// read of package gitrepo takes once and searches by prefix. Its walk of
+// the loose refs reads a file only when the file's identity (an lstat:
+// PackedIdentity) is not the one its value was last read with, and never
+// trusts the identity of a file changed in the last seconds (the racy
+// window, as git's index): see loosecache.go.
 //
 // [PackedLines] hashes the lines of a sorted packed-refs under a prefix
 // (the refs and their peeled lines) without parsing the file: two binary

@@ -52,6 +52,11 @@ type FSRefs struct {
 	// ov is the outcome of a journal this process could not complete,
 	// laid over the refs on disk (overlay.go); nil when there is none.
 	ov *refOverlay
+
+	// seen caches the values of loose ref files that walks read, by
+	// name, with the file's identity (see looseWalked).
+	seenMu sync.Mutex
+	seen   map[string]seenRef
 }
 
 // Close releases what the lookups kept.
@@ -728,7 +733,7 @@ func (f *FSRefs) Under(prefix string, damaged func(error)) (map[plumbing.Referen
 
 // walkLoose calls visit with the name of every loose ref file below
 // prefix (which ends in a slash), lock files left out.
-func (f *FSRefs) walkLoose(prefix string, visit func(name string) error) error {
+func (f *FSRefs) walkLoose(prefix string, visit func(name string, d fs.DirEntry) error) error {
 	root := filepath.Join(f.GitDir, filepath.FromSlash(prefix))
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -744,7 +749,7 @@ func (f *FSRefs) walkLoose(prefix string, visit func(name string) error) error {
 		if err != nil {
 			return err
 		}
-		return visit(filepath.ToSlash(rel))
+		return visit(filepath.ToSlash(rel), d)
 	})
 }
 

@@ -64,7 +64,7 @@ func (f *FSRefs) PackRefs(want func(name string, mod time.Time) bool, peel func(
 		return 0, &DamagedRefError{Ref: "packed-refs", Reason: fmt.Sprintf("line %d holds %q: not packing refs into a damaged file", bad[0].line, bad[0].text)}
 	}
 	loose := map[string]plumbing.Hash{}
-	err = f.walkLoose("refs/", func(name string) error {
+	err = f.walkLoose("refs/", func(name string, _ fs.DirEntry) error {
 		fi, err := os.Lstat(f.refPath(plumbing.ReferenceName(name)))
 		if err != nil || !fi.Mode().IsRegular() || !want(name, fi.ModTime()) {
 			return nil

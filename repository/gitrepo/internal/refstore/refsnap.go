@@ -1,6 +1,7 @@
 package refstore
 
 import (
+	"io/fs"
 	"slices"
 	"sort"
 	"strings"
@@ -69,8 +70,15 @@ func (f *FSRefs) Snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 	// Loose refs: those found, and those damaged.
 	loose := map[string]plumbing.Hash{}
 	drop := map[string]bool{}
-	visit := func(name string) error {
-		h, ok, err := f.loose(name)
+	visit := func(name string, d fs.DirEntry) error {
+		var h plumbing.Hash
+		var ok bool
+		var err error
+		if d != nil {
+			h, ok, err = f.looseWalked(name, d)
+		} else {
+			h, ok, err = f.loose(name)
+		}
 		if err != nil {
 			if !IsDamaged(err) {
 				return err
@@ -90,10 +98,11 @@ func (f *FSRefs) Snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 		}
 	}
 	for _, name := range extra {
-		if err := visit(string(name)); err != nil {
+		if err := visit(string(name), nil); err != nil {
 			return nil, err
 		}
 	}
+	f.pruneSeen(len(loose))
 	reportPackedDamage(bad, prefixes, extra, func(name string) bool {
 		_, ok := loose[name]
 		return ok || drop[name]
