@@ -8,12 +8,12 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
@@ -92,10 +92,18 @@ func (s *Server) genericServer() (*genericapiserver.GenericAPIServer, error) {
 		d := d
 		gvk := schema.GroupVersionKind{Group: d.gr.group, Version: d.version, Kind: d.kind}
 		err := sc.AddFieldLabelConversionFunc(gvk, func(label, value string) (string, string, error) {
-			if label == "metadata.name" || label == "metadata.namespace" || slices.Contains(d.fields, label) {
+			if label == "metadata.name" || label == "metadata.namespace" {
 				return label, value, nil
 			}
-			return "", "", fmt.Errorf("field label not supported: %s", label)
+			if d.checkFields == nil {
+				return "", "", fmt.Errorf("field label not supported: %s", label)
+			}
+			// The operators are checked with the whole selector (List,
+			// Watch); here the label.
+			if err := d.checkFields(fields.OneTermEqualSelector(label, "x")); err != nil {
+				return "", "", err
+			}
+			return label, value, nil
 		})
 		if err != nil {
 			return nil, err

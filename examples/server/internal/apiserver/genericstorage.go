@@ -204,9 +204,23 @@ func listOptionsOf(o *metainternalversion.ListOptions) *listOptions {
 	return lo
 }
 
+// checkSelector checks lo's field selector as the resource does (400).
+func (rs *resourceStorage) checkSelector(lo *listOptions) error {
+	if rs.def.checkFields == nil || lo.field.Empty() {
+		return nil
+	}
+	if err := rs.def.checkFields(lo.field); err != nil {
+		return apierrors.NewBadRequest(err.Error())
+	}
+	return nil
+}
+
 func (rs *resourceStorage) List(ctx context.Context, o *metainternalversion.ListOptions) (runtime.Object, error) {
 	rq := rs.request(ctx, "", nil)
 	lo := listOptionsOf(o)
+	if err := rs.checkSelector(lo); err != nil {
+		return nil, err
+	}
 	if lo.continueToken != "" {
 		if _, _, err := parseContinue(lo); err != nil {
 			return nil, rs.finish(ctx, rq, err)
@@ -437,6 +451,9 @@ func (rs *resourceStorage) Delete(ctx context.Context, name string, deleteValida
 func (rs *resourceStorage) Watch(ctx context.Context, o *metainternalversion.ListOptions) (watch.Interface, error) {
 	rq := rs.request(ctx, "", nil)
 	lo := listOptionsOf(o)
+	if err := rs.checkSelector(lo); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	w := &implWatch{ch: make(chan watch.Event), cancel: cancel, done: make(chan struct{})}
 	started := make(chan error, 1)

@@ -1317,7 +1317,7 @@ func schema_cad_api_config_v1alpha1_RepositorySpec(ref common.ReferenceCallback)
 					},
 					"content": {
 						SchemaProps: spec.SchemaProps{
-							Description: "Content is deprecated; its only value is Package.",
+							Description: "Content is deprecated; its only value is Package, the default.",
 							Type:        []string{"string"},
 							Format:      "",
 						},
