@@ -32,7 +32,9 @@
 // zz_generated.deepcopy.go in each package and every file under crds/ are
 // written by controller-gen (sigs.k8s.io/controller-tools, pinned by the
 // tools/gen module, which go.work leaves out) from the kubebuilder markers
-// on the types. Regenerate them with
+// on the types; zz_generated.model_name.go (each type's OpenAPI model name,
+// which servers of these types use to name their schemas) by openapi-gen
+// (k8s.io/kube-openapi, pinned by the same module). Regenerate them with
 //
 //	go generate ./...
 //
@@ -41,3 +43,4 @@ package api
 
 //go:generate sh -c "$(cd tools/gen && GOWORK=off go tool -n controller-gen) object paths=./porch/... paths=./config/..."
 //go:generate sh -c "$(cd tools/gen && GOWORK=off go tool -n controller-gen) crd:crdVersions=v1 paths=./porch/v1alpha2/... paths=./config/... output:crd:artifacts:config=crds"
+//go:generate sh -c "$(cd tools/gen && GOWORK=off go tool -n openapi-gen) --output-dir $(mktemp -d) --output-pkg example.com/discard --output-file discard.go --output-model-name-file zz_generated.model_name.go --go-header-file /dev/null --report-filename /dev/null ./porch/v1alpha1 ./porch/v1alpha2 ./config/v1alpha1 ./config/v1alpha2"

@@ -102,6 +102,8 @@
 package main
 
 import (
+	"k8s.io/klog/v2"
+
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -129,6 +131,9 @@ import (
 )
 
 func main() {
+	// k8s.io/apiserver logs through klog (process-wide, set once, before
+	// any server starts): its warnings and errors go to stderr.
+	klog.SetSlogLogger(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err := run(context.Background(), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)

@@ -750,3 +750,37 @@ func TestBatchAnotherProcess(t *testing.T) {
 	}
 	t.Logf("the reader listed %d times before the commit", before)
 }
+
+// A revision approved in a batch is found by its workspace with the
+// batch's context (the workspace lookup reads the batch's tags, not only
+// the files'), and not without it.
+func TestBatchApprovedFoundByWorkspace(t *testing.T) {
+	ctx := context.Background()
+	r := openDisk(t, newBare(t))
+	key := revision.Key{Package: "pkg", Workspace: "ws"}
+	if err := newDraftMD(ctx, r, key, "a", batchLabel); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.UpdateLifecycle(ctx, key, revision.LifecycleProposed, repository.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	bctx, b, err := r.BeginBatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Discard()
+	if _, err := r.UpdateLifecycle(bctx, key, revision.LifecyclePublished, repository.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := r.Get(bctx, key)
+	if err != nil {
+		t.Fatalf("get by workspace in the batch: %v", err)
+	}
+	if got.Meta().Lifecycle != revision.LifecyclePublished || got.Meta().Key.Revision != 1 {
+		t.Fatalf("in the batch: %+v", got.Meta())
+	}
+	got, err = r.Get(ctx, key)
+	if err != nil || got.Meta().Lifecycle != revision.LifecycleProposed {
+		t.Fatalf("outside the batch: %v %+v", err, got)
+	}
+}

@@ -180,7 +180,9 @@ func (r *Repository) tagEffectiveWSFew(v *view, wl *wsLookup, ver string, h plum
 // false when the refs are not read from disk, and resolve passes over
 // the tags itself.
 func (r *Repository) resolveWorkspace(v *view, key revision.Key, full string) (x *rev, done bool, err error) {
-	if v.fr == nil || v.refs != nil || v.gitDir == "" {
+	// In a write batch the tags are the files' and the batch's, and the
+	// batch records what its writes read: both are v.tagsOf's.
+	if v.fr == nil || v.refs != nil || v.gitDir == "" || v.bt != nil {
 		return nil, false, nil
 	}
 	prefix := "refs/tags/" + full + "/"

@@ -11,5 +11,7 @@
 // once built. DeepCopy gives a value that shares nothing with the original.
 //
 // +kubebuilder:object:generate=true
+// +k8s:openapi-gen=true
+// +k8s:openapi-model-package=com.github.configasdata.cad.api.config.v1alpha2
 // +groupName=config.porch.kpt.dev
 package v1alpha2

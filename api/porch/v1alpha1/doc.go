@@ -16,5 +16,7 @@
 // once built. DeepCopy gives a value that shares nothing with the original.
 //
 // +kubebuilder:object:generate=true
+// +k8s:openapi-gen=true
+// +k8s:openapi-model-package=com.github.configasdata.cad.api.porch.v1alpha1
 // +groupName=porch.kpt.dev
 package v1alpha1

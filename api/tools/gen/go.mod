@@ -5,7 +5,10 @@ module github.com/configasdata/cad/api/tools/gen
 
 go 1.26.0
 
-tool sigs.k8s.io/controller-tools/cmd/controller-gen
+tool (
+	k8s.io/kube-openapi/cmd/openapi-gen
+	sigs.k8s.io/controller-tools/cmd/controller-gen
+)
 
 require (
 	cel.dev/expr v0.25.1 // indirect

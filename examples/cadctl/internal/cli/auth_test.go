@@ -89,7 +89,7 @@ func TestServerAuthentication(t *testing.T) {
 		t.Errorf("viewer get: %d %q", code, stderr)
 	}
 	if _, stderr, code := run(map[string]string{cli.EnvToken: "viewer-tok"}, "rpkg", "init", "hello", "--repository", "default", "--workspace", "v1"); code != 1 ||
-		!strings.Contains(stderr, `User "vera" cannot create packagerevisions.porch.kpt.dev`) {
+		!strings.Contains(stderr, `User "vera" cannot create resource "packagerevisions" in API group "porch.kpt.dev"`) {
 		t.Errorf("viewer init: %d %q", code, stderr)
 	}
 	if _, stderr, code := run(map[string]string{cli.EnvToken: "editor-tok"}, "rpkg", "init", "hello", "--repository", "default", "--workspace", "v1"); code != 0 {

@@ -204,38 +204,6 @@ func (s *Server) authenticateRequest(r *http.Request) (*User, error) {
 // them to anyone.
 var publicPaths = map[string]bool{"/healthz": true, "/livez": true, "/readyz": true, "/version": true}
 
-// authenticate puts the request's user in its context, or answers 401.
-// Without authentication configured it passes every request through.
-func (s *Server) authenticate(h http.Handler) http.Handler {
-	if !s.authEnabled() {
-		return h
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if publicPaths[r.URL.Path] {
-			h.ServeHTTP(w, r)
-			return
-		}
-		u, err := s.authenticateRequest(r)
-		if u == nil {
-			msg := "Unauthorized"
-			if err != nil {
-				s.log.Debug("authentication failed", "path", r.URL.Path, "remote", r.RemoteAddr, "err", err)
-			}
-			w.Header().Set("WWW-Authenticate", `Bearer realm="cad"`)
-			writeJSON(w, http.StatusUnauthorized, newStatus(http.StatusUnauthorized, metav1.StatusReasonUnauthorized, msg).status)
-			return
-		}
-		if s.opts.Authorizer != nil {
-			u.external = true // the Authorizer decides, not the roles
-		} else if !u.Has(RoleViewer) {
-			writeJSON(w, http.StatusForbidden, newStatus(http.StatusForbidden, metav1.StatusReasonForbidden,
-				fmt.Sprintf("User %q has no role on this server: it needs one of the groups %s", u.Name, roleGroups())).status)
-			return
-		}
-		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
-	})
-}
-
 func roleGroups() string {
 	var gs []string
 	for _, r := range []Role{RoleViewer, RoleEditor, RoleApprover, RoleAdmin} {
@@ -276,68 +244,4 @@ func requireRole(ctx context.Context, rq *request, what string, roles ...Role) e
 		}
 	}
 	return errDenied(rq, u, what, roles...)
-}
-
-// authorize is the first check of a resource request: reads need a role,
-// writes the roles that may do some write of the resource. Handlers check
-// further what depends on the object (a revision's lifecycle).
-func (s *Server) authorize(rq *request) error {
-	ctx := rq.r.Context()
-	if userFrom(ctx) == nil {
-		return nil
-	}
-	if s.opts.Authorizer != nil {
-		return s.authorizeExternal(rq)
-	}
-	verb := verbOf(rq)
-	what := verb + " " + rq.def.gr.String()
-	if rq.sub != "" {
-		what += "/" + rq.sub
-	}
-	if rq.ns != "" {
-		what += " in namespace " + rq.ns
-	}
-	switch verb {
-	case "get", "list", "watch":
-		return requireRole(ctx, rq, what, RoleViewer)
-	}
-	switch rq.def.gr.resource {
-	case "namespaces", "repositories":
-		return requireRole(ctx, rq, what, RoleAdmin)
-	case "packagevariants", "packagevariantsets", "packagerevisionresources":
-		return requireRole(ctx, rq, what, RoleEditor)
-	case "packagerevisions":
-		switch {
-		case rq.sub != "":
-			return requireRole(ctx, rq, what, RoleApprover)
-		case verb == "create":
-			return requireRole(ctx, rq, what, RoleEditor)
-		}
-		// update, patch, delete: which role depends on the lifecycle.
-		return requireRole(ctx, rq, what, RoleEditor, RoleApprover)
-	}
-	return requireRole(ctx, rq, what, RoleAdmin)
-}
-
-// verbOf is the Kubernetes verb of a resource request.
-func verbOf(rq *request) string {
-	switch rq.r.Method {
-	case http.MethodGet:
-		switch {
-		case rq.r.URL.Query().Get("watch") == "true" || rq.r.URL.Query().Get("watch") == "1":
-			return "watch"
-		case rq.name == "":
-			return "list"
-		}
-		return "get"
-	case http.MethodPost:
-		return "create"
-	case http.MethodPut:
-		return "update"
-	case http.MethodPatch:
-		return "patch"
-	case http.MethodDelete:
-		return "delete"
-	}
-	return strings.ToLower(rq.r.Method)
 }

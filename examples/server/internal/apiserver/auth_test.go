@@ -105,7 +105,7 @@ func TestAuthStatusBodies(t *testing.T) {
 	}
 	code, body := do("GET", "/apis", "none-tok", "")
 	assert.Equal(t, 403, code)
-	assert.Contains(t, decodeStatus(t, body).Message, `User "nobody" has no role`)
+	assert.Contains(t, decodeStatus(t, body).Message, `User "nobody" cannot get path "/apis": it has no role on this server`)
 	code, _ = do("GET", prPath, "view-tok", "")
 	assert.Equal(t, 200, code)
 	pr, _ := json.Marshal(initPR("p", "ws"))
@@ -113,7 +113,7 @@ func TestAuthStatusBodies(t *testing.T) {
 	assert.Equal(t, 403, code)
 	st := decodeStatus(t, body)
 	assert.Equal(t, "Forbidden", string(st.Reason))
-	assert.Contains(t, st.Message, `User "val" cannot create packagerevisions.porch.kpt.dev in namespace default: it needs the role editor`)
+	assert.Contains(t, st.Message, `User "val" cannot create resource "packagerevisions" in API group "porch.kpt.dev" in the namespace "default": it needs the role editor`)
 }
 
 const tokenCSV = `# token,user,uid,groups
@@ -168,7 +168,7 @@ func TestKubectlTokens(t *testing.T) {
 	assert.Contains(t, out+errOut, "No resources found")
 	errOut = vera.fails(kubectlInitPR, "create", "-f", "-")
 	assert.Contains(t, errOut, "Forbidden")
-	assert.Contains(t, errOut, `User "vera" cannot create packagerevisions.porch.kpt.dev`)
+	assert.Contains(t, errOut, `User "vera" cannot create resource "packagerevisions" in API group "porch.kpt.dev"`)
 
 	// An editor creates and proposes; the server records the author.
 	const ws1 = "default.basens.ws1"
@@ -185,7 +185,7 @@ func TestKubectlTokens(t *testing.T) {
 	errOut, err = approveKubectl(t, alice, ws1)
 	require.Error(t, err)
 	assert.Contains(t, errOut, "Forbidden")
-	assert.Contains(t, errOut, `User "alice" cannot update packagerevisions.porch.kpt.dev/approval`)
+	assert.Contains(t, errOut, `User "alice" cannot update resource "packagerevisions/approval" in API group "porch.kpt.dev"`)
 	errOut = alice.fails("", "patch", "rpkg", ws1, "--type", "merge", "-p", `{"spec":{"lifecycle":"Draft"}}`)
 	assert.Contains(t, errOut, "needs the role approver")
 
@@ -234,7 +234,7 @@ func TestKubectlTokens(t *testing.T) {
 
 	// Repositories and namespaces are the admin's.
 	errOut = alice.fails("", "create", "namespace", "team-a")
-	assert.Contains(t, errOut, `User "alice" cannot create namespaces`)
+	assert.Contains(t, errOut, `User "alice" cannot create resource "namespaces" in API group "" at the cluster scope: it needs the role admin`)
 	root.ok("", "create", "namespace", "team-a")
 	repo := fmt.Sprintf(`apiVersion: config.porch.kpt.dev/v1alpha1
 kind: Repository
@@ -343,7 +343,7 @@ func TestKubectlClientCertificates(t *testing.T) {
 	out, errOut, err := viewer.run("", "get", "packagerevisions")
 	require.NoError(t, err, errOut)
 	assert.Contains(t, out+errOut, "No resources found")
-	assert.Contains(t, viewer.fails(kubectlInitPR, "create", "-f", "-"), `User "frank" cannot create packagerevisions.porch.kpt.dev`)
+	assert.Contains(t, viewer.fails(kubectlInitPR, "create", "-f", "-"), `User "frank" cannot create resource "packagerevisions" in API group "porch.kpt.dev"`)
 
 	editor := as("erin", "team-a", "cad:editor")
 	assert.Contains(t, editor.ok(kubectlInitPR, "create", "-f", "-"), "created")

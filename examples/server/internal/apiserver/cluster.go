@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
@@ -129,43 +128,6 @@ type Authorizer interface {
 	// Authorize returns whether u may do a, and when not, why. An error
 	// means it could not decide; the request is refused with 500.
 	Authorize(ctx context.Context, u *User, a Attributes) (allowed bool, reason string, err error)
-}
-
-// authorizeExternal asks the Authorizer about rq.
-func (s *Server) authorizeExternal(rq *request) error {
-	ctx := rq.r.Context()
-	u := userFrom(ctx)
-	if u == nil {
-		return nil
-	}
-	a := Attributes{
-		Verb: verbOf(rq), Group: rq.def.gr.group, Version: rq.def.version, Resource: rq.def.gr.resource,
-		Subresource: rq.sub, Namespace: rq.ns, Name: rq.name,
-	}
-	ok, reason, err := s.opts.Authorizer.Authorize(ctx, u, a)
-	if err != nil {
-		return newStatus(http.StatusInternalServerError, metav1.StatusReasonInternalError, "authorization failed: "+err.Error())
-	}
-	if ok {
-		return nil
-	}
-	res := a.Resource
-	if a.Subresource != "" {
-		res += "/" + a.Subresource
-	}
-	msg := fmt.Sprintf("User %q cannot %s resource %q in API group %q", u.Name, a.Verb, res, a.Group)
-	if a.Namespace != "" {
-		msg += fmt.Sprintf(" in the namespace %q", a.Namespace)
-	}
-	if reason != "" {
-		msg += ": " + reason
-	}
-	e := newStatus(http.StatusForbidden, metav1.StatusReasonForbidden, msg)
-	if a.Name != "" {
-		e.status.Message = fmt.Sprintf("%s %q is forbidden: %s", rq.def.gr, a.Name, msg)
-	}
-	e.status.Details = &metav1.StatusDetails{Name: a.Name, Group: a.Group, Kind: a.Resource}
-	return e
 }
 
 // errExternalRepositories refuses a change of a mirrored Repository.

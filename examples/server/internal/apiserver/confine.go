@@ -111,16 +111,29 @@ type secret struct {
 	data map[string][]byte
 }
 
-// resolveSecret reads secret name of namespace ns from the secrets
-// directory: the directory <SecretsDir>/<ns>/<name>, one file a key (the
-// layout of a Kubernetes Secret mounted as a volume). Errors name the
-// secret, never its content.
+// resolveSecret reads secret name of namespace ns: from Options.Secrets
+// (cluster mode), else the Secret object the server stores, else the
+// secrets directory: the directory <SecretsDir>/<ns>/<name>, one file a
+// key (the layout of a Kubernetes Secret mounted as a volume). Errors name
+// the secret, never its content.
 func (s *Server) resolveSecret(ns, name string) (*secret, error) {
-	if s.opts.Secrets == nil && s.opts.SecretsDir == "" {
-		return nil, fmt.Errorf("%w: secretRef %q: the server has no secrets directory (--secrets-dir)", repository.ErrInvalidInput, name)
-	}
 	if reason := dnsSubdomain(name); reason != "" {
 		return nil, fmt.Errorf("%w: secretRef %q: %s", repository.ErrInvalidInput, name, reason)
+	}
+	if s.opts.Secrets == nil && s.store != nil {
+		// A Secret object the server serves comes first.
+		data, ok, err := s.storedSecret(ns, name)
+		switch {
+		case err != nil:
+			return nil, err
+		case ok:
+			return &secret{data: data}, nil
+		case s.opts.SecretsDir == "":
+			return nil, fmt.Errorf("%w: secret %q of namespace %q not found (create the Secret, or give the server a --secrets-dir)", repository.ErrNotFound, name, ns)
+		}
+	}
+	if s.opts.Secrets == nil && s.opts.SecretsDir == "" {
+		return nil, fmt.Errorf("%w: secretRef %q: the server has no secrets directory (--secrets-dir)", repository.ErrInvalidInput, name)
 	}
 	if s.opts.Secrets != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

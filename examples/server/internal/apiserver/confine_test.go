@@ -233,7 +233,7 @@ func TestKubectlLimits(t *testing.T) {
 	big := strings.Replace(prr, "    Kptfile: |", "    big.yaml: |\n      apiVersion: v1\n      kind: ConfigMap\n      metadata:\n        name: big\n      data:\n        x: "+strings.Repeat("x", 300<<10)+"\n    Kptfile: |", 1)
 	errOut := k.fails(big, "replace", "-f", "-")
 	assert.Contains(t, errOut, "RequestEntityTooLarge")
-	assert.Contains(t, errOut, "larger than the limit of 262144 bytes")
+	assert.Contains(t, errOut, "Request entity too large: limit is 262144")
 
 	withPipeline := func(fn string) string {
 		return strings.Replace(prr, "      kind: Kptfile\n", "      kind: Kptfile\n      pipeline:\n        mutators:\n"+fn, 1)

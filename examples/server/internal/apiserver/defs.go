@@ -40,6 +40,26 @@ func (s *Server) resourceDefs() []*resourceDef {
 			},
 			deleting: s.deletingNamespace},
 	})
+	if s.opts.Secrets == nil {
+		// Standalone: the Secrets that Repositories' secretRefs name
+		// (porchctl repo reg creates them), kept in the store. In cluster
+		// mode they are the cluster's.
+		var secretDef *resourceDef
+		secretDef = add(&resourceDef{
+			gr: groupResource{"", resSecrets}, version: "v1", kind: "Secret", listKind: "SecretList",
+			singular: "secret", namespaced: true, verbs: allVerbs,
+			columns: []metav1.TableColumnDefinition{nameColumn,
+				{Name: "Type", Type: "string", Description: "The type of the secret"},
+				{Name: "Data", Type: "integer", Description: "The number of keys of the secret"}, ageColumn},
+			row: func(o metav1.Object) []any {
+				u := o.(*unstructured.Unstructured)
+				typ, _, _ := unstructured.NestedString(u.Object, "type")
+				data, _, _ := unstructured.NestedMap(u.Object, "data")
+				return []any{u.GetName(), typ, len(data), age(u.GetCreationTimestamp())}
+			},
+			impl: &storeImpl{s: s, res: resSecrets, def: func() *resourceDef { return secretDef }, prepare: prepareSecret},
+		})
+	}
 	add(&resourceDef{
 		gr: grPackageRevisions, version: porchapi.Version, kind: porchapi.KindPackageRevision,
 		listKind: porchapi.KindPackageRevisionList, singular: "packagerevision", namespaced: true,

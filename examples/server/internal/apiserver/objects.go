@@ -22,6 +22,7 @@ import (
 // Store resource keys.
 const (
 	resNamespaces         = "namespaces"
+	resSecrets            = "secrets"
 	resRepositories       = "repositories"
 	resPackageVariants    = "packagevariants"
 	resPackageVariantSets = "packagevariantsets"
@@ -244,6 +245,14 @@ func (si *storeImpl) create(ctx context.Context, rq *request, body []byte) (meta
 			return nil, err
 		}
 	}
+	if rq.dryRun {
+		if _, err := si.s.store.Get(si.res, u.GetNamespace(), u.GetName()); err == nil {
+			return nil, errAlreadyExists(d.gr, u.GetName())
+		}
+		u.SetCreationTimestamp(metav1.NewTime(time.Now().UTC().Truncate(time.Second)))
+		u.SetGeneration(1)
+		return u, nil
+	}
 	out, err := si.s.store.Create(si.res, u)
 	if err != nil {
 		return nil, toAPIError(d.gr, u.GetName(), err)
@@ -284,6 +293,13 @@ func (si *storeImpl) update(ctx context.Context, rq *request, body []byte) (meta
 		if err := si.prepare(ctx, rq, u, old); err != nil {
 			return nil, err
 		}
+	}
+	if rq.dryRun {
+		u.SetUID(old.GetUID())
+		u.SetCreationTimestamp(old.GetCreationTimestamp())
+		u.SetGeneration(old.GetGeneration())
+		u.SetResourceVersion(old.GetResourceVersion())
+		return u, nil
 	}
 	out, err := si.s.store.Update(si.res, u)
 	if err != nil {
@@ -362,6 +378,12 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 			return nil, err
 		}
 	}
+	if rv != "" && rv != cur.GetResourceVersion() {
+		return nil, errConflict(d.gr, rq.name, staleMessage)
+	}
+	if rq.dryRun {
+		return cur, nil
+	}
 	if len(cur.GetFinalizers()) > 0 {
 		// As Kubernetes does: the object is marked, and goes when an
 		// update removes its last finalizer.
@@ -414,6 +436,9 @@ func (si *storeImpl) updateSub(ctx context.Context, rq *request, body []byte) (m
 		out.Object["status"] = st
 	} else {
 		delete(out.Object, "status")
+	}
+	if rq.dryRun {
+		return out, nil
 	}
 	stored, err := si.s.store.Update(si.res, out)
 	if err != nil {
@@ -655,7 +680,10 @@ func (s *Server) deletingNamespace(ctx context.Context, rq *request, u *unstruct
 	if rq.name == DefaultNamespace {
 		return errForbidden(groupResource{"", "namespaces"}, rq.name, "this namespace may not be deleted")
 	}
-	for _, res := range []string{resPackageVariantSets, resPackageVariants, resRepositories} {
+	if rq.dryRun {
+		return nil
+	}
+	for _, res := range []string{resPackageVariantSets, resPackageVariants, resRepositories, resSecrets} {
 		objs, _ := s.store.List(res, rq.name)
 		for _, o := range objs {
 			if _, err := s.store.Delete(res, rq.name, o.GetName(), ""); err != nil && !errors.Is(err, store.ErrNotFound) {
@@ -664,6 +692,7 @@ func (s *Server) deletingNamespace(ctx context.Context, rq *request, u *unstruct
 			switch res {
 			case resRepositories:
 				s.unregister(rq.name, o.GetName())
+			case resSecrets:
 			default:
 				s.queueVariant(variantWork{resource: res, ns: rq.name, name: o.GetName(), deleted: o})
 			}

@@ -1,13 +1,20 @@
-// Package apiserver is cad's reference server: an HTTP server that speaks the
-// Kubernetes API conventions for Porch's API groups, so that kubectl and
-// client-go work against it unchanged, over cad's engine and repositories.
+// Package apiserver is cad's reference server: Porch's API groups served by
+// k8s.io/apiserver's generic API server, as Porch serves them, with cad's
+// engine and repositories as the storage of each resource, so that kubectl,
+// client-go, controller-runtime and porchctl work against it unchanged.
 //
 // It serves porch.kpt.dev/v1alpha1 packagerevisions (with the approval
 // subresource) and packagerevisionresources, config.porch.kpt.dev/v1alpha1
 // repositories and packagevariants, config.porch.kpt.dev/v1alpha2
-// packagevariantsets, and core v1 namespaces, with discovery, get, list,
-// watch, create, update, patch and delete, label and field selectors,
-// resourceVersions with optimistic concurrency and Kubernetes Status errors.
+// packagevariantsets, and core v1 namespaces and (without Options.Secrets)
+// secrets. The generic server gives them the whole Kubernetes API
+// contract: discovery, OpenAPI v2 and v3 (kubectl explain), get, list,
+// watch, create, update, every patch type including server-side apply with
+// managedFields, delete, dry runs (kubectl diff), label and field
+// selectors, Tables, resourceVersions with optimistic concurrency and
+// Kubernetes Status errors. A dry run of a package revision write runs in
+// a write batch of its repository that is discarded (generic.go,
+// genericstorage.go).
 //
 // Package revisions are not stored by the server: each is read from its
 // repository on every request (see the cad library's design), and its
@@ -55,9 +62,11 @@
 // Local git repositories, and local or file:// clone sources, are opened
 // only under Options.RepositoryRoots (the data directory by default, less
 // the server's own caches). A repository or clone URL that embeds
-// credentials is refused: credentials come from a secretRef, resolved in
-// Options.SecretsDir (see its layout there). Request bodies are capped by
-// Options.MaxBodyBytes. Roles are server-wide, not scoped to namespaces.
+// credentials is refused: credentials come from a secretRef, resolved to a
+// Secret the server serves or in Options.SecretsDir (see its layout
+// there). Request bodies are capped by Options.MaxBodyBytes, YAML bodies
+// by Options.YAMLLimits before they are decoded. Roles are server-wide,
+// not scoped to namespaces; Secrets are an admin's.
 //
 // A Server is safe for concurrent use. Build it with New, serve its Handler
 // and run its background work (repository watches, reopening repositories
@@ -277,8 +286,12 @@ type Server struct {
 	// not survive, until that object is synced again (variant loop only).
 	interrupted *syncJournal
 	handler     http.Handler
-	closeOne    sync.Once
-	roots       *confine.Roots // resolved RepositoryRoots
+	stopHooks   context.CancelFunc
+	// prDef is the packagerevisions resource, whose lists cachedLists
+	// serves.
+	prDef    *resourceDef
+	closeOne sync.Once
+	roots    *confine.Roots // resolved RepositoryRoots
 }
 
 type nsName struct{ ns, name string }
@@ -462,7 +475,15 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		}
 		s.setRepositoryStatus(s.register(ctx, r))
 	}
-	s.handler = s.routes()
+	gs, err := s.genericServer()
+	if err != nil {
+		return nil, fmt.Errorf("apiserver: %w", err)
+	}
+	prepared := gs.PrepareRun()
+	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
+	s.stopHooks = stopHooks
+	gs.RunPostStartHooks(hookCtx)
+	s.handler = liftWatchDeadlines(prepared.Handler)
 	return s, nil
 }
 
@@ -829,6 +850,9 @@ func (s *Server) reopenLoop(ctx context.Context) {
 // Close closes every repository. The server must not be used after.
 func (s *Server) Close() error {
 	s.closeOne.Do(func() {
+		if s.stopHooks != nil {
+			s.stopHooks()
+		}
 		for _, e := range s.entries("") {
 			s.closeEntry(e)
 		}

@@ -96,17 +96,18 @@ func TestStatusCodes(t *testing.T) {
 		{"unknown repository", "POST", prPath, "application/json", []byte(`{"spec":{"packageName":"q","repository":"nope","workspaceName":"w"}}`), 422, metav1.StatusReasonInvalid},
 		{"strict unknown field", "POST", prPath + "?fieldValidation=Strict", "application/json", []byte(`{"spec":{"packageName":"q","repository":"default","workspaceName":"w","bogus":1}}`), 400, metav1.StatusReasonBadRequest},
 		{"oversize", "POST", prPath, "application/json", bytes.Repeat([]byte(" "), 65<<10), 413, metav1.StatusReasonRequestEntityTooLarge},
-		{"protobuf", "POST", prPath, "application/vnd.kubernetes.protobuf", []byte("x"), 415, metav1.StatusReasonUnsupportedMediaType},
-		{"strategic merge patch", "PATCH", prPath + "/default.p.ws", "application/strategic-merge-patch+json", []byte(`{}`), 415, metav1.StatusReasonUnsupportedMediaType},
+		// Kinds without a protobuf form, as on any k8s.io/apiserver server.
+		{"protobuf", "POST", prPath, "application/vnd.kubernetes.protobuf", []byte("x"), 400, metav1.StatusReasonBadRequest},
+		{"unknown patch type", "PATCH", prPath + "/default.p.ws", "application/json", []byte(`{}`), 415, metav1.StatusReasonUnsupportedMediaType},
 		{"stale update", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws","resourceVersion":"stale"},"spec":{"lifecycle":"Proposed"}}`), 409, metav1.StatusReasonConflict},
 		{"name mismatch", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.other"}}`), 400, metav1.StatusReasonBadRequest},
-		{"publish by update", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"spec":{"lifecycle":"Published"}}`), 422, metav1.StatusReasonInvalid},
-		{"approve a draft", "PUT", prPath + "/default.p.ws/approval", "application/json", []byte(`{"spec":{"lifecycle":"Published"}}`), 422, metav1.StatusReasonInvalid},
-		{"immutable package name", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"spec":{"packageName":"other"}}`), 422, metav1.StatusReasonInvalid},
-		{"set latest label", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"labels":{"kpt.dev/latest-revision":"true"}}}`), 403, metav1.StatusReasonForbidden},
-		{"prr without resourceVersion", "PUT", prrPath + "/default.p.ws", "application/json", []byte(`{"spec":{"resources":{"Kptfile":"x"}}}`), 422, metav1.StatusReasonInvalid},
-		{"prr stale", "PUT", prrPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"resourceVersion":"stale"},"spec":{"resources":{"Kptfile":"x"}}}`), 409, metav1.StatusReasonConflict},
-		{"prr bad path", "PUT", prrPath + "/default.p.ws", "application/json", []byte(fmt.Sprintf(`{"metadata":{"resourceVersion":%q},"spec":{"resources":{"../x":"x"}}}`, created.ResourceVersion)), 422, metav1.StatusReasonInvalid},
+		{"publish by update", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws"},"spec":{"lifecycle":"Published"}}`), 422, metav1.StatusReasonInvalid},
+		{"approve a draft", "PUT", prPath + "/default.p.ws/approval", "application/json", []byte(`{"metadata":{"name":"default.p.ws"},"spec":{"lifecycle":"Published"}}`), 422, metav1.StatusReasonInvalid},
+		{"immutable package name", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws"},"spec":{"packageName":"other"}}`), 422, metav1.StatusReasonInvalid},
+		{"set latest label", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws","labels":{"kpt.dev/latest-revision":"true"}}}`), 403, metav1.StatusReasonForbidden},
+		{"prr without resourceVersion", "PUT", prrPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws"},"spec":{"resources":{"Kptfile":"x"}}}`), 422, metav1.StatusReasonInvalid},
+		{"prr stale", "PUT", prrPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws","resourceVersion":"stale"},"spec":{"resources":{"Kptfile":"x"}}}`), 409, metav1.StatusReasonConflict},
+		{"prr bad path", "PUT", prrPath + "/default.p.ws", "application/json", []byte(fmt.Sprintf(`{"metadata":{"name":"default.p.ws","resourceVersion":%q},"spec":{"resources":{"../x":"x"}}}`, created.ResourceVersion)), 422, metav1.StatusReasonInvalid},
 		{"prr create", "POST", prrPath, "application/json", []byte(`{}`), 405, metav1.StatusReasonMethodNotAllowed},
 		{"bad label selector", "GET", prPath + "?labelSelector=a%20in%20(", "", nil, 400, metav1.StatusReasonBadRequest},
 		{"bad field selector", "GET", prPath + "?fieldSelector=spec.nope%3Dx", "", nil, 400, metav1.StatusReasonBadRequest},
@@ -125,7 +126,7 @@ func TestStatusCodes(t *testing.T) {
 
 	// Publish, then a delete is forbidden until deletion is proposed.
 	var pr porchapi.PackageRevision
-	ts.doJSON("PUT", prPath+"/default.p.ws", map[string]any{"metadata": map[string]any{"resourceVersion": created.ResourceVersion},
+	ts.doJSON("PUT", prPath+"/default.p.ws", map[string]any{"metadata": map[string]any{"name": "default.p.ws", "resourceVersion": created.ResourceVersion},
 		"spec": map[string]any{"lifecycle": "Proposed"}}, &pr)
 	if pr.Spec.Lifecycle != porchapi.LifecycleProposed {
 		t.Fatalf("propose: %+v", pr)
@@ -138,8 +139,8 @@ func TestStatusCodes(t *testing.T) {
 	if st := decodeStatus(t, data); code != 403 || !strings.Contains(st.Message, "DeletionProposed") {
 		t.Errorf("delete published: %d %s", code, data)
 	}
-	if code := ts.doJSON("PATCH", prPath+"/default.p.ws", nil, nil); code != 400 {
-		t.Errorf("empty patch: %d", code)
+	if code, data := ts.do("PATCH", prPath+"/default.p.ws", "application/merge-patch+json", nil); code != 400 {
+		t.Errorf("empty patch: %d %s", code, data)
 	}
 	code, data = ts.do("PATCH", prPath+"/default.p.ws", "application/json-patch+json",
 		[]byte(`[{"op":"replace","path":"/spec/lifecycle","value":"DeletionProposed"}]`))

@@ -19,8 +19,8 @@ func taskPR(pkg, ws string, task map[string]any) map[string]any {
 func approve(t *testing.T, ts *testServer, name string) porchapi.PackageRevision {
 	t.Helper()
 	var pr porchapi.PackageRevision
-	if code := ts.doJSON("PATCH", prPath+"/"+name, nil, nil); code != 400 {
-		t.Fatalf("empty patch: %d", code)
+	if code, data := ts.do("PATCH", prPath+"/"+name, "application/merge-patch+json", nil); code != 400 {
+		t.Fatalf("empty patch: %d %s", code, data)
 	}
 	code, data := ts.do("PATCH", prPath+"/"+name, "application/merge-patch+json", []byte(`{"spec":{"lifecycle":"Proposed"}}`))
 	if code != 200 {

@@ -34,7 +34,7 @@ func TestRepositoryBadBranchRefused(t *testing.T) {
 }
 
 // A PackageVariant or PackageVariantSet with a field of the wrong type is
-// refused with 400 and not stored.
+// refused with 400 (422 for a patch) and not stored.
 func TestVariantWrongTypeRefused(t *testing.T) {
 	ts := startServer(t, "", nil)
 	const pvPath = "/apis/config.porch.kpt.dev/v1alpha1/namespaces/default/packagevariants"
@@ -54,8 +54,10 @@ func TestVariantWrongTypeRefused(t *testing.T) {
 	good := `{"apiVersion":"config.porch.kpt.dev/v1alpha1","kind":"PackageVariant","metadata":{"name":"ok"},"spec":{"upstream":{"repo":"default","package":"a"},"downstream":{"repo":"default","package":"b"}}}`
 	code, body := ts.do("POST", pvPath, "application/json", []byte(good))
 	require.Equal(t, http.StatusCreated, code, "%s", body)
+	// A patch whose result does not decode is Invalid, as Kubernetes
+	// answers it.
 	code, body = ts.do("PATCH", pvPath+"/ok", "application/merge-patch+json", []byte(`{"spec":{"downstream":7}}`))
-	assert.Equal(t, http.StatusBadRequest, code, "%s", body)
+	assert.Equal(t, http.StatusUnprocessableEntity, code, "%s", body)
 }
 
 // A watch from a resourceVersion the server never issued is a 400, for
@@ -132,7 +134,7 @@ func TestStoredObjectsUnknownFields(t *testing.T) {
 	}{{repoPath, repo}, {pvPath, pv}} {
 		code, body := ts.do("POST", c.path+"?fieldValidation=Strict", "application/json", c.body)
 		assert.Equal(t, http.StatusBadRequest, code, "%s", body)
-		assert.Contains(t, string(body), `unknown field \"bogus\"`)
+		assert.Contains(t, string(body), `unknown field \"spec.bogus\"`)
 
 		req, err := http.NewRequest("POST", ts.URL+c.path, bytes.NewReader(c.body))
 		require.NoError(t, err)
@@ -141,7 +143,7 @@ func TestStoredObjectsUnknownFields(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		assert.Equal(t, http.StatusCreated, resp.StatusCode)
-		assert.Contains(t, resp.Header.Get("Warning"), `unknown field \"bogus\"`)
+		assert.Contains(t, resp.Header.Get("Warning"), `unknown field \"spec.bogus\"`)
 	}
 	// A Repository field of the wrong type is a 400.
 	code, body := ts.do("POST", repoPath, "application/json", []byte(`{"apiVersion":"config.porch.kpt.dev/v1alpha1","kind":"Repository","metadata":{"name":"t"},"spec":{"type":"git","git":{"repo":5}}}`))

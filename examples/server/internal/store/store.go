@@ -271,7 +271,6 @@ func (s *Store) Create(resource string, obj *unstructured.Unstructured) (*unstru
 	u.SetCreationTimestamp(metav1.NewTime(s.now().UTC().Truncate(time.Second)))
 	u.SetGeneration(1)
 	u.SetDeletionTimestamp(nil)
-	u.SetManagedFields(nil)
 	if err := s.writeLocked(k, u); err != nil {
 		return nil, err
 	}
@@ -301,7 +300,6 @@ func (s *Store) Update(resource string, obj *unstructured.Unstructured) (*unstru
 	u.SetCreationTimestamp(old.GetCreationTimestamp())
 	u.SetGeneration(old.GetGeneration())
 	u.SetResourceVersion(old.GetResourceVersion())
-	u.SetManagedFields(nil)
 	if !equalJSON(old.Object["spec"], u.Object["spec"]) {
 		u.SetGeneration(old.GetGeneration() + 1)
 	}

@@ -4,23 +4,16 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"mime"
 	"net/http"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 
-	jsonpatch "gopkg.in/evanphx/json-patch.v4"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
-	"sigs.k8s.io/yaml"
-
-	"github.com/configasdata/cad/revision"
 )
 
 // groupResource names a resource for messages: "packagerevisions.porch.kpt.dev".
@@ -95,6 +88,8 @@ type request struct {
 	ns, name string
 	sub      string
 	warnings []string
+	// dryRun: check and answer, write nothing.
+	dryRun bool
 }
 
 func (rq *request) warn(format string, args ...any) {
@@ -230,49 +225,6 @@ func (s *Server) writeWarnings(rq *request) {
 	rq.warnings = nil
 }
 
-// readBody reads the request body, bounded by MaxBodyBytes, as JSON
-// (YAML is converted).
-func (s *Server) readBody(rq *request) ([]byte, error) {
-	ct := rq.r.Header.Get("Content-Type")
-	mt, _, _ := mime.ParseMediaType(ct)
-	body := http.MaxBytesReader(rq.w, rq.r.Body, s.opts.MaxBodyBytes)
-	data, err := io.ReadAll(body)
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return nil, newStatus(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
-				fmt.Sprintf("the request body is larger than the limit of %d bytes", s.opts.MaxBodyBytes))
-		}
-		return nil, errBadRequest("reading the request body: %v", err)
-	}
-	switch {
-	case mt == "application/yaml" || mt == "application/x-yaml" || mt == "text/yaml":
-		if err := revision.CheckYAML(rq.r.Context(), "request body", data, s.opts.YAMLLimits); err != nil {
-			return nil, errBadRequest("%v", err)
-		}
-		j, err := yaml.YAMLToJSON(data)
-		if err != nil {
-			return nil, errBadRequest("the body is not valid YAML: %v", err)
-		}
-		data = j
-	case mt == "application/vnd.kubernetes.protobuf" && (rq.def == nil || rq.def.gr.group == "" || rq.r.Method == http.MethodDelete):
-		j, err := protobufToJSON(data)
-		if err != nil {
-			return nil, errBadRequest("the body is not a protobuf-encoded core v1 object: %v", err)
-		}
-		data = j
-	case rq.r.Method == http.MethodPatch:
-	case mt == "" || mt == "application/json" || strings.HasSuffix(mt, "+json"):
-	default:
-		return nil, newStatus(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
-			fmt.Sprintf("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml; got %q", ct))
-	}
-	if len(data) == 0 {
-		return nil, errBadRequest("the request body is empty")
-	}
-	return data, nil
-}
-
 // decodeStrict decodes data into v, honouring the fieldValidation query
 // parameter: Strict refuses unknown fields with 400, Warn (the default)
 // adds a warning, Ignore ignores them.
@@ -367,30 +319,4 @@ func paginate(items []metav1.Object, lo *listOptions, rv string) ([]metav1.Objec
 		return items[:lo.limit], base64.RawURLEncoding.EncodeToString(raw), nil
 	}
 	return items, "", nil
-}
-
-// applyPatch applies a patch of the request's content type to current.
-func applyPatch(rq *request, current, patch []byte) ([]byte, error) {
-	mt, _, _ := mime.ParseMediaType(rq.r.Header.Get("Content-Type"))
-	switch mt {
-	case "application/merge-patch+json":
-		out, err := jsonpatch.MergePatch(current, patch)
-		if err != nil {
-			return nil, errBadRequest("invalid merge patch: %v", err)
-		}
-		return out, nil
-	case "application/json-patch+json":
-		p, err := jsonpatch.DecodePatch(patch)
-		if err != nil {
-			return nil, errBadRequest("invalid JSON patch: %v", err)
-		}
-		out, err := p.Apply(current)
-		if err != nil {
-			return nil, newStatus(http.StatusUnprocessableEntity, metav1.StatusReasonInvalid, "the JSON patch does not apply: "+err.Error())
-		}
-		return out, nil
-	default:
-		return nil, newStatus(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType,
-			fmt.Sprintf("the patch type %q is not supported: use application/merge-patch+json or application/json-patch+json", mt))
-	}
 }
