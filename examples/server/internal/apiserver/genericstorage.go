@@ -454,7 +454,8 @@ func (rs *resourceStorage) Watch(ctx context.Context, o *metainternalversion.Lis
 	if err := rs.checkSelector(lo); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithCancel(ctx)
+	// Options.MaxWatch bounds a watch whatever timeoutSeconds it asked.
+	ctx, cancel := context.WithTimeout(ctx, rs.s.opts.MaxWatch)
 	w := &implWatch{ch: make(chan watch.Event), cancel: cancel, done: make(chan struct{})}
 	started := make(chan error, 1)
 	var once sync.Once
