@@ -278,3 +278,13 @@ func Maintain(ctx context.Context, r Repository) error {
 	}
 	return &Error{Op: "maintain", Repository: r.Name(), Err: ErrNotSupported}
 }
+
+// Notifiable is implemented by repositories that other writers change and
+// that can be told when they did (a git server's push webhook), so that
+// callers may poll them rarely.
+type Notifiable interface {
+	// Changed tells the repository that it changed outside it: its next
+	// read asks the source of truth (no cached state is trusted) and its
+	// watches read it at once. It does no I/O itself and never fails.
+	Changed()
+}

@@ -102,6 +102,8 @@
 package main
 
 import (
+	"bytes"
+
 	"k8s.io/klog/v2"
 
 	"context"
@@ -178,6 +180,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	poll := fs.Duration("poll", 0, fmt.Sprintf("how often each repository is read for changes made by other writers (watches, lists); each read of a remote repository is a fetch (default %s, %s in cluster mode)",
 		apiserver.DefaultGitPollInterval, clusterPollInterval))
 	maintain := fs.Duration("maintain-interval", apiserver.DefaultMaintainInterval, "time between two maintenance passes over the open git repositories (packing small packs, loose objects and idle loose refs, as git maintenance does); 0 turns the scheduled passes off, leaving the maintenance that writes run by themselves")
+	webhookSecretFile := fs.String("webhook-secret-file", "", "serve POST "+apiserver.WebhookPath+": a git server's push webhook (GitHub, Gitea, Forgejo, GitLab, Bitbucket) signed with the secret in this file makes the registered git repositories it names be read at once, so that --poll can be long")
 	retryHeld := fs.Duration("variant-retry-held", 0, "how long a PackageVariant or PackageVariantSet held by a sync that a bound refused or found invalid (status Stalled, reason LimitExceeded or InvalidSpec) stays skipped before one more sync is tried; 0 (the default) syncs it again only when its spec changes")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -216,6 +219,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			return fmt.Errorf("--target-kubeconfig: %w", err)
 		}
 		opts.LiveCluster = r
+	}
+	if *webhookSecretFile != "" {
+		secret, err := os.ReadFile(*webhookSecretFile)
+		if err != nil {
+			return fmt.Errorf("--webhook-secret-file: %w", err)
+		}
+		if opts.WebhookSecret = bytes.TrimSpace(secret); len(opts.WebhookSecret) == 0 {
+			return fmt.Errorf("--webhook-secret-file %s: the file is empty", *webhookSecretFile)
+		}
 	}
 	cc.requestHeaderName = rhNames
 	opts.GitPollInterval = pollInterval(*poll, cc.enabled())

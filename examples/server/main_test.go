@@ -253,3 +253,19 @@ func TestMaintainIntervalFlag(t *testing.T) {
 		}
 	}
 }
+
+// --webhook-secret-file is read before anything starts: a missing or
+// empty file is refused.
+func TestWebhookSecretFlag(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{filepath.Join(dir, "missing"), empty} {
+		err := run(context.Background(), []string{"--webhook-secret-file", f, "--data-dir", filepath.Join(dir, "d")}, io.Discard, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), "--webhook-secret-file") {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}

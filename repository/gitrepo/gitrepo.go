@@ -240,6 +240,19 @@ func (r *Repository) written() {
 	r.wroteMu.Unlock()
 }
 
+// Changed tells the repository that another writer changed it (a git
+// server's push webhook names it): for a remote repository the next read
+// asks the remote even within Options.RemoteReadMaxAge, and every watch
+// of this Repository reads it at once instead of at its next poll. It
+// does no I/O itself and is safe for concurrent use; on a closed
+// Repository it does nothing.
+func (r *Repository) Changed() {
+	if r.remote != nil {
+		r.remote.markChanged()
+	}
+	r.written()
+}
+
 // writes returns a channel closed at the next write.
 func (r *Repository) writes() <-chan struct{} {
 	r.wroteMu.Lock()
@@ -255,6 +268,7 @@ var (
 	_ repository.Versioner  = (*Repository)(nil)
 	_ repository.Watcher    = (*Repository)(nil)
 	_ repository.Specified  = (*Repository)(nil)
+	_ repository.Notifiable = (*Repository)(nil)
 )
 
 // Open opens the git repository spec describes. spec.Type must be git and

@@ -40,6 +40,9 @@ type remote struct {
 	maxAge   time.Duration
 	syncedMu sync.Mutex
 	synced   time.Time
+	// notBefore is when the remote was last said to have changed
+	// (Repository.Changed): a sync that asked before it proves nothing.
+	notBefore time.Time
 	// fetches is the staged fetch of a read under way (remotefetch.go).
 	fetches fetchGroup
 	// writes serialises the writes to the remote (pushwrite.go).
@@ -61,12 +64,29 @@ func (rm *remote) fresh() bool {
 	return !rm.synced.IsZero() && time.Since(rm.synced) < rm.maxAge
 }
 
+// markChanged records that the remote changed now: the mirror is no
+// longer fresh, and syncs that asked before now do not make it so.
+func (rm *remote) markChanged() {
+	rm.syncedMu.Lock()
+	defer rm.syncedMu.Unlock()
+	rm.notBefore = time.Now()
+	rm.synced = time.Time{}
+}
+
+// askedAfterChange reports whether a sync that asked the remote at t
+// asked after the last markChanged.
+func (rm *remote) askedAfterChange(t time.Time) bool {
+	rm.syncedMu.Lock()
+	defer rm.syncedMu.Unlock()
+	return !t.Before(rm.notBefore)
+}
+
 // markSynced records that the mirror held the remote's refs at t, unless
 // a later time is already recorded.
 func (rm *remote) markSynced(t time.Time) {
 	rm.syncedMu.Lock()
 	defer rm.syncedMu.Unlock()
-	if t.After(rm.synced) {
+	if t.After(rm.synced) && !t.Before(rm.notBefore) {
 		rm.synced = t
 	}
 }

@@ -695,7 +695,7 @@ func (r *Repository) readShared(ctx context.Context, fn func(v *view) error) err
 		}
 		// A fetch joined late may have asked before the window: ask again,
 		// a bounded number of times (a fetch slower than the window).
-		if time.Since(asked) < r.remote.maxAge || try >= fetchMaxTries {
+		if time.Since(asked) < r.remote.maxAge && r.remote.askedAfterChange(asked) || try >= fetchMaxTries {
 			break
 		}
 	}

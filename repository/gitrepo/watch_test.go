@@ -58,3 +58,51 @@ func TestWatchSeesOwnWritesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// Changed (a push webhook) makes a watch read the writes of another
+// Repository at once, long before the next poll.
+func TestWatchChangedReadsAtOnce(t *testing.T) {
+	dir := newBare(t)
+	r := mustOpen(t, gitSpec(dir), &gitrepo.Options{PollInterval: time.Hour})
+	defer r.Close()
+	other := mustOpen(t, gitSpec(dir), nil)
+	defer other.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	events := make(chan repository.Event, 16)
+	go func() {
+		_ = r.Watch(ctx, repository.ListOptions{}, func(ev repository.Event) error {
+			events <- ev
+			return nil
+		})
+	}()
+	// The other handle writes until the watch reports, each write
+	// announced with Changed; with an hour between polls only Changed can
+	// deliver an event.
+	key := revision.Key{Package: "app", Workspace: "ws"}
+	d, err := other.CreateDraft(ctx, key, repository.CreateDraftOptions{Files: kptPkg("app", nil)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		if _, err := other.SetMetadata(ctx, key, revision.Metadata{Labels: map[string]string{"n": strconv.Itoa(i)}}, repository.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		var n repository.Notifiable = r
+		n.Changed()
+		select {
+		case ev := <-events:
+			if ev.Revision.Meta().Key.Package != "app" {
+				t.Fatalf("event %s %s", ev.Type, ev.Revision.Meta().Key)
+			}
+			return
+		case <-time.After(2 * time.Second):
+			if i == 10 {
+				t.Fatal("no event for 11 announced writes of another handle, with an hour between polls")
+			}
+		}
+	}
+}

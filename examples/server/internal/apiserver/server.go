@@ -204,6 +204,13 @@ type Options struct {
 	// next resync after it passes. Default 0: a held object is synced
 	// again only when its spec changes.
 	VariantRetryHeld time.Duration
+	// WebhookSecret, when set, serves POST /webhooks/git: a git server's
+	// push webhook (GitHub, Gitea, Forgejo, GitLab, Bitbucket) signed
+	// with it (package gitwebhook) makes every registered git repository
+	// whose URL the payload names be read at once, so that polls
+	// (GitPollInterval) can be rare. The path is outside the API's
+	// authentication: the signature is its.
+	WebhookSecret []byte
 	// AuthorName and AuthorEmail identify the server's commits; empty means
 	// each repository's configured author.
 	AuthorName, AuthorEmail string
@@ -483,7 +490,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopHooks = stopHooks
 	gs.RunPostStartHooks(hookCtx)
-	s.handler = liftWatchDeadlines(prepared.Handler)
+	s.handler = s.withWebhook(liftWatchDeadlines(prepared.Handler))
 	return s, nil
 }
 

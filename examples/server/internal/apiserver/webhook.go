@@ -1,0 +1,51 @@
+package apiserver
+
+import (
+	"net/http"
+
+	"github.com/configasdata/cad/examples/internal/gitwebhook"
+	"github.com/configasdata/cad/repository"
+)
+
+// WebhookPath is where the server takes git servers' push webhooks
+// (Options.WebhookSecret).
+const WebhookPath = "/webhooks/git"
+
+// withWebhook serves WebhookPath, when Options.WebhookSecret is set, before
+// h (the API, whose authentication does not apply to it).
+func (s *Server) withWebhook(h http.Handler) http.Handler {
+	if len(s.opts.WebhookSecret) == 0 {
+		return h
+	}
+	wh := gitwebhook.Handler(s.opts.WebhookSecret, 0, s.notifyPushed)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == WebhookPath {
+			wh.ServeHTTP(w, r)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// notifyPushed tells every open git repository registered with one of
+// urls (normalised) that it changed, and returns their names
+// (namespace/name).
+func (s *Server) notifyPushed(urls map[string]bool) []string {
+	var told []string
+	for _, e := range s.entries("") {
+		if e.spec.Git == nil || !urls[gitwebhook.NormalizeURL(e.spec.Git.Repo)] {
+			continue
+		}
+		s.mu.RLock()
+		repo := e.repo
+		s.mu.RUnlock()
+		n, ok := repo.(repository.Notifiable)
+		if !ok {
+			continue
+		}
+		n.Changed()
+		told = append(told, e.ns+"/"+e.name)
+	}
+	s.log.Debug("push webhook", "repositories", told)
+	return told
+}
