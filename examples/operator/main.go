@@ -81,6 +81,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -128,6 +129,8 @@ func run(ctx context.Context, args []string) error {
 	fs.StringVar(&o.CacheDir, "cache-dir", "", "keep clones of remote git repositories here (default in memory)")
 	fs.DurationVar(&o.Poll, "poll", 30*time.Second, "how often each repository is read again")
 	maintain := fs.Duration("maintain-interval", maintsched.DefaultInterval, "time between two maintenance passes of the leader over the open git repositories (packing small packs, loose objects and idle loose refs, as git maintenance does; local repositories and the clones under --cache-dir); 0 turns the scheduled passes off, leaving the maintenance that writes run by themselves")
+	fs.StringVar(&o.WebhookAddr, "webhook-listen", "", `serve POST `+WebhookPath+` on this address (every replica): a git server's push webhook (GitHub, Gitea, Forgejo, GitLab, Bitbucket) signed with --webhook-secret-file's secret makes the Repositories it names be read at once, so that --poll can be long (default "": off)`)
+	webhookSecretFile := fs.String("webhook-secret-file", "", "the shared secret of --webhook-listen's push webhooks")
 	fs.IntVar(&o.Workers, "workers", 4, "objects of each kind reconciled at once")
 	fs.Func("repository-root", "directory under which local git repositories (git.repo or cloneFrom.git.repo as a path or file:// URL) may be opened; repeatable (default none: no local repository)", func(v string) error {
 		o.RepositoryRoots = append(o.RepositoryRoots, v)
@@ -152,6 +155,16 @@ func run(ctx context.Context, args []string) error {
 		}
 		defer rc.Close()
 		o.FunctionRunner = rc
+	}
+	if *webhookSecretFile != "" {
+		secret, err := os.ReadFile(*webhookSecretFile)
+		if err != nil {
+			return fmt.Errorf("--webhook-secret-file: %w", err)
+		}
+		o.WebhookSecret = bytes.TrimSpace(secret)
+	}
+	if o.WebhookAddr != "" && len(o.WebhookSecret) == 0 {
+		return errors.New("--webhook-listen needs a non-empty --webhook-secret-file")
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -182,6 +195,9 @@ func run(ctx context.Context, args []string) error {
 		return err
 	}
 	if err := op.addMaintenance(); err != nil {
+		return err
+	}
+	if err := op.addWebhook(); err != nil {
 		return err
 	}
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)

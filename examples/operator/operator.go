@@ -73,6 +73,15 @@ type Options struct {
 	// maintenance writes run by themselves.
 	MaintainInterval time.Duration
 
+	// WebhookAddr, with WebhookSecret, serves POST /webhooks/git on that
+	// address, on every replica: a git server's push webhook signed with
+	// WebhookSecret (package gitwebhook) stamps PushedAnnotation on each
+	// Repository whose URL it names, which makes the replica that
+	// reconciles it read the repository at once, asking a remote even
+	// within its read window, so that Poll can be long. Default "": off.
+	WebhookAddr   string
+	WebhookSecret []byte
+
 	// Workers is the number of objects of each kind reconciled at once;
 	// default 4.
 	Workers int
@@ -100,6 +109,8 @@ type operator struct {
 	// rediscover asks the Repository reconciler to discover a repository
 	// now rather than at its next poll.
 	rediscover chan event.GenericEvent
+	// webhookURL is where the webhook listens, once addWebhook ran.
+	webhookURL string
 }
 
 // scheme returns the scheme of every kind the operator reads or writes.

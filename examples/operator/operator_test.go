@@ -52,6 +52,8 @@ type env struct {
 	kubeconfig string
 	c          client.Client
 	gitDir     string
+	// webhookURL is the last operator's push webhook (Options.WebhookAddr).
+	webhookURL string
 }
 
 func newEnv(t testing.TB) *env {
@@ -109,6 +111,8 @@ func (e *env) runAs(cfg *rest.Config, o Options) (stop func()) {
 	require.NoError(e.t, op.addPackageRevisions())
 	require.NoError(e.t, op.addVariants())
 	require.NoError(e.t, op.addMaintenance())
+	require.NoError(e.t, op.addWebhook())
+	e.webhookURL = op.webhookURL
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- op.mgr.Start(ctx) }()

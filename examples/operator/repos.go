@@ -53,9 +53,12 @@ type repoSet struct {
 	// discovery just listed) ask the remote nothing.
 	readMaxAge time.Duration
 
-	mu      sync.Mutex
-	open    map[types.NamespacedName]*openRepo
-	engines map[string]*engine.Engine
+	mu   sync.Mutex
+	open map[types.NamespacedName]*openRepo
+	// lastPush is each Repository's PushedAnnotation when last
+	// reconciled (webhook.go).
+	lastPush map[types.NamespacedName]string
+	engines  map[string]*engine.Engine
 }
 
 type openRepo struct {

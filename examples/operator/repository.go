@@ -58,6 +58,7 @@ func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	r.repos.pushed(&obj)
 	orig := obj.DeepCopy()
 	n, damaged, err := r.discover(ctx, &obj)
 	cond := metav1.Condition{Type: configv1alpha1.RepositoryReady, Status: metav1.ConditionTrue,
