@@ -105,7 +105,11 @@ func TestImplementedReleasesWereReleased(t *testing.T) {
 // Namespace, a custom kind's additional name field), after which the
 // package still has its Kptfile and the Kptfile still finds
 // fn-config.yaml; ensure-name-substring-rerender renders that output
-// again and nothing changes.
+// again and nothing changes. enable-gcp-services-subpackage follows the
+// README's "beside its set" in nested packages: each package's
+// ProjectServiceSet (both named apis) generates its Service in its own
+// package, whichever pipeline runs it, and -rerender renders that output
+// again (the Services are recreated where they are).
 func TestBuiltinsRenderGolden(t *testing.T) {
 	pipelinetest.Run(t, filepath.Join("testdata", "render"), pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil))
 }

@@ -156,7 +156,8 @@
 //	                                              that is not local-config or has no services
 //	                                              is an error result worded by cad; a new
 //	                                              Service goes to service_<name>.yaml beside
-//	                                              its set
+//	                                              its set (in its directory and package: a
+//	                                              subpackage's Services stay in it)
 //	export-terraform       v0.1.x, v0.2.x, v0.3.x written from the README and its two examples (the
 //	                                              same in all three releases): Folder and
 //	                                              IAMPolicyMember on an Organization or Folder
