@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/configasdata/cad/pipeline"
@@ -118,10 +119,19 @@ type CatalogVersion struct {
 	// resource back to its own file either way); a tool that prints the
 	// output list, as kpt fn eval does, sorts it when this is set.
 	SortsOutput bool
-	// Released are all the versions of the function the catalog
-	// released (its git tags as of 2025-06-25), oldest first. A step
-	// pinning a full version not among them ("v0.4.99") is refused even
-	// when its minor line is implemented; empty means not checked.
+	// Released are the versions of the function known to have been
+	// released, oldest first: the catalog repository's git tags as of
+	// 2025-06-25 (catalogReleases) and the versions known to be published
+	// without a git tag (catalogUntaggedReleases: set-namespace v0.4.3,
+	// set-labels v0.2.5 and apply-setters v0.2.2, which Porch's test
+	// blueprints and kpt's fixtures pull from the registry). It is a
+	// record, not a gate: the catalog publishes patch images from its
+	// release branches without tagging them, so no list cad can hold is
+	// complete, and a version missing from it is not known not to exist.
+	// A pinned version therefore resolves whenever its minor line is
+	// implemented (the catalog's versioning policy keeps a minor line's
+	// behaviour across patches); only a function known never to have
+	// been released with a version (Unreleased) refuses versions.
 	Released []string
 	// Unreleased says the catalog never released the function with a
 	// version: its documentation runs it by a plain tag ("unstable"), and
@@ -131,9 +141,22 @@ type CatalogVersion struct {
 	Unreleased bool
 }
 
+// catalogUntaggedReleases are released versions that have no git tag in
+// the catalog repository (as of 2025-06-25), by function, each with where
+// it is seen published: Porch's test blueprints and kpt's fixtures pull
+// set-namespace:v0.4.3, set-labels:v0.2.5 and apply-setters:v0.2.2
+// (Porch's e2e TestApplySetters and its bucket blueprint pin
+// apply-setters v0.2.2) from the catalog's registry.
+var catalogUntaggedReleases = map[string][]string{
+	"set-namespace": {"v0.4.3"},
+	"set-labels":    {"v0.2.5"},
+	"apply-setters": {"v0.2.2"},
+}
+
 // catalogReleases are the catalog's release tags by function (the
 // krm-functions-catalog repository's tags <fn>/vX.Y.Z, functions/go/<fn>/
-// and go/<fn>/ ones included, as of 2025-06-25).
+// and go/<fn>/ ones included, as of 2025-06-25, read from a clone of
+// github.com/kptdev/krm-functions-catalog with git tag).
 var catalogReleases = map[string][]string{
 	"set-namespace":                 {"v0.1.0", "v0.1.1", "v0.1.2", "v0.1.3", "v0.1.4", "v0.2.0", "v0.3.0", "v0.3.1", "v0.3.2", "v0.3.3", "v0.3.4", "v0.4.0", "v0.4.1"},
 	"set-labels":                    {"v0.1.3", "v0.1.4", "v0.1.5", "v0.2.0", "v0.2.1"},
@@ -157,6 +180,31 @@ var catalogReleases = map[string][]string{
 	"export-terraform":              {"v0.1.0", "v0.2.0", "v0.3.0"},
 }
 
+// mergeReleases returns a and b as one list, oldest first, each version
+// once.
+func mergeReleases(a, b []string) []string {
+	if len(a)+len(b) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range append(append([]string(nil), a...), b...) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		vi, erri := parseVersion(out[i])
+		vj, errj := parseVersion(out[j])
+		if erri != nil || errj != nil {
+			return out[i] < out[j]
+		}
+		return vi.LessThan(vj)
+	})
+	return out
+}
+
 // BuiltinVersions returns, as a new map by builtin name, the catalog
 // releases each builtin implements. Builtins not listed (kpt's
 // gen-pkg-context, kubeconform, whose image kpt's tests pin only as
@@ -166,7 +214,7 @@ var catalogReleases = map[string][]string{
 func BuiltinVersions() map[string]CatalogVersion {
 	out := builtinVersions()
 	for name, cv := range out {
-		cv.Released = append([]string(nil), catalogReleases[name]...)
+		cv.Released = mergeReleases(catalogReleases[name], catalogUntaggedReleases[name])
 		cv.SortsOutput = sdkFunctions[name]
 		out[name] = cv
 	}

@@ -201,12 +201,20 @@
 // kpt's e2e test images no-op and drop-comments are not builtins: a
 // package naming them gets a *NotFoundError, as from kpt without them.
 //
-// A pinned full version must also be one the catalog released
-// (CatalogVersion.Released, from its git tags): "v0.4.99" is refused
-// though cad implements v0.4.x. A function the catalog never released
-// with a version (CatalogVersion.Unreleased: generate-kpt-pkg-docs)
-// resolves for plain tags such as its documented "unstable" and refuses
-// every version and constraint.
+// A real release is never refused: a pinned full version resolves when
+// its minor line is implemented, whether or not cad knows of that patch.
+// cad's record of the releases (CatalogVersion.Released) is the catalog
+// repository's git tags as of 2025-06-25 plus the versions seen published
+// without a tag (set-namespace v0.4.3, set-labels v0.2.5, apply-setters
+// v0.2.2, which Porch's test blueprints and kpt's fixtures pull from the
+// catalog's registry); as the catalog publishes patch images from its
+// release branches without tagging them, that record is incomplete and a
+// version missing from it is not known not to exist. The one version
+// known not to exist is any version of a function the catalog never
+// released with a version (CatalogVersion.Unreleased:
+// generate-kpt-pkg-docs, whose every image is a plain tag such as its
+// documented "unstable"): it resolves for plain tags and refuses every
+// version and constraint as never released.
 //
 // render-helm-chart (v0.2) is in-process in its own module,
 // github.com/configasdata/cad/helmfn, so that Helm's SDK stays out of this

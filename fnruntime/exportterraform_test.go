@@ -44,8 +44,8 @@ metadata:
 // list of supported kinds. v0.1 does not list LoggingLogSink and
 // ComputeRoute, so it ignores them and exports the Folder; v0.2 lists the
 // sink (whose Terraform is undocumented: an error naming it) and not the
-// route; v0.3 and an unpinned step list both. A version never released
-// is refused.
+// route; v0.3 and an unpinned step list both. A minor line cad does not
+// implement (v0.4) is refused.
 func TestExportTerraformLines(t *testing.T) {
 	reg := fnruntime.NewRegistry(nil)
 	for _, tc := range []struct {
@@ -104,8 +104,8 @@ func TestExportTerraformLines(t *testing.T) {
 			}
 		})
 	}
-	if _, err := reg.Resolve(context.Background(), pipeline.Step{Image: "gcr.io/kpt-fn/export-terraform:v0.3.1"}); !errors.Is(err, pipeline.ErrFunctionNotFound) {
-		t.Fatalf("v0.3.1 (never released) resolved: %v", err)
+	if _, err := reg.Resolve(context.Background(), pipeline.Step{Image: "gcr.io/kpt-fn/export-terraform:v0.4.0"}); !errors.Is(err, pipeline.ErrFunctionNotFound) {
+		t.Fatalf("v0.4.0 (a line cad does not implement) resolved: %v", err)
 	}
 }
 
