@@ -236,7 +236,7 @@ func builtinVersions() map[string]CatalogVersion {
 			Differs: "v0.1.x (kustomize's label transformer and its field specs, additionalLabelFields) is refused"},
 		"set-annotations": {Releases: []string{"v0.1.4"}},
 		"set-image": {Releases: []string{"v0.1.1"},
-			Differs: "additionalImageFields updates existing fields only (create adds no field)"},
+			Differs: "additionalImageFields updates existing fields only (create adds no field); a ConfigMap key other than name, newName, newTag and digest is a config error (the release ignores it)"},
 		"search-replace": {Releases: []string{"v0.2.0"}},
 		"starlark": {Releases: []string{"v0.4.3", "v0.5.0"},
 			Differs: "load() provides json, math, time, base64, yaml, hash and krmfn, not bsoup, csv, geo, html, http, re, xlsx or zipfile; ctx.environment is empty"},

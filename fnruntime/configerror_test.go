@@ -88,6 +88,8 @@ var configErrorCases = map[string][]configErrorCase{
 		{name: "missing"},
 		{name: "wrong field", config: cfgCM("  name: nginx\n  newColour: red\n")},
 		{name: "no new value", config: cfgCM("  name: nginx\n")},
+		{name: "wrong kind", config: cfgSecret},
+		{name: "newTag and digest", config: cfgCM("  name: nginx\n  newTag: \"1.2\"\n  digest: sha256:00\n")},
 	},
 	"set-labels": {
 		{name: "missing", infoOnly: true},

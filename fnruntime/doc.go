@@ -81,8 +81,16 @@
 //	set-labels             v0.2.x                 v0.1 (kustomize's label transformer,
 //	                                              additionalLabelFields) refused
 //	set-annotations        v0.1.x                 -
-//	set-image              v0.1.x                 additionalImageFields updates existing fields
-//	                                              only (create adds no field)
+//	set-image              v0.1.x                 as v0.1.1 and its README: the containers and
+//	                                              initContainers of a pod spec or template in
+//	                                              any kind; newTag with digest is an error;
+//	                                              one result per image changed ("set image
+//	                                              from A to B", field path spec.containers.image)
+//	                                              or "no images changed"; the release's config
+//	                                              error words. additionalImageFields updates
+//	                                              existing fields only (create adds no field);
+//	                                              an unknown ConfigMap key is a config error
+//	                                              (the release ignores it)
 //	search-replace         v0.2.x                 -
 //	starlark               v0.4.x, v0.5.x         load() has json, math, time, base64, yaml, hash
 //	                                              and krmfn, not bsoup, csv, geo, html, http, re,
