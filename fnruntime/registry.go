@@ -92,6 +92,9 @@ type Options struct {
 	// ContainerMounts are storage mounts of function containers
 	// (ContainerFunction.Mounts).
 	ContainerMounts []string
+	// ContainerUser is the user function containers run as
+	// (ContainerFunction.User); empty means nobody.
+	ContainerUser string
 	// Wasm runs WebAssembly functions, as kpt's --allow-alpha-wasm does
 	// (package fnruntime/wasmfn implements it in-process). Default nil: no
 	// wasm, and an exec step naming a .wasm file fails with an error
@@ -339,7 +342,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 		if err != nil {
 			return nil, fmt.Errorf("function %q: %w", step.Image, err)
 		}
-		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork, FunctionEnv: r.opts.ContainerEnv, Mounts: r.opts.ContainerMounts,
+		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork, FunctionEnv: r.opts.ContainerEnv, Mounts: r.opts.ContainerMounts, User: r.opts.ContainerUser,
 			Timeout: r.opts.Timeout, MaxOutput: r.opts.MaxOutput, MaxStderr: r.opts.MaxStderr}, nil
 	}
 	return withTimeout(withLimits(fn, r.opts.Limits), r.opts.Timeout), nil

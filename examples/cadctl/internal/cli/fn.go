@@ -50,6 +50,7 @@ func (c *cmdEnv) registry(allowExec, network, wasm bool, container ...containerO
 		Wasm:             wr,
 		ContainerEnv:     co.env,
 		ContainerMounts:  co.mounts,
+		ContainerUser:    containerUser(co.asCurrentUser),
 		AllowExec:        allowExec,
 		ExecDir:          c.dir,
 		Env:              c.env,
@@ -89,7 +90,10 @@ func (c *cmdEnv) wasmRuntime() (*wasmfn.Runtime, error) {
 }
 
 // containerOpts are fn eval's settings for container functions.
-type containerOpts struct{ env, mounts []string }
+type containerOpts struct {
+	env, mounts   []string
+	asCurrentUser bool // run containers as this process's uid:gid
+}
 
 // outputMode is the -o value of fn render and fn eval.
 type outputMode struct {
@@ -348,4 +352,13 @@ func (c *cmdEnv) saveResults(dir string, steps []pipeline.StepResult, failed boo
 	}
 	c.stderrf("For complete results, see %s\n", filepath.Join(dir, "results.yaml"))
 	return nil
+}
+
+// containerUser is the user function containers run as: this process's
+// "uid:gid" with --as-current-user, else "" (fnruntime's default, nobody).
+func containerUser(asCurrentUser bool) string {
+	if !asCurrentUser {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
 }
