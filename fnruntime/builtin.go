@@ -281,6 +281,9 @@ type configError struct {
 	msg    string // the error result's message
 	stderr string // the process's stderr; "" is the SDK's "function failure"
 	cause  error  // what else errors.Is and errors.As reach; may be nil
+	// noRef leaves the result's resourceRef out, for a builtin whose
+	// release writes none (starlark: one result, message and severity).
+	noRef bool
 }
 
 func (e *configError) Error() string { return e.msg }
@@ -297,12 +300,13 @@ func kyamlConfigErr(msg string) error { return &configError{msg: msg, stderr: ms
 // reportConfigError gives a config error the builtins' shape (the package
 // documentation's "Config errors"): the results the function added since
 // before are replaced by one error result naming the functionConfig in its
-// resourceRef (nothing when there is none), and the step fails with a
+// resourceRef (nothing when there is none, or when the release names
+// nothing: ce.noRef), and the step fails with a
 // *pipeline.FunctionError of exit code 1 matching ErrInvalidFunctionConfig
 // and ce's cause.
 func reportConfigError(rl *pipeline.ResourceList, before int, ce *configError) error {
 	r := errorResult(ce.msg)
-	if fc := rl.FunctionConfig; !fc.IsNilOrEmpty() {
+	if fc := rl.FunctionConfig; !fc.IsNilOrEmpty() && !ce.noRef {
 		r.ResourceRef = &pipeline.ResourceRef{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind(), Name: fc.GetName(), Namespace: fc.GetNamespace()}
 	}
 	rl.Results = append(rl.Results[:before], r)

@@ -47,8 +47,10 @@
 // [ErrInvalidFunctionConfig] (and the function's own sentinel where it has
 // one), the function reports exactly one result, of severity error, whose
 // resourceRef names the functionConfig (none when there is no config:
-// the result then names nothing), and no item is changed, added or
-// removed. This is the shape the catalog's set-namespace gives its config
+// the result then names nothing; none for starlark either, whose release
+// reports a config error as message and severity only, as on empty input
+// with kpt's implicit function-input ConfigMap), and no item is changed,
+// added or removed. This is the shape the catalog's set-namespace gives its config
 // error, as kpt's issue 4547 quotes it ("[error]
 // v1/ConfigMap/function-input: `data.namespace` should not be empty"),
 // applied to all builtins; field.path is not set, as no

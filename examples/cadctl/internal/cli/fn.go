@@ -185,8 +185,11 @@ says otherwise. Functions are cad's builtins, exec functions with
 		}
 		executed := 0
 		for _, s := range steps {
-			// kpt counts a skipped step (its when false) as executed.
-			if (s.Executed || s.Skipped) && s.ExitCode == 0 && s.ExecutionError == "" {
+			// A step skipped by its condition (when false) did not run:
+			// kpt counts it as not executed ("Successfully executed 0
+			// function(s)" in its e2e case fn-render/condition/
+			// condition-not-met, kpt PR 4469).
+			if s.Executed && !s.Skipped && s.ExitCode == 0 && s.ExecutionError == "" {
 				executed++
 			}
 		}
