@@ -183,3 +183,29 @@ func TestExportTerraformGoldenIsTerraform(t *testing.T) {
 		t.Fatal("no .tf file found in the golden outputs of export-terraform")
 	}
 }
+
+// TestExportTerraformReadmeKinds: the README lists Folder, Project,
+// IAMPartialPolicy, IAMPolicy and IAMPolicyMember. Folder and
+// IAMPolicyMember are exported; each of the others fails the step with an
+// error naming the kinds supported and why the kind is not (its Terraform
+// is documented nowhere), so a user knows what to change.
+func TestExportTerraformReadmeKinds(t *testing.T) {
+	fn := fnruntime.Builtins()["export-terraform"]
+	for _, kc := range []struct{ kind, apiVersion string }{
+		{"Project", "resourcemanager.cnrm.cloud.google.com/v1beta1"},
+		{"IAMPolicy", "iam.cnrm.cloud.google.com/v1beta1"},
+		{"IAMPartialPolicy", "iam.cnrm.cloud.google.com/v1beta1"},
+	} {
+		rl := &pipeline.ResourceList{Items: []*yaml.RNode{yaml.MustParse("apiVersion: " + kc.apiVersion + "\nkind: " + kc.kind + "\nmetadata:\n  name: x\n")}}
+		err := fn.Run(context.Background(), rl)
+		if err == nil || len(rl.Results) != 1 {
+			t.Fatalf("%s: err %v, results %v; want one error result", kc.kind, err, rl.Results)
+		}
+		msg := rl.Results[0].Message
+		for _, want := range []string{kc.kind, "supports Folder and IAMPolicyMember", "documents no Terraform"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: message %q lacks %q", kc.kind, msg, want)
+			}
+		}
+	}
+}
