@@ -82,7 +82,14 @@
 //	                                              refused
 //	set-labels             v0.2.x                 v0.1 (kustomize's label transformer,
 //	                                              additionalLabelFields) refused
-//	set-annotations        v0.1.x                 -
+//	set-annotations        v0.1.x                 a step pinning v0.1.x runs v0.1.4 as released
+//	                                              (its tests): no result on success, a config
+//	                                              error as message and severity only, stderr
+//	                                              "[error] : <message>"; unpinned or latest,
+//	                                              the catalog's later code, as kpt's
+//	                                              conformance cases (pinning latest) expect:
+//	                                              a result per field set ("set annotations:
+//	                                              {...}"), a config error naming its config
 //	set-image              v0.1.x                 as v0.1.1 and its README: the containers and
 //	                                              initContainers of a pod spec or template in
 //	                                              any kind; newTag with digest is an error;
