@@ -124,14 +124,14 @@
 //	                                              selected by" and "multiple matches for
 //	                                              selector", worded as kustomize prints them
 //	apply-setters          v0.2.x                 v0.1 (OpenAPI setters in the Kptfile) refused
-//	ensure-name-substring  v0.2.x                 resources move to kpt's default files, as the
-//	                                              examples show, but the package's Kptfile and
-//	                                              its configPath files keep theirs (the
-//	                                              examples' eval output moves the Kptfile to
-//	                                              kptfile_<name>.yaml, which unmakes the package
-//	                                              the README's declarative use renders); its
-//	                                              config errors are worded by cad (the
-//	                                              README documents none)
+//	ensure-name-substring  v0.2.x                 renames in place, as v0.2.0's README and
+//	                                              examples show: every resource keeps its file,
+//	                                              its place and its package (the catalog's
+//	                                              later, unreleased code moves resources to
+//	                                              kpt's default files); name references are
+//	                                              a subset of kustomize's table; its config
+//	                                              errors are worded by cad (the README
+//	                                              documents none)
 //	upsert-resource        v0.2.x                 v0.1 refused
 //	set-project-id         v0.2.x                 a missing project-id is an error (the catalog
 //	                                              sets empty values); an empty annotation is
