@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/configasdata/cad/pipeline"
@@ -118,10 +119,19 @@ type CatalogVersion struct {
 	// resource back to its own file either way); a tool that prints the
 	// output list, as kpt fn eval does, sorts it when this is set.
 	SortsOutput bool
-	// Released are all the versions of the function the catalog
-	// released (its git tags as of 2025-06-25), oldest first. A step
-	// pinning a full version not among them ("v0.4.99") is refused even
-	// when its minor line is implemented; empty means not checked.
+	// Released are the versions of the function known to have been
+	// released, oldest first: the catalog repository's git tags as of
+	// 2025-06-25 (catalogReleases) and the versions known to be published
+	// without a git tag (catalogUntaggedReleases: set-namespace v0.4.3,
+	// set-labels v0.2.5 and apply-setters v0.2.2, which Porch's test
+	// blueprints and kpt's fixtures pull from the registry). It is a
+	// record, not a gate: the catalog publishes patch images from its
+	// release branches without tagging them, so no list cad can hold is
+	// complete, and a version missing from it is not known not to exist.
+	// A pinned version therefore resolves whenever its minor line is
+	// implemented (the catalog's versioning policy keeps a minor line's
+	// behaviour across patches); only a function known never to have
+	// been released with a version (Unreleased) refuses versions.
 	Released []string
 	// Unreleased says the catalog never released the function with a
 	// version: its documentation runs it by a plain tag ("unstable"), and
@@ -131,9 +141,22 @@ type CatalogVersion struct {
 	Unreleased bool
 }
 
+// catalogUntaggedReleases are released versions that have no git tag in
+// the catalog repository (as of 2025-06-25), by function, each with where
+// it is seen published: Porch's test blueprints and kpt's fixtures pull
+// set-namespace:v0.4.3, set-labels:v0.2.5 and apply-setters:v0.2.2
+// (Porch's e2e TestApplySetters and its bucket blueprint pin
+// apply-setters v0.2.2) from the catalog's registry.
+var catalogUntaggedReleases = map[string][]string{
+	"set-namespace": {"v0.4.3"},
+	"set-labels":    {"v0.2.5"},
+	"apply-setters": {"v0.2.2"},
+}
+
 // catalogReleases are the catalog's release tags by function (the
 // krm-functions-catalog repository's tags <fn>/vX.Y.Z, functions/go/<fn>/
-// and go/<fn>/ ones included, as of 2025-06-25).
+// and go/<fn>/ ones included, as of 2025-06-25, read from a clone of
+// github.com/kptdev/krm-functions-catalog with git tag).
 var catalogReleases = map[string][]string{
 	"set-namespace":                 {"v0.1.0", "v0.1.1", "v0.1.2", "v0.1.3", "v0.1.4", "v0.2.0", "v0.3.0", "v0.3.1", "v0.3.2", "v0.3.3", "v0.3.4", "v0.4.0", "v0.4.1"},
 	"set-labels":                    {"v0.1.3", "v0.1.4", "v0.1.5", "v0.2.0", "v0.2.1"},
@@ -157,6 +180,31 @@ var catalogReleases = map[string][]string{
 	"export-terraform":              {"v0.1.0", "v0.2.0", "v0.3.0"},
 }
 
+// mergeReleases returns a and b as one list, oldest first, each version
+// once.
+func mergeReleases(a, b []string) []string {
+	if len(a)+len(b) == 0 {
+		return nil
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range append(append([]string(nil), a...), b...) {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		vi, erri := parseVersion(out[i])
+		vj, errj := parseVersion(out[j])
+		if erri != nil || errj != nil {
+			return out[i] < out[j]
+		}
+		return vi.LessThan(vj)
+	})
+	return out
+}
+
 // BuiltinVersions returns, as a new map by builtin name, the catalog
 // releases each builtin implements. Builtins not listed (kpt's
 // gen-pkg-context, kubeconform, whose image kpt's tests pin only as
@@ -166,7 +214,7 @@ var catalogReleases = map[string][]string{
 func BuiltinVersions() map[string]CatalogVersion {
 	out := builtinVersions()
 	for name, cv := range out {
-		cv.Released = append([]string(nil), catalogReleases[name]...)
+		cv.Released = mergeReleases(catalogReleases[name], catalogUntaggedReleases[name])
 		cv.SortsOutput = sdkFunctions[name]
 		out[name] = cv
 	}
@@ -186,9 +234,10 @@ func builtinVersions() map[string]CatalogVersion {
 			Differs: "v0.2.x and v0.3.x have their own implementations, as their READMEs document: v0.2 is kustomize's namespace transformer (every resource not known to be cluster-scoped, custom kinds and the Kptfile included, Namespace names, binding subjects, additionalNamespaceFields); v0.3 replaces one old namespace chosen by namespaceMatcher, the single Namespace object or the one value all namespace fields share (restrict mode), with result messages worded by cad (the README gives none); v0.1 is refused"},
 		"set-labels": {Releases: []string{"v0.2.0"},
 			Differs: "v0.1.x (kustomize's label transformer and its field specs, additionalLabelFields) is refused"},
-		"set-annotations": {Releases: []string{"v0.1.4"}},
+		"set-annotations": {Releases: []string{"v0.1.4"},
+			Differs: "a step pinning v0.1.x runs v0.1.4 as released: no result when it succeeds, a config error as one result of message and severity naming nothing (stderr \"[error] : <message>\"); an unpinned or latest step behaves as the catalog's later code, which kpt's conformance cases pin as latest: one result per field set (\"set annotations: {...}\") and a config error naming the functionConfig"},
 		"set-image": {Releases: []string{"v0.1.1"},
-			Differs: "additionalImageFields updates existing fields only (create adds no field)"},
+			Differs: "additionalImageFields updates existing fields only (create adds no field); a ConfigMap key other than name, newName, newTag and digest is a config error (the release ignores it)"},
 		"search-replace": {Releases: []string{"v0.2.0"}},
 		"starlark": {Releases: []string{"v0.4.3", "v0.5.0"},
 			Differs: "load() provides json, math, time, base64, yaml, hash and krmfn, not bsoup, csv, geo, html, http, re, xlsx or zipfile; ctx.environment is empty"},
@@ -196,7 +245,7 @@ func builtinVersions() map[string]CatalogVersion {
 			Differs: "written from kustomize's replacements reference and the catalog's v0.1.x README, not from either's code: an ApplyReplacements (fn.kpt.dev/v1alpha1) config only; a replacement given by path is refused (a function reads no files); sourceValue is refused (kustomize added it in v5.7.0, 2025, after v0.1.x); a source with a label or annotation selector is refused (the schema gives those to select and reject); name, namespace and [key=value] match exactly (no patterns); * picks every element of a list; a failing replacement leaves every resource unchanged; a field create adds with a delimiter starts as an empty string; error messages are cad's, except the source-selection ones, which read as kustomize prints them"},
 		"apply-setters": {Releases: []string{"v0.2.0"}, Differs: "v0.1.x (OpenAPI setter definitions in the Kptfile) is refused"},
 		"ensure-name-substring": {Releases: []string{"v0.2.0"},
-			Differs: "every resource moves to kpt's default file, as the catalog's examples show, except the package's Kptfiles and the configPath files of their pipelines, which keep their files: the examples' kpt fn eval output moves the Kptfile to kptfile_<name>.yaml, which leaves no package for the declarative use the README documents"},
+			Differs: "renames in place as v0.2.0 does (its README and examples): every resource keeps its file and package (the catalog's later, unreleased code moves resources to kpt's default files); a subset of kustomize's name-reference table is rewritten; config errors are worded by cad (the README documents none)"},
 		"upsert-resource": {Releases: []string{"v0.2.0"}, Differs: "v0.1 refused"},
 		"set-project-id": {Releases: []string{"v0.2.0"},
 			Differs: "a missing project-id is an error (the catalog sets empty values); an empty annotation is set, as documented; the Kptfile is edited in place, comments kept; v0.1 (OpenAPI setters) refused"},
@@ -233,6 +282,9 @@ type configError struct {
 	msg    string // the error result's message
 	stderr string // the process's stderr; "" is the SDK's "function failure"
 	cause  error  // what else errors.Is and errors.As reach; may be nil
+	// noRef leaves the result's resourceRef out, for a builtin whose
+	// release writes none (starlark: one result, message and severity).
+	noRef bool
 }
 
 func (e *configError) Error() string { return e.msg }
@@ -249,12 +301,13 @@ func kyamlConfigErr(msg string) error { return &configError{msg: msg, stderr: ms
 // reportConfigError gives a config error the builtins' shape (the package
 // documentation's "Config errors"): the results the function added since
 // before are replaced by one error result naming the functionConfig in its
-// resourceRef (nothing when there is none), and the step fails with a
+// resourceRef (nothing when there is none, or when the release names
+// nothing: ce.noRef), and the step fails with a
 // *pipeline.FunctionError of exit code 1 matching ErrInvalidFunctionConfig
 // and ce's cause.
 func reportConfigError(rl *pipeline.ResourceList, before int, ce *configError) error {
 	r := errorResult(ce.msg)
-	if fc := rl.FunctionConfig; !fc.IsNilOrEmpty() {
+	if fc := rl.FunctionConfig; !fc.IsNilOrEmpty() && !ce.noRef {
 		r.ResourceRef = &pipeline.ResourceRef{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind(), Name: fc.GetName(), Namespace: fc.GetNamespace()}
 	}
 	rl.Results = append(rl.Results[:before], r)

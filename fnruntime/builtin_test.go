@@ -102,10 +102,15 @@ func TestImplementedReleasesWereReleased(t *testing.T) {
 // do; every expected file is compared byte for byte. The packages are
 // cad's own: ensure-name-substring-declarative has the shape of the
 // catalog's ensure-name-substring-advanced example (a name reference, a
-// Namespace, a custom kind's additional name field), after which the
-// package still has its Kptfile and the Kptfile still finds
-// fn-config.yaml; ensure-name-substring-rerender renders that output
-// again and nothing changes.
+// Namespace, a custom kind's additional name field), renamed in place as
+// v0.2.0's example shows (resources.yaml keeps every resource, in order);
+// ensure-name-substring-rerender renders that output again and nothing
+// changes; in ensure-name-substring-subpackage the subpackage's ConfigMap
+// is renamed in its own file and package. enable-gcp-services-subpackage follows the
+// README's "beside its set" in nested packages: each package's
+// ProjectServiceSet (both named apis) generates its Service in its own
+// package, whichever pipeline runs it, and -rerender renders that output
+// again (the Services are recreated where they are).
 func TestBuiltinsRenderGolden(t *testing.T) {
 	pipelinetest.Run(t, filepath.Join("testdata", "render"), pipeline.NewKptfile(fnruntime.NewRegistry(nil), nil))
 }

@@ -26,6 +26,10 @@ type configErrorCase struct {
 	// fn-render/no-fnconfig); kpt's implicit empty function-input
 	// ConfigMap counts as none.
 	infoOnly bool
+	// noRef marks a builtin whose release names nothing in its config
+	// error result (starlark's processor writes message and severity
+	// only).
+	noRef bool
 }
 
 const (
@@ -88,6 +92,8 @@ var configErrorCases = map[string][]configErrorCase{
 		{name: "missing"},
 		{name: "wrong field", config: cfgCM("  name: nginx\n  newColour: red\n")},
 		{name: "no new value", config: cfgCM("  name: nginx\n")},
+		{name: "wrong kind", config: cfgSecret},
+		{name: "newTag and digest", config: cfgCM("  name: nginx\n  newTag: \"1.2\"\n  digest: sha256:00\n")},
 	},
 	"set-labels": {
 		{name: "missing", infoOnly: true},
@@ -106,9 +112,12 @@ var configErrorCases = map[string][]configErrorCase{
 		{name: "no project-id", config: cfgEmptyCM, items: kptfileItem},
 	},
 	"starlark": {
-		{name: "missing"},
-		{name: "wrong kind", config: cfgSecret},
-		{name: "no source", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: StarlarkRun\nmetadata:\n  name: star\n"},
+		{name: "missing", noRef: true},
+		{name: "wrong kind", config: cfgSecret, noRef: true},
+		{name: "no source", config: "apiVersion: fn.kpt.dev/v1alpha1\nkind: StarlarkRun\nmetadata:\n  name: star\n", noRef: true},
+		// kpt's implicit config on empty input: the release's one
+		// result names nothing.
+		{name: "kpt's implicit empty function-input", config: "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: function-input\n", noRef: true},
 	},
 	"upsert-resource": {
 		{name: "missing"},
@@ -223,7 +232,7 @@ func TestBuiltinConfigErrorShape(t *testing.T) {
 			t.Errorf("result %q of severity %q, want a message of severity %q", r.Message, r.Severity, wantSeverity)
 		}
 		var wantRef *pipeline.ResourceRef
-		if fc != nil && !c.infoOnly {
+		if fc != nil && !c.infoOnly && !c.noRef {
 			wantRef = &pipeline.ResourceRef{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind(), Name: fc.GetName(), Namespace: fc.GetNamespace()}
 		}
 		if !reflect.DeepEqual(wantRef, r.ResourceRef) {

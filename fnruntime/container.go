@@ -41,6 +41,10 @@ type ContainerFunction struct {
 	// Mounts are storage mounts of the function's container, as docker run
 	// --mount takes them ("type=bind,src=/data,dst=/data").
 	Mounts []string
+	// User is the container's user (docker run --user). Empty means
+	// nobody, kpt's default; kpt's --as-current-user passes the caller's
+	// "uid:gid".
+	User string
 	// Timeout, MaxOutput and MaxStderr bound a run as in ExecFunction.
 	Timeout              time.Duration
 	MaxOutput, MaxStderr int64
@@ -77,7 +81,11 @@ func (c *ContainerFunction) exec() (*ExecFunction, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	args := []string{"run", "--rm", "-i", "--network", network, "--user", "nobody", "--security-opt=no-new-privileges"}
+	user := c.User
+	if user == "" {
+		user = "nobody"
+	}
+	args := []string{"run", "--rm", "-i", "--network", network, "--user", user, "--security-opt=no-new-privileges"}
 	for _, e := range c.FunctionEnv {
 		args = append(args, "-e", e)
 	}

@@ -311,3 +311,21 @@ func TestFakeEngineRejectsWhatDockerRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestRegistryContainerUser: Options.ContainerUser (what kpt's
+// --as-current-user passes: "uid:gid") is the container's --user.
+func TestRegistryContainerUser(t *testing.T) {
+	engine, log := fakeEngine(t)
+	reg := fnruntime.NewRegistry(&fnruntime.Options{Containers: true, ContainerEngine: engine, ContainerUser: "1000:1000"})
+	fn, err := reg.Resolve(context.Background(), pipeline.Step{Image: "example.com/fns/custom:v2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl := &pipeline.ResourceList{Items: []*yaml.RNode{yaml.MustParse("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: a\n")}}
+	if err := fn.Run(context.Background(), rl); err != nil {
+		t.Fatal(err)
+	}
+	if inv := readInvocation(t, log); inv.User != "1000:1000" {
+		t.Errorf("container user %q, want 1000:1000 (args %q)", inv.User, inv.Args)
+	}
+}

@@ -47,8 +47,10 @@
 // [ErrInvalidFunctionConfig] (and the function's own sentinel where it has
 // one), the function reports exactly one result, of severity error, whose
 // resourceRef names the functionConfig (none when there is no config:
-// the result then names nothing), and no item is changed, added or
-// removed. This is the shape the catalog's set-namespace gives its config
+// the result then names nothing; none for starlark either, whose release
+// reports a config error as message and severity only, as on empty input
+// with kpt's implicit function-input ConfigMap), and no item is changed,
+// added or removed. This is the shape the catalog's set-namespace gives its config
 // error, as kpt's issue 4547 quotes it ("[error]
 // v1/ConfigMap/function-input: `data.namespace` should not be empty"),
 // applied to all builtins; field.path is not set, as no
@@ -80,9 +82,24 @@
 //	                                              refused
 //	set-labels             v0.2.x                 v0.1 (kustomize's label transformer,
 //	                                              additionalLabelFields) refused
-//	set-annotations        v0.1.x                 -
-//	set-image              v0.1.x                 additionalImageFields updates existing fields
-//	                                              only (create adds no field)
+//	set-annotations        v0.1.x                 a step pinning v0.1.x runs v0.1.4 as released
+//	                                              (its tests): no result on success, a config
+//	                                              error as message and severity only, stderr
+//	                                              "[error] : <message>"; unpinned or latest,
+//	                                              the catalog's later code, as kpt's
+//	                                              conformance cases (pinning latest) expect:
+//	                                              a result per field set ("set annotations:
+//	                                              {...}"), a config error naming its config
+//	set-image              v0.1.x                 as v0.1.1 and its README: the containers and
+//	                                              initContainers of a pod spec or template in
+//	                                              any kind; newTag with digest is an error;
+//	                                              one result per image changed ("set image
+//	                                              from A to B", field path spec.containers.image)
+//	                                              or "no images changed"; the release's config
+//	                                              error words. additionalImageFields updates
+//	                                              existing fields only (create adds no field);
+//	                                              an unknown ConfigMap key is a config error
+//	                                              (the release ignores it)
 //	search-replace         v0.2.x                 -
 //	starlark               v0.4.x, v0.5.x         load() has json, math, time, base64, yaml, hash
 //	                                              and krmfn, not bsoup, csv, geo, html, http, re,
@@ -107,14 +124,14 @@
 //	                                              selected by" and "multiple matches for
 //	                                              selector", worded as kustomize prints them
 //	apply-setters          v0.2.x                 v0.1 (OpenAPI setters in the Kptfile) refused
-//	ensure-name-substring  v0.2.x                 resources move to kpt's default files, as the
-//	                                              examples show, but the package's Kptfile and
-//	                                              its configPath files keep theirs (the
-//	                                              examples' eval output moves the Kptfile to
-//	                                              kptfile_<name>.yaml, which unmakes the package
-//	                                              the README's declarative use renders); its
-//	                                              config errors are worded by cad (the
-//	                                              README documents none)
+//	ensure-name-substring  v0.2.x                 renames in place, as v0.2.0's README and
+//	                                              examples show: every resource keeps its file,
+//	                                              its place and its package (the catalog's
+//	                                              later, unreleased code moves resources to
+//	                                              kpt's default files); name references are
+//	                                              a subset of kustomize's table; its config
+//	                                              errors are worded by cad (the README
+//	                                              documents none)
 //	upsert-resource        v0.2.x                 v0.1 refused
 //	set-project-id         v0.2.x                 a missing project-id is an error (the catalog
 //	                                              sets empty values); an empty annotation is
@@ -156,7 +173,8 @@
 //	                                              that is not local-config or has no services
 //	                                              is an error result worded by cad; a new
 //	                                              Service goes to service_<name>.yaml beside
-//	                                              its set
+//	                                              its set (in its directory and package: a
+//	                                              subpackage's Services stay in it)
 //	export-terraform       v0.1.x, v0.2.x, v0.3.x written from the README and its two examples (the
 //	                                              same in all three releases): Folder and
 //	                                              IAMPolicyMember on an Organization or Folder
@@ -200,12 +218,20 @@
 // kpt's e2e test images no-op and drop-comments are not builtins: a
 // package naming them gets a *NotFoundError, as from kpt without them.
 //
-// A pinned full version must also be one the catalog released
-// (CatalogVersion.Released, from its git tags): "v0.4.99" is refused
-// though cad implements v0.4.x. A function the catalog never released
-// with a version (CatalogVersion.Unreleased: generate-kpt-pkg-docs)
-// resolves for plain tags such as its documented "unstable" and refuses
-// every version and constraint.
+// A real release is never refused: a pinned full version resolves when
+// its minor line is implemented, whether or not cad knows of that patch.
+// cad's record of the releases (CatalogVersion.Released) is the catalog
+// repository's git tags as of 2025-06-25 plus the versions seen published
+// without a tag (set-namespace v0.4.3, set-labels v0.2.5, apply-setters
+// v0.2.2, which Porch's test blueprints and kpt's fixtures pull from the
+// catalog's registry); as the catalog publishes patch images from its
+// release branches without tagging them, that record is incomplete and a
+// version missing from it is not known not to exist. The one version
+// known not to exist is any version of a function the catalog never
+// released with a version (CatalogVersion.Unreleased:
+// generate-kpt-pkg-docs, whose every image is a plain tag such as its
+// documented "unstable"): it resolves for plain tags and refuses every
+// version and constraint as never released.
 //
 // render-helm-chart (v0.2) is in-process in its own module,
 // github.com/configasdata/cad/helmfn, so that Helm's SDK stays out of this

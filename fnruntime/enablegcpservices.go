@@ -36,11 +36,14 @@ const (
 // ownerReference annotation) are replaced: one no longer listed is
 // pruned ("pruned service"), one listed again is recreated in its file
 // ("recreated service"), a new one is written to
-// service_<name>.yaml beside its set ("generated service"); each gets an
+// service_<name>.yaml beside its set ("generated service"): in the set's
+// directory and, in a render of nested packages, in the set's package
+// (its package-path annotation), so a subpackage's Services stay in the
+// subpackage whichever package's pipeline runs the function; each gets an
 // info result naming it and its file. A set without spec.services, or
 // not marked local-config, is an error result.
 func enableGCPServices(ctx context.Context, rl *pipeline.ResourceList) error {
-	owned := map[string]*yaml.RNode{} // generated earlier, by name
+	owned := map[string]*yaml.RNode{} // generated earlier, by serviceKey
 	var kept []*yaml.RNode
 	var sets []*yaml.RNode
 	for _, it := range rl.Items {
@@ -48,7 +51,7 @@ func enableGCPServices(ctx context.Context, rl *pipeline.ResourceList) error {
 			return err
 		}
 		if _, ok := it.GetAnnotations()[ownerReferenceAnnotation]; ok && it.GetApiVersion() == gcpServiceAPIVersion && it.GetKind() == gcpServiceKind {
-			owned[it.GetName()] = it
+			owned[serviceKey(it, it.GetName())] = it
 			continue
 		}
 		if it.GetApiVersion() == projectServiceSetAPIVersion && it.GetKind() == projectServiceSetKind {
@@ -87,9 +90,14 @@ func enableGCPServices(ctx context.Context, rl *pipeline.ResourceList) error {
 			if err != nil {
 				return err
 			}
+			// The Service goes beside its set: in the set's package (in
+			// a render, a subpackage's items carry its package-path
+			// and paths relative to it) and directory.
 			msg := "generated service"
+			pkg := set.GetAnnotations()[pipeline.PackagePathAnnotation]
 			p := path.Join(path.Dir(itemPath(set)), "service_"+name+".yaml")
-			if old, ok := owned[name]; ok {
+			key := serviceKey(set, name)
+			if old, ok := owned[key]; ok {
 				msg = "recreated service"
 				if op := itemPath(old); op != "" {
 					p = op
@@ -98,7 +106,12 @@ func enableGCPServices(ctx context.Context, rl *pipeline.ResourceList) error {
 			if err := n.PipeE(yaml.SetAnnotation(kioutil.PathAnnotation, p)); err != nil {
 				return err
 			}
-			names[name] = true
+			if pkg != "" {
+				if err := n.PipeE(yaml.SetAnnotation(pipeline.PackagePathAnnotation, pkg)); err != nil {
+					return err
+				}
+			}
+			names[key] = true
 			out = append(out, generated{n, msg})
 		}
 	}
@@ -107,7 +120,7 @@ func enableGCPServices(ctx context.Context, rl *pipeline.ResourceList) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if _, ok := owned[it.GetName()]; ok && owned[it.GetName()] == it && !names[it.GetName()] {
+		if k := serviceKey(it, it.GetName()); owned[k] == it && !names[k] {
 			results = append(results, serviceResult("pruned service", it))
 		}
 	}
@@ -118,6 +131,13 @@ func enableGCPServices(ctx context.Context, rl *pipeline.ResourceList) error {
 	rl.Items = kept
 	rl.Results = append(rl.Results, results...)
 	return nil
+}
+
+// serviceKey identifies the Service name generated in the package of n
+// (its package-path annotation, empty outside a render): sets of the same
+// name in two packages generate two Services, each in its own package.
+func serviceKey(n *yaml.RNode, name string) string {
+	return n.GetAnnotations()[pipeline.PackagePathAnnotation] + "\x00" + name
 }
 
 func newGCPService(set *yaml.RNode, name, id, projectID string) (*yaml.RNode, error) {

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path"
 	"regexp"
 	"strings"
 
 	"github.com/configasdata/cad/pipeline"
-	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/resid"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
@@ -68,11 +66,11 @@ type ensureNameSubstringConfig struct {
 // create) and the deprecated fieldSpecs; it leaves
 // CustomResourceDefinitions, APIServices, Namespaces and Kptfiles alone and
 // processes local-config resources too. Step selectors and exclude are
-// applied by the pipeline before the function runs. Like the catalog
-// function (see asKustomizeResources), it drops the file annotations of
-// every item but the package's Kptfiles and their pipelines' configPath
-// files, so the render writes each other resource to kpt's default file
-// for it, <namespace>/<kind>_<name>.yaml.
+// applied by the pipeline before the function runs. As v0.2.0 does (its
+// README and examples: each resource renamed where it is), every resource
+// keeps its file, its place in it and its package; the catalog's later,
+// unreleased code moves every resource to kpt's default file for it
+// (<namespace>/<kind>_<name>.yaml), which cad does not do.
 //
 // Fields that refer to a renamed resource of the same namespace are
 // rewritten for a subset of kustomize's name-reference table (the catalog
@@ -144,7 +142,7 @@ func ensureNameSubstring(ctx context.Context, rl *pipeline.ResourceList) error {
 		}
 	}
 	if len(renamed) == 0 {
-		return asKustomizeResources(rl)
+		return nil
 	}
 	fixNameReferences(rl.Items, renamedIn)
 	for _, it := range rl.Items {
@@ -174,82 +172,7 @@ func ensureNameSubstring(ctx context.Context, rl *pipeline.ResourceList) error {
 			return err
 		}
 	}
-	return asKustomizeResources(rl)
-}
-
-// fileAnnotations are the annotations that place a resource in a file,
-// which kustomize drops as build annotations when the catalog function
-// turns its items into a resource map and back.
-var fileAnnotations = []string{
-	kioutil.PathAnnotation, kioutil.IndexAnnotation, kioutil.SeqIndentAnnotation,
-	kioutil.LegacyPathAnnotation, kioutil.LegacyIndexAnnotation,
-}
-
-// asKustomizeResources gives the items the form the catalog's
-// ensure-name-substring outputs, as its documented examples show: the
-// function passes all items through a kustomize resource map, which drops
-// each item's file annotations (path, index, sequence indent), so kpt
-// writes every resource, renamed or not, to its default file
-// (<namespace>/<kind>_<name>.yaml) and removes the files they came from.
-// The id annotation survives, so kpt (and cad) restore comments and field
-// order from the input.
-//
-// The package's meta resources keep their files: every Kptfile, and every
-// file a Kptfile's pipeline names as a function's configPath. The
-// catalog's README documents declarative use (its examples put the
-// function in a Kptfile's pipeline with configPath: fn-config.yaml), which
-// needs the package to keep its Kptfile and the Kptfile to keep finding
-// its function configs; the expected output of the same examples, run
-// with kpt fn eval, shows the catalog function moving them too (Kptfile to
-// kptfile_<name>.yaml), which leaves a directory that is no longer a
-// package.
-func asKustomizeResources(rl *pipeline.ResourceList) error {
-	meta := metaFiles(rl.Items)
-	for _, it := range rl.Items {
-		if p := itemPath(it); p != "" && meta[pkgFileKey(it, path.Clean(p))] {
-			continue
-		}
-		for _, a := range fileAnnotations {
-			if err := it.PipeE(yaml.ClearAnnotation(a)); err != nil {
-				return err
-			}
-		}
-	}
 	return nil
-}
-
-// pkgFileKey identifies the file p of item's package: in a render, the
-// items of a subpackage have paths relative to it and its package-path
-// annotation.
-func pkgFileKey(item *yaml.RNode, p string) string {
-	return item.GetAnnotations()[pipeline.PackagePathAnnotation] + "\x00" + p
-}
-
-// metaFiles returns the keys (pkgFileKey) of the files of the package's
-// meta resources among items: the files named Kptfile that hold a Kptfile
-// and the configPath files of their pipelines (relative to the Kptfile's
-// directory), cleaned.
-func metaFiles(items []*yaml.RNode) map[string]bool {
-	out := map[string]bool{}
-	for _, it := range items {
-		if it.GetKind() != "Kptfile" || !strings.HasPrefix(it.GetApiVersion(), "kpt.dev/") {
-			continue
-		}
-		p := itemPath(it)
-		if path.Base(p) != "Kptfile" {
-			continue // a Kptfile object in another file is no package's Kptfile
-		}
-		out[pkgFileKey(it, path.Clean(p))] = true
-		dir := path.Dir(p)
-		for _, list := range []string{"mutators", "validators"} {
-			for _, step := range getSlice(it, "pipeline", list) {
-				if cp, ok := nestedString(step, "configPath"); ok && cp != "" {
-					out[pkgFileKey(it, path.Join(dir, cp))] = true
-				}
-			}
-		}
-	}
-	return out
 }
 
 func ensureNameSkipped(gvk resid.Gvk) bool {

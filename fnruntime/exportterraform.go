@@ -130,7 +130,7 @@ func exportTerraform(ctx context.Context, rl *pipeline.ResourceList, supported m
 		case "IAMPolicyMember":
 			x.policyMember(it)
 		default:
-			x.fail(it, fmt.Sprintf("cad's export-terraform does not convert %s: the function's documentation shows the Terraform of Folder and IAMPolicyMember only", it.GetKind()))
+			x.fail(it, fmt.Sprintf("not exported: cad's export-terraform supports Folder and IAMPolicyMember, the kinds whose Terraform the function's README and examples show; the README lists %s too but documents no Terraform for it, and cad does not guess one (the catalog's own image exports it)", it.GetKind()))
 		}
 	}
 	if len(x.results) > 0 {

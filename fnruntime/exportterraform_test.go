@@ -44,8 +44,8 @@ metadata:
 // list of supported kinds. v0.1 does not list LoggingLogSink and
 // ComputeRoute, so it ignores them and exports the Folder; v0.2 lists the
 // sink (whose Terraform is undocumented: an error naming it) and not the
-// route; v0.3 and an unpinned step list both. A version never released
-// is refused.
+// route; v0.3 and an unpinned step list both. A minor line cad does not
+// implement (v0.4) is refused.
 func TestExportTerraformLines(t *testing.T) {
 	reg := fnruntime.NewRegistry(nil)
 	for _, tc := range []struct {
@@ -104,8 +104,8 @@ func TestExportTerraformLines(t *testing.T) {
 			}
 		})
 	}
-	if _, err := reg.Resolve(context.Background(), pipeline.Step{Image: "gcr.io/kpt-fn/export-terraform:v0.3.1"}); !errors.Is(err, pipeline.ErrFunctionNotFound) {
-		t.Fatalf("v0.3.1 (never released) resolved: %v", err)
+	if _, err := reg.Resolve(context.Background(), pipeline.Step{Image: "gcr.io/kpt-fn/export-terraform:v0.4.0"}); !errors.Is(err, pipeline.ErrFunctionNotFound) {
+		t.Fatalf("v0.4.0 (a line cad does not implement) resolved: %v", err)
 	}
 }
 
@@ -181,5 +181,31 @@ func TestExportTerraformGoldenIsTerraform(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Fatal("no .tf file found in the golden outputs of export-terraform")
+	}
+}
+
+// TestExportTerraformReadmeKinds: the README lists Folder, Project,
+// IAMPartialPolicy, IAMPolicy and IAMPolicyMember. Folder and
+// IAMPolicyMember are exported; each of the others fails the step with an
+// error naming the kinds supported and why the kind is not (its Terraform
+// is documented nowhere), so a user knows what to change.
+func TestExportTerraformReadmeKinds(t *testing.T) {
+	fn := fnruntime.Builtins()["export-terraform"]
+	for _, kc := range []struct{ kind, apiVersion string }{
+		{"Project", "resourcemanager.cnrm.cloud.google.com/v1beta1"},
+		{"IAMPolicy", "iam.cnrm.cloud.google.com/v1beta1"},
+		{"IAMPartialPolicy", "iam.cnrm.cloud.google.com/v1beta1"},
+	} {
+		rl := &pipeline.ResourceList{Items: []*yaml.RNode{yaml.MustParse("apiVersion: " + kc.apiVersion + "\nkind: " + kc.kind + "\nmetadata:\n  name: x\n")}}
+		err := fn.Run(context.Background(), rl)
+		if err == nil || len(rl.Results) != 1 {
+			t.Fatalf("%s: err %v, results %v; want one error result", kc.kind, err, rl.Results)
+		}
+		msg := rl.Results[0].Message
+		for _, want := range []string{kc.kind, "supports Folder and IAMPolicyMember", "documents no Terraform"} {
+			if !strings.Contains(msg, want) {
+				t.Errorf("%s: message %q lacks %q", kc.kind, msg, want)
+			}
+		}
 	}
 }

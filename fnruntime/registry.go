@@ -92,6 +92,9 @@ type Options struct {
 	// ContainerMounts are storage mounts of function containers
 	// (ContainerFunction.Mounts).
 	ContainerMounts []string
+	// ContainerUser is the user function containers run as
+	// (ContainerFunction.User); empty means nobody.
+	ContainerUser string
 	// Wasm runs WebAssembly functions, as kpt's --allow-alpha-wasm does
 	// (package fnruntime/wasmfn implements it in-process). Default nil: no
 	// wasm, and an exec step naming a .wasm file fails with an error
@@ -123,9 +126,6 @@ type Registry struct {
 	mu       sync.RWMutex
 	fns      map[string]pipeline.Function
 	versions map[string][]semVersion // by key: the minor lines' newest releases; absent: unversioned
-	// released are, by key, every version ever released ("0.4.1"); a
-	// pinned full version outside it is refused. Absent: not checked.
-	released map[string]map[string]bool
 	// unreleased are the builtins the catalog never released with a
 	// version (CatalogVersion.Unreleased): a version tag is refused.
 	unreleased map[string]bool
@@ -139,7 +139,7 @@ var _ pipeline.Resolver = (*Registry)(nil)
 // NewRegistry returns a registry with the builtin functions (unless
 // opts.NoBuiltins) and no others.
 func NewRegistry(opts *Options) *Registry {
-	r := &Registry{fns: map[string]pipeline.Function{}, versions: map[string][]semVersion{}, lines: map[string]map[string]pipeline.Function{}, released: map[string]map[string]bool{}, unreleased: map[string]bool{}}
+	r := &Registry{fns: map[string]pipeline.Function{}, versions: map[string][]semVersion{}, lines: map[string]map[string]pipeline.Function{}, unreleased: map[string]bool{}}
 	if opts != nil {
 		r.opts = *opts
 	}
@@ -165,13 +165,6 @@ func NewRegistry(opts *Options) *Registry {
 			if cv.Unreleased {
 				r.unreleased[name] = true
 			}
-			if len(cv.Released) > 0 {
-				r.released[name] = map[string]bool{}
-				for _, rel := range cv.Released {
-					v, _ := parseVersion(rel)
-					r.released[name][v.String()] = true
-				}
-			}
 		}
 		for name, byRelease := range builtinLines() {
 			r.lines[name] = byRelease
@@ -192,7 +185,6 @@ func (r *Registry) Register(name string, fn pipeline.Function) {
 	delete(r.versions, key)
 	delete(r.lines, key)
 	delete(r.unreleased, key)
-	delete(r.released, key)
 }
 
 // RegisterVersion is Register for an implementation that behaves like
@@ -219,7 +211,6 @@ func (r *Registry) RegisterVersion(name string, fn pipeline.Function, releases .
 	r.fns[key] = fn
 	r.versions[key] = vs
 	delete(r.lines, key)
-	delete(r.released, key)
 	return nil
 }
 
@@ -271,8 +262,11 @@ func matchAny(patterns []string, names ...string) bool {
 // ("v0.4.1", "v0.4", "~0.4", "^0.4.1", ">=0.3, <1") is checked against
 // the releases of an implementation registered with them (the builtins'
 // BuiltinVersions, RegisterVersion). A full version (v0.4.0) resolves when
-// it is in the minor line of one of the releases and, for a builtin, was
-// released (BuiltinVersions' Released: v0.4.99 is refused); any other constraint
+// it is in the minor line of one of the releases, whether or not cad's
+// record of the catalog's releases lists it (BuiltinVersions' Released is
+// incomplete: the catalog publishes untagged patch images such as
+// set-namespace v0.4.3, so only a builtin never released with a version
+// refuses a version as never released); any other constraint
 // when one of the releases satisfies it; a bare or partial version is an
 // x-range ("v0.4" is 0.4.x), as in the Masterminds semver library kpt
 // uses. Otherwise, when Options.Wasm is set, the image runs as the wasm
@@ -299,7 +293,6 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 	fn, ok := r.fns[key]
 	releases, versioned := r.versions[key]
 	lines := r.lines[key]
-	released := r.released[key]
 	unreleased := r.unreleased[key]
 	r.mu.RUnlock()
 	// fallback says an image that no implementation here implements
@@ -322,10 +315,6 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 			ok = false
 		}
 		rel, implemented := implements(releases, tag, c)
-		notReleased := false
-		if v, err := semver.StrictNewVersion(strings.TrimPrefix(strings.TrimPrefix(tag, "v"), "V")); err == nil && released != nil && !released[v.String()] {
-			implemented, notReleased = false, true
-		}
 		if ok && versioned && implemented {
 			if lf, has := lines[rel.String()]; has {
 				fn = lf
@@ -337,7 +326,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 				for i, v := range releases {
 					names[i] = "v" + v.String()
 				}
-				return nil, &VersionError{Image: step.Image, Constraint: tag, Version: names[len(names)-1], Implemented: names, NotReleased: notReleased}
+				return nil, &VersionError{Image: step.Image, Constraint: tag, Version: names[len(names)-1], Implemented: names}
 			}
 			ok = false
 		}
@@ -353,7 +342,7 @@ func (r *Registry) Resolve(ctx context.Context, step pipeline.Step) (pipeline.Fu
 		if err != nil {
 			return nil, fmt.Errorf("function %q: %w", step.Image, err)
 		}
-		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork, FunctionEnv: r.opts.ContainerEnv, Mounts: r.opts.ContainerMounts,
+		return &ContainerFunction{Engine: engine, Image: step.Image, Network: r.opts.ContainerNetwork, FunctionEnv: r.opts.ContainerEnv, Mounts: r.opts.ContainerMounts, User: r.opts.ContainerUser,
 			Timeout: r.opts.Timeout, MaxOutput: r.opts.MaxOutput, MaxStderr: r.opts.MaxStderr}, nil
 	}
 	return withTimeout(withLimits(fn, r.opts.Limits), r.opts.Timeout), nil
@@ -384,9 +373,9 @@ type VersionError struct {
 	// Implemented are the releases it behaves like, each standing for its
 	// minor line.
 	Implemented []string
-	// NotReleased says the version pinned was never released (it is not
-	// in the function's list of releases, BuiltinVersions' Released),
-	// though its minor line may be implemented.
+	// NotReleased says the function is known never to have been released
+	// with a version (CatalogVersion.Unreleased), so no version or
+	// constraint names a release of it.
 	NotReleased bool
 }
 
@@ -402,10 +391,6 @@ func (e *VersionError) Error() string {
 	}
 	if len(lines) == 0 {
 		lines = []string{e.Version}
-	}
-	if e.NotReleased {
-		return fmt.Sprintf("function %q: version %q was never released; pin a released version (cad implements %s)",
-			e.Image, e.Constraint, strings.Join(lines, ", "))
 	}
 	return fmt.Sprintf("function %q: version %q is not implemented in-process (cad implements %s); pin one of those, or enable container functions",
 		e.Image, e.Constraint, strings.Join(lines, ", "))

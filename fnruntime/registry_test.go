@@ -162,12 +162,13 @@ func TestResolveVersionConstraints(t *testing.T) {
 		{ns, "0.4.0 - 0.4.3", nil},
 		{ns, "0.3.0 - 0.4.0", nil}, // v0.3.4
 		{ns, "0.4.2 - 0.4.9", pipeline.ErrFunctionNotFound}, // no implemented release in it
-		{ns, "v0.4.0", nil},                          // a patch of an implemented line
-		{ns, "v0.4.2", pipeline.ErrFunctionNotFound}, // in an implemented line, never released
-		{ns, "v0.4.99", pipeline.ErrFunctionNotFound},
-		{ns + ":v0.4.99", "", pipeline.ErrFunctionNotFound},
-		{ns, "v0.3.0", nil}, // v0.3's own implementation
-		{ns, "v0.2.0", nil}, // its own implementation
+		{ns, "v0.4.0", nil},       // a patch of an implemented line
+		{ns, "v0.4.2", nil},       // an implemented line: patches are not gated
+		{ns, "v0.4.3", nil},       // released, untagged in git (Porch's blueprints pull it)
+		{ns + ":v0.4.3", "", nil}, // the same, as the image's own tag
+		{ns, "v0.4.99", nil},      // not known not to exist
+		{ns, "v0.3.0", nil},       // v0.3's own implementation
+		{ns, "v0.2.0", nil},       // its own implementation
 		{ns, "v0.1.4", pipeline.ErrFunctionNotFound},
 		{ns, "v0.5.0", pipeline.ErrFunctionNotFound},
 		{ns, "~0.1", pipeline.ErrFunctionNotFound},
@@ -209,10 +210,6 @@ func TestResolveVersionConstraints(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v does not name %q", err, want)
 		}
-	}
-	_, err = r.Resolve(ctx, pipeline.Step{Image: ns + ":v0.4.99"})
-	if !errors.As(err, &ve) || !ve.NotReleased || !strings.Contains(err.Error(), "never released") {
-		t.Errorf("an unreleased version: %v", err)
 	}
 	// A user's implementation has no release list: any version of its lines.
 	if _, err := r.Resolve(ctx, pipeline.Step{Image: "example.com/fns/mine:v1.3.99"}); err != nil {
@@ -355,5 +352,41 @@ func TestResolveUnreleasedBuiltin(t *testing.T) {
 	r.Register("generate-kpt-pkg-docs", pipeline.FunctionFunc(func(context.Context, *pipeline.ResourceList) error { return nil }))
 	if _, err := r.Resolve(ctx, pipeline.Step{Image: img + ":v0.1.0"}); err != nil {
 		t.Errorf("a registered implementation: %v", err)
+	}
+}
+
+// TestRealReleasesResolve: a real release is never refused. Porch's test
+// blueprints and kpt's fixtures pin set-namespace:v0.4.3,
+// set-labels:v0.2.5 and apply-setters:v0.2.2, published by the catalog
+// without a git tag; they, and every release cad records in an implemented
+// minor line, resolve to the builtin, under both catalog prefixes.
+func TestRealReleasesResolve(t *testing.T) {
+	ctx := context.Background()
+	r := fnruntime.NewRegistry(nil)
+	for _, img := range []string{"set-namespace:v0.4.3", "set-labels:v0.2.5", "apply-setters:v0.2.2"} {
+		for _, prefix := range []string{"", "gcr.io/kpt-fn/", "ghcr.io/kptdev/krm-functions-catalog/"} {
+			if _, err := r.Resolve(ctx, pipeline.Step{Image: prefix + img}); err != nil {
+				t.Errorf("%s%s: %v", prefix, img, err)
+			}
+		}
+	}
+	for name, cv := range fnruntime.BuiltinVersions() {
+		lines := map[string]bool{}
+		for _, rel := range cv.Releases {
+			lines[rel[:strings.LastIndex(rel, ".")]] = true
+		}
+		for _, rel := range cv.Released {
+			if !lines[rel[:strings.LastIndex(rel, ".")]] {
+				continue // a line cad does not implement
+			}
+			if _, err := r.Resolve(ctx, pipeline.Step{Image: name + ":" + rel}); err != nil {
+				t.Errorf("%s:%s, a release of an implemented line: %v", name, rel, err)
+			}
+		}
+	}
+	// A function never released with a version is still refused one.
+	var ve *fnruntime.VersionError
+	if _, err := r.Resolve(ctx, pipeline.Step{Image: "generate-kpt-pkg-docs:v0.1.0"}); !errors.As(err, &ve) || !ve.NotReleased {
+		t.Errorf("generate-kpt-pkg-docs:v0.1.0: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package fnruntime
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -162,5 +163,24 @@ func setAnnotations(ctx context.Context, rl *pipeline.ResourceList) error {
 			File:    &pipeline.File{Path: k.file, Index: k.index},
 		})
 	}
+	return nil
+}
+
+// setAnnotationsV01 is set-annotations v0.1.4 as released (its tests and
+// examples, on kyaml's framework): the annotations of setAnnotations, and
+// no result when it succeeds; a config error is one result of message and
+// severity, naming nothing, with the framework's "[error] : <message>" on
+// stderr. An unpinned or latest step runs setAnnotations, the catalog's
+// later code, whose per-field results kpt's conformance cases expect.
+func setAnnotationsV01(ctx context.Context, rl *pipeline.ResourceList) error {
+	before := len(rl.Results)
+	if err := setAnnotations(ctx, rl); err != nil {
+		var ce *configError
+		if errors.As(err, &ce) {
+			return &configError{msg: ce.msg, stderr: "[error] : " + ce.msg, cause: ce.cause, noRef: true}
+		}
+		return err
+	}
+	rl.Results = rl.Results[:before]
 	return nil
 }

@@ -4,20 +4,43 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/configasdata/cad/internal/imageref"
 	"github.com/configasdata/cad/pipeline"
+	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 )
 
 type imageSpec struct{ name, newName, newTag, digest string }
 
-// setImage ports the catalog's set-image: the containers and init
-// containers of Pods and pod templates, and the fields additionalImageFields
-// names (kustomize field specs: group, version and kind select resources,
-// path is slash-separated with "name[]" stepping into every element of a
-// list; existing fields only, as create adds no image).
+// defaultImageFields are the standard image fields the set-image README
+// links to (kustomize's builtin image field specs of its time): the
+// containers and init containers of a pod spec and of a template's pod
+// spec, in a resource of any kind.
+var defaultImageFields = []fieldSpec{
+	{Path: "spec/containers[]/image"},
+	{Path: "spec/initContainers[]/image"},
+	{Path: "spec/template/spec/containers[]/image"},
+	{Path: "spec/template/spec/initContainers[]/image"},
+}
+
+// setImage is the catalog's set-image v0.1.1, as its README and examples
+// document it: every image field of the standard fields
+// (defaultImageFields: containers and initContainers, in any kind) and of
+// additionalImageFields (kustomize field specs: group, version and kind
+// select resources, path is slash-separated with "name[]" stepping into
+// every element of a list; existing fields only, as create adds no image)
+// whose image is name (any tag or digest) gets newName, newTag or digest.
+// Each image changed gets an info result, "set image from <old> to
+// <new>", naming the resource, its file and the field (its path the field
+// names joined by dots, list elements unmarked: spec.containers.image),
+// ordered by file; nothing changed is one info result, "no images
+// changed". A config without name, without any of newName, newTag and
+// digest, or with both newTag and digest is a config error, worded as the
+// release words it.
 func setImage(ctx context.Context, rl *pipeline.ResourceList) error {
 	fc := rl.FunctionConfig
 	var img imageSpec
@@ -25,7 +48,7 @@ func setImage(ctx context.Context, rl *pipeline.ResourceList) error {
 	fail := configErr
 	switch {
 	case fc.IsNilOrEmpty():
-		return fail("must specify `name`")
+		return fail("missing image name")
 	case isGVK(fc, "", "v1", "ConfigMap"):
 		for k, v := range configData(fc) {
 			switch k {
@@ -41,7 +64,7 @@ func setImage(ctx context.Context, rl *pipeline.ResourceList) error {
 				return fail(fmt.Sprintf("ConfigMap has wrong field name %v", k))
 			}
 		}
-	default:
+	case isGVK(fc, "fn.kpt.dev", "v1alpha1", "SetImage"):
 		img.name, _ = nestedString(fc, "image", "name")
 		img.newName, _ = nestedString(fc, "image", "newName")
 		img.newTag, _ = nestedString(fc, "image", "newTag")
@@ -57,78 +80,82 @@ func setImage(ctx context.Context, rl *pipeline.ResourceList) error {
 				}
 			}
 		}
+	default:
+		return fail("`functionConfig` must be a `ConfigMap` or `SetImage`")
 	}
-	if img.name == "" {
-		return fail("must specify `name`")
-	}
-	if img.newName == "" && img.newTag == "" && img.digest == "" {
-		return fail("must specify one of `newName`, `newTag`, or `digest`")
+	switch {
+	case img.name == "":
+		return fail("missing image name")
+	case img.newName == "" && img.newTag == "" && img.digest == "":
+		return fail("missing image newName, newTag, or digest")
+	case img.newTag != "" && img.digest != "":
+		return fail("image newTag and digest both set")
 	}
 	match, err := regexp.Compile("^" + img.name + "(@sha256)?(:[a-zA-Z0-9_.{}-]*)?$")
 	if err != nil {
 		return fail(err.Error())
 	}
-	count := 0
-	update := func(podSpec *yaml.RNode) error {
-		if podSpec == nil {
-			return nil
-		}
-		// "iniContainers" is the catalog's spelling.
-		for _, c := range append(getSlice(podSpec, "iniContainers"), getSlice(podSpec, "containers")...) {
-			old, _ := nestedString(c, "image")
-			if !match.MatchString(old) {
-				continue
-			}
-			nn := newImageName(old, img)
-			if nn == old {
-				continue
-			}
-			if err := setNestedString(c, nn, "image"); err != nil {
-				return err
-			}
-			count++
-		}
-		return nil
-	}
-	for _, o := range rl.Items {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		var err error
-		switch o.GetKind() {
-		case "Pod":
-			err = update(getMap(o, "spec"))
-		case "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "PodTemplate":
-			err = update(getMap(o, "spec", "template", "spec"))
-		}
-		if err != nil {
-			r := errorResult(err.Error())
-			r.ResourceRef = &pipeline.ResourceRef{APIVersion: o.GetApiVersion(), Kind: o.GetKind(), Name: o.GetName(), Namespace: o.GetNamespace()}
-			rl.Results = append(rl.Results, r)
-		}
-	}
+	specs := append(append([]fieldSpec(nil), defaultImageFields...), extra...)
+	var changed pipeline.Results
 	for _, o := range rl.Items {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
 		g, v := groupVersion(o.GetApiVersion())
-		for _, fs := range extra {
+		file, index := itemPath(o), itemIndex(o)
+		seen := map[*yaml.Node]bool{} // a field two specs name changes once
+		for _, fs := range specs {
 			if (fs.Group != "" && fs.Group != g) || (fs.Version != "" && fs.Version != v) || (fs.Kind != "" && fs.Kind != o.GetKind()) {
 				continue
 			}
-			visitFieldPath(o.YNode(), strings.Split(strings.Trim(fs.Path, "/"), "/"), func(n *yaml.Node) {
-				if n.Kind != yaml.ScalarNode || !match.MatchString(n.Value) {
+			segs := strings.Split(strings.Trim(fs.Path, "/"), "/")
+			visitFieldPath(o.YNode(), segs, func(n *yaml.Node) {
+				if seen[n] || n.Kind != yaml.ScalarNode || !match.MatchString(n.Value) {
 					return
 				}
-				if nn := newImageName(n.Value, img); nn != n.Value {
-					n.Value, n.Tag, n.Style = nn, yaml.NodeTagString, 0
-					count++
+				seen[n] = true
+				old := n.Value
+				nn := newImageName(old, img)
+				if nn == old {
+					return
 				}
+				n.Value, n.Tag, n.Style = nn, yaml.NodeTagString, 0
+				r := info(fmt.Sprintf("set image from %s to %s", old, nn))
+				r.ResourceRef = &pipeline.ResourceRef{APIVersion: o.GetApiVersion(), Kind: o.GetKind(), Name: o.GetName(), Namespace: o.GetNamespace()}
+				r.Field = &pipeline.Field{Path: fieldNames(segs), CurrentValue: old, ProposedValue: nn}
+				if file != "" {
+					r.File = &pipeline.File{Path: file, Index: index}
+				}
+				changed = append(changed, r)
 			})
 		}
 	}
-	rl.Results = append(rl.Results, info(fmt.Sprintf("summary: updated a total of %v image(s)", count)))
+	if len(changed) == 0 {
+		rl.Results = append(rl.Results, info("no images changed"))
+		return nil
+	}
+	sort.SliceStable(changed, func(i, j int) bool {
+		a, b := changed[i].File, changed[j].File
+		if a == nil || b == nil {
+			return a == nil && b != nil
+		}
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		return a.Index < b.Index
+	})
+	rl.Results = append(rl.Results, changed...)
 	return nil
+}
+
+// fieldNames is a field spec path as set-image's results name it: its
+// field names joined by dots, "[]" dropped (spec.containers.image).
+func fieldNames(segs []string) string {
+	names := make([]string, len(segs))
+	for i, s := range segs {
+		names[i] = strings.TrimSuffix(s, "[]")
+	}
+	return strings.Join(names, ".")
 }
 
 // visitFieldPath calls fn with every node at path under n, a field spec
@@ -192,4 +219,19 @@ func newImageName(old string, img imageSpec) string {
 		return name + digest
 	}
 	return name + tag
+}
+
+// itemIndex is the index of n in its file (its index annotation); 0 when
+// it has none or it is not a number.
+func itemIndex(n *yaml.RNode) int {
+	a := n.GetAnnotations()
+	s := a[kioutil.IndexAnnotation]
+	if s == "" {
+		s = a[kioutil.LegacyIndexAnnotation]
+	}
+	i, err := strconv.Atoi(s)
+	if err != nil {
+		return 0
+	}
+	return i
 }

@@ -15,6 +15,9 @@ import (
 func builtinLines() map[string]map[string]pipeline.Function {
 	return map[string]map[string]pipeline.Function{
 		"set-namespace": {"0.2.0": strict(setNamespaceV02), "0.3.4": strict(setNamespaceV03)},
+		// A pinned set-annotations v0.1.x runs the release (no results);
+		// unpinned, the catalog's later code (a result per field).
+		"set-annotations": {"0.1.4": strict(setAnnotationsV01)},
 		// export-terraform's lines differ in the kinds they export.
 		"export-terraform": {"0.1.0": strict(exportTerraformFor("v0.1")), "0.2.0": strict(exportTerraformFor("v0.2"))},
 	}

@@ -184,7 +184,9 @@ func (s *StarlarkFunction) run(ctx context.Context, rl *pipeline.ResourceList) (
 	}
 	name, source, err := starlarkConfig(rl.FunctionConfig)
 	if err != nil {
-		ferr := reportConfigError(rl, len(rl.Results), &configError{msg: err.Error()})
+		// The release reports a config error as one result of message
+		// and severity only: no resourceRef.
+		ferr := reportConfigError(rl, len(rl.Results), &configError{msg: err.Error(), noRef: true})
 		return ferr.(*pipeline.FunctionError).Stderr, ferr
 	}
 	resourceList := starlark.NewDict(4)

@@ -20,7 +20,8 @@ type Config struct {
 type Globals struct {
 	// ChartHome is the directory, in Options.Files, where a chart named
 	// N is looked for (as ChartHome/N) before it is pulled. Empty means
-	// DefaultChartHome.
+	// DefaultChartHome. An absolute path ("/tmp/charts", as the catalog's
+	// examples give it) is the same path from the root of Options.Files.
 	ChartHome string `yaml:"chartHome,omitempty"`
 	// ConfigHome is the catalog's HELM_CONFIG_HOME; cad keeps no Helm
 	// configuration, so it is accepted and ignored.
@@ -76,8 +77,9 @@ type TemplateOptions struct {
 
 // Values are the chart values: files, inline values and how they combine.
 type Values struct {
-	// ValuesFiles are paths in Options.Files or http(s) URLs, merged in
-	// order (a later file wins).
+	// ValuesFiles are paths in Options.Files (an absolute one from their
+	// root, as ChartHome) or http(s) URLs, merged in order (a later file
+	// wins).
 	ValuesFiles []string `yaml:"valuesFiles,omitempty"`
 	// ValuesInline are values given in the config.
 	ValuesInline map[string]any `yaml:"valuesInline,omitempty"`

@@ -66,7 +66,7 @@ func (f *Function) localChart(src fs.FS, g Globals, args ChartArgs) (*chart.Char
 	if home == "" {
 		home = DefaultChartHome
 	}
-	dir := path.Clean(path.Join(home, args.Name))
+	dir := localPath(path.Join(home, args.Name))
 	if !fs.ValidPath(dir) {
 		return nil, fmt.Errorf("chart directory %q is outside the files", dir)
 	}
@@ -352,7 +352,7 @@ func (f *Function) readFile(ctx context.Context, files fs.FS, name string) ([]by
 	if files == nil {
 		return nil, fmt.Errorf("%s: no local files to read it from (Options.Files, or the package's in a render)", name)
 	}
-	p := path.Clean(strings.TrimPrefix(name, "./"))
+	p := localPath(name)
 	if !fs.ValidPath(p) {
 		return nil, fmt.Errorf("%s: not a path inside the package", name)
 	}
@@ -415,4 +415,13 @@ func (f *Function) files(pkg fs.FS) fs.FS {
 		return f.opts.Files
 	}
 	return pkg
+}
+
+// localPath is name as a path in the function's files: an absolute path
+// names the same path relative to their root, as the files stand for the
+// file system the catalog's container sees (which runs in /, so
+// "/tmp/charts/x" and its default "tmp/charts/x" are one file: in cadctl's
+// fn eval, what --mount binds at /tmp/charts).
+func localPath(name string) string {
+	return path.Clean(strings.TrimPrefix(strings.TrimPrefix(name, "/"), "./"))
 }

@@ -50,6 +50,7 @@ func (c *cmdEnv) registry(allowExec, network, wasm bool, container ...containerO
 		Wasm:             wr,
 		ContainerEnv:     co.env,
 		ContainerMounts:  co.mounts,
+		ContainerUser:    containerUser(co.asCurrentUser),
 		AllowExec:        allowExec,
 		ExecDir:          c.dir,
 		Env:              c.env,
@@ -89,7 +90,10 @@ func (c *cmdEnv) wasmRuntime() (*wasmfn.Runtime, error) {
 }
 
 // containerOpts are fn eval's settings for container functions.
-type containerOpts struct{ env, mounts []string }
+type containerOpts struct {
+	env, mounts   []string
+	asCurrentUser bool // run containers as this process's uid:gid
+}
 
 // outputMode is the -o value of fn render and fn eval.
 type outputMode struct {
@@ -181,8 +185,11 @@ says otherwise. Functions are cad's builtins, exec functions with
 		}
 		executed := 0
 		for _, s := range steps {
-			// kpt counts a skipped step (its when false) as executed.
-			if (s.Executed || s.Skipped) && s.ExitCode == 0 && s.ExecutionError == "" {
+			// A step skipped by its condition (when false) did not run:
+			// kpt counts it as not executed ("Successfully executed 0
+			// function(s)" in its e2e case fn-render/condition/
+			// condition-not-met, kpt PR 4469).
+			if s.Executed && !s.Skipped && s.ExitCode == 0 && s.ExecutionError == "" {
 				executed++
 			}
 		}
@@ -348,4 +355,13 @@ func (c *cmdEnv) saveResults(dir string, steps []pipeline.StepResult, failed boo
 	}
 	c.stderrf("For complete results, see %s\n", filepath.Join(dir, "results.yaml"))
 	return nil
+}
+
+// containerUser is the user function containers run as: this process's
+// "uid:gid" with --as-current-user, else "" (fnruntime's default, nobody).
+func containerUser(asCurrentUser bool) string {
+	if !asCurrentUser {
+		return ""
+	}
+	return fmt.Sprintf("%d:%d", os.Getuid(), os.Getgid())
 }

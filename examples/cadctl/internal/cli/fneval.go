@@ -136,6 +136,7 @@ after "--".`}
 	fs.Bool("allow-exec", true, "accepted for kpt compatibility; --exec runs the named binary")
 	allowWasm := fs.Bool("allow-alpha-wasm", false, "run the image, or the --exec file when it ends in .wasm, as a WebAssembly module in-process (cad's builtins still run as builtins)")
 	network := fs.Bool("network", false, "give a container function network access")
+	asCurrentUser := fs.Bool("as-current-user", false, "run a container function as this process's uid and gid instead of nobody, as kpt does; meaningless for a function that runs in-process (a builtin, render-helm-chart, wasm), which already runs as this process: accepted and ignored")
 	fs.String("image-pull-policy", "IfNotPresent", "accepted for kpt compatibility")
 	save := fs.Bool("save", false, "save the function and its arguments to the Kptfile pipeline (needs --type)")
 	fs.BoolVar(save, "s", false, "shorthand for --save")
@@ -145,7 +146,7 @@ after "--".`}
 	var envs, mounts stringsFlag
 	fs.Var(&envs, "env", "an environment variable (KEY=VALUE, or KEY to pass this process's) for a container function; repeatable")
 	fs.Var(&envs, "e", "shorthand for --env")
-	fs.Var(&mounts, "mount", "a storage mount for a container function (type=bind,src=DIR,dst=DIR[,rw=true]); repeatable")
+	fs.Var(&mounts, "mount", "a storage mount (type=bind,src=DIR,dst=DIR[,rw=true]); repeatable. A container function gets it; an in-process function (builtin, render-helm-chart) reads src at dst, read-only, and sees only its mounts (the package alone at /tmp changes nothing)")
 	output := fs.String("output", "", "where to write the result: stdout (a ResourceList), unwrap (plain YAML) or a new directory")
 	fs.StringVar(output, "o", "", "shorthand for --output")
 	resultsDir := fs.String("results-dir", "", "write the function results to results.yaml in this directory")
@@ -176,7 +177,7 @@ after "--".`}
 	if (*image == "") == (*execPath == "") {
 		return usagef("must specify exactly one of --image and --exec")
 	}
-	if *execPath != "" && (len(envs) > 0 || len(mounts) > 0 || *network) {
+	if *execPath != "" && (len(envs) > 0 || len(mounts) > 0 || *network || *asCurrentUser) {
 		return errors.New("--mount, --as-current-user, --network and --env can only be used with container functions")
 	}
 	if *fnConfig != "" && len(rest) > 0 {
@@ -252,7 +253,7 @@ after "--".`}
 		step = pipeline.Step{Image: normalizeImage(*image), Tag: *tag}
 		id = step.Image
 	}
-	reg, err := c.registry(true, *network, *allowWasm, containerOpts{env: envs, mounts: mounts})
+	reg, err := c.registry(true, *network, *allowWasm, containerOpts{env: envs, mounts: mounts, asCurrentUser: *asCurrentUser})
 	if err != nil {
 		return err
 	}
@@ -262,19 +263,36 @@ after "--".`}
 	}
 	// An in-process function reading a directory sees the package's files
 	// and may write non-KRM ones (pipeline.ResourceList.PackageFiles and
-	// WriteFiles), as in a render. The catalog's documentation runs such
-	// a function (generate-kpt-pkg-docs) with the package mounted at /tmp:
-	// that mount is accepted, and changes nothing, as /tmp already is the
-	// package to an in-process function. Other mounts are refused.
+	// WriteFiles), as in a render. --mount maps each mount's source to its
+	// target in the function's view (mountFS), which then is what the
+	// mounts show, as a container sees it:
+	// the catalog's render-helm-chart examples mount the package at
+	// /tmp/charts and name /tmp/charts/... files. The one exception is the
+	// package mounted at /tmp, as the catalog's documentation runs
+	// generate-kpt-pkg-docs: /tmp already is the package to an in-process
+	// function, so that mount alone changes nothing (beside other mounts,
+	// it is mapped as they are).
 	files := &evalFiles{}
 	if _, container := fn.(*fnruntime.ContainerFunction); !container {
-		for _, m := range mounts {
-			if rw == nil || !mountsAtTmp(m, rw.PackagePath, c.abs) {
-				return fmt.Errorf("--mount can only be used with container functions; %s runs in-process", id)
-			}
-		}
+		var pkg iofs.FS
 		if rw != nil {
-			files.pkg = os.DirFS(rw.PackagePath)
+			pkg = os.DirFS(rw.PackagePath)
+		}
+		files.pkg = pkg
+		atTmp := true // every mount is the package at /tmp
+		for _, m := range mounts {
+			atTmp = atTmp && rw != nil && mountsAtTmp(m, rw.PackagePath, c.abs)
+		}
+		if !atTmp {
+			mapped := make([]mount, 0, len(mounts))
+			for _, m := range mounts {
+				mt, err := parseMount(m, c.abs)
+				if err != nil {
+					return err
+				}
+				mapped = append(mapped, mt)
+			}
+			files.pkg = newMountFS(mapped)
 		}
 	}
 
