@@ -89,6 +89,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -98,6 +99,7 @@ import (
 
 	"github.com/configasdata/cad/examples/internal/maintsched"
 	"github.com/configasdata/cad/fnrunner"
+	"github.com/configasdata/cad/fnruntime/wasmfn"
 )
 
 func main() {
@@ -130,6 +132,7 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.Poll, "poll", 30*time.Second, "how often each repository is read again")
 	maintain := fs.Duration("maintain-interval", maintsched.DefaultInterval, "time between two maintenance passes of the leader over the open git repositories (packing small packs, loose objects and idle loose refs, as git maintenance does; local repositories and the clones under --cache-dir); 0 turns the scheduled passes off, leaving the maintenance that writes run by themselves")
 	fs.StringVar(&o.WebhookAddr, "webhook-listen", "", `serve POST `+WebhookPath+` on this address (every replica): a git server's push webhook (GitHub, Gitea, Forgejo, GitLab, Bitbucket) signed with --webhook-secret-file's secret makes the Repositories it names be read at once, so that --poll can be long (default "": off)`)
+	allowWasm := fs.Bool("allow-alpha-wasm", false, "run the function images cad does not build in as WebAssembly in-process when they are kpt wasm images (fnruntime/wasmfn: no file system or network, memory and time bounded), before --function-runner")
 	webhookSecretFile := fs.String("webhook-secret-file", "", "the shared secret of --webhook-listen's push webhooks")
 	fs.IntVar(&o.Workers, "workers", 4, "objects of each kind reconciled at once")
 	fs.Func("repository-root", "directory under which local git repositories (git.repo or cloneFrom.git.repo as a path or file:// URL) may be opened; repeatable (default none: no local repository)", func(v string) error {
@@ -155,6 +158,18 @@ func run(ctx context.Context, args []string) error {
 		}
 		defer rc.Close()
 		o.FunctionRunner = rc
+	}
+	if *allowWasm {
+		dir := ""
+		if o.CacheDir != "" {
+			dir = filepath.Join(o.CacheDir, "wasm")
+		}
+		wr, err := wasmfn.New(ctx, &wasmfn.Options{CacheDir: dir})
+		if err != nil {
+			return fmt.Errorf("--allow-alpha-wasm: %w", err)
+		}
+		defer wr.Close(context.WithoutCancel(ctx))
+		o.Wasm = wr
 	}
 	if *webhookSecretFile != "" {
 		secret, err := os.ReadFile(*webhookSecretFile)

@@ -89,6 +89,10 @@ type Options struct {
 	// not built in (see fnrunner.Client.Resolver); default none: such a
 	// step fails with fnruntime.NotFoundError.
 	FunctionRunner *fnrunner.Client
+	// Wasm, when set, runs the function images that are not built in and
+	// are kpt wasm images in-process (fnruntime.Options.Wasm; wasmfn),
+	// before FunctionRunner; default none.
+	Wasm fnruntime.WasmRuntime
 
 	// inProcessReplica lets tests run several managers in one process
 	// (controller names are otherwise unique per process).
@@ -181,7 +185,7 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
-	var resolver pipeline.Resolver = fnruntime.NewRegistry(nil)
+	var resolver pipeline.Resolver = fnruntime.NewRegistry(&fnruntime.Options{Wasm: o.Wasm})
 	if o.FunctionRunner != nil {
 		resolver = o.FunctionRunner.Resolver(resolver)
 	}

@@ -128,6 +128,7 @@ import (
 	"github.com/configasdata/cad/fnrunner"
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/fnruntime/stdfn"
+	"github.com/configasdata/cad/fnruntime/wasmfn"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/revision"
 )
@@ -181,6 +182,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		apiserver.DefaultGitPollInterval, clusterPollInterval))
 	maintain := fs.Duration("maintain-interval", apiserver.DefaultMaintainInterval, "time between two maintenance passes over the open git repositories (packing small packs, loose objects and idle loose refs, as git maintenance does); 0 turns the scheduled passes off, leaving the maintenance that writes run by themselves")
 	webhookSecretFile := fs.String("webhook-secret-file", "", "serve POST "+apiserver.WebhookPath+": a git server's push webhook (GitHub, Gitea, Forgejo, GitLab, Bitbucket) signed with the secret in this file makes the registered git repositories it names be read at once, so that --poll can be long")
+	allowWasm := fs.Bool("allow-alpha-wasm", false, "run the function images cad does not build in as WebAssembly in-process when they are kpt wasm images (fnruntime/wasmfn: no file system or network, memory and time bounded), before --function-runner")
 	retryHeld := fs.Duration("variant-retry-held", 0, "how long a PackageVariant or PackageVariantSet held by a sync that a bound refused or found invalid (status Stalled, reason LimitExceeded or InvalidSpec) stays skipped before one more sync is tried; 0 (the default) syncs it again only when its spec changes")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -201,9 +203,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		VariantRetryHeld:   *retryHeld,
 		MaintainInterval:   maintainInterval(*maintain),
 	}
-	var resolver pipeline.Resolver = fnruntime.NewRegistry(&fnruntime.Options{
-		StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory,
-	})
+	fnOpts := &fnruntime.Options{StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory}
+	if *allowWasm {
+		wr, err := wasmfn.New(ctx, &wasmfn.Options{CacheDir: filepath.Join(*dataDir, "cache", "wasm")})
+		if err != nil {
+			return fmt.Errorf("--allow-alpha-wasm: %w", err)
+		}
+		defer wr.Close(context.WithoutCancel(ctx))
+		fnOpts.Wasm = wr
+	}
+	var resolver pipeline.Resolver = fnruntime.NewRegistry(fnOpts)
 	if *functionRunner != "" {
 		rc, err := fnrunner.New(*functionRunner, &fnrunner.Options{CAFile: *functionRunnerCA})
 		if err != nil {

@@ -269,3 +269,17 @@ func TestWebhookSecretFlag(t *testing.T) {
 		}
 	}
 }
+
+// --allow-alpha-wasm starts the server with a wasm runtime (its compiled
+// modules kept under the data directory's cache).
+func TestAllowWasmFlag(t *testing.T) {
+	url := startRun(t, "--allow-alpha-wasm")
+	resp, err := http.Get(url + "/readyz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("readyz: %s", resp.Status)
+	}
+}
