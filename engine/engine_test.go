@@ -1084,3 +1084,68 @@ loop:
 		t.Fatalf("watch without Watcher: %v, want ErrNotSupported", err)
 	}
 }
+
+// brokenRepos is Repos with names that cannot be opened, as a registered
+// Repository refused by confinement or a remote that is down.
+type brokenRepos struct {
+	engine.Repos
+	broken []string
+}
+
+func (b brokenRepos) Names(ctx context.Context) ([]string, error) {
+	names, _ := b.Repos.Names(ctx)
+	return append(names, b.broken...), nil
+}
+
+func (b brokenRepos) Repository(ctx context.Context, name string) (repository.Repository, error) {
+	for _, n := range b.broken {
+		if n == name {
+			return nil, fmt.Errorf("%w: repository %q cannot be opened", repository.ErrInvalidInput, name)
+		}
+	}
+	return b.Repos.Repository(ctx, name)
+}
+
+// One repository that cannot be opened does not stall the deletes of the
+// others (issue 35: failures stay local), while a reference in a healthy
+// repository still refuses the delete.
+func TestDeleteLeavesOutBrokenRepositories(t *testing.T) {
+	ctx := context.Background()
+	up, down := memrepo.New("upstream", nil), memrepo.New("deployments", nil)
+	repos := brokenRepos{Repos: engine.Repos{"upstream": up, "deployments": down}, broken: []string{"etc"}}
+	e, err := engine.New(&engine.Options{Repositories: repos})
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish := func(pkg string) revision.Key {
+		key := revision.Key{Package: pkg, Workspace: "ws1"}
+		if _, err := e.Init(ctx, "upstream", key, engine.InitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Propose(ctx, "upstream", key); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := e.Approve(ctx, "upstream", key); err != nil {
+			t.Fatal(err)
+		}
+		return revision.Key{Package: pkg, Revision: 1}
+	}
+	free, used := publish("free"), publish("used")
+	src := used
+	src.Repository = "upstream"
+	if _, err := e.Clone(ctx, "deployments", revision.Key{Package: "copy", Workspace: "ws1"}, engine.CloneSource{Revision: &src}, engine.CloneOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []revision.Key{free, used} {
+		if _, err := e.ProposeDelete(ctx, "upstream", k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := e.Delete(ctx, "upstream", free); err != nil {
+		t.Fatalf("delete with a broken repository registered: %v", err)
+	}
+	var re *engine.ReferencedError
+	if err := e.Delete(ctx, "upstream", used); !errors.As(err, &re) {
+		t.Fatalf("delete of a cloned upstream with a broken repository registered: %v, want a *ReferencedError", err)
+	}
+}

@@ -236,8 +236,12 @@ func (e *Engine) ProposeDelete(ctx context.Context, repo string, key revision.Ke
 // Errors: repository.ErrImmutable for a Published revision not proposed
 // for deletion; a *ReferencedError (matching repository.ErrImmutable) when
 // it is referenced; repository.ErrNotFound; repository.ErrConflict when it
-// changed meanwhile. A failure to read any repository during the upstream
-// check refuses the delete with that error.
+// changed meanwhile. A repository that cannot be resolved or listed
+// during the upstream check (one whose registration is refused, a remote
+// that is down) is left out of it, and logged: as in Porch, whose check
+// sees only the repositories it could load, one broken repository does
+// not stall the deletes of every other; of a damaged repository the
+// revisions it could read count.
 func (e *Engine) Delete(ctx context.Context, repo string, key revision.Key, pre ...Precondition) error {
 	const op = "delete"
 	r, pr, err := e.get(ctx, op, repo, key, pre...)
@@ -312,21 +316,28 @@ func (e *Engine) referencedBy(ctx context.Context, target revision.Meta) ([]revi
 }
 
 // eachRevision calls fn with every revision but the placeholders of every
-// repository of the Engine's Repositories, and the repository's name. Its
-// errors are the first resolution or List that fails.
+// repository of the Engine's Repositories, and the repository's name. A
+// repository that cannot be resolved or listed is left out (logged); of a
+// damaged one, the revisions its List could read are passed. Its errors
+// are those of Names and ctx's.
 func (e *Engine) eachRevision(ctx context.Context, fn func(repo string, pr revision.PackageRevision)) error {
 	names, err := e.opts.Repositories.Names(ctx)
 	if err != nil {
 		return err
 	}
 	for _, name := range names {
-		r, err := e.opts.Repositories.Repository(ctx, name)
-		if err != nil {
+		if err := ctx.Err(); err != nil {
 			return err
 		}
-		revs, err := r.List(ctx, repository.ListOptions{})
+		r, err := e.opts.Repositories.Repository(ctx, name)
 		if err != nil {
-			return err
+			e.opts.Logger.WarnContext(ctx, "upstream check: repository left out, it cannot be opened", "repository", name, "err", err)
+			continue
+		}
+		revs, err := r.List(ctx, repository.ListOptions{})
+		if err != nil && repository.Damage(err) == nil {
+			e.opts.Logger.WarnContext(ctx, "upstream check: repository left out, it cannot be listed", "repository", name, "err", err)
+			continue
 		}
 		for _, pr := range revs {
 			if !pr.Meta().Key.IsPlaceholder() {
