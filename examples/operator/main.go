@@ -43,10 +43,11 @@
 //     proposed for deletion: it stays, marked for deletion, with Ready
 //     False saying why, and goes (with the revision) once spec.lifecycle
 //     is set to DeletionProposed. When the
-//     repository refuses the deletion (the revision is another's upstream,
-//     or a Repository of the namespace that must be checked is broken), the
-//     object stays, Terminating, with Ready False and reason DeleteFailed
-//     saying why, and a Warning Event; the deletion is retried.
+//     repository refuses the deletion (the revision is another's upstream),
+//     the object stays, Terminating, with Ready False and reason
+//     DeleteFailed saying why, and a Warning Event; the deletion is
+//     retried. A Repository of the namespace that does not open is left out
+//     of the upstream check: its failure shows in its own status only.
 //
 //   - PackageVariant (config.porch.kpt.dev/v1alpha1) and PackageVariantSet
 //     (v1alpha2): cad's variant package keeps each downstream a
