@@ -38,11 +38,15 @@ type CloneSource struct {
 // GitUpstream is a package in a git repository the Engine does not
 // manage, with its credentials; the type lives in the repository contract
 // so that fetchers need not import the engine.
+//
+// Deprecated: use repository.GitUpstream, the same type.
 type GitUpstream = repository.GitUpstream
 
 // UpstreamFetcher reads a package from a git upstream for Clone and
 // Upgrade (see repository.UpstreamFetcher); repository/gitrepo.Fetcher
 // implements it.
+//
+// Deprecated: use repository.UpstreamFetcher, the same type.
 type UpstreamFetcher = repository.UpstreamFetcher
 
 // URLer is an optional interface of Repositories: URL returns the git URL

@@ -15,6 +15,8 @@ import (
 // UpstreamLister lists the refs of a git repository the Engine does not
 // manage, for DiscoverGitUpgrades (see repository.UpstreamLister);
 // repository/gitrepo.Fetcher implements it.
+//
+// Deprecated: use repository.UpstreamLister, the same type.
 type UpstreamLister = repository.UpstreamLister
 
 // GitUpgradeCandidate is a downstream package whose latest published

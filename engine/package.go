@@ -20,8 +20,8 @@ type InitOptions struct {
 	Site        string
 	// NoKptfile creates a package without a Kptfile: only README.md. Every
 	// backend keeps such a package through its whole lifecycle; gitrepo
-	// registers it by the kpt: line of its commits (see the gitrepo
-	// package doc, "Layout"), so Porch, which lists only packages with a
+	// registers it by the kpt: line of its commits (see
+	// repository/gitrepo/DESIGN.md, "Layout"), so Porch, which lists only packages with a
 	// Kptfile, does not see it.
 	NoKptfile bool
 	// Metadata becomes the new draft's labels and annotations, written

@@ -18,8 +18,8 @@ import (
 
 // FormatError reports a repository format cad does not implement: a
 // core.repositoryformatversion other than 0 or 1, or an extensions.*
-// setting other than those cad reads and writes as git does (see the
-// package documentation, "Repository formats"). It matches
+// setting other than those cad reads and writes as git does (see
+// repository/gitrepo/DESIGN.md, "Repository formats"). It matches
 // repository.ErrNotSupported. Open returns it before it reads or writes
 // anything in the repository, so that cad never writes into a repository
 // git would then find damaged (a SHA-256 repository given SHA-1 objects)

@@ -131,7 +131,7 @@ type Options struct {
 	MaxPackageBytes int64
 	// NoAutoMaintain turns off the maintenance run that writes (and
 	// fetches into a mirror on disk) make when the repository needs it
-	// (see the package documentation, "Maintenance"), for a caller that
+	// (see repository/gitrepo/DESIGN.md, "Maintenance"), for a caller that
 	// schedules Repository.Maintain itself. Default: on.
 	NoAutoMaintain bool
 	// AutoMaintainPacks is the number of packs at which a write runs
@@ -194,8 +194,8 @@ func (o *Options) validate() error {
 	return nil
 }
 
-// Repository is a package repository in git, in Porch's layout (see the
-// package documentation). It is safe for concurrent use by many
+// Repository is a package repository in git, in Porch's layout (see
+// repository/gitrepo/DESIGN.md, "Layout"). It is safe for concurrent use by many
 // goroutines, and many Repositories in many processes may share one
 // repository: every write is a compare-and-swap of the refs it changes.
 type Repository struct {

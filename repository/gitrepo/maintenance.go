@@ -20,7 +20,7 @@ import (
 	"github.com/configasdata/cad/revision"
 )
 
-// Maintenance of a repository on disk: see the package documentation,
+// Maintenance of a repository on disk: see repository/gitrepo/DESIGN.md,
 // "Maintenance".
 
 // Defaults of the automatic maintenance (Options.AutoMaintainPacks and
@@ -87,7 +87,7 @@ type MaintainStats struct {
 }
 
 // Maintain packs the repository's objects and refs, as git maintenance
-// and git repack --geometric do (see the package documentation,
+// and git repack --geometric do (see repository/gitrepo/DESIGN.md,
 // "Maintenance"): small packs and the loose objects are merged into one
 // new pack so that the packs stay few (a geometric progression of their
 // sizes, or one pack with opts.Full), and loose tags are moved into

@@ -205,7 +205,7 @@ func (v *view) lookup(h plumbing.Hash, name string) (gitobj.TreeEntry, bool, err
 // packageTree returns the tree of the package at full in commit c, and
 // false when there is no package there: no directory, or a directory
 // with neither a Kptfile nor a cad package file that is not registered
-// either (registered: a ref's kpt: annotation names full; see doc.go).
+// either (registered: a ref's kpt: annotation names full; see DESIGN.md, "Layout").
 func (v *view) packageTree(c *gitobj.CommitInfo, full string, registered bool) (plumbing.Hash, bool, error) {
 	h, known := v.knownSubtree(c.Tree, full)
 	if !known {

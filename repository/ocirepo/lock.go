@@ -65,7 +65,7 @@ func stripeOf(pkg string) int {
 }
 
 // lock takes the write lock of pkg: first in this process, then in the
-// registry by the claim protocol of the package documentation. It fails
+// registry by the claim protocol of DESIGN.md, "Concurrency". It fails
 // with ErrConflict when another writer holds the lock past LockTimeout.
 func (r *Repository) lock(ctx context.Context, op string, key revision.Key, repo name.Repository) (*lease, error) {
 	stripe := r.locks[stripeOf(key.Package)]

@@ -103,7 +103,7 @@ func (r *Repository) writeMetadata(ctx context.Context, l *lease, op string, key
 
 // SetMetadata replaces the labels and annotations of the revision key
 // selects. They are kept in the manifest of the tag meta.<workspace> of
-// the package's image repository (see the package documentation), written
+// the package's image repository (see DESIGN.md, "Layout"), written
 // under the package lock. See repository.MetadataWriter. Errors:
 // ErrNotFound, ErrInvalidInput, ErrConflict for a stale opts.Version or a
 // lock held too long, ErrClosed, ErrUnavailable.

@@ -92,8 +92,8 @@ type Options struct {
 	// PollInterval is how often Watch lists the registry; default
 	// DefaultPollInterval.
 	PollInterval time.Duration
-	// LockTTL is the lease of a package write lock (see the package
-	// documentation): a lock older than this is considered abandoned.
+	// LockTTL is the lease of a package write lock (see
+	// repository/ocirepo/DESIGN.md, "Concurrency"): a lock older than this is considered abandoned.
 	// Default DefaultLockTTL.
 	LockTTL time.Duration
 	// LockTimeout bounds how long a write waits for another process's
@@ -160,7 +160,8 @@ func (d discardHandler) WithGroup(string) slog.Handler           { return d }
 // Repository is a package repository in an OCI registry. It is safe for
 // concurrent use by many goroutines, and any number of Repository values,
 // in this or other processes, may share one registry (see the package
-// documentation for what is guaranteed).
+// documentation, and repository/ocirepo/DESIGN.md, "Concurrency", for
+// what is guaranteed).
 type Repository struct {
 	name     string
 	spec     repository.Spec

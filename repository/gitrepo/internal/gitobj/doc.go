@@ -137,8 +137,8 @@
 // after the first blank line; other headers are skipped, and a commit it
 // cannot read is left to go-git. [Annotations] parses the kpt: lines
 // Porch appends to messages ("kpt:" and the JSON of an [Annotation]),
-// skipping those that do not parse; package gitrepo's doc says what they
-// mean.
+// skipping those that do not parse; repository/gitrepo/DESIGN.md,
+// "Layout", says what they mean.
 //
 // # Loose objects
 //
