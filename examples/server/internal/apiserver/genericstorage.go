@@ -380,6 +380,16 @@ func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest
 	if err != nil {
 		return nil, false, err
 	}
+	if rs.def.gr == grPackageRevisions {
+		// As Porch: no unconditional update of a package revision (a
+		// patch or an apply carries the current resourceVersion).
+		if m, err := meta.Accessor(obj); err == nil && m.GetResourceVersion() == "" {
+			e := errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name,
+				"metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")
+			e.status.Message = porchapi.ResourceVersionRequiredMessage
+			return nil, false, rs.finish(ctx, rq, e)
+		}
+	}
 	if updateValidation != nil {
 		if err := updateValidation(ctx, obj, old); err != nil {
 			return nil, false, err

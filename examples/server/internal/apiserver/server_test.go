@@ -104,7 +104,9 @@ func TestStatusCodes(t *testing.T) {
 		{"publish by update", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws"},"spec":{"lifecycle":"Published"}}`), 422, metav1.StatusReasonInvalid},
 		{"approve a draft", "PUT", prPath + "/default.p.ws/approval", "application/json", []byte(`{"metadata":{"name":"default.p.ws"},"spec":{"lifecycle":"Published"}}`), 422, metav1.StatusReasonInvalid},
 		{"immutable package name", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws"},"spec":{"packageName":"other"}}`), 422, metav1.StatusReasonInvalid},
-		{"set latest label", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws","labels":{"kpt.dev/latest-revision":"true"}}}`), 403, metav1.StatusReasonForbidden},
+		{"set latest label", "PUT", prPath + "/default.p.ws", "application/json", []byte(fmt.Sprintf(`{"metadata":{"name":"default.p.ws","resourceVersion":%q,"labels":{"kpt.dev/latest-revision":"true"}}}`, created.ResourceVersion)), 403, metav1.StatusReasonForbidden},
+		// As Porch: no unconditional update of a package revision.
+		{"update without resourceVersion", "PUT", prPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws","labels":{"a":"b"}}}`), 422, metav1.StatusReasonInvalid},
 		{"prr without resourceVersion", "PUT", prrPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws"},"spec":{"resources":{"Kptfile":"x"}}}`), 422, metav1.StatusReasonInvalid},
 		{"prr stale", "PUT", prrPath + "/default.p.ws", "application/json", []byte(`{"metadata":{"name":"default.p.ws","resourceVersion":"stale"},"spec":{"resources":{"Kptfile":"x"}}}`), 409, metav1.StatusReasonConflict},
 		{"prr bad path", "PUT", prrPath + "/default.p.ws", "application/json", []byte(fmt.Sprintf(`{"metadata":{"name":"default.p.ws","resourceVersion":%q},"spec":{"resources":{"../x":"x"}}}`, created.ResourceVersion)), 422, metav1.StatusReasonInvalid},
