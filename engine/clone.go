@@ -28,7 +28,7 @@ type CloneSource struct {
 	Revision *revision.Key
 	// Git is a package in a git repository the Engine does not manage,
 	// read with CloneOptions.Fetcher.
-	Git *GitUpstream
+	Git *repository.GitUpstream
 	// Helm is a Helm chart, rendered with CloneOptions.Charts: the
 	// package holds the rendered resources, and its upstream and lock
 	// record the chart, version and values (type helm).
@@ -69,7 +69,7 @@ type Deployer interface {
 // CloneOptions configure Clone.
 type CloneOptions struct {
 	// Fetcher reads a CloneSource.Git upstream; required for one.
-	Fetcher UpstreamFetcher
+	Fetcher repository.UpstreamFetcher
 	// Charts renders a CloneSource.Helm upstream; required for one.
 	Charts ChartRenderer
 	// ForDeployment generates package-context.yaml, as kpt pkg get
@@ -272,7 +272,7 @@ func (e *Engine) fetchRevision(ctx context.Context, op string, src revision.Key)
 }
 
 // fetchGit reads up with f and returns the origin that names it.
-func fetchGit(ctx context.Context, op string, key revision.Key, up GitUpstream, f UpstreamFetcher) (revision.Files, origin, error) {
+func fetchGit(ctx context.Context, op string, key revision.Key, up repository.GitUpstream, f repository.UpstreamFetcher) (revision.Files, origin, error) {
 	switch {
 	case f == nil:
 		return revision.Files{}, origin{}, invalid(op, key, "cloning from a git upstream needs CloneOptions.Fetcher")

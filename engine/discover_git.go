@@ -28,7 +28,7 @@ type GitUpgradeCandidate struct {
 	Downstream revision.Key
 	// Upstream is the upstream as its lock records it: repo, directory and
 	// ref; Commit is the locked commit.
-	Upstream GitUpstream
+	Upstream repository.GitUpstream
 	Commit   string
 	// Newer lists the refs to upgrade to, oldest first: for a locked ref
 	// "<directory>/v<N>" or "v<N>", the tags of the same form with a
@@ -50,7 +50,7 @@ type GitUpgradeCandidate struct {
 // Errors: repository.ErrInvalidInput without a lister;
 // repository.ErrNotFound for an unknown repository name in repos; a
 // repository's List or read error; the lister's error.
-func (e *Engine) DiscoverGitUpgrades(ctx context.Context, repos []string, lister UpstreamLister) ([]GitUpgradeCandidate, error) {
+func (e *Engine) DiscoverGitUpgrades(ctx context.Context, repos []string, lister repository.UpstreamLister) ([]GitUpgradeCandidate, error) {
 	const op = "discover git upgrades"
 	if lister == nil {
 		return nil, invalid(op, revision.Key{}, "an UpstreamLister is required")
@@ -79,14 +79,14 @@ func (e *Engine) DiscoverGitUpgrades(ctx context.Context, repos []string, lister
 		refs, ok := listed[l.Repo]
 		if !ok {
 			var err error
-			if refs, err = lister.Refs(ctx, GitUpstream{Repo: l.Repo}); err != nil {
+			if refs, err = lister.Refs(ctx, repository.GitUpstream{Repo: l.Repo}); err != nil {
 				return wrap(op, k, err)
 			}
 			listed[l.Repo] = refs
 		}
 		out = append(out, GitUpgradeCandidate{
 			Downstream: k,
-			Upstream:   GitUpstream{Repo: l.Repo, Directory: l.Directory, Ref: l.Ref},
+			Upstream:   repository.GitUpstream{Repo: l.Repo, Directory: l.Directory, Ref: l.Ref},
 			Commit:     l.Commit,
 			Newer:      newerRefs(refs, l.Directory, l.Ref, l.Commit),
 		})

@@ -8,6 +8,7 @@ import (
 	"github.com/configasdata/cad/internal/update"
 	"github.com/configasdata/cad/internal/upstreamid"
 	"github.com/configasdata/cad/internal/yamlmemo"
+	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -32,7 +33,7 @@ type Ref struct {
 	// manage (as in CloneSource), read with UpgradeOptions.Fetcher;
 	// Repository and Key are unused then. It is how a package cloned from
 	// a plain git URL is upgraded (see [Engine.DiscoverGitUpgrades]).
-	Git *GitUpstream
+	Git *repository.GitUpstream
 	// Helm, when set, is a Helm chart rendered with UpgradeOptions.Charts
 	// (as in CloneSource); Repository and Key are unused then. It is how
 	// a package cloned from a chart moves to another chart version or
@@ -321,7 +322,7 @@ type UpgradeOptions struct {
 	// committed (see [Mutation]).
 	Mutate Mutation
 	// Fetcher reads the upstreams given as Ref.Git; required for them.
-	Fetcher UpstreamFetcher
+	Fetcher repository.UpstreamFetcher
 	// Charts renders the upstreams given as Ref.Helm; required for them.
 	Charts ChartRenderer
 }

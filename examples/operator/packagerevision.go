@@ -352,7 +352,7 @@ func (r *prReconciler) applySource(ctx context.Context, e *engine.Engine, pr *po
 			if err := r.repos.roots.CheckGitURL(up.Git.Repo); err != nil {
 				return nil, permanent{fmt.Errorf("cloneFrom.git.repo: %w", err)}
 			}
-			g := &engine.GitUpstream{Repo: up.Git.Repo, Directory: up.Git.Directory, Ref: up.Git.Ref}
+			g := &repository.GitUpstream{Repo: up.Git.Repo, Directory: up.Git.Directory, Ref: up.Git.Ref}
 			f := &gitrepo.Fetcher{}
 			if up.Git.SecretRef != nil && up.Git.SecretRef.Name != "" {
 				sec, err := r.repos.secret(ctx, pr.Namespace, up.Git.SecretRef.Name)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/pipeline"
+	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -296,8 +297,8 @@ func InitOptions(s *PackageInitTaskSpec, md revision.Metadata) engine.InitOption
 }
 
 // GitUpstream returns the engine's git upstream for g, without credentials.
-func GitUpstream(g *GitPackage) engine.GitUpstream {
-	return engine.GitUpstream{Repo: g.Repo, Directory: g.Directory, Ref: g.Ref}
+func GitUpstream(g *GitPackage) repository.GitUpstream {
+	return repository.GitUpstream{Repo: g.Repo, Directory: g.Directory, Ref: g.Ref}
 }
 
 // FromFiles returns the PackageRevisionResources object of the revision with
