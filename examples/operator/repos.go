@@ -201,6 +201,7 @@ func (s *repoSet) forget(ns, name string) {
 	s.mu.Lock()
 	o, ok := s.open[nn]
 	delete(s.open, nn)
+	delete(s.lastPush, nn)
 	s.mu.Unlock()
 	if ok {
 		_ = o.repo.Close()

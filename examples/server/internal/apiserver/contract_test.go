@@ -146,6 +146,11 @@ func TestDryRunEveryVerb(t *testing.T) {
 	// discarded.
 	assert.Contains(t, k.ok(kubectlInitPR, "create", "--dry-run=server", "-f", "-"), "(server dry run)")
 	assert.Contains(t, k.fails("", "get", "packagerevision", "default.basens.ws1"), "NotFound")
+	// A server-side apply that would create it (the update's dry run
+	// hands the create its own batch).
+	named := strings.Replace(kubectlInitPR, "metadata:\n", "metadata:\n  name: default.basens.ws1\n", 1)
+	assert.Contains(t, k.ok(named, "apply", "--server-side", "--dry-run=server", "-f", "-"), "(server dry run)")
+	assert.Contains(t, k.fails("", "get", "packagerevision", "default.basens.ws1"), "NotFound")
 	k.ok(kubectlInitPR, "create", "-f", "-")
 	prRV := k.ok("", "get", "packagerevision", "default.basens.ws1", "-o", "jsonpath={.metadata.resourceVersion}")
 	k.ok("", "patch", "packagerevision", "default.basens.ws1", "--dry-run=server", "--type=merge", "-p", `{"spec":{"lifecycle":"Proposed"}}`)

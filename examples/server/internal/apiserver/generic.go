@@ -8,6 +8,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,8 +80,9 @@ func must(err error) {
 	}
 }
 
-// genericHandler builds the generic API server over the server's
-// resources and returns it, prepared: its handler serves every path.
+// genericServer builds the generic API server over the server's
+// resources (each resourceDef's storage, installed by group) and returns
+// it; New prepares it and serves its handler.
 func (s *Server) genericServer() (*genericapiserver.GenericAPIServer, error) {
 	sc, codecs := newScheme()
 	defs := s.resourceDefs()
@@ -200,8 +202,10 @@ func (s *Server) authenticateGeneric(r *http.Request) (*authenticator.Response, 
 		}
 		return nil, false, nil
 	}
-	extra := map[string][]string{}
-	return &authenticator.Response{User: &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: append(u.Groups, user.AllAuthenticated), Extra: extra}}, true, nil
+	// A new slice: u.Groups may share its array with the token file's
+	// user, which every request of that user reads.
+	groups := append(slices.Clip(u.Groups), user.AllAuthenticated)
+	return &authenticator.Response{User: &user.DefaultInfo{Name: u.Name, UID: u.UID, Groups: groups}}, true, nil
 }
 
 // cadUser is the server's User of an authenticated request's user.
@@ -233,7 +237,7 @@ func (s *Server) withCadUser(h http.Handler) http.Handler {
 
 // authorizeGeneric decides a request: public paths and, without
 // authentication, everything is allowed; discovery and OpenAPI need a
-// role; resource requests need the roles authorizeRoles names, or the
+// role; resource requests need one of the roles rolesFor names, or the
 // answer of Options.Authorizer.
 func (s *Server) authorizeGeneric(ctx context.Context, a authorizer.Attributes) (authorizer.Decision, string, error) {
 	if !s.authEnabled() {
@@ -311,11 +315,11 @@ func rolesFor(verb, resource, sub string) []Role {
 	return []Role{RoleAdmin}
 }
 
-// syntheticRequest is the *http.Request a resourceImpl sees: the
-// context and the query parameters it reads.
-func syntheticRequest(ctx context.Context, q url.Values) *http.Request {
-	r := (&http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/", RawQuery: q.Encode()}, Header: http.Header{}}).WithContext(ctx)
-	return r
+// syntheticRequest is the *http.Request a resourceImpl sees behind the
+// generic server: the call's context, no query parameters (the generic
+// server has applied them) and no headers.
+func syntheticRequest(ctx context.Context) *http.Request {
+	return (&http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/"}, Header: http.Header{}}).WithContext(ctx)
 }
 
 // yamlMediaTypes are the media types of request bodies written in YAML.

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,8 +65,9 @@ func newResourceStorage(s *Server, d *resourceDef, sc *runtime.Scheme) rest.Stor
 	return &readUpdateStorage{rs}
 }
 
-// readUpdateStorage serves get, list, watch (when the resource has it) and
-// update of a resource that is neither created nor deleted by clients.
+// readUpdateStorage serves get, list and update (and so patch) of a
+// resource that clients neither create, delete nor watch
+// (packagerevisionresources).
 type readUpdateStorage struct{ rs *resourceStorage }
 
 func (r *readUpdateStorage) New() runtime.Object   { return r.rs.New() }
@@ -113,13 +114,13 @@ func (rs *resourceStorage) GroupVersionKind(schema.GroupVersion) schema.GroupVer
 }
 
 // request builds the resourceImpl's request of a call.
-func (rs *resourceStorage) request(ctx context.Context, name string, q url.Values) *request {
+func (rs *resourceStorage) request(ctx context.Context, name string) *request {
 	ns, _ := genericapirequest.NamespaceFrom(ctx)
 	if !rs.def.namespaced {
 		// A request for namespaces/NAME carries NAME as its namespace.
 		ns = ""
 	}
-	return &request{r: syntheticRequest(ctx, q), def: rs.def, ns: ns, name: name}
+	return &request{r: syntheticRequest(ctx), def: rs.def, ns: ns, name: name}
 }
 
 // finish sends the request's warnings and turns the impl's error into
@@ -172,7 +173,7 @@ func (rs *resourceStorage) body(obj runtime.Object) ([]byte, error) {
 }
 
 func (rs *resourceStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	rq := rs.request(ctx, name, nil)
+	rq := rs.request(ctx, name)
 	obj, err := rs.def.impl.get(ctx, rq)
 	if err = rs.finish(ctx, rq, err); err != nil {
 		return nil, err
@@ -216,7 +217,7 @@ func (rs *resourceStorage) checkSelector(lo *listOptions) error {
 }
 
 func (rs *resourceStorage) List(ctx context.Context, o *metainternalversion.ListOptions) (runtime.Object, error) {
-	rq := rs.request(ctx, "", nil)
+	rq := rs.request(ctx, "")
 	lo := listOptionsOf(o)
 	if err := rs.checkSelector(lo); err != nil {
 		return nil, err
@@ -320,7 +321,7 @@ func (rs *resourceStorage) Create(ctx context.Context, obj runtime.Object, creat
 	if err != nil {
 		return nil, err
 	}
-	rq := rs.request(ctx, m.GetName(), nil)
+	rq := rs.request(ctx, m.GetName())
 	rq.dryRun = o != nil && dryRun(o.DryRun)
 	body, err := rs.body(obj)
 	if err != nil {
@@ -348,8 +349,9 @@ func (rs *resourceStorage) Create(ctx context.Context, obj runtime.Object, creat
 }
 
 func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, o *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	rq := rs.request(ctx, name, nil)
+	rq := rs.request(ctx, name)
 	rq.dryRun = o != nil && dryRun(o.DryRun)
+	callCtx := ctx // Create takes its own dry run's batch
 	if rq.dryRun {
 		dctx, end, err := rs.dryRunContext(ctx, rq.ns, repositoryOfName(name))
 		if err != nil {
@@ -371,7 +373,7 @@ func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest
 		if err != nil {
 			return nil, false, err
 		}
-		out, err := rs.Create(ctx, obj, createValidation, &metav1.CreateOptions{DryRun: optsDryRun(o)})
+		out, err := rs.Create(callCtx, obj, createValidation, &metav1.CreateOptions{DryRun: optsDryRun(o)})
 		return out, err == nil, err
 	default:
 		return nil, false, rs.finish(ctx, rq, err)
@@ -415,7 +417,7 @@ func optsDryRun(o *metav1.UpdateOptions) []string {
 }
 
 func (rs *resourceStorage) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, o *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	rq := rs.request(ctx, name, nil)
+	rq := rs.request(ctx, name)
 	if o == nil {
 		o = &metav1.DeleteOptions{}
 	}
@@ -459,7 +461,7 @@ func (rs *resourceStorage) Delete(ctx context.Context, name string, deleteValida
 }
 
 func (rs *resourceStorage) Watch(ctx context.Context, o *metainternalversion.ListOptions) (watch.Interface, error) {
-	rq := rs.request(ctx, "", nil)
+	rq := rs.request(ctx, "")
 	lo := listOptionsOf(o)
 	if err := rs.checkSelector(lo); err != nil {
 		return nil, err
@@ -553,7 +555,7 @@ type subresourceStorage struct {
 func newSubresourceStorage(s *Server, d *resourceDef, name string, sd subresourceDef, sc *runtime.Scheme) rest.Storage {
 	rs := &resourceStorage{s: s, def: d, scheme: sc, gvk: schema.GroupVersionKind{Group: d.gr.group, Version: d.version, Kind: d.kind}}
 	ss := &subresourceStorage{rs: rs, sub: name, sd: sd}
-	if hasVerb(&resourceDef{verbs: sd.verbs}, "update") {
+	if slices.Contains(sd.verbs, "update") {
 		return ss
 	}
 	return &subresourceConnecter{ss}
@@ -591,7 +593,7 @@ func (ss *subresourceStorage) New() runtime.Object { return ss.rs.New() }
 func (ss *subresourceStorage) Destroy()            {}
 
 func (ss *subresourceStorage) request(ctx context.Context, name string) *request {
-	rq := ss.rs.request(ctx, name, nil)
+	rq := ss.rs.request(ctx, name)
 	rq.sub = ss.sub
 	return rq
 }
