@@ -50,6 +50,7 @@ func TestConformanceMemory(t *testing.T) {
 			}
 			return string(name)
 		},
+		NoBatch: true, // a repository in memory does not batch
 	})
 }
 
@@ -91,6 +92,7 @@ func TestConformanceHTTP(t *testing.T) {
 			return mustOpen(t, gitSpec(urls[r]), nil)
 		},
 		Concurrency: 4,
+		NoBatch:     true, // a remote does not batch
 	})
 }
 

@@ -60,13 +60,13 @@ func ageRepo(t testing.TB, r *gitrepo.Repository, tag string, singles, batches i
 		publishNewTB(t, r, key)
 	}
 	for i := range batches {
-		bctx, b, err := r.BeginBatch(ctx)
+		b, err := r.BeginBatch(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for j := range 2 {
 			key := revision.Key{Package: fmt.Sprintf("batch/%s%d-%d", tag, i, j), Workspace: "w"}
-			if err := writeDraft(bctx, r, key, fmt.Sprintf("b%d", i), true); err != nil {
+			if err := writeDraft(ctx, b, key, fmt.Sprintf("b%d", i), true); err != nil {
 				t.Fatal(err)
 			}
 		}

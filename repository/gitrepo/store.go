@@ -294,8 +294,8 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 		}
 		return r.readFetched(ctx, asked, refs, fn)
 	}
-	if b := r.batchOf(ctx); b != nil {
-		return r.readBatch(ctx, b, fn)
+	if r.bt != nil {
+		return r.readBatch(ctx, fn)
 	}
 	defer r.st.idx.Flush()
 	return r.st.read(ctx, func() error { return fn(r.newView()) })
