@@ -19,9 +19,10 @@
 // explicit value (as database/sql's *Tx): a Repository whose writes are
 // held until its Commit writes them all at once, or its Discard drops
 // them; its helper [BeginBatch] returns ErrNotSupported for a backend
-// that cannot batch, and never pretends to. [Maintainer] runs the upkeep a backend's storage wants
-// (gitrepo packs objects and refs) for callers that schedule it; its
-// helper [Maintain] returns ErrNotSupported for backends without it.
+// that cannot batch, and never pretends to. [Maintainer] runs the upkeep
+// a backend's storage wants (gitrepo packs objects and refs) for callers
+// that schedule it; its helper [Maintain] returns ErrNotSupported for
+// backends without it.
 //
 // A package needs no Kptfile: a backend stores any non-empty set of files.
 // Where a backend discovers packages by scanning (the git branch), a
