@@ -20,8 +20,9 @@
 # (pipeline.BlueprintAnnotation, api/porch/v1alpha1.PackageRevisionSpec.Foo,
 # cad.Open for the root package, "package repository/foo" for a removed
 # package). That text must appear, anywhere, in the lines of the
-# "### Breaking" subsection of "## Unreleased". The script prints the names
-# it misses.
+# "### Breaking" subsection of "## Unreleased" (or of a release entry still
+# in preparation, "## vX.Y.Z (in preparation...)"). The script prints the
+# names it misses.
 #
 # Usage: scripts/apicheck.sh [repository root]   (default: this script's)
 # Environment: APIDIFF, an apidiff binary to use instead of installing the
@@ -43,9 +44,10 @@ if [ -z "$release" ]; then
 	exit 0
 fi
 
-# The Unreleased section's Breaking lines.
+# The Breaking lines of the Unreleased section and of a release in
+# preparation (its entries were Unreleased's).
 breaking=$(awk '
-	/^## / { in_unreleased = ($2 == "Unreleased"); in_breaking = 0; next }
+	/^## / { in_unreleased = ($2 == "Unreleased" || $0 ~ /^## v[0-9]+\.[0-9]+\.[0-9]+ \(in preparation/); in_breaking = 0; next }
 	in_unreleased && /^### / { in_breaking = ($2 == "Breaking"); next }
 	in_unreleased && in_breaking { print }
 ' CHANGELOG.md)

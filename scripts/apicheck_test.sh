@@ -4,7 +4,8 @@
 # release yet passes; after the release, removing exported names without a
 # CHANGELOG entry fails and names each of them, and passes once they are
 # recorded; a fresh clone without tags finds the baseline from the
-# CHANGELOG; a tag wins over the CHANGELOG. Run by .ci/run; about 30 s.
+# CHANGELOG; a tag wins over the CHANGELOG; scripts/release.sh makes the
+# release commit and the tags. Run by .ci/run; about 15 s.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 check=$here/apicheck.sh
@@ -47,9 +48,10 @@ run() { # run DIR: the check's output in $out, its status in $rc
 run "$repo"
 if [ $rc -eq 0 ] && grep -q "no baseline" <<<"$out"; then ok "no release (a heading with a note is none): passes, saying there is no baseline"; else bad "no release: rc=$rc: $out"; fi
 
-printf "$unreleased"'## v0.1.0\n\nThe first release: the commit adding this entry.\n' >CHANGELOG.md
-git add -A && git commit -q -m "release v0.1.0"
+# The release commit, without tags (a clone of a repository with tags has them).
+bash "$here/release.sh" v0.1.0 --no-tag "$repo" >/dev/null
 release=$(git rev-parse HEAD)
+if [ "$(git log -1 --format=%s)" = "Release v0.1.0" ] && grep -qx '## v0.1.0' CHANGELOG.md; then ok "release.sh completes the heading in its own commit"; else bad "release.sh: $(git log -1 --format=%s)"; fi
 
 run "$repo"
 if [ $rc -eq 0 ] && grep -q "unchanged since v0.1.0" <<<"$out"; then ok "at the release: passes"; else bad "at the release: rc=$rc: $out"; fi
@@ -88,6 +90,28 @@ git tag v0.1.0 HEAD
 git tag sub/v0.1.0 HEAD
 run "$repo"
 if [ $rc -eq 0 ] && grep -q "tag v0.1.0" <<<"$out"; then ok "tags v0.1.0 and sub/v0.1.0 are the baseline when present"; else bad "tags: rc=$rc: $out"; fi
+
+# release.sh tags every module; the tags are then the baseline.
+git tag -d v0.1.0 sub/v0.1.0 >/dev/null
+printf '# Changelog\n\n## Unreleased\n\n### Breaking\n\n## v0.2.0 (in preparation)\n\n### Breaking\n\n- `lib.Gone`, `pkg.T.B`, `sub.S`: removed.\n\n## v0.1.0\n\nThe first release.\n' >CHANGELOG.md
+git commit -q -am "prepare v0.2.0"
+run "$repo"
+if [ $rc -eq 0 ] && grep -q "recorded: sub.S" <<<"$out"; then ok "entries moved from Unreleased to the release in preparation still count"; else bad "in preparation: rc=$rc: $out"; fi
+set +e
+out=$(bash "$here/release.sh" v0.2.0 "$repo" 2>&1)
+rc=$?
+set -e
+if [ $rc -eq 0 ] && [ "$(git cat-file -t v0.2.0)" = tag ] && [ "$(git cat-file -t sub/v0.2.0)" = tag ] &&
+	[ "$(git rev-parse 'v0.2.0^{commit}')" = "$(git rev-parse HEAD)" ] && grep -q "unchanged since v0.2.0 (.*tag v0.2.0)" <<<"$out"; then
+	ok "release.sh v0.2.0: annotated tags v0.2.0 and sub/v0.2.0 on the release commit, the new baseline"
+else
+	bad "release.sh v0.2.0: rc=$rc: $out"
+fi
+set +e
+out=$(bash "$here/release.sh" v0.3.0 "$repo" 2>&1)
+rc=$?
+set -e
+if [ $rc -ne 0 ] && grep -q "no \"## v0.3.0 (in preparation" <<<"$out"; then ok "release.sh refuses a version with no entry in preparation"; else bad "release.sh v0.3.0: rc=$rc: $out"; fi
 
 echo "apicheck_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
