@@ -89,7 +89,14 @@ missing=()
 status=0
 for m in $modules; do
 	modpath=$(cd "$m" && GOWORK=off go list -m)
-	if [ "$m" = . ]; then prefix=""; name=$(basename "$modpath"); pathspec=(. "${others[@]}"); else prefix="$m/"; name=$m; pathspec=("$m"); fi
+	# The files an API comes from: the module's Go files and its go.mod.
+	if [ "$m" = . ]; then
+		prefix="" name=$(basename "$modpath")
+		pathspec=(':(glob)**/*.go' go.mod "${others[@]}")
+	else
+		prefix="$m/" name=$m
+		pathspec=(":(glob)$m/**/*.go" "$m/go.mod")
+	fi
 	tag="$prefix$release"
 	if git rev-parse -q --verify "refs/tags/$tag^{commit}" >/dev/null; then
 		base=$(git rev-parse "refs/tags/$tag^{commit}")

@@ -5,7 +5,8 @@
 # CHANGELOG entry fails and names each of them, and passes once they are
 # recorded; a fresh clone without tags finds the baseline from the
 # CHANGELOG; a tag wins over the CHANGELOG; scripts/release.sh makes the
-# release commit and the tags. Run by .ci/run; about 15 s.
+# release commit and the tags. Then the same on a clone of this repository
+# with a constant of the api module changed. Run by .ci/run; about 40 s.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 check=$here/apicheck.sh
@@ -112,6 +113,28 @@ out=$(bash "$here/release.sh" v0.3.0 "$repo" 2>&1)
 rc=$?
 set -e
 if [ $rc -ne 0 ] && grep -q "no \"## v0.3.0 (in preparation" <<<"$out"; then ok "release.sh refuses a version with no entry in preparation"; else bad "release.sh v0.3.0: rc=$rc: $out"; fi
+
+# The same on a clone of this repository (its go.work, the root module
+# named cad, examples with only main packages): a release made in the
+# clone, then a constant of the api module changed (about 20 s: only the
+# api module differs from the release).
+real=$tmp/real
+git clone -q "$here/.." "$real"
+cd "$real"
+git config user.email test@example.com
+git config user.name test
+awk 'done == 0 && /^## v[0-9]/ { print "## v9.9.9\n\nA test release.\n"; done = 1 } { print }' CHANGELOG.md >"$tmp/cl" && mv "$tmp/cl" CHANGELOG.md
+git commit -q -am "test release v9.9.9"
+sed -i 's|^\(\tGroupName = \)"porch.kpt.dev"|\1"porch.example.com"|; s|^const GroupName = "porch.kpt.dev"|const GroupName = "porch.example.com"|' api/porch/v1alpha1/register.go
+run "$real"
+if [ $rc -ne 0 ] && grep -q "NOT RECORDED: api/porch/v1alpha1.GroupName " <<<"$out" && grep -q "examples: only main and internal packages" <<<"$out"; then
+	ok "this repository: a changed constant of the api module without an entry fails"
+else
+	bad "this repository, unrecorded: rc=$rc: $out"
+fi
+awk '{ print } /^### Breaking/ && done == 0 { print "\n- `api/porch/v1alpha1.GroupName`: test."; done = 1 }' CHANGELOG.md >"$tmp/cl" && mv "$tmp/cl" CHANGELOG.md
+run "$real"
+if [ $rc -eq 0 ] && grep -q "recorded: api/porch/v1alpha1.GroupName" <<<"$out"; then ok "this repository: with the entry it passes"; else bad "this repository, recorded: rc=$rc: $out"; fi
 
 echo "apicheck_test: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
