@@ -67,23 +67,34 @@ type batch struct {
 
 // BeginBatch starts a write batch (see repository.Batch): the writes
 // made through it are held in memory, seen by the reads made through it,
-// and written by its Commit as one pack and one ref transaction. The
+// and written by its Commit: on local disk as one pack and one ref
+// transaction, to a remote as one atomic push (remotebatch.go). The
 // batch offers the repository's reads and writes, SetMetadata, Adopt,
 // Range, Location and Spec; not Watch, Version nor maintenance. Errors
 // are *repository.Error matching repository.ErrNotSupported for a
-// repository in memory or a remote, ErrClosed, or wrapping ctx's error.
+// repository in memory or a remote that does not take atomic pushes,
+// ErrUnavailable when the remote cannot be reached, ErrClosed, or
+// wrapping ctx's error.
 func (r *Repository) BeginBatch(ctx context.Context) (repository.Batch, error) {
 	const op = "begin batch"
 	if err := r.enter(ctx, op, revision.Key{}); err != nil {
 		return nil, err
 	}
-	if r.st.fsrefs == nil || r.remote != nil {
-		return nil, r.errorf(op, revision.Key{}, repository.ErrNotSupported, "only a repository on local disk batches its writes")
+	if r.remote != nil {
+		return r.beginRemoteBatch(ctx) // remotebatch.go
 	}
+	if r.st.fsrefs == nil {
+		return nil, r.errorf(op, revision.Key{}, repository.ErrNotSupported, "a repository in memory does not batch its writes")
+	}
+	return r.newBatch(), nil
+}
+
+// newBatch returns a new batch of r.
+func (r *Repository) newBatch() *batchRepo {
 	b := &batch{refs: map[plumbing.ReferenceName]plumbing.Hash{}, base: map[plumbing.ReferenceName]plumbing.Hash{},
 		objs: map[plumbing.Hash]gitobj.PackObject{}, stored: map[plumbing.Hash]bool{}, reads: newReadSet()}
 	b.r = &Repository{core: r.core, bt: b}
-	return &batchRepo{r: b.r}, nil
+	return &batchRepo{r: b.r}
 }
 
 // done reports whether b ended; a nil b (no batch) never does.
@@ -308,6 +319,9 @@ func (b *batch) commit(ctx context.Context) error {
 	if len(updates) == 0 {
 		return nil
 	}
+	if r.remote != nil {
+		return b.commitRemote(ctx, updates) // remotebatch.go
+	}
 	if r.closed.Load() {
 		return &repository.Error{Op: op, Repository: r.name, Err: repository.ErrClosed}
 	}
@@ -409,9 +423,11 @@ func (b *batch) squashMetadata(v *view, updates []refstore.RefUpdate, reads *rea
 			return err
 		}
 		tree, parent := c.Tree, u.Old
-		cur, _, err := v.fr.Ref(metadataRef)
-		if err != nil {
-			return err
+		cur := u.Old // a remote's mirror in memory: the push checks it
+		if v.fr != nil {
+			if cur, _, err = v.fr.Ref(metadataRef); err != nil {
+				return err
+			}
 		}
 		if cur != u.Old {
 			if tree, err = b.rebaseMetadata(v, u.Old, cur, tree, reads); err != nil {

@@ -92,7 +92,6 @@ func TestConformanceHTTP(t *testing.T) {
 			return mustOpen(t, gitSpec(urls[r]), nil)
 		},
 		Concurrency: 4,
-		NoBatch:     true, // a remote does not batch
 	})
 }
 
