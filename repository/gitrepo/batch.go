@@ -664,46 +664,69 @@ var (
 	_ repository.Specified      = (*batchRepo)(nil)
 )
 
+// Name returns the repository's name.
 func (b *batchRepo) Name() string { return b.r.name }
 
+// List lists as the repository does, the batch's writes included. After
+// the batch ended it returns an error matching repository.ErrBatchDone.
 func (b *batchRepo) List(ctx context.Context, opts repository.ListOptions) ([]revision.PackageRevision, error) {
 	return b.r.List(ctx, opts)
 }
 
+// Range ranges as the repository does, the batch's writes included.
+// After the batch ended it returns an error matching
+// repository.ErrBatchDone.
 func (b *batchRepo) Range(ctx context.Context, opts repository.ListOptions) iter.Seq2[revision.PackageRevision, error] {
 	return b.r.Range(ctx, opts)
 }
 
+// Get gets as the repository does, the batch's writes included. After
+// the batch ended it returns an error matching repository.ErrBatchDone.
 func (b *batchRepo) Get(ctx context.Context, key revision.Key) (revision.PackageRevision, error) {
 	return b.r.Get(ctx, key)
 }
 
+// CreateDraft starts a draft whose Commit writes into the batch. After
+// the batch ended it returns an error matching repository.ErrBatchDone.
 func (b *batchRepo) CreateDraft(ctx context.Context, key revision.Key, opts repository.CreateDraftOptions) (revision.Draft, error) {
 	return b.r.CreateDraft(ctx, key, opts)
 }
 
+// OpenDraft opens a draft, as the batch sees it, whose Commit writes
+// into the batch. After the batch ended it returns an error matching
+// repository.ErrBatchDone.
 func (b *batchRepo) OpenDraft(ctx context.Context, key revision.Key) (revision.Draft, error) {
 	return b.r.OpenDraft(ctx, key)
 }
 
+// UpdateLifecycle changes a lifecycle in the batch. After the batch
+// ended it returns an error matching repository.ErrBatchDone.
 func (b *batchRepo) UpdateLifecycle(ctx context.Context, key revision.Key, to revision.Lifecycle, opts repository.UpdateOptions) (revision.PackageRevision, error) {
 	return b.r.UpdateLifecycle(ctx, key, to, opts)
 }
 
+// Delete deletes in the batch. After the batch ended it returns an error
+// matching repository.ErrBatchDone.
 func (b *batchRepo) Delete(ctx context.Context, key revision.Key, opts repository.UpdateOptions) error {
 	return b.r.Delete(ctx, key, opts)
 }
 
+// SetMetadata sets a revision's metadata in the batch. After the batch
+// ended it returns an error matching repository.ErrBatchDone.
 func (b *batchRepo) SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error) {
 	return b.r.SetMetadata(ctx, key, md, opts)
 }
 
+// Adopt adopts in the batch. After the batch ended it returns an error
+// matching repository.ErrBatchDone.
 func (b *batchRepo) Adopt(ctx context.Context, key revision.Key, opts repository.AdoptOptions) (revision.PackageRevision, error) {
 	return b.r.Adopt(ctx, key, opts)
 }
 
+// Location is the repository's.
 func (b *batchRepo) Location() (repository.Type, string) { return b.r.Location() }
 
+// Spec is the repository's.
 func (b *batchRepo) Spec() repository.Spec { return b.r.Spec() }
 
 // Commit writes the batch: one pack of the objects its refs reach and

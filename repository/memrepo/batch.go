@@ -42,36 +42,54 @@ var (
 	_ repository.Adopter        = (*batch)(nil)
 )
 
+// Name returns the repository's name.
 func (b *batch) Name() string { return b.r.name }
 
+// List lists as the repository does, the batch's writes included. After
+// the batch ended it returns an error matching repository.ErrBatchDone.
 func (b *batch) List(ctx context.Context, opts repository.ListOptions) ([]revision.PackageRevision, error) {
 	return b.r.List(ctx, opts)
 }
 
+// Get gets as the repository does, the batch's writes included. After
+// the batch ended it returns an error matching repository.ErrBatchDone.
 func (b *batch) Get(ctx context.Context, key revision.Key) (revision.PackageRevision, error) {
 	return b.r.Get(ctx, key)
 }
 
+// CreateDraft starts a draft whose Commit writes into the batch. After
+// the batch ended it returns an error matching repository.ErrBatchDone.
 func (b *batch) CreateDraft(ctx context.Context, key revision.Key, opts repository.CreateDraftOptions) (revision.Draft, error) {
 	return b.r.CreateDraft(ctx, key, opts)
 }
 
+// OpenDraft opens a draft, as the batch sees it, whose Commit writes
+// into the batch. After the batch ended it returns an error matching
+// repository.ErrBatchDone.
 func (b *batch) OpenDraft(ctx context.Context, key revision.Key) (revision.Draft, error) {
 	return b.r.OpenDraft(ctx, key)
 }
 
+// UpdateLifecycle changes a lifecycle in the batch. After the batch
+// ended it returns an error matching repository.ErrBatchDone.
 func (b *batch) UpdateLifecycle(ctx context.Context, key revision.Key, to revision.Lifecycle, opts repository.UpdateOptions) (revision.PackageRevision, error) {
 	return b.r.UpdateLifecycle(ctx, key, to, opts)
 }
 
+// Delete deletes in the batch. After the batch ended it returns an error
+// matching repository.ErrBatchDone.
 func (b *batch) Delete(ctx context.Context, key revision.Key, opts repository.UpdateOptions) error {
 	return b.r.Delete(ctx, key, opts)
 }
 
+// SetMetadata sets a revision's metadata in the batch. After the batch
+// ended it returns an error matching repository.ErrBatchDone.
 func (b *batch) SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error) {
 	return b.r.SetMetadata(ctx, key, md, opts)
 }
 
+// Adopt adopts in the batch. After the batch ended it returns an error
+// matching repository.ErrBatchDone.
 func (b *batch) Adopt(ctx context.Context, key revision.Key, opts repository.AdoptOptions) (revision.PackageRevision, error) {
 	return b.r.Adopt(ctx, key, opts)
 }
