@@ -7,12 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
+	"github.com/configasdata/cad/repository/repotest"
 	"github.com/configasdata/cad/revision"
 	"github.com/configasdata/cad/variant"
 	"github.com/stretchr/testify/assert"
@@ -499,4 +501,43 @@ func TestRemoveSetBatchConflict(t *testing.T) {
 			assert.Equal(t, "writer", m.Metadata.Annotations["other"], "the other writer's change is kept")
 		}
 	}
+}
+
+// A set's sync into a remote repository (git http-backend on loopback)
+// writes all its downstream drafts in one atomic push: the remote's
+// post-receive hook, run once per push, runs once.
+func TestSyncSetRemoteOnePush(t *testing.T) {
+	needGit(t)
+	root := t.TempDir()
+	srv := repotest.NewGitServer(t, root, nil)
+	srv.InitBare(t, "deployments.git")
+	dir := filepath.Join(root, "deployments.git")
+	pushes := filepath.Join(t.TempDir(), "pushes")
+	hook := "#!/bin/sh\necho push >> " + pushes + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hooks", "post-receive"), []byte(hook), 0o755))
+	v := newEnv(t, backend{"remote", func(t testing.TB, name string) repository.Repository {
+		if name != "deployments" {
+			return gitDisk(t, name)
+		}
+		r, err := gitrepo.Open(context.Background(), repository.Spec{Name: name, Type: repository.TypeGit,
+			Git: &repository.GitSpec{Repo: srv.RepoURL("deployments.git"), CreateBranch: true}}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { r.Close() })
+		return r
+	}})
+	v.publish("blueprints", "bucket", upstreamFiles())
+	_ = os.Remove(pushes) // the branch's creation
+	var names []string
+	for i := range 12 {
+		names = append(names, fmt.Sprintf("p%02d", i))
+	}
+	res, err := variant.SyncSet(v.ctx, v.e, newSet("fan", variant.Target{Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: names}}}), v.opts)
+	require.NoError(t, err)
+	require.True(t, res.Ready())
+	out, err := exec.Command("git", "-C", dir, "for-each-ref", "--format=%(refname)", "refs/heads/drafts/").Output()
+	require.NoError(t, err)
+	assert.Len(t, strings.Fields(string(out)), 12, "%s", out)
+	log, err := os.ReadFile(pushes)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(log), "push"), "pushes of the set's sync")
 }
