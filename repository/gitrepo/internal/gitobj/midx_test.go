@@ -206,6 +206,17 @@ func TestMidxReadsEveryObject(t *testing.T) {
 				want, packed := gitObjects(t, gitDir), packedObjects(t, gitDir)
 				pr := NewPackReader(gitDir)
 				defer pr.Close()
+				// A first read through the multi-pack-index opens the
+				// one pack it names and does not list the directory.
+				for h := range packed {
+					if _, _, err := pr.Object(h, nil); err != nil {
+						t.Fatal(err)
+					}
+					break
+				}
+				if len(pr.packs) != 1 || !pr.scanned[0].IsZero() {
+					t.Errorf("after one read: %d packs open, directory listed %v; want 1, false", len(pr.packs), !pr.scanned[0].IsZero())
+				}
 				readAll(t, pr, want, packed)
 				used, viaIdx := midxUsed(pr)
 				if !used || viaIdx != 0 {

@@ -33,6 +33,10 @@ import (
 // read enough for a mapping to pay (see mapAfter), then mapped into memory
 // where mmap exists.
 //
+// Where a multi-pack-index names packs, their objects are looked up there
+// instead, the pack opened at its first object (see the package
+// documentation, "Multi-pack-index, as read here").
+//
 // It reads version 2 indexes, which git has written since 2007; a pack
 // with any other index is left to go-git, and so are loose objects. A
 // PackReader is safe for concurrent use: readers holding the store's
@@ -239,38 +243,51 @@ func (pr *PackReader) rescan() bool {
 			continue
 		}
 		pr.scanned[i] = fi.ModTime()
-		entries, err := os.ReadDir(dir)
+		// The names alone, unsorted: a directory git maintenance keeps
+		// holds a thousand files, and a cold read lists it.
+		d, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		entries, err := d.Readdirnames(-1)
+		d.Close()
 		if err != nil {
 			continue
 		}
 		changed = true
-		listed := map[string]bool{}
+		idx := []string{} // the packs' names, sorted; listed, so not nil
 		for _, e := range entries {
-			if name, ok := strings.CutSuffix(e.Name(), ".idx"); ok {
-				listed[name] = true
+			if name, ok := strings.CutSuffix(e, ".idx"); ok {
+				idx = append(idx, name)
 			}
 		}
-		m := pr.loadMidx(i, listed)
-		covered := map[string]int{} // name -> pack-int-id
-		if m != nil {
-			for k, name := range m.names {
-				covered[name] = k
+		slices.Sort(idx)
+		listed := func(name string) bool {
+			_, ok := slices.BinarySearch(idx, name)
+			return ok
+		}
+		m := pr.loadMidx(i, idx)
+		covered := func(name string) (int, bool) {
+			if m == nil {
+				return 0, false
 			}
+			return slices.BinarySearch(m.names, name)
 		}
 		// Packs removed since (merged by a maintenance run into a pack
 		// this scan opens) are closed: their objects are in the new one.
 		kept := pr.packs[:0]
+		have := map[string]bool{} // the open packs of dir
 		for _, p := range pr.packs {
 			if filepath.Dir(p.path) != dir {
 				kept = append(kept, p)
 				continue
 			}
 			name := filepath.Base(p.path)
-			if !listed[name] {
+			if !listed(name) {
 				p.close()
 				continue
 			}
-			if k, ok := covered[name]; ok {
+			if k, ok := covered(name); ok {
 				p.covered = true
 				if m.packs[k] == nil {
 					m.packs[k] = p
@@ -283,20 +300,16 @@ func (pr *PackReader) rescan() bool {
 					continue
 				}
 			}
+			have[name] = true
 			kept = append(kept, p)
 		}
 		clear(pr.packs[len(kept):])
 		pr.packs = kept
-		have := map[string]bool{}
-		for _, p := range pr.packs {
-			have[p.path] = true
-		}
-		for _, e := range entries {
-			name, ok := strings.CutSuffix(e.Name(), ".idx")
-			if !ok || have[filepath.Join(dir, name)] {
+		for _, name := range idx {
+			if have[name] {
 				continue
 			}
-			if _, ok := covered[name]; ok {
+			if _, ok := covered(name); ok {
 				continue // opened at its first object
 			}
 			p, err := openPack(filepath.Join(dir, name))
@@ -309,6 +322,20 @@ func (pr *PackReader) rescan() bool {
 	return changed
 }
 
+// prepare reads the multi-pack-indexes of the directories, without
+// listing them: a lookup that a multi-pack-index answers opens the pack
+// it names (a pack that is gone breaks the multi-pack-index, see
+// midxPack), and the first that none answers lists the directories
+// (locate). So a cold read of a repository git maintenance keeps does not
+// list its thousand files; a repository without one is listed at the
+// first lookup, as before.
+func (pr *PackReader) prepare() {
+	pr.ready = true
+	for i := range pr.dirs {
+		pr.loadMidx(i, nil)
+	}
+}
+
 // add makes p one of the open packs.
 func (pr *PackReader) add(p *packFile) {
 	pr.nextID++
@@ -319,9 +346,11 @@ func (pr *PackReader) add(p *packFile) {
 // loadMidx returns the multi-pack-index of directory i to read, nil when
 // there is none or it is not to be read: it does not parse (a format or
 // version this does not read, damage), or it names a pack not listed
-// (those are the .idx names the directory holds). A file read before and
+// (the sorted names of the .idx files the directory holds, without
+// .idx; nil when it was not listed: a pack that is gone is then found
+// when it is opened). A file read before and
 // unchanged is not read again.
-func (pr *PackReader) loadMidx(i int, listed map[string]bool) *midxFile {
+func (pr *PackReader) loadMidx(i int, listed []string) *midxFile {
 	path := filepath.Join(pr.dirs[i], "multi-pack-index")
 	old := pr.midx[i]
 	fi, err := os.Stat(path)
@@ -342,9 +371,17 @@ func (pr *PackReader) loadMidx(i int, listed map[string]bool) *midxFile {
 		}
 		pr.midx[i] = m
 	}
-	for _, name := range m.names {
-		if !listed[name] {
-			m.broken = true
+	if listed != nil {
+		// Both lists are sorted: one walk.
+		j := 0
+		for _, name := range m.names {
+			for j < len(listed) && listed[j] < name {
+				j++
+			}
+			if j == len(listed) || listed[j] != name {
+				m.broken = true
+				break
+			}
 		}
 	}
 	if m.broken {
@@ -549,7 +586,7 @@ func (pr *PackReader) locate(h plumbing.Hash) (*packFile, int64, error) {
 		return nil, 0, ErrNotInPack
 	}
 	if !pr.ready {
-		pr.rescan()
+		pr.prepare()
 	}
 	for again := true; ; again = false {
 		p, off, err := pr.search(h)
