@@ -92,9 +92,10 @@
 // the caller then asks go-git, which reads the .idx files), as damage in
 // an .idx can. Its checksum is not verified when it is opened: git does
 // not either (git multi-pack-index verify does), cad does not for .idx
-// files, and hashing the whole file (tens of bytes an object, some
-// 450 KB for 16,000 objects, about 1-2 ms here) would cost a cold read in
-// a new process more than the lookups it serves.
+// files, and hashing the whole file (29 bytes an object and more: 469 KB
+// for 16,000 objects, 1.1-1.4 ms here) would cost a cold read in a new
+// process four times the lookups it serves (open, Get and files of one
+// revision: 0.34 ms).
 //
 // # Packs, as written here
 //
