@@ -489,7 +489,9 @@ var emptyTree = plumbing.ComputeHash(plumbing.TreeObject, nil)
 // its hash.
 func (v *view) putTree(entries []gitobj.TreeEntry) (plumbing.Hash, error) {
 	sorted := append([]gitobj.TreeEntry(nil), entries...)
-	slices.SortFunc(sorted, gitobj.CompareEntries)
+	if !slices.IsSortedFunc(sorted, gitobj.CompareEntries) {
+		slices.SortFunc(sorted, gitobj.CompareEntries)
+	}
 	h, err := v.put(plumbing.TreeObject, gitobj.EncodeTree(sorted))
 	if err != nil {
 		return plumbing.ZeroHash, err
@@ -611,7 +613,12 @@ func (v *view) replaceEntry(root plumbing.Hash, segs []string, leaf plumbing.Has
 		}
 	}
 	if !child.IsZero() {
-		out = append(out, gitobj.TreeEntry{Name: name, Mode: childMode, Hash: child})
+		// In its place, so that putTree finds the entries sorted (a root
+		// tree of Porch's flat layout holds every package: sorting it
+		// again was a tenth of an approval).
+		e := gitobj.TreeEntry{Name: name, Mode: childMode, Hash: child}
+		i, _ := slices.BinarySearchFunc(out, e, gitobj.CompareEntries)
+		out = slices.Insert(out, i, e)
 	}
 	if len(out) == 0 {
 		return plumbing.ZeroHash, nil

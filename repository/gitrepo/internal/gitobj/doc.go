@@ -199,7 +199,9 @@
 //
 // [WriteLoose] writes "<type> <size>\x00<content>" deflated at zlib's
 // fastest level (git's core.looseCompression default; go-git uses the
-// default level, most of an approval's CPU on large trees) to
+// default level, most of an approval's CPU on large trees), a tree of
+// 64 KiB or more uncompressed (level 0, as git's core.looseCompression 0
+// writes: the ids that fill a tree barely compress), to
 // objects/<2 hex>/<38 hex>, through a temporary file in the same
 // directory renamed into place, read-only; an object already there is
 // left as it is. Making the object durable (fsync) before a ref names it
