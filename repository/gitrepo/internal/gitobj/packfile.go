@@ -348,8 +348,8 @@ func (pr *PackReader) add(p *packFile) {
 // version this does not read, damage), or it names a pack not listed
 // (the sorted names of the .idx files the directory holds, without
 // .idx; nil when it was not listed: a pack that is gone is then found
-// when it is opened). A file read before and
-// unchanged is not read again.
+// when it is opened). A file read before and unchanged is not read
+// again.
 func (pr *PackReader) loadMidx(i int, listed []string) *midxFile {
 	path := filepath.Join(pr.dirs[i], "multi-pack-index")
 	old := pr.midx[i]
