@@ -214,8 +214,9 @@
 // holds only what an id determines, so nothing in it is ever stale.
 // Package gitrepo keeps decoded trees and commits, peeled tags, the
 // packages under a tree, a package's files and info, a tag's kpt:
-// annotations and the subtree a path leads to ([KindTree] ...
-// [KindSubtree]); the pack reader keeps resolved delta bases and chain
+// annotations, the subtree a path leads to, and the tree a replacement
+// of one entry of a tree made ([KindTree] ... [KindReplaced]: reused only
+// when that tree is stored, since a discarded batch may have made it); the pack reader keeps resolved delta bases and chain
 // bottoms by pack and offset, and ropes with their indexed bottoms. No
 // entry is larger than a quarter of the bound.
 //
