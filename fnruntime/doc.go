@@ -16,7 +16,13 @@
 // ([BuiltinVersions], the table below): the newest release of each minor
 // line whose documented behaviour it has. Where an older line behaves
 // differently and its documentation says how (set-namespace v0.2 and v0.3), that
-// line has its own implementation, which a step pinning it runs. A version pinned in the image
+// line has its own implementation, which a step pinning it runs. Where the
+// catalog's later, unreleased code behaves otherwise than the newest
+// release of a line (set-namespace v0.4.1, set-labels v0.2.0,
+// set-annotations v0.1.4), a step pinning that line (a version, or a
+// constraint the release satisfies) runs the release as released, and an
+// unpinned, latest or other plain-tagged step runs the later code, which
+// kpt's conformance cases pin as latest. A version pinned in the image
 // ("set-labels:v0.1.5") or in Step.Tag, or a semver constraint in Step.Tag
 // (the Masterminds semver library's syntax, which kpt uses: x-ranges,
 // tilde, caret and hyphen ranges, and, or), is checked against them: a
@@ -35,37 +41,55 @@
 // (a *pipeline.FunctionError, exit code 1, so the render or cadctl's
 // fn eval fails), and a config of the wrong shape (set-labels with
 // labels as a list, set-annotations with no annotations or no config,
-// set-namespace with no namespace, a config of another kind) is such an
-// error, worded as the catalog function words it.
+// set-namespace with no namespace, a config of another kind) fails the
+// step as the release fails it ("Config errors").
 //
 // # Config errors
 //
 // Every builtin reports a config error (no functionConfig where it needs
 // one, one of another kind, a field of the wrong shape, a value outside
-// the documented ones) in one shape: the step fails with a
-// *pipeline.FunctionError of exit code 1 that matches
-// [ErrInvalidFunctionConfig] (and the function's own sentinel where it has
-// one), the function reports exactly one result, of severity error, whose
-// resourceRef names the functionConfig (none when there is no config:
-// the result then names nothing; none for starlark either, whose release
-// reports a config error as message and severity only, as on empty input
-// with kpt's implicit function-input ConfigMap), and no item is changed,
-// added or removed. This is the shape the catalog's set-namespace gives its config
-// error, as kpt's issue 4547 quotes it ("[error]
-// v1/ConfigMap/function-input: `data.namespace` should not be empty"),
-// applied to all builtins; field.path is not set, as no
-// catalog documentation shows one for a config error. The message is the
-// catalog function's where its documentation or kpt's conformance cases
-// show it, else cad's own words. The one documented exception is
-// set-labels without a functionConfig (or with kpt's implicit empty
-// ConfigMap function-input), which reports [info] "`FunctionConfig` is not
-// given", naming nothing, and fails, as kpt's conformance case
-// fn-render/no-fnconfig expects. The stderr of the failure is the SDK's "function failure" for
-// functions built on the kpt functions SDK and the message itself for
-// those on kyaml's framework. Errors met while running (a starlark script
-// error, a failing replacement, a setter that matches nothing) are not
-// config errors and keep their own results. Builtins that read no config
-// (format, fix, list-setters, remove-local-config-resources,
+// the documented ones) by failing the step with a *pipeline.FunctionError
+// of exit code 1 that matches [ErrInvalidFunctionConfig] (and the
+// function's own sentinel where it has one), changing, adding and
+// removing no item. What it reports is what the release it implements
+// reports, read from that release's main, the SDK or framework it is
+// built on, and its tests; the message is the release's where its code,
+// documentation or tests show it, else cad's own words (the table says
+// which):
+//
+//	shape                              builtins (release)
+//	one error result naming nothing    set-namespace pinned v0.4.x (v0.4.1:
+//	(message and severity), stderr       the SDK's ErrorResult), set-labels
+//	the SDK's "function failure" or      pinned v0.2.x (v0.2.0's tests),
+//	the framework's message              set-annotations pinned v0.1.x,
+//	                                     apply-replacements (v0.1.1),
+//	                                     search-replace (v0.2.0),
+//	                                     create-setters (v0.1.0),
+//	                                     set-enforcement-action (v0.1.0),
+//	                                     starlark
+//	no result: the message on stderr   set-image (v0.1.1: "failed to evaluate
+//	(the release's processor returns     function: <message>"),
+//	the error)                           ensure-name-substring (v0.2.0),
+//	                                     upsert-resource (v0.2.0),
+//	                                     set-project-id (v0.2.0)
+//	one error result naming the        unpinned or latest set-namespace,
+//	functionConfig in its resourceRef    set-labels and set-annotations (the
+//	                                     catalog's later code, as kpt's issue
+//	                                     4547 quotes set-namespace's: "[error]
+//	                                     v1/ConfigMap/function-input:
+//	                                     `data.namespace` should not be
+//	                                     empty"), set-namespace pinned v0.2.x
+//	                                     and v0.3.x, kubeconform,
+//	                                     generate-kpt-pkg-docs (cad's words)
+//
+// field.path is never set. The one documented exception is set-labels
+// without a functionConfig (or with kpt's implicit empty ConfigMap
+// function-input), which reports [info] "`FunctionConfig` is not given",
+// naming nothing, and fails, as kpt's conformance case
+// fn-render/no-fnconfig expects. Errors met while running (a starlark
+// script error, a failing replacement, a setter that matches nothing) are
+// not config errors and keep their own results. Builtins that read no
+// config (format, fix, list-setters, remove-local-config-resources,
 // generate-folders, enable-gcp-services, export-terraform,
 // builtins/gen-pkg-context) and apply-setters (any ConfigMap's data are
 // setters) have no config error.
@@ -79,9 +103,32 @@
 //	                                              chosen by namespaceMatcher, the one Namespace
 //	                                              object or the one value all fields share, its
 //	                                              messages cad's (the README gives none); v0.1
-//	                                              refused
+//	                                              refused. A step pinning v0.4.x runs v0.4.1
+//	                                              as released: every namespace field to the
+//	                                              new value (no namespaceMatcher, no origin),
+//	                                              one result `namespace "a","b" updated to
+//	                                              "new", N value(s) changed` (old values
+//	                                              sorted: the release prints Go's map order;
+//	                                              an unset namespace counts as "") or `all
+//	                                              namespaces are already "new". no value
+//	                                              changed`; depends-on moved without a result
+//	                                              (a core object's never, as released); CRD and
+//	                                              APIService service namespaces only where
+//	                                              set, as the README says; a duplicate item is
+//	                                              an error result that fails the step (the
+//	                                              release exits 0). Unpinned or latest: the
+//	                                              catalog's later code (namespaceMatcher,
+//	                                              origins, a depends-on result), which kpt's
+//	                                              conformance cases expect
 //	set-labels             v0.2.x                 v0.1 (kustomize's label transformer,
-//	                                              additionalLabelFields) refused
+//	                                              additionalLabelFields) refused; a step
+//	                                              pinning v0.2.x words config errors as
+//	                                              v0.2.0's tests show ("unknown FunctionConfig
+//	                                              `Kind.group`, expect `SetLabels.fn.kpt.dev`
+//	                                              or `ConfigMap.v1`", "unable to convert
+//	                                              object to *setlabels.SetLabels with error:
+//	                                              ..."), naming nothing; unpinned, the later
+//	                                              code's words, naming the functionConfig
 //	set-annotations        v0.1.x                 a step pinning v0.1.x runs v0.1.4 as released
 //	                                              (its tests): no result on success, a config
 //	                                              error as message and severity only, stderr
@@ -96,11 +143,15 @@
 //	                                              one result per image changed ("set image
 //	                                              from A to B", field path spec.containers.image)
 //	                                              or "no images changed"; the release's config
-//	                                              error words. additionalImageFields updates
-//	                                              existing fields only (create adds no field);
-//	                                              an unknown ConfigMap key is a config error
-//	                                              (the release ignores it)
-//	search-replace         v0.2.x                 -
+//	                                              error words, and as it fails on one: no
+//	                                              result, stderr "failed to evaluate
+//	                                              function: <message>". additionalImageFields
+//	                                              updates existing fields only (create adds no
+//	                                              field); an unknown ConfigMap key is a config
+//	                                              error (the release ignores it)
+//	search-replace         v0.2.x                 a config error is v0.2.0's one result
+//	                                              "failed to perform search-replace operation:
+//	                                              %q", naming nothing
 //	starlark               v0.4.x, v0.5.x         load() has json, math, time, base64, yaml, hash
 //	                                              and krmfn, not bsoup, csv, geo, html, http, re,
 //	                                              xlsx, zipfile; ctx.environment is empty
@@ -122,7 +173,10 @@
 //	                                              delimiter starts empty; a failing run changes
 //	                                              nothing; messages are cad's, except "nothing
 //	                                              selected by" and "multiple matches for
-//	                                              selector", worded as kustomize prints them
+//	                                              selector", worded as kustomize prints them,
+//	                                              and a missing config or one of another kind,
+//	                                              worded as v0.1.1 words them; a config error
+//	                                              names nothing, as v0.1.1's
 //	apply-setters          v0.2.x                 v0.1 (OpenAPI setters in the Kptfile) refused
 //	ensure-name-substring  v0.2.x                 renames in place, as v0.2.0's README and
 //	                                              examples show: every resource keeps its file,
@@ -131,15 +185,21 @@
 //	                                              kpt's default files); name references are
 //	                                              a subset of kustomize's table; its config
 //	                                              errors are worded by cad (the README
-//	                                              documents none)
-//	upsert-resource        v0.2.x                 v0.1 refused
+//	                                              documents none) and fail as v0.2.0's do: no
+//	                                              result, the message on stderr
+//	upsert-resource        v0.2.x                 v0.1 refused; a config error fails as
+//	                                              v0.2.0's does: no result, the message on
+//	                                              stderr
 //	set-project-id         v0.2.x                 a missing project-id is an error (the catalog
 //	                                              sets empty values); an empty annotation is
 //	                                              replaced, as documented; the Kptfile is edited
-//	                                              in place, comments kept
+//	                                              in place, comments kept; an error has no
+//	                                              result, as v0.2.0's
 //	remove-local-config-resources v0.1.x          -
 //	format                 v0.1.x                 -
-//	set-enforcement-action v0.1.x                 -
+//	set-enforcement-action v0.1.x                 a config error is v0.1.0's one result
+//	                                              ("failed to process policies: ..."), naming
+//	                                              nothing
 //	list-setters           v0.1.x                 -
 //	fix                    v0.2.x                 setters go into apply-setters' configMap, as the
 //	                                              documentation shows (the catalog's code writes
@@ -157,12 +217,15 @@
 //	                                              inherited except kpt's own, a Folder already
 //	                                              in the package with a generated name is
 //	                                              replaced in its file (a second render changes
-//	                                              nothing), and every result message is cad's
-//	                                              own words; kpt's cnrm blueprint attribution
+//	                                              nothing), and the result messages are cad's
+//	                                              own words except the old-version warning,
+//	                                              worded as v0.1.1 and its examples word it; kpt's cnrm blueprint attribution
 //	                                              is the render's (Options.NoAttribution)
 //	create-setters         v0.1.x                 kpt's path/index annotations are never
 //	                                              parameterised; equal-length setter values are
-//	                                              tried in name order (random in the catalog)
+//	                                              tried in name order (random in the catalog);
+//	                                              a config error is v0.1.0's one result, naming
+//	                                              nothing
 //	kubeconform            unversioned            kpt's tests pin latest; validates against the
 //	                                              Kubernetes OpenAPI schemas cad ships (1.37.2,
 //	                                              embedded from k8s.io/kubernetes, the default;
