@@ -24,8 +24,8 @@ import (
 // them, and fail (a *pipeline.FunctionError) whenever they report an error
 // result. A config error fails the step with an error matching
 // ErrInvalidFunctionConfig and reports what the implemented release
-// reports (one result naming nothing, or none; the package
-// documentation, "Config errors"). apply-replacements is
+// reports (one result naming nothing, or none; fnruntime/DESIGN.md,
+// "Config errors"). apply-replacements is
 // written from kustomize's replacements reference and the catalog's
 // README; [BuiltinVersions] says, per function, what differs.
 func Builtins() map[string]pipeline.Function {
@@ -210,8 +210,8 @@ func mergeReleases(a, b []string) []string {
 // releases each builtin implements. Builtins not listed (kpt's
 // gen-pkg-context, kubeconform, whose image kpt's tests pin only as
 // latest) have no version and resolve for any tag; one marked Unreleased
-// resolves for plain tags only. The package documentation has the same
-// table.
+// resolves for plain tags only. fnruntime/DESIGN.md has the same table,
+// with what each implementation differs in.
 func BuiltinVersions() map[string]CatalogVersion {
 	out := builtinVersions()
 	for name, cv := range out {
@@ -273,8 +273,8 @@ func builtinVersions() map[string]CatalogVersion {
 // builtin that cannot use its functionConfig: none where one is required,
 // one of another kind, a field of the wrong shape or a value outside the
 // documented ones. The error is a *pipeline.FunctionError (exit code 1);
-// the function's one error result says what is wrong (see the package
-// documentation, "Config errors").
+// the function's one error result says what is wrong (see
+// fnruntime/DESIGN.md, "Config errors").
 var ErrInvalidFunctionConfig = errors.New("invalid functionConfig")
 
 // configError is a builtin's config error, which strict (and the starlark
@@ -312,8 +312,8 @@ type releaseShape struct {
 }
 
 // asReleased returns fn with its config errors in the shape of the
-// release it implements (see the package documentation, "Config
-// errors"); its other errors and its results are unchanged.
+// release it implements (fnruntime/DESIGN.md, "Config errors"); its other
+// errors and its results are unchanged.
 func asReleased(fn func(context.Context, *pipeline.ResourceList) error, shape releaseShape) func(context.Context, *pipeline.ResourceList) error {
 	return func(ctx context.Context, rl *pipeline.ResourceList) error {
 		err := fn(ctx, rl)
@@ -331,8 +331,8 @@ func asReleased(fn func(context.Context, *pipeline.ResourceList) error, shape re
 	}
 }
 
-// reportConfigError gives a config error its release's shape (the package
-// documentation's "Config errors"): the results the function added since
+// reportConfigError gives a config error its release's shape
+// (fnruntime/DESIGN.md, "Config errors"): the results the function added since
 // before are replaced by one error result naming the functionConfig in its
 // resourceRef (nothing when there is none, or when the release names
 // nothing: ce.noRef), or by none (ce.noResult), and the step fails with a

@@ -199,7 +199,7 @@ spec:
 
 // TestBuiltinConfigErrorShape feeds every builtin each kind of config
 // error and asserts the builtins' config-error contract (fnruntime's
-// package documentation, "Config errors"): the step fails with a
+// DESIGN.md, "Config errors"): the step fails with a
 // *pipeline.FunctionError of exit code 1 matching
 // fnruntime.ErrInvalidFunctionConfig; the function reports what its
 // release reports: one result, of severity error, naming the
