@@ -572,8 +572,8 @@ func TestMidxIncrementalChainIgnored(t *testing.T) {
 	}
 }
 
-// midxSeeds are multi-pack-index files git and cadMidx wrote, for the
-// fuzz tests.
+// midxSeeds are multi-pack-index files git and cadMidx wrote, for
+// TestMidxMutations.
 func midxSeeds(t testing.TB) [][]byte {
 	gitDir := midxRepo(t, 3, 0)
 	gitCLI(t, gitDir, "multi-pack-index", "write")
@@ -615,11 +615,13 @@ func fuzzMidx(t *testing.T, data []byte) {
 	}
 }
 
-// FuzzMidx: go test -fuzz FuzzMidx ./repository/gitrepo/internal/gitobj/
+// FuzzMidx parses and looks up in fuzzed multi-pack-index files: go test
+// -fuzz FuzzMidx ./repository/gitrepo/internal/gitobj/. Its seed corpus,
+// testdata/fuzz/FuzzMidx, is a multi-pack-index git multi-pack-index
+// write made of three packs and one of the same packs with every offset
+// in the LOFF chunk (cadMidx); seeds made with git at run time would cost
+// each fuzzing worker seconds to start.
 func FuzzMidx(f *testing.F) {
-	for _, s := range midxSeeds(f) {
-		f.Add(s)
-	}
 	f.Fuzz(func(t *testing.T, data []byte) { fuzzMidx(t, data) })
 }
 
