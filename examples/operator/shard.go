@@ -316,13 +316,14 @@ func (s *sharder) Start(ctx context.Context) error {
 				<-t.C
 			}
 		}
+		began := time.Now()
 		tctx, cancel := context.WithTimeout(ctx, s.renewDeadline-s.retryPeriod)
 		acquired := s.tick(tctx)
 		cancel()
 		if len(acquired) > 0 {
 			go s.enqueue(ctx, acquired)
 		}
-		t.Reset(s.retryPeriod)
+		t.Reset(max(0, s.retryPeriod-time.Since(began)))
 	}
 }
 
@@ -405,77 +406,109 @@ func (s *sharder) tick(ctx context.Context) (acquired []int) {
 	}
 	s.mu.Unlock()
 
+	// The writes go out side by side: a tick lasts about one round trip
+	// whatever the number of shards held, and a slow API server costs
+	// the renew deadline once, not once per shard.
+	var wg sync.WaitGroup
+	var amu sync.Mutex
 	for _, j := range renew {
-		j.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-		werr := s.store.update(ctx, j.lease)
-		s.mu.Lock()
-		switch {
-		case s.holds[j.i] != j.h:
-			// Lost meanwhile: if the write landed, the Lease names this
-			// replica, which mayAcquire takes back at once.
-		case werr == nil:
-			j.h.lease = j.lease
-			s.extend(j.h, sent)
-		case apierrors.IsConflict(werr) || apierrors.IsNotFound(werr):
-			s.end(j.h, "its Lease changed under it")
-		default:
-			s.log.Error(werr, "sharding: renewing a shard's Lease", "shard", j.i)
-		}
-		s.mu.Unlock()
+		wg.Go(func() { s.renewShard(ctx, j.i, j.h, j.lease, sent) })
 	}
 	for _, j := range release {
-		j.lease.Spec.HolderIdentity = nil
-		j.lease.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
-		werr := s.store.update(ctx, j.lease)
-		s.mu.Lock()
-		if s.holds[j.i] == j.h && (werr == nil || apierrors.IsConflict(werr) || apierrors.IsNotFound(werr)) {
-			s.end(j.h, "released")
-		} else if werr != nil {
-			s.log.Error(werr, "sharding: releasing a shard's Lease", "shard", j.i)
-		}
-		s.mu.Unlock()
+		wg.Go(func() { s.releaseShard(ctx, j.i, j.h, j.lease) })
 	}
 	for _, j := range acquire {
-		now := metav1.NewMicroTime(time.Now())
-		secs := int32((s.leaseDuration + time.Second - 1) / time.Second)
-		l := j.lease
-		var werr error
-		if l == nil {
-			l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: s.shardLeaseName(j.i),
-				Labels: map[string]string{leaseGroupLabel: s.group, leaseRoleLabel: roleShard}}}
-			l.Spec = coordinationv1.LeaseSpec{HolderIdentity: &s.self, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}
-			werr = s.store.create(ctx, l)
-		} else {
-			if holderOf(l) != s.self {
-				n := int32(1)
-				if l.Spec.LeaseTransitions != nil {
-					n += *l.Spec.LeaseTransitions
-				}
-				l.Spec.LeaseTransitions = &n
-				l.Spec.AcquireTime = &now
+		wg.Go(func() {
+			if s.acquireShard(ctx, j.i, j.lease, sent) {
+				amu.Lock()
+				acquired = append(acquired, j.i)
+				amu.Unlock()
 			}
-			l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &s.self, &secs, &now
-			werr = s.store.update(ctx, l)
-		}
-		if werr != nil {
-			if !apierrors.IsConflict(werr) && !apierrors.IsAlreadyExists(werr) {
-				s.log.Error(werr, "sharding: acquiring a shard's Lease", "shard", j.i)
-			}
-			continue
-		}
-		s.mu.Lock()
-		hctx, cancel := context.WithCancel(context.Background())
-		h := &hold{shard: j.i, ctx: hctx, cancel: cancel, lease: l}
-		s.holds[j.i] = h
-		s.extend(h, sent)
-		s.mu.Unlock()
-		s.log.Info("sharding: acquired shard", "shard", j.i)
-		acquired = append(acquired, j.i)
+		})
 	}
+	wg.Wait()
+	slices.Sort(acquired)
 	if err == nil {
 		s.collect(ctx, leases, seen)
 	}
 	return acquired
+}
+
+// renewShard renews the Lease l of the tenure h of shard i, extending
+// h to RenewDeadline after sent, or ends h when the Lease changed under
+// it.
+func (s *sharder) renewShard(ctx context.Context, i int, h *hold, l *coordinationv1.Lease, sent time.Time) {
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	err := s.store.update(ctx, l)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.holds[i] != h:
+		// Lost meanwhile: if the write landed, the Lease names this
+		// replica, which mayAcquire takes back at once.
+	case err == nil:
+		h.lease = l
+		s.extend(h, sent)
+	case apierrors.IsConflict(err) || apierrors.IsNotFound(err):
+		s.end(h, "its Lease changed under it")
+	default:
+		s.log.Error(err, "sharding: renewing a shard's Lease", "shard", i)
+	}
+}
+
+// releaseShard writes the Lease l of the tenure h of shard i free, and
+// ends h; h has no reconcile in flight and starts none.
+func (s *sharder) releaseShard(ctx context.Context, i int, h *hold, l *coordinationv1.Lease) {
+	l.Spec.HolderIdentity = nil
+	l.Spec.RenewTime = &metav1.MicroTime{Time: time.Now()}
+	err := s.store.update(ctx, l)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.holds[i] == h && (err == nil || apierrors.IsConflict(err) || apierrors.IsNotFound(err)) {
+		s.end(h, "released")
+	} else if err != nil {
+		s.log.Error(err, "sharding: releasing a shard's Lease", "shard", i)
+	}
+}
+
+// acquireShard takes shard i by a compare-and-swap on its Lease l as
+// seen (nil: by creating it) and reports whether it did; the tenure is
+// valid until RenewDeadline after sent.
+func (s *sharder) acquireShard(ctx context.Context, i int, l *coordinationv1.Lease, sent time.Time) bool {
+	now := metav1.NewMicroTime(time.Now())
+	secs := int32((s.leaseDuration + time.Second - 1) / time.Second)
+	var err error
+	if l == nil {
+		l = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: s.shardLeaseName(i),
+			Labels: map[string]string{leaseGroupLabel: s.group, leaseRoleLabel: roleShard}}}
+		l.Spec = coordinationv1.LeaseSpec{HolderIdentity: &s.self, LeaseDurationSeconds: &secs, AcquireTime: &now, RenewTime: &now}
+		err = s.store.create(ctx, l)
+	} else {
+		if holderOf(l) != s.self {
+			n := int32(1)
+			if l.Spec.LeaseTransitions != nil {
+				n += *l.Spec.LeaseTransitions
+			}
+			l.Spec.LeaseTransitions = &n
+			l.Spec.AcquireTime = &now
+		}
+		l.Spec.HolderIdentity, l.Spec.LeaseDurationSeconds, l.Spec.RenewTime = &s.self, &secs, &now
+		err = s.store.update(ctx, l)
+	}
+	if err != nil {
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			s.log.Error(err, "sharding: acquiring a shard's Lease", "shard", i)
+		}
+		return false
+	}
+	s.mu.Lock()
+	hctx, cancel := context.WithCancel(context.Background())
+	h := &hold{shard: i, ctx: hctx, cancel: cancel, lease: l}
+	s.holds[i] = h
+	s.extend(h, sent)
+	s.mu.Unlock()
+	s.log.Info("sharding: acquired shard", "shard", i)
+	return true
 }
 
 // mayAcquire reports whether this replica may and should take shard i,

@@ -56,10 +56,14 @@ func (e *env) startReplica(id string, args ...string) *replica {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
 		f.Close()
-		if e.t.Failed() {
-			data, _ := os.ReadFile(logFile)
-			lines := strings.Split(string(data), "\n")
+		data, _ := os.ReadFile(logFile)
+		lines := strings.Split(string(data), "\n")
+		switch {
+		case e.t.Failed():
 			e.t.Logf("last lines of replica %s:\n%s", id, strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		case testing.Verbose():
+			lines = slices.DeleteFunc(lines, func(l string) bool { return !strings.Contains(l, "sharding") })
+			e.t.Logf("replica %s's sharding:\n%s", id, strings.Join(lines, "\n"))
 		}
 	})
 	return r
@@ -99,7 +103,7 @@ func TestShardedReplicasKill(t *testing.T) {
 	e := newEnv(t)
 	const (
 		repos  = 200
-		shards = 16
+		shards = 32
 		group  = "cad-shard-test"
 	)
 	ctx := context.Background()
@@ -108,13 +112,16 @@ func TestShardedReplicasKill(t *testing.T) {
 	dirs := make([]string, repos)
 	start := time.Now()
 	var wg sync.WaitGroup
+	seeded := func(i int) bool { return i%2 == 0 }
 	for w := range 2 {
 		wg.Go(func() {
 			for i := w; i < repos; i += 2 {
 				dirs[i] = filepath.Join(root, name(i)+".git")
 				_, err := git.PlainInit(dirs[i], true)
 				require.NoError(t, err)
-				publish(t, dirs[i], name(i), "seed", nil)
+				if seeded(i) {
+					publish(t, dirs[i], name(i), "seed", nil)
+				}
 			}
 		})
 	}
@@ -123,19 +130,21 @@ func TestShardedReplicasKill(t *testing.T) {
 		require.NoError(t, e.c.Create(ctx, &configv1alpha1.Repository{
 			ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: e.ns},
 			Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.RepositoryTypeGit,
-				Git: &configv1alpha1.GitRepository{Repo: dirs[i], Branch: "main"}},
+				Git: &configv1alpha1.GitRepository{Repo: dirs[i], Branch: "main", CreateBranch: true}},
 		}))
 	}
-	t.Logf("%d repositories with a published package each made in %s", repos, time.Since(start).Round(time.Millisecond))
+	t.Logf("%d repositories, half with a published package, made in %s", repos, time.Since(start).Round(time.Millisecond))
 
 	args := []string{"--shards", fmt.Sprint(shards), "--leader-election-id", group, "--leader-election-namespace", e.ns,
-		"--repository-root", root, "--repository-root", filepath.Dir(e.gitDir), "--poll", "10m", "--workers", "2"}
+		"--repository-root", root, "--repository-root", filepath.Dir(e.gitDir), "--poll", "10m"}
 	reps := []*replica{e.startReplica("replica-a", args...), e.startReplica("replica-b", args...), e.startReplica("replica-c", args...)}
 
 	// Every revision discovered: seed v1 and its placeholder in each.
 	want := map[string]bool{}
 	for i := range repos {
-		want[name(i)+".seed.v1"], want[name(i)+".seed.main"] = true, true
+		if seeded(i) {
+			want[name(i)+".seed.v1"], want[name(i)+".seed.main"] = true, true
+		}
 	}
 	start = time.Now()
 	e.waitObjects(want, 3*time.Minute)
@@ -190,14 +199,35 @@ func TestShardedReplicasKill(t *testing.T) {
 		leasesMoved = time.Since(killed)
 		return true
 	}, time.Minute, 100*time.Millisecond, "the killed replica's shards were not taken over")
+	var others []int
+	for i := range repos {
+		if !slices.Contains(victims, i) {
+			others = append(others, i)
+		}
+	}
+	var progress []string
+	othersDone := "not yet"
+	for next := 1; next <= 4; {
+		if othersDone == "not yet" && e.publishedApps(others, name) == len(others) {
+			othersDone = time.Since(killed).Round(100 * time.Millisecond).String()
+		}
+		if done := e.publishedApps(victims, name); done*4 >= next*len(victims) {
+			progress = append(progress, fmt.Sprintf("%d%% after %s", next*25, time.Since(killed).Round(100*time.Millisecond)))
+			next++
+			continue
+		}
+		require.Less(t, time.Since(killed), 2*time.Minute, "the killed replica's work is not done: %v", progress)
+		time.Sleep(100 * time.Millisecond)
+	}
 	e.waitObjects(want, 2*time.Minute)
 	for i := range repos {
 		pr := e.wait(name(i)+".app.ws1", "published", readyAt(porchv1alpha2.LifecyclePublished))
 		require.Equal(t, 1, pr.Status.Revision, "%s", pr.Name)
 	}
 	handedOver := time.Since(killed)
-	t.Logf("hand-over after SIGKILL: the %d repositories of %s: its shards held by the others after %s, every package of its repositories published and Ready after %s",
-		len(victims), victim.id, leasesMoved.Round(time.Millisecond), handedOver.Round(time.Millisecond))
+	t.Logf("hand-over after SIGKILL: the %d repositories of %s: its shards held by the others after %s; its repositories' packages published and Ready: %s; every object right after %s (the survivors' own %d repositories' packages were all published %s after the kill)",
+		len(victims), victim.id, leasesMoved.Round(time.Millisecond), strings.Join(progress, ", "), handedOver.Round(time.Millisecond),
+		len(others), othersDone)
 
 	// A fourth replica joins: only the shards whose choice it is move,
 	// all to it.
@@ -241,8 +271,10 @@ func TestShardedReplicasKill(t *testing.T) {
 	e.waitObjects(want, time.Minute)
 	for i := range repos {
 		got := e.gitRevisions(dirs[i])
-		exp := map[string]revision.Lifecycle{"seed/v1/1": revision.LifecyclePublished, "seed/main/-1": revision.LifecyclePublished,
-			"app/ws1/1": revision.LifecyclePublished, "app/main/-1": revision.LifecyclePublished}
+		exp := map[string]revision.Lifecycle{"app/ws1/1": revision.LifecyclePublished, "app/main/-1": revision.LifecyclePublished}
+		if seeded(i) {
+			exp["seed/v1/1"], exp["seed/main/-1"] = revision.LifecyclePublished, revision.LifecyclePublished
+		}
 		if want[name(i)+".more.ws1"] {
 			exp["more/ws1/1"], exp["more/main/-1"] = revision.LifecyclePublished, revision.LifecyclePublished
 		}
