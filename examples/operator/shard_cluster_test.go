@@ -21,6 +21,9 @@ import (
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
+	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -87,11 +90,11 @@ func (e *env) shardHolders(group string, shards int) []string {
 }
 
 // TestShardedReplicasKill runs three operator processes (this test
-// binary) with --shards over 200 repositories, each with a published
-// package already in git, at the default lease settings and a poll of
-// ten minutes (so nothing below is the poll's doing). Once every
-// revision is discovered, a published package is asked for in every
-// repository and, while the replicas work on them, one replica is
+// binary) with --shards over 200 repositories, half of them with a
+// published package already in git, at the default lease settings and a
+// poll of ten minutes (so nothing below is the poll's doing). Once every
+// revision is discovered, a published package is asked for in each of
+// the other half and, while the replicas work on them, one replica is
 // killed with SIGKILL. Its shards move to the other two, which finish
 // its repositories' work; no object is made twice, no revision approved
 // twice (git holds exactly revision 1 of each package). A fourth replica
@@ -155,9 +158,18 @@ func TestShardedReplicasKill(t *testing.T) {
 	// Work in flight: a published package in every repository.
 	holders := e.shardHolders(group, shards)
 	victim := reps[1]
-	var victims []int // the repositories of the victim's shards
+	var victims []int // the repositories of the victim's shards with work asked for
+	victimShards, victimRepos := 0, 0
+	for _, h := range holders {
+		if h == victim.id {
+			victimShards++
+		}
+	}
 	for i := range repos {
 		if holders[shardOf(repoKey(e.ns, name(i)), shards)] == victim.id {
+			victimRepos++
+		}
+		if !seeded(i) && holders[shardOf(repoKey(e.ns, name(i)), shards)] == victim.id {
 			victims = append(victims, i)
 		}
 	}
@@ -173,6 +185,9 @@ func TestShardedReplicasKill(t *testing.T) {
 		_ = victim.cmd.Wait()
 	}
 	for i := range repos {
+		if seeded(i) {
+			continue
+		}
 		e.create(name(i)+".app.ws1", "app", "ws1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{}},
 			func(pr *porchv1alpha2.PackageRevision) { pr.Spec.Lifecycle = porchv1alpha2.LifecyclePublished })
 		want[name(i)+".app.ws1"], want[name(i)+".app.main"] = true, true
@@ -189,6 +204,19 @@ func TestShardedReplicasKill(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 
+	// Meanwhile another client of git writes a draft into each of the
+	// victim's seeded repositories: with a poll of ten minutes, only the
+	// new owners' reading at once what they inherit makes their objects.
+	var late []string
+	for i := range repos {
+		if seeded(i) && holders[shardOf(repoKey(e.ns, name(i)), shards)] == victim.id {
+			writeDraft(t, dirs[i], name(i), "late")
+			late = append(late, name(i)+".late.v1")
+			want[name(i)+".late.v1"] = true
+		}
+	}
+	lateWritten := time.Since(killed)
+
 	// Its shards move; its repositories' work is finished by the others.
 	var leasesMoved time.Duration
 	require.Eventually(t, func() bool {
@@ -201,32 +229,42 @@ func TestShardedReplicasKill(t *testing.T) {
 	}, time.Minute, 100*time.Millisecond, "the killed replica's shards were not taken over")
 	var others []int
 	for i := range repos {
-		if !slices.Contains(victims, i) {
+		if !seeded(i) && !slices.Contains(victims, i) {
 			others = append(others, i)
 		}
 	}
 	var progress []string
-	othersDone := "not yet"
-	for next := 1; next <= 4; {
+	othersDone, lateSeen := "not yet", "not yet"
+	for next := 1; next <= 4 || lateSeen == "not yet"; {
+		if lateSeen == "not yet" && e.haveObjects(late) {
+			lateSeen = time.Since(killed).Round(100 * time.Millisecond).String()
+		}
 		if othersDone == "not yet" && e.publishedApps(others, name) == len(others) {
 			othersDone = time.Since(killed).Round(100 * time.Millisecond).String()
 		}
-		if done := e.publishedApps(victims, name); done*4 >= next*len(victims) {
+		if done := e.publishedApps(victims, name); next <= 4 && done*4 >= next*len(victims) {
 			progress = append(progress, fmt.Sprintf("%d%% after %s", next*25, time.Since(killed).Round(100*time.Millisecond)))
 			next++
 			continue
 		}
-		require.Less(t, time.Since(killed), 2*time.Minute, "the killed replica's work is not done: %v", progress)
+		require.Less(t, time.Since(killed), 2*time.Minute, "the killed replica's work is not done: %v; late drafts seen: %s", progress, lateSeen)
 		time.Sleep(100 * time.Millisecond)
 	}
 	e.waitObjects(want, 2*time.Minute)
 	for i := range repos {
-		pr := e.wait(name(i)+".app.ws1", "published", readyAt(porchv1alpha2.LifecyclePublished))
-		require.Equal(t, 1, pr.Status.Revision, "%s", pr.Name)
+		if !seeded(i) {
+			pr := e.wait(name(i)+".app.ws1", "published", readyAt(porchv1alpha2.LifecyclePublished))
+			require.Equal(t, 1, pr.Status.Revision, "%s", pr.Name)
+		}
 	}
 	handedOver := time.Since(killed)
-	t.Logf("hand-over after SIGKILL: the %d repositories of %s: its shards held by the others after %s; its repositories' packages published and Ready: %s; every object right after %s (the survivors' own %d repositories' packages were all published %s after the kill)",
-		len(victims), victim.id, leasesMoved.Round(time.Millisecond), strings.Join(progress, ", "), handedOver.Round(time.Millisecond),
+	t.Logf("hand-over after SIGKILL of %s (%d of %d shards, %d repositories): its shards held by the others after %s; "+
+		"drafts written straight into git in %d of its repositories (written by %s) discovered after %s; "+
+		"the packages asked for in its %d other repositories published and Ready: %s; every object right after %s "+
+		"(the packages of the survivors' own %d repositories were all published %s after the kill)",
+		victim.id, victimShards, shards, victimRepos, leasesMoved.Round(time.Millisecond),
+		len(late), lateWritten.Round(100*time.Millisecond), lateSeen,
+		len(victims), strings.Join(progress, ", "), handedOver.Round(time.Millisecond),
 		len(others), othersDone)
 
 	// A fourth replica joins: only the shards whose choice it is move,
@@ -273,13 +311,49 @@ func TestShardedReplicasKill(t *testing.T) {
 		got := e.gitRevisions(dirs[i])
 		exp := map[string]revision.Lifecycle{"app/ws1/1": revision.LifecyclePublished, "app/main/-1": revision.LifecyclePublished}
 		if seeded(i) {
-			exp["seed/v1/1"], exp["seed/main/-1"] = revision.LifecyclePublished, revision.LifecyclePublished
+			exp = map[string]revision.Lifecycle{"seed/v1/1": revision.LifecyclePublished, "seed/main/-1": revision.LifecyclePublished}
+			if want[name(i)+".late.v1"] {
+				exp["late/v1/0"] = revision.LifecycleDraft
+			}
 		}
 		if want[name(i)+".more.ws1"] {
 			exp["more/ws1/1"], exp["more/main/-1"] = revision.LifecyclePublished, revision.LifecyclePublished
 		}
 		require.Equal(t, exp, got, "repository %s", name(i))
 	}
+}
+
+// writeDraft writes a draft of package pkg straight into the git
+// repository at dir, as another client of the repository would.
+func writeDraft(t *testing.T, dir, repoName, pkg string) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := gitrepo.Open(ctx, repository.Spec{Name: repoName, Type: repository.TypeGit,
+		Git: &repository.GitSpec{Repo: dir, Branch: "main"}}, nil)
+	require.NoError(t, err)
+	defer r.Close()
+	e, err := engine.New(&engine.Options{Repositories: engine.Repos{repoName: r}})
+	require.NoError(t, err)
+	_, err = e.Init(ctx, repoName, revision.Key{Repository: repoName, Package: pkg, Workspace: "v1"}, engine.InitOptions{Description: pkg})
+	require.NoError(t, err)
+}
+
+// haveObjects reports whether the PackageRevision objects names exist.
+func (e *env) haveObjects(names []string) bool {
+	var l porchv1alpha2.PackageRevisionList
+	if err := e.c.List(context.Background(), &l, client.InNamespace(e.ns)); err != nil {
+		return false
+	}
+	have := map[string]bool{}
+	for _, pr := range l.Items {
+		have[pr.Name] = true
+	}
+	for _, n := range names {
+		if !have[n] {
+			return false
+		}
+	}
+	return true
 }
 
 // waitObjects waits until the PackageRevision objects of the namespace
