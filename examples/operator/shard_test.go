@@ -372,6 +372,26 @@ func TestShardHandover(t *testing.T) {
 	require.NotEmpty(t, c.s.held())
 }
 
+// A replica that stops (SIGTERM) releases its shards and leaves: the
+// others take them within a couple of ticks, not a lease duration.
+func TestShardGracefulStop(t *testing.T) {
+	m := newSim(t, 16)
+	a, b := m.add("a"), m.add("b")
+	m.settle(time.Minute)
+	require.NotEmpty(t, b.s.held())
+	b.s.stop()
+	b.dead = true
+	require.Empty(t, b.s.held())
+	took := m.settle(time.Minute)
+	require.Less(t, took, 2*simRetry+time.Second, "a released shard is taken at the next ticks")
+	require.Len(t, a.s.held(), 16)
+	leases, err := m.store.list(context.Background())
+	require.NoError(t, err)
+	for _, l := range leases {
+		require.NotEqual(t, "b", holderOf(&l), "b left no Lease behind: %s", l.Name)
+	}
+}
+
 // TestShardHandoverChaos runs replicas whose API calls fail or lose their
 // answers at random, that die and join, and checks at every simulated
 // 50ms that no shard is held by two of them; at the end, with the faults
