@@ -140,7 +140,7 @@ func run(ctx context.Context, args []string) error {
 	var o Options
 	fs.StringVar(&o.Namespace, "namespace", "", "watch only this namespace (default all)")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader among the replicas through a Lease (ignored with --shards)")
-	fs.IntVar(&o.Shards, "shards", 0, "share the Repositories among the replicas in this many shards, one Lease each (every replica the same number; a few per replica, such as 16 for up to 8 replicas); 0: no sharding, one leader (--leader-elect) does all the work")
+	fs.IntVar(&o.Shards, "shards", 0, "share the Repositories among the replicas in this many shards, one Lease each (every replica the same number; the spread is a hash's, even with many shards: 32 to 64 suit up to about 10 replicas, each shard costing one Lease write per --retry-period); 0: no sharding, one leader (--leader-elect) does all the work")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "cad-operator", "name of the leader election Lease, or with --shards the prefix of the names of the shards' and replicas' Leases")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease(s) (default --namespace, or default)")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "how long another replica waits, after a Lease (the leader's, a shard's) stopped changing, before it takes it over")
