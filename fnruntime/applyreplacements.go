@@ -576,14 +576,16 @@ func mappingValue(n *yaml.Node, key string) *yaml.Node {
 
 // decodeReplacements reads the functionConfig: an ApplyReplacements
 // object (fn.kpt.dev/v1alpha1) whose replacements field has kustomize's
-// schema. Anything else, or a replacement that cannot run, is an error
-// worded by cad.
+// schema. No config, or one of another kind, is an error worded as
+// v0.1.1 words it; a replacement that cannot run is an error worded by
+// cad.
 func decodeReplacements(fc *yaml.RNode) ([]replacement, error) {
 	if fc.IsNilOrEmpty() {
-		return nil, fmt.Errorf("apply-replacements needs a functionConfig: an %s object (%s) with a replacements list", replacementsKind, replacementsAPIVersion)
+		return nil, fmt.Errorf("FunctionConfig is missing. Expect `%s`", replacementsKind)
 	}
 	if fc.GetKind() != replacementsKind || fc.GetApiVersion() != replacementsAPIVersion {
-		return nil, fmt.Errorf("apply-replacements takes an %s object (%s) as its functionConfig, not %s %s", replacementsKind, replacementsAPIVersion, fc.GetApiVersion(), fc.GetKind())
+		return nil, fmt.Errorf("received functionConfig of kind %s and apiVersion %s, only functionConfig of kind %s and apiVersion %s is supported",
+			fc.GetKind(), fc.GetApiVersion(), replacementsKind, replacementsAPIVersion)
 	}
 	list := mappingValue(fc.YNode(), "replacements")
 	if list == nil || isNullNode(list) {

@@ -22,9 +22,10 @@ import (
 // They follow the catalog functions of the same name for the documented
 // inputs, including their result messages where the documentation gives
 // them, and fail (a *pipeline.FunctionError) whenever they report an error
-// result. A config error has one shape in every builtin (one error result
-// naming the functionConfig, an error matching ErrInvalidFunctionConfig;
-// see fnruntime/DESIGN.md, "Config errors"). apply-replacements is
+// result. A config error fails the step with an error matching
+// ErrInvalidFunctionConfig and reports what the implemented release
+// reports (one result naming nothing, or none; fnruntime/DESIGN.md,
+// "Config errors"). apply-replacements is
 // written from kustomize's replacements reference and the catalog's
 // README; [BuiltinVersions] says, per function, what differs.
 func Builtins() map[string]pipeline.Function {
@@ -32,19 +33,19 @@ func Builtins() map[string]pipeline.Function {
 		"set-namespace":                 strict(setNamespace),
 		"set-labels":                    strict(setLabels),
 		"set-annotations":               strict(setAnnotations),
-		"set-image":                     strict(setImage),
-		"search-replace":                strict(searchReplaceFn),
+		"set-image":                     strict(asReleased(setImage, releaseShape{noResult: true, stderr: "failed to evaluate function: "})),
+		"search-replace":                strict(asReleased(searchReplaceFn, releaseShape{noRef: true})),
 		"starlark":                      &StarlarkFunction{},
-		"apply-replacements":            strict(applyReplacements),
+		"apply-replacements":            strict(asReleased(applyReplacements, releaseShape{noRef: true})),
 		"apply-setters":                 strict(applySetters),
-		"ensure-name-substring":         strict(ensureNameSubstring),
-		"upsert-resource":               strict(upsertResource),
-		"set-project-id":                strict(setProjectID),
+		"ensure-name-substring":         strict(asReleased(ensureNameSubstring, releaseShape{noResult: true})),
+		"upsert-resource":               strict(asReleased(upsertResource, releaseShape{noResult: true})),
+		"set-project-id":                strict(asReleased(setProjectID, releaseShape{noResult: true})),
 		"remove-local-config-resources": strict(removeLocalConfigResources),
 		"format":                        strict(formatFn),
-		"set-enforcement-action":        strict(setEnforcementAction),
+		"set-enforcement-action":        strict(asReleased(setEnforcementAction, releaseShape{noRef: true})),
 		"list-setters":                  strict(listSetters),
-		"create-setters":                strict(createSetters),
+		"create-setters":                strict(asReleased(createSetters, releaseShape{noRef: true})),
 		"fix":                           strict(fixKptfiles),
 		"generate-folders":              strict(generateFolders),
 		"kubeconform":                   strict(kubeconform),
@@ -231,30 +232,30 @@ var sdkFunctions = map[string]bool{
 func builtinVersions() map[string]CatalogVersion {
 	return map[string]CatalogVersion{
 		"set-namespace": {Releases: []string{"v0.2.0", "v0.3.4", "v0.4.1"},
-			Differs: "v0.2.x and v0.3.x have their own implementations, as their READMEs document: v0.2 is kustomize's namespace transformer (every resource not known to be cluster-scoped, custom kinds and the Kptfile included, Namespace names, binding subjects, additionalNamespaceFields); v0.3 replaces one old namespace chosen by namespaceMatcher, the single Namespace object or the one value all namespace fields share (restrict mode), with result messages worded by cad (the README gives none); v0.1 is refused"},
+			Differs: "v0.2.x and v0.3.x have their own implementations, as their READMEs document: v0.2 is kustomize's namespace transformer (every resource not known to be cluster-scoped, custom kinds and the Kptfile included, Namespace names, binding subjects, additionalNamespaceFields); v0.3 replaces one old namespace chosen by namespaceMatcher, the single Namespace object or the one value all namespace fields share (restrict mode), with result messages worded by cad (the README gives none); v0.1 is refused. A step pinning v0.4.x runs v0.4.1 as released: every namespace field set to the new value (no namespaceMatcher, no origin namespaces), one info result `namespace \"a\",\"b\" updated to \"new\", N value(s) changed` (the old values sorted, where the release prints Go's map order; an unset namespace counts as \"\") or `all namespaces are already \"new\". no value changed`, depends-on annotations moved without a result (a core object's never, as released), CRD and APIService service namespaces only where set (as its README says), a duplicate item an error result that fails the step (the release exits 0), a config error one result naming nothing; an unpinned or latest step runs the catalog's later code, which kpt's conformance cases pin as latest"},
 		"set-labels": {Releases: []string{"v0.2.0"},
-			Differs: "v0.1.x (kustomize's label transformer and its field specs, additionalLabelFields) is refused"},
+			Differs: "v0.1.x (kustomize's label transformer and its field specs, additionalLabelFields) is refused; a step pinning v0.2.x words a config error as v0.2.0's tests show (\"unknown FunctionConfig `Kind.group`, expect `SetLabels.fn.kpt.dev` or `ConfigMap.v1`\", \"unable to convert object to *setlabels.SetLabels with error: ...\") in one result naming nothing; an unpinned or latest step uses the later code's words and names the functionConfig"},
 		"set-annotations": {Releases: []string{"v0.1.4"},
 			Differs: "a step pinning v0.1.x runs v0.1.4 as released: no result when it succeeds, a config error as one result of message and severity naming nothing (stderr \"[error] : <message>\"); an unpinned or latest step behaves as the catalog's later code, which kpt's conformance cases pin as latest: one result per field set (\"set annotations: {...}\") and a config error naming the functionConfig"},
 		"set-image": {Releases: []string{"v0.1.1"},
-			Differs: "additionalImageFields updates existing fields only (create adds no field); a ConfigMap key other than name, newName, newTag and digest is a config error (the release ignores it)"},
-		"search-replace": {Releases: []string{"v0.2.0"}},
+			Differs: "additionalImageFields updates existing fields only (create adds no field); a ConfigMap key other than name, newName, newTag and digest is a config error (the release ignores it); a config error fails as the release's does, with no result and \"failed to evaluate function: <message>\" on stderr"},
+		"search-replace": {Releases: []string{"v0.2.0"}, Differs: "none known; a config error is the release's one result, naming nothing"},
 		"starlark": {Releases: []string{"v0.4.3", "v0.5.0"},
 			Differs: "load() provides json, math, time, base64, yaml, hash and krmfn, not bsoup, csv, geo, html, http, re, xlsx or zipfile; ctx.environment is empty"},
 		"apply-replacements": {Releases: []string{"v0.1.1"},
-			Differs: "written from kustomize's replacements reference and the catalog's v0.1.x README, not from either's code: an ApplyReplacements (fn.kpt.dev/v1alpha1) config only; a replacement given by path is refused (a function reads no files); sourceValue is refused (kustomize added it in v5.7.0, 2025, after v0.1.x); a source with a label or annotation selector is refused (the schema gives those to select and reject); name, namespace and [key=value] match exactly (no patterns); * picks every element of a list; a failing replacement leaves every resource unchanged; a field create adds with a delimiter starts as an empty string; error messages are cad's, except the source-selection ones, which read as kustomize prints them"},
+			Differs: "written from kustomize's replacements reference and the catalog's v0.1.x README, not from either's code: an ApplyReplacements (fn.kpt.dev/v1alpha1) config only; a replacement given by path is refused (a function reads no files); sourceValue is refused (kustomize added it in v5.7.0, 2025, after v0.1.x); a source with a label or annotation selector is refused (the schema gives those to select and reject); name, namespace and [key=value] match exactly (no patterns); * picks every element of a list; a failing replacement leaves every resource unchanged; a field create adds with a delimiter starts as an empty string; error messages are cad's, except the source-selection ones, which read as kustomize prints them, and a missing config or one of another kind, worded as v0.1.1 words them; a config error names nothing, as v0.1.1's"},
 		"apply-setters": {Releases: []string{"v0.2.0"}, Differs: "v0.1.x (OpenAPI setter definitions in the Kptfile) is refused"},
 		"ensure-name-substring": {Releases: []string{"v0.2.0"},
-			Differs: "renames in place as v0.2.0 does (its README and examples): every resource keeps its file and package (the catalog's later, unreleased code moves resources to kpt's default files); a subset of kustomize's name-reference table is rewritten; config errors are worded by cad (the README documents none)"},
-		"upsert-resource": {Releases: []string{"v0.2.0"}, Differs: "v0.1 refused"},
+			Differs: "renames in place as v0.2.0 does (its README and examples): every resource keeps its file and package (the catalog's later, unreleased code moves resources to kpt's default files); a subset of kustomize's name-reference table is rewritten; config errors are worded by cad (the README documents none) and fail as v0.2.0's do, with no result and the message on stderr"},
+		"upsert-resource": {Releases: []string{"v0.2.0"}, Differs: "v0.1 refused; a config error fails as v0.2.0's does, with no result and the message on stderr"},
 		"set-project-id": {Releases: []string{"v0.2.0"},
-			Differs: "a missing project-id is an error (the catalog sets empty values); an empty annotation is set, as documented; the Kptfile is edited in place, comments kept; v0.1 (OpenAPI setters) refused"},
+			Differs: "a missing project-id is an error (the catalog sets empty values); an empty annotation is set, as documented; the Kptfile is edited in place, comments kept; an error has no result, the message on stderr, as v0.2.0's; v0.1 (OpenAPI setters) refused"},
 		"remove-local-config-resources": {Releases: []string{"v0.1.0"}},
 		"format":                        {Releases: []string{"v0.1.0"}},
-		"set-enforcement-action":        {Releases: []string{"v0.1.0"}},
+		"set-enforcement-action":        {Releases: []string{"v0.1.0"}, Differs: "none known; a config error is the release's one result, naming nothing"},
 		"list-setters":                  {Releases: []string{"v0.1.0"}},
 		"generate-folders": {Releases: []string{"v0.1.1"},
-			Differs: "written from the README, the ResourceHierarchy CRDs and the v1, v2 and v3 example packages; where they are silent the behaviour is cad's: a cft.dev hierarchy under a Folder gets cnrm.cloud.google.com/folder-id, a v1alpha3 hierarchy without a namespace no depends-on annotation, the hierarchy's annotations are inherited except config.kubernetes.io/*, internal.config.kubernetes.io/* and config.k8s.io/*, a Folder already among the items with a generated name is replaced in its file, and the result messages are worded by cad"},
+			Differs: "written from the README, the ResourceHierarchy CRDs and the v1, v2 and v3 example packages; where they are silent the behaviour is cad's: a cft.dev hierarchy under a Folder gets cnrm.cloud.google.com/folder-id, a v1alpha3 hierarchy without a namespace no depends-on annotation, the hierarchy's annotations are inherited except config.kubernetes.io/*, internal.config.kubernetes.io/* and config.k8s.io/*, a Folder already among the items with a generated name is replaced in its file, and the result messages are worded by cad except the old-version warning, worded as v0.1.1 and its examples word it"},
 		"enable-gcp-services": {Releases: []string{"v0.1.0"},
 			Differs: "written from the README and examples: a set that is not local-config or lacks spec.services is an error result worded by cad; a new Service's file is service_<name>.yaml in its set's directory"},
 		"export-terraform": {Releases: []string{"v0.1.0", "v0.2.0", "v0.3.0"},
@@ -264,7 +265,7 @@ func builtinVersions() map[string]CatalogVersion {
 		"fix": {Releases: []string{"v0.2.1"},
 			Differs: "setters go into the apply-setters configMap, as the documentation shows (the catalog's code writes setters.yaml); a v1alpha2 Kptfile's apply-setters configMap is left in place; OpenAPI enum values are not substituted"},
 		"create-setters": {Releases: []string{"v0.1.0"},
-			Differs: "kpt's path and index annotations are not parameterised; scalar setters of equal length are tried in name order (the catalog's order is random)"},
+			Differs: "kpt's path and index annotations are not parameterised; scalar setters of equal length are tried in name order (the catalog's order is random); a config error is the release's one result, naming nothing"},
 	}
 }
 
@@ -285,6 +286,10 @@ type configError struct {
 	// noRef leaves the result's resourceRef out, for a builtin whose
 	// release writes none (starlark: one result, message and severity).
 	noRef bool
+	// noResult reports no result at all, the message on stderr only, for
+	// a builtin whose release fails with an error and writes no result
+	// (set-image, upsert-resource, ensure-name-substring, set-project-id).
+	noResult bool
 }
 
 func (e *configError) Error() string { return e.msg }
@@ -298,19 +303,50 @@ func configErr(msg string) error { return &configError{msg: msg} }
 // failing as a function on kyaml's framework does (the message on stderr).
 func kyamlConfigErr(msg string) error { return &configError{msg: msg, stderr: msg} }
 
-// reportConfigError gives a config error the builtins' shape
+// releaseShape is how a catalog release reports a config error, where it
+// differs from the later code's one result naming the functionConfig.
+type releaseShape struct {
+	noRef    bool   // one result of message and severity, naming nothing
+	noResult bool   // no result: the process fails with the message on stderr
+	stderr   string // prefixes the message on stderr when set
+}
+
+// asReleased returns fn with its config errors in the shape of the
+// release it implements (fnruntime/DESIGN.md, "Config errors"); its other
+// errors and its results are unchanged.
+func asReleased(fn func(context.Context, *pipeline.ResourceList) error, shape releaseShape) func(context.Context, *pipeline.ResourceList) error {
+	return func(ctx context.Context, rl *pipeline.ResourceList) error {
+		err := fn(ctx, rl)
+		var ce *configError
+		if !errors.As(err, &ce) {
+			return err
+		}
+		out := *ce
+		out.noRef = out.noRef || shape.noRef
+		out.noResult = out.noResult || shape.noResult
+		if shape.stderr != "" {
+			out.stderr = shape.stderr + out.msg
+		}
+		return &out
+	}
+}
+
+// reportConfigError gives a config error its release's shape
 // (fnruntime/DESIGN.md, "Config errors"): the results the function added since
 // before are replaced by one error result naming the functionConfig in its
 // resourceRef (nothing when there is none, or when the release names
-// nothing: ce.noRef), and the step fails with a
+// nothing: ce.noRef), or by none (ce.noResult), and the step fails with a
 // *pipeline.FunctionError of exit code 1 matching ErrInvalidFunctionConfig
 // and ce's cause.
 func reportConfigError(rl *pipeline.ResourceList, before int, ce *configError) error {
-	r := errorResult(ce.msg)
-	if fc := rl.FunctionConfig; !fc.IsNilOrEmpty() && !ce.noRef {
-		r.ResourceRef = &pipeline.ResourceRef{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind(), Name: fc.GetName(), Namespace: fc.GetNamespace()}
+	rl.Results = rl.Results[:before]
+	if !ce.noResult {
+		r := errorResult(ce.msg)
+		if fc := rl.FunctionConfig; !fc.IsNilOrEmpty() && !ce.noRef {
+			r.ResourceRef = &pipeline.ResourceRef{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind(), Name: fc.GetName(), Namespace: fc.GetNamespace()}
+		}
+		rl.Results = append(rl.Results, r)
 	}
-	rl.Results = append(rl.Results[:before], r)
 	stderr := ce.stderr
 	if stderr == "" {
 		stderr = sdkFailure().(*pipeline.FunctionError).Stderr

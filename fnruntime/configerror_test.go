@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/configasdata/cad/fnruntime"
@@ -28,8 +29,33 @@ type configErrorCase struct {
 	infoOnly bool
 	// noRef marks a builtin whose release names nothing in its config
 	// error result (starlark's processor writes message and severity
-	// only).
+	// only); releaseShapes marks whole builtins.
 	noRef bool
+}
+
+// releaseShapes are the builtins whose claimed release reports a config
+// error otherwise than the later code's one result naming the
+// functionConfig, read from each release's main and its SDK or framework
+// (and, for set-labels, its tests): "noRef" is one result of message and
+// severity naming nothing, "noResult" is no result at all, the message on
+// stderr (the release returns the error from its processor).
+var releaseShapes = map[string]string{
+	"apply-replacements":     "noRef",    // v0.1.1: rl.LogResult(err), the SDK's ErrorResult
+	"create-setters":         "noRef",    // v0.1.0: one framework result item
+	"search-replace":         "noRef",    // v0.2.0: one framework result item
+	"set-enforcement-action": "noRef",    // v0.1.0: one framework result item
+	"ensure-name-substring":  "noResult", // v0.2.0: the processor's error
+	"set-image":              "noResult", // v0.1.1: the processor's error ("failed to evaluate function: ...")
+	"set-project-id":         "noResult", // v0.2.0: the processor's error
+	"upsert-resource":        "noResult", // v0.2.0: the processor's error
+}
+
+// pinnedShapes are the lines a pinned step runs with the release's shape
+// while the unpinned builtin keeps the later code's: by image, the shape.
+var pinnedShapes = map[string]string{
+	"set-namespace:v0.4.1":   "noRef", // v0.4.1: the SDK's ErrorResult
+	"set-labels:v0.2.0":      "noRef", // v0.2.0's tests: no resourceRef
+	"set-annotations:v0.1.4": "noRef", // v0.1.4: message and severity
 }
 
 const (
@@ -173,12 +199,14 @@ spec:
 
 // TestBuiltinConfigErrorShape feeds every builtin each kind of config
 // error and asserts the builtins' config-error contract (fnruntime's
-// package documentation, "Config errors"): the step fails with a
+// DESIGN.md, "Config errors"): the step fails with a
 // *pipeline.FunctionError of exit code 1 matching
-// fnruntime.ErrInvalidFunctionConfig; the function reports exactly one
-// result, of severity error, naming the functionConfig in its resourceRef
-// when there is one (and nothing when there is none); the items, their
-// order and their text are unchanged, and no file is written.
+// fnruntime.ErrInvalidFunctionConfig; the function reports what its
+// release reports: one result, of severity error, naming the
+// functionConfig in its resourceRef when there is one (the later code's
+// shape), naming nothing (releaseShapes, pinnedShapes: "noRef"), or no
+// result and the message on stderr ("noResult"); the items, their order
+// and their text are unchanged, and no file is written.
 func TestBuiltinConfigErrorShape(t *testing.T) {
 	builtins := fnruntime.Builtins()
 	var names []string
@@ -196,7 +224,7 @@ func TestBuiltinConfigErrorShape(t *testing.T) {
 			t.Errorf("configErrorCases names %s, which is not a builtin", name)
 		}
 	}
-	run := func(t *testing.T, fn pipeline.Function, c configErrorCase) {
+	run := func(t *testing.T, fn pipeline.Function, c configErrorCase, shape string) {
 		items := []*yaml.RNode{yaml.MustParse(configErrorBaseItem)}
 		if c.items != "" {
 			items = append(items, yaml.MustParse(c.items))
@@ -220,6 +248,29 @@ func TestBuiltinConfigErrorShape(t *testing.T) {
 		if !errors.Is(err, fnruntime.ErrInvalidFunctionConfig) {
 			t.Errorf("error %v does not match ErrInvalidFunctionConfig", err)
 		}
+		unchanged := func() {
+			t.Helper()
+			var after []string
+			for _, it := range rl.Items {
+				after = append(after, it.MustString())
+			}
+			if !slices.Equal(before, after) {
+				t.Errorf("items changed:\nbefore: %q\nafter:  %q", before, after)
+			}
+			if len(rl.WriteFiles) != 0 {
+				t.Errorf("wrote files %v", rl.WriteFiles)
+			}
+		}
+		defer unchanged()
+		if shape == "noResult" {
+			if len(rl.Results) != 0 {
+				t.Errorf("%d results, want none (the release writes none): %v", len(rl.Results), rl.Results)
+			}
+			if fe == nil || strings.TrimSpace(fe.Stderr) == "" || fe.Stderr == "failed to evaluate function: error: function failure" {
+				t.Errorf("stderr %q: the message must be on stderr when no result carries it", fe.Stderr)
+			}
+			return
+		}
 		if len(rl.Results) != 1 {
 			t.Fatalf("%d results, want exactly 1: %v", len(rl.Results), rl.Results)
 		}
@@ -232,7 +283,7 @@ func TestBuiltinConfigErrorShape(t *testing.T) {
 			t.Errorf("result %q of severity %q, want a message of severity %q", r.Message, r.Severity, wantSeverity)
 		}
 		var wantRef *pipeline.ResourceRef
-		if fc != nil && !c.infoOnly && !c.noRef {
+		if fc != nil && !c.infoOnly && !c.noRef && shape != "noRef" {
 			wantRef = &pipeline.ResourceRef{APIVersion: fc.GetApiVersion(), Kind: fc.GetKind(), Name: fc.GetName(), Namespace: fc.GetNamespace()}
 		}
 		if !reflect.DeepEqual(wantRef, r.ResourceRef) {
@@ -241,32 +292,23 @@ func TestBuiltinConfigErrorShape(t *testing.T) {
 		if r.File != nil {
 			t.Errorf("result %q names file %v; a config error concerns the functionConfig", r.Message, r.File)
 		}
-		var after []string
-		for _, it := range rl.Items {
-			after = append(after, it.MustString())
-		}
-		if !slices.Equal(before, after) {
-			t.Errorf("items changed:\nbefore: %q\nafter:  %q", before, after)
-		}
-		if len(rl.WriteFiles) != 0 {
-			t.Errorf("wrote files %v", rl.WriteFiles)
-		}
 	}
 	for _, name := range names {
 		for _, c := range configErrorCases[name] {
-			t.Run(name+"/"+c.name, func(t *testing.T) { run(t, builtins[name], c) })
+			t.Run(name+"/"+c.name, func(t *testing.T) { run(t, builtins[name], c, releaseShapes[name]) })
 		}
 	}
-	// The set-namespace lines with their own implementations share the
-	// contract.
+	// The lines with their own implementations share the contract, in
+	// their release's shape.
 	reg := fnruntime.NewRegistry(nil)
-	for _, tag := range []string{"v0.2.0", "v0.3.4"} {
-		fn, err := reg.Resolve(context.Background(), pipeline.Step{Image: "set-namespace:" + tag})
+	for _, image := range []string{"set-namespace:v0.2.0", "set-namespace:v0.3.4", "set-namespace:v0.4.1", "set-labels:v0.2.0", "set-annotations:v0.1.4"} {
+		fn, err := reg.Resolve(context.Background(), pipeline.Step{Image: image})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, c := range configErrorCases["set-namespace"] {
-			t.Run("set-namespace:"+tag+"/"+c.name, func(t *testing.T) { run(t, fn, c) })
+		name, _, _ := strings.Cut(image, ":")
+		for _, c := range configErrorCases[name] {
+			t.Run(image+"/"+c.name, func(t *testing.T) { run(t, fn, c, pinnedShapes[image]) })
 		}
 	}
 }

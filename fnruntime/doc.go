@@ -31,15 +31,19 @@
 // in Step.Tag outside those lines is refused with a *[VersionError] (or, with
 // Options.Containers, runs the real image); a malformed constraint is a
 // *[ConstraintError]. "latest", no tag, a digest and other plain tags resolve
-// to the builtin.
+// to the builtin. Where the catalog's later, unreleased code behaves otherwise
+// than a line's release (set-namespace v0.4.1, set-labels v0.2.0,
+// set-annotations v0.1.4), a step pinning the line runs the release as
+// released and an unpinned step the later code.
 //
 // # Errors
 //
 // A builtin that reports an error result fails its step with a
 // *pipeline.FunctionError of exit code 1. A config of the wrong shape matches
 // [ErrInvalidFunctionConfig] (and the function's own sentinel where it has
-// one) and reports one error result naming the functionConfig (DESIGN.md
-// lists the exceptions); no item is changed. Every bound (run time, output size, starlark steps and
+// one) and reports what the release the builtin implements reports: one
+// error result, naming nothing or the functionConfig, or no result and the
+// message on stderr (DESIGN.md, per function); no item is changed. Every bound (run time, output size, starlark steps and
 // memory, field path depth, exec stdout and stderr) is enforced before the
 // work that would pass it: a refusal matches revision.ErrLimit and carries a
 // *revision.LimitError naming the bound ([ErrOutputTooLarge],

@@ -78,8 +78,10 @@ type ensureNameSubstringConfig struct {
 // ServiceAccounts and PersistentVolumeClaims named in the pod spec of
 // Pods, Deployments, ReplicaSets, DaemonSets, StatefulSets, Jobs, CronJobs
 // and ReplicationControllers; Secrets and Services named in Ingresses; a
-// StatefulSet's serviceName. Other references (RBAC subjects and
-// roleRefs, HPA targets, webhooks, ...) are left unchanged.
+// StatefulSet's serviceName; the ClusterRole or Role a RoleBinding's or
+// ClusterRoleBinding's roleRef names (v0.2.0's depends-on example shows
+// it). Other references (RBAC subjects, HPA targets, webhooks, ...) are
+// left unchanged.
 //
 // It differs from the catalog in these ways besides: the already-present
 // check is made per scalar field rather than on the rendered value of the
@@ -90,10 +92,9 @@ type ensureNameSubstringConfig struct {
 // one that was itself renamed) and only when the resource it names was
 // actually renamed, where the catalog also rewrites references to skipped
 // kinds and to names that already had the substring. Config errors, in
-// cad's words, have the builtins' config-error shape (one error result
-// naming the functionConfig, a *pipeline.FunctionError matching
-// ErrInvalidFunctionConfig), and also match
-// ErrInvalidEnsureNameSubstringConfig.
+// cad's words, fail as v0.2.0's do (no result, the message on stderr, a
+// *pipeline.FunctionError matching ErrInvalidFunctionConfig), and also
+// match ErrInvalidEnsureNameSubstringConfig.
 func ensureNameSubstring(ctx context.Context, rl *pipeline.ResourceList) error {
 	cfg, err := ensureNameSubstringConfigFrom(rl.FunctionConfig)
 	if err != nil {
@@ -372,5 +373,26 @@ func fixNameReferences(items []*yaml.RNode, renamed map[nsKey]string) {
 				fix(r.path, r.kind)
 			}
 		}
+		if kind == "RoleBinding" || kind == "ClusterRoleBinding" {
+			// roleRef names a ClusterRole (cluster-scoped: keyed under
+			// namespaceOrDefault's "default") or, from a RoleBinding, a
+			// Role of the binding's namespace.
+			target, _ := nestedString(it, "roleRef", "kind")
+			refNs := ns
+			switch {
+			case target == "ClusterRole":
+				refNs = defaultNamespace
+			case target != "Role" || kind != "RoleBinding":
+				continue
+			}
+			editFieldSpec(it.YNode(), []string{"roleRef", "name"}, false, func(n *yaml.Node) {
+				if newName, ok := renamed[nsKey{rbacGroup, target, refNs, n.Value}]; ok {
+					n.Value = newName
+				}
+			})
+		}
 	}
 }
+
+// rbacGroup is the API group of Roles, ClusterRoles and their bindings.
+const rbacGroup = "rbac.authorization.k8s.io"

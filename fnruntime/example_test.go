@@ -59,8 +59,7 @@ spec:
 	//   selector:
 	//     matchLabels:
 	//       tier: web
-	// ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1 -> [info]: namespace [default] updated to "prod", 1 value(s) changed
-	// [info]: all `depends-on` annotations are up-to-date. no `namespace` changed
+	// ghcr.io/kptdev/krm-functions-catalog/set-namespace:v0.4.1 -> [info]: namespace "" updated to "prod", 1 value(s) changed
 	// gcr.io/kpt-fn/set-labels:v0.2 -> [info]: set 3 labels in total
 }
 

@@ -90,8 +90,10 @@ var hierarchyVersions = map[string]bool{hierarchyCurrent: true, hierarchyV2: tru
 // cnrm.cloud.google.com/folder-id (kind Folder, Config Connector's
 // folder-scope annotation), a sub-folder cnrm.cloud.google.com/folder-ref
 // its parent's name; each cft.dev hierarchy also gets a warning
-// (severity "warn", as the v1 example's results show) that it is an old
-// version.
+// (severity "warn", naming the hierarchy, worded as v0.1.1 and its
+// example packages word it: "ResourceHierarchy <name> references an older
+// Resource Hierarchy GroupVersion. Latest GroupVersion is
+// blueprints.cloud.google.com/v1alpha3.").
 //
 // Generating is idempotent (cad's choice, so that a package renders
 // again to the same files): a Folder already among the items with the
@@ -116,7 +118,7 @@ func generateFolders(ctx context.Context, rl *pipeline.ResourceList) error {
 		}
 		if v := it.GetApiVersion(); v != hierarchyCurrent {
 			rl.Results = append(rl.Results, hierarchyResult(it, "warn",
-				fmt.Sprintf("%s %s is %s, an old version of the kind; %s is the current one", hierarchyKind, it.GetName(), v, hierarchyCurrent)))
+				fmt.Sprintf("%s %s references an older Resource Hierarchy GroupVersion. Latest GroupVersion is %s.", hierarchyKind, it.GetName(), hierarchyCurrent)))
 		}
 		folders, err := planHierarchy(it)
 		if err != nil {

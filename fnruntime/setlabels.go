@@ -231,3 +231,36 @@ func (p *labelSetter) update(o *yaml.RNode, create bool, path ...string) error {
 	}
 	return nil
 }
+
+// setLabelsV02 is set-labels v0.2.x as released (v0.2.0's tests), which a
+// step pinning v0.2.x runs: setLabels, with the config errors of the kpt
+// functions SDK the release is built on, one result of message and
+// severity naming nothing: a config of another kind is "unknown
+// FunctionConfig `<Kind.group>`, expect `SetLabels.fn.kpt.dev` or
+// `ConfigMap.v1`", and a SetLabels whose labels are not a map of strings
+// is "unable to convert object to *setlabels.SetLabels with error: <the
+// decoding error>". An unpinned or latest step runs setLabels, the
+// catalog's later code.
+func setLabelsV02(ctx context.Context, rl *pipeline.ResourceList) error {
+	err := setLabels(ctx, rl)
+	var ce *configError
+	if !errors.As(err, &ce) {
+		return err
+	}
+	out := *ce
+	out.noRef = true
+	fc := rl.FunctionConfig
+	group, _ := groupVersion(fc.GetApiVersion())
+	switch {
+	case group == "" && fc.GetKind() == "ConfigMap":
+	case group == "fn.kpt.dev" && fc.GetKind() == "SetLabels":
+		out.msg = "unable to convert object to *setlabels.SetLabels with error: " + ce.msg
+	default:
+		gk := fc.GetKind()
+		if group != "" {
+			gk += "." + group
+		}
+		out.msg = fmt.Sprintf("unknown FunctionConfig `%s`, expect `SetLabels.fn.kpt.dev` or `ConfigMap.v1`", gk)
+	}
+	return &out
+}

@@ -14,7 +14,9 @@ import (
 // line and the builtin of Builtins for the others.
 func builtinLines() map[string]map[string]pipeline.Function {
 	return map[string]map[string]pipeline.Function{
-		"set-namespace": {"0.2.0": strict(setNamespaceV02), "0.3.4": strict(setNamespaceV03)},
+		"set-namespace": {"0.2.0": strict(setNamespaceV02), "0.3.4": strict(setNamespaceV03), "0.4.1": strict(setNamespaceV04)},
+		// A pinned set-labels v0.2.x words its config errors as v0.2.0.
+		"set-labels": {"0.2.0": strict(setLabelsV02)},
 		// A pinned set-annotations v0.1.x runs the release (no results);
 		// unpinned, the catalog's later code (a result per field).
 		"set-annotations": {"0.1.4": strict(setAnnotationsV01)},

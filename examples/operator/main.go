@@ -77,8 +77,22 @@
 //
 // Several replicas may run: with --leader-elect (the default) they elect
 // one leader through a Lease (--leader-election-id in
-// --leader-election-namespace), and only it reconciles. Metrics are off
-// unless --metrics-bind-address is given.
+// --leader-election-namespace), and only it reconciles. With --shards N
+// they share the work instead: each Repository falls in one of N shards
+// (a hash of its namespace/name), each shard has a Lease that one
+// replica at a time holds, and a replica reconciles only the objects of
+// its shards: a Repository and its PackageRevisions by the holder of the
+// Repository's shard, a PackageVariant by the holder of its downstream
+// repository's shard, a PackageVariantSet by the holder of the shard of
+// its own namespace/name. The shards are spread over the live replicas
+// by rendezvous hashing, so a replica that joins takes only its share and
+// one that dies (its Leases expire after --lease-duration) leaves only
+// its own; the new holder queues every object of the shard at once. The
+// holder of a shard renews its Lease every --retry-period and stops its
+// reconciles when it could not within --renew-deadline, before any other
+// replica may take the shard (--lease-duration), as a leader does; a
+// replica leaving or giving a shard up waits for the shard's reconciles
+// to end first. Metrics are off unless --metrics-bind-address is given.
 package main
 
 import (
@@ -125,9 +139,13 @@ func run(ctx context.Context, args []string) error {
 	kubeconfig := fs.String("kubeconfig", "", "kubeconfig file; default $KUBECONFIG, in-cluster config, or ~/.kube/config")
 	var o Options
 	fs.StringVar(&o.Namespace, "namespace", "", "watch only this namespace (default all)")
-	fs.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader among the replicas through a Lease")
-	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "cad-operator", "name of the leader election Lease")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease (default --namespace, or default)")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", true, "elect a leader among the replicas through a Lease (ignored with --shards)")
+	fs.IntVar(&o.Shards, "shards", 0, "share the Repositories among the replicas in this many shards, one Lease each (every replica the same number; the spread is a hash's, even with many shards: 32 to 64 suit up to about 10 replicas, each shard costing one Lease write per --retry-period); 0: no sharding, one leader (--leader-elect) does all the work")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", "cad-operator", "name of the leader election Lease, or with --shards the prefix of the names of the shards' and replicas' Leases")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", "", "namespace of the Lease(s) (default --namespace, or default)")
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "how long another replica waits, after a Lease (the leader's, a shard's) stopped changing, before it takes it over")
+	fs.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second, "how long a holder tries to renew its Lease before it stops the work the Lease guards (less than --lease-duration)")
+	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "how often Leases are renewed and tried (less than --renew-deadline)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", `serve metrics on this address ("0": off)`)
 	fs.StringVar(&o.CacheDir, "cache-dir", "", "keep clones of remote git repositories here (default in memory)")
 	fs.DurationVar(&o.Poll, "poll", 30*time.Second, "how often each repository is read again")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -35,15 +36,25 @@ type Options struct {
 	// Namespace restricts the operator to one namespace; "" watches all.
 	Namespace string
 	// LeaderElection makes the replicas elect one leader through a Lease;
-	// only the leader reconciles.
+	// only the leader reconciles. Ignored when Shards is set.
 	LeaderElection bool
-	// LeaderElectionID names the Lease; default "cad-operator".
+	// Shards, when positive, makes the replicas share the work instead:
+	// the Repositories are hashed into Shards shards, each with a Lease
+	// (<LeaderElectionID>-shard-<i>) that one replica at a time holds, and
+	// a replica reconciles only the objects of the shards it holds (see
+	// shard.go for the owner of each kind and why no repository is ever
+	// reconciled by two replicas at once). Every replica of a group must
+	// have the same Shards: while live replicas disagree, none acquires a
+	// shard. Default 0: no sharding.
+	Shards int
+	// LeaderElectionID names the Lease, or with Shards prefixes the
+	// names of the Leases; default "cad-operator".
 	LeaderElectionID string
-	// LeaderElectionNamespace is the namespace of the Lease; default
+	// LeaderElectionNamespace is the namespace of the Lease(s); default
 	// Namespace, or "default".
 	LeaderElectionNamespace string
-	// LeaseDuration, RenewDeadline and RetryPeriod tune the election;
-	// default controller-runtime's (15s, 10s, 2s).
+	// LeaseDuration, RenewDeadline and RetryPeriod tune the election, or
+	// the shards' Leases; default controller-runtime's (15s, 10s, 2s).
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// MetricsAddr serves Prometheus metrics there; default "0", none.
 	MetricsAddr string
@@ -97,10 +108,17 @@ type Options struct {
 	// inProcessReplica lets tests run several managers in one process
 	// (controller names are otherwise unique per process).
 	inProcessReplica bool
-	// keepLeaseOnStop makes a stopping leader keep its Lease until it
-	// expires, as a killed process does (tests).
+	// keepLeaseOnStop makes a stopping leader (or holder of shards) keep
+	// its Leases until they expire, as a killed process does (tests).
 	keepLeaseOnStop bool
+	// identity names the replica in the sharding Leases; default the
+	// host name and a random suffix.
+	identity string
 }
+
+// identityHook, when set (by tests, before any operator starts), is the
+// sharding identity of the replicas that have none in their Options.
+var identityHook string
 
 // operator is the manager and what its reconcilers share. One more
 // reconciler (PackageVariant, PackageVariantSet) is one more add* call
@@ -109,7 +127,9 @@ type operator struct {
 	mgr   ctrl.Manager
 	repos *repoSet
 	opts  Options
-	touch chan event.GenericEvent
+	// shards holds this replica's shards; nil without sharding.
+	shards *sharder
+	touch  chan event.GenericEvent
 	// rediscover asks the Repository reconciler to discover a repository
 	// now rather than at its next poll.
 	rediscover chan event.GenericEvent
@@ -151,6 +171,21 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	if o.Workers <= 0 {
 		o.Workers = 4
 	}
+	if o.LeaseDuration <= 0 {
+		o.LeaseDuration = 15 * time.Second
+	}
+	if o.RenewDeadline <= 0 {
+		o.RenewDeadline = 10 * time.Second
+	}
+	if o.RetryPeriod <= 0 {
+		o.RetryPeriod = 2 * time.Second
+	}
+	if o.Shards < 0 {
+		return nil, fmt.Errorf("sharding: %d shards", o.Shards)
+	}
+	if o.Shards > 0 {
+		o.LeaderElection = false
+	}
 	s, err := scheme()
 	if err != nil {
 		return nil, err
@@ -185,6 +220,28 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
+	var sh *sharder
+	if o.Shards > 0 {
+		store, err := newKubeLeases(cfg, o.LeaderElectionNamespace, o.LeaderElectionID)
+		if err != nil {
+			return nil, err
+		}
+		if o.identity == "" {
+			o.identity = identityHook
+		}
+		if o.identity == "" {
+			o.identity = newIdentity()
+		}
+		sh, err = newSharder(store, o.LeaderElectionID, o.identity, o.Shards, o.LeaseDuration, o.RenewDeadline, o.RetryPeriod,
+			mgr.GetLogger().WithName("sharding"))
+		if err != nil {
+			return nil, err
+		}
+		sh.keepOnStop = o.keepLeaseOnStop
+		if err := mgr.Add(sh); err != nil {
+			return nil, err
+		}
+	}
 	var resolver pipeline.Resolver = fnruntime.NewRegistry(&fnruntime.Options{Wasm: o.Wasm})
 	if o.FunctionRunner != nil {
 		resolver = o.FunctionRunner.Resolver(resolver)
@@ -207,6 +264,7 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 		mgr:        mgr,
 		repos:      repos,
 		opts:       o,
+		shards:     sh,
 		touch:      make(chan event.GenericEvent, 1024),
 		rediscover: make(chan event.GenericEvent, 1024),
 	}, nil
@@ -215,11 +273,12 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 // addRepositories adds the Repository reconciler (discovery).
 func (op *operator) addRepositories() error {
 	r := &repoReconciler{client: op.mgr.GetClient(), repos: op.repos, poll: op.opts.Poll, touch: op.touch}
-	return r.setup(op.mgr, op.rediscover)
+	return r.setup(op.mgr, op.rediscover, op.shards)
 }
 
 // addMaintenance adds the scheduled maintenance of the open repositories
-// (Options.MaintainInterval), run by the leader only; none when it is
+// (Options.MaintainInterval), run by the leader only, or with sharding by
+// every replica over the repositories of its shards; none when it is
 // off.
 func (op *operator) addMaintenance() error {
 	if op.opts.MaintainInterval < 0 {
@@ -228,7 +287,11 @@ func (op *operator) addMaintenance() error {
 	loop := &maintsched.Loop{
 		Interval: op.opts.MaintainInterval,
 		Logger:   slog.New(logr.ToSlogHandler(op.mgr.GetLogger().WithName("maintenance"))),
-		Repos:    op.repos.maintainable,
+		Repos: func() []maintsched.Repo {
+			return slices.DeleteFunc(op.repos.maintainable(), func(r maintsched.Repo) bool {
+				return !op.shards.owns(repoKey(r.Namespace, r.Name))
+			})
+		},
 		Report: func(r maintsched.Repo, err error) {
 			if op.repos.noteMaintenance(r, err) {
 				op.rediscoverRepository(context.Background(), r.Namespace, r.Name) // shows it in the status
@@ -242,7 +305,7 @@ func (op *operator) addMaintenance() error {
 // addPackageRevisions adds the PackageRevision reconciler.
 func (op *operator) addPackageRevisions() error {
 	r := &prReconciler{client: op.mgr.GetClient(), repos: op.repos, retry: op.opts.Poll, events: op.mgr.GetEventRecorder("cad-operator"), rediscover: op.rediscoverRepository}
-	return r.setup(op.mgr, op.touch)
+	return r.setup(op.mgr, op.touch, op.shards)
 }
 
 // rediscoverRepository queues the discovery of Repository name in ns (the
@@ -265,7 +328,7 @@ func (op *operator) addVariants() error {
 	for _, set := range []bool{false, true} {
 		r := &variantReconciler{set: set, client: op.mgr.GetClient(), repos: op.repos, objects: objects,
 			resync: op.opts.Poll, rediscover: op.rediscoverNamespace}
-		if err := r.setup(op.mgr); err != nil {
+		if err := r.setup(op.mgr, op.shards); err != nil {
 			return err
 		}
 	}

@@ -36,6 +36,12 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if os.Getenv(operatorChildEnv) != "" {
+		// A replica started by a test as a process of its own
+		// (startReplica): the test binary is the operator.
+		identityHook = os.Getenv(operatorIdentityEnv)
+		os.Exit(exitCode(run(context.Background(), os.Args[1:])))
+	}
 	ctrl.SetLogger(logr.Discard())
 	code := m.Run()
 	stopCluster(code != 0)

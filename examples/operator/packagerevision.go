@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
@@ -72,12 +73,33 @@ type permanent struct{ err error }
 func (p permanent) Error() string { return p.err.Error() }
 func (p permanent) Unwrap() error { return p.err }
 
-func (r *prReconciler) setup(mgr ctrl.Manager, touch <-chan event.GenericEvent) error {
-	return ctrl.NewControllerManagedBy(mgr).
+// setup registers the reconciler; the objects sent on touch are
+// reconciled too. With sh, a PackageRevision is reconciled only by the
+// replica holding the shard of its repository (spec.repository).
+func (r *prReconciler) setup(mgr ctrl.Manager, touch <-chan event.GenericEvent, sh *sharder) error {
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&porchv1alpha2.PackageRevision{}).
 		WatchesRawSource(source.Channel(touch, &handler.EnqueueRequestForObject{})).
-		Named("packagerevision").
-		Complete(retryConflicts{r})
+		Named("packagerevision")
+	var rec reconcile.Reconciler = retryConflicts{r}
+	if sh != nil {
+		keyOf := func(pr *porchv1alpha2.PackageRevision) string { return repoKey(pr.Namespace, pr.Spec.RepositoryName) }
+		list := func(ctx context.Context) ([]shardItem, error) {
+			var l porchv1alpha2.PackageRevisionList
+			if err := r.client.List(ctx, &l); err != nil {
+				return nil, err
+			}
+			out := make([]shardItem, 0, len(l.Items))
+			for i := range l.Items {
+				out = append(out, shardItem{req: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])},
+					key: keyOf(&l.Items[i])})
+			}
+			return out, nil
+		}
+		b = b.WatchesRawSource(sh.watch("packagerevision", list, nil))
+		rec = sh.gate(keyOfObject(r.client, func() *porchv1alpha2.PackageRevision { return &porchv1alpha2.PackageRevision{} }, keyOf), rec)
+	}
+	return b.Complete(rec)
 }
 
 func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -56,7 +56,20 @@ func applyManifest(t *testing.T, e *env, path string, skip ...string) {
 // deploy/operator.yaml, with exactly the permissions it grants: a draft is
 // made from its source and published, and a PackageVariant makes its
 // downstream. A permission missing from the manifest stalls one of them.
+// It runs with leader election and with shards (whose Leases are listed
+// and, for a dead replica, deleted).
 func TestDeployedPermissions(t *testing.T) {
+	t.Run("leader", func(t *testing.T) {
+		deployedPermissions(t, Options{LeaderElection: true, LeaderElectionID: "cad-operator-rbac", LeaderElectionNamespace: "cad-system",
+			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond})
+	})
+	t.Run("shards", func(t *testing.T) {
+		deployedPermissions(t, Options{Shards: 4, LeaderElectionID: "cad-operator-rbac-shards", LeaderElectionNamespace: "cad-system",
+			LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond})
+	})
+}
+
+func deployedPermissions(t *testing.T, o Options) {
 	e := newEnv(t)
 	applyManifest(t, e, "deploy/operator.yaml", "Deployment")
 	e.addRepository("deploy")
@@ -65,8 +78,7 @@ func TestDeployedPermissions(t *testing.T) {
 		UserName: "system:serviceaccount:cad-system:cad-operator",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:cad-system", "system:authenticated"},
 	}
-	e.runAs(sa, Options{LeaderElection: true, LeaderElectionID: "cad-operator-rbac", LeaderElectionNamespace: "cad-system",
-		LeaseDuration: 2 * time.Second, RenewDeadline: time.Second, RetryPeriod: 200 * time.Millisecond})
+	e.runAs(sa, o)
 
 	e.create("blueprints.base.v1", "base", "v1", &porchv1alpha2.PackageSource{Init: &porchv1alpha2.PackageInitSpec{Description: "base"}},
 		func(pr *porchv1alpha2.PackageRevision) { pr.Spec.Lifecycle = porchv1alpha2.LifecyclePublished })

@@ -356,3 +356,18 @@ func (s *repoSet) secret(ctx context.Context, ns, name string) (*corev1.Secret, 
 	}
 	return &sec, nil
 }
+
+// changed tells the open repository ns/name, if any, that it may have
+// changed (a remote is asked again at its next read, even within its
+// read window).
+func (s *repoSet) changed(ns, name string) {
+	s.mu.Lock()
+	var repo repository.Repository
+	if o := s.open[types.NamespacedName{Namespace: ns, Name: name}]; o != nil {
+		repo = o.repo
+	}
+	s.mu.Unlock()
+	if n, ok := repo.(repository.Notifiable); ok {
+		n.Changed()
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
@@ -41,13 +42,36 @@ type repoReconciler struct {
 }
 
 // setup registers the reconciler; the objects sent on rediscover are
-// reconciled too (a variant sync that wrote drafts asks for it).
-func (r *repoReconciler) setup(mgr ctrl.Manager, rediscover <-chan event.GenericEvent) error {
-	return ctrl.NewControllerManagedBy(mgr).
+// reconciled too (a variant sync that wrote drafts asks for it). With sh,
+// a Repository is reconciled only by the replica holding its shard, and
+// one that acquires the shard reads the repository again at once.
+func (r *repoReconciler) setup(mgr ctrl.Manager, rediscover <-chan event.GenericEvent, sh *sharder) error {
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&configv1alpha1.Repository{}).
 		Named("repository").
-		WatchesRawSource(source.Channel(rediscover, &handler.EnqueueRequestForObject{})).
-		Complete(retryConflicts{r})
+		WatchesRawSource(source.Channel(rediscover, &handler.EnqueueRequestForObject{}))
+	var rec reconcile.Reconciler = retryConflicts{r}
+	if sh != nil {
+		list := func(ctx context.Context) ([]shardItem, error) {
+			var l configv1alpha1.RepositoryList
+			if err := r.client.List(ctx, &l); err != nil {
+				return nil, err
+			}
+			out := make([]shardItem, 0, len(l.Items))
+			for _, it := range l.Items {
+				out = append(out, shardItem{req: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&it)},
+					key: repoKey(it.Namespace, it.Name)})
+			}
+			return out, nil
+		}
+		// What the last owner wrote may be newer than a clone this
+		// replica read earlier (a remote is asked again only after its
+		// read window).
+		inherit := func(it shardItem) { r.repos.changed(it.req.Namespace, it.req.Name) }
+		b = b.WatchesRawSource(sh.watch("repository", list, inherit))
+		rec = sh.gate(keyOfRequest, rec)
+	}
+	return b.Complete(rec)
 }
 
 func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

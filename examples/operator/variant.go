@@ -58,7 +58,12 @@ type variantReconciler struct {
 	rediscover func(ctx context.Context, ns string)
 }
 
-func (r *variantReconciler) setup(mgr ctrl.Manager) error {
+// setup registers the reconciler. With sh, a PackageVariant is synced
+// only by the replica holding the shard of its downstream repository
+// (the one it writes), and a PackageVariantSet, whose downstreams span
+// repositories, by the replica holding the shard of its own
+// namespace/name.
+func (r *variantReconciler) setup(mgr ctrl.Manager, sh *sharder) error {
 	var obj client.Object = &configv1alpha1.PackageVariant{}
 	name := "packagevariant"
 	if r.set {
@@ -71,11 +76,55 @@ func (r *variantReconciler) setup(mgr ctrl.Manager) error {
 		pr, ok := o.(*porchv1alpha2.PackageRevision)
 		return ok && pr.Spec.Lifecycle == porchv1alpha2.LifecyclePublished
 	})
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Named(name).
-		Watches(&porchv1alpha2.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(published)).
-		Complete(r)
+		Watches(&porchv1alpha2.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(published))
+	var rec reconcile.Reconciler = r
+	if sh != nil {
+		var list func(context.Context) ([]shardItem, error)
+		key := keyOfRequest
+		if r.set {
+			list = func(ctx context.Context) ([]shardItem, error) {
+				var l configv1alpha2.PackageVariantSetList
+				if err := r.client.List(ctx, &l); err != nil {
+					return nil, err
+				}
+				out := make([]shardItem, 0, len(l.Items))
+				for _, it := range l.Items {
+					out = append(out, shardItem{req: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&it)},
+						key: repoKey(it.Namespace, it.Name)})
+				}
+				return out, nil
+			}
+		} else {
+			list = func(ctx context.Context) ([]shardItem, error) {
+				var l configv1alpha1.PackageVariantList
+				if err := r.client.List(ctx, &l); err != nil {
+					return nil, err
+				}
+				out := make([]shardItem, 0, len(l.Items))
+				for i := range l.Items {
+					out = append(out, shardItem{req: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&l.Items[i])},
+						key: variantKey(&l.Items[i])})
+				}
+				return out, nil
+			}
+			key = keyOfObject(r.client, func() *configv1alpha1.PackageVariant { return &configv1alpha1.PackageVariant{} }, variantKey)
+		}
+		b = b.WatchesRawSource(sh.watch(name, list, nil))
+		rec = sh.gate(key, rec)
+	}
+	return b.Complete(rec)
+}
+
+// variantKey is the shard key of a PackageVariant: its downstream
+// repository, or its own name when it names none.
+func variantKey(pv *configv1alpha1.PackageVariant) string {
+	if d := pv.Spec.Downstream; d != nil && d.Repo != "" {
+		return repoKey(pv.Namespace, d.Repo)
+	}
+	return repoKey(pv.Namespace, pv.Name)
 }
 
 // inNamespace maps an object to the variants (or sets) of its namespace.

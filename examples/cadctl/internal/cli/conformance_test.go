@@ -402,3 +402,76 @@ func gitDiff(t *testing.T, dir, first string) string {
 	}
 	return string(out)
 }
+
+// envCasesDir names a directory of test cases in kpt's e2e layout (a
+// directory with .expected/ is a case) outside this repository, such as
+// the catalog's tests/<fn> and examples/<fn>-* of one release exported
+// with their "unstable" images pinned to that release. Unset, the test is
+// skipped: the cases are not fixtures of this repository.
+const envCasesDir = "CADCTL_CASES_DIR"
+
+// TestCasesDir runs the cases under $CADCTL_CASES_DIR through cadctl,
+// judged as TestConformanceFnRender judges kpt's (exit code, stderr,
+// results.yaml, the package's git diff), each from its own directory.
+func TestCasesDir(t *testing.T) {
+	root := os.Getenv(envCasesDir)
+	if root == "" {
+		t.Skip(envCasesDir + " is not set")
+	}
+	fixtures.RequireTool(t, "git", "the diff witness")
+	shim := kptShim(t)
+	var cases []string
+	_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.IsDir() && d.Name() == ".expected" {
+			cases = append(cases, filepath.Dir(p))
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	sort.Strings(cases)
+	for _, dir := range cases {
+		rel, _ := filepath.Rel(root, dir)
+		t.Run(filepath.ToSlash(rel), func(t *testing.T) {
+			problems, skip := runConformanceCase(t, dir, dir, shim, 1)
+			if skip != "" {
+				t.Skip(skip)
+			}
+			// Cases older than kpt v1.0.0-beta.62 expect no render
+			// status in the root Kptfile: a difference that is only
+			// that hunk is not counted.
+			var kept []string
+			for _, p := range problems {
+				if !statusOnlyDiff(p) {
+					kept = append(kept, p)
+				}
+			}
+			if len(kept) > 0 {
+				t.Error(strings.Join(kept, "\n"))
+			}
+		})
+	}
+}
+
+// statusOnlyDiff reports whether problem is a diff difference whose got
+// side differs from its want side only by a Kptfile section adding the
+// render status.
+func statusOnlyDiff(problem string) bool {
+	rest, ok := strings.CutPrefix(problem, "diff differs\n--- got\n")
+	if !ok {
+		return false
+	}
+	got, want, ok := strings.Cut(rest, "\n--- want\n")
+	if !ok {
+		return false
+	}
+	var kept []string
+	for _, sec := range strings.Split("\n"+got, "\ndiff --git ") {
+		if strings.HasPrefix(sec, "a/Kptfile b/Kptfile") && strings.Contains(sec, "renderStatus") {
+			continue
+		}
+		if strings.TrimSpace(sec) != "" {
+			kept = append(kept, "diff --git "+sec)
+		}
+	}
+	return strings.TrimSpace(strings.Join(kept, "\n")) == strings.TrimSpace(want)
+}

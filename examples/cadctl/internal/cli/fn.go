@@ -39,7 +39,11 @@ func (c *cmdEnv) registry(allowExec, network, wasm bool, container ...containerO
 	}
 	var wr fnruntime.WasmRuntime
 	if wasm {
-		r, err := c.wasmRuntime()
+		mounts, err := wasmMounts(co.mounts, c.abs)
+		if err != nil {
+			return nil, err
+		}
+		r, err := c.wasmRuntime(mounts)
 		if err != nil {
 			return nil, err
 		}
@@ -69,9 +73,10 @@ func (c *cmdEnv) registry(allowExec, network, wasm bool, container ...containerO
 }
 
 // wasmRuntime returns the invocation's wasm runtime, created on first
-// use, which keeps compiled modules in EnvWasmCache (default cadctl/wasm in
-// the user's cache directory, none when there is no such directory).
-func (c *cmdEnv) wasmRuntime() (*wasmfn.Runtime, error) {
+// use with mounts (fn eval's --mount), which keeps compiled modules in
+// EnvWasmCache (default cadctl/wasm in the user's cache directory, none
+// when there is no such directory).
+func (c *cmdEnv) wasmRuntime(mounts []wasmfn.Mount) (*wasmfn.Runtime, error) {
 	if c.wasm != nil {
 		return c.wasm, nil
 	}
@@ -81,12 +86,39 @@ func (c *cmdEnv) wasmRuntime() (*wasmfn.Runtime, error) {
 			dir = filepath.Join(d, "cadctl", "wasm")
 		}
 	}
-	r, err := wasmfn.New(c.ctx, &wasmfn.Options{CacheDir: dir})
+	r, err := wasmfn.New(c.ctx, &wasmfn.Options{CacheDir: dir, Mounts: mounts})
 	if err != nil {
 		return nil, err
 	}
 	c.wasm = r
 	return r, nil
+}
+
+// wasmMounts returns fn eval's --mount values as a wasm function's
+// mounts: each src directory seen at its dst, read-only unless the value
+// says rw=true (kpt's default for its storage mounts). A mount that
+// cannot be parsed, or whose src is not a directory (WASI mounts
+// directories only), is an error naming it.
+func wasmMounts(mounts []string, abs func(string) string) ([]wasmfn.Mount, error) {
+	out := make([]wasmfn.Mount, 0, len(mounts))
+	for _, m := range mounts {
+		mt, err := parseMount(m, abs)
+		if err != nil {
+			return nil, err
+		}
+		if fi, err := os.Stat(mt.src); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("--mount %q: a wasm function can mount a directory only, and %s is not one", m, mt.src)
+		}
+		rw := false
+		for _, part := range strings.Split(m, ",") {
+			k, v, _ := strings.Cut(strings.TrimSpace(part), "=")
+			if k == "rw" {
+				rw = v == "true"
+			}
+		}
+		out = append(out, wasmfn.Mount{Source: mt.src, Target: "/" + mt.dst, Writable: rw})
+	}
+	return out, nil
 }
 
 // containerOpts are fn eval's settings for container functions.

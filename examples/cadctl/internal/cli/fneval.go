@@ -146,7 +146,7 @@ after "--".`}
 	var envs, mounts stringsFlag
 	fs.Var(&envs, "env", "an environment variable (KEY=VALUE, or KEY to pass this process's) for a container function; repeatable")
 	fs.Var(&envs, "e", "shorthand for --env")
-	fs.Var(&mounts, "mount", "a storage mount (type=bind,src=DIR,dst=DIR[,rw=true]); repeatable. A container function gets it; an in-process function (builtin, render-helm-chart) reads src at dst, read-only, and sees only its mounts (the package alone at /tmp changes nothing)")
+	fs.Var(&mounts, "mount", "a storage mount (type=bind,src=DIR,dst=DIR[,rw=true]); repeatable. A container function gets it; a wasm function (--allow-alpha-wasm) sees the src directory at dst, read-only unless rw=true; an in-process function (builtin, render-helm-chart) reads src at dst, read-only, and sees only its mounts (the package alone at /tmp changes nothing)")
 	output := fs.String("output", "", "where to write the result: stdout (a ResourceList), unwrap (plain YAML) or a new directory")
 	fs.StringVar(output, "o", "", "shorthand for --output")
 	resultsDir := fs.String("results-dir", "", "write the function results to results.yaml in this directory")

@@ -1,7 +1,9 @@
 // Command fn is the KRM function the wasmfn tests build with GOOS=wasip1
 // GOARCH=wasm. With no argument it reads the ResourceList on stdin and
 // sets an annotation on every item: the functionConfig's data.key
-// (wasm.cad.dev/ran without one) to its data.value ("true" without one). An argument makes it
+// (wasm.cad.dev/ran without one) to its data.value ("true" without one),
+// or to the text of the file data.file names (which a mount must give
+// it: the module has no file system otherwise). An argument makes it
 // hostile: loop spins forever, hog allocates until it is stopped, flood
 // writes 1 GiB to stdout, fail exits 3 with a message on stderr.
 package main
@@ -64,6 +66,13 @@ func annotate(in io.Reader, out io.Writer) error {
 	}
 	if v := lookup(data, "value"); v != nil {
 		value = v.Value
+	}
+	if v := lookup(data, "file"); v != nil {
+		b, err := os.ReadFile(v.Value)
+		if err != nil {
+			return err
+		}
+		value = string(bytes.TrimSpace(b))
 	}
 	items := lookup(root, "items")
 	if items == nil {
