@@ -19,11 +19,11 @@ func TestReplacedTreeNotReusedAfterDiscard(t *testing.T) {
 	r := openMaint(t, dir, nil)
 	publishNewTB(t, r, revision.Key{Package: "a", Workspace: "w"})
 	key := revision.Key{Package: "p", Workspace: "w"}
-	bctx, b, err := r.BeginBatch(ctx)
+	b, err := r.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeDraft(bctx, r, key, "x", true); err != nil {
+	if err := writeDraft(ctx, b, key, "x", true); err != nil {
 		t.Fatal(err)
 	}
 	b.Discard()
