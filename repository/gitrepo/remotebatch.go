@@ -10,7 +10,6 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
-	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/memory"
@@ -55,37 +54,21 @@ func (r *Repository) beginRemoteBatch(ctx context.Context) (repository.Batch, er
 
 // pushCapabilities returns what the remote's receive-pack advertises.
 func (rm *remote) pushCapabilities(ctx context.Context) (*capability.List, error) {
-	ep, err := transport.NewEndpoint(rm.url)
+	ep, cl, err := rm.client()
 	if err != nil {
+		return nil, rm.classify("push to "+rm.redactedURL, err)
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	ep.InsecureSkipTLS = rm.insecure
-	ep.CaBundle = rm.caBundle
-	cl, err := pushClient(ep)
+	sess, err := cl.NewReceivePackSession(ep, rm.auth)
 	if err != nil {
 		return nil, rm.classify("push to "+rm.redactedURL, err)
 	}
-	var sess transport.ReceivePackSession
-	_, err = withCtx(ctx, func() error {
-		var err error
-		sess, err = cl.NewReceivePackSession(ep, rm.auth)
-		return err
-	}, func() {
-		if sess != nil {
-			_ = sess.Close()
-		}
-	})
-	if err != nil {
-		return nil, rm.classify("push to "+rm.redactedURL, err)
-	}
-	var ar *packp.AdvRefs
-	abandoned, err := withCtx(ctx, func() error {
-		var err error
-		ar, err = sess.AdvertisedReferencesContext(ctx)
-		return err
-	}, func() { _ = sess.Close() })
-	if !abandoned {
-		_ = sess.Close()
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	_ = sess.Close()
+	if cerr := ctx.Err(); err != nil && cerr != nil {
+		return nil, cerr
 	}
 	if err != nil && !errors.Is(err, transport.ErrEmptyRemoteRepository) {
 		return nil, rm.classify("push to "+rm.redactedURL, err)
