@@ -11,7 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-
 )
 
 // Role is what an authenticated user may do. A user's roles are the groups

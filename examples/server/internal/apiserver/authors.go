@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 
-
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
