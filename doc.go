@@ -79,44 +79,14 @@
 //
 // # Packages without a Kptfile
 //
-// kpt is optional. A package revision is a pointer into a repository (a
-// commit, tag or branch, plus a directory), and any non-empty directory
-// can be one. How a backend knows that a directory is a package:
-//
-//   - A revision the repository registered is a package whatever its
-//     files: a draft, proposal or published revision that cad (or Porch)
-//     wrote, or one registered with Engine.Adopt (repository.Adopter),
-//     which points a new Published or Draft revision at an existing
-//     directory at a commit, tag or branch without rewriting a file. In git
-//     the registration is Porch's own layout: the ref names the package
-//     path, and the kpt: line of its commit (or of the annotated tag Adopt
-//     writes) names it too, so a hand-made tag on a plain directory is not
-//     mistaken for a package.
-//   - Where packages are discovered by scanning (the packages on a git
-//     branch, the placeholder revisions), a directory is a package when it
-//     holds a marker file, found by name without reading any file: a
-//     Kptfile, or cad's package file cadpackage.yaml
-//     (revision.PackageFileName), a small local-config resource of cad's
-//     own group (cad.configasdata.dev/v1alpha1, kind Package).
-//
-// What a package records about itself, its upstream and upstream lock, its
-// pipeline (mutators and validators, with CEL conditions and computed
-// inputs) and its readiness gates and conditions, comes from one place,
-// the first that exists:
-//
-//  1. the API: steps given in code (pipeline.New) for the pipeline, and
-//     the engine's options for what an operation writes;
-//  2. the root Kptfile, read and written as kpt and Porch do;
-//  3. without a Kptfile, cad's package file (spec.upstream,
-//     spec.upstreamLock, spec.readinessGates, spec.pipeline,
-//     status.conditions);
-//  4. nothing: no upstream, no steps, no gates.
-//
-// A Kptfile and a package file are never merged: beside a Kptfile the
-// package file is an ordinary resource. Clone, Copy, Upgrade, render and
-// variants keep a package without a Kptfile without one, recording what
-// they write in the package file (CloneOptions.Kptfile asks for a Kptfile
-// instead).
+// kpt is optional: any non-empty directory can be a package. A revision the
+// repository registered (written by cad or Porch, or adopted with
+// Engine.Adopt) is a package whatever its files; where packages are found by
+// scanning, a directory is one when it holds a Kptfile or cad's package file,
+// cadpackage.yaml (revision.PackageFileName). A package's upstream, pipeline
+// and readiness gates come from the API, else the root Kptfile, else the
+// package file; the two files are never merged. DESIGN.md at the root of the
+// repository has the rules.
 //
 // This package itself holds only aliases for the types most programs use
 // and [Open], which opens a repository from a Spec with the backends the

@@ -3,9 +3,9 @@ module github.com/configasdata/cad/examples
 go 1.26.0
 
 require (
-	github.com/configasdata/cad v0.0.0
-	github.com/configasdata/cad/api v0.0.0
-	github.com/configasdata/cad/fnrunner v0.0.0
+	github.com/configasdata/cad v0.1.0
+	github.com/configasdata/cad/api v0.1.0
+	github.com/configasdata/cad/fnrunner v0.1.0
 	github.com/go-git/go-git/v5 v5.19.3
 	github.com/go-logr/logr v1.4.4
 	github.com/google/go-containerregistry v0.22.1
@@ -122,7 +122,7 @@ require (
 	github.com/ProtonMail/go-crypto v1.4.1 // indirect
 	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/cloudflare/circl v1.6.3 // indirect
-	github.com/configasdata/cad/helmfn v0.0.0
+	github.com/configasdata/cad/helmfn v0.1.0
 	github.com/cyphar/filepath-securejoin v0.7.0 // indirect
 	github.com/davecgh/go-spew v1.1.2-0.20180830191138-d8f796af33cc // indirect
 	github.com/docker/cli v29.7.2+incompatible // indirect

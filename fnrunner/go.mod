@@ -3,7 +3,7 @@ module github.com/configasdata/cad/fnrunner
 go 1.26.0
 
 require (
-	github.com/configasdata/cad v0.0.0-00010101000000-000000000000
+	github.com/configasdata/cad v0.1.0
 	google.golang.org/grpc v1.83.2
 	google.golang.org/protobuf v1.36.12
 	sigs.k8s.io/kustomize/kyaml v0.21.2

@@ -24,7 +24,7 @@ import (
 // them, and fail (a *pipeline.FunctionError) whenever they report an error
 // result. A config error has one shape in every builtin (one error result
 // naming the functionConfig, an error matching ErrInvalidFunctionConfig;
-// see the package documentation, "Config errors"). apply-replacements is
+// see fnruntime/DESIGN.md, "Config errors"). apply-replacements is
 // written from kustomize's replacements reference and the catalog's
 // README; [BuiltinVersions] says, per function, what differs.
 func Builtins() map[string]pipeline.Function {
@@ -209,8 +209,8 @@ func mergeReleases(a, b []string) []string {
 // releases each builtin implements. Builtins not listed (kpt's
 // gen-pkg-context, kubeconform, whose image kpt's tests pin only as
 // latest) have no version and resolve for any tag; one marked Unreleased
-// resolves for plain tags only. The package documentation has the same
-// table.
+// resolves for plain tags only. fnruntime/DESIGN.md has the same table,
+// with what each implementation differs in.
 func BuiltinVersions() map[string]CatalogVersion {
 	out := builtinVersions()
 	for name, cv := range out {
@@ -272,8 +272,8 @@ func builtinVersions() map[string]CatalogVersion {
 // builtin that cannot use its functionConfig: none where one is required,
 // one of another kind, a field of the wrong shape or a value outside the
 // documented ones. The error is a *pipeline.FunctionError (exit code 1);
-// the function's one error result says what is wrong (see the package
-// documentation, "Config errors").
+// the function's one error result says what is wrong (see
+// fnruntime/DESIGN.md, "Config errors").
 var ErrInvalidFunctionConfig = errors.New("invalid functionConfig")
 
 // configError is a builtin's config error, which strict (and the starlark
@@ -298,8 +298,8 @@ func configErr(msg string) error { return &configError{msg: msg} }
 // failing as a function on kyaml's framework does (the message on stderr).
 func kyamlConfigErr(msg string) error { return &configError{msg: msg, stderr: msg} }
 
-// reportConfigError gives a config error the builtins' shape (the package
-// documentation's "Config errors"): the results the function added since
+// reportConfigError gives a config error the builtins' shape
+// (fnruntime/DESIGN.md, "Config errors"): the results the function added since
 // before are replaced by one error result naming the functionConfig in its
 // resourceRef (nothing when there is none, or when the release names
 // nothing: ce.noRef), and the step fails with a

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/kio/kioutil"
 	"sigs.k8s.io/kustomize/kyaml/yaml"
 
+	"github.com/configasdata/cad/internal/kptattr"
 	"github.com/configasdata/cad/pipeline"
 )
 
@@ -186,7 +187,7 @@ func keepPlace(old, fresh *yaml.RNode) error {
 	for _, k := range annotationKeys(old) {
 		keep := k == kioutil.PathAnnotation || k == kioutil.IndexAnnotation ||
 			k == kioutil.LegacyPathAnnotation || k == kioutil.LegacyIndexAnnotation ||
-			k == pipeline.BlueprintAnnotation || strings.HasPrefix(k, "internal.config.kubernetes.io/")
+			k == kptattr.BlueprintAnnotation || strings.HasPrefix(k, "internal.config.kubernetes.io/")
 		if !keep {
 			continue
 		}

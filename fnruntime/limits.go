@@ -63,8 +63,8 @@ type Limits struct {
 	// builtin writes through: search-replace's by-path,
 	// apply-replacements' fieldPaths (with or without create). Zero means
 	// DefaultMaxPathDepth (100). A deeper path is refused before any
-	// resource is touched, as a config error (see the package
-	// documentation, "Config errors") that also matches revision.ErrLimit.
+	// resource is touched, as a config error (see DESIGN.md beside
+	// this package, "Config errors") that also matches revision.ErrLimit.
 	// Limit name in errors: "fnruntime.Limits.MaxPathDepth".
 	MaxPathDepth int
 }

@@ -92,25 +92,10 @@
 //
 // # What differs from the catalog
 //
-//   - chartArgs.auth names a Secret among the input resources, as the
-//     catalog says; its data.username and data.password (or stringData)
-//     are sent as basic auth to the repository's host only (index,
-//     archives, registry). Without auth, repositories and registries are
-//     accessed anonymously: no host credential file (Helm's or Docker's)
-//     is read. chartArgs.registry is accepted and ignored.
-//   - helmGlobals.configHome is accepted and ignored: no Helm
-//     configuration, repository cache or plugins are used. Every run
-//     reads the repository's index.yaml; an archive whose index entry
-//     has a SHA-256 digest that its content matches is kept in memory
-//     (Options.ArchiveCacheBytes, per set of credentials) and not
-//     downloaded again while the index names the same digest. OCI charts
-//     are pulled on every run.
-//   - Local files are the rendered package's own (or Options.Files), not
-//     a container mount; outside a render and without Options.Files, a
-//     chart must be pulled and a values file must be a URL. Charts packed as .tgz in
-//     chartHome are not looked for.
-//   - The default namespace is "default" (helm template's), and the path
-//     annotations are set by the function rather than left to kpt.
+// Credentials come only from a Secret among the input resources (no Helm or
+// Docker credential file is read); no Helm configuration, repository cache or
+// plugins are used; local charts are the rendered package's own files, not a
+// container mount. DESIGN.md beside this package lists every difference.
 //
 // # Charts as package upstreams
 //
@@ -130,24 +115,12 @@
 //	pr, err = e.Upgrade(ctx, "deployments", v1, engine.Ref{},
 //		engine.Ref{Helm: &engine.HelmUpstream{Version: cands[0].Newer[0]}}, "v2", engine.UpgradeOptions{Charts: charts})
 //
-// Charts are fetched as the function fetches them (an HTTP(S) chart
-// repository's index.yaml and archive, or oci://; Options.HTTPClient,
-// PlainHTTP, MaxDownload and IndexLimits apply) and rendered as helm template renders
-// them, with CRDs and without test hooks. The package gets one file per
-// resource at kpt's default path, <namespace>/<kind>_<name>.yaml (the
-// path render-helm-chart gives; no tmp/ directory, no path annotations
-// left in the files). The lock's digest is the chart repository's
-// index.yaml digest of the archive (its SHA-256, computed when the index
-// has none), or the OCI manifest digest. Credentials are a user name and
-// password (a repository.Credentials) in HelmUpstream.Auth, sent to the
-// repository's host only and never recorded; Engine.DiscoverHelmUpgrades lists versions without Auth, so
-// for a private repository wrap Charts in a ChartLister that adds it.
-// Every failure is a *[ChartError] matching repository.ErrNotFound (no
-// such chart, version or repository), repository.ErrUnavailable
-// (unreachable, credentials refused) or repository.ErrInvalidInput (bad
-// upstream, bad chart, values or template error). cmd/helmquickstart
-// walks through clone, edit, discovery and upgrade on a chart served on
-// loopback.
+// Charts are fetched and rendered as the function does it (with CRDs,
+// without test hooks), one file per resource at kpt's default path. Every
+// failure is a *[ChartError] matching repository.ErrNotFound,
+// repository.ErrUnavailable or repository.ErrInvalidInput. DESIGN.md has the
+// lock's digest and how credentials are sent; cmd/helmquickstart walks
+// through clone, edit, discovery and upgrade on a chart served on loopback.
 //
 // # Concurrency
 //

@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/Masterminds/semver/v3 v3.5.0
-	github.com/configasdata/cad v0.0.0-00010101000000-000000000000
+	github.com/configasdata/cad v0.1.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/stretchr/testify v1.12.1
 	helm.sh/helm/v4 v4.3.2

@@ -4,23 +4,19 @@ import (
 	"strings"
 
 	"sigs.k8s.io/kustomize/kyaml/yaml"
+
+	"github.com/configasdata/cad/internal/kptattr"
 )
 
-// BlueprintAnnotation is the annotation in which kpt's render (and so
-// Porch's) records that Config Connector resources (apiVersion with
-// ".cnrm.") went through a KRM function render: "krm-fn", merged with
-// what the annotation said before.
-const BlueprintAnnotation = "cnrm.cloud.google.com/blueprint"
-
 // attribute adds kpt's "fn" attribution to every Config Connector
-// resource among items (see BlueprintAnnotation).
+// resource among items, in kptattr.BlueprintAnnotation.
 func attribute(items []*yaml.RNode) {
 	for _, it := range items {
 		if !strings.Contains(it.GetApiVersion(), ".cnrm.") || it.Field(yaml.MetadataField).IsNilOrEmpty() {
 			continue
 		}
-		v := withKRMAction(it.GetAnnotations()[BlueprintAnnotation], "fn")
-		_ = it.PipeE(yaml.SetAnnotation(BlueprintAnnotation, v))
+		v := withKRMAction(it.GetAnnotations()[kptattr.BlueprintAnnotation], "fn")
+		_ = it.PipeE(yaml.SetAnnotation(kptattr.BlueprintAnnotation, v))
 	}
 }
 

@@ -45,7 +45,8 @@ type Options struct {
 	// NoAttribution leaves out kpt's attribution: by default, as kpt's
 	// (and Porch's) render does, every Config Connector resource
 	// (apiVersion with ".cnrm.") of the written output gets "krm-fn" in
-	// its BlueprintAnnotation.
+	// its Config Connector blueprint annotation,
+	// cnrm.cloud.google.com/blueprint.
 	NoAttribution bool
 	// RequireKptfile makes a Renderer from NewKptfile refuse a root
 	// without a Kptfile ("No Kptfile found", matching ErrInvalidPackage),
