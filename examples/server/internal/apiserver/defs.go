@@ -18,8 +18,6 @@ var (
 	grPackageVariantSets = schema.GroupResource{Group: porchapi.ConfigGroup, Resource: porchapi.ResourcePackageVariantSets}
 )
 
-var allVerbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
-
 // resourceDefs lists the served resources.
 func (s *Server) resourceDefs() []*resourceDef {
 	pr := &prImpl{s: s}
@@ -31,7 +29,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 	var nsDef, repoDef, pvDef, pvsDef *resourceDef
 	nsDef = add(&resourceDef{
 		gr: schema.GroupResource{Group: "", Resource: "namespaces"}, version: "v1", kind: "Namespace", listKind: "NamespaceList",
-		singular: "namespace", verbs: allVerbs, shortNames: []string{"ns"},
+		singular: "namespace", shortNames: []string{"ns"},
 		columns: []metav1.TableColumnDefinition{nameColumn, {Name: "Status", Type: "string", Description: "The phase of the namespace"}, ageColumn},
 		row: func(o metav1.Object) []any {
 			return []any{o.GetName(), "Active", age(o.GetCreationTimestamp())}
@@ -50,7 +48,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 		var secretDef *resourceDef
 		secretDef = add(&resourceDef{
 			gr: schema.GroupResource{Group: "", Resource: resSecrets}, version: "v1", kind: "Secret", listKind: "SecretList",
-			singular: "secret", namespaced: true, verbs: allVerbs,
+			singular: "secret", namespaced: true,
 			columns: []metav1.TableColumnDefinition{nameColumn,
 				{Name: "Type", Type: "string", Description: "The type of the secret"},
 				{Name: "Data", Type: "integer", Description: "The number of keys of the secret"}, ageColumn},
@@ -64,9 +62,9 @@ func (s *Server) resourceDefs() []*resourceDef {
 	add(&resourceDef{
 		gr: grPackageRevisions, version: porchapi.Version, kind: porchapi.KindPackageRevision,
 		listKind: porchapi.KindPackageRevisionList, singular: "packagerevision", namespaced: true,
-		verbs: allVerbs, shortNames: []string{"rpkg"}, categories: []string{"porch"},
-		subresources: s.withLiveStatus(map[string]subresourceDef{porchapi.SubresourceApproval: {verbs: []string{"get", "patch", "update"}, impl: pr},
-			SubresourceDependencies: {verbs: []string{"get"}, connect: depsImpl{s}}}),
+		shortNames: []string{"rpkg"}, categories: []string{"porch"},
+		subresources: s.withLiveStatus(map[string]subresourceDef{porchapi.SubresourceApproval: {impl: pr},
+			SubresourceDependencies: {connect: depsImpl{s}}}),
 		checkFields: porchapi.CheckPackageRevisionSelector, fieldFn: prFieldSet,
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
@@ -87,7 +85,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 	add(&resourceDef{
 		gr: grPackageRevisionResources, version: porchapi.Version, kind: porchapi.KindPackageRevisionResources,
 		listKind: porchapi.KindPackageRevisionResourcesList, singular: "packagerevisionresources", namespaced: true,
-		verbs: []string{"get", "list", "patch", "update"}, shortNames: []string{"prr"}, categories: []string{"porch"},
+		readUpdate: true, shortNames: []string{"prr"}, categories: []string{"porch"},
 		checkFields: porchapi.CheckPackageRevisionSelector, fieldFn: prFieldSet,
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
@@ -106,7 +104,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 	repoImpl := &storeImpl{}
 	repoDef = add(&resourceDef{
 		gr: grRepositories, version: porchapi.Version, kind: porchapi.KindRepository, listKind: porchapi.KindRepositoryList,
-		singular: "repository", namespaced: true, verbs: allVerbs, shortNames: []string{"repo"}, categories: []string{"porch"},
+		singular: "repository", namespaced: true, shortNames: []string{"repo"}, categories: []string{"porch"},
 		subresources: repoImpl.statusSubresource(),
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
@@ -160,14 +158,14 @@ func (s *Server) resourceDefs() []*resourceDef {
 	pvImpl := variantHooks(resPackageVariants, func() *resourceDef { return pvDef })
 	pvDef = add(&resourceDef{
 		gr: grPackageVariants, version: porchapi.Version, kind: porchapi.KindPackageVariant, listKind: porchapi.KindPackageVariantList,
-		singular: "packagevariant", namespaced: true, verbs: allVerbs, categories: []string{"porch"},
+		singular: "packagevariant", namespaced: true, categories: []string{"porch"},
 		subresources: pvImpl.statusSubresource(),
 		impl:         pvImpl,
 	})
 	pvsImpl := variantHooks(resPackageVariantSets, func() *resourceDef { return pvsDef })
 	pvsDef = add(&resourceDef{
 		gr: grPackageVariantSets, version: porchapi.VariantSetVersion, kind: porchapi.KindPackageVariantSet,
-		listKind: porchapi.KindPackageVariantSetList, singular: "packagevariantset", namespaced: true, verbs: allVerbs,
+		listKind: porchapi.KindPackageVariantSetList, singular: "packagevariantset", namespaced: true,
 		categories:   []string{"porch"},
 		subresources: pvsImpl.statusSubresource(),
 		impl:         pvsImpl,

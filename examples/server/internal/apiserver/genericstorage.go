@@ -52,11 +52,10 @@ var (
 // generic server neither routes nor advertises them.
 func newResourceStorage(s *Server, d *resourceDef, sc *runtime.Scheme) rest.Storage {
 	rs := &resourceStorage{s: s, def: d, scheme: sc, gvk: schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}}
-	if hasVerb(d, "create") {
-		return rs
+	if d.readUpdate {
+		return &readUpdateStorage{rs}
 	}
-	// packagerevisionresources: get, list, update and patch.
-	return &readUpdateStorage{rs}
+	return rs
 }
 
 // readUpdateStorage serves get, list and update (and so patch) of a

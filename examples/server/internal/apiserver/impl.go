@@ -44,13 +44,14 @@ type connectImpl interface {
 
 // resourceDef describes a served resource for routing and discovery.
 type resourceDef struct {
-	gr           schema.GroupResource
-	version      string
-	kind         string
-	listKind     string
-	singular     string
-	namespaced   bool
-	verbs        []string
+	gr         schema.GroupResource
+	version    string
+	kind       string
+	listKind   string
+	singular   string
+	namespaced bool
+	// readUpdate: clients only get, list, update and patch it.
+	readUpdate   bool
 	shortNames   []string
 	categories   []string
 	subresources map[string]subresourceDef
@@ -66,7 +67,6 @@ type resourceDef struct {
 }
 
 type subresourceDef struct {
-	verbs   []string
 	impl    subresourceImpl
 	connect connectImpl // instead of impl, for a GET of cad's own
 }

@@ -14,15 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-func hasVerb(d *resourceDef, verb string) bool {
-	for _, v := range d.verbs {
-		if v == verb {
-			return true
-		}
-	}
-	return false
-}
-
 // serveList writes a PackageRevision list (or a Table of it) from the
 // list cache when its repositories did not change since an identical
 // request (listcache.go).

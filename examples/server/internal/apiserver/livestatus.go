@@ -37,7 +37,7 @@ type liveImpl struct{ s *Server }
 // has a target cluster.
 func (s *Server) withLiveStatus(subs map[string]subresourceDef) map[string]subresourceDef {
 	if s.opts.LiveCluster != nil {
-		subs[SubresourceLiveStatus] = subresourceDef{verbs: []string{"get"}, connect: liveImpl{s}}
+		subs[SubresourceLiveStatus] = subresourceDef{connect: liveImpl{s}}
 	}
 	return subs
 }

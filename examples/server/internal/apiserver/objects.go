@@ -31,24 +31,15 @@ const (
 	resPackageVariantSets = "packagevariantsets"
 )
 
+// toUnstructured returns the object or struct v points to as unstructured.
 func toUnstructured(v any) (*unstructured.Unstructured, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: m}, nil
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v)
+	return &unstructured.Unstructured{Object: m}, err
 }
 
+// fromUnstructured fills the object or struct v points to from u.
 func fromUnstructured(u *unstructured.Unstructured, v any) error {
-	data, err := json.Marshal(u.Object)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(data, v)
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v)
 }
 
 func repositoryFrom(u *unstructured.Unstructured) (*porchapi.Repository, error) {
@@ -454,7 +445,7 @@ func (si *storeImpl) updateSub(ctx context.Context, rq *request, obj runtime.Obj
 
 // statusSubresource is the status subresource of a stored resource.
 func (si *storeImpl) statusSubresource() map[string]subresourceDef {
-	return map[string]subresourceDef{subresourceStatus: {verbs: []string{"get", "patch", "update"}, impl: si}}
+	return map[string]subresourceDef{subresourceStatus: {impl: si}}
 }
 
 // subresourceStatus is the name of the status subresource.
@@ -648,7 +639,7 @@ func repositoryStatus(e *repoEntry, generation int64, old map[string]any) map[st
 		}
 	}
 	st := porchapi.RepositoryStatus{Conditions: conds, ObservedGeneration: generation}
-	u, _ := toUnstructured(st)
+	u, _ := toUnstructured(&st)
 	return u.Object
 }
 
