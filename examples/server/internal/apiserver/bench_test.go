@@ -169,10 +169,10 @@ func BenchmarkListConcurrent(b *testing.B) {
 		b.Fatalf("list: %d items, %v; want %d", len(out.Items), err, want)
 	}
 	size := len(out.Items[0])
-	// The repositories were written just now: gitrepo reads their loose
-	// ref files every time until they are three seconds old. A server's
-	// repositories are mostly older than that.
-	time.Sleep(3100 * time.Millisecond)
+	// The repositories were written just now: their Versions are read in
+	// full until their refs' files are a second old (versionCache).
+	// A server's repositories are mostly older than that.
+	time.Sleep(1100 * time.Millisecond)
 	plain := &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 8}}
 	gzipped := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	// The measured lists read the whole response without decoding it: the
