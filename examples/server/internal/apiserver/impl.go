@@ -5,16 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"net/http"
 	"sort"
-	"time"
 
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // resourceImpl is what a served resource implements, on the objects of
@@ -100,7 +99,6 @@ type listOptions struct {
 	continueToken   string
 	resourceVersion string
 	watch           bool
-	timeout         time.Duration
 	sendInitial     bool
 	bookmarks       bool
 }
@@ -121,9 +119,6 @@ func listOptionsOf(o *metainternalversion.ListOptions) *listOptions {
 	lo.continueToken = o.Continue
 	lo.resourceVersion = o.ResourceVersion
 	lo.watch = o.Watch
-	if o.TimeoutSeconds != nil {
-		lo.timeout = time.Duration(*o.TimeoutSeconds) * time.Second
-	}
 	lo.sendInitial = o.SendInitialEvents != nil && *o.SendInitialEvents
 	lo.bookmarks = o.AllowWatchBookmarks
 	return lo

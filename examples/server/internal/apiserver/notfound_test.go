@@ -2,9 +2,10 @@ package apiserver
 
 import (
 	"errors"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"net/http"
 	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/configasdata/cad/examples/server/internal/store"
 	"github.com/configasdata/cad/repository"
