@@ -11,8 +11,11 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
@@ -21,7 +24,7 @@ import (
 	"github.com/configasdata/cad/revision"
 )
 
-var grPackageRevisions = groupResource{porchapi.Group, porchapi.ResourcePackageRevisions}
+var grPackageRevisions = schema.GroupResource{Group: porchapi.Group, Resource: porchapi.ResourcePackageRevisions}
 
 // prFieldSet returns the selectable fields of a PackageRevision (see
 // porchapi.PackageRevisionFieldSet). Lists of PackageRevisionResources
@@ -410,8 +413,7 @@ func (s *Server) validatePRCreate(rq *request, in *porchapi.PackageRevision) (*r
 func (s *Server) sourceKey(ns, name, field, newName string) (*repoEntry, revision.Key, error) {
 	e, k, err := s.lookupPR(ns, name)
 	if err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) && ae.status.Code == http.StatusNotFound {
+		if apierrors.IsNotFound(err) {
 			return nil, revision.Key{}, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, newName, field,
 				fmt.Sprintf("Not found: package revision %q", name))
 		}
@@ -420,25 +422,22 @@ func (s *Server) sourceKey(ns, name, field, newName string) (*repoEntry, revisio
 	return e, k, nil
 }
 
-func (p *prImpl) create(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+func (p *prImpl) create(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	s := p.s
-	var in porchapi.PackageRevision
-	if err := decodeStrict(rq, body, &in); err != nil {
-		return nil, err
-	}
-	e, key, err := s.validatePRCreate(rq, &in)
+	in := obj.(*porchapi.PackageRevision)
+	e, key, err := s.validatePRCreate(rq, in)
 	if err != nil {
 		return nil, err
 	}
 	name := porchapi.NameOf(key)
 	rq.name = name
-	task, err := porchapi.CreationTask(&in)
+	task, err := porchapi.CreationTask(in)
 	if err != nil {
 		return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks", err.Error())
 	}
 	eng := s.engineFor(ctx, rq)
-	mutate := createMutation(&in)
-	md := porchapi.MetadataOf(&in)
+	mutate := createMutation(in)
+	md := porchapi.MetadataOf(in)
 	if _, sent := md.Annotations[AuthorsAnnotation]; sent {
 		md, _ = keepManaged(md, revision.Metadata{})
 		rq.warn("annotation %s is managed by the server: the value sent is ignored", AuthorsAnnotation)
@@ -521,8 +520,7 @@ func (p *prImpl) create(ctx context.Context, rq *request, body []byte) (metav1.O
 		rq.warn("labels and annotations were not stored: repository %q cannot keep package revision metadata yet", e.name)
 		rev, err = run(revision.Metadata{})
 	}
-	var ae *apiError
-	if err != nil && !errors.As(err, &ae) && errors.Is(err, repository.ErrNotFound) {
+	if err != nil && apiStatus(err) == nil && errors.Is(err, repository.ErrNotFound) {
 		// The repository exists: what is missing is a source of the task.
 		return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0]", "Not found: "+err.Error())
 	}
@@ -612,17 +610,14 @@ func kptfileMutation(edit func(kf *revision.Kptfile)) engine.Mutation {
 	}
 }
 
-func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+func (p *prImpl) update(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	s := p.s
-	var in porchapi.PackageRevision
-	if err := decodeStrict(rq, body, &in); err != nil {
-		return nil, err
-	}
+	in := obj.(*porchapi.PackageRevision)
 	cur, rev, e, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUpdate(rq, &in, cur); err != nil {
+	if err := checkUpdate(rq, in, cur); err != nil {
 		return nil, err
 	}
 	eng := s.engineFor(ctx, rq)
@@ -631,7 +626,7 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 	inv := func(field, msg string) error {
 		return errInvalid(grPackageRevisions, porchapi.KindPackageRevision, rq.name, field, msg)
 	}
-	md := porchapi.MetadataOf(&in)
+	md := porchapi.MetadataOf(in)
 	if err := md.Validate(); err != nil {
 		return nil, inv("metadata", err.Error())
 	}
@@ -785,8 +780,8 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 		}
 		return last, nil
 	}
-	obj, _, _, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
-	return obj, err
+	out, _, _, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
+	return out, err
 }
 
 // newFinalizers returns the finalizers of now that were not in before.
@@ -830,10 +825,8 @@ func checkUpdate(rq *request, in, cur *porchapi.PackageRevision) error {
 }
 
 func notSupportedMetadata(name, repo string, err error) error {
-	e := newStatus(http.StatusNotImplemented, "NotImplemented",
-		fmt.Sprintf("cannot set the labels and annotations of package revision %q: repository %q does not keep package revision metadata (%v)", name, repo, err))
-	e.err = err
-	return e
+	return withCause(newStatus(http.StatusNotImplemented, "NotImplemented",
+		fmt.Sprintf("cannot set the labels and annotations of package revision %q: repository %q does not keep package revision metadata (%v)", name, repo, err)), err)
 }
 
 func equalPackageMetadata(a, b *porchapi.PackageMetadata) bool {
@@ -885,8 +878,8 @@ func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOpt
 				return nil, err
 			}
 		}
-		obj, _, _, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
-		return obj, err
+		out, _, _, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
+		return out, err
 	}
 	if err := s.engineFor(ctx, rq).Delete(ctx, e.name, m.Key, engine.IfVersion(m.Version)); err != nil {
 		return nil, err
@@ -900,12 +893,9 @@ func (p *prImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error)
 	return p.get(ctx, rq)
 }
 
-func (p *prImpl) updateSub(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+func (p *prImpl) updateSub(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	s := p.s
-	var in porchapi.PackageRevision
-	if err := decodeStrict(rq, body, &in); err != nil {
-		return nil, err
-	}
+	in := obj.(*porchapi.PackageRevision)
 	cur, rev, e, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
 	if err != nil {
 		return nil, err
@@ -938,6 +928,6 @@ func (p *prImpl) updateSub(ctx context.Context, rq *request, body []byte) (metav
 	if err != nil {
 		return nil, err
 	}
-	obj, _, _, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
-	return obj, err
+	out, _, _, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
+	return out, err
 }

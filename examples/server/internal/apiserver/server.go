@@ -88,6 +88,8 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 
 	"github.com/configasdata/cad"
 	"github.com/configasdata/cad/engine"
@@ -296,7 +298,10 @@ type Server struct {
 	stopHooks   context.CancelFunc
 	// prDef is the packagerevisions resource, whose lists cachedLists
 	// serves.
-	prDef    *resourceDef
+	prDef *resourceDef
+	// scheme and codecs of the served kinds (newScheme)
+	scheme   *runtime.Scheme
+	codecs   serializer.CodecFactory
 	closeOne sync.Once
 	roots    *confine.Roots // resolved RepositoryRoots
 }
