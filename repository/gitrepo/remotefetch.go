@@ -51,6 +51,13 @@ import (
 
 // fetchGroup is the staged fetch of a remote under way, which the reads
 // that need it join.
+//
+// It is not a singleflight.Group: besides sharing one call's result, a
+// fetch is cancelled when the last caller waiting for it leaves, the next
+// one waits for a cancelled one to end, and Close stops them all; with
+// singleflight each of these would still need the waiters, the cancel
+// and the running calls kept here, plus a way to tell which call a
+// caller joined.
 type fetchGroup struct {
 	mu     sync.Mutex
 	call   *fetchCall // the fetch a read joins; nil when none or being cancelled
