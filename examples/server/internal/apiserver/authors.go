@@ -104,7 +104,7 @@ func (s *Server) recordAuthor(ctx context.Context, rq *request, repo string, rev
 	if !added {
 		return rev, nil
 	}
-	out, err := s.engineFor(ctx, rq.ns).SetMetadata(ctx, repo, m.Key, md, m.Version)
+	out, err := s.engineFor(ctx, rq).SetMetadata(ctx, repo, m.Key, md, m.Version)
 	if errors.Is(err, repository.ErrNotSupported) {
 		rq.warn("the authors of this revision are not recorded: repository %q keeps no package revision metadata", repo)
 		return rev, nil

@@ -62,7 +62,7 @@ func (d depsImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error
 	if wantsTable(rq.r) {
 		return nil, newStatus(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "the dependencies subresource has no table form")
 	}
-	e, rev, err := d.s.getRevision(ctx, rq.ns, rq.name)
+	e, rev, err := d.s.getRevision(ctx, d.s.engine(rq.ns), rq.ns, rq.name)
 	if err != nil {
 		return nil, err
 	}

@@ -334,12 +334,11 @@ func (rs *resourceStorage) Create(ctx context.Context, obj runtime.Object, creat
 			} `json:"spec"`
 		}
 		_ = json.Unmarshal(body, &spec)
-		dctx, end, err := rs.dryRunContext(ctx, rq.ns, spec.Spec.Repository)
+		end, err := rs.beginDryRun(ctx, rq, spec.Spec.Repository)
 		if err != nil {
 			return nil, rs.finish(ctx, rq, err)
 		}
 		defer end()
-		ctx = dctx
 	}
 	out, err := rs.def.impl.create(ctx, rq, body)
 	if err = rs.finish(ctx, rq, err); err != nil {
@@ -351,14 +350,12 @@ func (rs *resourceStorage) Create(ctx context.Context, obj runtime.Object, creat
 func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, o *metav1.UpdateOptions) (runtime.Object, bool, error) {
 	rq := rs.request(ctx, name)
 	rq.dryRun = o != nil && dryRun(o.DryRun)
-	callCtx := ctx // Create takes its own dry run's batch
 	if rq.dryRun {
-		dctx, end, err := rs.dryRunContext(ctx, rq.ns, repositoryOfName(name))
+		end, err := rs.beginDryRun(ctx, rq, repositoryOfName(name))
 		if err != nil {
 			return nil, false, rs.finish(ctx, rq, err)
 		}
 		defer end()
-		ctx = dctx
 	}
 	cur, err := rs.def.impl.get(ctx, rq)
 	var old runtime.Object
@@ -373,7 +370,8 @@ func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest
 		if err != nil {
 			return nil, false, err
 		}
-		out, err := rs.Create(callCtx, obj, createValidation, &metav1.CreateOptions{DryRun: optsDryRun(o)})
+		// Create takes its own request, and its own dry run's batch.
+		out, err := rs.Create(ctx, obj, createValidation, &metav1.CreateOptions{DryRun: optsDryRun(o)})
 		return out, err == nil, err
 	default:
 		return nil, false, rs.finish(ctx, rq, err)
@@ -423,12 +421,11 @@ func (rs *resourceStorage) Delete(ctx context.Context, name string, deleteValida
 	}
 	rq.dryRun = dryRun(o.DryRun)
 	if rq.dryRun {
-		dctx, end, err := rs.dryRunContext(ctx, rq.ns, repositoryOfName(name))
+		end, err := rs.beginDryRun(ctx, rq, repositoryOfName(name))
 		if err != nil {
 			return nil, false, rs.finish(ctx, rq, err)
 		}
 		defer end()
-		ctx = dctx
 	}
 	if deleteValidation != nil {
 		cur, err := rs.def.impl.get(ctx, rq)
@@ -616,12 +613,11 @@ func (ss *subresourceStorage) Update(ctx context.Context, name string, objInfo r
 	rq := ss.request(ctx, name)
 	rq.dryRun = o != nil && dryRun(o.DryRun)
 	if rq.dryRun {
-		dctx, end, err := ss.rs.dryRunContext(ctx, rq.ns, repositoryOfName(name))
+		end, err := ss.rs.beginDryRun(ctx, rq, repositoryOfName(name))
 		if err != nil {
 			return nil, false, ss.rs.finish(ctx, rq, err)
 		}
 		defer end()
-		ctx = dctx
 	}
 	cur, err := ss.sd.impl.getSub(ctx, rq)
 	if err = ss.rs.finish(ctx, rq, err); err != nil {
@@ -652,36 +648,33 @@ func (ss *subresourceStorage) Update(ctx context.Context, name string, objInfo r
 	return t, false, err
 }
 
-// dryRunContext returns the context in which a dry run of a write to a
-// package revision of repository repoName runs, and the function that
-// ends it: the writes are held in a write batch of the repository
-// (repository.Batcher), which is discarded, so that the dry run checks
-// and answers everything a write would without writing anything. A
-// repository that cannot batch refuses the dry run (400): its writes could
-// not be taken back. Stored objects (storeImpl) do their dry runs
-// themselves; for them ctx is returned as it is.
-func (rs *resourceStorage) dryRunContext(ctx context.Context, ns, repoName string) (context.Context, func(), error) {
+// beginDryRun starts the dry run of a write to a package revision of
+// repository repoName: it sets rq.dry to a write batch of the repository
+// (repository.Batch), through which the request's Engine (engineFor)
+// writes and reads, and returns the function that ends the dry run by
+// discarding the batch, so that the dry run checks and answers everything
+// a write would without writing anything. A repository that cannot batch
+// refuses the dry run (400): its writes could not be taken back. Stored
+// objects (storeImpl) do their dry runs themselves; for them, and when
+// the repository is not open (the write fails on its own), rq is left as
+// it is.
+func (rs *resourceStorage) beginDryRun(ctx context.Context, rq *request, repoName string) (func(), error) {
 	if _, stored := rs.def.impl.(*storeImpl); stored {
-		return ctx, func() {}, nil
+		return func() {}, nil
 	}
-	e, ok := rs.s.entry(ns, repoName)
+	e, ok := rs.s.entry(rq.ns, repoName)
 	if !ok || e.repo == nil {
-		// The write fails on its own: nothing is open to write to.
-		return ctx, func() {}, nil
+		return func() {}, nil
 	}
-	refuse := errBadRequest("dry run: repository %q cannot hold writes in a batch, so cad's server cannot run a write to it without making it", repoName)
-	b, ok := e.repo.(repository.Batcher)
-	if !ok {
-		return nil, nil, refuse
-	}
-	bctx, batch, err := b.BeginBatch(ctx)
+	b, err := repository.BeginBatch(ctx, e.repo)
 	switch {
 	case errors.Is(err, repository.ErrNotSupported):
-		return nil, nil, refuse
+		return nil, errBadRequest("dry run: repository %q cannot hold writes in a batch, so cad's server cannot run a write to it without making it", repoName)
 	case err != nil:
-		return nil, nil, err
+		return nil, err
 	}
-	return bctx, batch.Discard, nil
+	rq.dry = b
+	return b.Discard, nil
 }
 
 // repositoryOfName is the repository a package revision's name starts

@@ -14,6 +14,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/configasdata/cad/repository"
 )
 
 // groupResource names a resource for messages: "packagerevisions.porch.kpt.dev".
@@ -90,6 +92,10 @@ type request struct {
 	warnings []string
 	// dryRun: check and answer, write nothing.
 	dryRun bool
+	// dry is the write batch a dry run writes into and reads through,
+	// discarded at its end (see resourceStorage.beginDryRun); nil
+	// otherwise.
+	dry repository.Batch
 }
 
 func (rq *request) warn(format string, args ...any) {

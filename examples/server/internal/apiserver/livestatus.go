@@ -49,7 +49,7 @@ func (l liveImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error
 	if wantsTable(rq.r) {
 		return nil, newStatus(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "the livestatus subresource has no table form")
 	}
-	_, rev, err := l.s.getRevision(ctx, rq.ns, rq.name)
+	_, rev, err := l.s.getRevision(ctx, l.s.engine(rq.ns), rq.ns, rq.name)
 	if err != nil {
 		return nil, err
 	}

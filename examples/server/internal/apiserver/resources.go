@@ -31,7 +31,7 @@ func (p *prrImpl) object(ctx context.Context, ns string, rev revision.PackageRev
 }
 
 func (p *prrImpl) get(ctx context.Context, rq *request) (metav1.Object, error) {
-	_, rev, err := p.s.getRevision(ctx, rq.ns, rq.name)
+	_, rev, err := p.s.getRevision(ctx, p.s.engineFor(ctx, rq), rq.ns, rq.name)
 	if err != nil {
 		return nil, renamed(err, grPackageRevisionResources, rq.name)
 	}
@@ -98,7 +98,7 @@ func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.
 	inv := func(field, msg string) error {
 		return errInvalid(grPackageRevisionResources, porchapi.KindPackageRevisionResources, rq.name, field, msg)
 	}
-	e, rev, err := s.getRevision(ctx, rq.ns, rq.name)
+	e, rev, err := s.getRevision(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
 	if err != nil {
 		return nil, renamed(err, grPackageRevisionResources, rq.name)
 	}
@@ -128,7 +128,7 @@ func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.
 	if rev, err = s.recordAuthor(ctx, rq, e.name, rev); err != nil {
 		return nil, err
 	}
-	updated, err := s.engineFor(ctx, rq.ns).Update(ctx, e.name, m.Key, files, engine.UpdateOptions{SaveOnRenderFailure: saveOnFailure, Version: rev.Meta().Version})
+	updated, err := s.engineFor(ctx, rq).Update(ctx, e.name, m.Key, files, engine.UpdateOptions{SaveOnRenderFailure: saveOnFailure, Version: rev.Meta().Version})
 	var re *pipeline.RenderError
 	if err != nil && updated != nil && errors.As(err, &re) {
 		ae := toAPIError(grPackageRevisionResources, rq.name, err)

@@ -170,7 +170,7 @@ func (s *Server) repoEvent(ctx context.Context, e *repoEntry, latest map[string]
 		// A revision that moved (approval deletes the proposal and adds the
 		// published revision of the same workspace) keeps its object name:
 		// for watchers it was modified, not deleted.
-		if _, rev, err := s.getRevision(ctx, e.ns, porchapi.NameOf(ev.Revision.Meta().Key)); err == nil {
+		if _, rev, err := s.getRevision(ctx, s.engine(e.ns), e.ns, porchapi.NameOf(ev.Revision.Meta().Key)); err == nil {
 			ev = repository.Event{Type: repository.Modified, Revision: rev}
 		}
 	}
