@@ -34,7 +34,7 @@ import (
 var (
 	benchFleet     = flag.Bool("fleet", false, "BenchmarkFleet: 1,000 repositories instead of 20")
 	benchFleetN    = flag.Int("fleet-n", 0, "BenchmarkFleet: this many repositories (overrides -fleet)")
-	benchFleetPoll = flag.Duration("fleet-poll", 30*time.Second, "BenchmarkFleet: the operator's --poll")
+	benchFleetPoll = flag.Duration("fleet-poll", 0, "BenchmarkFleet: the operator's --poll (default 30s with -fleet or -fleet-n, 5s without, to keep CI's run short)")
 )
 
 // Each repository of BenchmarkFleet: fleetPkgs packages of fleetRevs
@@ -44,8 +44,8 @@ const fleetPkgs, fleetRevs = 4, 5
 // BenchmarkFleet measures one operator process, or three sharing the
 // work (--shards 32), over many repositories (20; 1,000 with -args -fleet;
 // any number with -args -fleet-n N) of 20 published revisions each, local
-// (local-*) or behind a git http server (http-*), with a poll of 30 s
-// (-args -fleet-poll) and the push webhook on. The replicas are processes
+// (local-*) or behind a git http server (http-*), with a poll of 30 s (5 s
+// at the default size; -args -fleet-poll) and the push webhook on. The replicas are processes
 // of their own (the test binary as the operator, as TestShardedReplicasKill
 // runs them), so their CPU, memory and descriptors are their own. It
 // reports:
@@ -105,6 +105,12 @@ func fleetCase(b *testing.B, tmpl string, n int, overHTTP bool, replicas int) {
 	}
 	e := newEnv(b)
 	poll := *benchFleetPoll
+	if poll == 0 {
+		poll = 5 * time.Second
+		if *benchFleet || *benchFleetN > 0 {
+			poll = 30 * time.Second
+		}
+	}
 	url := func(i int) string {
 		if overHTTP {
 			return srv.RepoURL(fleetRepo(i) + ".git")
