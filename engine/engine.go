@@ -151,13 +151,17 @@ func (o *Options) withDefaults() Options {
 }
 
 // Engine performs package operations and lifecycle changes over the
-// repositories of its Options. It keeps no state of its own between calls:
+// repositories of its Options. It keeps no state of its own between calls
+// (but for the one listing of an Engine from WithReferenceSnapshot):
 // every operation reads the repository, and every write is the
 // repository's compare-and-swap, so any number of Engines, in one process
 // or many, may work on the same repositories. An Engine is safe for
 // concurrent use.
 type Engine struct {
 	opts Options
+	// refs is the reference listing of an Engine from
+	// WithReferenceSnapshot; nil otherwise.
+	refs *refSnapshot
 }
 
 // New returns an Engine. It returns an error matching

@@ -229,9 +229,9 @@ func (e *Engine) ProposeDelete(ctx context.Context, repo string, key revision.Ke
 // elsewhere can block a delete; that errs on the side of keeping data. It
 // reads every revision's Kptfile.
 //
-// The check lists every repository; in a context from
+// The check lists every repository; on an Engine from
 // WithReferenceSnapshot, a Draft's or Proposed revision's check uses that
-// context's one listing instead.
+// Engine's one listing instead.
 //
 // Errors: repository.ErrImmutable for a Published revision not proposed
 // for deletion; a *ReferencedError (matching repository.ErrImmutable) when
@@ -253,7 +253,7 @@ func (e *Engine) Delete(ctx context.Context, repo string, key revision.Key, pre 
 		return repository.Errorf(op, repo, m.Key, repository.ErrImmutable,
 			"published package revisions must be proposed for deletion before they are deleted")
 	}
-	snap := refSnapshotOf(ctx)
+	snap := e.refs
 	if !m.Key.IsPlaceholder() {
 		var by []revision.Key
 		var err error

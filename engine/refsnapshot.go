@@ -7,27 +7,28 @@ import (
 	"github.com/configasdata/cad/revision"
 )
 
-// WithReferenceSnapshot returns a context in which Delete checks the
-// references to a Draft or Proposed revision (see Delete) against one
-// listing of the Engine's repositories, taken by the first such check,
-// instead of listing every repository for each delete: for deleting many
-// drafts in one operation, such as a PackageVariantSet's removal (n
-// deletes then cost one listing, not n). It answers as a fresh listing
-// would for those lifecycles: a revision counts as created from a draft
-// or proposal only through the draft's workspace, and a revision created
-// after the listing would have had to be cloned or upgraded from a
-// published revision of that workspace, which cannot exist beside the
-// draft. The revisions deleted with the context are taken out of the
-// listing. Deletes of DeletionProposed revisions, and any other operation,
-// read the repositories as without it. The snapshot holds one entry per
-// revision created by a clone or an upgrade, for the context's life.
-func WithReferenceSnapshot(ctx context.Context) context.Context {
-	return context.WithValue(ctx, refSnapshotKey{}, &refSnapshot{})
+// WithReferenceSnapshot returns an Engine that works as e does, except
+// that its Deletes check the references to a Draft or Proposed revision
+// (see Delete) against one listing of the Engine's repositories, taken by
+// the first such check, instead of listing every repository for each
+// delete: for deleting many drafts in one operation, such as a
+// PackageVariantSet's removal (n deletes then cost one listing, not n).
+// Use it for that one operation and drop it. It answers as a fresh
+// listing would for those lifecycles: a revision counts as created from a
+// draft or proposal only through the draft's workspace, and a revision
+// created after the listing would have had to be cloned or upgraded from
+// a published revision of that workspace, which cannot exist beside the
+// draft. The revisions deleted through it are taken out of the listing.
+// Deletes of DeletionProposed revisions, and any other operation, read
+// the repositories as e does. The snapshot holds one entry per revision
+// created by a clone or an upgrade, for the returned Engine's life. The
+// returned Engine is safe for concurrent use; an Engine derived from it
+// (Using) shares its snapshot.
+func (e *Engine) WithReferenceSnapshot() *Engine {
+	return &Engine{opts: e.opts, refs: &refSnapshot{}}
 }
 
-type refSnapshotKey struct{}
-
-// refSnapshot is the listing WithReferenceSnapshot's context carries: the
+// refSnapshot is the listing of an Engine from WithReferenceSnapshot: the
 // revisions created from another, with what they were created from.
 type refSnapshot struct {
 	mu    sync.Mutex
@@ -39,11 +40,6 @@ type refSnapshot struct {
 type refEntry struct {
 	by       revision.Key
 	creation *revision.Creation
-}
-
-func refSnapshotOf(ctx context.Context) *refSnapshot {
-	s, _ := ctx.Value(refSnapshotKey{}).(*refSnapshot)
-	return s
 }
 
 // referencedFrom returns the revisions of the snapshot created from

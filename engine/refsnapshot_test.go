@@ -23,7 +23,7 @@ func (r *countingRepo) List(ctx context.Context, opts repository.ListOptions) ([
 	return r.Repository.List(ctx, opts)
 }
 
-// In a WithReferenceSnapshot context, Delete answers for drafts as without
+// On an Engine from WithReferenceSnapshot, Delete answers for drafts as without
 // it, from one listing of the repositories: a draft a revision was created
 // from is kept, a referrer deleted with the context no longer counts, and
 // many deletes list each repository once. A DeletionProposed revision is
@@ -68,25 +68,25 @@ func TestReferenceSnapshot(t *testing.T) {
 	if err := e.Delete(ctx, "upstream", target); !errors.As(err, &re) {
 		t.Fatalf("delete without a snapshot: %v, want a *ReferencedError", err)
 	}
-	sctx := engine.WithReferenceSnapshot(ctx)
+	se := e.WithReferenceSnapshot()
 	up.lists.Store(0)
 	down.lists.Store(0)
-	if err := e.Delete(sctx, "upstream", target); !errors.As(err, &re) || len(re.By) != 1 || re.By[0].Package != "ns1" {
+	if err := se.Delete(ctx, "upstream", target); !errors.As(err, &re) || len(re.By) != 1 || re.By[0].Package != "ns1" {
 		t.Fatalf("delete with a snapshot: %v, want a *ReferencedError naming ns1", err)
 	}
 	for _, k := range free {
-		if err := e.Delete(sctx, "deployments", k); err != nil {
+		if err := se.Delete(ctx, "deployments", k); err != nil {
 			t.Fatalf("delete %s: %v", k, err)
 		}
 	}
 	if u, d := up.lists.Load(), down.lists.Load(); u != 1 || d != 1 {
 		t.Fatalf("11 deletes listed upstream %d times and deployments %d times, want once each", u, d)
 	}
-	// The referrer deleted with the context: the draft goes too.
-	if err := e.Delete(sctx, "deployments", referrer); err != nil {
+	// The referrer deleted through the snapshot's Engine: the draft goes too.
+	if err := se.Delete(ctx, "deployments", referrer); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Delete(sctx, "upstream", target); err != nil {
+	if err := se.Delete(ctx, "upstream", target); err != nil {
 		t.Fatalf("delete after its referrer: %v", err)
 	}
 
@@ -108,7 +108,7 @@ func TestReferenceSnapshot(t *testing.T) {
 	if _, err := e.ProposeDelete(ctx, "upstream", v1); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Delete(sctx, "upstream", v1); !errors.As(err, &re) || len(re.By) != 1 || re.By[0].Package != "app-copy" {
+	if err := se.Delete(ctx, "upstream", v1); !errors.As(err, &re) || len(re.By) != 1 || re.By[0].Package != "app-copy" {
 		t.Fatalf("delete of a cloned revision proposed for deletion: %v, want a *ReferencedError naming app-copy", err)
 	}
 }

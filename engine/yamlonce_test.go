@@ -56,7 +56,10 @@ func TestUpdateChecksEachFileOnce(t *testing.T) {
 	for v := 1; v <= 2; v++ {
 		var c yamlmemo.Counter
 		in := pipelinePackage(3, v)
-		if _, err := e.Update(yamlmemo.WithCounter(context.Background(), &c), repoName, key, in, engine.UpdateOptions{}); err != nil {
+		restore := yamlmemo.SetParseHook(c.Add)
+		_, err := e.Update(context.Background(), repoName, key, in, engine.UpdateOptions{})
+		restore()
+		if err != nil {
 			t.Fatal(err)
 		}
 		checksOnce(t, &c, in)
@@ -91,7 +94,9 @@ func TestCloneChecksEachFileOnce(t *testing.T) {
 	var c yamlmemo.Counter
 	src = pub.Meta().Key
 	down := revision.Key{Package: "down", Workspace: "ws1"}
-	pr, err := e.Clone(yamlmemo.WithCounter(ctx, &c), repoName, down, engine.CloneSource{Revision: &src}, engine.CloneOptions{})
+	restore := yamlmemo.SetParseHook(c.Add)
+	pr, err := e.Clone(ctx, repoName, down, engine.CloneSource{Revision: &src}, engine.CloneOptions{})
+	restore()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +182,9 @@ func TestRenderChecksWhatChangedAfterTheEngine(t *testing.T) {
 				t.Fatal(err)
 			}
 			var c yamlmemo.Counter
-			_, err = e.Update(yamlmemo.WithCounter(ctx, &c), repoName, key, tc.in, engine.UpdateOptions{})
+			restore := yamlmemo.SetParseHook(c.Add)
+			_, err = e.Update(ctx, repoName, key, tc.in, engine.UpdateOptions{})
+			restore()
 			var le *revision.YAMLLimitError
 			if !errors.As(err, &le) || le.File != "app01.yaml" || le.Limit != "MaxAliasNodes" || !errors.Is(err, repository.ErrInvalidInput) {
 				t.Fatalf("update: %v, want a MaxAliasNodes *revision.YAMLLimitError for app01.yaml", err)
@@ -266,8 +273,10 @@ func TestUpgradeChecksEachFileOnce(t *testing.T) {
 	}
 	local := publish(t, e, down)
 	var c yamlmemo.Counter
-	pr, err := e.Upgrade(yamlmemo.WithCounter(ctx, &c), repoName, local.Meta().Key,
+	restore := yamlmemo.SetParseHook(c.Add)
+	pr, err := e.Upgrade(ctx, repoName, local.Meta().Key,
 		engine.Ref{Key: up1.Meta().Key}, engine.Ref{Key: up2.Meta().Key}, "ws2", engine.UpgradeOptions{})
+	restore()
 	if err != nil {
 		t.Fatal(err)
 	}

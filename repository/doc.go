@@ -15,11 +15,14 @@
 // [RangeLister] lists one revision at a time (an iter.Seq2), so that a
 // caller that does not keep them all does not hold a whole list of a large
 // repository in memory; its helper [Range] falls back to List, since every
-// backend can list. [Batcher] gathers many writes into one write batch,
-// committed all at once; its helper [BeginBatch] falls back to writing
-// one at a time. [Maintainer] runs the upkeep a backend's storage wants
-// (gitrepo packs objects and refs) for callers that schedule it; its
-// helper [Maintain] returns ErrNotSupported for backends without it.
+// backend can list. [Batcher] begins a [Batch], a write batch as an
+// explicit value (as database/sql's *Tx): a Repository whose writes are
+// held until its Commit writes them all at once, or its Discard drops
+// them; its helper [BeginBatch] returns ErrNotSupported for a backend
+// that cannot batch, and never pretends to. [Maintainer] runs the upkeep
+// a backend's storage wants (gitrepo packs objects and refs) for callers
+// that schedule it; its helper [Maintain] returns ErrNotSupported for
+// backends without it.
 //
 // A package needs no Kptfile: a backend stores any non-empty set of files.
 // Where a backend discovers packages by scanning (the git branch), a

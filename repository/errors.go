@@ -37,6 +37,9 @@ var (
 	ErrNotSupported = errors.New("not supported")
 	// ErrClosed: the repository was closed.
 	ErrClosed = errors.New("repository closed")
+	// ErrBatchDone: the write batch (Batch) was committed or discarded;
+	// nothing more can be read or written through it.
+	ErrBatchDone = errors.New("batch already committed or discarded")
 	// ErrUnavailable: the store could not be reached or refused the
 	// credentials.
 	ErrUnavailable = errors.New("unavailable")

@@ -80,3 +80,47 @@ func ExampleRange() {
 	// Output:
 	// 2 drafts
 }
+
+// A write batch is a Repository whose writes are held until Commit: reads
+// through it see them, nobody else does, and after Commit (or Discard)
+// it refuses every use.
+func ExampleBatch() {
+	ctx := context.Background()
+	repo := memrepo.New("deployments", nil)
+	defer repo.Close()
+
+	b, err := repository.BeginBatch(ctx, repo)
+	if err != nil {
+		fmt.Println(err) // ErrNotSupported: write without a batch, or not at all
+		return
+	}
+	defer b.Discard() // does nothing after Commit
+	for _, pkg := range []string{"cluster-a/app", "cluster-b/app"} {
+		d, err := b.CreateDraft(ctx, revision.Key{Package: pkg, Workspace: "v1"},
+			repository.CreateDraftOptions{Files: revision.MustFiles(map[string]string{"app.yaml": "replicas: 3\n"})})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	inBatch, _ := b.List(ctx, repository.ListOptions{})
+	outside, _ := repo.List(ctx, repository.ListOptions{})
+	fmt.Println("before Commit:", len(inBatch), "in the batch,", len(outside), "outside")
+
+	if err := b.Commit(ctx); err != nil {
+		fmt.Println(err) // ErrConflict: another writer won; nothing was written
+		return
+	}
+	outside, _ = repo.List(ctx, repository.ListOptions{})
+	fmt.Println("after Commit:", len(outside), "outside")
+	_, err = b.List(ctx, repository.ListOptions{})
+	fmt.Println(errors.Is(err, repository.ErrBatchDone))
+	// Output:
+	// before Commit: 2 in the batch, 0 outside
+	// after Commit: 2 outside
+	// true
+}

@@ -7,12 +7,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"testing"
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
+	"github.com/configasdata/cad/repository/repotest"
 	"github.com/configasdata/cad/revision"
 	"github.com/configasdata/cad/variant"
 	"github.com/stretchr/testify/assert"
@@ -58,8 +60,8 @@ func needGit(t *testing.T) {
 // repository without the capability.
 type noBatch struct{ *gitrepo.Repository }
 
-func (noBatch) BeginBatch(ctx context.Context) (context.Context, repository.Batch, error) {
-	return ctx, nil, fmt.Errorf("no batch here: %w", repository.ErrNotSupported)
+func (noBatch) BeginBatch(ctx context.Context) (repository.Batch, error) {
+	return nil, fmt.Errorf("no batch here: %w", repository.ErrNotSupported)
 }
 
 // revState is what a revision holds, without what depends on the time
@@ -171,6 +173,16 @@ type failingEngine struct {
 	after   func(ctx context.Context, pkg string)
 }
 
+// Scope keeps the set's writes batched through the wrapper.
+func (e *failingEngine) Scope(repos []repository.Repository, refSnapshot bool) variant.Engine {
+	c := *e
+	c.Engine = e.Engine.Using(repos...)
+	if refSnapshot {
+		c.Engine = c.Engine.WithReferenceSnapshot()
+	}
+	return &c
+}
+
 func (e *failingEngine) Clone(ctx context.Context, repo string, key revision.Key, src engine.CloneSource, opts engine.CloneOptions) (revision.PackageRevision, error) {
 	if key.Package == e.failPkg {
 		return nil, fmt.Errorf("clone %s: injected failure", key.Package)
@@ -214,8 +226,8 @@ func TestSyncSetBatchFailures(t *testing.T) {
 			if pkg != "c" {
 				return
 			}
-			// Another writer (this context carries no batch) creates the
-			// draft the batch created for c.
+			// Another writer, outside the batch, creates the draft the
+			// batch created for c.
 			d, err := v.repos["deployments"].CreateDraft(context.Background(), revision.Key{Package: "c", Workspace: "packagevariant-1"},
 				repository.CreateDraftOptions{Files: revision.MustFiles(map[string]string{"Kptfile": "apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: c\n"})})
 			require.NoError(t, err)
@@ -256,9 +268,16 @@ type failingBatches struct{ *gitrepo.Repository }
 
 type failingBatch struct{ repository.Batch }
 
-func (f failingBatches) BeginBatch(ctx context.Context) (context.Context, repository.Batch, error) {
-	bctx, b, err := f.Repository.BeginBatch(ctx)
-	return bctx, failingBatch{b}, err
+func (f failingBatches) BeginBatch(ctx context.Context) (repository.Batch, error) {
+	b, err := f.Repository.BeginBatch(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return failingBatch{b}, nil
+}
+
+func (b failingBatch) SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error) {
+	return repository.SetMetadata(ctx, b.Batch, key, md, opts)
 }
 
 func (b failingBatch) Commit(ctx context.Context) error {
@@ -398,12 +417,44 @@ type metadataRacer struct {
 	behind func()
 }
 
-func (e *metadataRacer) SetMetadata(ctx context.Context, repo string, key revision.Key, md revision.Metadata, version string) (revision.PackageRevision, error) {
-	pr, err := e.Engine.SetMetadata(ctx, repo, key, md, version)
-	if err == nil && key.Package == e.pkg && e.behind != nil {
+// Scope keeps the removal's writes batched through the wrapper; the
+// scoped Engine shares the racer's one write behind the removal's back.
+func (e *metadataRacer) Scope(repos []repository.Repository, refSnapshot bool) variant.Engine {
+	inner := e.Engine.Using(repos...)
+	if refSnapshot {
+		inner = inner.WithReferenceSnapshot()
+	}
+	return &scopedRacer{Engine: inner, racer: e}
+}
+
+// scopedRacer is a metadataRacer's Engine over a removal's batches.
+type scopedRacer struct {
+	*engine.Engine
+	racer *metadataRacer
+}
+
+func (s *scopedRacer) SetMetadata(ctx context.Context, repo string, key revision.Key, md revision.Metadata, version string) (revision.PackageRevision, error) {
+	pr, err := s.Engine.SetMetadata(ctx, repo, key, md, version)
+	if err == nil {
+		s.racer.after(key)
+	}
+	return pr, err
+}
+
+// after runs the racer's write behind the removal's back after a write of
+// key's package, once.
+func (e *metadataRacer) after(key revision.Key) {
+	if key.Package == e.pkg && e.behind != nil {
 		behind := e.behind
 		e.behind = nil
 		behind()
+	}
+}
+
+func (e *metadataRacer) SetMetadata(ctx context.Context, repo string, key revision.Key, md revision.Metadata, version string) (revision.PackageRevision, error) {
+	pr, err := e.Engine.SetMetadata(ctx, repo, key, md, version)
+	if err == nil {
+		e.after(key)
 	}
 	return pr, err
 }
@@ -422,7 +473,7 @@ func TestRemoveSetBatchConflict(t *testing.T) {
 	}
 	down := v.repos["deployments"]
 	e := &metadataRacer{Engine: v.e, pkg: "b", behind: func() {
-		// This context carries no batch: the write lands at once.
+		// Outside the batch: the write lands at once.
 		ctx := context.Background()
 		pr, err := down.Get(ctx, revision.Key{Package: "b", Revision: 1})
 		require.NoError(t, err)
@@ -450,4 +501,43 @@ func TestRemoveSetBatchConflict(t *testing.T) {
 			assert.Equal(t, "writer", m.Metadata.Annotations["other"], "the other writer's change is kept")
 		}
 	}
+}
+
+// A set's sync into a remote repository (git http-backend on loopback)
+// writes all its downstream drafts in one atomic push: the remote's
+// post-receive hook, run once per push, runs once.
+func TestSyncSetRemoteOnePush(t *testing.T) {
+	needGit(t)
+	root := t.TempDir()
+	srv := repotest.NewGitServer(t, root, nil)
+	srv.InitBare(t, "deployments.git")
+	dir := filepath.Join(root, "deployments.git")
+	pushes := filepath.Join(t.TempDir(), "pushes")
+	hook := "#!/bin/sh\necho push >> " + pushes + "\n"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "hooks", "post-receive"), []byte(hook), 0o755))
+	v := newEnv(t, backend{"remote", func(t testing.TB, name string) repository.Repository {
+		if name != "deployments" {
+			return gitDisk(t, name)
+		}
+		r, err := gitrepo.Open(context.Background(), repository.Spec{Name: name, Type: repository.TypeGit,
+			Git: &repository.GitSpec{Repo: srv.RepoURL("deployments.git"), CreateBranch: true}}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { r.Close() })
+		return r
+	}})
+	v.publish("blueprints", "bucket", upstreamFiles())
+	_ = os.Remove(pushes) // the branch's creation
+	var names []string
+	for i := range 12 {
+		names = append(names, fmt.Sprintf("p%02d", i))
+	}
+	res, err := variant.SyncSet(v.ctx, v.e, newSet("fan", variant.Target{Repositories: []variant.RepositoryTarget{{Name: "deployments", PackageNames: names}}}), v.opts)
+	require.NoError(t, err)
+	require.True(t, res.Ready())
+	out, err := exec.Command("git", "-C", dir, "for-each-ref", "--format=%(refname)", "refs/heads/drafts/").Output()
+	require.NoError(t, err)
+	assert.Len(t, strings.Fields(string(out)), 12, "%s", out)
+	log, err := os.ReadFile(pushes)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(string(log), "push"), "pushes of the set's sync")
 }

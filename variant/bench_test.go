@@ -202,18 +202,23 @@ func (r *timedRepo) batching() repository.Repository {
 // timedBatcher is a timedRepo over a repository.Batcher.
 type timedBatcher struct{ *timedRepo }
 
-func (r timedBatcher) BeginBatch(ctx context.Context) (context.Context, repository.Batch, error) {
-	bctx, b, err := r.Repository.(repository.Batcher).BeginBatch(ctx)
+func (r timedBatcher) BeginBatch(ctx context.Context) (repository.Batch, error) {
+	b, err := r.Repository.(repository.Batcher).BeginBatch(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return bctx, timedBatch{Batch: b, r: r.timedRepo}, nil
+	return timedBatch{Batch: b, r: r.timedRepo}, nil
 }
 
-// timedBatch counts its Commit among its repository's writes.
+// timedBatch counts its Commit among its repository's writes (the writes
+// through the batch are not timed one by one).
 type timedBatch struct {
 	repository.Batch
 	r *timedRepo
+}
+
+func (b timedBatch) SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error) {
+	return repository.SetMetadata(ctx, b.Batch, key, md, opts)
 }
 
 func (b timedBatch) Commit(ctx context.Context) error {

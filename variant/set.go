@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 	"golang.org/x/sync/errgroup"
@@ -571,7 +570,8 @@ func overlay(ctx context.Context, env *celEnv, field string, in map[string]strin
 //
 // The writes to a downstream repository that several variants write to
 // are made in write batches when the repository offers them
-// (repository.Batcher), one per 256 variants: nothing of a
+// (repository.Batcher) and the Engine can work through them (an
+// *engine.Engine, or see Scoper), one per 256 variants: nothing of a
 // batch's writes is visible until all its variants are synced, and then
 // all of them are. A failed variant leaves nothing in the
 // batch. A commit of the batch that fails writes nothing: when it lost a
@@ -640,8 +640,8 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 		for i, pv := range chunk {
 			targets[i] = pv.Spec.Downstream.Repo
 		}
-		bctx, batches := beginBatches(ctx, o, targets)
-		syncAll := func(ctx context.Context, which func(i int) bool, index map[[2]string][]revision.PackageRevision) {
+		be, bo, batches := batched(ctx, e, o, targets, false)
+		syncAll := func(e Engine, o Options, which func(i int) bool, index map[[2]string][]revision.PackageRevision) {
 			g, gctx := errgroup.WithContext(ctx)
 			g.SetLimit(o.Concurrency)
 			for i, pv := range chunk {
@@ -657,7 +657,7 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 			}
 			_ = g.Wait()
 		}
-		syncAll(bctx, func(int) bool { return true }, index)
+		syncAll(be, bo, func(int) bool { return true }, index)
 		redo := commitBatches(ctx, o, batches, results, verrs)
 		for i, pv := range chunk {
 			if verrs[i] != nil && results[i] != nil {
@@ -667,7 +667,7 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 		if len(redo) > 0 {
 			// A batch lost a race: its variants are synced again, each
 			// write on its own, on what is there now.
-			syncAll(ctx, func(i int) bool { return redo[i] }, nil)
+			syncAll(e, o, func(i int) bool { return redo[i] }, nil)
 		}
 		for _, err := range verrs {
 			if err != nil {
@@ -696,7 +696,8 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 // revision. Deleting a draft checks, through the engine, that no revision
 // of any repository was created from it (engine.Engine.Delete); the
 // removal makes that check against one listing of the repositories
-// (engine.WithReferenceSnapshot) rather than one per deleted draft.
+// (engine.Engine.WithReferenceSnapshot) rather than one per deleted
+// draft, where the Engine can be scoped (see Scoper).
 func RemoveSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Options) (*SetResult, error) {
 	res := &SetResult{Set: setName(pvs)}
 	o, err := opts.withDefaults(e)
@@ -756,19 +757,21 @@ func removeStale(ctx context.Context, e Engine, pvs *PackageVariantSet, o Option
 				}
 			}
 		}
-		bctx, batches := beginBatches(ctx, o, targets)
-		removeAll := func(ctx context.Context, which func(i int) bool) {
+		// Each pass checks the drafts' references against one listing
+		// (engine.Engine.WithReferenceSnapshot), not one per deleted
+		// draft.
+		be, bo, batches := batched(ctx, e, o, targets, true)
+		removeAll := func(e Engine, o Options, which func(i int) bool) {
 			for i, owner := range chunk {
 				if which(i) {
 					results[i], cerrs[i] = release(ctx, e, o, owner, owned[owner])
 				}
 			}
 		}
-		// Each pass checks the drafts' references against one listing
-		// (engine.WithReferenceSnapshot), not one per deleted draft.
-		removeAll(engine.WithReferenceSnapshot(bctx), func(int) bool { return true })
+		removeAll(be, bo, func(int) bool { return true })
 		if redo := commitBatches(ctx, o, batches, results, cerrs); len(redo) > 0 {
-			removeAll(engine.WithReferenceSnapshot(ctx), func(i int) bool { return redo[i] })
+			se, _ := scope(e, nil, true)
+			removeAll(se, o, func(i int) bool { return redo[i] })
 		}
 	}
 	var first error

@@ -28,7 +28,9 @@ func TestSyncChecksEachFileOnce(t *testing.T) {
 
 	pv.Spec.PackageContext.Data["zone"] = "a" // the draft drifts: mutate, then Update
 	var c yamlmemo.Counter
-	res, err := variant.Sync(yamlmemo.WithCounter(v.ctx, &c), v.e, pv, v.opts)
+	restore := yamlmemo.SetParseHook(c.Add)
+	res, err := variant.Sync(v.ctx, v.e, pv, v.opts)
+	restore()
 	require.NoError(t, err)
 	assert.Equal(t, variant.ActionUpdated, res.Action)
 	assert.Contains(t, v.file(res.Key, "package-context.yaml"), "zone: a")

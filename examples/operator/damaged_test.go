@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
+	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 	"github.com/configasdata/cad/repository/repotest"
 )
 
@@ -71,4 +72,32 @@ func TestDamagedRepository(t *testing.T) {
 	require.Nil(t, e.get("damaged.good.v1").DeletionTimestamp)
 	rc, _ = conditions()
 	require.Equal(t, metav1.ConditionTrue, rc.Status, rc.Message)
+
+	// The PackageRevision reconciler, which finds no revision behind the
+	// damaged tag, keeps the object too: a reconcile of it (as any event,
+	// a resync or a restart brings; under load, the one its own status
+	// write queued before the damage) does not delete it, and says why
+	// it is not Ready.
+	poked := e.get("damaged.good.v1")
+	p := client.MergeFrom(poked.DeepCopy())
+	metav1.SetMetaDataAnnotation(&poked.ObjectMeta, "test/poke", "1")
+	require.NoError(t, e.c.Patch(context.Background(), poked, p))
+	pending := e.wait("damaged.good.v1", "pending", func(pr *porchv1alpha2.PackageRevision) bool {
+		c := meta.FindStatusCondition(pr.Status.Conditions, porchv1alpha2.ConditionReady)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, ConditionDamaged)
+	})
+	require.Equal(t, good.UID, pending.UID)
+	require.Nil(t, pending.DeletionTimestamp)
+	time.Sleep(time.Second) // more reconciles and discovery passes
+	require.Equal(t, good.UID, e.get("damaged.good.v1").UID)
+
+	// Deleted by a user, it stays until its revision can be read: the
+	// finalizer guards a revision that may be behind the damage.
+	require.NoError(t, e.c.Delete(context.Background(), e.get("damaged.good.v1")))
+	refused := e.wait("damaged.good.v1", "refused", func(pr *porchv1alpha2.PackageRevision) bool {
+		c := meta.FindStatusCondition(pr.Status.Conditions, porchv1alpha2.ConditionReady)
+		return c != nil && c.Reason == ReasonDeleteFailed
+	})
+	require.Equal(t, good.UID, refused.UID)
+	require.Contains(t, meta.FindStatusCondition(refused.Status.Conditions, porchv1alpha2.ConditionReady).Message, ConditionDamaged)
 }

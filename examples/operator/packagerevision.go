@@ -150,6 +150,17 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	}
 
 	if pr.DeletionTimestamp != nil {
+		if !found && (pr.Spec.Source == nil || realised(&pr)) {
+			// Not found is proof of nothing while refs are damaged: the
+			// revision may be behind them, and the finalizer guards it.
+			why, err := mayHold(ctx, repo, key)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if why != "" {
+				return r.deleteRefused(ctx, orig, &pr, key, errors.New(why))
+			}
+		}
 		return r.finalize(ctx, e, orig, &pr, rev, found)
 	}
 	if !controllerutil.ContainsFinalizer(&pr, porchv1alpha2.Finalizer) || pr.Labels[porchv1alpha2.RepositoryLabel] != repoName {
@@ -169,7 +180,17 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 	if !found {
 		if pr.Spec.Source == nil || realised(&pr) {
 			// Discovered, or created before, and now gone from the
-			// repository: the object goes too.
+			// repository: the object goes too, unless the repository
+			// may still hold it (a damaged repository never reads as
+			// empty): then it stays, not Ready, and is looked at again.
+			why, err := mayHold(ctx, repo, key)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if why != "" {
+				r.setReady(&pr, metav1.ConditionFalse, porchv1alpha2.ReasonPending, why)
+				return ctrl.Result{RequeueAfter: r.retry}, r.writeStatus(ctx, orig, &pr)
+			}
 			return ctrl.Result{}, client.IgnoreNotFound(r.client.Delete(ctx, &pr))
 		}
 		rev, err = r.applySource(ctx, e, &pr, key)
@@ -326,6 +347,27 @@ func (r *prReconciler) writePackageMetadata(ctx context.Context, e *engine.Engin
 	return e.Update(ctx, m.Key.Repository, m.Key, files, engine.UpdateOptions{Version: m.Version})
 }
 
+// mayHold returns why repo may still hold the revision key that a Get
+// did not find, or "" when "not found" is the repository's word: the list
+// of repo left out damaged refs (the revision may be behind one, see
+// ConditionDamaged), or lists the revision after all. It returns the
+// list's error when the list failed for another reason than damage.
+func mayHold(ctx context.Context, repo repository.Repository, key revision.Key) (string, error) {
+	revs, err := repo.List(ctx, repository.ListOptions{})
+	if repository.Damage(err) != nil {
+		return fmt.Sprintf("the revision is not found, but repository %s has damaged refs (see its condition %s) and it may be behind one", key.Repository, ConditionDamaged), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, rev := range revs {
+		if k := rev.Meta().Key; k.Package == key.Package && k.Workspace == key.Workspace {
+			return fmt.Sprintf("the revision is not found, but repository %s lists it", key.Repository), nil
+		}
+	}
+	return "", nil
+}
+
 // realised reports whether the object's revision was seen in the
 // repository: its status was written from it (status.observedGeneration
 // is set only then).
@@ -471,7 +513,9 @@ func (r *prReconciler) transition(ctx context.Context, e *engine.Engine, m revis
 // that the deletion met elsewhere (a broken Repository of the namespace it
 // consulted) is no proof. A refused deletion keeps the object, Terminating,
 // with Ready False (ReasonDeleteFailed) and a Warning Event that say why,
-// and is tried again after r.retry.
+// and is tried again after r.retry. So does an object whose revision is
+// not found while the repository's list leaves out damaged refs (the
+// revision may be behind one); Reconcile checks that before finalize.
 func (r *prReconciler) finalize(ctx context.Context, e *engine.Engine, orig, pr *porchv1alpha2.PackageRevision, rev revision.PackageRevision, found bool) (ctrl.Result, error) {
 	if !controllerutil.ContainsFinalizer(pr, porchv1alpha2.Finalizer) {
 		return ctrl.Result{}, nil

@@ -13,14 +13,16 @@
 // again. The package is internal so that only cad's own operations create
 // memos.
 //
-// A [Counter] in a context counts the parses of the check by content, for
-// the tests that show each file is parsed once per operation.
+// The tests that show each file is parsed once per operation count the
+// check's parses through a hook they install (SetParseHook, with a
+// [Counter]); no context or production caller carries a counter.
 package yamlmemo
 
 import (
 	"context"
 	"crypto/sha256"
 	"sync"
+	"sync/atomic"
 )
 
 // Sum identifies content: its SHA-256.
@@ -87,8 +89,9 @@ func From(ctx context.Context) *Memo {
 	return m
 }
 
-// Counter counts the parses of revision's bounds check by content. It is
-// safe for concurrent use; its zero value is ready.
+// Counter counts the parses of revision's bounds check by content, for
+// tests: install its Add with SetParseHook. It is safe for concurrent use;
+// its zero value is ready.
 type Counter struct {
 	mu sync.Mutex
 	n  map[Sum]int
@@ -134,15 +137,29 @@ func (c *Counter) Total() int {
 	return t
 }
 
-type counterKey struct{}
+// parseHook is the hook of SetParseHook; nil when none.
+var parseHook atomic.Pointer[func(Sum)]
 
-// WithCounter returns ctx whose bounds checks count their parses in c.
-func WithCounter(ctx context.Context, c *Counter) context.Context {
-	return context.WithValue(ctx, counterKey{}, c)
+// SetParseHook makes fn called with the Sum of every content the bounds
+// check parses, in every goroutine of the process, and returns the
+// function that puts back the hook before; nil fn removes the hook. It is
+// for tests (which must not run in parallel with other parsing tests
+// while it is set); nothing else sets it.
+func SetParseHook(fn func(Sum)) (restore func()) {
+	var p *func(Sum)
+	if fn != nil {
+		p = &fn
+	}
+	old := parseHook.Swap(p)
+	return func() { parseHook.Store(old) }
 }
 
-// CounterFrom returns the Counter ctx carries, or nil.
-func CounterFrom(ctx context.Context) *Counter {
-	c, _ := ctx.Value(counterKey{}).(*Counter)
-	return c
+// Hooked reports whether a parse hook is set.
+func Hooked() bool { return parseHook.Load() != nil }
+
+// Parsed reports a parse of content sum to the hook, if one is set.
+func Parsed(sum Sum) {
+	if fn := parseHook.Load(); fn != nil {
+		(*fn)(sum)
+	}
 }

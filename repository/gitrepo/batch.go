@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 
@@ -16,16 +17,18 @@ import (
 	"github.com/configasdata/cad/revision"
 )
 
-// A write batch (repository.Batcher) of a repository on local disk. The
-// writes made with the batch's context are planned as every write is
-// (update), on a view that lays the batch over the repository: the refs
-// the batch set over those on disk, its objects beside the stored ones.
-// What a plan writes goes to the batch instead of the disk: its objects
-// to memory, its ref updates into the batch's refs, the first one of
-// each ref recording the value the ref had (its base). No object or ref
-// is written until Commit (what reads learn of objects, by their ids, may
-// go to cad-index and cad-paths as for every read), which, under the
-// exclusive lock:
+// A write batch (repository.Batch) of a repository on local disk. The
+// batch is a handle on the repository (a *Repository sharing its core,
+// with bt set) wrapped in a batchRepo that offers the repository's reads
+// and writes and Commit and Discard. The writes made through it are
+// planned as every write is (update), on a view that lays the batch over
+// the repository: the refs the batch set over those on disk, its objects
+// beside the stored ones. What a plan writes goes to the batch instead of
+// the disk: its objects to memory, its ref updates into the batch's refs,
+// the first one of each ref recording the value the ref had (its base).
+// No object or ref is written until Commit (what reads learn of objects,
+// by their ids, may go to cad-index and cad-paths as for every read),
+// which, under the exclusive lock:
 //
 //  1. writes the objects the batch's final refs reach as one pack
 //     (gitobj.WritePack: the pack and its index synced, then renamed), which no
@@ -42,12 +45,9 @@ import (
 
 var _ repository.Batcher = (*Repository)(nil)
 
-// batchKey is the context key of r's batch.
-type batchKey struct{ r *Repository }
-
-// batch is a write batch of a Repository.
+// batch is the state of a write batch of a Repository.
 type batch struct {
-	r *Repository
+	r *Repository // the batch's handle
 	// planMu serialises the batch's writes, and Commit with them.
 	planMu sync.Mutex
 	// mu guards the fields below, read by every view of the batch.
@@ -65,76 +65,87 @@ type batch struct {
 	reads *readSet
 }
 
-// BeginBatch starts a write batch (see repository.Batcher): the writes
-// made with the returned context are held in memory, seen by the reads
-// made with it, and written by the batch's Commit as one pack and one
-// ref transaction. Errors are *repository.Error matching
-// repository.ErrNotSupported for a repository in memory or a remote
-// (write without a batch), ErrInvalidInput when ctx already carries a
-// batch of r, ErrClosed, or wrapping ctx's error.
-func (r *Repository) BeginBatch(ctx context.Context) (context.Context, repository.Batch, error) {
+// BeginBatch starts a write batch (see repository.Batch): the writes
+// made through it are held in memory, seen by the reads made through it,
+// and written by its Commit: on local disk as one pack and one ref
+// transaction, to a remote as one atomic push (remotebatch.go). The
+// batch offers the repository's reads and writes, SetMetadata, Adopt,
+// Range, Location and Spec; not Watch, Version nor maintenance. Errors
+// are *repository.Error matching repository.ErrNotSupported for a
+// repository in memory or a remote that does not take atomic pushes,
+// ErrUnavailable when the remote cannot be reached, ErrClosed, or
+// wrapping ctx's error.
+func (r *Repository) BeginBatch(ctx context.Context) (repository.Batch, error) {
 	const op = "begin batch"
 	if err := r.enter(ctx, op, revision.Key{}); err != nil {
-		return ctx, nil, err
+		return nil, err
 	}
-	if r.st.fsrefs == nil || r.remote != nil {
-		return ctx, nil, r.errorf(op, revision.Key{}, repository.ErrNotSupported, "only a repository on local disk batches its writes")
+	if r.remote != nil {
+		return r.beginRemoteBatch(ctx) // remotebatch.go
 	}
-	if r.batchOf(ctx) != nil {
-		return ctx, nil, r.errorf(op, revision.Key{}, repository.ErrInvalidInput, "the context already carries a batch of this repository")
+	if r.st.fsrefs == nil {
+		return nil, r.errorf(op, revision.Key{}, repository.ErrNotSupported, "a repository in memory does not batch its writes")
 	}
-	b := &batch{r: r, refs: map[plumbing.ReferenceName]plumbing.Hash{}, base: map[plumbing.ReferenceName]plumbing.Hash{},
-		objs: map[plumbing.Hash]gitobj.PackObject{}, stored: map[plumbing.Hash]bool{}, reads: newReadSet()}
-	return context.WithValue(ctx, batchKey{r}, b), b, nil
+	return r.newBatch(), nil
 }
 
-// batchOf returns the batch of r ctx carries, nil when none or when it
-// ended.
-func (r *Repository) batchOf(ctx context.Context) *batch {
-	b, _ := ctx.Value(batchKey{r}).(*batch)
+// newBatch returns a new batch of r.
+func (r *Repository) newBatch() *batchRepo {
+	b := &batch{refs: map[plumbing.ReferenceName]plumbing.Hash{}, base: map[plumbing.ReferenceName]plumbing.Hash{},
+		objs: map[plumbing.Hash]gitobj.PackObject{}, stored: map[plumbing.Hash]bool{}, reads: newReadSet()}
+	b.r = &Repository{core: r.core, bt: b}
+	return &batchRepo{r: b.r}
+}
+
+// done reports whether b ended; a nil b (no batch) never does.
+func (b *batch) done() bool {
 	if b == nil {
-		return nil
+		return false
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.ended {
-		return nil
-	}
-	return b
+	return b.ended
 }
 
-// viewIn returns a new view, laid over by the batch ctx carries.
-func (r *Repository) viewIn(ctx context.Context) *view {
+// batchDone returns an *repository.Error matching
+// repository.ErrBatchDone when r is the handle of a batch that ended.
+func (r *Repository) batchDone(op string, key revision.Key) error {
+	if r.bt.done() {
+		return &repository.Error{Op: op, Repository: r.name, Key: key, Err: repository.ErrBatchDone}
+	}
+	return nil
+}
+
+// viewIn returns a new view, laid over by r's batch when r is a batch's
+// handle.
+func (r *Repository) viewIn() *view {
 	v := r.newView()
-	v.bt = r.batchOf(ctx)
+	v.bt = r.bt
 	return v
 }
 
-// readBatch runs fn as read does, on a view laid over by b.
-func (r *Repository) readBatch(ctx context.Context, b *batch, fn func(v *view) error) error {
-	defer r.st.idx.Flush()
-	return r.st.read(ctx, func() error {
-		v := r.newView()
-		v.bt = b
-		return fn(v)
-	})
-}
-
-// updateBatch runs the write plan into b instead of the disk. It reports
-// false when b ended meanwhile: the caller writes directly.
-func (r *Repository) updateBatch(ctx context.Context, b *batch, plan func(v *view) (*txn, error)) (bool, error) {
-	b.planMu.Lock()
-	defer b.planMu.Unlock()
-	b.mu.Lock()
-	ended := b.ended
-	b.mu.Unlock()
-	if ended {
-		return false, nil
+// readBatch runs fn as read does, on a view laid over by r's batch.
+func (r *Repository) readBatch(ctx context.Context, fn func(v *view) error) error {
+	if err := r.batchDone("read", revision.Key{}); err != nil {
+		return err
 	}
 	defer r.st.idx.Flush()
-	return true, r.st.read(ctx, func() error {
-		v := r.newView()
-		v.bt = b
+	return r.st.read(ctx, func() error { return fn(r.viewIn()) })
+}
+
+// updateBatch runs the write plan into r's batch instead of the disk.
+// After the batch ended it returns an error matching
+// repository.ErrBatchDone and writes nothing.
+func (r *Repository) updateBatch(ctx context.Context, plan func(v *view) (*txn, error)) error {
+	b := r.bt
+	b.planMu.Lock()
+	defer b.planMu.Unlock()
+	if err := r.batchDone("write", revision.Key{}); err != nil {
+		return err
+	}
+	defer r.st.idx.Flush()
+	return r.st.read(ctx, func() error {
+		v := r.viewIn()
 		v.reads = newReadSet()
 		t, err := plan(v)
 		if err != nil || t == nil || len(t.updates) == 0 {
@@ -284,17 +295,9 @@ func (b *batch) put(h plumbing.Hash, t plumbing.ObjectType, data []byte) {
 	b.objs[h] = gitobj.PackObject{Hash: h, Type: t, Data: data}
 }
 
-// Commit writes the batch: one pack of the objects its refs reach and
-// one ref transaction (see repository.Batch). Errors are
-// *repository.Error matching repository.ErrConflict when another writer
-// moved a ref the batch changed (or holds a ref's lock), ErrClosed, or
-// wrapping the file system's or ctx's error; then nothing of the batch
-// is visible, and the pack, when it was written, is garbage no ref
-// names (git gc removes it). As for every write, an error after the
-// transaction's commit point says so ("the journal completes the
-// write"): the batch is then written, completed by the next writer or
-// reader if this process dies.
-func (b *batch) Commit(ctx context.Context) error {
+// commit writes the batch: one pack of the objects its refs reach and
+// one ref transaction (see batchRepo.Commit).
+func (b *batch) commit(ctx context.Context) error {
 	const op = "commit batch"
 	r := b.r
 	b.planMu.Lock()
@@ -302,7 +305,7 @@ func (b *batch) Commit(ctx context.Context) error {
 	b.mu.Lock()
 	if b.ended {
 		b.mu.Unlock()
-		return nil
+		return r.errorf(op, revision.Key{}, repository.ErrBatchDone, "the batch was committed or discarded")
 	}
 	b.ended = true
 	var updates []refstore.RefUpdate
@@ -316,8 +319,14 @@ func (b *batch) Commit(ctx context.Context) error {
 	if len(updates) == 0 {
 		return nil
 	}
-	if err := r.enter(ctx, op, revision.Key{}); err != nil {
-		return err
+	if r.remote != nil {
+		return b.commitRemote(ctx, updates) // remotebatch.go
+	}
+	if r.closed.Load() {
+		return &repository.Error{Op: op, Repository: r.name, Err: repository.ErrClosed}
+	}
+	if err := ctx.Err(); err != nil {
+		return &repository.Error{Op: op, Repository: r.name, Err: err}
 	}
 	defer r.st.idx.Flush()
 	err := r.st.write(ctx, func() error {
@@ -360,7 +369,8 @@ func (b *batch) Commit(ctx context.Context) error {
 		return r.wrapErr(op, revision.Key{}, err)
 	}
 	r.log.Debug("committed batch", "refs", len(updates))
-	r.autoMaintain(ctx) // maintenance.go
+	// Maintenance works on the repository, not through the ended batch.
+	(&Repository{core: r.core}).autoMaintain(ctx) // maintenance.go
 	return nil
 }
 
@@ -375,8 +385,8 @@ func (b *batch) storedObjects() []plumbing.Hash {
 	return out
 }
 
-// Discard drops the batch's writes (see repository.Batch).
-func (b *batch) Discard() {
+// discard drops the batch's writes (see batchRepo.Discard).
+func (b *batch) discard() {
 	b.planMu.Lock()
 	defer b.planMu.Unlock()
 	b.mu.Lock()
@@ -413,9 +423,11 @@ func (b *batch) squashMetadata(v *view, updates []refstore.RefUpdate, reads *rea
 			return err
 		}
 		tree, parent := c.Tree, u.Old
-		cur, _, err := v.fr.Ref(metadataRef)
-		if err != nil {
-			return err
+		cur := u.Old // a remote's mirror in memory: the push checks it
+		if v.fr != nil {
+			if cur, _, err = v.fr.Ref(metadataRef); err != nil {
+				return err
+			}
 		}
 		if cur != u.Old {
 			if tree, err = b.rebaseMetadata(v, u.Old, cur, tree, reads); err != nil {
@@ -633,4 +645,108 @@ func (b *batch) reachable(updates []refstore.RefUpdate) ([]gitobj.PackObject, er
 		}
 	}
 	return out, nil
+}
+
+// batchRepo is the repository.Batch BeginBatch returns: the reads and
+// writes of a handle whose writes go to its batch, and Commit and
+// Discard. It offers the optional interfaces a batch can honour
+// (MetadataWriter, Adopter, RangeLister, Locator, Specified), not those
+// of the repository as a whole (Watcher, Versioner, Maintainer,
+// Notifiable, Batcher).
+type batchRepo struct{ r *Repository }
+
+var (
+	_ repository.Batch          = (*batchRepo)(nil)
+	_ repository.MetadataWriter = (*batchRepo)(nil)
+	_ repository.Adopter        = (*batchRepo)(nil)
+	_ repository.RangeLister    = (*batchRepo)(nil)
+	_ repository.Locator        = (*batchRepo)(nil)
+	_ repository.Specified      = (*batchRepo)(nil)
+)
+
+// Name returns the repository's name.
+func (b *batchRepo) Name() string { return b.r.name }
+
+// List lists as the repository does, the batch's writes included. After
+// the batch ended it returns an error matching repository.ErrBatchDone.
+func (b *batchRepo) List(ctx context.Context, opts repository.ListOptions) ([]revision.PackageRevision, error) {
+	return b.r.List(ctx, opts)
+}
+
+// Range ranges as the repository does, the batch's writes included.
+// After the batch ended it returns an error matching
+// repository.ErrBatchDone.
+func (b *batchRepo) Range(ctx context.Context, opts repository.ListOptions) iter.Seq2[revision.PackageRevision, error] {
+	return b.r.Range(ctx, opts)
+}
+
+// Get gets as the repository does, the batch's writes included. After
+// the batch ended it returns an error matching repository.ErrBatchDone.
+func (b *batchRepo) Get(ctx context.Context, key revision.Key) (revision.PackageRevision, error) {
+	return b.r.Get(ctx, key)
+}
+
+// CreateDraft starts a draft whose Commit writes into the batch. After
+// the batch ended it returns an error matching repository.ErrBatchDone.
+func (b *batchRepo) CreateDraft(ctx context.Context, key revision.Key, opts repository.CreateDraftOptions) (revision.Draft, error) {
+	return b.r.CreateDraft(ctx, key, opts)
+}
+
+// OpenDraft opens a draft, as the batch sees it, whose Commit writes
+// into the batch. After the batch ended it returns an error matching
+// repository.ErrBatchDone.
+func (b *batchRepo) OpenDraft(ctx context.Context, key revision.Key) (revision.Draft, error) {
+	return b.r.OpenDraft(ctx, key)
+}
+
+// UpdateLifecycle changes a lifecycle in the batch. After the batch
+// ended it returns an error matching repository.ErrBatchDone.
+func (b *batchRepo) UpdateLifecycle(ctx context.Context, key revision.Key, to revision.Lifecycle, opts repository.UpdateOptions) (revision.PackageRevision, error) {
+	return b.r.UpdateLifecycle(ctx, key, to, opts)
+}
+
+// Delete deletes in the batch. After the batch ended it returns an error
+// matching repository.ErrBatchDone.
+func (b *batchRepo) Delete(ctx context.Context, key revision.Key, opts repository.UpdateOptions) error {
+	return b.r.Delete(ctx, key, opts)
+}
+
+// SetMetadata sets a revision's metadata in the batch. After the batch
+// ended it returns an error matching repository.ErrBatchDone.
+func (b *batchRepo) SetMetadata(ctx context.Context, key revision.Key, md revision.Metadata, opts repository.UpdateOptions) (revision.PackageRevision, error) {
+	return b.r.SetMetadata(ctx, key, md, opts)
+}
+
+// Adopt adopts in the batch. After the batch ended it returns an error
+// matching repository.ErrBatchDone.
+func (b *batchRepo) Adopt(ctx context.Context, key revision.Key, opts repository.AdoptOptions) (revision.PackageRevision, error) {
+	return b.r.Adopt(ctx, key, opts)
+}
+
+// Location is the repository's.
+func (b *batchRepo) Location() (repository.Type, string) { return b.r.Location() }
+
+// Spec is the repository's.
+func (b *batchRepo) Spec() repository.Spec { return b.r.Spec() }
+
+// Commit writes the batch: one pack of the objects its refs reach and
+// one ref transaction (see repository.Batch). Errors are
+// *repository.Error matching repository.ErrConflict when another writer
+// moved a ref the batch changed (or holds a ref's lock), ErrClosed,
+// ErrBatchDone, or wrapping the file system's or ctx's error; then
+// nothing of the batch is visible, and the pack, when it was written, is
+// garbage no ref names (git gc removes it). As for every write, an error
+// after the transaction's commit point says so ("the journal completes
+// the write"): the batch is then written, completed by the next writer or
+// reader if this process dies.
+func (b *batchRepo) Commit(ctx context.Context) error { return b.r.bt.commit(ctx) }
+
+// Discard drops the batch's writes (see repository.Batch).
+func (b *batchRepo) Discard() { b.r.bt.discard() }
+
+// Close discards the batch when it has not ended; it leaves the
+// repository open and returns nil.
+func (b *batchRepo) Close() error {
+	b.r.bt.discard()
+	return nil
 }

@@ -23,7 +23,7 @@ import (
 )
 
 // The write batch (batch.go): writes held in memory, seen only through
-// the batch's context, committed as one pack and one ref transaction.
+// the batch, committed as one pack and one ref transaction.
 
 // batchReaderEnv, set to a git directory, makes the test binary a
 // reader in another process (TestBatchAnotherProcess): it lists the
@@ -45,21 +45,21 @@ func init() {
 		name:    "batch",
 		prepare: lifecycle(appV1, revision.LifecycleDeletionProposed),
 		run: func(ctx context.Context, r *gitrepo.Repository) error {
-			bctx, b, err := r.BeginBatch(ctx)
+			b, err := r.BeginBatch(ctx)
 			if err != nil {
 				return err
 			}
 			for _, k := range batchKeys {
-				if err := newDraftMD(bctx, r, k, "b", batchLabel); err != nil {
+				if err := newDraftMD(ctx, b, k, "b", batchLabel); err != nil {
 					b.Discard()
 					return err
 				}
 			}
-			if _, err := r.SetMetadata(bctx, baseBV1, newLabel, repository.UpdateOptions{}); err != nil {
+			if _, err := repository.SetMetadata(ctx, b, baseBV1, newLabel, repository.UpdateOptions{}); err != nil {
 				b.Discard()
 				return err
 			}
-			if err := r.Delete(bctx, appV1, repository.UpdateOptions{}); err != nil {
+			if err := b.Delete(ctx, appV1, repository.UpdateOptions{}); err != nil {
 				b.Discard()
 				return err
 			}
@@ -178,39 +178,39 @@ func TestBatchCommitsAllAtOnce(t *testing.T) {
 	refs0 := git(t, dir, "for-each-ref")
 	mdLog0 := git(t, dir, "rev-list", "--count", "refs/cad/metadata")
 
-	bctx, b, err := r.BeginBatch(ctx)
+	b, err := r.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range batchKeys {
-		if err := newDraftMD(bctx, r, k, "b", batchLabel); err != nil {
+		if err := newDraftMD(ctx, b, k, "b", batchLabel); err != nil {
 			t.Fatal(err)
 		}
 	}
-	v1, err := r.SetMetadata(bctx, appV1, newLabel, repository.UpdateOptions{})
+	v1, err := repository.SetMetadata(ctx, b, appV1, newLabel, repository.UpdateOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A later write of the batch sees the earlier ones: the draft and
 	// its metadata, at the Version the batch gave it.
-	pr, err := r.Get(bctx, batchKeys[0])
+	pr, err := b.Get(ctx, batchKeys[0])
 	if err != nil {
 		t.Fatalf("get in the batch: %v", err)
 	}
 	if !pr.Meta().Metadata.Equal(batchLabel) {
 		t.Fatalf("in the batch: metadata %v", pr.Meta().Metadata)
 	}
-	files, err := pr.Files(bctx)
+	files, err := pr.Files(ctx)
 	if err != nil {
 		t.Fatalf("files in the batch: %v", err)
 	}
 	if data, _ := files.ReadFile("data.yaml"); !strings.Contains(string(data), "state: b") {
 		t.Fatalf("in the batch: data.yaml %q", data)
 	}
-	if _, err := r.SetMetadata(bctx, batchKeys[1], revision.Metadata{Labels: map[string]string{"set": "fan", "x": "1"}}, repository.UpdateOptions{}); err != nil {
+	if _, err := repository.SetMetadata(ctx, b, batchKeys[1], revision.Metadata{Labels: map[string]string{"set": "fan", "x": "1"}}, repository.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.SetMetadata(bctx, batchKeys[1], batchLabel, repository.UpdateOptions{}); err != nil {
+	if _, err := repository.SetMetadata(ctx, b, batchKeys[1], batchLabel, repository.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -260,14 +260,19 @@ func TestBatchCommitsAllAtOnce(t *testing.T) {
 		t.Fatalf("metadata history %s commits, was %s: want one more", n, mdLog0)
 	}
 	fsck(t, dir, "after the batch")
-	if err := newDraftMD(bctx, r, revision.Key{Package: "fan/d", Workspace: "w1"}, "d", batchLabel); err != nil {
-		t.Fatalf("a write with the context of a committed batch: %v", err)
+	// The batch is done: a write through it fails and writes nothing.
+	refs1 := git(t, dir, "for-each-ref")
+	if err := newDraftMD(ctx, b, revision.Key{Package: "fan/d", Workspace: "w1"}, "d", batchLabel); !errors.Is(err, repository.ErrBatchDone) {
+		t.Fatalf("a write through a committed batch: %v, want ErrBatchDone", err)
 	}
-	if !has(t, ctx, other, revision.Key{Package: "fan/d", Workspace: "w1"}) {
-		t.Fatal("a write with the context of a committed batch is not written directly")
+	if _, err := pr.Files(ctx); !errors.Is(err, repository.ErrBatchDone) {
+		t.Fatalf("reading a revision of a committed batch: %v, want ErrBatchDone", err)
 	}
-	if err := b.Commit(ctx); err != nil {
-		t.Fatalf("second commit: %v", err)
+	if has(t, ctx, other, revision.Key{Package: "fan/d", Workspace: "w1"}) || git(t, dir, "for-each-ref") != refs1 {
+		t.Fatal("a write through a committed batch was written")
+	}
+	if err := b.Commit(ctx); !errors.Is(err, repository.ErrBatchDone) {
+		t.Fatalf("second commit: %v, want ErrBatchDone", err)
 	}
 }
 
@@ -286,30 +291,30 @@ func TestBatchFailedWriteLeavesOthers(t *testing.T) {
 	ctx := context.Background()
 	dir := crashFixture(t, crashOps[1])
 	r := openDisk(t, dir)
-	bctx, b, err := r.BeginBatch(ctx)
+	b, err := r.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := newDraftMD(bctx, r, batchKeys[0], "a", batchLabel); err != nil {
+	if err := newDraftMD(ctx, b, batchKeys[0], "a", batchLabel); err != nil {
 		t.Fatal(err)
 	}
 	// The same workspace again, in the batch: taken.
-	if err := newDraftMD(bctx, r, batchKeys[0], "again", revision.Metadata{}); !errors.Is(err, repository.ErrAlreadyExists) {
+	if err := newDraftMD(ctx, b, batchKeys[0], "again", revision.Metadata{}); !errors.Is(err, repository.ErrAlreadyExists) {
 		t.Fatalf("a workspace the batch took: %v, want ErrAlreadyExists", err)
 	}
 	// A draft with no files.
-	d, err := r.CreateDraft(bctx, revision.Key{Package: "fan/empty", Workspace: "w1"}, repository.CreateDraftOptions{})
+	d, err := b.CreateDraft(ctx, revision.Key{Package: "fan/empty", Workspace: "w1"}, repository.CreateDraftOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := d.Commit(bctx, revision.CommitOptions{Metadata: &batchLabel}); !errors.Is(err, repository.ErrInvalidInput) {
+	if _, err := d.Commit(ctx, revision.CommitOptions{Metadata: &batchLabel}); !errors.Is(err, repository.ErrInvalidInput) {
 		t.Fatalf("empty draft: %v, want ErrInvalidInput", err)
 	}
 	// A stale Version.
-	if _, err := r.SetMetadata(bctx, appV1, newLabel, repository.UpdateOptions{Version: "0000000000000000000000000000000000000000.published"}); !errors.Is(err, repository.ErrConflict) {
+	if _, err := repository.SetMetadata(ctx, b, appV1, newLabel, repository.UpdateOptions{Version: "0000000000000000000000000000000000000000.published"}); !errors.Is(err, repository.ErrConflict) {
 		t.Fatalf("stale version: %v, want ErrConflict", err)
 	}
-	if err := newDraftMD(bctx, r, batchKeys[1], "b", batchLabel); err != nil {
+	if err := newDraftMD(ctx, b, batchKeys[1], "b", batchLabel); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(ctx); err != nil {
@@ -348,16 +353,16 @@ func TestBatchConflict(t *testing.T) {
 			r := openDisk(t, dir)
 			other := openDisk(t, dir)
 			refs0 := git(t, dir, "for-each-ref")
-			bctx, b, err := r.BeginBatch(ctx)
+			b, err := r.BeginBatch(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, k := range batchKeys {
-				if err := newDraftMD(bctx, r, k, "b", batchLabel); err != nil {
+				if err := newDraftMD(ctx, b, k, "b", batchLabel); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if _, err := r.SetMetadata(bctx, appV1, newLabel, repository.UpdateOptions{}); err != nil {
+			if _, err := repository.SetMetadata(ctx, b, appV1, newLabel, repository.UpdateOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			if what == "readiness" {
@@ -368,7 +373,7 @@ func TestBatchConflict(t *testing.T) {
 					t.Fatal(err)
 				}
 				refs0 = git(t, dir, "for-each-ref")
-				if _, err := r.UpdateLifecycle(bctx, appDraft, revision.LifecyclePublished, repository.UpdateOptions{}); err != nil {
+				if _, err := b.UpdateLifecycle(ctx, appDraft, revision.LifecyclePublished, repository.UpdateOptions{}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -422,19 +427,19 @@ func TestBatchMetadataRebased(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	bctx, b, err := r.BeginBatch(ctx)
+	b, err := r.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range batchKeys {
-		if err := newDraftMD(bctx, r, k, "b", batchLabel); err != nil {
+		if err := newDraftMD(ctx, b, k, "b", batchLabel); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := r.SetMetadata(bctx, appV1, newLabel, repository.UpdateOptions{}); err != nil {
+	if _, err := repository.SetMetadata(ctx, b, appV1, newLabel, repository.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := r.SetMetadata(bctx, baseA, revision.Metadata{}, repository.UpdateOptions{}); err != nil {
+	if _, err := repository.SetMetadata(ctx, b, baseA, revision.Metadata{}, repository.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	// Meanwhile, another writer: a new label on the draft, another on
@@ -479,21 +484,21 @@ func TestBatchDiscard(t *testing.T) {
 	r := openDisk(t, dir)
 	loose0, packs0 := objectFiles(t, dir)
 	refs0 := git(t, dir, "for-each-ref")
-	bctx, b, err := r.BeginBatch(ctx)
+	b, err := r.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := r.BeginBatch(bctx); !errors.Is(err, repository.ErrInvalidInput) {
-		t.Fatalf("a batch in a batch: %v, want ErrInvalidInput", err)
-	}
-	if err := newDraftMD(bctx, r, batchKeys[0], "a", batchLabel); err != nil {
+	if err := newDraftMD(ctx, b, batchKeys[0], "a", batchLabel); err != nil {
 		t.Fatal(err)
 	}
 	b.Discard()
-	if err := b.Commit(ctx); err != nil {
-		t.Fatal(err)
+	if err := b.Commit(ctx); !errors.Is(err, repository.ErrBatchDone) {
+		t.Fatalf("Commit after Discard: %v, want ErrBatchDone", err)
 	}
-	if has(t, ctx, r, batchKeys[0]) || has(t, bctx, r, batchKeys[0]) {
+	if _, err := b.List(ctx, repository.ListOptions{}); !errors.Is(err, repository.ErrBatchDone) {
+		t.Fatalf("List through a discarded batch: %v, want ErrBatchDone", err)
+	}
+	if has(t, ctx, r, batchKeys[0]) {
 		t.Fatal("a discarded write is seen")
 	}
 	if loose, packs := objectFiles(t, dir); len(loose) != len(loose0) || len(packs) != len(packs0) {
@@ -504,8 +509,8 @@ func TestBatchDiscard(t *testing.T) {
 	}
 }
 
-// A memory repository does not batch; BeginBatch's fallback writes
-// directly.
+// A memory repository does not batch, and says so: nothing falls back
+// to writing without a batch.
 func TestBatchNotSupportedInMemory(t *testing.T) {
 	ctx := context.Background()
 	r, err := gitrepo.Open(ctx, repository.Spec{Name: "m", Type: repository.TypeGit, Git: &repository.GitSpec{Repo: "mem://", CreateBranch: true}}, nil)
@@ -513,25 +518,15 @@ func TestBatchNotSupportedInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if _, _, err := r.BeginBatch(ctx); !errors.Is(err, repository.ErrNotSupported) {
+	if _, err := r.BeginBatch(ctx); !errors.Is(err, repository.ErrNotSupported) {
 		t.Fatalf("BeginBatch in memory: %v, want ErrNotSupported", err)
 	}
-	bctx, b, err := repository.BeginBatch(ctx, r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := newDraftMD(bctx, r, batchKeys[0], "a", batchLabel); err != nil {
-		t.Fatal(err)
-	}
-	if !has(t, ctx, r, batchKeys[0]) {
-		t.Fatal("the fallback did not write directly")
-	}
-	if err := b.Commit(ctx); err != nil {
-		t.Fatal(err)
+	if b, err := repository.BeginBatch(ctx, r); !errors.Is(err, repository.ErrNotSupported) || b != nil {
+		t.Fatalf("repository.BeginBatch in memory: %v, %v, want ErrNotSupported", b, err)
 	}
 }
 
-// Readers with other contexts, in this Repository and another, never see
+// Readers outside the batch, in this Repository and another, never see
 // a batch's writes before its commit, and see all of them after, while
 // the batch is written from several goroutines.
 func TestBatchConcurrentReaders(t *testing.T) {
@@ -539,7 +534,7 @@ func TestBatchConcurrentReaders(t *testing.T) {
 	dir := crashFixture(t, crashOps[1])
 	r := openDisk(t, dir)
 	other := openDisk(t, dir)
-	bctx, b, err := r.BeginBatch(ctx)
+	b, err := r.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -581,13 +576,13 @@ func TestBatchConcurrentReaders(t *testing.T) {
 		writers.Add(1)
 		go func() {
 			defer writers.Done()
-			if err := newDraftMD(bctx, r, revision.Key{Package: fmt.Sprintf("fan/p%02d", i), Workspace: "w1"}, "x", batchLabel); err != nil {
+			if err := newDraftMD(ctx, b, revision.Key{Package: fmt.Sprintf("fan/p%02d", i), Workspace: "w1"}, "x", batchLabel); err != nil {
 				bad.Store(err.Error())
 			}
 		}()
 	}
 	writers.Wait()
-	if revs, err := r.List(bctx, repository.ListOptions{PackagePrefix: "fan"}); err != nil || len(revs) != n {
+	if revs, err := b.List(ctx, repository.ListOptions{PackagePrefix: "fan"}); err != nil || len(revs) != n {
 		t.Fatalf("the batch sees %d of its revisions (%v)", len(revs), err)
 	}
 	committed.Store(true)
@@ -631,11 +626,11 @@ func TestBatchSyncsStoredLooseObjects(t *testing.T) {
 	mu.Lock()
 	synced = nil
 	mu.Unlock()
-	bctx, b, err := r.BeginBatch(ctx)
+	b, err := r.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := newDraftMD(bctx, r, batchKeys[0], "b", batchLabel); err != nil {
+	if err := newDraftMD(ctx, b, batchKeys[0], "b", batchLabel); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Commit(ctx); err != nil {
@@ -721,12 +716,12 @@ func TestBatchAnotherProcess(t *testing.T) {
 	if !sc.Scan() || sc.Text() != "ready" {
 		t.Fatalf("reader: %q", sc.Text())
 	}
-	bctx, b, err := r.BeginBatch(ctx)
+	b, err := r.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range batchReaderN {
-		if err := newDraftMD(bctx, r, revision.Key{Package: fmt.Sprintf("fan/p%02d", i), Workspace: "w1"}, "x", batchLabel); err != nil {
+		if err := newDraftMD(ctx, b, revision.Key{Package: fmt.Sprintf("fan/p%02d", i), Workspace: "w1"}, "x", batchLabel); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -751,9 +746,9 @@ func TestBatchAnotherProcess(t *testing.T) {
 	t.Logf("the reader listed %d times before the commit", before)
 }
 
-// A revision approved in a batch is found by its workspace with the
-// batch's context (the workspace lookup reads the batch's tags, not only
-// the files'), and not without it.
+// A revision approved in a batch is found by its workspace through the
+// batch (the workspace lookup reads the batch's tags, not only the
+// files'), and not outside it.
 func TestBatchApprovedFoundByWorkspace(t *testing.T) {
 	ctx := context.Background()
 	r := openDisk(t, newBare(t))
@@ -764,15 +759,15 @@ func TestBatchApprovedFoundByWorkspace(t *testing.T) {
 	if _, err := r.UpdateLifecycle(ctx, key, revision.LifecycleProposed, repository.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	bctx, b, err := r.BeginBatch(ctx)
+	b, err := r.BeginBatch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Discard()
-	if _, err := r.UpdateLifecycle(bctx, key, revision.LifecyclePublished, repository.UpdateOptions{}); err != nil {
+	if _, err := b.UpdateLifecycle(ctx, key, revision.LifecyclePublished, repository.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	got, err := r.Get(bctx, key)
+	got, err := b.Get(ctx, key)
 	if err != nil {
 		t.Fatalf("get by workspace in the batch: %v", err)
 	}

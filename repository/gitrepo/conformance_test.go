@@ -50,6 +50,7 @@ func TestConformanceMemory(t *testing.T) {
 			}
 			return string(name)
 		},
+		NoBatch: true, // a repository in memory does not batch
 	})
 }
 

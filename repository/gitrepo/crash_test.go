@@ -147,7 +147,7 @@ var crashOps = []crashOp{
 	},
 }
 
-func writeDraft(ctx context.Context, r *gitrepo.Repository, key revision.Key, data string, create bool) error {
+func writeDraft(ctx context.Context, r repository.Repository, key revision.Key, data string, create bool) error {
 	var d revision.Draft
 	var err error
 	if create {

@@ -47,12 +47,11 @@ const (
 // restores writes.
 func SetDenyWrite(deny func(gitDir string) bool) { denyWrite = deny }
 
-// SetPushClient replaces the transport pushes use, and returns a function
-// that restores it.
-func SetPushClient(c func(*transport.Endpoint) (transport.Transport, error)) (restore func()) {
-	old := pushClient
-	pushClient = c
-	return func() { pushClient = old }
+// SetTransport makes r's pushes and fetches reach its remote through
+// the transport c returns, and returns a function that restores go-git's.
+func SetTransport(r *Repository, c func(*transport.Endpoint) (transport.Transport, error)) (restore func()) {
+	r.remote.newClient.Store(&c)
+	return func() { r.remote.newClient.Store(nil) }
 }
 
 // SetCrossProcessLock sets whether the cross-process lock is taken to

@@ -199,6 +199,15 @@ func (o *Options) validate() error {
 // goroutines, and many Repositories in many processes may share one
 // repository: every write is a compare-and-swap of the refs it changes.
 type Repository struct {
+	*core
+	// bt is the write batch this handle reads and writes through
+	// (batch.go); nil for the Repository Open returns. A batch's handle
+	// shares the core of the Repository it began on.
+	bt *batch
+}
+
+// core is what every handle of one opened repository shares.
+type core struct {
 	name   string
 	spec   repository.Spec
 	dir    string // the spec's directory, "" for the root
@@ -304,7 +313,7 @@ func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository
 		return nil, repository.Errorf("open", spec.Name, revision.Key{}, repository.ErrInvalidInput, "%w", err)
 	}
 	spec = spec.Defaulted()
-	r := &Repository{
+	r := &Repository{core: &core{
 		name:   spec.Name,
 		spec:   spec,
 		dir:    spec.Git.Directory,
@@ -312,7 +321,7 @@ func Open(ctx context.Context, spec repository.Spec, opts *Options) (*Repository
 		opts:   o,
 		log:    o.Logger.With("repository", spec.Name),
 		cache:  gitobj.NewLRU(o.CacheBytes),
-	}
+	}}
 	if err := validBranchName(r.branch); err != nil {
 		return nil, r.errorf("open", revision.Key{}, repository.ErrInvalidInput, "git.branch %q: %v", r.branch, err)
 	}
@@ -533,6 +542,9 @@ func (r *Repository) Close() error {
 func (r *Repository) enter(ctx context.Context, op string, key revision.Key) error {
 	if r.closed.Load() {
 		return &repository.Error{Op: op, Repository: r.name, Key: key, Err: repository.ErrClosed}
+	}
+	if err := r.batchDone(op, key); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return &repository.Error{Op: op, Repository: r.name, Key: key, Err: err}

@@ -151,8 +151,8 @@ func TestCompareEntries(t *testing.T) {
 
 // Spec reports the spec without the credentials a URL carried.
 func TestSpecRedacted(t *testing.T) {
-	r := &Repository{spec: repository.Spec{Name: "x", Type: repository.TypeGit, Deployment: true,
-		Git: &repository.GitSpec{Repo: "https://user:secret@example.com/repo.git", Branch: "main"}}}
+	r := &Repository{core: &core{spec: repository.Spec{Name: "x", Type: repository.TypeGit, Deployment: true,
+		Git: &repository.GitSpec{Repo: "https://user:secret@example.com/repo.git", Branch: "main"}}}}
 	s := r.Spec()
 	if s.Git.Repo != "https://example.com/repo.git" || !s.Deployment || s.Git.Branch != "main" {
 		t.Fatalf("Spec() = %+v, git %+v", s, s.Git)

@@ -240,9 +240,14 @@ func (r *Repository) repackObjects(ctx context.Context, opts MaintainOptions, st
 	r.st.packs.Rescan()
 	refstore.Fault("maint-pack-synced")
 	// A multi-pack-index (git maintenance writes one) may name the packs
-	// that go: git reads the packs without it.
-	if err := os.Remove(filepath.Join(packDir, "multi-pack-index")); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+	// that go: it goes first, and git and cad read the packs without it
+	// (git repack does the same). When no pack goes (only loose objects
+	// were packed) it stays: it names packs that are all there, and the
+	// new pack is read through its .idx.
+	if slices.ContainsFunc(merge, func(p gitobj.PackInfo) bool { return p.Base != res.Base }) {
+		if err := os.Remove(filepath.Join(packDir, "multi-pack-index")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
 	}
 	for _, p := range merge {
 		if p.Base == res.Base {

@@ -60,13 +60,13 @@ func ageRepo(t testing.TB, r *gitrepo.Repository, tag string, singles, batches i
 		publishNewTB(t, r, key)
 	}
 	for i := range batches {
-		bctx, b, err := r.BeginBatch(ctx)
+		b, err := r.BeginBatch(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for j := range 2 {
 			key := revision.Key{Package: fmt.Sprintf("batch/%s%d-%d", tag, i, j), Workspace: "w"}
-			if err := writeDraft(bctx, r, key, fmt.Sprintf("b%d", i), true); err != nil {
+			if err := writeDraft(ctx, b, key, fmt.Sprintf("b%d", i), true); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -457,11 +457,22 @@ func TestMaintainCrash(t *testing.T) {
 // same directory (each its own pack list and go-git storage, as another
 // process has; across Repositories the file locks are separate open
 // files, as across processes) read every revision and write new ones.
-func TestMaintainConcurrent(t *testing.T) {
+func TestMaintainConcurrent(t *testing.T) { testMaintainConcurrent(t, false) }
+
+// TestMaintainConcurrentMultiPackIndex is TestMaintainConcurrent with
+// git multi-pack-index write run before each Maintain: the readers find
+// objects through a multi-pack-index that Maintain removes and git
+// writes again, naming packs Maintain merges.
+func TestMaintainConcurrentMultiPackIndex(t *testing.T) { testMaintainConcurrent(t, true) }
+
+func testMaintainConcurrent(t *testing.T, midx bool) {
 	ctx := context.Background()
 	dir := newBare(t)
 	w := openMaint(t, dir, nil)
 	ageRepo(t, w, "a", 6, 8)
+	if midx {
+		git(t, dir, "multi-pack-index", "write")
+	}
 	var stop atomic.Bool
 	var wg sync.WaitGroup
 	errs := make(chan error, 16)
@@ -503,6 +514,10 @@ func TestMaintainConcurrent(t *testing.T) {
 	merged, packed := 0, 0
 	for range 4 {
 		time.Sleep(100 * time.Millisecond)
+		if midx {
+			git(t, dir, "multi-pack-index", "write")
+			time.Sleep(50 * time.Millisecond)
+		}
 		st, err := m.Maintain(ctx, gitrepo.MaintainOptions{})
 		if err != nil {
 			t.Error(err)

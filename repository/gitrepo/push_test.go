@@ -56,9 +56,9 @@ func (s badSession) ReceivePack(ctx context.Context, req *packp.ReferenceUpdateR
 	return s.receive(ctx, req)
 }
 
-// A push whose transport returns without reading the pack, or never
-// returns, ends (the first with ErrUnavailable, the second with its
-// context), and the repository's reads and writes go on.
+// A push whose transport returns without reading the pack, or stalls
+// until its context ends, ends (the first with ErrUnavailable, the second
+// with its context), and the repository's reads and writes go on.
 func TestPushNeverHangs(t *testing.T) {
 	ctx := context.Background()
 	release := make(chan struct{})
@@ -71,9 +71,13 @@ func TestPushNeverHangs(t *testing.T) {
 		{"returns without reading the pack", func(context.Context, *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
 			return nil, nil
 		}, repository.ErrUnavailable},
-		{"never returns", func(context.Context, *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
-			<-release // deaf to its context
-			return nil, errors.New("released")
+		{"stalls", func(ctx context.Context, _ *packp.ReferenceUpdateRequest) (*packp.ReportStatus, error) {
+			select {
+			case <-release:
+				return nil, errors.New("released")
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
 		}, context.DeadlineExceeded},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -82,7 +86,7 @@ func TestPushNeverHangs(t *testing.T) {
 			r := mustOpen(t, gitSpec(srv.URL+"/"+filepath.Base(dir)), nil)
 			defer r.Close()
 			propose(t, r, "p", "ws")
-			restore := gitrepo.SetPushClient(func(ep *transport.Endpoint) (transport.Transport, error) {
+			restore := gitrepo.SetTransport(r, func(ep *transport.Endpoint) (transport.Transport, error) {
 				tr, err := client.NewClient(ep)
 				return badPush{Transport: tr, receive: tc.receive}, err
 			})
@@ -125,7 +129,7 @@ func TestPushBadAdvertisement(t *testing.T) {
 	defer r.Close()
 	propose(t, r, "p", "ws")
 	before := git(t, dir, "for-each-ref")
-	restore := gitrepo.SetPushClient(func(ep *transport.Endpoint) (transport.Transport, error) {
+	restore := gitrepo.SetTransport(r, func(ep *transport.Endpoint) (transport.Transport, error) {
 		tr, err := client.NewClient(ep)
 		return badPush{Transport: tr, adv: func() *packp.AdvRefs {
 			ar := packp.NewAdvRefs()

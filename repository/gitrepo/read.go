@@ -296,6 +296,9 @@ func (l *lazyRev) key() revision.Key {
 // Files returns the package's files, read on first use. Errors wrap a
 // *repository.Error (ErrClosed, ErrUnavailable, or ctx's error).
 func (l *lazyRev) Files(ctx context.Context) (revision.Files, error) {
+	if err := l.r.batchDone("read files", l.key()); err != nil {
+		return revision.Files{}, err
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.got != nil && l.got.files != nil {
@@ -315,6 +318,9 @@ func (l *lazyRev) Files(ctx context.Context) (revision.Files, error) {
 // Info returns what the package's Kptfile (or PackageFile) records. Errors
 // are Files' and revision.InfoFromFiles'.
 func (l *lazyRev) Info(ctx context.Context) (revision.Info, error) {
+	if err := l.r.batchDone("read info", l.key()); err != nil {
+		return revision.Info{}, err
+	}
 	l.mu.Lock()
 	if l.got != nil && l.got.info != nil {
 		defer l.mu.Unlock()
@@ -351,7 +357,7 @@ func (l *lazyRev) loadInfo(ctx context.Context) (revision.Info, error) {
 	}
 	var out revision.Info
 	err := r.st.read(ctx, func() error {
-		v := r.viewIn(ctx)
+		v := r.viewIn()
 		tree, err := l.packageTree(v)
 		if err != nil {
 			return err
@@ -412,7 +418,7 @@ func (l *lazyRev) load(ctx context.Context) (revision.Files, error) {
 	}
 	var f revision.Files
 	err := r.st.read(ctx, func() error {
-		v := r.viewIn(ctx)
+		v := r.viewIn()
 		tree, err := l.packageTree(v)
 		if err != nil {
 			return err

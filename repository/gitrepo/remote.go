@@ -50,6 +50,40 @@ type remote struct {
 	// landed is set when a fetch added a pack to the mirror, for the
 	// automatic maintenance (maintenance.go).
 	landed atomic.Bool
+	// newClient, when set, returns the transport to the remote in place
+	// of go-git's client for the URL's scheme; tests set it
+	// (export_test.go).
+	newClient atomic.Pointer[newClientFunc]
+}
+
+// newClientFunc returns the transport to reach an endpoint, as
+// client.NewClient does.
+type newClientFunc = func(*transport.Endpoint) (transport.Transport, error)
+
+// client returns the remote's endpoint and the transport to reach it.
+//
+// Every step of a session on it ends with the context it is given: over
+// http the request carries it, over git:// and ssh go-git closes the
+// connection when it ends. Opening a session takes no context in go-git
+// v5: over http it touches no network, over git:// it dials (bounded by
+// the system's connect timeout), over ssh it dials and shakes hands,
+// which a server that accepts and then stalls holds up.
+func (rm *remote) client() (*transport.Endpoint, transport.Transport, error) {
+	ep, err := transport.NewEndpoint(rm.url)
+	if err != nil {
+		return nil, nil, err
+	}
+	ep.InsecureSkipTLS = rm.insecure
+	ep.CaBundle = rm.caBundle
+	newClient := client.NewClient
+	if f := rm.newClient.Load(); f != nil {
+		newClient = *f
+	}
+	cl, err := newClient(ep)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ep, cl, nil
 }
 
 // fresh reports whether a read may use the mirror as it is, asking the
@@ -169,51 +203,25 @@ func (rm *remote) classify(what string, err error) error {
 // value.
 // It reads no local storage, and is called holding no store lock.
 func (rm *remote) push(ctx context.Context, pack []byte, t *txn) (err error) {
-	ep, err := transport.NewEndpoint(rm.url)
-	if err != nil {
-		return err
-	}
-	ep.InsecureSkipTLS = rm.insecure
-	ep.CaBundle = rm.caBundle
-	cl, err := pushClient(ep)
+	ep, cl, err := rm.client()
 	if err != nil {
 		return rm.classify("push to "+rm.redactedURL, err)
 	}
-	// Every step on the network ends with ctx, even where the transport
-	// does not watch it (withCtx); the session is then closed aside.
-	var sess transport.ReceivePackSession
-	_, err = withCtx(ctx, func() error {
-		var err error
-		sess, err = cl.NewReceivePackSession(ep, rm.auth)
+	if err := ctx.Err(); err != nil {
 		return err
-	}, func() {
-		if sess != nil {
-			_ = sess.Close()
-		}
-	})
+	}
+	sess, err := cl.NewReceivePackSession(ep, rm.auth)
 	if err != nil {
 		return rm.classify("push to "+rm.redactedURL, err)
 	}
-	// Closed here, or, when ctx ended first, once the step running has
-	// returned.
-	abandoned := false
-	closeSess := func() { _ = sess.Close() }
 	defer func() {
-		if abandoned {
-			return
-		}
 		if cerr := sess.Close(); cerr != nil && err == nil {
 			err = rm.classify("push to "+rm.redactedURL, cerr)
 		}
 	}()
-	var ar *packp.AdvRefs
-	abandoned, err = withCtx(ctx, func() error {
-		var err error
-		ar, err = sess.AdvertisedReferencesContext(ctx)
-		return err
-	}, closeSess)
-	if abandoned {
-		return err
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if cerr := ctx.Err(); err != nil && cerr != nil {
+		return cerr
 	}
 	if ferr := checkRemoteFormat(rm.redactedURL, ar, err); ferr != nil {
 		return ferr
@@ -274,14 +282,9 @@ func (rm *remote) push(ctx context.Context, pack []byte, t *txn) (err error) {
 		// nothing.
 		req.Packfile = io.NopCloser(bytes.NewReader(pack))
 	}
-	var rs *packp.ReportStatus
-	abandoned, err = withCtx(ctx, func() error {
-		var err error
-		rs, err = sess.ReceivePack(ctx, req)
-		return err
-	}, closeSess)
-	if abandoned {
-		return err
+	rs, err := sess.ReceivePack(ctx, req)
+	if cerr := ctx.Err(); err != nil && cerr != nil {
+		return cerr
 	}
 	if err != nil {
 		if rs != nil && rs.UnpackStatus == "ok" {
@@ -333,44 +336,30 @@ func (rm *remote) lsRemote(ctx context.Context) (map[plumbing.ReferenceName]plum
 // uploadPack opens an upload-pack session with the remote and asks it for
 // its refs. It returns the session, what the remote advertised (nil for
 // an empty repository), the mirrored refs among them, and closeSess, which
-// ends the session. On an error the session is closed, or being closed
-// when ctx ended while the transport was blocked. Every step ends with
-// ctx.
+// ends the session. On an error the session is closed. Every step but
+// opening the session ends with ctx (see client); an error because ctx
+// ended is ctx's.
 func (rm *remote) uploadPack(ctx context.Context) (transport.UploadPackSession, *packp.AdvRefs, map[plumbing.ReferenceName]plumbing.Hash, func(), error) {
 	const what = "fetch from "
-	ep, err := transport.NewEndpoint(rm.url)
+	ep, cl, err := rm.client()
 	if err != nil {
+		return nil, nil, nil, nil, rm.classify(what+rm.redactedURL, err)
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, nil, err
 	}
-	ep.InsecureSkipTLS = rm.insecure
-	ep.CaBundle = rm.caBundle
-	cl, err := pushClient(ep)
+	sess, err := cl.NewUploadPackSession(ep, rm.auth)
 	if err != nil {
 		return nil, nil, nil, nil, rm.classify(what+rm.redactedURL, err)
 	}
-	var sess transport.UploadPackSession
-	closeSess := func() {
-		if sess != nil {
-			_ = sess.Close()
-		}
+	closeSess := func() { _ = sess.Close() }
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if cerr := ctx.Err(); err != nil && cerr != nil {
+		closeSess()
+		return nil, nil, nil, nil, cerr
 	}
-	if _, err := withCtx(ctx, func() error {
-		var err error
-		sess, err = cl.NewUploadPackSession(ep, rm.auth)
-		return err
-	}, closeSess); err != nil {
-		return nil, nil, nil, nil, rm.classify(what+rm.redactedURL, err)
-	}
-	var ar *packp.AdvRefs
-	abandoned, err := withCtx(ctx, func() error {
-		var err error
-		ar, err = sess.AdvertisedReferencesContext(ctx)
-		return err
-	}, closeSess)
 	refs := map[plumbing.ReferenceName]plumbing.Hash{}
 	switch {
-	case abandoned:
-		return nil, nil, nil, nil, err
 	case errors.Is(err, transport.ErrEmptyRemoteRepository):
 		return sess, nil, refs, closeSess, nil
 	case err != nil:
@@ -411,31 +400,6 @@ func mirrors(v *view, refs map[plumbing.ReferenceName]plumbing.Hash) (bool, erro
 		n += len(local)
 	}
 	return n == len(refs), nil
-}
-
-// pushClient returns the transport for a push to ep, or for asking the
-// remote for its refs; tests replace it.
-var pushClient = client.NewClient
-
-// withCtx runs fn and returns its error, or, as soon as ctx ends,
-// abandoned and ctx's error, leaving fn to finish on its own; cleanup
-// (when not nil) then runs once fn has finished, with what it left. fn
-// must not touch anything the caller's lock guards.
-func withCtx(ctx context.Context, fn func() error, cleanup func()) (abandoned bool, err error) {
-	done := make(chan error, 1)
-	go func() { done <- fn() }()
-	select {
-	case err := <-done:
-		return false, err
-	case <-ctx.Done():
-		if cleanup != nil {
-			go func() {
-				<-done
-				cleanup()
-			}()
-		}
-		return true, ctx.Err()
-	}
 }
 
 func dedupe(hs []plumbing.Hash) []plumbing.Hash {

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/sideband"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
@@ -50,6 +51,13 @@ import (
 
 // fetchGroup is the staged fetch of a remote under way, which the reads
 // that need it join.
+//
+// It is not a singleflight.Group: besides sharing one call's result, a
+// fetch is cancelled when the last caller waiting for it leaves, the next
+// one waits for a cancelled one to end, and Close stops them all; with
+// singleflight each of these would still need the waiters, the cancel
+// and the running calls kept here, plus a way to tell which call a
+// caller joined.
 type fetchGroup struct {
 	mu     sync.Mutex
 	call   *fetchCall // the fetch a read joins; nil when none or being cancelled
@@ -231,12 +239,7 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 	if err != nil {
 		return time.Time{}, err
 	}
-	abandoned := false
-	defer func() {
-		if !abandoned {
-			closeSess()
-		}
-	}()
+	defer closeSess()
 	if !damaged && sameRefs(base, remote) {
 		return asked, nil
 	}
@@ -274,28 +277,9 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 		if err != nil {
 			return time.Time{}, fmt.Errorf("fetch from %s: staging: %w", rm.redactedURL, err)
 		}
-		var body io.ReadCloser
-		closeBody := func() {
-			if body != nil {
-				_ = body.Close()
-			}
-		}
-		abandoned, err = withCtx(ctx, func() error {
-			resp, err := sess.UploadPack(ctx, req)
-			if err != nil {
-				return err
-			}
-			body = resp
-			_, err = io.Copy(stage, demuxed(req.Capabilities, body))
-			return err
-		}, func() { closeBody(); closeSess(); stage.Close() })
-		if abandoned {
-			return time.Time{}, err
-		}
-		closeBody()
 		defer stage.Close()
-		if err != nil {
-			return time.Time{}, rm.classify(what+rm.redactedURL, err)
+		if err := rm.fetchPack(ctx, sess, req, stage); err != nil {
+			return time.Time{}, err
 		}
 		var syncFile func(*os.File) error
 		if st.fsrefs != nil {
@@ -360,6 +344,23 @@ func (rm *remote) stagedFetchOnce(ctx context.Context, st *store, newView func()
 		}
 		return applyRefs(v, updates, false)
 	})
+}
+
+// fetchPack asks the remote, on sess, for the objects req wants, and
+// writes the pack it sends to w. It ends with ctx, returning ctx's error.
+func (rm *remote) fetchPack(ctx context.Context, sess transport.UploadPackSession, req *packp.UploadPackRequest, w io.Writer) error {
+	body, err := sess.UploadPack(ctx, req)
+	if err == nil {
+		_, err = io.Copy(w, demuxed(req.Capabilities, body))
+		_ = body.Close()
+	}
+	if cerr := ctx.Err(); err != nil && cerr != nil {
+		return cerr
+	}
+	if err != nil {
+		return rm.classify("fetch from "+rm.redactedURL, err)
+	}
+	return nil
 }
 
 // mirroredRefs returns the refs of v under mirrorPrefixes, setting

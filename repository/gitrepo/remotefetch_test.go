@@ -513,8 +513,8 @@ func BenchmarkRemoteReadBesideStalledFetch(b *testing.B) {
 	}
 }
 
-// deafFetch is a transport whose request for objects never returns until
-// released, deaf to its context.
+// deafFetch is a transport whose request for objects returns only when
+// released or when its context ends.
 type deafFetch struct {
 	transport.Transport
 	release chan struct{}
@@ -533,12 +533,16 @@ type deafSession struct {
 	release chan struct{}
 }
 
-func (s deafSession) UploadPack(context.Context, *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
-	<-s.release
-	return nil, errors.New("released")
+func (s deafSession) UploadPack(ctx context.Context, _ *packp.UploadPackRequest) (*packp.UploadPackResponse, error) {
+	select {
+	case <-s.release:
+		return nil, errors.New("released")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
-// A fetch whose transport never answers, deaf to its context, ends with
+// A fetch whose transport does not answer ends with
 // the context of the read or write that needs it, and leaves no lock
 // held: reads and writes go on once the transport is back.
 func TestRemoteFetchEndsWithContext(t *testing.T) {
@@ -558,10 +562,12 @@ func TestRemoteFetchEndsWithContext(t *testing.T) {
 	defer w.Close()
 	propose(t, writer, "q", "ws")
 
-	restore := gitrepo.SetPushClient(func(ep *transport.Endpoint) (transport.Transport, error) {
+	deaf := func(ep *transport.Endpoint) (transport.Transport, error) {
 		tr, err := client.NewClient(ep)
 		return deafFetch{Transport: tr, release: release}, err
-	})
+	}
+	restoreR, restoreW := gitrepo.SetTransport(r, deaf), gitrepo.SetTransport(w, deaf)
+	restore := func() { restoreR(); restoreW() }
 	defer restore()
 	for what, op := range map[string]func(context.Context) error{
 		"a read": func(ctx context.Context) error {

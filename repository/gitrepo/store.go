@@ -263,6 +263,10 @@ func (r *Repository) newView() *view {
 // clone fetched, holding the write lock only to add what was fetched
 // (readFetched).
 func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
+	if r.bt != nil {
+		// A batch reads the mirror it planned on, not the remote.
+		return r.readBatch(ctx, fn)
+	}
 	if r.remote != nil {
 		defer r.st.idx.Flush()
 		defer r.afterFetch(ctx) // maintenance.go
@@ -293,9 +297,6 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 			return err
 		}
 		return r.readFetched(ctx, asked, refs, fn)
-	}
-	if b := r.batchOf(ctx); b != nil {
-		return r.readBatch(ctx, b, fn)
 	}
 	defer r.st.idx.Flush()
 	return r.st.read(ctx, func() error { return fn(r.newView()) })
@@ -416,6 +417,10 @@ func (v *view) allRefs() (*refstore.RefSnap, error) {
 		return nil, err
 	}
 	v.refs = refstore.SnapOf(out)
+	if v.bt != nil {
+		// A batch of a remote whose mirror is in memory.
+		v.refs = v.bt.overlaySnap(v.refs)
+	}
 	return v.refs, nil
 }
 

@@ -62,10 +62,8 @@ func (t *txn) del(name plumbing.ReferenceName, old plumbing.Hash) {
 // plan may return a nil txn to write nothing. It must check its own
 // preconditions each time it runs.
 func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error)) error {
-	if b := r.batchOf(ctx); b != nil {
-		if inBatch, err := r.updateBatch(ctx, b, plan); inBatch {
-			return err
-		}
+	if r.bt != nil {
+		return r.updateBatch(ctx, plan)
 	}
 	defer r.st.idx.Flush()
 	for attempt := 1; ; attempt++ {

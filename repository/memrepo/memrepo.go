@@ -69,6 +69,17 @@ type Repository struct {
 	revs     map[string]*record // by package + "\x00" + workspace
 	branch   map[string]*record // placeholder per package
 	watches  map[*watch]struct{}
+
+	// A batch's repository (batch.go) holds a copy of its parent's
+	// records at the start (base), and the packages its writes touched.
+	parent  *Repository
+	base    *state
+	touched map[string]bool
+}
+
+// state is the records of a repository at one moment.
+type state struct {
+	revs, branch map[string]*record
 }
 
 var (
@@ -77,6 +88,7 @@ var (
 	_ repository.Versioner  = (*Repository)(nil)
 
 	_ repository.MetadataWriter = (*Repository)(nil)
+	_ repository.Batcher        = (*Repository)(nil)
 )
 
 type record struct {
@@ -123,6 +135,9 @@ func (r *Repository) enter(ctx context.Context, op string, key revision.Key) err
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
+		if r.parent != nil {
+			return r.errorf(op, key, repository.ErrBatchDone, "the batch was committed or discarded")
+		}
 		return r.errorf(op, key, repository.ErrClosed, "repository is closed")
 	}
 	return nil

@@ -27,8 +27,12 @@ func (w *watch) close() {
 	}
 }
 
-// notify queues an event for every watch that selects rec; r.mu held.
+// notify queues an event for every watch that selects rec, and records
+// that rec's package was written; r.mu held.
 func (r *Repository) notify(t repository.EventType, rec *record) {
+	if r.touched != nil {
+		r.touched[rec.meta.Key.Package] = true
+	}
 	for w := range r.watches {
 		if !w.opts.Matches(rec.meta) {
 			continue

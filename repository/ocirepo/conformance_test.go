@@ -46,6 +46,7 @@ func TestConformanceInProcess(t *testing.T) {
 			return mustOpen(t, r.(*Repository).spec, &Options{RemoteOptions: []remote.Option{remote.WithPageSize(3)}})
 		},
 		NoPlaceholder: true,
+		NoBatch:       true,
 	})
 }
 
@@ -57,6 +58,7 @@ func TestConformanceInProcessRoot(t *testing.T) {
 			return mustOpen(t, ociSpec(inProcessRegistry(t)), nil)
 		},
 		NoPlaceholder: true,
+		NoBatch:       true,
 		Concurrency:   4,
 	})
 }
@@ -71,5 +73,6 @@ func TestConformanceDistribution(t *testing.T) {
 			return mustOpen(t, r.(*Repository).spec, nil)
 		},
 		NoPlaceholder: true,
+		NoBatch:       true,
 	})
 }

@@ -1,7 +1,6 @@
 package repotest
 
 import (
-	"context"
 	"errors"
 	"testing"
 
@@ -9,113 +8,225 @@ import (
 	"github.com/configasdata/cad/revision"
 )
 
-// testBatch checks repository.BeginBatch: for a backend that batches
-// (repository.Batcher), that a batch's writes are seen only with its
-// context until Commit, then by every handle, that a failed write leaves
-// the others, and that Discard writes nothing; for the others, that the
-// fallback writes at once.
+// testBatch runs one batched sync, the same on every backend that
+// batches: several drafts created, a proposal approved and a draft
+// edited through a repository.Batch. Reads through the batch see all of
+// it, reads outside (this handle and another) none of it until Commit,
+// a failed write leaves the others, Commit makes all of it visible,
+// and the batch and what was obtained through it refuse every use after
+// Commit or Discard (ErrBatchDone), writing nothing. A Discard leaves
+// nothing, and a Commit that lost a race to another writer writes none
+// of the batch (ErrConflict). A backend that cannot batch (Harness.NoBatch)
+// must refuse with ErrNotSupported.
 func (s *suite) testBatch(t *testing.T) {
 	r := s.open(t)
 	c := ctx(t)
-	batched := false
-	if b, ok := r.(repository.Batcher); ok {
-		_, bt, err := b.BeginBatch(c)
-		switch {
-		case err == nil:
-			batched = true
-			bt.Discard()
-		case !errors.Is(err, repository.ErrNotSupported):
-			t.Fatalf("BeginBatch: %v", err)
+	if s.h.NoBatch {
+		b, err := repository.BeginBatch(c, r)
+		wantErr(t, err, repository.ErrNotSupported, "BeginBatch on a backend that cannot batch")
+		if b != nil {
+			t.Fatal("BeginBatch refused and returned a batch")
 		}
+		return
 	}
-	write := func(t *testing.T, c context.Context, pkg, marker string) error {
+	handles := []repository.Repository{r}
+	if s.h.Reopen != nil {
+		o := s.h.Reopen(t, r)
+		t.Cleanup(func() { _ = o.Close() })
+		handles = append(handles, o)
+	}
+	// lifecycle returns the lifecycle of k as rr sees it, "" when absent.
+	lifecycle := func(t *testing.T, rr repository.Repository, k revision.Key) revision.Lifecycle {
 		t.Helper()
-		d, err := r.CreateDraft(c, key(pkg, "ws"), repository.CreateDraftOptions{Files: pkgFiles(pkg, marker)})
-		if err != nil {
-			return err
+		pr, err := rr.Get(c, k)
+		if errors.Is(err, repository.ErrNotFound) {
+			return ""
 		}
-		_, err = d.Commit(c, revision.CommitOptions{})
-		return err
+		if err != nil {
+			t.Fatalf("Get(%s): %v", k, err)
+		}
+		return pr.Meta().Lifecycle
 	}
-	seen := func(t *testing.T, c context.Context, r repository.Repository, pkg string) bool {
+	marker := func(t *testing.T, rr repository.Repository, k revision.Key) string {
 		t.Helper()
-		revs, err := r.List(c, repository.ListOptions{Package: pkg})
+		pr, err := rr.Get(c, k)
 		if err != nil {
-			t.Fatalf("List(%s): %v", pkg, err)
+			t.Fatalf("Get(%s): %v", k, err)
 		}
-		return len(revs) > 0
+		data, _ := files(t, pr).ReadFile("cm.yaml")
+		return string(data)
 	}
-	handles := func(t *testing.T) []repository.Repository {
-		out := []repository.Repository{r}
-		if s.h.Reopen != nil {
-			o := s.h.Reopen(t, r)
-			t.Cleanup(func() { _ = o.Close() })
-			out = append(out, o)
-		}
-		return out
-	}
+	drafts := []string{"sync/a", "sync/b", "sync/c"}
 
 	t.Run("Commit", func(t *testing.T) {
-		bctx, b, err := repository.BeginBatch(c, r)
+		// Before the batch: a proposal to approve and a draft to edit.
+		createDraft(t, r, "sync/up", "p", "1")
+		move(t, r, key("sync/up", "p"), revision.LifecycleProposed)
+		createDraft(t, r, "sync/edit", "e", "1")
+
+		b, err := repository.BeginBatch(c, r)
+		if err != nil {
+			t.Fatalf("BeginBatch: %v", err)
+		}
+		defer b.Discard()
+		if b.Name() != r.Name() {
+			t.Fatalf("the batch is called %q, its repository %q", b.Name(), r.Name())
+		}
+		for _, p := range drafts {
+			createDraft(t, b, p, "ws", "batched")
+		}
+		pub := move(t, b, key("sync/up", "p"), revision.LifecyclePublished)
+		if pub.Meta().Key.Revision != 1 {
+			t.Fatalf("approved in the batch as revision %d, want 1", pub.Meta().Key.Revision)
+		}
+		edit, err := b.OpenDraft(c, key("sync/edit", "e"))
+		if err != nil {
+			t.Fatalf("OpenDraft through the batch: %v", err)
+		}
+		edit.SetFiles(pkgFiles("sync/edit", "2"))
+		if _, err := edit.Commit(c, revision.CommitOptions{Message: "edit"}); err != nil {
+			t.Fatalf("a draft's Commit through the batch: %v", err)
+		}
+		// A failed write leaves nothing and the others stay.
+		_, err = b.CreateDraft(c, key("sync/a", "ws"), repository.CreateDraftOptions{Files: pkgFiles("sync/a", "again")})
+		wantErr(t, err, repository.ErrAlreadyExists, "a workspace taken in the batch")
+
+		// The batch sees its writes.
+		for _, p := range drafts {
+			if got := lifecycle(t, b, key(p, "ws")); got != revision.LifecycleDraft {
+				t.Fatalf("through the batch %s is %q, want Draft", p, got)
+			}
+			if got := marker(t, b, key(p, "ws")); got != pkgFileContent(t, p, "batched") {
+				t.Fatalf("through the batch %s holds %q", p, got)
+			}
+		}
+		if got := lifecycle(t, b, key("sync/up", "p")); got != revision.LifecyclePublished {
+			t.Fatalf("through the batch the approved revision is %q", got)
+		}
+		if got := marker(t, b, key("sync/edit", "e")); got != pkgFileContent(t, "sync/edit", "2") {
+			t.Fatalf("through the batch the edited draft holds %q", got)
+		}
+		revs, err := b.List(c, repository.ListOptions{PackagePrefix: "sync"})
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, p := range []string{"batch/a", "batch/b"} {
-			if err := write(t, bctx, p, "1"); err != nil {
-				t.Fatalf("write %s in the batch: %v", p, err)
+		if n := len(keys(revs, false)); n != 5 {
+			t.Fatalf("the batch lists %d revisions under sync, want 5: %v", n, keys(revs, false))
+		}
+		// Nobody else does.
+		for _, h := range handles {
+			for _, p := range drafts {
+				if got := lifecycle(t, h, key(p, "ws")); got != "" {
+					t.Fatalf("before Commit, outside the batch, %s is %q", p, got)
+				}
+			}
+			if got := lifecycle(t, h, key("sync/up", "p")); got != revision.LifecycleProposed {
+				t.Fatalf("before Commit, outside the batch, the approved revision is %q", got)
+			}
+			if got := marker(t, h, key("sync/edit", "e")); got != pkgFileContent(t, "sync/edit", "1") {
+				t.Fatalf("before Commit, outside the batch, the edited draft holds %q", got)
 			}
 		}
-		// A failed write leaves nothing and the others stay.
-		err = write(t, bctx, "batch/a", "2")
-		wantErr(t, err, repository.ErrAlreadyExists, "a workspace taken in the batch")
-		if !seen(t, bctx, r, "batch/b") {
-			t.Fatal("the batch does not see its own write")
-		}
-		for _, h := range handles(t) {
-			if got := seen(t, c, h, "batch/a"); got == batched {
-				t.Fatalf("before Commit: seen %v, want %v (batched %v)", got, !batched, batched)
-			}
+		// A draft opened through the batch, kept past its Commit.
+		late, err := b.OpenDraft(c, key("sync/a", "ws"))
+		if err != nil {
+			t.Fatal(err)
 		}
 		if err := b.Commit(c); err != nil {
 			t.Fatalf("Commit: %v", err)
 		}
-		for _, h := range handles(t) {
-			for _, p := range []string{"batch/a", "batch/b"} {
-				if !seen(t, c, h, p) {
-					t.Fatalf("after Commit: %s not seen", p)
+		for _, h := range handles {
+			for _, p := range drafts {
+				if got := marker(t, h, key(p, "ws")); got != pkgFileContent(t, p, "batched") {
+					t.Fatalf("after Commit %s holds %q", p, got)
 				}
 			}
-			pr, err := h.Get(c, key("batch/a", "ws"))
-			if err != nil {
-				t.Fatal(err)
+			pr, err := h.Get(c, revision.Key{Package: "sync/up", Revision: 1})
+			if err != nil || pr.Meta().Key.Workspace != "p" || pr.Meta().Lifecycle != revision.LifecyclePublished {
+				t.Fatalf("after Commit revision 1 of sync/up: %v", err)
 			}
-			files, err := pr.Files(c)
-			if err != nil {
-				t.Fatal(err)
+			if got := marker(t, h, key("sync/edit", "e")); got != pkgFileContent(t, "sync/edit", "2") {
+				t.Fatalf("after Commit the edited draft holds %q", got)
 			}
-			if data, _ := files.ReadFile("cm.yaml"); string(data) != pkgFileContent(t, "batch/a", "1") {
-				t.Fatalf("batch/a holds %q", data)
+		}
+
+		// The batch is done: every use fails and writes nothing.
+		wantDone := func(err error, what string) {
+			t.Helper()
+			wantErr(t, err, repository.ErrBatchDone, what+" after Commit")
+		}
+		_, err = b.List(c, repository.ListOptions{})
+		wantDone(err, "List")
+		_, err = b.Get(c, key("sync/a", "ws"))
+		wantDone(err, "Get")
+		_, err = b.CreateDraft(c, key("sync/late", "ws"), repository.CreateDraftOptions{Files: pkgFiles("sync/late", "1")})
+		wantDone(err, "CreateDraft")
+		_, err = b.OpenDraft(c, key("sync/a", "ws"))
+		wantDone(err, "OpenDraft")
+		_, err = b.UpdateLifecycle(c, key("sync/a", "ws"), revision.LifecycleProposed, repository.UpdateOptions{})
+		wantDone(err, "UpdateLifecycle")
+		wantDone(b.Delete(c, key("sync/b", "ws"), repository.UpdateOptions{}), "Delete")
+		late.SetFiles(pkgFiles("sync/a", "late"))
+		_, err = late.Commit(c, revision.CommitOptions{})
+		wantDone(err, "a draft's Commit")
+		wantDone(b.Commit(c), "Commit")
+		for _, h := range handles {
+			if got := marker(t, h, key("sync/a", "ws")); got != pkgFileContent(t, "sync/a", "batched") {
+				t.Fatalf("a write after Commit changed sync/a: %q", got)
+			}
+			if got := lifecycle(t, h, key("sync/a", "ws")); got != revision.LifecycleDraft {
+				t.Fatalf("a write after Commit moved sync/a to %q", got)
+			}
+			if got := lifecycle(t, h, key("sync/b", "ws")); got != revision.LifecycleDraft {
+				t.Fatalf("a delete after Commit: sync/b is %q", got)
 			}
 		}
 	})
+
 	t.Run("Discard", func(t *testing.T) {
-		if !batched {
-			t.Skip("the fallback writes at once: nothing to discard")
-		}
-		bctx, b, err := repository.BeginBatch(c, r)
+		createDraft(t, r, "discard/up", "p", "1")
+		move(t, r, key("discard/up", "p"), revision.LifecycleProposed)
+		b, err := repository.BeginBatch(c, r)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := write(t, bctx, "batch/discarded", "1"); err != nil {
+		createDraft(t, b, "discard/a", "ws", "1")
+		move(t, b, key("discard/up", "p"), revision.LifecyclePublished)
+		d, err := b.OpenDraft(c, key("discard/a", "ws"))
+		if err != nil {
 			t.Fatal(err)
 		}
 		b.Discard()
-		if err := b.Commit(c); err != nil {
-			t.Fatalf("Commit after Discard: %v", err)
+		b.Discard() // again: nothing
+		_, err = d.Commit(c, revision.CommitOptions{})
+		wantErr(t, err, repository.ErrBatchDone, "a draft's Commit after Discard")
+		wantErr(t, b.Commit(c), repository.ErrBatchDone, "Commit after Discard")
+		for _, h := range handles {
+			if got := lifecycle(t, h, key("discard/a", "ws")); got != "" {
+				t.Fatalf("a discarded draft is %q", got)
+			}
+			if got := lifecycle(t, h, key("discard/up", "p")); got != revision.LifecycleProposed {
+				t.Fatalf("a discarded approval left the revision %q", got)
+			}
 		}
-		for _, h := range handles(t) {
-			if seen(t, c, h, "batch/discarded") {
-				t.Fatal("a discarded write is seen")
+	})
+
+	t.Run("Conflict", func(t *testing.T) {
+		b, err := repository.BeginBatch(c, r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		createDraft(t, b, "race/mine", "ws", "batch")
+		createDraft(t, b, "race/both", "ws", "batch")
+		// Another writer takes a workspace the batch took, first.
+		createDraft(t, handles[len(handles)-1], "race/both", "ws", "other")
+		wantErr(t, b.Commit(c), repository.ErrConflict, "Commit after another writer took the batch's workspace")
+		for _, h := range handles {
+			if got := lifecycle(t, h, key("race/mine", "ws")); got != "" {
+				t.Fatalf("a batch whose Commit failed wrote race/mine (%q)", got)
+			}
+			if got := marker(t, h, key("race/both", "ws")); got != pkgFileContent(t, "race/both", "other") {
+				t.Fatalf("race/both holds %q, want the other writer's", got)
 			}
 		}
 	})

@@ -21,6 +21,7 @@ func TestInterceptPassThroughConforms(t *testing.T) {
 		New: func(t *testing.T) repository.Repository {
 			return repotest.Intercept(memrepo.New("test", nil), repotest.Funcs{})
 		},
+		NoBatch: true, // Intercept offers no batches
 	})
 }
 
@@ -84,12 +85,13 @@ func forgetCreation() repository.Repository {
 // failing test cannot be observed from inside).
 func TestCreationNotRecordedIsDeclared(t *testing.T) {
 	if os.Getenv(envUndeclared) == "1" {
-		repotest.Run(t, repotest.Harness{New: func(t *testing.T) repository.Repository { return forgetCreation() }})
+		repotest.Run(t, repotest.Harness{New: func(t *testing.T) repository.Repository { return forgetCreation() }, NoBatch: true})
 		return
 	}
 	repotest.Run(t, repotest.Harness{
 		New:        func(t *testing.T) repository.Repository { return forgetCreation() },
 		NoCreation: true,
+		NoBatch:    true,
 	})
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCreationNotRecordedIsDeclared$/^Creation$", "-test.v")
 	cmd.Env = append(os.Environ(), envUndeclared+"=1")

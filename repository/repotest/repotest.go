@@ -30,6 +30,11 @@ type Harness struct {
 	// nil. Without it, a backend that returns no Creation fails the
 	// Creation test.
 	NoCreation bool
+	// NoBatch says the backend cannot batch writes: the Batch test then
+	// checks that repository.BeginBatch refuses with ErrNotSupported.
+	// Without it, the Batch test runs a batched sync through the backend's
+	// repository.Batch.
+	NoBatch bool
 	// Concurrency is the number of goroutines of the race tests; default 8.
 	Concurrency int
 	// Damage, when set, damages what r's storage holds for the published

@@ -11,8 +11,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Role is what an authenticated user may do. A user's roles are the groups
@@ -213,21 +211,16 @@ func roleGroups() string {
 }
 
 // errDenied is the 403 of a user who lacks the roles for what it asked.
-func errDenied(rq *request, u *User, what string, roles ...Role) *apiError {
+func errDenied(rq *request, u *User, what string, roles ...Role) error {
 	var names []string
 	for _, r := range roles {
 		names = append(names, string(r))
 	}
-	gr, name := groupResource{}, rq.name
-	if rq.def != nil {
-		gr = rq.def.gr
-	}
 	msg := fmt.Sprintf("User %q cannot %s: it needs the role %s", u.Name, what, strings.Join(names, " or "))
-	e := newStatus(http.StatusForbidden, metav1.StatusReasonForbidden, msg)
-	if name != "" {
-		e.status.Message = fmt.Sprintf("%s %q is forbidden: %s", gr, name, msg)
+	e := errForbidden(rq.def.gr, rq.name, msg)
+	if rq.name == "" {
+		e.ErrStatus.Message = msg
 	}
-	e.status.Details = &metav1.StatusDetails{Name: name, Group: gr.group, Kind: gr.resource}
 	return e
 }
 

@@ -9,7 +9,8 @@ import (
 	"slices"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/repository"
@@ -104,7 +105,7 @@ func (s *Server) recordAuthor(ctx context.Context, rq *request, repo string, rev
 	if !added {
 		return rev, nil
 	}
-	out, err := s.engineFor(ctx, rq.ns).SetMetadata(ctx, repo, m.Key, md, m.Version)
+	out, err := s.engineFor(ctx, rq).SetMetadata(ctx, repo, m.Key, md, m.Version)
 	if errors.Is(err, repository.ErrNotSupported) {
 		rq.warn("the authors of this revision are not recorded: repository %q keeps no package revision metadata", repo)
 		return rev, nil
@@ -181,44 +182,34 @@ func (s *Server) variantAuthors(ns string, md revision.Metadata) ([]string, erro
 	return out, nil
 }
 
-// prepareVariant returns the prepare hook of PackageVariants and
-// PackageVariantSets: it decodes the object into its typed form (a field
-// of the wrong type is a 400, unknown fields are handled as
-// fieldValidation says) and records the request's user in the object's
+// prepareVariant is the prepare hook of PackageVariants and
+// PackageVariantSets: it records the request's user in the object's
 // AuthorsAnnotation, which keeps the users of old and ignores what the
 // client sent. The variant sync makes them authors of the revisions it
 // writes.
-func (s *Server) prepareVariant(typed func() any) func(ctx context.Context, rq *request, u, old *unstructured.Unstructured) error {
-	return func(ctx context.Context, rq *request, u, old *unstructured.Unstructured) error {
-		data, err := json.Marshal(u.Object)
-		if err != nil {
-			return errBadRequest("the request body is not a valid %s: %v", rq.kind(), err)
-		}
-		if err := decodeStrict(rq, data, typed()); err != nil {
-			return err
-		}
-		cur, had := "", false
-		if old != nil {
-			cur, had = old.GetAnnotations()[AuthorsAnnotation]
-		}
-		anns := u.GetAnnotations()
-		if got, sent := anns[AuthorsAnnotation]; sent && (!had || got != cur) {
-			rq.warn("annotation %s is managed by the server: the value sent is ignored", AuthorsAnnotation)
-		}
-		delete(anns, AuthorsAnnotation)
-		if had {
-			if anns == nil {
-				anns = map[string]string{}
-			}
-			anns[AuthorsAnnotation] = cur
-		}
-		if user := userFrom(ctx); user != nil {
-			md, _ := withAuthor(revision.Metadata{Annotations: anns}, user.Name)
-			anns = md.Annotations
-		}
-		u.SetAnnotations(anns)
-		return nil
+func (s *Server) prepareVariant(ctx context.Context, rq *request, obj, old runtime.Object) error {
+	cur, had := "", false
+	if old != nil {
+		cur, had = old.(metav1.Object).GetAnnotations()[AuthorsAnnotation]
 	}
+	m := obj.(metav1.Object)
+	anns := m.GetAnnotations()
+	if got, sent := anns[AuthorsAnnotation]; sent && (!had || got != cur) {
+		rq.warn("annotation %s is managed by the server: the value sent is ignored", AuthorsAnnotation)
+	}
+	delete(anns, AuthorsAnnotation)
+	if had {
+		if anns == nil {
+			anns = map[string]string{}
+		}
+		anns[AuthorsAnnotation] = cur
+	}
+	if user := userFrom(ctx); user != nil {
+		md, _ := withAuthor(revision.Metadata{Annotations: anns}, user.Name)
+		anns = md.Annotations
+	}
+	m.SetAnnotations(anns)
+	return nil
 }
 
 // addVariantAuthors records the users of the AuthorsAnnotation of a

@@ -165,6 +165,11 @@ func TestDryRunEveryVerb(t *testing.T) {
 	approved := strings.Replace(proposed, "lifecycle: Proposed", "lifecycle: Published", 1)
 	out := k.ok(approved, "replace", "--subresource", "approval", "--dry-run=server", "-f", "-")
 	assert.Contains(t, out, "(server dry run)")
+	// The answer is read through the dry run's batch: the approval as it
+	// would be, revision 1, the latest.
+	out = k.ok(approved, "replace", "--subresource", "approval", "--dry-run=server", "-f", "-",
+		"-o", `jsonpath={.spec.lifecycle} {.spec.revision} {.metadata.labels.kpt\.dev/latest-revision}`)
+	assert.Equal(t, "Published 1 true", out)
 	assert.Equal(t, "Proposed", k.ok("", "get", "packagerevision", "default.basens.ws1", "-o", "jsonpath={.spec.lifecycle}"))
 	assert.Empty(t, k.ok("", "get", "packagerevisions", "-l", "kpt.dev/latest-revision=true", "-o", "name"))
 }

@@ -3,19 +3,20 @@ package apiserver
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
 )
 
 var (
-	grRepositories       = groupResource{porchapi.ConfigGroup, porchapi.ResourceRepositories}
-	grPackageVariants    = groupResource{porchapi.ConfigGroup, porchapi.ResourcePackageVariants}
-	grPackageVariantSets = groupResource{porchapi.ConfigGroup, porchapi.ResourcePackageVariantSets}
+	grRepositories       = schema.GroupResource{Group: porchapi.ConfigGroup, Resource: porchapi.ResourceRepositories}
+	grPackageVariants    = schema.GroupResource{Group: porchapi.ConfigGroup, Resource: porchapi.ResourcePackageVariants}
+	grPackageVariantSets = schema.GroupResource{Group: porchapi.ConfigGroup, Resource: porchapi.ResourcePackageVariantSets}
 )
-
-var allVerbs = []string{"create", "delete", "get", "list", "patch", "update", "watch"}
 
 // resourceDefs lists the served resources.
 func (s *Server) resourceDefs() []*resourceDef {
@@ -27,15 +28,15 @@ func (s *Server) resourceDefs() []*resourceDef {
 	}
 	var nsDef, repoDef, pvDef, pvsDef *resourceDef
 	nsDef = add(&resourceDef{
-		gr: groupResource{"", "namespaces"}, version: "v1", kind: "Namespace", listKind: "NamespaceList",
-		singular: "namespace", verbs: allVerbs, shortNames: []string{"ns"},
+		gr: schema.GroupResource{Group: "", Resource: "namespaces"}, version: "v1", kind: "Namespace", listKind: "NamespaceList",
+		singular: "namespace", shortNames: []string{"ns"},
 		columns: []metav1.TableColumnDefinition{nameColumn, {Name: "Status", Type: "string", Description: "The phase of the namespace"}, ageColumn},
 		row: func(o metav1.Object) []any {
 			return []any{o.GetName(), "Active", age(o.GetCreationTimestamp())}
 		},
-		impl: &storeImpl{s: s, res: resNamespaces, def: func() *resourceDef { return nsDef }, keepStatus: true,
-			prepare: func(_ context.Context, _ *request, u, _ *unstructured.Unstructured) error {
-				u.Object["status"] = map[string]any{"phase": "Active"}
+		impl: &storeImpl{s: s, res: resNamespaces, def: func() *resourceDef { return nsDef },
+			prepare: func(_ context.Context, _ *request, obj, _ runtime.Object) error {
+				obj.(*corev1.Namespace).Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
 				return nil
 			},
 			deleting: s.deletingNamespace},
@@ -46,16 +47,14 @@ func (s *Server) resourceDefs() []*resourceDef {
 		// mode they are the cluster's.
 		var secretDef *resourceDef
 		secretDef = add(&resourceDef{
-			gr: groupResource{"", resSecrets}, version: "v1", kind: "Secret", listKind: "SecretList",
-			singular: "secret", namespaced: true, verbs: allVerbs,
+			gr: schema.GroupResource{Group: "", Resource: resSecrets}, version: "v1", kind: "Secret", listKind: "SecretList",
+			singular: "secret", namespaced: true,
 			columns: []metav1.TableColumnDefinition{nameColumn,
 				{Name: "Type", Type: "string", Description: "The type of the secret"},
 				{Name: "Data", Type: "integer", Description: "The number of keys of the secret"}, ageColumn},
 			row: func(o metav1.Object) []any {
-				u := o.(*unstructured.Unstructured)
-				typ, _, _ := unstructured.NestedString(u.Object, "type")
-				data, _, _ := unstructured.NestedMap(u.Object, "data")
-				return []any{u.GetName(), typ, len(data), age(u.GetCreationTimestamp())}
+				sec := o.(*corev1.Secret)
+				return []any{sec.Name, string(sec.Type), len(sec.Data), age(sec.CreationTimestamp)}
 			},
 			impl: &storeImpl{s: s, res: resSecrets, def: func() *resourceDef { return secretDef }, prepare: prepareSecret},
 		})
@@ -63,9 +62,9 @@ func (s *Server) resourceDefs() []*resourceDef {
 	add(&resourceDef{
 		gr: grPackageRevisions, version: porchapi.Version, kind: porchapi.KindPackageRevision,
 		listKind: porchapi.KindPackageRevisionList, singular: "packagerevision", namespaced: true,
-		verbs: allVerbs, shortNames: []string{"rpkg"}, categories: []string{"porch"},
-		subresources: s.withLiveStatus(map[string]subresourceDef{porchapi.SubresourceApproval: {verbs: []string{"get", "patch", "update"}, impl: pr},
-			SubresourceDependencies: {verbs: []string{"get"}, impl: depsImpl{s}}}),
+		shortNames: []string{"rpkg"}, categories: []string{"porch"},
+		subresources: s.withLiveStatus(map[string]subresourceDef{porchapi.SubresourceApproval: {impl: pr},
+			SubresourceDependencies: {connect: depsImpl{s}}}),
 		checkFields: porchapi.CheckPackageRevisionSelector, fieldFn: prFieldSet,
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
@@ -86,7 +85,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 	add(&resourceDef{
 		gr: grPackageRevisionResources, version: porchapi.Version, kind: porchapi.KindPackageRevisionResources,
 		listKind: porchapi.KindPackageRevisionResourcesList, singular: "packagerevisionresources", namespaced: true,
-		verbs: []string{"get", "list", "patch", "update"}, shortNames: []string{"prr"}, categories: []string{"porch"},
+		readUpdate: true, shortNames: []string{"prr"}, categories: []string{"porch"},
 		checkFields: porchapi.CheckPackageRevisionSelector, fieldFn: prFieldSet,
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
@@ -105,7 +104,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 	repoImpl := &storeImpl{}
 	repoDef = add(&resourceDef{
 		gr: grRepositories, version: porchapi.Version, kind: porchapi.KindRepository, listKind: porchapi.KindRepositoryList,
-		singular: "repository", namespaced: true, verbs: allVerbs, shortNames: []string{"repo"}, categories: []string{"porch"},
+		singular: "repository", namespaced: true, shortNames: []string{"repo"}, categories: []string{"porch"},
 		subresources: repoImpl.statusSubresource(),
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
@@ -116,11 +115,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 			{Name: "Address", Type: "string", Description: "The repository URL or registry"},
 		},
 		row: func(o metav1.Object) []any {
-			u := o.(*unstructured.Unstructured)
-			r, err := repositoryFrom(u)
-			if err != nil {
-				return []any{u.GetName(), "", "", false, "Unknown", ""}
-			}
+			r := o.(*porchapi.Repository)
 			ready, addr := "Unknown", ""
 			for _, c := range r.Status.Conditions {
 				if c.Type == porchapi.RepositoryReady {
@@ -151,11 +146,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 		},
 		deleted: func(_ context.Context, rq *request, u *unstructured.Unstructured) { s.unregister(rq.ns, rq.name) }}
 	variantHooks := func(res string, def func() *resourceDef) *storeImpl {
-		typed := func() any { return &porchapi.PackageVariant{} }
-		if res == resPackageVariantSets {
-			typed = func() any { return &porchapi.PackageVariantSet{} }
-		}
-		return &storeImpl{s: s, res: res, def: def, keepStatus: true, prepare: s.prepareVariant(typed),
+		return &storeImpl{s: s, res: res, def: def, keepStatus: true, prepare: s.prepareVariant,
 			written: func(_ context.Context, rq *request, u, _ *unstructured.Unstructured) *unstructured.Unstructured {
 				s.queueVariant(variantWork{resource: res, ns: rq.ns, name: u.GetName()})
 				return nil
@@ -167,14 +158,14 @@ func (s *Server) resourceDefs() []*resourceDef {
 	pvImpl := variantHooks(resPackageVariants, func() *resourceDef { return pvDef })
 	pvDef = add(&resourceDef{
 		gr: grPackageVariants, version: porchapi.Version, kind: porchapi.KindPackageVariant, listKind: porchapi.KindPackageVariantList,
-		singular: "packagevariant", namespaced: true, verbs: allVerbs, categories: []string{"porch"},
+		singular: "packagevariant", namespaced: true, categories: []string{"porch"},
 		subresources: pvImpl.statusSubresource(),
 		impl:         pvImpl,
 	})
 	pvsImpl := variantHooks(resPackageVariantSets, func() *resourceDef { return pvsDef })
 	pvsDef = add(&resourceDef{
 		gr: grPackageVariantSets, version: porchapi.VariantSetVersion, kind: porchapi.KindPackageVariantSet,
-		listKind: porchapi.KindPackageVariantSetList, singular: "packagevariantset", namespaced: true, verbs: allVerbs,
+		listKind: porchapi.KindPackageVariantSetList, singular: "packagevariantset", namespaced: true,
 		categories:   []string{"porch"},
 		subresources: pvsImpl.statusSubresource(),
 		impl:         pvsImpl,

@@ -58,20 +58,20 @@ type depsImpl struct{ s *Server }
 // the latest published revisions of its repository and of those its
 // package requirements name, or of the repositories the query parameter
 // repo (repeatable) names.
-func (d depsImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error) {
-	if wantsTable(rq.r) {
+func (d depsImpl) connect(ctx context.Context, r *http.Request, ns, name string) (any, error) {
+	if wantsTable(r) {
 		return nil, newStatus(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "the dependencies subresource has no table form")
 	}
-	e, rev, err := d.s.getRevision(ctx, rq.ns, rq.name)
+	e, rev, err := d.s.getRevision(ctx, d.s.engine(ns), ns, name)
 	if err != nil {
 		return nil, err
 	}
 	k := rev.Meta().Key
-	res, err := d.s.engine(rq.ns).Dependencies(ctx, e.name, revision.Key{Package: k.Package, Workspace: k.Workspace},
-		&engine.DependenciesOptions{Repositories: rq.r.URL.Query()["repo"]})
+	res, err := d.s.engine(ns).Dependencies(ctx, e.name, revision.Key{Package: k.Package, Workspace: k.Workspace},
+		&engine.DependenciesOptions{Repositories: r.URL.Query()["repo"]})
 	switch {
 	case errors.Is(err, repository.ErrInvalidInput):
-		return nil, errBadRequest("package revision %s: %v", rq.name, err)
+		return nil, errBadRequest("package revision %s: %v", name, err)
 	case err != nil:
 		return nil, err
 	}
@@ -97,11 +97,7 @@ func (d depsImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error
 	}
 	return &Dependencies{
 		TypeMeta:   metav1.TypeMeta{APIVersion: porchapi.SchemeGroupVersion.String(), Kind: KindDependencies},
-		ObjectMeta: metav1.ObjectMeta{Name: rq.name, Namespace: rq.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Status:     st,
 	}, nil
-}
-
-func (depsImpl) updateSub(context.Context, *request, []byte) (metav1.Object, error) {
-	return nil, errMethodNotAllowed("update", grPackageRevisions)
 }

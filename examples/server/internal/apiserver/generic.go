@@ -7,12 +7,13 @@ import (
 	"io"
 	"mime"
 	"net/http"
-	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
+	metainternalversionscheme "k8s.io/apimachinery/pkg/apis/meta/internalversion/scheme"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -21,6 +22,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/authenticator"
 	"k8s.io/apiserver/pkg/authentication/user"
 	"k8s.io/apiserver/pkg/authorization/authorizer"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
 	openapinamer "k8s.io/apiserver/pkg/endpoints/openapi"
 	genericapirequest "k8s.io/apiserver/pkg/endpoints/request"
 	"k8s.io/apiserver/pkg/registry/rest"
@@ -85,6 +87,7 @@ func must(err error) {
 // it; New prepares it and serves its handler.
 func (s *Server) genericServer() (*genericapiserver.GenericAPIServer, error) {
 	sc, codecs := newScheme()
+	s.scheme, s.codecs = sc, codecs
 	defs := s.resourceDefs()
 	s.prDef = nil
 	for _, d := range defs {
@@ -92,7 +95,7 @@ func (s *Server) genericServer() (*genericapiserver.GenericAPIServer, error) {
 			s.prDef = d
 		}
 		d := d
-		gvk := schema.GroupVersionKind{Group: d.gr.group, Version: d.version, Kind: d.kind}
+		gvk := schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}
 		err := sc.AddFieldLabelConversionFunc(gvk, func(label, value string) (string, string, error) {
 			if label == "metadata.name" || label == "metadata.namespace" {
 				return label, value, nil
@@ -142,21 +145,21 @@ func (s *Server) genericServer() (*genericapiserver.GenericAPIServer, error) {
 	groups := map[string]*genericapiserver.APIGroupInfo{}
 	var order []string
 	for _, d := range defs {
-		g, ok := groups[d.gr.group]
+		g, ok := groups[d.gr.Group]
 		if !ok {
-			info := genericapiserver.NewDefaultAPIGroupInfo(d.gr.group, sc, metav1.ParameterCodec, codecs)
+			info := genericapiserver.NewDefaultAPIGroupInfo(d.gr.Group, sc, metav1.ParameterCodec, codecs)
 			g = &info
-			groups[d.gr.group] = g
-			order = append(order, d.gr.group)
+			groups[d.gr.Group] = g
+			order = append(order, d.gr.Group)
 		}
 		m := g.VersionedResourcesStorageMap[d.version]
 		if m == nil {
 			m = map[string]rest.Storage{}
 			g.VersionedResourcesStorageMap[d.version] = m
 		}
-		m[d.gr.resource] = newResourceStorage(s, d, sc)
+		m[d.gr.Resource] = newResourceStorage(s, d, sc)
 		for name, sd := range d.subresources {
-			m[d.gr.resource+"/"+name] = newSubresourceStorage(s, d, name, sd, sc)
+			m[d.gr.Resource+"/"+name] = newSubresourceStorage(s, d, sd, sc)
 		}
 	}
 	for _, group := range order {
@@ -315,13 +318,6 @@ func rolesFor(verb, resource, sub string) []Role {
 	return []Role{RoleAdmin}
 }
 
-// syntheticRequest is the *http.Request a resourceImpl sees behind the
-// generic server: the call's context, no query parameters (the generic
-// server has applied them) and no headers.
-func syntheticRequest(ctx context.Context) *http.Request {
-	return (&http.Request{Method: http.MethodGet, URL: &url.URL{Path: "/"}, Header: http.Header{}}).WithContext(ctx)
-}
-
 // yamlMediaTypes are the media types of request bodies written in YAML.
 var yamlMediaTypes = map[string]bool{
 	"application/yaml": true, "application/x-yaml": true, "text/yaml": true, "application/apply-patch+yaml": true,
@@ -341,15 +337,17 @@ func (s *Server) boundYAML(h http.Handler) http.Handler {
 		r.Body.Close()
 		switch {
 		case err != nil:
-			writeJSON(w, http.StatusBadRequest, errBadRequest("reading the request body: %v", err).status)
-			return
+			err = errBadRequest("reading the request body: %v", err)
 		case int64(len(data)) > s.opts.MaxBodyBytes:
-			writeJSON(w, http.StatusRequestEntityTooLarge, newStatus(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
-				fmt.Sprintf("the request body is larger than the limit of %d bytes", s.opts.MaxBodyBytes)).status)
-			return
+			err = newStatus(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge,
+				fmt.Sprintf("the request body is larger than the limit of %d bytes", s.opts.MaxBodyBytes))
+		default:
+			if err = revision.CheckYAML(r.Context(), "request body", data, s.opts.YAMLLimits); err != nil {
+				err = errBadRequest("%v", err)
+			}
 		}
-		if err := revision.CheckYAML(r.Context(), "request body", data, s.opts.YAMLLimits); err != nil {
-			writeJSON(w, http.StatusBadRequest, errBadRequest("%v", err).status)
+		if err != nil {
+			responsewriters.ErrorNegotiated(err, s.codecs, schema.GroupVersion{}, w, r)
 			return
 		}
 		r.Body = io.NopCloser(bytes.NewReader(data))
@@ -367,18 +365,19 @@ func (s *Server) boundYAML(h http.Handler) http.Handler {
 func (s *Server) cachedLists(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		info, ok := genericapirequest.RequestInfoFrom(r.Context())
-		if !ok || s.prDef == nil || !info.IsResourceRequest || info.Verb != "list" || info.Resource != grPackageRevisions.resource ||
-			info.APIGroup != grPackageRevisions.group || info.APIVersion != s.prDef.version || info.Subresource != "" || !acceptsJSON(r) {
+		if !ok || s.prDef == nil || !info.IsResourceRequest || info.Verb != "list" || info.Resource != grPackageRevisions.Resource ||
+			info.APIGroup != grPackageRevisions.Group || info.APIVersion != s.prDef.version || info.Subresource != "" || !acceptsJSON(r) {
 			h.ServeHTTP(w, r)
 			return
 		}
-		rq := &request{r: r, w: w, def: s.prDef, ns: info.Namespace}
-		lo, err := s.parseListOptions(rq)
-		if err != nil || lo.watch {
-			h.ServeHTTP(w, r)
+		var o metainternalversion.ListOptions
+		err := metainternalversionscheme.ParameterCodec.DecodeParameters(r.URL.Query(), metav1.SchemeGroupVersion, &o)
+		lo := listOptionsOf(&o)
+		if err != nil || lo.watch || s.prDef.checkFields(lo.field) != nil {
+			h.ServeHTTP(w, r) // the generic server answers
 			return
 		}
-		s.serveList(r.Context(), rq, lo)
+		s.serveList(r.Context(), w, r, &request{def: s.prDef, ns: info.Namespace}, lo)
 	})
 }
 

@@ -4,19 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
-	"slices"
 	"sync"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -57,12 +51,11 @@ var (
 // serve are left out of the returned value's method set, so that the
 // generic server neither routes nor advertises them.
 func newResourceStorage(s *Server, d *resourceDef, sc *runtime.Scheme) rest.Storage {
-	rs := &resourceStorage{s: s, def: d, scheme: sc, gvk: schema.GroupVersionKind{Group: d.gr.group, Version: d.version, Kind: d.kind}}
-	if hasVerb(d, "create") {
-		return rs
+	rs := &resourceStorage{s: s, def: d, scheme: sc, gvk: schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}}
+	if d.readUpdate {
+		return &readUpdateStorage{rs}
 	}
-	// packagerevisionresources: get, list, update and patch.
-	return &readUpdateStorage{rs}
+	return rs
 }
 
 // readUpdateStorage serves get, list and update (and so patch) of a
@@ -70,18 +63,16 @@ func newResourceStorage(s *Server, d *resourceDef, sc *runtime.Scheme) rest.Stor
 // (packagerevisionresources).
 type readUpdateStorage struct{ rs *resourceStorage }
 
-func (r *readUpdateStorage) New() runtime.Object   { return r.rs.New() }
-func (r *readUpdateStorage) Destroy()              {}
-func (r *readUpdateStorage) NamespaceScoped() bool { return r.rs.NamespaceScoped() }
-func (r *readUpdateStorage) GetSingularName() string {
-	return r.rs.GetSingularName()
-}
-func (r *readUpdateStorage) ShortNames() []string { return r.rs.ShortNames() }
-func (r *readUpdateStorage) Categories() []string { return r.rs.Categories() }
+func (r *readUpdateStorage) New() runtime.Object     { return r.rs.New() }
+func (r *readUpdateStorage) Destroy()                {}
+func (r *readUpdateStorage) NamespaceScoped() bool   { return r.rs.NamespaceScoped() }
+func (r *readUpdateStorage) GetSingularName() string { return r.rs.GetSingularName() }
+func (r *readUpdateStorage) ShortNames() []string    { return r.rs.ShortNames() }
+func (r *readUpdateStorage) Categories() []string    { return r.rs.Categories() }
+func (r *readUpdateStorage) NewList() runtime.Object { return r.rs.NewList() }
 func (r *readUpdateStorage) Get(ctx context.Context, name string, o *metav1.GetOptions) (runtime.Object, error) {
 	return r.rs.Get(ctx, name, o)
 }
-func (r *readUpdateStorage) NewList() runtime.Object { return r.rs.NewList() }
 func (r *readUpdateStorage) List(ctx context.Context, o *metainternalversion.ListOptions) (runtime.Object, error) {
 	return r.rs.List(ctx, o)
 }
@@ -113,14 +104,15 @@ func (rs *resourceStorage) GroupVersionKind(schema.GroupVersion) schema.GroupVer
 	return rs.gvk
 }
 
-// request builds the resourceImpl's request of a call.
-func (rs *resourceStorage) request(ctx context.Context, name string) *request {
+// request builds the resourceImpl's request of a call; dry is the call's
+// dryRun option.
+func (rs *resourceStorage) request(ctx context.Context, name string, dry []string) *request {
 	ns, _ := genericapirequest.NamespaceFrom(ctx)
 	if !rs.def.namespaced {
 		// A request for namespaces/NAME carries NAME as its namespace.
 		ns = ""
 	}
-	return &request{r: syntheticRequest(ctx), def: rs.def, ns: ns, name: name}
+	return &request{def: rs.def, ns: ns, name: name, dryRun: len(dry) > 0}
 }
 
 // finish sends the request's warnings and turns the impl's error into
@@ -129,80 +121,25 @@ func (rs *resourceStorage) finish(ctx context.Context, rq *request, err error) e
 	for _, w := range rq.warnings {
 		warning.AddWarning(ctx, "", w)
 	}
+	rq.warnings = nil
 	if err == nil {
 		return nil
 	}
-	return statusError(rs.def.gr, rq.name, err)
+	return toAPIError(rs.def.gr, rq.name, err)
 }
 
-// statusError is the *apierrors.StatusError of an impl's error.
-func statusError(gr groupResource, name string, err error) error {
-	var se *apierrors.StatusError
-	if errors.As(err, &se) {
-		return se
-	}
-	ae := toAPIError(gr, name, err)
-	return &apierrors.StatusError{ErrStatus: ae.status}
-}
-
-// typed returns obj as the resource's Go type.
-func (rs *resourceStorage) typed(obj metav1.Object) (runtime.Object, error) {
-	if obj == nil {
-		return nil, nil
-	}
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		ro, ok := obj.(runtime.Object)
-		if !ok {
-			return nil, fmt.Errorf("%T is not a runtime.Object", obj)
-		}
-		return ro, nil
-	}
-	out := rs.New()
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, out); err != nil {
+// result returns an impl's object as the runtime.Object it is.
+func result(obj metav1.Object, err error) (runtime.Object, error) {
+	if err != nil || obj == nil {
 		return nil, err
 	}
-	out.GetObjectKind().SetGroupVersionKind(rs.gvk)
-	return out, nil
-}
-
-// body is the JSON an impl reads of a decoded object.
-func (rs *resourceStorage) body(obj runtime.Object) ([]byte, error) {
-	obj.GetObjectKind().SetGroupVersionKind(rs.gvk)
-	return json.Marshal(obj)
+	return obj.(runtime.Object), nil
 }
 
 func (rs *resourceStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	rq := rs.request(ctx, name)
+	rq := rs.request(ctx, name, nil)
 	obj, err := rs.def.impl.get(ctx, rq)
-	if err = rs.finish(ctx, rq, err); err != nil {
-		return nil, err
-	}
-	return rs.typed(obj)
-}
-
-// listOptions converts the generic server's list options.
-func listOptionsOf(o *metainternalversion.ListOptions) *listOptions {
-	lo := &listOptions{label: labels.Everything(), field: fields.Everything()}
-	if o == nil {
-		return lo
-	}
-	if o.LabelSelector != nil {
-		lo.label = o.LabelSelector
-	}
-	if o.FieldSelector != nil {
-		lo.field = o.FieldSelector
-	}
-	lo.limit = o.Limit
-	lo.continueToken = o.Continue
-	lo.resourceVersion = o.ResourceVersion
-	lo.watch = o.Watch
-	if o.TimeoutSeconds != nil {
-		lo.timeout = time.Duration(*o.TimeoutSeconds) * time.Second
-	}
-	lo.sendInitial = o.SendInitialEvents != nil && *o.SendInitialEvents
-	lo.bookmarks = o.AllowWatchBookmarks
-	return lo
+	return result(obj, rs.finish(ctx, rq, err))
 }
 
 // checkSelector checks lo's field selector as the resource does (400).
@@ -217,15 +154,10 @@ func (rs *resourceStorage) checkSelector(lo *listOptions) error {
 }
 
 func (rs *resourceStorage) List(ctx context.Context, o *metainternalversion.ListOptions) (runtime.Object, error) {
-	rq := rs.request(ctx, "")
+	rq := rs.request(ctx, "", nil)
 	lo := listOptionsOf(o)
 	if err := rs.checkSelector(lo); err != nil {
 		return nil, err
-	}
-	if lo.continueToken != "" {
-		if _, _, err := parseContinue(lo); err != nil {
-			return nil, rs.finish(ctx, rq, err)
-		}
 	}
 	objs, rv, err := rs.def.impl.list(ctx, rq, lo)
 	if err = rs.finish(ctx, rq, err); err != nil {
@@ -235,15 +167,11 @@ func (rs *resourceStorage) List(ctx context.Context, o *metainternalversion.List
 	if err = rs.finish(ctx, rq, err); err != nil {
 		return nil, err
 	}
-	list := rs.NewList()
-	items := make([]runtime.Object, 0, len(page))
-	for _, obj := range page {
-		t, err := rs.typed(obj)
-		if err != nil {
-			return nil, err
-		}
-		items = append(items, t)
+	items := make([]runtime.Object, len(page))
+	for i, obj := range page {
+		items[i] = obj.(runtime.Object)
 	}
+	list := rs.NewList()
 	if err := meta.SetList(list, items); err != nil {
 		return nil, err
 	}
@@ -256,7 +184,7 @@ func (rs *resourceStorage) List(ctx context.Context, o *metainternalversion.List
 	return list, nil
 }
 
-func (rs *resourceStorage) ConvertToTable(ctx context.Context, obj, _ runtime.Object) (*metav1.Table, error) {
+func (rs *resourceStorage) ConvertToTable(_ context.Context, obj, _ runtime.Object) (*metav1.Table, error) {
 	var objs []metav1.Object
 	var rv, cont string
 	if meta.IsListType(obj) {
@@ -282,34 +210,8 @@ func (rs *resourceStorage) ConvertToTable(ctx context.Context, obj, _ runtime.Ob
 		objs = []metav1.Object{m}
 		rv = m.GetResourceVersion()
 	}
-	// The generic server chooses what each row carries of its object
-	// (includeObject): it needs the object itself.
-	originals := make([]runtime.Object, len(objs))
-	for i, o := range objs {
-		originals[i], _ = o.(runtime.Object)
-	}
-	if _, stored := rs.def.impl.(*storeImpl); stored {
-		// The rows of stored objects read them unstructured.
-		for i, o := range objs {
-			ro, ok := o.(runtime.Object)
-			if !ok {
-				continue
-			}
-			m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(ro)
-			if err != nil {
-				return nil, err
-			}
-			objs[i] = &unstructured.Unstructured{Object: m}
-		}
-	}
-	t := rs.s.table(rs.def, objs, rv, cont, true)
-	for i := range t.Rows {
-		t.Rows[i].Object = runtime.RawExtension{Object: originals[i]}
-	}
-	return t, nil
+	return table(rs.def, objs, rv, cont, true), nil
 }
-
-func dryRun(opts []string) bool { return len(opts) > 0 }
 
 func (rs *resourceStorage) Create(ctx context.Context, obj runtime.Object, createValidation rest.ValidateObjectFunc, o *metav1.CreateOptions) (runtime.Object, error) {
 	if createValidation != nil {
@@ -321,63 +223,46 @@ func (rs *resourceStorage) Create(ctx context.Context, obj runtime.Object, creat
 	if err != nil {
 		return nil, err
 	}
-	rq := rs.request(ctx, m.GetName())
-	rq.dryRun = o != nil && dryRun(o.DryRun)
-	body, err := rs.body(obj)
-	if err != nil {
-		return nil, err
-	}
+	rq := rs.request(ctx, m.GetName(), o.DryRun)
 	if rq.dryRun {
-		var spec struct {
-			Spec struct {
-				Repository string `json:"repository"`
-			} `json:"spec"`
+		repo := ""
+		if pr, ok := obj.(*porchapi.PackageRevision); ok {
+			repo = pr.Spec.RepositoryName
 		}
-		_ = json.Unmarshal(body, &spec)
-		dctx, end, err := rs.dryRunContext(ctx, rq.ns, spec.Spec.Repository)
+		end, err := rs.beginDryRun(ctx, rq, repo)
 		if err != nil {
 			return nil, rs.finish(ctx, rq, err)
 		}
 		defer end()
-		ctx = dctx
 	}
-	out, err := rs.def.impl.create(ctx, rq, body)
-	if err = rs.finish(ctx, rq, err); err != nil {
-		return nil, err
-	}
-	return rs.typed(out)
+	out, err := rs.def.impl.create(ctx, rq, obj)
+	return result(out, rs.finish(ctx, rq, err))
 }
 
 func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, o *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	rq := rs.request(ctx, name)
-	rq.dryRun = o != nil && dryRun(o.DryRun)
-	callCtx := ctx // Create takes its own dry run's batch
+	rq := rs.request(ctx, name, o.DryRun)
 	if rq.dryRun {
-		dctx, end, err := rs.dryRunContext(ctx, rq.ns, repositoryOfName(name))
+		end, err := rs.beginDryRun(ctx, rq, repositoryOfName(name))
 		if err != nil {
 			return nil, false, rs.finish(ctx, rq, err)
 		}
 		defer end()
-		ctx = dctx
 	}
 	cur, err := rs.def.impl.get(ctx, rq)
-	var old runtime.Object
-	switch {
-	case err == nil:
-		if old, err = rs.typed(cur); err != nil {
+	if err = rs.finish(ctx, rq, err); err != nil {
+		if !forceAllowCreate || !apierrors.IsNotFound(err) {
 			return nil, false, err
 		}
-	case forceAllowCreate && apierrors.IsNotFound(statusError(rs.def.gr, name, err)):
 		// Server-side apply of an object that does not exist creates it.
 		obj, err := objInfo.UpdatedObject(ctx, nil)
 		if err != nil {
 			return nil, false, err
 		}
-		out, err := rs.Create(callCtx, obj, createValidation, &metav1.CreateOptions{DryRun: optsDryRun(o)})
+		// Create takes its own request, and its own dry run's batch.
+		out, err := rs.Create(ctx, obj, createValidation, &metav1.CreateOptions{DryRun: o.DryRun})
 		return out, err == nil, err
-	default:
-		return nil, false, rs.finish(ctx, rq, err)
 	}
+	old := cur.(runtime.Object)
 	obj, err := objInfo.UpdatedObject(ctx, old)
 	if err != nil {
 		return nil, false, err
@@ -386,10 +271,7 @@ func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest
 		// As Porch: no unconditional update of a package revision (a
 		// patch or an apply carries the current resourceVersion).
 		if m, err := meta.Accessor(obj); err == nil && m.GetResourceVersion() == "" {
-			e := errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name,
-				"metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")
-			e.status.Message = porchapi.ResourceVersionRequiredMessage
-			return nil, false, rs.finish(ctx, rq, e)
+			return nil, false, errResourceVersionRequired(grPackageRevisions, porchapi.KindPackageRevision, name)
 		}
 	}
 	if updateValidation != nil {
@@ -397,49 +279,38 @@ func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest
 			return nil, false, err
 		}
 	}
-	body, err := rs.body(obj)
-	if err != nil {
-		return nil, false, err
-	}
-	out, err := rs.def.impl.update(ctx, rq, body)
-	if err = rs.finish(ctx, rq, err); err != nil {
-		return nil, false, err
-	}
-	t, err := rs.typed(out)
+	out, err := rs.def.impl.update(ctx, rq, obj)
+	t, err := result(out, rs.finish(ctx, rq, err))
 	return t, false, err
 }
 
-func optsDryRun(o *metav1.UpdateOptions) []string {
-	if o == nil {
-		return nil
-	}
-	return o.DryRun
+// errResourceVersionRequired refuses an update without
+// metadata.resourceVersion: Invalid, with the field in its causes, in
+// Porch's words.
+func errResourceVersionRequired(gr schema.GroupResource, kind, name string) error {
+	e := errInvalid(gr, kind, name, "metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")
+	e.ErrStatus.Message = porchapi.ResourceVersionRequiredMessage
+	return e
 }
 
 func (rs *resourceStorage) Delete(ctx context.Context, name string, deleteValidation rest.ValidateObjectFunc, o *metav1.DeleteOptions) (runtime.Object, bool, error) {
-	rq := rs.request(ctx, name)
 	if o == nil {
 		o = &metav1.DeleteOptions{}
 	}
-	rq.dryRun = dryRun(o.DryRun)
+	rq := rs.request(ctx, name, o.DryRun)
 	if rq.dryRun {
-		dctx, end, err := rs.dryRunContext(ctx, rq.ns, repositoryOfName(name))
+		end, err := rs.beginDryRun(ctx, rq, repositoryOfName(name))
 		if err != nil {
 			return nil, false, rs.finish(ctx, rq, err)
 		}
 		defer end()
-		ctx = dctx
 	}
 	if deleteValidation != nil {
-		cur, err := rs.def.impl.get(ctx, rq)
+		cur, err := result(rs.def.impl.get(ctx, rq))
 		if err = rs.finish(ctx, rq, err); err != nil {
 			return nil, false, err
 		}
-		t, err := rs.typed(cur)
-		if err != nil {
-			return nil, false, err
-		}
-		if err := deleteValidation(ctx, t); err != nil {
+		if err := deleteValidation(ctx, cur); err != nil {
 			return nil, false, err
 		}
 	}
@@ -448,20 +319,15 @@ func (rs *resourceStorage) Delete(ctx context.Context, name string, deleteValida
 		return nil, false, err
 	}
 	if out == nil {
-		return &metav1.Status{Status: metav1.StatusSuccess, Details: &metav1.StatusDetails{Name: name, Group: rs.def.gr.group, Kind: rs.def.gr.resource}}, true, nil
-	}
-	t, err := rs.typed(out)
-	if err != nil {
-		return nil, false, err
+		return &metav1.Status{Status: metav1.StatusSuccess, Details: &metav1.StatusDetails{Name: name, Group: rs.def.gr.Group, Kind: rs.def.gr.Resource}}, true, nil
 	}
 	// An object that still has finalizers is returned as it is now, not
 	// deleted yet.
-	m, _ := meta.Accessor(t)
-	return t, m == nil || m.GetDeletionTimestamp() == nil, nil
+	return out.(runtime.Object), out.GetDeletionTimestamp() == nil, nil
 }
 
 func (rs *resourceStorage) Watch(ctx context.Context, o *metainternalversion.ListOptions) (watch.Interface, error) {
-	rq := rs.request(ctx, "")
+	rq := rs.request(ctx, "", nil)
 	lo := listOptionsOf(o)
 	if err := rs.checkSelector(lo); err != nil {
 		return nil, err
@@ -480,27 +346,18 @@ func (rs *resourceStorage) Watch(ctx context.Context, o *metainternalversion.Lis
 			if ev.typ == "" {
 				return nil
 			}
-			var obj runtime.Object
+			obj, _ := ev.obj.(runtime.Object)
 			if ev.typ == string(watch.Bookmark) {
 				// The end of the initial events is a bookmark only a
 				// watch list asked for; other bookmarks only a watch
 				// that allows them.
-				if !lo.bookmarks || (!lo.sendInitial && ev.obj != nil && ev.obj.GetAnnotations()["k8s.io/initial-events-end"] != "") {
+				if !lo.bookmarks || (!lo.sendInitial && ev.obj.GetAnnotations()["k8s.io/initial-events-end"] != "") {
 					return nil
 				}
-				t := rs.New()
-				m, _ := meta.Accessor(t)
-				if m != nil && ev.obj != nil {
-					m.SetResourceVersion(ev.obj.GetResourceVersion())
-					m.SetAnnotations(ev.obj.GetAnnotations())
-				}
-				obj = t
-			} else {
-				t, err := rs.typed(ev.obj)
-				if err != nil {
-					return err
-				}
-				obj = t
+				obj = rs.New()
+				m, _ := meta.Accessor(obj)
+				m.SetResourceVersion(ev.obj.GetResourceVersion())
+				m.SetAnnotations(ev.obj.GetAnnotations())
 			}
 			select {
 			case w.ch <- watch.Event{Type: watch.EventType(ev.typ), Object: obj}:
@@ -510,12 +367,13 @@ func (rs *resourceStorage) Watch(ctx context.Context, o *metainternalversion.Lis
 			}
 		})
 		if err != nil && ctx.Err() == nil {
-			start(rs.finish(ctx, rq, err))
-			se := statusError(rs.def.gr, "", err)
-			var st *apierrors.StatusError
-			if errors.As(se, &st) {
+			err = rs.finish(ctx, rq, err)
+			start(err)
+			var st apierrors.APIStatus
+			if errors.As(err, &st) {
+				s := st.Status()
 				select {
-				case w.ch <- watch.Event{Type: watch.Error, Object: &st.ErrStatus}:
+				case w.ch <- watch.Event{Type: watch.Error, Object: &s}:
 				case <-ctx.Done():
 				}
 			}
@@ -547,29 +405,27 @@ func (w *implWatch) ResultChan() <-chan watch.Event { return w.ch }
 // subresourceStorage serves a subresource: get and update (and so patch
 // and apply) through the subresource's impl.
 type subresourceStorage struct {
-	rs  *resourceStorage
-	sub string
-	sd  subresourceDef
+	rs *resourceStorage
+	sd subresourceDef
 }
 
-func newSubresourceStorage(s *Server, d *resourceDef, name string, sd subresourceDef, sc *runtime.Scheme) rest.Storage {
-	rs := &resourceStorage{s: s, def: d, scheme: sc, gvk: schema.GroupVersionKind{Group: d.gr.group, Version: d.version, Kind: d.kind}}
-	ss := &subresourceStorage{rs: rs, sub: name, sd: sd}
-	if slices.Contains(sd.verbs, "update") {
-		return ss
+func newSubresourceStorage(s *Server, d *resourceDef, sd subresourceDef, sc *runtime.Scheme) rest.Storage {
+	rs := &resourceStorage{s: s, def: d, scheme: sc, gvk: schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}}
+	if sd.connect != nil {
+		return &subresourceConnecter{rs, sd.connect}
 	}
-	return &subresourceConnecter{ss}
+	return &subresourceStorage{rs: rs, sd: sd}
 }
 
-// subresourceConnecter serves a read-only subresource of cad's own
-// (dependencies, livestatus) whose object is not a kind of the API: the
-// impl reads the request's query parameters and the object is written as
-// JSON.
-type subresourceConnecter struct{ ss *subresourceStorage }
+// subresourceConnecter serves a connectImpl's GET.
+type subresourceConnecter struct {
+	rs *resourceStorage
+	c  connectImpl
+}
 
 var _ rest.Connecter = (*subresourceConnecter)(nil)
 
-func (c *subresourceConnecter) New() runtime.Object { return c.ss.New() }
+func (c *subresourceConnecter) New() runtime.Object { return c.rs.New() }
 func (c *subresourceConnecter) Destroy()            {}
 func (c *subresourceConnecter) NewConnectOptions() (runtime.Object, bool, string) {
 	return nil, false, ""
@@ -579,56 +435,41 @@ func (c *subresourceConnecter) ConnectMethods() []string { return []string{"GET"
 func (c *subresourceConnecter) Connect(ctx context.Context, name string, _ runtime.Object, r rest.Responder) (http.Handler, error) {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		ns, _ := genericapirequest.NamespaceFrom(ctx)
-		rq := &request{r: req, w: w, def: c.ss.rs.def, ns: ns, name: name, sub: c.ss.sub}
-		obj, err := c.ss.sd.impl.getSub(req.Context(), rq)
+		obj, err := c.c.connect(req.Context(), req, ns, name)
+		var data []byte
+		if err == nil {
+			data, err = json.Marshal(obj)
+		}
 		if err != nil {
-			r.Error(statusError(c.ss.rs.def.gr, name, err))
+			r.Error(toAPIError(c.rs.def.gr, name, err))
 			return
 		}
-		writeJSON(w, http.StatusOK, obj)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Cache-Control", "no-cache, private")
+		w.Write(append(data, '\n'))
 	}), nil
 }
 
 func (ss *subresourceStorage) New() runtime.Object { return ss.rs.New() }
 func (ss *subresourceStorage) Destroy()            {}
 
-func (ss *subresourceStorage) request(ctx context.Context, name string) *request {
-	rq := ss.rs.request(ctx, name)
-	rq.sub = ss.sub
-	return rq
-}
-
 func (ss *subresourceStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	rq := ss.request(ctx, name)
+	rq := ss.rs.request(ctx, name, nil)
 	obj, err := ss.sd.impl.getSub(ctx, rq)
-	if err = ss.rs.finish(ctx, rq, err); err != nil {
-		return nil, err
-	}
-	if ro, ok := obj.(runtime.Object); ok {
-		if _, isU := obj.(*unstructured.Unstructured); !isU {
-			return ro, nil
-		}
-	}
-	return ss.rs.typed(obj)
+	return result(obj, ss.rs.finish(ctx, rq, err))
 }
 
 func (ss *subresourceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, o *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	rq := ss.request(ctx, name)
-	rq.dryRun = o != nil && dryRun(o.DryRun)
+	rq := ss.rs.request(ctx, name, o.DryRun)
 	if rq.dryRun {
-		dctx, end, err := ss.rs.dryRunContext(ctx, rq.ns, repositoryOfName(name))
+		end, err := ss.rs.beginDryRun(ctx, rq, repositoryOfName(name))
 		if err != nil {
 			return nil, false, ss.rs.finish(ctx, rq, err)
 		}
 		defer end()
-		ctx = dctx
 	}
-	cur, err := ss.sd.impl.getSub(ctx, rq)
+	old, err := result(ss.sd.impl.getSub(ctx, rq))
 	if err = ss.rs.finish(ctx, rq, err); err != nil {
-		return nil, false, err
-	}
-	old, err := ss.rs.typed(cur)
-	if err != nil {
 		return nil, false, err
 	}
 	obj, err := objInfo.UpdatedObject(ctx, old)
@@ -640,48 +481,38 @@ func (ss *subresourceStorage) Update(ctx context.Context, name string, objInfo r
 			return nil, false, err
 		}
 	}
-	body, err := ss.rs.body(obj)
-	if err != nil {
-		return nil, false, err
-	}
-	out, err := ss.sd.impl.updateSub(ctx, rq, body)
-	if err = ss.rs.finish(ctx, rq, err); err != nil {
-		return nil, false, err
-	}
-	t, err := ss.rs.typed(out)
+	out, err := ss.sd.impl.updateSub(ctx, rq, obj)
+	t, err := result(out, ss.rs.finish(ctx, rq, err))
 	return t, false, err
 }
 
-// dryRunContext returns the context in which a dry run of a write to a
-// package revision of repository repoName runs, and the function that
-// ends it: the writes are held in a write batch of the repository
-// (repository.Batcher), which is discarded, so that the dry run checks
-// and answers everything a write would without writing anything. A
-// repository that cannot batch refuses the dry run (400): its writes could
-// not be taken back. Stored objects (storeImpl) do their dry runs
-// themselves; for them ctx is returned as it is.
-func (rs *resourceStorage) dryRunContext(ctx context.Context, ns, repoName string) (context.Context, func(), error) {
+// beginDryRun starts the dry run of a write to a package revision of
+// repository repoName: it sets rq.dry to a write batch of the repository
+// (repository.Batch), through which the request's Engine (engineFor)
+// writes and reads, and returns the function that ends the dry run by
+// discarding the batch, so that the dry run checks and answers everything
+// a write would without writing anything. A repository that cannot batch
+// refuses the dry run (400): its writes could not be taken back. Stored
+// objects (storeImpl) do their dry runs themselves; for them, and when
+// the repository is not open (the write fails on its own), rq is left as
+// it is.
+func (rs *resourceStorage) beginDryRun(ctx context.Context, rq *request, repoName string) (func(), error) {
 	if _, stored := rs.def.impl.(*storeImpl); stored {
-		return ctx, func() {}, nil
+		return func() {}, nil
 	}
-	e, ok := rs.s.entry(ns, repoName)
+	e, ok := rs.s.entry(rq.ns, repoName)
 	if !ok || e.repo == nil {
-		// The write fails on its own: nothing is open to write to.
-		return ctx, func() {}, nil
+		return func() {}, nil
 	}
-	refuse := errBadRequest("dry run: repository %q cannot hold writes in a batch, so cad's server cannot run a write to it without making it", repoName)
-	b, ok := e.repo.(repository.Batcher)
-	if !ok {
-		return nil, nil, refuse
-	}
-	bctx, batch, err := b.BeginBatch(ctx)
+	b, err := repository.BeginBatch(ctx, e.repo)
 	switch {
 	case errors.Is(err, repository.ErrNotSupported):
-		return nil, nil, refuse
+		return nil, errBadRequest("dry run: repository %q cannot hold writes in a batch, so cad's server cannot run a write to it without making it", repoName)
 	case err != nil:
-		return nil, nil, err
+		return nil, err
 	}
-	return bctx, batch.Discard, nil
+	rq.dry = b
+	return b.Discard, nil
 }
 
 // repositoryOfName is the repository a package revision's name starts

@@ -7,51 +7,52 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
-	"time"
 
+	metainternalversion "k8s.io/apimachinery/pkg/apis/meta/internalversion"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/configasdata/cad/repository"
 )
 
-// groupResource names a resource for messages: "packagerevisions.porch.kpt.dev".
-type groupResource struct{ group, resource string }
-
-func (g groupResource) String() string {
-	if g.group == "" {
-		return g.resource
-	}
-	return g.resource + "." + g.group
-}
-
-// resourceImpl is what a served resource implements. Objects are pointers to
-// types that implement metav1.Object and marshal to the served JSON.
+// resourceImpl is what a served resource implements, on the objects of
+// its kind as the generic server decodes them (pointers to the resource's
+// Go type, which implement runtime.Object and metav1.Object).
 type resourceImpl interface {
 	get(ctx context.Context, rq *request) (metav1.Object, error)
 	list(ctx context.Context, rq *request, lo *listOptions) ([]metav1.Object, string, error)
 	watch(ctx context.Context, rq *request, lo *listOptions, send func(watchEvent) error) error
-	create(ctx context.Context, rq *request, body []byte) (metav1.Object, error)
-	update(ctx context.Context, rq *request, body []byte) (metav1.Object, error)
+	create(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error)
+	update(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error)
 	delete(ctx context.Context, rq *request, opts *metav1.DeleteOptions) (metav1.Object, error)
 }
 
-// subresourceImpl serves a subresource (packagerevisions/approval).
+// subresourceImpl serves a subresource (packagerevisions/approval, status).
 type subresourceImpl interface {
 	getSub(ctx context.Context, rq *request) (metav1.Object, error)
-	updateSub(ctx context.Context, rq *request, body []byte) (metav1.Object, error)
+	updateSub(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error)
+}
+
+// connectImpl serves a read-only subresource of cad's own (dependencies,
+// livestatus) whose object is not a kind of the API: it reads the HTTP
+// request's query and its answer is written as JSON.
+type connectImpl interface {
+	connect(ctx context.Context, r *http.Request, ns, name string) (any, error)
 }
 
 // resourceDef describes a served resource for routing and discovery.
 type resourceDef struct {
-	gr           groupResource
-	version      string
-	kind         string
-	listKind     string
-	singular     string
-	namespaced   bool
-	verbs        []string
+	gr         schema.GroupResource
+	version    string
+	kind       string
+	listKind   string
+	singular   string
+	namespaced bool
+	// readUpdate: clients only get, list, update and patch it.
+	readUpdate   bool
 	shortNames   []string
 	categories   []string
 	subresources map[string]subresourceDef
@@ -67,8 +68,8 @@ type resourceDef struct {
 }
 
 type subresourceDef struct {
-	verbs []string
-	impl  subresourceImpl
+	impl    subresourceImpl
+	connect connectImpl // instead of impl, for a GET of cad's own
 }
 
 // watchEvent is one event of a watch: type and object. An event with an
@@ -77,19 +78,19 @@ type subresourceDef struct {
 type watchEvent struct {
 	typ string
 	obj metav1.Object
-	raw any // sent instead of obj when set (an ERROR's Status)
 }
 
 // request is one API request being served.
 type request struct {
-	r        *http.Request
-	w        http.ResponseWriter
 	def      *resourceDef
 	ns, name string
-	sub      string
 	warnings []string
 	// dryRun: check and answer, write nothing.
 	dryRun bool
+	// dry is the write batch a dry run writes into and reads through,
+	// discarded at its end (see resourceStorage.beginDryRun); nil
+	// otherwise.
+	dry repository.Batch
 }
 
 func (rq *request) warn(format string, args ...any) {
@@ -104,62 +105,29 @@ type listOptions struct {
 	continueToken   string
 	resourceVersion string
 	watch           bool
-	timeout         time.Duration
 	sendInitial     bool
 	bookmarks       bool
 }
 
-func (s *Server) parseListOptions(rq *request) (*listOptions, error) {
-	q := rq.r.URL.Query()
+// listOptionsOf converts the generic server's list options.
+func listOptionsOf(o *metainternalversion.ListOptions) *listOptions {
 	lo := &listOptions{label: labels.Everything(), field: fields.Everything()}
-	if v := q.Get("labelSelector"); v != "" {
-		sel, err := labels.Parse(v)
-		if err != nil {
-			return nil, errBadRequest("unable to parse requirement: %v", err)
-		}
-		lo.label = sel
+	if o == nil {
+		return lo
 	}
-	if v := q.Get("fieldSelector"); v != "" {
-		sel, err := fields.ParseSelector(v)
-		if err != nil {
-			return nil, errBadRequest("invalid field selector %q: %v", v, err)
-		}
-		if rq.def.checkFields != nil {
-			if err := rq.def.checkFields(sel); err != nil {
-				return nil, errBadRequest("%v", err)
-			}
-		} else {
-			for _, r := range sel.Requirements() {
-				if r.Field != "metadata.name" && r.Field != "metadata.namespace" {
-					return nil, errBadRequest("field label not supported: %s", r.Field)
-				}
-			}
-		}
-		lo.field = sel
+	if o.LabelSelector != nil {
+		lo.label = o.LabelSelector
 	}
-	if v := q.Get("limit"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return nil, errBadRequest("invalid limit %q", v)
-		}
-		lo.limit = n
+	if o.FieldSelector != nil {
+		lo.field = o.FieldSelector
 	}
-	lo.continueToken = q.Get("continue")
-	lo.resourceVersion = q.Get("resourceVersion")
-	lo.watch = q.Get("watch") == "true" || q.Get("watch") == "1"
-	if v := q.Get("timeoutSeconds"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil || n < 0 {
-			return nil, errBadRequest("invalid timeoutSeconds %q", v)
-		}
-		lo.timeout = time.Duration(n) * time.Second
-	}
-	if lo.timeout <= 0 || lo.timeout > s.opts.MaxWatch {
-		lo.timeout = s.opts.MaxWatch
-	}
-	lo.sendInitial = q.Get("sendInitialEvents") == "true"
-	lo.bookmarks = q.Get("allowWatchBookmarks") == "true"
-	return lo, nil
+	lo.limit = o.Limit
+	lo.continueToken = o.Continue
+	lo.resourceVersion = o.ResourceVersion
+	lo.watch = o.Watch
+	lo.sendInitial = o.SendInitialEvents != nil && *o.SendInitialEvents
+	lo.bookmarks = o.AllowWatchBookmarks
+	return lo
 }
 
 // matches reports whether obj is selected by lo's selectors.
@@ -181,88 +149,12 @@ func (lo *listOptions) matches(def *resourceDef, obj metav1.Object) bool {
 	return true
 }
 
-// ServeHTTP-level plumbing.
-
-// writeJSON writes v with the status code.
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		code = http.StatusInternalServerError
-		data, _ = json.Marshal(newStatus(int32(code), metav1.StatusReasonInternalError, err.Error()).status)
-	}
-	writeBody(w, code, append(data, '\n'))
-}
-
-// writeBody writes a JSON body that is already encoded, with the headers
-// of every JSON answer.
-func writeBody(w http.ResponseWriter, code int, data []byte) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-cache, private")
-	w.WriteHeader(code)
-	w.Write(data)
-}
-
-// writeError writes err as a Status.
-func (s *Server) writeError(rq *request, err error) {
-	gr, name := groupResource{}, ""
-	if rq.def != nil {
-		gr, name = rq.def.gr, rq.name
-	}
-	ae := toAPIError(gr, name, err)
-	if ae.status.Code >= 500 && ae.status.Code != http.StatusNotImplemented && ae.status.Code != http.StatusServiceUnavailable {
-		s.log.Error("request failed", "method", rq.r.Method, "path", rq.r.URL.Path, "err", err)
-	} else {
-		s.log.Debug("request refused", "method", rq.r.Method, "path", rq.r.URL.Path, "code", ae.status.Code, "err", err)
-	}
-	s.writeWarnings(rq)
-	writeJSON(rq.w, int(ae.status.Code), ae.status)
-}
-
-func (s *Server) writeWarnings(rq *request) {
-	for _, w := range rq.warnings {
-		rq.w.Header().Add("Warning", `299 - `+strconv.Quote(w))
-	}
-	rq.warnings = nil
-}
-
-// decodeStrict decodes data into v, honouring the fieldValidation query
-// parameter: Strict refuses unknown fields with 400, Warn (the default)
-// adds a warning, Ignore ignores them.
-func decodeStrict(rq *request, data []byte, v any) error {
-	if err := json.Unmarshal(data, v); err != nil {
-		return errBadRequest("the request body is not a valid %s: %v", rq.kind(), err)
-	}
-	mode := rq.r.URL.Query().Get("fieldValidation")
-	if mode == "Ignore" {
-		return nil
-	}
-	dec := json.NewDecoder(strings.NewReader(string(data)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "json: ")
-		if mode == "Strict" {
-			return errBadRequest("strict decoding error: %s", msg)
-		}
-		rq.warn("%s", msg)
-		// Decode again leniently: the strict pass may have stopped half way.
-		return json.Unmarshal(data, v)
-	}
-	return nil
-}
-
-func (rq *request) kind() string {
-	if rq.def == nil {
-		return "object"
-	}
-	return rq.def.kind
-}
-
 // typeMeta of the served resource.
 func (d *resourceDef) apiVersion() string {
-	if d.gr.group == "" {
+	if d.gr.Group == "" {
 		return d.version
 	}
-	return d.gr.group + "/" + d.version
+	return d.gr.Group + "/" + d.version
 }
 
 // continueToken is the position after which a list page continues.

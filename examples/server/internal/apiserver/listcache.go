@@ -238,21 +238,21 @@ func acceptsGzip(r *http.Request) bool {
 // writeListBody writes a list body with the headers of every JSON answer
 // and its length, compressed when the client accepts gzip, the server
 // compresses lists and the body is large enough.
-func (s *Server) writeListBody(rq *request, e *listCacheEntry) {
-	h := rq.w.Header()
+func (s *Server) writeListBody(w http.ResponseWriter, r *http.Request, e *listCacheEntry) {
+	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-cache, private")
 	body := e.body
 	if s.opts.CompressLists && s.lists != nil && len(body) >= s.lists.gzipMin {
 		h.Add("Vary", "Accept-Encoding")
-		if acceptsGzip(rq.r) {
+		if acceptsGzip(r) {
 			body = s.lists.gzipped(e)
 			h.Set("Content-Encoding", "gzip")
 		}
 	}
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	rq.w.WriteHeader(http.StatusOK)
-	rq.w.Write(body)
+	w.WriteHeader(http.StatusOK)
+	w.Write(body)
 }
 
 // entryGen numbers registrations, so that a list cache state names one.

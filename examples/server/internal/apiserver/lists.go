@@ -4,37 +4,29 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apiserver/pkg/endpoints/handlers/responsewriters"
+	"k8s.io/apiserver/pkg/warning"
 )
 
-func hasVerb(d *resourceDef, verb string) bool {
-	for _, v := range d.verbs {
-		if v == verb {
-			return true
-		}
-	}
-	return false
-}
-
-// serveList writes a list (or a Table of it). A list of PackageRevisions
-// comes from the list cache when its repositories did not change since
-// an identical request (listcache.go).
-func (s *Server) serveList(ctx context.Context, rq *request, lo *listOptions) {
-	if !hasVerb(rq.def, "list") {
-		s.writeError(rq, errMethodNotAllowed("list", rq.def.gr))
-		return
-	}
-	table := wantsTable(rq.r)
+// serveList writes a PackageRevision list (or a Table of it) from the
+// list cache when its repositories did not change since an identical
+// request (listcache.go).
+func (s *Server) serveList(ctx context.Context, w http.ResponseWriter, r *http.Request, rq *request, lo *listOptions) {
+	asTable := wantsTable(r)
 	build := func() (*listCacheEntry, bool, error) {
-		body, rv, err := s.encodeList(ctx, rq, lo, table)
+		body, rv, err := s.encodeList(ctx, rq, lo, asTable)
 		if err != nil {
 			return nil, false, err
 		}
 		e := &listCacheEntry{body: body, rv: rv}
 		e.snap, _ = s.snaps.get(rv)
-		if table {
+		if asTable {
 			e.expires = time.Now().Add(tableTTL)
 		}
 		return e, len(rq.warnings) == 0, nil
@@ -42,7 +34,7 @@ func (s *Server) serveList(ctx context.Context, rq *request, lo *listOptions) {
 	var e *listCacheEntry
 	var err error
 	if state, ok := s.listState(ctx, rq, lo); ok {
-		e, err = s.lists.do(ctx, listRequestKey(rq, lo, table), state, build)
+		e, err = s.lists.do(ctx, listRequestKey(rq, lo, asTable), state, build)
 		if err == nil && e.snap != nil {
 			// Later pages and watches name the list by its rv.
 			s.snaps.keep(e.rv, e.snap)
@@ -50,17 +42,19 @@ func (s *Server) serveList(ctx context.Context, rq *request, lo *listOptions) {
 	} else {
 		e, _, err = build()
 	}
+	for _, w := range rq.warnings {
+		warning.AddWarning(ctx, "", w)
+	}
 	if err != nil {
-		s.writeError(rq, err)
+		responsewriters.ErrorNegotiated(toAPIError(rq.def.gr, "", err), s.codecs, schema.GroupVersion{}, w, r)
 		return
 	}
-	s.writeWarnings(rq)
-	s.writeListBody(rq, e)
+	s.writeListBody(w, r, e)
 }
 
 // encodeList lists and encodes the page lo asks for, as a Table when
 // table is set, and returns the body and the list's resourceVersion.
-func (s *Server) encodeList(ctx context.Context, rq *request, lo *listOptions, table bool) ([]byte, string, error) {
+func (s *Server) encodeList(ctx context.Context, rq *request, lo *listOptions, asTable bool) ([]byte, string, error) {
 	items, rv, err := rq.def.impl.list(ctx, rq, lo)
 	if err != nil {
 		return nil, "", err
@@ -69,8 +63,19 @@ func (s *Server) encodeList(ctx context.Context, rq *request, lo *listOptions, t
 	if err != nil {
 		return nil, "", err
 	}
-	if table {
-		b, err := json.Marshal(s.table(rq.def, items, rv, cont, true))
+	if asTable {
+		t := table(rq.def, items, rv, cont, true)
+		for i, o := range items {
+			// What kubectl asks for: the rows' object metadata.
+			t.Rows[i].Object = runtime.RawExtension{Object: &metav1.PartialObjectMetadata{
+				TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"},
+				ObjectMeta: metav1.ObjectMeta{
+					Name: o.GetName(), Namespace: o.GetNamespace(), UID: o.GetUID(),
+					ResourceVersion: o.GetResourceVersion(), CreationTimestamp: o.GetCreationTimestamp(),
+					Labels: o.GetLabels(), Annotations: o.GetAnnotations(), Generation: o.GetGeneration(),
+				}}}
+		}
+		b, err := json.Marshal(t)
 		if err != nil {
 			return nil, "", err
 		}
@@ -110,12 +115,4 @@ func (s *Server) encodeList(ctx context.Context, rq *request, lo *listOptions, t
 	}
 	buf.WriteString("]}\n")
 	return buf.Bytes(), rv, nil
-}
-
-func mustJSON(v any) []byte {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return []byte(`{}`)
-	}
-	return b
 }

@@ -37,7 +37,7 @@ type liveImpl struct{ s *Server }
 // has a target cluster.
 func (s *Server) withLiveStatus(subs map[string]subresourceDef) map[string]subresourceDef {
 	if s.opts.LiveCluster != nil {
-		subs[SubresourceLiveStatus] = subresourceDef{verbs: []string{"get"}, impl: liveImpl{s}}
+		subs[SubresourceLiveStatus] = subresourceDef{connect: liveImpl{s}}
 	}
 	return subs
 }
@@ -45,11 +45,11 @@ func (s *Server) withLiveStatus(subs map[string]subresourceDef) map[string]subre
 // getSub reads the revision through the engine and computes the status of
 // its resources. The query parameter defaultNamespace sets where namespaced
 // resources without a namespace are looked for (default "default").
-func (l liveImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error) {
-	if wantsTable(rq.r) {
+func (l liveImpl) connect(ctx context.Context, r *http.Request, ns, name string) (any, error) {
+	if wantsTable(r) {
 		return nil, newStatus(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable, "the livestatus subresource has no table form")
 	}
-	_, rev, err := l.s.getRevision(ctx, rq.ns, rq.name)
+	_, rev, err := l.s.getRevision(ctx, l.s.engine(ns), ns, name)
 	if err != nil {
 		return nil, err
 	}
@@ -59,9 +59,9 @@ func (l liveImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error
 	}
 	objs, err := live.Objects(files)
 	if err != nil {
-		return nil, errBadRequest("package revision %s: %v", rq.name, err)
+		return nil, errBadRequest("package revision %s: %v", name, err)
 	}
-	opts := &live.Options{DefaultNamespace: rq.r.URL.Query().Get("defaultNamespace")}
+	opts := &live.Options{DefaultNamespace: r.URL.Query().Get("defaultNamespace")}
 	ps, err := live.Compute(ctx, l.s.opts.LiveCluster, objs, opts)
 	switch {
 	case errors.Is(err, repository.ErrInvalidInput):
@@ -69,14 +69,10 @@ func (l liveImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error
 	case err != nil:
 		return nil, newStatus(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable, "reading the target cluster: "+err.Error())
 	}
-	ps.Revision = rq.name
+	ps.Revision = name
 	return &LiveStatus{
 		TypeMeta:   metav1.TypeMeta{APIVersion: porchapi.SchemeGroupVersion.String(), Kind: KindLiveStatus},
-		ObjectMeta: metav1.ObjectMeta{Name: rq.name, Namespace: rq.ns},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Status:     *ps,
 	}, nil
-}
-
-func (liveImpl) updateSub(context.Context, *request, []byte) (metav1.Object, error) {
-	return nil, errMethodNotAllowed("update", grPackageRevisions)
 }

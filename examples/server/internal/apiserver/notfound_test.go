@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"testing"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
 	"github.com/configasdata/cad/examples/server/internal/store"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
@@ -37,8 +39,9 @@ func TestOneNotFoundSentinel(t *testing.T) {
 		{"repository", rerr, `repositories.config.porch.kpt.dev "nope" not found: ` + rerr.Error()},
 	} {
 		e := toAPIError(grRepositories, "nope", tc.err)
-		if e.status.Code != http.StatusNotFound || e.status.Message != tc.want {
-			t.Errorf("%s: %d %q, want 404 %q", tc.name, e.status.Code, e.status.Message, tc.want)
+		st := e.(apierrors.APIStatus).Status()
+		if st.Code != http.StatusNotFound || st.Message != tc.want {
+			t.Errorf("%s: %d %q, want 404 %q", tc.name, st.Code, st.Message, tc.want)
 		}
 		if !errors.Is(e, repository.ErrNotFound) {
 			t.Errorf("%s: the API error does not match repository.ErrNotFound", tc.name)

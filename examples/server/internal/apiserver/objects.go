@@ -11,8 +11,11 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/examples/server/internal/store"
@@ -28,24 +31,15 @@ const (
 	resPackageVariantSets = "packagevariantsets"
 )
 
+// toUnstructured returns the object or struct v points to as unstructured.
 func toUnstructured(v any) (*unstructured.Unstructured, error) {
-	data, err := json.Marshal(v)
-	if err != nil {
-		return nil, err
-	}
-	m := map[string]any{}
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
-	}
-	return &unstructured.Unstructured{Object: m}, nil
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(v)
+	return &unstructured.Unstructured{Object: m}, err
 }
 
+// fromUnstructured fills the object or struct v points to from u.
 func fromUnstructured(u *unstructured.Unstructured, v any) error {
-	data, err := json.Marshal(u.Object)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(data, v)
+	return runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, v)
 }
 
 func repositoryFrom(u *unstructured.Unstructured) (*porchapi.Repository, error) {
@@ -74,16 +68,17 @@ func sortEntries(es []*repoEntry) {
 	})
 }
 
-// storeImpl serves a resource kept in the store. Hooks specialise it.
+// storeImpl serves a resource kept in the store, which holds its objects
+// unstructured. Hooks specialise it.
 type storeImpl struct {
 	s   *Server
 	res string
 	def func() *resourceDef
 	// keepStatus: the client's status is ignored, the stored one kept.
 	keepStatus bool
-	// prepare checks and completes an object before it is written; old is
-	// nil on create.
-	prepare func(ctx context.Context, rq *request, obj, old *unstructured.Unstructured) error
+	// prepare checks and completes an object of the resource's Go type
+	// before it is written; old is nil on create.
+	prepare func(ctx context.Context, rq *request, obj, old runtime.Object) error
 	// written runs after a successful create or update; a non-nil result
 	// replaces the object returned to the client.
 	written func(ctx context.Context, rq *request, obj, old *unstructured.Unstructured) *unstructured.Unstructured
@@ -92,12 +87,41 @@ type storeImpl struct {
 	deleted  func(ctx context.Context, rq *request, obj *unstructured.Unstructured)
 }
 
-func (si *storeImpl) get(ctx context.Context, rq *request) (metav1.Object, error) {
-	u, err := si.s.store.Get(si.res, rq.ns, rq.name)
+// typed returns a stored object as the resource's Go type.
+func (si *storeImpl) typed(u *unstructured.Unstructured, err error) (metav1.Object, error) {
 	if err != nil {
-		return nil, toAPIError(si.def().gr, rq.name, err)
+		return nil, err
 	}
+	d := si.def()
+	gvk := schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}
+	obj, err := si.s.scheme.New(gvk)
+	if err == nil {
+		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
+	}
+	if err != nil {
+		return nil, err
+	}
+	obj.GetObjectKind().SetGroupVersionKind(gvk)
+	return obj.(metav1.Object), nil
+}
+
+// unstructured returns obj, of the resource's Go type, as the store keeps
+// it in namespace ns.
+func (si *storeImpl) unstructured(obj runtime.Object, ns string) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	d := si.def()
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(d.apiVersion())
+	u.SetKind(d.kind)
+	u.SetNamespace(ns)
 	return u, nil
+}
+
+func (si *storeImpl) get(ctx context.Context, rq *request) (metav1.Object, error) {
+	return si.typed(si.s.store.Get(si.res, rq.ns, rq.name))
 }
 
 func (si *storeImpl) list(ctx context.Context, rq *request, lo *listOptions) ([]metav1.Object, string, error) {
@@ -109,7 +133,11 @@ func (si *storeImpl) list(ctx context.Context, rq *request, lo *listOptions) ([]
 	var out []metav1.Object
 	for _, u := range objs {
 		if lo.matches(rq.def, u) {
-			out = append(out, u)
+			o, err := si.typed(u, nil)
+			if err != nil {
+				return nil, "", err
+			}
+			out = append(out, o)
 		}
 	}
 	return out, rv, nil
@@ -122,7 +150,7 @@ func (si *storeImpl) watch(ctx context.Context, rq *request, lo *listOptions, se
 		return errBadRequest("invalid resourceVersion %q: %v", rv, err)
 	}
 	if err != nil {
-		return toAPIError(si.def().gr, "", err)
+		return err
 	}
 	if err := send(watchEvent{}); err != nil {
 		return err
@@ -130,15 +158,23 @@ func (si *storeImpl) watch(ctx context.Context, rq *request, lo *listOptions, se
 	inScope := func(u *unstructured.Unstructured) bool {
 		return (rq.ns == "" || u.GetNamespace() == rq.ns) && lo.matches(rq.def, u)
 	}
+	sendObj := func(typ string, u *unstructured.Unstructured) error {
+		o, err := si.typed(u, nil)
+		if err != nil {
+			return err
+		}
+		return send(watchEvent{typ: typ, obj: o})
+	}
+	var seen map[string]string // the objects and resourceVersions sent, to skip their replays
 	if rv == "" || rv == "0" || lo.sendInitial {
 		// Start with the current state, as Kubernetes does for a watch
 		// without a resourceVersion.
 		objs, listRV := si.s.store.List(si.res, "*")
-		seen := map[string]string{}
+		seen = map[string]string{}
 		for _, u := range objs {
 			if inScope(u) {
 				seen[objKey(u.GetNamespace(), u.GetName())] = u.GetResourceVersion()
-				if err := send(watchEvent{typ: "ADDED", obj: u}); err != nil {
+				if err := sendObj("ADDED", u); err != nil {
 					return err
 				}
 			}
@@ -149,14 +185,7 @@ func (si *storeImpl) watch(ctx context.Context, rq *request, lo *listOptions, se
 				return err
 			}
 		}
-		return si.stream(ctx, ch, inScope, seen, send)
 	}
-	return si.stream(ctx, ch, inScope, nil, send)
-}
-
-// stream forwards store events; seen (when not nil) holds the objects and
-// resourceVersions already sent, to skip their replays.
-func (si *storeImpl) stream(ctx context.Context, ch <-chan store.Event, inScope func(*unstructured.Unstructured) bool, seen map[string]string, send func(watchEvent) error) error {
 	for {
 		select {
 		case <-ctx.Done():
@@ -172,40 +201,11 @@ func (si *storeImpl) stream(ctx context.Context, ch <-chan store.Event, inScope 
 			if seen != nil && ev.Type != store.Deleted && seen[k] == ev.Object.GetResourceVersion() {
 				continue
 			}
-			if err := send(watchEvent{typ: string(ev.Type), obj: ev.Object}); err != nil {
+			if err := sendObj(string(ev.Type), ev.Object); err != nil {
 				return err
 			}
 		}
 	}
-}
-
-// decodeObject decodes a request body into an object of the resource.
-func (si *storeImpl) decodeObject(rq *request, body []byte) (*unstructured.Unstructured, error) {
-	d := si.def()
-	m := map[string]any{}
-	if err := json.Unmarshal(body, &m); err != nil {
-		return nil, errBadRequest("the request body is not a valid %s: %v", d.kind, err)
-	}
-	u := &unstructured.Unstructured{Object: m}
-	if av := u.GetAPIVersion(); av != "" && av != d.apiVersion() {
-		return nil, errBadRequest("the object's apiVersion is %q; this endpoint serves %s", av, d.apiVersion())
-	}
-	if k := u.GetKind(); k != "" && k != d.kind {
-		return nil, errBadRequest("the object's kind is %q; this endpoint serves %s", k, d.kind)
-	}
-	if _, ok := m["metadata"]; ok {
-		if _, isMap := m["metadata"].(map[string]any); !isMap {
-			return nil, errBadRequest("metadata must be an object")
-		}
-	}
-	u.SetAPIVersion(d.apiVersion())
-	u.SetKind(d.kind)
-	if d.namespaced {
-		u.SetNamespace(rq.ns)
-	} else {
-		u.SetNamespace("")
-	}
-	return u, nil
 }
 
 // namespaceExists refuses objects in a namespace that does not exist.
@@ -214,70 +214,83 @@ func (si *storeImpl) namespaceExists(rq *request) error {
 		return nil
 	}
 	if _, err := si.s.store.Get(resNamespaces, "", rq.ns); err != nil {
-		e := errNotFound(groupResource{"", "namespaces"}, rq.ns)
-		return e
+		return errNotFound(schema.GroupResource{Resource: "namespaces"}, rq.ns)
 	}
 	return nil
 }
 
-func (si *storeImpl) create(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+func (si *storeImpl) create(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	d := si.def()
-	u, err := si.decodeObject(rq, body)
-	if err != nil {
-		return nil, err
+	m := obj.(metav1.Object)
+	if m.GetName() == "" && m.GetGenerateName() != "" {
+		m.SetName(m.GetGenerateName() + randomSuffix())
 	}
-	if u.GetName() == "" && u.GetGenerateName() != "" {
-		u.SetName(u.GetGenerateName() + randomSuffix())
-	}
-	rq.name = u.GetName()
-	if u.GetName() == "" {
+	rq.name = m.GetName()
+	if m.GetName() == "" {
 		return nil, errInvalid(d.gr, d.kind, "", "metadata.name", "Required value: name or generateName is required")
 	}
 	if err := si.namespaceExists(rq); err != nil {
+		return nil, err
+	}
+	if si.prepare != nil {
+		if err := si.prepare(ctx, rq, obj, nil); err != nil {
+			return nil, err
+		}
+	}
+	u, err := si.unstructured(obj, rq.ns)
+	if err != nil {
 		return nil, err
 	}
 	u.SetResourceVersion("")
 	if si.keepStatus {
 		delete(u.Object, "status")
 	}
-	if si.prepare != nil {
-		if err := si.prepare(ctx, rq, u, nil); err != nil {
-			return nil, err
-		}
-	}
 	if rq.dryRun {
 		if _, err := si.s.store.Get(si.res, u.GetNamespace(), u.GetName()); err == nil {
-			return nil, errAlreadyExists(d.gr, u.GetName())
+			return nil, apierrors.NewAlreadyExists(d.gr, u.GetName())
 		}
 		u.SetCreationTimestamp(metav1.NewTime(time.Now().UTC().Truncate(time.Second)))
 		u.SetGeneration(1)
-		return u, nil
+		return si.typed(u, nil)
 	}
 	out, err := si.s.store.Create(si.res, u)
 	if err != nil {
-		return nil, toAPIError(d.gr, u.GetName(), err)
+		return nil, err
 	}
 	if si.written != nil {
 		if o := si.written(ctx, rq, out, nil); o != nil {
 			out = o
 		}
 	}
-	return out, nil
+	return si.typed(out, nil)
 }
 
-func (si *storeImpl) update(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+func (si *storeImpl) update(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	d := si.def()
-	u, err := si.decodeObject(rq, body)
+	m := obj.(metav1.Object)
+	m.SetName(rq.name)
+	old, err := si.s.store.Get(si.res, rq.ns, rq.name)
 	if err != nil {
 		return nil, err
 	}
-	u.SetName(rq.name)
-	old, err := si.s.store.Get(si.res, rq.ns, rq.name)
-	if err != nil {
-		return nil, toAPIError(d.gr, rq.name, err)
-	}
-	if rv := u.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
+	if rv := m.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
 		return nil, errConflict(d.gr, rq.name, staleMessage)
+	}
+	if err := keepDeletion(d, m, old); err != nil {
+		return nil, err
+	}
+	if si.prepare != nil {
+		oldObj, err := si.typed(old, nil)
+		if err != nil {
+			return nil, err
+		}
+		if err := si.prepare(ctx, rq, obj, oldObj.(runtime.Object)); err != nil {
+			return nil, err
+		}
+	}
+	u, err := si.unstructured(obj, rq.ns)
+	if err != nil {
+		return nil, err
 	}
 	if si.keepStatus {
 		if st, ok := old.Object["status"]; ok {
@@ -286,40 +299,32 @@ func (si *storeImpl) update(ctx context.Context, rq *request, body []byte) (meta
 			delete(u.Object, "status")
 		}
 	}
-	if err := keepDeletion(d, u, old); err != nil {
-		return nil, err
-	}
-	if si.prepare != nil {
-		if err := si.prepare(ctx, rq, u, old); err != nil {
-			return nil, err
-		}
-	}
 	if rq.dryRun {
 		u.SetUID(old.GetUID())
 		u.SetCreationTimestamp(old.GetCreationTimestamp())
 		u.SetGeneration(old.GetGeneration())
 		u.SetResourceVersion(old.GetResourceVersion())
-		return u, nil
+		return si.typed(u, nil)
 	}
 	out, err := si.s.store.Update(si.res, u)
 	if err != nil {
-		return nil, toAPIError(d.gr, rq.name, err)
+		return nil, err
 	}
 	if done, err := si.finishDeletion(ctx, rq, out); done || err != nil {
-		return out, err
+		return si.typed(out, err)
 	}
 	if si.written != nil && out.GetResourceVersion() != old.GetResourceVersion() {
 		if o := si.written(ctx, rq, out, old); o != nil {
 			out = o
 		}
 	}
-	return out, nil
+	return si.typed(out, nil)
 }
 
 // keepDeletion keeps old's deletionTimestamp on u, the object replacing
 // it, which clients neither set nor clear, and refuses, as Kubernetes
 // does, finalizers added to an object being deleted.
-func keepDeletion(d *resourceDef, u, old *unstructured.Unstructured) error {
+func keepDeletion(d *resourceDef, u metav1.Object, old *unstructured.Unstructured) error {
 	u.SetDeletionTimestamp(old.GetDeletionTimestamp())
 	if old.GetDeletionTimestamp() == nil {
 		return nil
@@ -362,7 +367,7 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 	d := si.def()
 	cur, err := si.s.store.Get(si.res, rq.ns, rq.name)
 	if err != nil {
-		return nil, toAPIError(d.gr, rq.name, err)
+		return nil, err
 	}
 	rv := ""
 	if pc := opts.Preconditions; pc != nil {
@@ -382,13 +387,13 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 		return nil, errConflict(d.gr, rq.name, staleMessage)
 	}
 	if rq.dryRun {
-		return cur, nil
+		return si.typed(cur, nil)
 	}
 	if len(cur.GetFinalizers()) > 0 {
 		// As Kubernetes does: the object is marked, and goes when an
 		// update removes its last finalizer.
 		if cur.GetDeletionTimestamp() != nil {
-			return cur, nil
+			return si.typed(cur, nil)
 		}
 		u := cur.DeepCopy()
 		now := metav1.NewTime(time.Now().UTC().Truncate(time.Second))
@@ -396,18 +401,14 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 		if rv != "" {
 			u.SetResourceVersion(rv)
 		}
-		out, err := si.s.store.Update(si.res, u)
-		if err != nil {
-			return nil, toAPIError(d.gr, rq.name, err)
-		}
-		return out, nil
+		return si.typed(si.s.store.Update(si.res, u))
 	}
 	gone, err := si.s.store.Delete(si.res, rq.ns, rq.name, rv)
 	if err != nil {
-		return nil, toAPIError(d.gr, rq.name, err)
+		return nil, err
 	}
 	si.afterDelete(ctx, rq, gone)
-	return gone, nil
+	return si.typed(gone, nil)
 }
 
 // getSub serves the status subresource: the object.
@@ -416,20 +417,19 @@ func (si *storeImpl) getSub(ctx context.Context, rq *request) (metav1.Object, er
 }
 
 // updateSub serves an update of the status subresource, as Kubernetes
-// does: only the status of the body is taken, its spec and metadata are
+// does: only the status of obj is taken, its spec and metadata are
 // ignored (its resourceVersion, when set, must be the stored one).
-func (si *storeImpl) updateSub(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
-	d := si.def()
-	u, err := si.decodeObject(rq, body)
+func (si *storeImpl) updateSub(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
+	u, err := si.unstructured(obj, rq.ns)
 	if err != nil {
 		return nil, err
 	}
 	old, err := si.s.store.Get(si.res, rq.ns, rq.name)
 	if err != nil {
-		return nil, toAPIError(d.gr, rq.name, err)
+		return nil, err
 	}
 	if rv := u.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
-		return nil, errConflict(d.gr, rq.name, staleMessage)
+		return nil, errConflict(si.def().gr, rq.name, staleMessage)
 	}
 	out := old.DeepCopy()
 	if st, ok := u.Object["status"]; ok && st != nil {
@@ -438,18 +438,14 @@ func (si *storeImpl) updateSub(ctx context.Context, rq *request, body []byte) (m
 		delete(out.Object, "status")
 	}
 	if rq.dryRun {
-		return out, nil
+		return si.typed(out, nil)
 	}
-	stored, err := si.s.store.Update(si.res, out)
-	if err != nil {
-		return nil, toAPIError(d.gr, rq.name, err)
-	}
-	return stored, nil
+	return si.typed(si.s.store.Update(si.res, out))
 }
 
 // statusSubresource is the status subresource of a stored resource.
 func (si *storeImpl) statusSubresource() map[string]subresourceDef {
-	return map[string]subresourceDef{subresourceStatus: {verbs: []string{"get", "patch", "update"}, impl: si}}
+	return map[string]subresourceDef{subresourceStatus: {impl: si}}
 }
 
 // subresourceStatus is the name of the status subresource.
@@ -468,36 +464,19 @@ func randomSuffix() string {
 // Repositories.
 
 // prepareRepository validates a Repository, checks immutable fields and
-// overlapping registrations, opens it and records its status.
-func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *unstructured.Unstructured) error {
+// overlapping registrations, and gives it Porch's defaults.
+func (s *Server) prepareRepository(ctx context.Context, rq *request, obj, oldObj runtime.Object) error {
+	r := obj.(*porchapi.Repository)
 	if s.opts.ExternalRepositories {
-		return errExternalRepositories(u.GetName())
+		return errExternalRepositories(r.Name)
 	}
 	d := grRepositories
-	data, err := json.Marshal(u.Object)
-	if err != nil {
-		return errBadRequest("the request body is not a valid Repository: %v", err)
-	}
-	// Typed: a field of the wrong type is a 400; unknown fields as
-	// fieldValidation says.
-	r := &porchapi.Repository{}
-	if err := decodeStrict(rq, data, r); err != nil {
-		return err
-	}
 	inv := func(field, msg string) error { return errInvalid(d, porchapi.KindRepository, r.Name, field, msg) }
 	if r.Spec.Content != "" && r.Spec.Content != porchapi.ContentPackage {
 		return inv("spec.content", fmt.Sprintf("Unsupported value: %q: supported values: \"Package\"", r.Spec.Content))
 	}
 	// Porch's defaults, in what is stored too.
 	porchapi.DefaultRepository(r)
-	if err := unstructured.SetNestedField(u.Object, r.Spec.Content, "spec", "content"); err != nil {
-		return errBadRequest("the request body is not a valid Repository: %v", err)
-	}
-	if r.Spec.Git != nil {
-		if err := unstructured.SetNestedField(u.Object, r.Spec.Git.Branch, "spec", "git", "branch"); err != nil {
-			return errBadRequest("the request body is not a valid Repository: %v", err)
-		}
-	}
 	spec := porchapi.RepositoryToSpec(r)
 	if err := spec.Validate(); err != nil {
 		return inv("spec", err.Error())
@@ -509,23 +488,20 @@ func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *uns
 		}
 		return inv(field, strings.TrimPrefix(err.Error(), repository.ErrInvalidInput.Error()+": "))
 	}
-	if old != nil {
-		o, err := repositoryFrom(old)
-		if err == nil {
-			os := porchapi.RepositoryToSpec(o)
-			for _, c := range []struct {
-				field    string
-				old, new string
-			}{
-				{"spec.type", string(os.Type), string(spec.Type)},
-				{"spec.git.repo", gitField(os, "repo"), gitField(spec, "repo")},
-				{"spec.git.branch", gitField(os, "branch"), gitField(spec, "branch")},
-				{"spec.git.directory", gitField(os, "directory"), gitField(spec, "directory")},
-				{"spec.oci.registry", ociRegistry(os), ociRegistry(spec)},
-			} {
-				if c.old != c.new {
-					return inv(c.field, c.field+" is immutable")
-				}
+	if oldObj != nil {
+		os := porchapi.RepositoryToSpec(oldObj.(*porchapi.Repository))
+		for _, c := range []struct {
+			field    string
+			old, new string
+		}{
+			{"spec.type", string(os.Type), string(spec.Type)},
+			{"spec.git.repo", gitField(os, "repo"), gitField(spec, "repo")},
+			{"spec.git.branch", gitField(os, "branch"), gitField(spec, "branch")},
+			{"spec.git.directory", gitField(os, "directory"), gitField(spec, "directory")},
+			{"spec.oci.registry", ociRegistry(os), ociRegistry(spec)},
+		} {
+			if c.old != c.new {
+				return inv(c.field, c.field+" is immutable")
 			}
 		}
 	}
@@ -542,9 +518,9 @@ func (s *Server) prepareRepository(ctx context.Context, rq *request, u, old *uns
 			return inv("spec.oci.registry", fmt.Sprintf("repository %q already registers %s", e.name, e.spec.OCI.Registry))
 		}
 	}
-	if old == nil {
+	if oldObj == nil {
 		if _, err := s.store.Get(resRepositories, rq.ns, r.Name); err == nil {
-			return errAlreadyExists(d, r.Name)
+			return apierrors.NewAlreadyExists(d, r.Name)
 		}
 	}
 	return nil
@@ -663,7 +639,7 @@ func repositoryStatus(e *repoEntry, generation int64, old map[string]any) map[st
 		}
 	}
 	st := porchapi.RepositoryStatus{Conditions: conds, ObservedGeneration: generation}
-	u, _ := toUnstructured(st)
+	u, _ := toUnstructured(&st)
 	return u.Object
 }
 
@@ -678,7 +654,7 @@ func statusOf(u *unstructured.Unstructured) map[string]any {
 // the namespace first.
 func (s *Server) deletingNamespace(ctx context.Context, rq *request, u *unstructured.Unstructured) error {
 	if rq.name == DefaultNamespace {
-		return errForbidden(groupResource{"", "namespaces"}, rq.name, "this namespace may not be deleted")
+		return errForbidden(schema.GroupResource{Group: "", Resource: "namespaces"}, rq.name, "this namespace may not be deleted")
 	}
 	if rq.dryRun {
 		return nil

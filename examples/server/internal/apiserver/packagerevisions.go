@@ -11,8 +11,11 @@ import (
 	"sync"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
@@ -21,7 +24,7 @@ import (
 	"github.com/configasdata/cad/revision"
 )
 
-var grPackageRevisions = groupResource{porchapi.Group, porchapi.ResourcePackageRevisions}
+var grPackageRevisions = schema.GroupResource{Group: porchapi.Group, Resource: porchapi.ResourcePackageRevisions}
 
 // prFieldSet returns the selectable fields of a PackageRevision (see
 // porchapi.PackageRevisionFieldSet). Lists of PackageRevisionResources
@@ -69,13 +72,14 @@ func (s *Server) lookupPR(ns, name string) (*repoEntry, revision.Key, error) {
 	return e, k, nil
 }
 
-// getRevision returns the revision a PackageRevision name in ns names.
-func (s *Server) getRevision(ctx context.Context, ns, name string) (*repoEntry, revision.PackageRevision, error) {
+// getRevision returns the revision a PackageRevision name in ns names, as
+// eng reads it.
+func (s *Server) getRevision(ctx context.Context, eng *engine.Engine, ns, name string) (*repoEntry, revision.PackageRevision, error) {
 	e, k, err := s.lookupPR(ns, name)
 	if err != nil {
 		return nil, nil, err
 	}
-	rev, err := s.engine(ns).Get(ctx, e.name, k)
+	rev, err := eng.Get(ctx, e.name, k)
 	if err != nil {
 		if errors.Is(err, repository.ErrNotFound) {
 			return nil, nil, errNotFound(grPackageRevisions, name)
@@ -89,13 +93,13 @@ func (s *Server) getRevision(ctx context.Context, ns, name string) (*repoEntry, 
 }
 
 // isLatest reports whether rev is the latest published revision of its
-// package.
-func (s *Server) isLatest(ctx context.Context, ns string, rev revision.PackageRevision) bool {
+// package, as eng reads the package.
+func (s *Server) isLatest(ctx context.Context, eng *engine.Engine, rev revision.PackageRevision) bool {
 	m := rev.Meta()
 	if !m.Lifecycle.IsPublished() || m.Key.Revision <= 0 {
 		return false
 	}
-	l, err := s.engine(ns).Latest(ctx, m.Key.Repository, m.Key.Package)
+	l, err := eng.Latest(ctx, m.Key.Repository, m.Key.Package)
 	return err == nil && l.Meta().Key.Revision == m.Key.Revision
 }
 
@@ -142,13 +146,14 @@ func (s *Server) prObject(ctx context.Context, ns string, e *repoEntry, rev revi
 	return &o, nil
 }
 
-// getPR returns the served PackageRevision called name in ns.
-func (s *Server) getPR(ctx context.Context, ns, name string) (*porchapi.PackageRevision, revision.PackageRevision, *repoEntry, error) {
-	e, rev, err := s.getRevision(ctx, ns, name)
+// getPR returns the served PackageRevision called name in ns, as eng
+// reads it.
+func (s *Server) getPR(ctx context.Context, eng *engine.Engine, ns, name string) (*porchapi.PackageRevision, revision.PackageRevision, *repoEntry, error) {
+	e, rev, err := s.getRevision(ctx, eng, ns, name)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	obj, err := s.prObject(ctx, ns, e, rev, s.isLatest(ctx, ns, rev))
+	obj, err := s.prObject(ctx, ns, e, rev, s.isLatest(ctx, eng, rev))
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -156,7 +161,7 @@ func (s *Server) getPR(ctx context.Context, ns, name string) (*porchapi.PackageR
 }
 
 func (p *prImpl) get(ctx context.Context, rq *request) (metav1.Object, error) {
-	obj, _, _, err := p.s.getPR(ctx, rq.ns, rq.name)
+	obj, _, _, err := p.s.getPR(ctx, p.s.engineFor(ctx, rq), rq.ns, rq.name)
 	return obj, err
 }
 
@@ -408,8 +413,7 @@ func (s *Server) validatePRCreate(rq *request, in *porchapi.PackageRevision) (*r
 func (s *Server) sourceKey(ns, name, field, newName string) (*repoEntry, revision.Key, error) {
 	e, k, err := s.lookupPR(ns, name)
 	if err != nil {
-		var ae *apiError
-		if errors.As(err, &ae) && ae.status.Code == http.StatusNotFound {
+		if apierrors.IsNotFound(err) {
 			return nil, revision.Key{}, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, newName, field,
 				fmt.Sprintf("Not found: package revision %q", name))
 		}
@@ -418,25 +422,22 @@ func (s *Server) sourceKey(ns, name, field, newName string) (*repoEntry, revisio
 	return e, k, nil
 }
 
-func (p *prImpl) create(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+func (p *prImpl) create(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	s := p.s
-	var in porchapi.PackageRevision
-	if err := decodeStrict(rq, body, &in); err != nil {
-		return nil, err
-	}
-	e, key, err := s.validatePRCreate(rq, &in)
+	in := obj.(*porchapi.PackageRevision)
+	e, key, err := s.validatePRCreate(rq, in)
 	if err != nil {
 		return nil, err
 	}
 	name := porchapi.NameOf(key)
 	rq.name = name
-	task, err := porchapi.CreationTask(&in)
+	task, err := porchapi.CreationTask(in)
 	if err != nil {
 		return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks", err.Error())
 	}
-	eng := s.engineFor(ctx, rq.ns)
-	mutate := createMutation(&in)
-	md := porchapi.MetadataOf(&in)
+	eng := s.engineFor(ctx, rq)
+	mutate := createMutation(in)
+	md := porchapi.MetadataOf(in)
 	if _, sent := md.Annotations[AuthorsAnnotation]; sent {
 		md, _ = keepManaged(md, revision.Metadata{})
 		rq.warn("annotation %s is managed by the server: the value sent is ignored", AuthorsAnnotation)
@@ -519,8 +520,7 @@ func (p *prImpl) create(ctx context.Context, rq *request, body []byte) (metav1.O
 		rq.warn("labels and annotations were not stored: repository %q cannot keep package revision metadata yet", e.name)
 		rev, err = run(revision.Metadata{})
 	}
-	var ae *apiError
-	if err != nil && !errors.As(err, &ae) && errors.Is(err, repository.ErrNotFound) {
+	if err != nil && apiStatus(err) == nil && errors.Is(err, repository.ErrNotFound) {
 		// The repository exists: what is missing is a source of the task.
 		return nil, errInvalid(grPackageRevisions, porchapi.KindPackageRevision, name, "spec.tasks[0]", "Not found: "+err.Error())
 	}
@@ -528,15 +528,15 @@ func (p *prImpl) create(ctx context.Context, rq *request, body []byte) (metav1.O
 		return nil, err
 	}
 	if task.Type == porchapi.TaskTypeInit && mutate != nil {
-		if rev, err = s.mutateDraft(ctx, rq.ns, rev, mutate); err != nil {
+		if rev, err = s.mutateDraft(ctx, s.engineFor(ctx, rq), rev, mutate); err != nil {
 			return nil, fmt.Errorf("package revision %s was created, but setting its readiness gates and package metadata failed: %w", name, err)
 		}
 	}
 	return s.prObject(ctx, rq.ns, e, rev, false)
 }
 
-// mutateDraft applies m to a draft's files and saves them.
-func (s *Server) mutateDraft(ctx context.Context, ns string, rev revision.PackageRevision, m engine.Mutation) (revision.PackageRevision, error) {
+// mutateDraft applies m to a draft's files and saves them with eng.
+func (s *Server) mutateDraft(ctx context.Context, eng *engine.Engine, rev revision.PackageRevision, m engine.Mutation) (revision.PackageRevision, error) {
 	files, err := rev.Files(ctx)
 	if err != nil {
 		return nil, err
@@ -549,7 +549,7 @@ func (s *Server) mutateDraft(ctx context.Context, ns string, rev revision.Packag
 		return rev, nil
 	}
 	k := rev.Meta().Key
-	return s.engineFor(ctx, ns).Update(ctx, k.Repository, k, out, engine.UpdateOptions{})
+	return eng.Update(ctx, k.Repository, k, out, engine.UpdateOptions{})
 }
 
 // createMutation merges a new revision's readiness gates and package
@@ -610,26 +610,23 @@ func kptfileMutation(edit func(kf *revision.Kptfile)) engine.Mutation {
 	}
 }
 
-func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+func (p *prImpl) update(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	s := p.s
-	var in porchapi.PackageRevision
-	if err := decodeStrict(rq, body, &in); err != nil {
-		return nil, err
-	}
-	cur, rev, e, err := s.getPR(ctx, rq.ns, rq.name)
+	in := obj.(*porchapi.PackageRevision)
+	cur, rev, e, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
 	if err != nil {
 		return nil, err
 	}
-	if err := checkUpdate(rq, &in, cur); err != nil {
+	if err := checkUpdate(rq, in, cur); err != nil {
 		return nil, err
 	}
-	eng := s.engineFor(ctx, rq.ns)
+	eng := s.engineFor(ctx, rq)
 	m := rev.Meta()
 	key := m.Key
 	inv := func(field, msg string) error {
 		return errInvalid(grPackageRevisions, porchapi.KindPackageRevision, rq.name, field, msg)
 	}
-	md := porchapi.MetadataOf(&in)
+	md := porchapi.MetadataOf(in)
 	if err := md.Validate(); err != nil {
 		return nil, inv("metadata", err.Error())
 	}
@@ -742,7 +739,7 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 			if err != nil {
 				return nil, err
 			}
-			if _, err := s.mutateDraft(ctx, rq.ns, r, kptfileMutation(func(kf *revision.Kptfile) {
+			if _, err := s.mutateDraft(ctx, s.engineFor(ctx, rq), r, kptfileMutation(func(kf *revision.Kptfile) {
 				kf.Metadata.Labels = maps.Clone(pm.Labels)
 				kf.Metadata.Annotations = maps.Clone(pm.Annotations)
 			})); err != nil {
@@ -774,7 +771,7 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 	if deleting && len(porchapi.Finalizers(md)) == 0 {
 		// The last finalizer went: the deletion it held back happens now,
 		// and the answer is the object as it was last.
-		last, rev, _, err := s.getPR(ctx, rq.ns, rq.name)
+		last, rev, _, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
 		if err != nil {
 			return nil, err
 		}
@@ -783,8 +780,8 @@ func (p *prImpl) update(ctx context.Context, rq *request, body []byte) (metav1.O
 		}
 		return last, nil
 	}
-	obj, _, _, err := s.getPR(ctx, rq.ns, rq.name)
-	return obj, err
+	out, _, _, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
+	return out, err
 }
 
 // newFinalizers returns the finalizers of now that were not in before.
@@ -828,10 +825,8 @@ func checkUpdate(rq *request, in, cur *porchapi.PackageRevision) error {
 }
 
 func notSupportedMetadata(name, repo string, err error) error {
-	e := newStatus(http.StatusNotImplemented, "NotImplemented",
-		fmt.Sprintf("cannot set the labels and annotations of package revision %q: repository %q does not keep package revision metadata (%v)", name, repo, err))
-	e.err = err
-	return e
+	return withCause(newStatus(http.StatusNotImplemented, "NotImplemented",
+		fmt.Sprintf("cannot set the labels and annotations of package revision %q: repository %q does not keep package revision metadata (%v)", name, repo, err)), err)
 }
 
 func equalPackageMetadata(a, b *porchapi.PackageMetadata) bool {
@@ -847,7 +842,7 @@ func equalPackageMetadata(a, b *porchapi.PackageMetadata) bool {
 
 func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOptions) (metav1.Object, error) {
 	s := p.s
-	e, rev, err := s.getRevision(ctx, rq.ns, rq.name)
+	e, rev, err := s.getRevision(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
 	if err != nil {
 		return nil, err
 	}
@@ -876,17 +871,17 @@ func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOpt
 		// an update removes its last finalizer.
 		if !porchapi.DeletionRequested(m.Metadata) {
 			md := porchapi.WithDeletionTimestamp(m.Metadata, time.Now())
-			if _, err := s.engineFor(ctx, rq.ns).SetMetadata(ctx, e.name, m.Key, md, m.Version); err != nil {
+			if _, err := s.engineFor(ctx, rq).SetMetadata(ctx, e.name, m.Key, md, m.Version); err != nil {
 				if errors.Is(err, repository.ErrNotSupported) {
 					return nil, notSupportedMetadata(rq.name, e.name, err)
 				}
 				return nil, err
 			}
 		}
-		obj, _, _, err := s.getPR(ctx, rq.ns, rq.name)
-		return obj, err
+		out, _, _, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
+		return out, err
 	}
-	if err := s.engineFor(ctx, rq.ns).Delete(ctx, e.name, m.Key, engine.IfVersion(m.Version)); err != nil {
+	if err := s.engineFor(ctx, rq).Delete(ctx, e.name, m.Key, engine.IfVersion(m.Version)); err != nil {
 		return nil, err
 	}
 	return nil, nil
@@ -898,20 +893,17 @@ func (p *prImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error)
 	return p.get(ctx, rq)
 }
 
-func (p *prImpl) updateSub(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+func (p *prImpl) updateSub(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	s := p.s
-	var in porchapi.PackageRevision
-	if err := decodeStrict(rq, body, &in); err != nil {
-		return nil, err
-	}
-	cur, rev, e, err := s.getPR(ctx, rq.ns, rq.name)
+	in := obj.(*porchapi.PackageRevision)
+	cur, rev, e, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
 	if err != nil {
 		return nil, err
 	}
 	if in.ResourceVersion != "" && in.ResourceVersion != cur.ResourceVersion {
 		return nil, errConflict(grPackageRevisions, rq.name, staleMessage)
 	}
-	eng := s.engineFor(ctx, rq.ns)
+	eng := s.engineFor(ctx, rq)
 	key := rev.Meta().Key
 	// The change applies to the revision as read here, or not at all.
 	at := engine.IfVersion(rev.Meta().Version)
@@ -936,6 +928,6 @@ func (p *prImpl) updateSub(ctx context.Context, rq *request, body []byte) (metav
 	if err != nil {
 		return nil, err
 	}
-	obj, _, _, err := s.getPR(ctx, rq.ns, rq.name)
-	return obj, err
+	out, _, _, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
+	return out, err
 }

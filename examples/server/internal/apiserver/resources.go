@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"net/http"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
@@ -14,7 +17,7 @@ import (
 	"github.com/configasdata/cad/revision"
 )
 
-var grPackageRevisionResources = groupResource{porchapi.Group, porchapi.ResourcePackageRevisionResources}
+var grPackageRevisionResources = schema.GroupResource{Group: porchapi.Group, Resource: porchapi.ResourcePackageRevisionResources}
 
 // prrImpl serves packagerevisionresources: the files of a revision, with
 // the same name as its PackageRevision.
@@ -31,7 +34,7 @@ func (p *prrImpl) object(ctx context.Context, ns string, rev revision.PackageRev
 }
 
 func (p *prrImpl) get(ctx context.Context, rq *request) (metav1.Object, error) {
-	_, rev, err := p.s.getRevision(ctx, rq.ns, rq.name)
+	_, rev, err := p.s.getRevision(ctx, p.s.engineFor(ctx, rq), rq.ns, rq.name)
 	if err != nil {
 		return nil, renamed(err, grPackageRevisionResources, rq.name)
 	}
@@ -39,9 +42,8 @@ func (p *prrImpl) get(ctx context.Context, rq *request) (metav1.Object, error) {
 }
 
 // renamed reports a PackageRevision not-found as the resource's.
-func renamed(err error, gr groupResource, name string) error {
-	var ae *apiError
-	if errors.As(err, &ae) && ae.status.Code == http.StatusNotFound {
+func renamed(err error, gr schema.GroupResource, name string) error {
+	if apierrors.IsNotFound(err) {
 		return errNotFound(gr, name)
 	}
 	return err
@@ -70,26 +72,23 @@ func (p *prrImpl) list(ctx context.Context, rq *request, lo *listOptions) ([]met
 }
 
 func (p *prrImpl) watch(context.Context, *request, *listOptions, func(watchEvent) error) error {
-	return errMethodNotAllowed("watch", grPackageRevisionResources)
+	return apierrors.NewMethodNotSupported(grPackageRevisionResources, "watch")
 }
 
-func (p *prrImpl) create(context.Context, *request, []byte) (metav1.Object, error) {
-	return nil, errMethodNotAllowed("create", grPackageRevisionResources)
+func (p *prrImpl) create(context.Context, *request, runtime.Object) (metav1.Object, error) {
+	return nil, apierrors.NewMethodNotSupported(grPackageRevisionResources, "create")
 }
 
 func (p *prrImpl) delete(context.Context, *request, *metav1.DeleteOptions) (metav1.Object, error) {
-	return nil, errMethodNotAllowed("delete", grPackageRevisionResources)
+	return nil, apierrors.NewMethodNotSupported(grPackageRevisionResources, "delete")
 }
 
 // update replaces the files of a Draft with spec.resources and renders them.
 // The resourceVersion is required, as in Porch. More files than
 // Options.MaxPackageFiles are refused (413) before anything is read.
-func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.Object, error) {
+func (p *prrImpl) update(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	s := p.s
-	var in porchapi.PackageRevisionResources
-	if err := decodeStrict(rq, body, &in); err != nil {
-		return nil, err
-	}
+	in := obj.(*porchapi.PackageRevisionResources)
 	if n := len(in.Spec.Resources); n > s.opts.MaxPackageFiles {
 		return nil, newStatus(http.StatusRequestEntityTooLarge, metav1.StatusReasonRequestEntityTooLarge, fmt.Sprintf(
 			"%s %q: spec.resources has %d files, more than this server's limit of %d files per package revision (--max-package-files)",
@@ -98,17 +97,13 @@ func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.
 	inv := func(field, msg string) error {
 		return errInvalid(grPackageRevisionResources, porchapi.KindPackageRevisionResources, rq.name, field, msg)
 	}
-	e, rev, err := s.getRevision(ctx, rq.ns, rq.name)
+	e, rev, err := s.getRevision(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
 	if err != nil {
 		return nil, renamed(err, grPackageRevisionResources, rq.name)
 	}
 	m := rev.Meta()
 	if in.ResourceVersion == "" {
-		// Invalid, with the field in its causes, in Porch's words.
-		e := errInvalid(grPackageRevisionResources, porchapi.KindPackageRevisionResources, rq.name,
-			"metadata.resourceVersion", "Invalid value: 0x0: must be specified for an update")
-		e.status.Message = porchapi.ResourceVersionRequiredMessage
-		return nil, e
+		return nil, errResourceVersionRequired(grPackageRevisionResources, porchapi.KindPackageRevisionResources, rq.name)
 	}
 	if in.ResourceVersion != m.Version {
 		return nil, errConflict(grPackageRevisionResources, rq.name, staleMessage)
@@ -117,7 +112,7 @@ func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.
 		return nil, errForbidden(grPackageRevisionResources, rq.name,
 			fmt.Sprintf("cannot update a package revision with lifecycle value %q; package must be Draft", m.Lifecycle))
 	}
-	files, err := porchapi.FilesOf(&in)
+	files, err := porchapi.FilesOf(in)
 	if err != nil {
 		return nil, inv("spec.resources", err.Error())
 	}
@@ -128,12 +123,14 @@ func (p *prrImpl) update(ctx context.Context, rq *request, body []byte) (metav1.
 	if rev, err = s.recordAuthor(ctx, rq, e.name, rev); err != nil {
 		return nil, err
 	}
-	updated, err := s.engineFor(ctx, rq.ns).Update(ctx, e.name, m.Key, files, engine.UpdateOptions{SaveOnRenderFailure: saveOnFailure, Version: rev.Meta().Version})
+	updated, err := s.engineFor(ctx, rq).Update(ctx, e.name, m.Key, files, engine.UpdateOptions{SaveOnRenderFailure: saveOnFailure, Version: rev.Meta().Version})
 	var re *pipeline.RenderError
 	if err != nil && updated != nil && errors.As(err, &re) {
-		ae := toAPIError(grPackageRevisionResources, rq.name, err)
-		ae.status.Message = porchapi.RenderFailureMessage(err, true)
-		return nil, ae
+		e := toAPIError(grPackageRevisionResources, rq.name, err)
+		if ae, ok := e.(*apiError); ok {
+			ae.ErrStatus.Message = porchapi.RenderFailureMessage(err, true)
+		}
+		return nil, e
 	}
 	if err != nil {
 		return nil, err

@@ -1,85 +1,55 @@
 package apiserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"fmt"
+	"maps"
 	"regexp"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // secretKey is the form of a Secret's keys, as Kubernetes checks it.
 var secretKey = regexp.MustCompile(`^[-._a-zA-Z0-9]+$`)
 
 // prepareSecret completes a Secret as Kubernetes does before storing it:
-// stringData is merged into data (base64) and dropped, the type defaults
-// to Opaque and cannot change, keys are checked, and an immutable
-// Secret's data cannot change.
-func prepareSecret(_ context.Context, rq *request, u, old *unstructured.Unstructured) error {
-	gr := groupResource{"", resSecrets}
-	inv := func(field, msg string) error { return errInvalid(gr, "Secret", u.GetName(), field, msg) }
-	data := map[string]any{}
-	if d, ok := u.Object["data"]; ok && d != nil {
-		m, ok := d.(map[string]any)
-		if !ok {
-			return inv("data", "must be a map of keys to base64 values")
-		}
-		for k, v := range m {
-			sv, ok := v.(string)
-			if !ok {
-				return inv("data["+k+"]", "must be a base64 string")
-			}
-			if _, err := base64.StdEncoding.DecodeString(sv); err != nil {
-				return inv("data["+k+"]", "must be base64: "+err.Error())
-			}
-			data[k] = sv
-		}
+// stringData is merged into data and dropped, the type defaults to Opaque
+// and cannot change, keys are checked, and an immutable Secret's data
+// cannot change.
+func prepareSecret(_ context.Context, _ *request, obj, oldObj runtime.Object) error {
+	sec := obj.(*corev1.Secret)
+	inv := func(field, msg string) error {
+		return errInvalid(schema.GroupResource{Resource: resSecrets}, "Secret", sec.Name, field, msg)
 	}
-	if sd, ok := u.Object["stringData"]; ok && sd != nil {
-		m, ok := sd.(map[string]any)
-		if !ok {
-			return inv("stringData", "must be a map of keys to strings")
+	for k, v := range sec.StringData {
+		if sec.Data == nil {
+			sec.Data = map[string][]byte{}
 		}
-		for k, v := range m {
-			sv, ok := v.(string)
-			if !ok {
-				return inv("stringData["+k+"]", "must be a string")
-			}
-			data[k] = base64.StdEncoding.EncodeToString([]byte(sv))
-		}
+		sec.Data[k] = []byte(v)
 	}
-	delete(u.Object, "stringData")
-	for k := range data {
+	sec.StringData = nil
+	for k := range sec.Data {
 		if !secretKey.MatchString(k) {
 			return inv("data["+k+"]", fmt.Sprintf("Invalid value: %q: a valid config key must consist of alphanumeric characters, '-', '_' or '.'", k))
 		}
 	}
-	if len(data) > 0 {
-		u.Object["data"] = data
-	} else {
-		delete(u.Object, "data")
+	if sec.Type == "" {
+		sec.Type = corev1.SecretTypeOpaque
 	}
-	typ, _, _ := unstructured.NestedString(u.Object, "type")
-	if typ == "" {
-		typ = "Opaque"
-		u.Object["type"] = typ
-	}
-	if old == nil {
-		return nil
-	}
-	oldType, _, _ := unstructured.NestedString(old.Object, "type")
-	if oldType != typ {
+	old, _ := oldObj.(*corev1.Secret)
+	switch {
+	case old == nil:
+	case old.Type != sec.Type:
 		return inv("type", "field is immutable")
-	}
-	if imm, _, _ := unstructured.NestedBool(old.Object, "immutable"); imm {
-		oldData, _, _ := unstructured.NestedMap(old.Object, "data")
-		if fmt.Sprint(oldData) != fmt.Sprint(data) {
-			return inv("data", "field is immutable when `immutable` is set")
-		}
-		if newImm, _, _ := unstructured.NestedBool(u.Object, "immutable"); !newImm {
-			return inv("immutable", "field is immutable when `immutable` is set")
-		}
+	case old.Immutable != nil && *old.Immutable && !maps.EqualFunc(old.Data, sec.Data, bytes.Equal):
+		return inv("data", "field is immutable when `immutable` is set")
+	case old.Immutable != nil && *old.Immutable && (sec.Immutable == nil || !*sec.Immutable):
+		return inv("immutable", "field is immutable when `immutable` is set")
 	}
 	return nil
 }

@@ -88,6 +88,8 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
 
 	"github.com/configasdata/cad"
 	"github.com/configasdata/cad/engine"
@@ -296,7 +298,10 @@ type Server struct {
 	stopHooks   context.CancelFunc
 	// prDef is the packagerevisions resource, whose lists cachedLists
 	// serves.
-	prDef    *resourceDef
+	prDef *resourceDef
+	// scheme and codecs of the served kinds (newScheme)
+	scheme   *runtime.Scheme
+	codecs   serializer.CodecFactory
 	closeOne sync.Once
 	roots    *confine.Roots // resolved RepositoryRoots
 }
@@ -661,10 +666,18 @@ func (s *Server) entries(ns string) []*repoEntry {
 	return out
 }
 
-// engineFor returns the Engine over the repositories of namespace ns that
-// acts for the user of ctx: its commits and approvals are authored by the
-// user. Without authentication it is engine(ns).
-func (s *Server) engineFor(ctx context.Context, ns string) *engine.Engine {
+// engineFor returns the Engine of request rq: over the repositories of
+// its namespace, acting for the user of ctx (its commits and approvals
+// are authored by the user; without authentication engine(rq.ns)'s
+// authors), and, for a dry run, working through its write batch (rq.dry)
+// in place of that repository.
+func (s *Server) engineFor(ctx context.Context, rq *request) *engine.Engine {
+	return s.userEngine(ctx, rq.ns).Using(rq.dry)
+}
+
+// userEngine returns the Engine over the repositories of namespace ns that
+// acts for the user of ctx. Without authentication it is engine(ns).
+func (s *Server) userEngine(ctx context.Context, ns string) *engine.Engine {
 	u := userFrom(ctx)
 	if u == nil {
 		return s.engine(ns)

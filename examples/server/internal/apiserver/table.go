@@ -34,37 +34,28 @@ var nameColumn = metav1.TableColumnDefinition{Name: "Name", Type: "string", Form
 var ageColumn = metav1.TableColumnDefinition{Name: "Age", Type: "date", Description: "Time since the object was created"}
 
 // table renders objects as a Table with the resource's columns (Name and
-// Age by default). Column definitions are left out when withColumns is false,
-// as Kubernetes does after the first event of a watch.
-func (s *Server) table(d *resourceDef, objs []metav1.Object, rv, cont string, withColumns bool) *metav1.Table {
+// Age by default); each row's object is the object itself. Column
+// definitions are left out when withColumns is false, as Kubernetes does
+// after the first event of a watch.
+func table(d *resourceDef, objs []metav1.Object, rv, cont string, withColumns bool) *metav1.Table {
 	t := &metav1.Table{
 		TypeMeta: metav1.TypeMeta{Kind: "Table", APIVersion: "meta.k8s.io/v1"},
 		ListMeta: metav1.ListMeta{ResourceVersion: rv, Continue: cont},
 		Rows:     []metav1.TableRow{},
 	}
-	cols := d.columns
-	if cols == nil {
-		cols = []metav1.TableColumnDefinition{nameColumn, ageColumn}
-	}
 	if withColumns {
-		t.ColumnDefinitions = cols
+		t.ColumnDefinitions = d.columns
+		if d.columns == nil {
+			t.ColumnDefinitions = []metav1.TableColumnDefinition{nameColumn, ageColumn}
+		}
 	}
 	for _, o := range objs {
-		var cells []any
+		cells := []any{o.GetName(), age(o.GetCreationTimestamp())}
 		if d.row != nil {
 			cells = d.row(o)
-		} else {
-			cells = []any{o.GetName(), age(o.GetCreationTimestamp())}
 		}
-		pm := metav1.PartialObjectMetadata{
-			TypeMeta: metav1.TypeMeta{Kind: "PartialObjectMetadata", APIVersion: "meta.k8s.io/v1"},
-			ObjectMeta: metav1.ObjectMeta{
-				Name: o.GetName(), Namespace: o.GetNamespace(), UID: o.GetUID(),
-				ResourceVersion: o.GetResourceVersion(), CreationTimestamp: o.GetCreationTimestamp(),
-				Labels: o.GetLabels(), Annotations: o.GetAnnotations(), Generation: o.GetGeneration(),
-			},
-		}
-		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Raw: mustJSON(pm)}})
+		obj, _ := o.(runtime.Object)
+		t.Rows = append(t.Rows, metav1.TableRow{Cells: cells, Object: runtime.RawExtension{Object: obj}})
 	}
 	return t
 }

@@ -170,7 +170,7 @@ func (s *Server) repoEvent(ctx context.Context, e *repoEntry, latest map[string]
 		// A revision that moved (approval deletes the proposal and adds the
 		// published revision of the same workspace) keeps its object name:
 		// for watchers it was modified, not deleted.
-		if _, rev, err := s.getRevision(ctx, e.ns, porchapi.NameOf(ev.Revision.Meta().Key)); err == nil {
+		if _, rev, err := s.getRevision(ctx, s.engine(e.ns), e.ns, porchapi.NameOf(ev.Revision.Meta().Key)); err == nil {
 			ev = repository.Event{Type: repository.Modified, Revision: rev}
 		}
 	}
@@ -283,21 +283,13 @@ func (s *snapshots) put(objs []*porchapi.PackageRevision) string {
 		h.Write([]byte(k + "=" + fingerprint(m[k]) + "\n"))
 	}
 	rv := "l" + hex.EncodeToString(h.Sum(nil))[:24]
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.byRV[rv]; !ok {
-		s.byRV[rv] = m
-		s.order = append(s.order, rv)
-		if len(s.order) > s.max {
-			delete(s.byRV, s.order[0])
-			s.order = s.order[1:]
-		}
-	}
+	s.keep(rv, m)
 	return rv
 }
 
-// keep records m under rv again when it was forgotten (a list served
-// from the list cache names the snapshot it was built with).
+// keep records m under rv unless it is recorded (a list served from the
+// list cache names the snapshot it was built with, which may have been
+// forgotten since).
 func (s *snapshots) keep(rv string, m map[string]*porchapi.PackageRevision) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -167,9 +167,6 @@ func Open(dir string, opts *Options) (*Store, error) {
 	return s, nil
 }
 
-// Dir returns the store's directory.
-func (s *Store) Dir() string { return s.dir }
-
 // ResourceVersion returns the store's current resourceVersion: that of the
 // last change.
 func (s *Store) ResourceVersion() string {
@@ -224,19 +221,6 @@ func (s *Store) List(resource, namespace string) ([]*unstructured.Unstructured, 
 		return out[i].GetName() < out[j].GetName()
 	})
 	return out, strconv.FormatUint(s.rv, 10)
-}
-
-// Count returns the number of objects of resource in namespace.
-func (s *Store) Count(resource, namespace string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for k := range s.objs {
-		if k.resource == resource && k.namespace == namespace {
-			n++
-		}
-	}
-	return n
 }
 
 func checkNames(namespace, name string) error {

@@ -13,5 +13,6 @@ const (
 	KindInfo
 	KindTagAnnotations // kpt: annotations of an annotated tag's message
 	KindSubtree        // the directory a path leads to under a tree
+	KindReplaced       // the tree made of a tree with one entry replaced, by a hash of the four
 	kindPacked         // an object resolved out of a pack, by pack and offset
 )

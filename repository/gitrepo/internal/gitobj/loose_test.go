@@ -3,6 +3,7 @@ package gitobj
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/configasdata/cad/repository"
 )
@@ -60,6 +62,65 @@ func TestWriteLooseAsGit(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(dir, "objects", h.String()[:2], "tmp_obj_*")); len(left) > 0 {
 		t.Fatalf("left %v", left)
+	}
+}
+
+// A tree of storedTreeMin bytes or more is stored uncompressed (a smaller
+// one and a large blob deflated); git reads it and fsck accepts it.
+func TestWriteLooseLargeTreeStored(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "r.git")
+	if out, err := exec.Command("git", "init", "--quiet", "--bare", dir).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	blobData := []byte("apiVersion: v1\nkind: ConfigMap\n")
+	blob := plumbing.ComputeHash(plumbing.BlobObject, blobData)
+	if err := WriteLoose(dir, blob, plumbing.BlobObject, blobData); err != nil {
+		t.Fatal(err)
+	}
+	tree := func(n int) []byte {
+		var es []TreeEntry
+		for i := range n {
+			es = append(es, TreeEntry{Name: fmt.Sprintf("pkg-%05d", i), Mode: filemode.Regular, Hash: blob})
+		}
+		return EncodeTree(es)
+	}
+	bigBlob := bytes.Repeat([]byte("apiVersion: v1\nkind: ConfigMap\n"), 4000)
+	for _, c := range []struct {
+		t      plumbing.ObjectType
+		data   []byte
+		stored bool
+	}{
+		{plumbing.TreeObject, tree(100), false},
+		{plumbing.TreeObject, tree(3000), true},
+		{plumbing.BlobObject, bigBlob, false},
+	} {
+		if c.stored != (len(c.data) >= storedTreeMin && c.t == plumbing.TreeObject) {
+			t.Fatalf("a %s of %d bytes: the case is wrong", c.t, len(c.data))
+		}
+		h := plumbing.ComputeHash(c.t, c.data)
+		if err := WriteLoose(dir, h, c.t, c.data); err != nil {
+			t.Fatal(err)
+		}
+		fi, err := os.Stat(filepath.Join(dir, "objects", h.String()[:2], h.String()[2:]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if stored := fi.Size() > int64(len(c.data)); stored != c.stored {
+			t.Errorf("a %s of %d bytes: %d bytes on disk, stored %v; want %v", c.t, len(c.data), fi.Size(), stored, c.stored)
+		}
+		cmd := exec.Command("git", "cat-file", c.t.String(), h.String())
+		cmd.Dir = dir
+		if got, err := cmd.Output(); err != nil || !bytes.Equal(got, c.data) {
+			t.Fatalf("git cat-file %s: %v", h, err)
+		}
+		if typ, got, err := ReadLoose(filepath.Join(dir, "objects"), h); err != nil || typ != c.t || !bytes.Equal(got, c.data) {
+			t.Fatalf("ReadLoose %s: %v", h, err)
+		}
+	}
+	fsck := exec.Command("git", "fsck", "--strict")
+	fsck.Dir = dir
+	if out, err := fsck.CombinedOutput(); err != nil {
+		t.Fatalf("git fsck: %v\n%s", err, out)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ import (
 // read enough for a mapping to pay (see mapAfter), then mapped into memory
 // where mmap exists.
 //
+// Where a multi-pack-index names packs, their objects are looked up there
+// instead, the pack opened at its first object (see the package
+// documentation, "Multi-pack-index, as read here").
+//
 // It reads version 2 indexes, which git has written since 2007; a pack
 // with any other index is left to go-git, and so are loose objects. A
 // PackReader is safe for concurrent use: readers holding the store's
@@ -44,7 +49,17 @@ type PackReader struct {
 	mu sync.Mutex // guards what follows
 
 	scanned []time.Time // each directory's modification time at the last scan
-	packs   []*packFile
+	// midx holds each directory's multi-pack-index, nil where there is
+	// none; one that is broken is kept so that a rescan does not read
+	// it again until it changes.
+	midx  []*midxFile
+	ready bool // the directories were scanned once
+	// packs are the open packs: those found through .idx files, and
+	// those a multi-pack-index named, opened at their first object.
+	packs []*packFile
+	// viaMidx is set by locate when it found an object through a
+	// multi-pack-index (see retry).
+	viaMidx bool
 	nextID  uint32
 	closed  bool // then go-git reads everything
 	// scratch holds the intermediate objects of a delta chain.
@@ -65,9 +80,9 @@ const DropPagesEvery = 16384
 type packFile struct {
 	id      uint32
 	name    string
-	path    string // the files' path without .idx or .pack
-	idx     *os.File
-	idxMap  []byte // the index mapped into memory, where mmap exists
+	path    string   // the files' path without .idx or .pack
+	idx     *os.File // nil for a pack found through a multi-pack-index
+	idxMap  []byte   // the index mapped into memory, where mmap exists
 	pack    *os.File
 	packMap []byte // the pack mapped into memory, where mmap exists
 	// droppedTo is where DropBefore's last drop of packMap's pages ended.
@@ -77,6 +92,9 @@ type packFile struct {
 	// uses counts lookups and entries read while the files are not
 	// mapped; at mapAfter they are.
 	uses int
+	// covered: a multi-pack-index read by the reader names the pack, so
+	// that lookups find its objects there, not in its .idx.
+	covered bool
 }
 
 // Variables for the tests, which read packs in each way.
@@ -166,7 +184,7 @@ var ErrNotInPack = errors.New("not in a pack")
 // NewPackReader returns a reader of the packs of gitDir; it opens them
 // on the first lookup.
 func NewPackReader(gitDir string) *PackReader {
-	return &PackReader{dirs: []string{filepath.Join(gitDir, "objects", "pack")}, scanned: make([]time.Time, 1)}
+	return &PackReader{dirs: []string{filepath.Join(gitDir, "objects", "pack")}, scanned: make([]time.Time, 1), midx: make([]*midxFile, 1)}
 }
 
 // AddAlternates makes pr read the packs of the object directories
@@ -178,6 +196,7 @@ func (pr *PackReader) AddAlternates(objDirs []string) {
 	for _, d := range objDirs {
 		pr.dirs = append(pr.dirs, filepath.Join(d, "pack"))
 		pr.scanned = append(pr.scanned, time.Time{})
+		pr.midx = append(pr.midx, nil)
 	}
 }
 
@@ -190,6 +209,12 @@ func (pr *PackReader) Close() {
 	defer pr.mu.Unlock()
 	for _, p := range pr.packs {
 		p.close()
+	}
+	for i, m := range pr.midx {
+		if m != nil {
+			m.close()
+			pr.midx[i] = nil
+		}
 	}
 	pr.packs, pr.closed = nil, true
 }
@@ -205,8 +230,12 @@ func (pr *PackReader) Rescan() {
 }
 
 // rescan opens the packs of the directories that changed since the last
-// scan, and reports whether one did.
+// scan, and reports whether one did. A directory's multi-pack-index, when
+// it reads and every pack it names is there, covers those packs: they
+// are opened at the first object found in them, their .idx never read.
+// The other packs are opened through their .idx files.
 func (pr *PackReader) rescan() bool {
+	pr.ready = true
 	changed := false
 	for i, dir := range pr.dirs {
 		fi, err := os.Stat(dir)
@@ -214,85 +243,209 @@ func (pr *PackReader) rescan() bool {
 			continue
 		}
 		pr.scanned[i] = fi.ModTime()
-		entries, err := os.ReadDir(dir)
+		// The names alone, unsorted: a directory git maintenance keeps
+		// holds a thousand files, and a cold read lists it.
+		d, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		entries, err := d.Readdirnames(-1)
+		d.Close()
 		if err != nil {
 			continue
 		}
 		changed = true
-		// Packs removed since (merged by a maintenance run into a pack
-		// this scan opens) are closed: their objects are in the new one.
-		listed := map[string]bool{}
+		idx := []string{} // the packs' names, sorted; listed, so not nil
 		for _, e := range entries {
-			if name, ok := strings.CutSuffix(e.Name(), ".idx"); ok {
-				listed[name] = true
+			if name, ok := strings.CutSuffix(e, ".idx"); ok {
+				idx = append(idx, name)
 			}
 		}
+		slices.Sort(idx)
+		listed := func(name string) bool {
+			_, ok := slices.BinarySearch(idx, name)
+			return ok
+		}
+		m := pr.loadMidx(i, idx)
+		covered := func(name string) (int, bool) {
+			if m == nil {
+				return 0, false
+			}
+			return slices.BinarySearch(m.names, name)
+		}
+		// Packs removed since (merged by a maintenance run into a pack
+		// this scan opens) are closed: their objects are in the new one.
 		kept := pr.packs[:0]
+		have := map[string]bool{} // the open packs of dir
 		for _, p := range pr.packs {
-			if filepath.Dir(p.path) == dir && !listed[filepath.Base(p.path)] {
+			if filepath.Dir(p.path) != dir {
+				kept = append(kept, p)
+				continue
+			}
+			name := filepath.Base(p.path)
+			if !listed(name) {
 				p.close()
 				continue
 			}
+			if k, ok := covered(name); ok {
+				p.covered = true
+				if m.packs[k] == nil {
+					m.packs[k] = p
+				}
+			} else if p.covered = false; p.idx == nil {
+				// Found through a multi-pack-index that no longer
+				// covers it: its .idx is read from now on.
+				if err := p.openIdx(); err != nil {
+					p.close()
+					continue
+				}
+			}
+			have[name] = true
 			kept = append(kept, p)
 		}
 		clear(pr.packs[len(kept):])
 		pr.packs = kept
-		have := map[string]bool{}
-		for _, p := range pr.packs {
-			have[p.path] = true
-		}
-		for _, e := range entries {
-			name, ok := strings.CutSuffix(e.Name(), ".idx")
-			if !ok || have[filepath.Join(dir, name)] {
+		for _, name := range idx {
+			if have[name] {
 				continue
+			}
+			if _, ok := covered(name); ok {
+				continue // opened at its first object
 			}
 			p, err := openPack(filepath.Join(dir, name))
 			if err != nil {
 				continue // go-git reads the objects of this pack
 			}
-			pr.nextID++
-			p.id = pr.nextID
-			pr.packs = append(pr.packs, p)
+			pr.add(p)
 		}
 	}
 	return changed
 }
 
-// openPack opens the pack base.pack and its index base.idx, reading only
-// the index's header and fan-out table.
-func openPack(base string) (*packFile, error) {
-	idx, err := os.Open(base + ".idx")
+// prepare reads the multi-pack-indexes of the directories, without
+// listing them: a lookup that a multi-pack-index answers opens the pack
+// it names (a pack that is gone breaks the multi-pack-index, see
+// midxPack), and the first that none answers lists the directories
+// (locate). So a cold read of a repository git maintenance keeps does not
+// list its thousand files; a repository without one is listed at the
+// first lookup, as before.
+func (pr *PackReader) prepare() {
+	pr.ready = true
+	for i := range pr.dirs {
+		pr.loadMidx(i, nil)
+	}
+}
+
+// add makes p one of the open packs.
+func (pr *PackReader) add(p *packFile) {
+	pr.nextID++
+	p.id = pr.nextID
+	pr.packs = append(pr.packs, p)
+}
+
+// loadMidx returns the multi-pack-index of directory i to read, nil when
+// there is none or it is not to be read: it does not parse (a format or
+// version this does not read, damage), or it names a pack not listed
+// (the sorted names of the .idx files the directory holds, without
+// .idx; nil when it was not listed: a pack that is gone is then found
+// when it is opened). A file read before and unchanged is not read
+// again.
+func (pr *PackReader) loadMidx(i int, listed []string) *midxFile {
+	path := filepath.Join(pr.dirs[i], "multi-pack-index")
+	old := pr.midx[i]
+	fi, err := os.Stat(path)
+	if old != nil && (err != nil || !old.sameFile(fi)) {
+		old.close()
+		old, pr.midx[i] = nil, nil
+	}
 	if err != nil {
-		return nil, err
+		return nil
 	}
-	pack, err := os.Open(base + ".pack")
-	if err != nil {
-		idx.Close()
-		return nil, err
+	m := old
+	if m == nil {
+		if m, err = openMidx(path); err != nil {
+			// Kept, broken, so that the next scan does not read it
+			// again: the packs are read through their .idx files.
+			pr.midx[i] = &midxFile{path: path, fi: fi, broken: true}
+			return nil
+		}
+		pr.midx[i] = m
 	}
-	p := &packFile{name: filepath.Base(base), path: base, idx: idx, pack: pack}
-	var head [8 + 256*4]byte
-	if _, err := idx.ReadAt(head[:], 0); err != nil {
-		p.close()
-		return nil, fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, base, err)
-	}
-	if string(head[:4]) != packIdxMagic || binary.BigEndian.Uint32(head[4:8]) != 2 {
-		p.close()
-		return nil, fmt.Errorf("%w: pack index %s: not a version 2 index", repository.ErrCorrupt, base)
-	}
-	for i := range p.fanout {
-		p.fanout[i] = binary.BigEndian.Uint32(head[8+4*i:])
-		if i > 0 && p.fanout[i] < p.fanout[i-1] {
-			p.close()
-			return nil, fmt.Errorf("%w: pack index %s: bad fan-out table", repository.ErrCorrupt, base)
+	if listed != nil {
+		// Both lists are sorted: one walk.
+		j := 0
+		for _, name := range m.names {
+			for j < len(listed) && listed[j] < name {
+				j++
+			}
+			if j == len(listed) || listed[j] != name {
+				m.broken = true
+				break
+			}
 		}
 	}
-	p.n = p.fanout[255]
-	fi, err := idx.Stat()
-	if err != nil || fi.Size() < 8+256*4+int64(p.n)*28+40 {
-		p.close()
-		return nil, fmt.Errorf("%w: pack index %s: cut short", repository.ErrCorrupt, base)
+	if m.broken {
+		m.close()
+		return nil
 	}
+	return m
+}
+
+// midxPack returns pack k of the multi-pack-index of directory i, opening
+// it at its first use; nil when it cannot be opened (removed since the
+// scan): the multi-pack-index is then broken and the directory scanned
+// again, its packs opened through their .idx files.
+func (pr *PackReader) midxPack(i int, m *midxFile, k uint32) *packFile {
+	if p := m.packs[k]; p != nil {
+		return p
+	}
+	p, err := openPackData(filepath.Join(pr.dirs[i], m.names[k]))
+	if err != nil {
+		pr.distrust(i)
+		return nil
+	}
+	p.covered = true
+	pr.add(p)
+	m.packs[k] = p
+	return p
+}
+
+// distrust breaks the multi-pack-index of directory i and scans the
+// directory again, so that every pack there is read through its .idx.
+func (pr *PackReader) distrust(i int) {
+	if i < 0 {
+		return
+	}
+	if m := pr.midx[i]; m != nil {
+		m.broken = true
+		m.close()
+	}
+	pr.scanned[i] = time.Time{}
+	pr.rescan()
+}
+
+// openPack opens the pack base.pack and its index base.idx, reading only
+// the pack's header and the index's header and fan-out table.
+func openPack(base string) (*packFile, error) {
+	p, err := openPackData(base)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.openIdx(); err != nil {
+		p.close()
+		return nil, err
+	}
+	return p, nil
+}
+
+// openPackData opens the pack base.pack, without its index, and checks
+// its header.
+func openPackData(base string) (*packFile, error) {
+	pack, err := os.Open(base + ".pack")
+	if err != nil {
+		return nil, err
+	}
+	p := &packFile{name: filepath.Base(base), path: base, pack: pack}
 	var ph [12]byte
 	if _, err := pack.ReadAt(ph[:], 0); err != nil || string(ph[:4]) != "PACK" {
 		p.close()
@@ -300,26 +453,60 @@ func openPack(base string) (*packFile, error) {
 	}
 	// Small files are mapped now, larger ones once read enough (see
 	// mapAfter); where mmap is missing they are read with ReadAt.
-	if fi.Size() <= mapWhole {
-		p.idxMap, _ = MapFile(idx, fi.Size())
-	}
 	if pfi, err := pack.Stat(); err == nil && pfi.Size() <= mapWhole {
 		p.packMap, _ = MapFile(pack, pfi.Size())
 	}
 	return p, nil
 }
 
+// openIdx opens the index of p, reading only its header and fan-out
+// table.
+func (p *packFile) openIdx() error {
+	idx, err := os.Open(p.path + ".idx")
+	if err != nil {
+		return err
+	}
+	var head [8 + 256*4]byte
+	if _, err := idx.ReadAt(head[:], 0); err != nil {
+		idx.Close()
+		return fmt.Errorf("%w: pack index %s: %w", repository.ErrCorrupt, p.path, err)
+	}
+	if string(head[:4]) != packIdxMagic || binary.BigEndian.Uint32(head[4:8]) != 2 {
+		idx.Close()
+		return fmt.Errorf("%w: pack index %s: not a version 2 index", repository.ErrCorrupt, p.path)
+	}
+	var fanout [256]uint32
+	for i := range fanout {
+		fanout[i] = binary.BigEndian.Uint32(head[8+4*i:])
+		if i > 0 && fanout[i] < fanout[i-1] {
+			idx.Close()
+			return fmt.Errorf("%w: pack index %s: bad fan-out table", repository.ErrCorrupt, p.path)
+		}
+	}
+	n := fanout[255]
+	fi, err := idx.Stat()
+	if err != nil || fi.Size() < 8+256*4+int64(n)*28+40 {
+		idx.Close()
+		return fmt.Errorf("%w: pack index %s: cut short", repository.ErrCorrupt, p.path)
+	}
+	p.idx, p.fanout, p.n = idx, fanout, n
+	if fi.Size() <= mapWhole {
+		p.idxMap, _ = MapFile(idx, fi.Size())
+	}
+	return nil
+}
+
 // used counts a lookup or an entry read, and maps the files that are not
 // yet when they have been read enough: a mapping then costs no system
 // call a read, and following a delta chain reads memory.
 func (p *packFile) used() {
-	if p.idxMap != nil && p.packMap != nil {
+	if (p.idxMap != nil || p.idx == nil) && p.packMap != nil {
 		return
 	}
 	if p.uses++; p.uses != mapAfter {
 		return
 	}
-	if p.idxMap == nil {
+	if p.idxMap == nil && p.idx != nil {
 		if fi, err := p.idx.Stat(); err == nil {
 			p.idxMap, _ = MapFile(p.idx, fi.Size())
 		}
@@ -340,7 +527,9 @@ func (p *packFile) close() {
 		UnmapFile(p.packMap)
 		p.packMap = nil
 	}
-	p.idx.Close()
+	if p.idx != nil {
+		p.idx.Close()
+	}
 	p.pack.Close()
 }
 
@@ -388,16 +577,65 @@ func (p *packFile) find(h plumbing.Hash) (int64, bool, error) {
 	return int64(binary.BigEndian.Uint64(b[:])), true, nil
 }
 
-// locate returns the pack holding h and its offset there.
+// locate returns the pack holding h and its offset there: found through
+// a directory's multi-pack-index, else in the .idx of a pack no
+// multi-pack-index covers, else, when a directory changed since the last
+// scan, the same after a new scan.
 func (pr *PackReader) locate(h plumbing.Hash) (*packFile, int64, error) {
 	if pr.closed {
 		return nil, 0, ErrNotInPack
 	}
-	if pr.packs == nil {
-		pr.rescan()
+	if !pr.ready {
+		pr.prepare()
 	}
 	for again := true; ; again = false {
+		p, off, err := pr.search(h)
+		if err != nil || p != nil {
+			return p, off, err
+		}
+		// Another process may have added a pack since.
+		if !again || !pr.rescan() {
+			return nil, 0, ErrNotInPack
+		}
+	}
+}
+
+// search is locate without a new scan; a nil pack and a nil error say h
+// is in none of the packs open or named.
+func (pr *PackReader) search(h plumbing.Hash) (*packFile, int64, error) {
+	// Each pass that meets a multi-pack-index it must stop reading
+	// (damaged, or naming a pack that is gone) breaks it and starts
+	// again: at most one pass a directory more.
+	for range len(pr.dirs) + 1 {
+		again := false
+		for i, m := range pr.midx {
+			if m == nil || m.broken {
+				continue
+			}
+			k, off, ok, err := m.find(h)
+			if err != nil {
+				pr.distrust(i)
+				again = true
+				break
+			}
+			if !ok {
+				continue
+			}
+			p := pr.midxPack(i, m, k)
+			if p == nil {
+				again = true // distrusted: the packs are read through .idx
+				break
+			}
+			pr.viaMidx = true
+			return p, off, nil
+		}
+		if again {
+			continue
+		}
 		for _, p := range pr.packs {
+			if p.covered {
+				continue
+			}
 			off, ok, err := p.find(h)
 			if err != nil {
 				return nil, 0, err
@@ -406,11 +644,28 @@ func (pr *PackReader) locate(h plumbing.Hash) (*packFile, int64, error) {
 				return p, off, nil
 			}
 		}
-		// Another process may have added a pack since.
-		if !again || !pr.rescan() {
-			return nil, 0, ErrNotInPack
+		return nil, 0, nil
+	}
+	return nil, 0, nil
+}
+
+// retry runs read, and when it fails with anything but ErrNotInPack
+// after an object was found through a multi-pack-index, stops reading
+// the multi-pack-indexes and runs it again, the packs read through their
+// .idx files: a damaged or stale multi-pack-index must not make an
+// object unreadable that the packs hold. pr.mu is held.
+func (pr *PackReader) retry(read func() error) error {
+	pr.viaMidx = false
+	err := read()
+	if err == nil || errors.Is(err, ErrNotInPack) || !pr.viaMidx {
+		return err
+	}
+	for i, m := range pr.midx {
+		if m != nil && !m.broken {
+			pr.distrust(i)
 		}
 	}
+	return read()
 }
 
 // Has reports whether h is in a pack.
@@ -444,6 +699,12 @@ func (pr *PackReader) ObjectAt(pack uint32, off int64, cache *LRU) (plumbing.Obj
 			continue
 		}
 		t, data, err := pr.at(p, off, cache, nil)
+		if err != nil && p.covered {
+			// The offset may be a damaged multi-pack-index's: the
+			// caller looks the object up again, through .idx files.
+			pr.distrust(slices.Index(pr.dirs, filepath.Dir(p.path)))
+			return plumbing.InvalidObject, nil, fmt.Errorf("%w: object at %d in pack %s: %w", ErrNotInPack, off, p.name, err)
+		}
 		if err != nil {
 			return plumbing.InvalidObject, nil, fmt.Errorf("%w: object at %d in pack %s: %w", repository.ErrCorrupt, off, p.name, err)
 		}
@@ -457,13 +718,20 @@ func (pr *PackReader) ObjectAt(pack uint32, off int64, cache *LRU) (plumbing.Obj
 func (pr *PackReader) Object(h plumbing.Hash, cache *LRU) (plumbing.ObjectType, []byte, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	p, off, err := pr.locate(h)
+	var t plumbing.ObjectType
+	var data []byte
+	err := pr.retry(func() error {
+		p, off, err := pr.locate(h)
+		if err != nil {
+			return err
+		}
+		if t, data, err = pr.at(p, off, cache, nil); err != nil {
+			return fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return plumbing.InvalidObject, nil, err
-	}
-	t, data, err := pr.at(p, off, cache, nil)
-	if err != nil {
-		return plumbing.InvalidObject, nil, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
 	}
 	return t, data, nil
 }
@@ -477,13 +745,20 @@ func (pr *PackReader) Object(h plumbing.Hash, cache *LRU) (plumbing.ObjectType, 
 func (pr *PackReader) ObjectScratch(h plumbing.Hash, cache *LRU, final *[]byte) (plumbing.ObjectType, []byte, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	p, off, err := pr.locate(h)
+	var t plumbing.ObjectType
+	var data []byte
+	err := pr.retry(func() error {
+		p, off, err := pr.locate(h)
+		if err != nil {
+			return err
+		}
+		if t, data, err = pr.at(p, off, cache, final); err != nil {
+			return fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return plumbing.InvalidObject, nil, err
-	}
-	t, data, err := pr.at(p, off, cache, final)
-	if err != nil {
-		return plumbing.InvalidObject, nil, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
 	}
 	return t, data, nil
 }
@@ -718,13 +993,20 @@ func (in *inflater) header(p *packFile, off int64) (packEntry, uint64, error) {
 func (pr *PackReader) Size(h plumbing.Hash) (plumbing.ObjectType, int64, error) {
 	pr.mu.Lock()
 	defer pr.mu.Unlock()
-	p, off, err := pr.locate(h)
+	var t plumbing.ObjectType
+	var size int64
+	err := pr.retry(func() error {
+		p, off, err := pr.locate(h)
+		if err != nil {
+			return err
+		}
+		if t, size, err = pr.sizeAt(p, off); err != nil {
+			return fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return plumbing.InvalidObject, 0, err
-	}
-	t, size, err := pr.sizeAt(p, off)
-	if err != nil {
-		return plumbing.InvalidObject, 0, fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
 	}
 	return t, size, nil
 }
@@ -922,5 +1204,10 @@ func (pr *PackReader) DropPages() {
 	for _, p := range pr.packs {
 		DropPages(p.packMap)
 		DropPages(p.idxMap)
+	}
+	for _, m := range pr.midx {
+		if m != nil && m.f != nil {
+			DropPages(m.data)
+		}
 	}
 }

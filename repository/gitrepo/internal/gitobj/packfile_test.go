@@ -20,7 +20,7 @@ import (
 )
 
 // gitCLI runs git in dir for the tests of this file.
-func gitCLI(t *testing.T, dir string, args ...string) string {
+func gitCLI(t testing.TB, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -197,7 +197,7 @@ func testPackReader(t *testing.T, refDeltas, mapped bool) {
 	}
 }
 
-func packNames(t *testing.T, gitDir string) []string {
+func packNames(t testing.TB, gitDir string) []string {
 	t.Helper()
 	m, err := filepath.Glob(filepath.Join(gitDir, "objects", "pack", "*.idx"))
 	if err != nil || len(m) == 0 {
