@@ -114,7 +114,11 @@ head -1 "$tmp/main.go" | grep -q '^package main$' || die "README.md at $v has no
 mkdir -p "$tmp/hello"
 mv "$tmp/main.go" "$tmp/hello/main.go"
 cd "$tmp/hello"
-export GOWORK=off GOFLAGS=-mod=mod GONOSUMDB=$mod GOFLAGS=-modcacherw
+export GOWORK=off GOFLAGS="-mod=mod -modcacherw" GONOSUMDB=$mod
+# The go command's module index (in GOCACHE) trusts a version in the module
+# cache never to change: a v$v made from another commit by an earlier run
+# would be read with that commit's imports. Off for this build.
+export GODEBUG=goindex=0
 export GOPROXY="file://$tmp/proxy,${GOPROXY:-https://proxy.golang.org}"
 # The module cache may hold this version from an earlier run (of a commit
 # that was not the release yet): drop it, before and after.
