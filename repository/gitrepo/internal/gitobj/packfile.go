@@ -716,29 +716,13 @@ func (pr *PackReader) ObjectAt(pack uint32, off int64, cache *LRU) (plumbing.Obj
 // Object returns the type and content of object h, ErrNotInPack when no
 // pack holds it.
 func (pr *PackReader) Object(h plumbing.Hash, cache *LRU) (plumbing.ObjectType, []byte, error) {
-	pr.mu.Lock()
-	defer pr.mu.Unlock()
-	var t plumbing.ObjectType
-	var data []byte
-	err := pr.retry(func() error {
-		p, off, err := pr.locate(h)
-		if err != nil {
-			return err
-		}
-		if t, data, err = pr.at(p, off, cache, nil); err != nil {
-			return fmt.Errorf("%w: object %s in pack %s: %w", repository.ErrCorrupt, h, p.name, err)
-		}
-		return nil
-	})
-	if err != nil {
-		return plumbing.InvalidObject, nil, err
-	}
-	return t, data, nil
+	return pr.ObjectScratch(h, cache, nil)
 }
 
 // ObjectScratch is object for a caller that reads the content and keeps
 // none of it: when the object is a delta, it is built in *final (the
-// caller's, reused by its next read of this kind). A list scans every
+// caller's, reused by its next read of this kind); a nil final builds it
+// in a new buffer, as Object does. A list scans every
 // tagged commit's root tree for one entry; in a repository as Porch
 // writes it those are as large as the number of packages, and a new one
 // each would be most of what a first list allocates.
