@@ -213,7 +213,9 @@ func revisionDamage(err error) bool {
 // when the list itself left out damaged refs, no object is deleted (its
 // revision may be behind the damage).
 func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repository) (count int, damaged []string, _ error) {
-	repo, err := r.repos.openObject(ctx, obj)
+	sc := r.repos.scope()
+	defer sc.done()
+	repo, err := sc.openObject(ctx, obj)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -223,7 +225,7 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 	// unless the revision was really deleted.
 	var objs porchv1alpha2.PackageRevisionList
 	if err := r.client.List(ctx, &objs, client.InNamespace(obj.Namespace),
-		client.MatchingLabels{porchv1alpha2.RepositoryLabel: obj.Name}); err != nil {
+		client.MatchingFields{prRepositoryIndex: obj.Name}); err != nil {
 		return 0, nil, err
 	}
 	revs, err := repo.List(ctx, repository.ListOptions{})
