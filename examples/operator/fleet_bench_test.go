@@ -36,6 +36,7 @@ var (
 	benchFleet     = flag.Bool("fleet", false, "BenchmarkFleet: 1,000 repositories instead of 20")
 	benchFleetN    = flag.Int("fleet-n", 0, "BenchmarkFleet: this many repositories (overrides -fleet)")
 	benchFleetProf = flag.String("fleet-profile", "", "BenchmarkFleet: write the first replica's CPU profile over the idle polls, and its heap profile after them, to this path prefix (<prefix>-<case>.cpu, .heap)")
+	benchFleetOpen = flag.Int("fleet-max-open", 0, "BenchmarkFleet: the operator's --max-open-repositories (default its own)")
 	benchFleetPoll = flag.Duration("fleet-poll", 0, "BenchmarkFleet: the operator's --poll (default 30s with -fleet or -fleet-n, 5s without, to keep CI's run short)")
 )
 
@@ -152,6 +153,9 @@ func fleetCase(b *testing.B, tmpl string, n int, overHTTP bool, replicas int) {
 		if *benchFleetProf != "" {
 			r.pprof = freeAddr(b)
 			prof = []string{"--pprof-bind-address", r.pprof}
+		}
+		if *benchFleetOpen > 0 {
+			prof = append(prof, "--max-open-repositories", strconv.Itoa(*benchFleetOpen))
 		}
 		args := []string{"--poll", poll.String(), "--workers", "8", "--repository-root", root, "--repository-root", filepath.Dir(e.gitDir),
 			"--metrics-bind-address", r.metrics, "--webhook-listen", r.webhook, "--webhook-secret-file", secretFile}

@@ -232,8 +232,14 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	if o.RetryPeriod > 0 {
 		mo.RetryPeriod = &o.RetryPeriod
 	}
+	// The cache keeps objects without their managedFields, which the
+	// operator never reads: a PackageRevision's are a large part of its
+	// size, and every replica caches every object. (Updates of a cached
+	// object leave the server's managedFields as they are: nil means
+	// unchanged.)
+	mo.Cache = cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	if o.Namespace != "" {
-		mo.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}}
+		mo.Cache.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
