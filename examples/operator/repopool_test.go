@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
@@ -132,4 +133,64 @@ func withBlueprints(e *env, want map[string]bool) map[string]bool {
 		want[pr.Name] = true
 	}
 	return want
+}
+
+// A poll of a repository whose version and objects are those of a
+// discovery that found nothing to do lists no revisions; a change of
+// either (a push, an object deleted by someone) is discovered.
+func TestUnchangedPollListsNothing(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	dir := filepath.Join(root, "good.git")
+	require.NoError(t, fillRepository(dir, "good", 1, 1))
+	obj := gitRepository("good", dir)
+	u := newUnitEnv(t, root, obj)
+	poll := func() {
+		t.Helper()
+		_, err := u.rr.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		require.NoError(t, err)
+	}
+	objects := func() []string {
+		var l porchv1alpha2.PackageRevisionList
+		require.NoError(t, u.c.List(ctx, &l, client.InNamespace(unitNS)))
+		var out []string
+		for _, pr := range l.Items {
+			out = append(out, pr.Name)
+		}
+		return out
+	}
+	realise := func() {
+		t.Helper()
+		for range 3 { // finalizer, then status
+			for _, name := range objects() {
+				_, err := u.reconcilePR(name)
+				require.NoError(t, err)
+			}
+		}
+	}
+	poll() // creates the objects
+	require.ElementsMatch(t, []string{"good.pkg-00.v1", "good.pkg-00.main"}, objects())
+	realise()
+	poll() // finds nothing to do
+	listed := u.rr.listed.Load()
+	poll()
+	poll()
+	require.Equal(t, listed, u.rr.listed.Load(), "polls of an unchanged repository listed its revisions")
+
+	// An object deleted behind the operator's back comes back.
+	require.NoError(t, u.c.Delete(ctx, &porchv1alpha2.PackageRevision{ObjectMeta: metav1.ObjectMeta{Namespace: unitNS, Name: "good.pkg-00.v1"}}))
+	poll()
+	require.ElementsMatch(t, []string{"good.pkg-00.v1", "good.pkg-00.main"}, objects())
+
+	// A push is discovered.
+	r, err := gitrepo.Open(ctx, repository.Spec{Name: "good", Type: repository.TypeGit,
+		Git: &repository.GitSpec{Repo: dir, Branch: "main"}}, nil)
+	require.NoError(t, err)
+	eng, err := engine.New(&engine.Options{Repositories: engine.Repos{"good": r}})
+	require.NoError(t, err)
+	_, err = eng.Init(ctx, "good", revision.Key{Repository: "good", Package: "pushed", Workspace: "ws"}, engine.InitOptions{Description: "pushed"})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	poll()
+	require.Contains(t, objects(), "good.pushed.ws")
 }

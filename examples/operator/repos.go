@@ -77,6 +77,32 @@ type knownRepo struct {
 	// maint is the error of the last scheduled maintenance run of the
 	// repository, "" when it succeeded or none ran.
 	maint string
+	// inputs and count are those of the last discovery that found
+	// nothing to do (see repoReconciler.discover); "" when none did.
+	inputs string
+	count  int
+}
+
+// discovered returns the revision count of the last discovery of ns/name
+// that found nothing to do, when it had these inputs.
+func (s *repoSet) discovered(nn types.NamespacedName, inputs string) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.known[nn]
+	if k == nil || inputs == "" || k.inputs != inputs {
+		return 0, false
+	}
+	return k.count, true
+}
+
+// noteDiscovered records that a discovery of ns/name with these inputs
+// found nothing to do and count revisions ("" forgets it).
+func (s *repoSet) noteDiscovered(nn types.NamespacedName, inputs string, count int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k := s.known[nn]; k != nil {
+		k.inputs, k.count = inputs, count
+	}
 }
 
 func newRepoSet(objects, secrets client.Reader, cacheDir string, pipe pipeline.Pipeline, roots *confine.Roots) *repoSet {
