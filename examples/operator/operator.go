@@ -282,8 +282,12 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	}
 	repos := newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe, roots)
 	repos.pool = repopool.New(&repopool.Options{MaxOpen: o.MaxOpenRepositories, IdleTimeout: o.RepositoryIdleTimeout})
-	// Every replica closes its idle repositories, leader or not.
-	if err := mgr.Add(everyReplica(repos.pool.Run)); err != nil {
+	// Every replica closes its idle repositories, leader or not, and all
+	// of them when it stops (those in use at their release).
+	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+		defer repos.pool.Close()
+		return repos.pool.Run(ctx)
+	})); err != nil {
 		return nil, err
 	}
 	// A remote repository is fetched at most about twice a poll for
