@@ -139,7 +139,7 @@ func (r *Repository) maintain(ctx context.Context, opts MaintainOptions, try boo
 		return stats, fmt.Errorf("%w: maintaining a git directory on disk (%s) needs a cross-process file lock", repository.ErrNotSupported, gitDir)
 	}
 	start := time.Now()
-	lock := refstore.NewFileLock(filepath.Join(gitDir, "cad-maintenance.lock"))
+	lock := refstore.NewFileLock(gitDir, refstore.RoleMaintain)
 	defer lock.Close()
 	lctx := ctx
 	if try {

@@ -2,26 +2,7 @@
 
 package refstore
 
-import (
-	"context"
-	"os"
-)
-
-// CrossProcessLock is false here: there is no flock, so writes to a git
-// directory on disk are refused (store.write), since other processes
-// sharing it would not be kept out.
-var CrossProcessLock = false
-
-// FileLock is a no-op where flock is not available: processes sharing one
-// git directory are not guarded against each other, so store.write
-// refuses writes to one.
-type FileLock struct{}
-
-// NewFileLock and its methods do nothing.
-func NewFileLock(string) *FileLock                 { return &FileLock{} }
-func (*FileLock) Lock(context.Context, bool) error { return nil }
-func (*FileLock) Unlock()                          {}
-func (*FileLock) Close()                           {}
+import "os"
 
 // LockFile does nothing here: another process may append the same
 // cad-index records at the same time, which costs only space.
