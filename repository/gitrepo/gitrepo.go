@@ -220,9 +220,6 @@ type core struct {
 	cache  *gitobj.LRU
 	// tagWS remembers the workspaces of package tags (see resolve).
 	tagWS tagWorkspaces
-	// wsTagsRead counts the tags whose workspace a lookup looked at
-	// (wssummary.go), for the tests.
-	wsTagsRead atomic.Int64
 
 	closed atomic.Bool
 

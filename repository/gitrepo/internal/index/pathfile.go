@@ -14,12 +14,12 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
+	"github.com/configasdata/cad/repository/gitrepo/internal/tmpfile"
 )
 
 // PathFile is cad-paths in a git directory: the path records of cad-index
@@ -711,15 +711,14 @@ func mergeRecords(old io.Reader, fresh []PathRecord, emit func(rec []byte) error
 // header, which counts them, in front last.
 func (pf *PathFile) write(old io.Reader, fresh []PathRecord, covered int64) error {
 	dir := filepath.Dir(pf.path)
-	removeStaleTemps(dir)
-	tmp, err := os.CreateTemp(dir, pathFileName+"-*.tmp")
+	tmpfile.RemoveStale(dir)
+	// Locked while it is written and until it is renamed (closing
+	// releases it): see package tmpfile.
+	tmp, err := tmpfile.Create(dir, pathFileName+"-*.tmp")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename, there is none
-	// Held while the file is written and until it is renamed (closing
-	// releases it): a tmp file whose lock is free is a dead writer's.
-	_ = refstore.LockFile(tmp)
 	var hdr [pathHeaderSize]byte
 	var fan [256]uint32
 	count := 0
@@ -755,27 +754,12 @@ func (pf *PathFile) write(old io.Reader, fresh []PathRecord, covered int64) erro
 		err = tmp.Chmod(0o644) // as cad-index: readable by the repository's other readers
 	}
 	if err == nil {
-		err = refstore.RenameOpen(tmp, pf.path)
+		err = tmpfile.RenameOpen(tmp, pf.path)
 	}
 	if cerr := tmp.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
 		err = cerr
 	}
 	return err
-}
-
-// removeStaleTemps removes the temporary files of rebuilds that did not
-// finish (a process killed while writing): at once when their writer's
-// lock is free and they hold data (a writer takes the lock before it
-// writes), else an hour after they were last written.
-func removeStaleTemps(dir string) {
-	names, _ := filepath.Glob(filepath.Join(dir, pathFileName+"-*.tmp"))
-	for _, n := range names {
-		if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > time.Hour {
-			os.Remove(n)
-			continue
-		}
-		refstore.RemoveIfAbandoned(n)
-	}
 }
 
 // A workspace record says which workspace a v<N> tag's object (the

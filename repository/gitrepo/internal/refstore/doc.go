@@ -25,16 +25,10 @@
 // trusts the identity of a file changed in the last seconds (the racy
 // window, as git's index): see loosecache.go.
 //
-// [PackedLines] hashes the lines of a sorted packed-refs under a prefix
-// (the refs and their peeled lines) without parsing the file: two binary
-// searches a block at a time (packedLineAt: where the first ref at or
-// after a name starts) and one read of the lines between. With
-// [PackedIdentity] (device, inode, size, modification and change times;
-// linux only) it lets package gitrepo's workspace summaries tell whether
-// a rewritten packed-refs changed a package's tags. packedLineAt is a
-// second block search beside the exact lookup's (searchPackedAt); it
-// answers "first line at or after" and reads damage as no answer, where
-// the lookup falls back to reading the lines left.
+// packedLineAt finds where the first ref at or after a name starts in a
+// sorted packed-refs (a binary search a block at a time), for the exact
+// lookup (searchPackedAt); it reads damage as no answer, where the
+// lookup falls back to reading the lines left.
 //
 // # Transactions: the crash-safety protocol
 //
@@ -156,8 +150,7 @@
 // before a new one uses the repository.
 //
 // [LockFile] takes an flock on an open data file (appends to cad-index
-// and cad-paths), and [RemoveIfAbandoned] removes a temporary file only
-// when no live writer holds its lock.
+// and cad-paths), so that two processes do not append the same records.
 //
 // The lock exists only on unix. Elsewhere (Windows, plan9, wasm)
 // [CrossProcessLock] is false, FileLock and LockFile do nothing, and
