@@ -15,16 +15,24 @@ import (
 
 // BenchmarkPorchWorkspaceLookup is the check every new draft makes: a Get
 // of a workspace that no revision of the package holds (ErrNotFound), for
-// a package with 10 revisions and with 500 (5,000 with -scale), in the
-// same Repository (warm), in a new one each time (cold), and in a new one
-// after packed-refs was written anew with the same refs (cold-repacked,
-// as git pack-refs or a deletion of another packed ref leaves it).
+// a package with 10 revisions and with 500 (5,000 with -scale), and with
+// -scale of a package among 2,000 (10,000 revisions in directories), in
+// the same Repository (warm), in a new one each time (cold), and in a new
+// one after packed-refs was written anew with the same refs
+// (cold-repacked, as git pack-refs or a deletion of another packed ref
+// leaves it).
 func BenchmarkPorchWorkspaceLookup(b *testing.B) {
 	ctx := context.Background()
+	shapes := []porchShape{}
 	for _, s := range draftShapes() {
-		if s.Dirs != 0 {
-			continue
+		if s.Dirs == 0 {
+			shapes = append(shapes, s)
 		}
+	}
+	if *scale {
+		shapes = append(shapes, porchShape{Packages: 2000, Revisions: 10000, Dirs: 20, Drafts: 100, Proposals: 100})
+	}
+	for _, s := range shapes {
 		dir := copyDir(b, porchFixture(b, s))
 		key := revision.Key{Package: s.pkg(0), Workspace: "free"}
 		lookup := func(b *testing.B, r *gitrepo.Repository) {

@@ -134,20 +134,23 @@
 // storage, and on cad-maintenance.lock, cad-push.lock and cad-fetch.lock
 // for the other roles. Those three files are left where they are (an
 // older process may hold one; removing it would let two older processes
-// in at once) and never opened. On Linux, where flock and record locks
-// do not see each other, the storage's role is also taken as an flock on
-// cad.lock, so an older process's readers and writers and this one's
-// keep each other out as before; an older process's maintenance, push or
+// in at once) and never opened. On Linux, on a local file system (ext4,
+// xfs, btrfs, tmpfs, overlayfs, zfs, f2fs: localFS), where flock and
+// record locks do not see each other, the storage's role is also taken
+// as an flock on cad.lock, so an older process's readers and writers and
+// this one's keep each other out as before (on a network file system an
+// flock may be carried out as a record lock on the whole file, which
+// would conflict with the other roles' bytes); an older process's maintenance, push or
 // fetch and this one's may overlap, which costs duplicate work (or an
 // error from one of two maintenance runs) and never a wrong result:
 // maintenance removes only what it merged into a pack already in place,
 // a push is a compare-and-swap on the remote, and a staged fetch sets the
 // mirror's refs only when they are as it found them.
-// Other systems do not get the flock (where flock and record locks are
-// one set of locks, as on the BSDs and macOS, it would conflict with the
-// process's own record locks, and an older process's flock there already
-// conflicts with this one's record locks): there, stop older processes
-// before a new one uses the repository.
+// Other file systems and systems do not get the flock (where flock and
+// record locks are one set of locks, as on the BSDs and macOS, it would
+// conflict with the process's own record locks, and an older process's
+// flock there may already conflict with this one's record locks): there,
+// stop older processes before a new one uses the repository.
 //
 // [LockFile] takes an flock on an open data file (appends to cad-index
 // and cad-paths), so that two processes do not append the same records.

@@ -144,6 +144,7 @@ type lockFile struct {
 	f     *os.File
 	extra []*os.File // descriptors of the same file opened by another path: closed with f
 	users int        // FileLocks that opened it
+	flock bool       // the store's role is also an flock (flocksApart)
 	roles [numRoles]struct {
 		readers int
 		writer  bool
@@ -196,7 +197,7 @@ func openLockFile(path string) (*lockFile, error) {
 		lf.users++
 		return lf, nil
 	}
-	lf := &lockFile{key: k, f: f, users: 1}
+	lf := &lockFile{key: k, f: f, users: 1, flock: flocksApart(f)}
 	lockFiles.open[k] = lf
 	return lf, nil
 }
@@ -218,7 +219,7 @@ func (lf *lockFile) try(role LockRole, exclusive bool) (ok bool, err error) {
 	if exclusive {
 		typ = syscall.F_WRLCK
 	}
-	if ok, err := lockRange(lf.f, role, typ); !ok || err != nil {
+	if ok, err := lf.lockRange(role, typ); !ok || err != nil {
 		return false, err
 	}
 	if exclusive {
@@ -239,7 +240,7 @@ func (lf *lockFile) release(role LockRole, exclusive bool) {
 	} else if r.readers--; r.readers > 0 {
 		return
 	}
-	_, _ = lockRange(lf.f, role, syscall.F_UNLCK)
+	_, _ = lf.lockRange(role, syscall.F_UNLCK)
 }
 
 // close lets go of one user's use of lf; the last one closes the file.
@@ -256,12 +257,13 @@ func (lf *lockFile) close() {
 	}
 }
 
-// lockRange sets role's byte of f to typ (F_RDLCK, F_WRLCK or F_UNLCK)
+// lockRange sets role's byte of lf to typ (F_RDLCK, F_WRLCK or F_UNLCK)
 // without waiting: ok is false when another holder has a conflicting
-// lock. On Linux, the store role is also flocked (legacyFlock).
-func lockRange(f *os.File, role LockRole, typ int16) (ok bool, err error) {
-	fd := f.Fd()
-	if role == RoleStore && legacyFlock && typ != syscall.F_UNLCK {
+// lock. With lf.flock, the store's role is also an flock (legacyFlock).
+func (lf *lockFile) lockRange(role LockRole, typ int16) (ok bool, err error) {
+	fd := lf.f.Fd()
+	legacy := role == RoleStore && lf.flock
+	if legacy && typ != syscall.F_UNLCK {
 		how := syscall.LOCK_SH
 		if typ == syscall.F_WRLCK {
 			how = syscall.LOCK_EX
@@ -272,7 +274,7 @@ func lockRange(f *os.File, role LockRole, typ int16) (ok bool, err error) {
 	}
 	lk := syscall.Flock_t{Type: typ, Whence: 0, Start: int64(role), Len: 1}
 	ok, err = retryEINTR(func() error { return syscall.FcntlFlock(fd, setLockCmd, &lk) })
-	if role == RoleStore && legacyFlock && (typ == syscall.F_UNLCK || !ok || err != nil) {
+	if legacy && (typ == syscall.F_UNLCK || !ok || err != nil) {
 		_ = syscall.Flock(int(fd), syscall.LOCK_UN)
 	}
 	return ok, err
@@ -293,4 +295,16 @@ func retryEINTR(call func() error) (ok bool, err error) {
 		}
 		return false, err
 	}
+}
+
+// LegacyFlockIn reports whether a FileLock on cad.lock in gitDir also
+// takes the flock cad v0.1.0 takes for the store's role (on Linux, on a
+// local file system); false when gitDir cannot be looked at.
+func LegacyFlockIn(gitDir string) bool {
+	f, err := os.Open(gitDir)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return flocksApart(f)
 }
