@@ -806,14 +806,28 @@ type wsRec struct {
 	ws  plumbing.Hash
 }
 
-// Get returns the value of the record of object h.
+// Get returns the value of the record of object h: a binary search on
+// the ids' first 8 bytes as an integer, then the next 8 (a workspace check
+// looks up every tag of a package, thousands).
 func (rs WsRecords) Get(h plumbing.Hash) (plumbing.Hash, bool) {
-	k := [16]byte(h[:16])
-	i, ok := slices.BinarySearchFunc(rs, k, func(r wsRec, k [16]byte) int { return bytes.Compare(r.obj[:], k[:]) })
-	if !ok {
+	k0, k1 := binary.BigEndian.Uint64(h[:8]), binary.BigEndian.Uint64(h[8:16])
+	less := func(r *wsRec) bool {
+		r0 := binary.BigEndian.Uint64(r.obj[:8])
+		return r0 < k0 || r0 == k0 && binary.BigEndian.Uint64(r.obj[8:]) < k1
+	}
+	lo, hi := 0, len(rs)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if less(&rs[mid]) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == len(rs) || rs[lo].obj != [16]byte(h[:16]) {
 		return plumbing.ZeroHash, false
 	}
-	return rs[i].ws, true
+	return rs[lo].ws, true
 }
 
 // Workspaces returns the workspace records of package full whose
