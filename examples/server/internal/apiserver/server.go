@@ -330,12 +330,7 @@ type repoEntry struct {
 // and stores e's status again when that changed: the Repository then has
 // a Damaged condition naming it.
 func (s *Server) noteDamage(e *repoEntry, err error) {
-	var now []string
-	if d := repository.Damage(err); d != nil {
-		for _, x := range d.Damaged {
-			now = append(now, x.Error())
-		}
-	}
+	now := porchapi.DamageOf(err)
 	e.dmgMu.Lock()
 	changed := !slices.Equal(now, e.damage)
 	e.damage = now
