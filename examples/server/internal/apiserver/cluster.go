@@ -31,7 +31,8 @@ import (
 //   - RequestHeader: the aggregator authenticates itself with a client
 //     certificate and names the user in X-Remote-User and X-Remote-Group.
 //   - Authorizer: the cluster decides what the user may do (a
-//     SubjectAccessReview per request) instead of the server's cad:* roles.
+//     SubjectAccessReview per request, k8s.io/apiserver's delegating
+//     authorizer) instead of the server's cad:* roles.
 //   - Secrets: secretRefs resolve to the cluster's Secrets.
 
 // RequestHeader authenticates requests forwarded by an authenticating
@@ -106,28 +107,6 @@ func (h *RequestHeader) authenticate(r *http.Request) (*User, error) {
 		}
 	}
 	return &User{Name: user, Groups: groups}, nil
-}
-
-// Attributes describe a resource request for an Authorizer, in the terms
-// of Kubernetes authorization.
-type Attributes struct {
-	// Verb is get, list, watch, create, update, patch or delete.
-	Verb string
-	// Group, Version and Resource name the resource, Subresource the
-	// subresource (approval, status) or "".
-	Group, Version, Resource, Subresource string
-	// Namespace and Name name the object; either may be empty.
-	Namespace, Name string
-}
-
-// Authorizer decides whether a user may make a resource request. With an
-// Authorizer the server's cad:* roles do not apply: the Authorizer's answer
-// is final (Porch's own split of verbs over subresources: approving is an
-// update of packagerevisions/approval).
-type Authorizer interface {
-	// Authorize returns whether u may do a, and when not, why. An error
-	// means it could not decide; the request is refused with 500.
-	Authorize(ctx context.Context, u *User, a Attributes) (allowed bool, reason string, err error)
 }
 
 // errExternalRepositories refuses a change of a mirrored Repository.
