@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/examples/server/internal/store"
@@ -224,7 +224,7 @@ func (si *storeImpl) create(ctx context.Context, rq *request, obj runtime.Object
 	d := si.def()
 	m := obj.(metav1.Object)
 	if m.GetName() == "" && m.GetGenerateName() != "" {
-		m.SetName(m.GetGenerateName() + randomSuffix())
+		m.SetName(m.GetGenerateName() + utilrand.String(5))
 	}
 	rq.name = m.GetName()
 	if m.GetName() == "" {
@@ -451,16 +451,6 @@ func (si *storeImpl) statusSubresource() map[string]subresourceDef {
 
 // subresourceStatus is the name of the status subresource.
 const subresourceStatus = "status"
-
-func randomSuffix() string {
-	const chars = "bcdfghjklmnpqrstvwxz2456789"
-	var b [5]byte
-	rand.Read(b[:])
-	for i := range b {
-		b[i] = chars[int(b[i])%len(chars)]
-	}
-	return string(b[:])
-}
 
 // Repositories.
 
