@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"maps"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -295,26 +294,13 @@ func secretName(s repository.Spec) string {
 // credentials.
 var errBadSecret = secretauth.ErrNoCredentials
 
-// secretData returns the data of sec, its stringData included, as the API
-// server stores it.
-func secretData(sec *corev1.Secret) map[string][]byte {
-	data := maps.Clone(sec.Data)
-	if data == nil {
-		data = map[string][]byte{}
-	}
-	for k, v := range sec.StringData {
-		data[k] = []byte(v)
-	}
-	return data
-}
-
 // gitAuth returns the go-git credentials of sec (see secretauth.Git). Nil
 // for a nil sec.
 func gitAuth(sec *corev1.Secret) (transport.AuthMethod, error) {
 	if sec == nil {
 		return nil, nil
 	}
-	return secretauth.Git(sec.Name, secretData(sec), "")
+	return secretauth.Git(sec.Name, secretauth.Data(sec), "")
 }
 
 // ociAuth returns the registry credentials of sec (see secretauth.OCI).
@@ -323,7 +309,7 @@ func ociAuth(sec *corev1.Secret) (authn.Authenticator, error) {
 	if sec == nil {
 		return nil, nil
 	}
-	return secretauth.OCI(sec.Name, secretData(sec))
+	return secretauth.OCI(sec.Name, secretauth.Data(sec))
 }
 
 // secret reads the Secret ns/name from the API server.

@@ -27,6 +27,7 @@ import (
 	certutil "k8s.io/client-go/util/cert"
 	"k8s.io/client-go/util/keyutil"
 
+	"github.com/configasdata/cad/examples/internal/secretauth"
 	"github.com/configasdata/cad/examples/server/internal/apiserver"
 	"github.com/configasdata/cad/repository"
 )
@@ -115,14 +116,7 @@ func (c *cluster) secret(ctx context.Context, ns, name string) (map[string][]byt
 	if err != nil {
 		return nil, err
 	}
-	data := map[string][]byte{}
-	for k, v := range s.Data {
-		data[k] = v
-	}
-	for k, v := range s.StringData {
-		data[k] = []byte(v)
-	}
-	return data, nil
+	return secretauth.Data(s), nil
 }
 
 // requestHeader reads the CA and allowed names of the aggregator's client

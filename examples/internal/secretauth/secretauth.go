@@ -7,6 +7,7 @@ package secretauth
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"strings"
 
@@ -15,6 +16,7 @@ import (
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/google/go-containerregistry/pkg/authn"
 	gossh "golang.org/x/crypto/ssh"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/configasdata/cad/repository"
 )
@@ -33,6 +35,19 @@ const (
 // ErrNoCredentials is matched by the error of a Secret that holds none of
 // the keys of the credentials asked for.
 var ErrNoCredentials = errors.New("the secret holds no credentials")
+
+// Data returns the data of sec with its stringData, as the API server
+// stores them (stringData wins).
+func Data(sec *corev1.Secret) map[string][]byte {
+	data := maps.Clone(sec.Data)
+	if data == nil {
+		data = map[string][]byte{}
+	}
+	for k, v := range sec.StringData {
+		data[k] = []byte(v)
+	}
+	return data
+}
 
 // value returns the value of key in data, without trailing newlines.
 func value(data map[string][]byte, key string) string {

@@ -6,6 +6,7 @@ import (
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/configasdata/cad/repository"
 )
@@ -30,4 +31,9 @@ func TestCredentials(t *testing.T) {
 	_, err = OCI("s", nil)
 	require.ErrorIs(t, err, repository.ErrInvalidInput)
 	require.ErrorIs(t, err, ErrNoCredentials)
+
+	sec := &corev1.Secret{Data: map[string][]byte{"username": []byte("u"), "password": []byte("old")},
+		StringData: map[string]string{"password": "new"}}
+	require.Equal(t, map[string][]byte{"username": []byte("u"), "password": []byte("new")}, Data(sec))
+	require.Equal(t, []byte("old"), sec.Data["password"], "the Secret is left as it was")
 }
