@@ -169,8 +169,9 @@ func BenchmarkListConcurrent(b *testing.B) {
 		b.Fatalf("list: %d items, %v; want %d", len(out.Items), err, want)
 	}
 	size := len(out.Items[0])
-	// A server's repositories are mostly older than a second (measured
-	// so since the server's versionCache, which trusted only older refs).
+	// The repositories were written just now: their Versions are read in
+	// full until their refs' files are a second old (versionCache).
+	// A server's repositories are mostly older than that.
 	time.Sleep(1100 * time.Millisecond)
 	plain := &http.Client{Transport: &http.Transport{DisableCompression: true, MaxIdleConnsPerHost: 8}}
 	gzipped := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}

@@ -17,6 +17,7 @@ import (
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/internal/lru"
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
 )
 
 // DefaultListCacheBytes bounds the list response cache when
@@ -258,13 +259,22 @@ func (s *Server) writeListBody(w http.ResponseWriter, r *http.Request, e *listCa
 var entryGen atomic.Uint64
 
 // version returns the Version of e's repository; ok is false when it has
-// none (not open, or not a repository.Versioner).
+// none (not open, or not a repository.Versioner). A gitrepo repository's
+// is read through a versionCache: a stat of its refs when they
+// did not change.
 func (e *repoEntry) version(ctx context.Context) (v string, ok bool, err error) {
-	r, ok := e.repo.(repository.Versioner)
-	if !ok {
+	e.verOnce.Do(func() {
+		switch r := e.repo.(type) {
+		case *gitrepo.Repository:
+			e.ver = newVersionCache(r).Version
+		case repository.Versioner:
+			e.ver = r.Version
+		}
+	})
+	if e.ver == nil {
 		return "", false, nil
 	}
-	v, err = r.Version(ctx)
+	v, err = e.ver(ctx)
 	return v, true, err
 }
 

@@ -34,9 +34,10 @@
 // Versions of the repositories it covers, bounded by
 // Options.ListCacheBytes. A request whose repositories did not change
 // since an identical one gets that body as it was written; concurrent
-// identical requests share one build. A repository's Version is read
-// on every list (gitrepo reads it through its own ref caches), so a write
-// by any process, this one or another, is seen by the next list. Later pages of a paged list come
+// identical requests share one build. A local git repository's Version
+// is checked with a few stat calls while its refs' files are unchanged
+// (versionCache), so a write by any process, this one or
+// another, is seen by the next list. Later pages of a paged list come
 // from the list the first page was cut from, never from a new list.
 // With Options.LiveCluster, GET packagerevisions/NAME/livestatus (cad's,
 // not Porch's) returns a LiveStatus: the status of the revision's
@@ -319,6 +320,9 @@ type repoEntry struct {
 	err      error                 // why it is not open
 	stop     context.CancelFunc    // stops its watch
 	gen      uint64                // unique to this registration
+
+	verOnce sync.Once
+	ver     func(context.Context) (string, error) // nil: no Version
 
 	dmgMu  sync.Mutex
 	damage []string // what the last whole list left out as damaged
