@@ -89,8 +89,9 @@ type porchLoad struct {
 
 func (p *porchLoad) until(name, what string, cond func(*porchv1alpha2.PackageRevision) bool) {
 	deadline := time.Now().Add(2 * time.Minute)
+	var pr porchv1alpha2.PackageRevision
 	for time.Now().Before(deadline) {
-		var pr porchv1alpha2.PackageRevision
+		pr = porchv1alpha2.PackageRevision{}
 		err := p.c.Get(context.Background(), types.NamespacedName{Namespace: p.ns, Name: name}, &pr)
 		switch {
 		case what == "gone" && apierrors.IsNotFound(err):
@@ -100,7 +101,7 @@ func (p *porchLoad) until(name, what string, cond func(*porchv1alpha2.PackageRev
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	p.t.Fatalf("%s: not %s in two minutes", name, what)
+	p.t.Fatalf("%s: not %s in two minutes: generation %d, status %+v", name, what, pr.Generation, pr.Status)
 }
 
 func prName(repo, pkg, ws string) string { return repo + "." + pkg + "." + ws }
@@ -142,6 +143,31 @@ func (p *porchLoad) remove(op, name string) {
 	})
 }
 
+// removePackage deletes what is left of pkg in repo once its revisions
+// are deleted: its placeholder (the package on the branch, which a
+// publication made), proposed for deletion and deleted, as Porch's test
+// deletes every PackageRevision of its packages; op times it.
+func (p *porchLoad) removePackage(op, repo, pkg string) {
+	var placeholder string
+	require.Eventually(p.t, func() bool {
+		var l porchv1alpha2.PackageRevisionList
+		require.NoError(p.t, p.c.List(context.Background(), &l, client.InNamespace(p.ns)))
+		for _, pr := range l.Items {
+			if pr.Spec.RepositoryName == repo && pr.Spec.PackageName == pkg && pr.Status.Revision < 0 {
+				placeholder = pr.Name
+				return true
+			}
+		}
+		return false
+	}, time.Minute, 20*time.Millisecond, "%s/%s: no placeholder", repo, pkg)
+	p.lat.time(op, func() {
+		p.setLifecycle(placeholder, porchv1alpha2.LifecycleDeletionProposed)
+		p.until(placeholder, "DeletionProposed", readyAt(porchv1alpha2.LifecycleDeletionProposed))
+		require.NoError(p.t, p.c.Delete(context.Background(), &porchv1alpha2.PackageRevision{ObjectMeta: metav1.ObjectMeta{Name: placeholder, Namespace: p.ns}}))
+		p.until(placeholder, "gone", nil)
+	})
+}
+
 // BenchmarkPorchLoad repeats Porch's published load scenarios against
 // the operator on a real kube-apiserver, with their numbers (flags
 // -porch-*), and logs p50, p90, p99 and max per operation (each write
@@ -154,8 +180,9 @@ func (p *porchLoad) remove(op, name string) {
 //     in turn: ctl-create, ctl-propose, ctl-approve); then, sampling times,
 //     a list of every PackageRevision and a test package's lifecycle in a
 //     test repository (create, get, propose, get, approve, get,
-//     propose-delete, get, delete); then every control revision proposed
-//     for deletion and deleted (ctl-propose-delete, ctl-delete). Porch's
+//     propose-delete, get, delete; then its placeholder removed, cleanup);
+//     then every control revision proposed for deletion and deleted, the
+//     package's placeholder last (ctl-propose-delete, ctl-delete). Porch's
 //     step "update resources" has no counterpart: the operator serves no
 //     PackageRevisionResources (a draft's files are edited in git).
 //   - scale (Porch's test/performance TestPorchScalePerformance, as its
@@ -229,6 +256,7 @@ func benchPorchIterative(b *testing.B) {
 				p.move("propose-delete", name, porchv1alpha2.LifecycleDeletionProposed)
 				get()
 				p.remove("delete", name)
+				p.removePackage("cleanup", "iterative-test", "test-package")
 			}
 			for ri := range control {
 				wg.Go(func() {
@@ -236,6 +264,7 @@ func benchPorchIterative(b *testing.B) {
 						p.move("ctl-propose-delete", name, porchv1alpha2.LifecycleDeletionProposed)
 						p.remove("ctl-delete", name)
 					}
+					p.removePackage("ctl-delete", control[ri], "control-package")
 				})
 			}
 			wg.Wait()
@@ -283,6 +312,7 @@ func benchPorchScale(b *testing.B) {
 					require.NoError(b, e.c.Delete(ctx, &porchv1alpha2.PackageRevision{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: e.ns}}))
 					p.until(name, "gone", nil)
 				})
+				p.removePackage("cleanup", repo, fmt.Sprintf("network-function-%d", k))
 			}
 			p.lat.time("repo-delete", func() {
 				require.NoError(b, e.c.Delete(ctx, obj))
