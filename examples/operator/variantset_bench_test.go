@@ -20,12 +20,17 @@ import (
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 )
 
-var benchPVSN = flag.Int("pvs-n", 20, "BenchmarkVariantSetFleet: downstream repositories (issue 35 asks for 1,000)")
+var (
+	benchPVSN   = flag.Int("pvs-n", 20, "BenchmarkVariantSetFleet: downstream repositories (issue 35 asks for 1,000)")
+	benchPVSQPS = flag.Int("pvs-qps", 0, "BenchmarkVariantSetFleet: the replicas' --kube-api-qps (and twice that as the burst); 0: the operator's default (100)")
+)
 
 // BenchmarkVariantSetFleet measures a PackageVariantSet over many
 // downstream repositories (20; -args -pvs-n N), local and empty, each
 // registered as a Repository, with one operator process or three sharing
-// them (--shards 32), each a process of its own, --poll 60s. It reports:
+// them (--shards 32), each a process of its own, --poll 60s, the
+// operator's default client rate limit (--kube-api-qps 100; -args
+// -pvs-qps N to change it). It reports:
 //
 //   - first-s, first-cpu-s: from the set's creation until every
 //     downstream draft's PackageRevision exists and is realised, and the
@@ -69,6 +74,9 @@ func pvsFleetCase(b *testing.B, n, replicas int) {
 	for i := range replicas {
 		args := []string{"--poll", "60s", "--workers", "8", "--repository-root", root, "--repository-root", filepath.Dir(upDir),
 			"--repository-root", filepath.Dir(e.gitDir), "--metrics-bind-address", "0"}
+		if *benchPVSQPS > 0 {
+			args = append(args, "--kube-api-qps", fmt.Sprint(*benchPVSQPS), "--kube-api-burst", fmt.Sprint(2**benchPVSQPS))
+		}
 		if replicas > 1 {
 			args = append(args, "--shards", "32")
 		} else {
