@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -23,10 +24,10 @@ import (
 // enterHeld starts a reconcile that writes into the repositories of keys
 // (namespace/name) that this replica holds: it enters each of their shards
 // (see enter), so that none is released while the reconcile runs. It
-// returns a context that ends when ctx does or when the tenure of any
-// entered shard ends, owned, which reports whether a repository name of
-// namespace ns is in an entered shard, and done, which the reconcile must
-// call when it ends. With a nil s (no sharding) everything is owned.
+// returns a context that ends when ctx does, when the tenure of any
+// entered shard ends or when one of them is to be handed over; owned,
+// which reports whether a repository name of namespace ns is in an
+// entered shard; and done, which the reconcile must call when it ends. With a nil s (no sharding) everything is owned.
 func (s *sharder) enterHeld(ctx context.Context, ns string, keys []string) (context.Context, func(repo string) bool, func()) {
 	if s == nil {
 		return ctx, func(string) bool { return true }, func() {}
@@ -34,6 +35,7 @@ func (s *sharder) enterHeld(ctx context.Context, ns string, keys []string) (cont
 	rctx, cancel := context.WithCancel(ctx)
 	entered := map[int]bool{}
 	var dones []func()
+	var held []string // a key of each entered shard
 	for _, k := range keys {
 		sh := shardOf(k, s.shards)
 		if _, seen := entered[sh]; seen {
@@ -44,15 +46,37 @@ func (s *sharder) enterHeld(ctx context.Context, ns string, keys []string) (cont
 		if !ok {
 			continue
 		}
+		held = append(held, k)
 		stop := context.AfterFunc(tctx, cancel)
 		dones = append(dones, func() { stop(); done() })
 	}
+	// A shard to be handed over waits for its reconciles to end: a long
+	// sync over many shards is cut short instead (and retried over the
+	// shards still held), so that a joining replica gets its share
+	// within a retry period or two.
+	go func() {
+		t := time.NewTicker(s.retryPeriod)
+		defer t.Stop()
+		for {
+			select {
+			case <-rctx.Done():
+				return
+			case <-t.C:
+				for _, k := range held {
+					if !s.owns(k) {
+						cancel()
+						return
+					}
+				}
+			}
+		}
+	}()
 	owned := func(repo string) bool { return entered[shardOf(repoKey(ns, repo), s.shards)] }
 	return rctx, owned, func() {
+		cancel()
 		for _, d := range dones {
 			d()
 		}
-		cancel()
 	}
 }
 

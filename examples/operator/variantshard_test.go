@@ -110,3 +110,47 @@ func TestPackageVariantSetSharded(t *testing.T) {
 			condition(got.Status.Conditions, "Ready") == "True"
 	}, 30*time.Second, 200*time.Millisecond, "the set never became Ready")
 }
+
+// TestEnterHeldEndsOnHandover: a set's sync enters every shard of its
+// namespace that the replica holds; when one of them is to go to a
+// joining replica, the sync's context ends (within a retry period), so
+// that the shard is handed over without waiting for the whole sync.
+func TestEnterHeldEndsOnHandover(t *testing.T) {
+	m := newSim(t, 8)
+	a := m.add("a")
+	m.settle(time.Minute)
+	var stay, move string
+	for i := 0; stay == "" || move == ""; i++ {
+		name := fmt.Sprintf("r%d", i)
+		if choose(shardOf(repoKey("ns", name), 8), []string{"a", "b"}) == "b" {
+			move = name
+		} else {
+			stay = name
+		}
+	}
+	ctx, owned, done := a.s.enterHeld(context.Background(), "ns", []string{repoKey("ns", stay), repoKey("ns", move)})
+	require.True(t, owned(stay))
+	require.True(t, owned(move))
+	require.NoError(t, ctx.Err())
+
+	b := m.add("b")
+	for range 100 {
+		m.step(100 * time.Millisecond)
+	}
+	require.False(t, a.s.owns(repoKey("ns", move)), "a gives up the shard")
+	select {
+	case <-ctx.Done():
+	case <-time.After(3 * simRetry):
+		t.Fatal("the sync's context did not end when a shard it entered was to be handed over")
+	}
+	done()
+	m.settle(time.Minute)
+	require.Contains(t, b.s.held(), shardOf(repoKey("ns", move), 8))
+
+	// Without sharding everything is owned and nothing ends.
+	var none *sharder
+	ctx, owned, done = none.enterHeld(context.Background(), "ns", nil)
+	defer done()
+	require.True(t, owned("anything"))
+	require.NoError(t, ctx.Err())
+}
