@@ -236,6 +236,9 @@ func benchPorchIterative(b *testing.B) {
 				})
 			}
 			wg.Wait()
+			if b.Failed() {
+				b.FailNow() // a repository's work failed (in its goroutine)
+			}
 			for s := range *porchSampling {
 				p.lat.time("list", func() {
 					var l porchv1alpha2.PackageRevisionList
