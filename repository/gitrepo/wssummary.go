@@ -113,22 +113,18 @@ func (e wsEffective) hash8() [8]byte {
 func (r *Repository) tagEffectiveWS(v *view, wl *wsLookup, ver string, h plumbing.Hash) wsEffective {
 	r.wsTagsRead.Add(1)
 	if parseVersion(ver) <= 0 {
-		return wsEffective{name: ver, exact: true, known: true}
+		return wsEffective{name: tagWorkspace(ver, ""), exact: true, known: true}
 	}
 	full := wl.full
 	if w, ok := r.tagWS.get(h, full); ok {
-		if w == "" {
-			w = ver
-		}
-		return wsEffective{name: w, exact: true, known: true}
+		return wsEffective{name: tagWorkspace(ver, w), exact: true, known: true}
 	}
 	if !wl.loaded {
 		wl.loaded, wl.recs = true, v.paths.Workspaces(full)
-		wl.none = index.WsHash("")
 	}
 	if got, ok := wl.recs.Get(h); ok {
-		if got == wl.none {
-			return wsEffective{name: ver, exact: true, known: true}
+		if got == index.WsHash("") { // the objects give none
+			return wsEffective{name: tagWorkspace(ver, ""), exact: true, known: true}
 		}
 		return wsEffective{hash: got, known: true}
 	}
@@ -136,16 +132,10 @@ func (r *Repository) tagEffectiveWS(v *view, wl *wsLookup, ver string, h plumbin
 	if err != nil {
 		return wsEffective{}
 	}
-	w := workspaceIn(v.tagAnnotations(h), full)
-	if w == "" {
-		w = workspaceOf(c, full)
-	}
+	w := objectWorkspace(v.tagAnnotations(h), c, full)
 	r.tagWS.put(h, full, w)
 	wl.learnt = append(wl.learnt, index.WsRecord(full, h, w))
-	if w == "" {
-		w = ver
-	}
-	return wsEffective{name: w, exact: true, known: true}
+	return wsEffective{name: tagWorkspace(ver, w), exact: true, known: true}
 }
 
 // tagEffectiveWSFew is tagEffectiveWS for one of a few tags: the tag's
@@ -159,15 +149,9 @@ func (r *Repository) tagEffectiveWSFew(v *view, wl *wsLookup, ver string, h plum
 		if _, ok := r.tagWS.get(h, wl.full); !ok {
 			if c, err := v.commit(h); err == nil {
 				r.wsTagsRead.Add(1)
-				w := workspaceIn(v.tagAnnotations(h), wl.full)
-				if w == "" {
-					w = workspaceOf(c, wl.full)
-				}
+				w := objectWorkspace(v.tagAnnotations(h), c, wl.full)
 				r.tagWS.put(h, wl.full, w)
-				if w == "" {
-					w = ver
-				}
-				return wsEffective{name: w, exact: true, known: true}
+				return wsEffective{name: tagWorkspace(ver, w), exact: true, known: true}
 			}
 		}
 	}
