@@ -27,15 +27,20 @@ var (
 	indexesOff  = indexConfig{"none", gitrepo.IndexOff{ObjIndex: true, Paths: true, Workspaces: true}}
 )
 
-// indexShapes are the repository the list, get and approve benchmarks of
-// BenchmarkIndexCost read (every package at the root, as Porch's flat
-// layout, with drafts and proposals) and the one package of many
-// revisions its draft benchmark writes to.
-func indexShapes() (list, draft porchShape) {
+// indexShapes are the repositories the list benchmarks of
+// BenchmarkIndexCost read (the first, every package at the root as in
+// Porch's flat layout, with drafts and proposals, is the one the get and
+// approve benchmarks read too) and the one package of many revisions its
+// draft benchmark writes to.
+func indexShapes() (lists []porchShape, draft porchShape) {
 	if *scale {
-		return porchShape{Packages: 2000, Revisions: 10000, Dirs: 1, Drafts: 100, Proposals: 100}, porchShape{Packages: 1, Revisions: 5000}
+		return []porchShape{
+			{Packages: 2000, Revisions: 10000, Dirs: 1, Drafts: 100, Proposals: 100},
+			{Packages: 2000, Revisions: 10000, Dirs: 20, Drafts: 100, Proposals: 100},
+			{Packages: 10000, Revisions: 50000, Dirs: 1, Drafts: 500, Proposals: 500},
+		}, porchShape{Packages: 1, Revisions: 5000}
 	}
-	return porchShape{Packages: 250, Revisions: 1000, Dirs: 1, Drafts: 25, Proposals: 25}, porchShape{Packages: 1, Revisions: 500}
+	return []porchShape{{Packages: 250, Revisions: 1000, Dirs: 1, Drafts: 25, Proposals: 25}}, porchShape{Packages: 1, Revisions: 500}
 }
 
 // indexedCopy returns a copy of the fixture of shape s without index
@@ -71,12 +76,13 @@ func dropIndexes(dir string) {
 // proposal (the write that appends to cad-paths).
 func BenchmarkIndexCost(b *testing.B) {
 	ctx := context.Background()
-	ls, ds := indexShapes()
+	shapes, ds := indexShapes()
+	ls := shapes[0]
 	list := func(b *testing.B, dir string) {
 		r := mustOpen(b, benchSpec(dir), nil)
 		defer r.Close()
 		revs, err := r.List(ctx, repository.ListOptions{})
-		if err != nil || len(revs) < ls.Revisions {
+		if err != nil || len(revs) < 1000 {
 			b.Fatalf("list: %d revisions, %v", len(revs), err)
 		}
 	}
@@ -93,29 +99,31 @@ func BenchmarkIndexCost(b *testing.B) {
 		})
 		b.ReportMetric(float64(total)/float64(b.N), "cpu-ns/op")
 	}
-	for _, c := range []indexConfig{indexesOn, noObjIndex, noPaths, indexesOff} {
-		b.Run(fmt.Sprintf("list-cold/%s/%s", ls, c.name), func(b *testing.B) {
-			run(b, c, func(b *testing.B, cpu func(func())) {
-				dir := indexedCopy(b, ls)
-				list(b, dir)
-				for b.Loop() {
-					cpu(func() { list(b, dir) })
-				}
+	for _, ls := range shapes {
+		for _, c := range []indexConfig{indexesOn, noObjIndex, noPaths, indexesOff} {
+			b.Run(fmt.Sprintf("list-cold/%s/%s", ls, c.name), func(b *testing.B) {
+				run(b, c, func(b *testing.B, cpu func(func())) {
+					dir := indexedCopy(b, ls)
+					list(b, dir)
+					for b.Loop() {
+						cpu(func() { list(b, dir) })
+					}
+				})
 			})
-		})
-	}
-	for _, c := range []indexConfig{indexesOn, indexesOff} {
-		b.Run(fmt.Sprintf("list-first/%s/%s", ls, c.name), func(b *testing.B) {
-			run(b, c, func(b *testing.B, cpu func(func())) {
-				dir := indexedCopy(b, ls)
-				for b.Loop() {
-					b.StopTimer()
-					dropIndexes(dir)
-					b.StartTimer()
-					cpu(func() { list(b, dir) })
-				}
+		}
+		for _, c := range []indexConfig{indexesOn, indexesOff} {
+			b.Run(fmt.Sprintf("list-first/%s/%s", ls, c.name), func(b *testing.B) {
+				run(b, c, func(b *testing.B, cpu func(func())) {
+					dir := indexedCopy(b, ls)
+					for b.Loop() {
+						b.StopTimer()
+						dropIndexes(dir)
+						b.StartTimer()
+						cpu(func() { list(b, dir) })
+					}
+				})
 			})
-		})
+		}
 	}
 	// A revision in the middle, at its last number.
 	key := revision.Key{Package: ls.pkg(ls.Packages / 2), Revision: ls.Revisions / ls.Packages}
