@@ -19,7 +19,7 @@ const (
 	PathRecords
 	// WorkspaceRecords are cad-paths' workspace records: the workspace a
 	// v<N> tag's object gives its package (package gitrepo's
-	// tagObjectWorkspace).
+	// objectWorkspace).
 	WorkspaceRecords
 	numKinds
 )
