@@ -495,7 +495,7 @@ func TestTagWorkspaceOneRule(t *testing.T) {
 	for _, ver := range []string{"v1", "v12", "v0", "release", "1"} {
 		for _, obj := range []string{"", "ws", "v1", "release"} {
 			for _, ws := range []string{"", "ws", "v1", "v12", "release", "other"} {
-				if got, want := tagWorkspaceMatches(ver, index.WsHash(obj), ws), tagWorkspace(ver, obj) == ws; got != want {
+				if got, want := tagWorkspaceMatches(ver, index.WsHash(obj), ws, index.WsHash(ws)), tagWorkspace(ver, obj) == ws; got != want {
 					t.Errorf("tag %s whose objects say %q, workspace %q: tagWorkspaceMatches %v, tagWorkspace says %v", ver, obj, ws, got, want)
 				}
 			}
@@ -616,7 +616,7 @@ func TestTagWorkspaceOneRule(t *testing.T) {
 			return pf.Workspaces("b")
 		}()
 		got, ok := recs.Get(plumbing.NewHash(h))
-		if !ok || !tagWorkspaceMatches(fmt.Sprintf("v%d", pr.Meta().Key.Revision), got, "fresh") {
+		if !ok || !tagWorkspaceMatches(fmt.Sprintf("v%d", pr.Meta().Key.Revision), got, "fresh", index.WsHash("fresh")) {
 			t.Errorf("the approval of %s recorded %v (%v), not its workspace %q", tag, got, ok, "fresh")
 		}
 	})

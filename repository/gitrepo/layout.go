@@ -121,15 +121,18 @@ func tagWorkspace(ver, objWS string) string {
 }
 
 // tagWorkspaceMatches reports whether the tag <full>/<ver> has workspace
-// ws when its objects' workspace hashes to rec (index.WsHash of what
-// objectWorkspace said, as a workspace record holds it): tagWorkspace's
-// rule on a hash.
-func tagWorkspaceMatches(ver string, rec plumbing.Hash, ws string) bool {
-	if parseVersion(ver) <= 0 || rec == index.WsHash("") {
+// ws, whose index.WsHash is wsHash, when its objects' workspace hashes to
+// rec (index.WsHash of what objectWorkspace said, as a workspace record
+// holds it): tagWorkspace's rule on a hash.
+func tagWorkspaceMatches(ver string, rec plumbing.Hash, ws string, wsHash plumbing.Hash) bool {
+	if parseVersion(ver) <= 0 || rec == noWorkspaceHash {
 		return ver == ws
 	}
-	return rec == index.WsHash(ws)
+	return rec == wsHash
 }
+
+// noWorkspaceHash is the workspace record of objects that give none.
+var noWorkspaceHash = index.WsHash("")
 
 // names reports whether one of anns names package full: the registration
 // that makes a directory without a package marker a package revision.

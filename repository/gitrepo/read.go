@@ -1111,19 +1111,19 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 // and written for what was read, in wl.learnt).
 func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h plumbing.Hash, ws string) bool {
 	if parseVersion(ver) <= 0 {
-		return ver == ws
+		return tagWorkspace(ver, "") == ws // whatever the objects say
 	}
 	full := wl.full
 	if w, ok := r.tagWS.get(h, full); ok {
 		return tagWorkspace(ver, w) == ws
 	}
 	if !wl.loaded {
-		wl.loaded, wl.recs = true, v.paths.Workspaces(full)
+		wl.loaded, wl.recs, wl.want = true, v.paths.Workspaces(full), index.WsHash(ws)
 	}
 	if got, ok := wl.recs.Get(h); ok {
 		// A hash of the workspace: two names with one hash are told
 		// apart by tagRev.
-		return tagWorkspaceMatches(ver, got, ws)
+		return tagWorkspaceMatches(ver, got, ws, wl.want)
 	}
 	c, err := v.commit(h)
 	if err != nil {
@@ -1142,6 +1142,7 @@ type wsLookup struct {
 	full   string
 	loaded bool
 	recs   index.WsRecords
+	want   plumbing.Hash // index.WsHash of the workspace looked up
 	learnt []index.PathRecord
 }
 

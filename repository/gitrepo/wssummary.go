@@ -123,7 +123,7 @@ func (r *Repository) tagEffectiveWS(v *view, wl *wsLookup, ver string, h plumbin
 		wl.loaded, wl.recs = true, v.paths.Workspaces(full)
 	}
 	if got, ok := wl.recs.Get(h); ok {
-		if got == index.WsHash("") { // the objects give none
+		if got == noWorkspaceHash { // the objects give none
 			return wsEffective{name: tagWorkspace(ver, ""), exact: true, known: true}
 		}
 		return wsEffective{hash: got, known: true}
