@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	"github.com/google/go-containerregistry/pkg/authn"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -23,18 +21,11 @@ import (
 	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/maintsched"
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/secretauth"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/repository/ocirepo"
-)
-
-// Keys of a credentials Secret: basic auth (username and password, as a
-// kubernetes.io/basic-auth Secret has them) or a bearer token.
-const (
-	secretUsername    = "username"
-	secretPassword    = "password"
-	secretBearerToken = "bearerToken"
 )
 
 // repoSet opens the repositories that Repository objects describe and keeps
@@ -301,51 +292,24 @@ func secretName(s repository.Spec) string {
 
 // errBadSecret is matched by the errors of a Secret that holds no usable
 // credentials.
-var errBadSecret = errors.New("the secret holds neither username and password nor bearerToken")
+var errBadSecret = secretauth.ErrNoCredentials
 
-func secretValue(sec *corev1.Secret, key string) (string, bool) {
-	v, ok := sec.Data[key]
-	if !ok {
-		if s, ok2 := sec.StringData[key]; ok2 {
-			return strings.TrimRight(s, "\r\n"), true
-		}
-		return "", false
-	}
-	return strings.TrimRight(string(v), "\r\n"), true
-}
-
-// gitAuth returns the go-git credentials of sec: a bearer token, or basic
-// auth. Nil for a nil sec. It returns an error matching
-// repository.ErrInvalidInput for a Secret with neither.
+// gitAuth returns the go-git credentials of sec (see secretauth.Git). Nil
+// for a nil sec.
 func gitAuth(sec *corev1.Secret) (transport.AuthMethod, error) {
 	if sec == nil {
 		return nil, nil
 	}
-	if t, ok := secretValue(sec, secretBearerToken); ok {
-		return &githttp.TokenAuth{Token: t}, nil
-	}
-	u, okU := secretValue(sec, secretUsername)
-	p, okP := secretValue(sec, secretPassword)
-	if okU || okP {
-		return &githttp.BasicAuth{Username: u, Password: p}, nil
-	}
-	return nil, fmt.Errorf("%w: secret %q: %w", repository.ErrInvalidInput, sec.Name, errBadSecret)
+	return secretauth.Git(sec.Name, secretauth.Data(sec), "")
 }
 
-// ociAuth returns the registry credentials of sec, as gitAuth does.
+// ociAuth returns the registry credentials of sec (see secretauth.OCI).
+// Nil for a nil sec.
 func ociAuth(sec *corev1.Secret) (authn.Authenticator, error) {
 	if sec == nil {
 		return nil, nil
 	}
-	if t, ok := secretValue(sec, secretBearerToken); ok {
-		return &authn.Bearer{Token: t}, nil
-	}
-	u, okU := secretValue(sec, secretUsername)
-	p, okP := secretValue(sec, secretPassword)
-	if okU || okP {
-		return &authn.Basic{Username: u, Password: p}, nil
-	}
-	return nil, fmt.Errorf("%w: secret %q: %w", repository.ErrInvalidInput, sec.Name, errBadSecret)
+	return secretauth.OCI(sec.Name, secretauth.Data(sec))
 }
 
 // secret reads the Secret ns/name from the API server.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -100,9 +99,9 @@ func (r *repoReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.
 	}
 	meta.SetStatusCondition(&obj.Status.Conditions, cond)
 	if err == nil {
-		setDamaged(&obj.Status.Conditions, obj.Generation, damaged)
+		porchapi.SetDamaged(&obj.Status.Conditions, obj.Generation, damaged)
 	}
-	setMaintenanceFailed(&obj.Status.Conditions, obj.Generation, r.repos.maintenanceError(obj.Namespace, obj.Name))
+	porchapi.SetMaintenanceFailed(&obj.Status.Conditions, obj.Generation, r.repos.maintenanceError(obj.Namespace, obj.Name))
 	obj.Status.ObservedGeneration = obj.Generation
 	if !equalStatus(orig, &obj) {
 		if uerr := r.client.Status().Update(ctx, &obj); uerr != nil {
@@ -125,77 +124,22 @@ func equalStatus(a, b *configv1alpha1.Repository) bool {
 	return a.Status.PackageCount == b.Status.PackageCount && a.Status.ObservedGeneration == b.Status.ObservedGeneration
 }
 
-// ConditionDamaged is the Repository condition that names what the
-// repository holds and cannot be read: True, with reason
-// ReasonDamagedRevisions, while refs (or tags) are damaged or revisions
-// have a Kptfile that does not parse; absent otherwise. The Repository
-// stays Ready and its other revisions are served: the damaged ones have
-// no PackageRevision objects made for them, and the objects they had are
-// kept, never deleted because of the damage.
-const ConditionDamaged = "Damaged"
-
-// ReasonDamagedRevisions is the reason of a True ConditionDamaged.
-const ReasonDamagedRevisions = "DamagedRevisions"
-
-// ConditionMaintenanceFailed is the Repository condition that says the
-// last scheduled maintenance run of the repository (see
-// Options.MaintainInterval) failed: True, with reason
-// ReasonMaintenanceError and the error as its message, until a run
-// succeeds; absent otherwise. The repository stays Ready.
-const ConditionMaintenanceFailed = "MaintenanceFailed"
-
-// ReasonMaintenanceError is the reason of a True ConditionMaintenanceFailed.
-const ReasonMaintenanceError = "MaintenanceError"
-
-// setMaintenanceFailed sets ConditionMaintenanceFailed in conds for the
-// error msg of the last maintenance run, or removes it when msg is "".
-func setMaintenanceFailed(conds *[]metav1.Condition, gen int64, msg string) {
-	if msg == "" {
-		meta.RemoveStatusCondition(conds, ConditionMaintenanceFailed)
-		return
-	}
-	meta.SetStatusCondition(conds, metav1.Condition{Type: ConditionMaintenanceFailed, Status: metav1.ConditionTrue,
-		Reason: ReasonMaintenanceError, Message: msg, ObservedGeneration: gen})
-}
-
-// maxDamageShown bounds how many damaged things ConditionDamaged's message
-// names; the count is always given.
-const maxDamageShown = 20
-
-// setDamaged sets or removes ConditionDamaged in conds for damaged.
-func setDamaged(conds *[]metav1.Condition, gen int64, damaged []string) {
-	if len(damaged) == 0 {
-		meta.RemoveStatusCondition(conds, ConditionDamaged)
-		return
-	}
-	shown := damaged[:min(len(damaged), maxDamageShown)]
-	msg := fmt.Sprintf("%d damaged revisions left out: %s", len(damaged), strings.Join(shown, "; "))
-	if len(shown) < len(damaged) {
-		msg += fmt.Sprintf("; and %d more", len(damaged)-len(shown))
-	}
-	meta.SetStatusCondition(conds, metav1.Condition{Type: ConditionDamaged, Status: metav1.ConditionTrue,
-		Reason: ReasonDamagedRevisions, Message: msg, ObservedGeneration: gen})
-}
+// The Repository conditions besides Ready (see porchapi.ConditionDamaged
+// and porchapi.ConditionMaintenanceFailed). A damaged revision has no
+// PackageRevision object made for it, and the object it had is kept,
+// never deleted because of the damage.
+const (
+	ConditionDamaged           = porchapi.ConditionDamaged
+	ReasonDamagedRevisions     = porchapi.ReasonDamagedRevisions
+	ConditionMaintenanceFailed = porchapi.ConditionMaintenanceFailed
+	ReasonMaintenanceError     = porchapi.ReasonMaintenanceError
+)
 
 func joinMessage(a, b string) string {
 	if a == "" {
 		return b
 	}
 	return a + "; " + b
-}
-
-// damageOf returns the messages of what the *repository.DamageError in err
-// names, or nil when err holds none.
-func damageOf(err error) []string {
-	d := repository.Damage(err)
-	if d == nil {
-		return nil
-	}
-	out := make([]string, 0, len(d.Damaged))
-	for _, e := range d.Damaged {
-		out = append(out, e.Error())
-	}
-	return out
 }
 
 // revisionDamage reports whether err, from reading one revision, is that
@@ -227,7 +171,7 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 		return 0, nil, err
 	}
 	revs, err := repo.List(ctx, repository.ListOptions{})
-	listDamaged := damageOf(err)
+	listDamaged := porchapi.DamageOf(err)
 	if err != nil && listDamaged == nil {
 		return 0, nil, err
 	}

@@ -219,7 +219,7 @@ func (r *variantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	reason := variantfail.Reason(syncErr)
 	if status != nil || reason != "" {
-		st, err := boundedStatus(status, obj.GetGeneration(), reason, syncErr)
+		st, err := variantfail.Status(status, obj.GetGeneration(), reason, syncErr)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -257,37 +257,6 @@ func conditionsOf(obj client.Object) []metav1.Condition {
 		return o.Status.Conditions
 	}
 	return nil
-}
-
-// boundedStatus returns status (the variant package's, or nil) as JSON
-// with every condition message cut to variantfail.MaxMessageBytes and,
-// when reason is not empty, the hold of generation gen recorded.
-func boundedStatus(status any, gen int64, reason string, err error) (map[string]any, error) {
-	st := map[string]any{}
-	if status != nil {
-		raw, merr := json.Marshal(status)
-		if merr != nil {
-			return nil, merr
-		}
-		if merr := json.Unmarshal(raw, &st); merr != nil {
-			return nil, merr
-		}
-	}
-	var conds []metav1.Condition
-	if c, ok := st["conditions"]; ok {
-		raw, _ := json.Marshal(c)
-		if merr := json.Unmarshal(raw, &conds); merr != nil {
-			return nil, merr
-		}
-	}
-	if reason != "" {
-		variantfail.Hold(&conds, gen, reason, err.Error(), time.Now())
-	}
-	variantfail.Bound(conds)
-	if conds != nil {
-		st["conditions"] = conds
-	}
-	return st, nil
 }
 
 // sync runs the variant package on obj and returns the status to record

@@ -2,35 +2,32 @@ package main
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"time"
 
-	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apiserver/pkg/authorization/authorizerfactory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
+	certutil "k8s.io/client-go/util/cert"
+	"k8s.io/client-go/util/keyutil"
 
+	"github.com/configasdata/cad/examples/internal/secretauth"
 	"github.com/configasdata/cad/examples/server/internal/apiserver"
 	"github.com/configasdata/cad/repository"
 )
@@ -85,11 +82,23 @@ func connect(cc clusterConfig) (*cluster, error) {
 }
 
 // configure sets the options of the cluster mode: mirrored repositories,
-// Secrets, delegated authorization and the aggregator's request headers.
+// Secrets, delegated authorization (a SubjectAccessReview per request,
+// answers remembered briefly: allowed for ten seconds, denied for two, as
+// kube-apiserver's webhook authorizer does) and the aggregator's request
+// headers.
 func (c *cluster) configure(ctx context.Context, cc clusterConfig, opts *apiserver.Options) error {
 	opts.ExternalRepositories = true
 	opts.Secrets = c.secret
-	opts.Authorizer = newSARAuthorizer(c.client)
+	az, err := authorizerfactory.DelegatingAuthorizerConfig{
+		SubjectAccessReviewClient: c.client.AuthorizationV1(),
+		AllowCacheTTL:             10 * time.Second,
+		DenyCacheTTL:              2 * time.Second,
+		WebhookRetryBackoff:       &wait.Backoff{Duration: 500 * time.Millisecond, Factor: 1.5, Jitter: 0.2, Steps: 5},
+	}.New()
+	if err != nil {
+		return err
+	}
+	opts.Authorizer = az
 	rh, err := c.requestHeader(ctx, cc)
 	if err != nil {
 		return err
@@ -107,14 +116,7 @@ func (c *cluster) secret(ctx context.Context, ns, name string) (map[string][]byt
 	if err != nil {
 		return nil, err
 	}
-	data := map[string][]byte{}
-	for k, v := range s.Data {
-		data[k] = v
-	}
-	for k, v := range s.StringData {
-		data[k] = []byte(v)
-	}
-	return data, nil
+	return secretauth.Data(s), nil
 }
 
 // requestHeader reads the CA and allowed names of the aggregator's client
@@ -188,65 +190,6 @@ func (c *cluster) watchRepositories(ctx context.Context, srv *apiserver.Server, 
 	return nil
 }
 
-// sarAuthorizer asks the cluster, by SubjectAccessReview, whether a user
-// may make a request, and remembers answers briefly (allowed for ten
-// seconds, denied for two), as kube-apiserver's webhook authorizer does.
-type sarAuthorizer struct {
-	client kubernetes.Interface
-	mu     sync.Mutex
-	cache  map[sarKey]sarAnswer
-}
-
-type sarKey struct {
-	user, uid, groups string
-	attrs             apiserver.Attributes
-}
-
-type sarAnswer struct {
-	allowed bool
-	reason  string
-	expires time.Time
-}
-
-func newSARAuthorizer(c kubernetes.Interface) *sarAuthorizer {
-	return &sarAuthorizer{client: c, cache: map[sarKey]sarAnswer{}}
-}
-
-// Authorize implements apiserver.Authorizer.
-func (a *sarAuthorizer) Authorize(ctx context.Context, u *apiserver.User, at apiserver.Attributes) (bool, string, error) {
-	groups, _ := json.Marshal(u.Groups)
-	k := sarKey{user: u.Name, uid: u.UID, groups: string(groups), attrs: at}
-	now := time.Now()
-	a.mu.Lock()
-	if ans, ok := a.cache[k]; ok && now.Before(ans.expires) {
-		a.mu.Unlock()
-		return ans.allowed, ans.reason, nil
-	}
-	a.mu.Unlock()
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: u.Name, UID: u.UID, Groups: u.Groups,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: at.Namespace, Verb: at.Verb, Group: at.Group, Version: at.Version,
-			Resource: at.Resource, Subresource: at.Subresource, Name: at.Name,
-		},
-	}}
-	res, err := a.client.AuthorizationV1().SubjectAccessReviews().Create(ctx, sar, metav1.CreateOptions{})
-	if err != nil {
-		return false, "", err
-	}
-	ans := sarAnswer{allowed: res.Status.Allowed && !res.Status.Denied, reason: res.Status.Reason, expires: now.Add(2 * time.Second)}
-	if ans.allowed {
-		ans.expires = now.Add(10 * time.Second)
-	}
-	a.mu.Lock()
-	if len(a.cache) > 10000 {
-		clear(a.cache)
-	}
-	a.cache[k] = ans
-	a.mu.Unlock()
-	return ans.allowed, ans.reason, nil
-}
-
 // selfSignedTLS returns the serving certificate kept in dir (made on the
 // first start): self-signed, for the host names and addresses given, as
 // aggregated API servers serve when none is given (the APIService then
@@ -256,47 +199,21 @@ func selfSignedTLS(dir string, hosts []string) (certFile, keyFile string, err er
 	if _, err := tls.LoadX509KeyPair(certFile, keyFile); err == nil {
 		return certFile, keyFile, nil
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
-		return "", "", err
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return "", "", err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
-	if err != nil {
-		return "", "", err
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial,
-		Subject:               pkix.Name{CommonName: "cad-reference-server"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(365 * 24 * time.Hour),
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-	}
+	var ips []net.IP
+	var names []string
 	for _, h := range hosts {
 		if ip := net.ParseIP(h); ip != nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, ip)
+			ips = append(ips, ip)
 		} else if h != "" {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
+			names = append(names, h)
 		}
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return "", "", err
+	cert, key, err := certutil.GenerateSelfSignedCertKey("cad-reference-server", ips, names)
+	if err == nil {
+		err = certutil.WriteCert(certFile, cert)
 	}
-	kb, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return "", "", err
+	if err == nil {
+		err = keyutil.WriteKey(keyFile, key)
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600); err != nil {
-		return "", "", err
-	}
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
-		return "", "", err
-	}
-	return certFile, keyFile, nil
+	return certFile, keyFile, err
 }

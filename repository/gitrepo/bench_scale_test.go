@@ -720,15 +720,13 @@ func BenchmarkPorchCreateDraft(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
-		// A new Repository each time, and no cad-paths or workspace
-		// summaries: the first new draft of the package in a repository
-		// cad never read.
+		// A new Repository each time, and no cad-paths: the first new
+		// draft of the package in a repository cad never read.
 		b.Run(s.String()+"/cold-first", func(b *testing.B) {
 			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
 				os.Remove(filepath.Join(dir, "cad-paths"))
-				os.RemoveAll(filepath.Join(dir, "cad-workspaces"))
 				b.StartTimer()
 				start := cpuTime()
 				r := mustOpen(b, benchSpec(dir), nil)

@@ -62,3 +62,7 @@ func SetCrossProcessLock(works bool) (restore func()) {
 	refstore.CrossProcessLock = works
 	return func() { refstore.CrossProcessLock = old }
 }
+
+// LegacyFlockIn reports whether cad.lock in gitDir is also flocked for the
+// store's role, as cad v0.1.0 locks it (refstore.LegacyFlockIn).
+func LegacyFlockIn(gitDir string) bool { return refstore.LegacyFlockIn(gitDir) }

@@ -112,7 +112,7 @@ type Options struct {
 	// Sync says what a write to a repository on disk (a local path, or
 	// CacheDir) flushes to the disk; see SyncMode. Default: SyncFiles.
 	// Writes to a repository on disk need a cross-process file lock
-	// (flock): off unix there is none, and such writes fail with
+	// (a record lock on cad.lock): off unix there is none, and such writes fail with
 	// repository.ErrNotSupported (reads work).
 	Sync SyncMode
 	// MaxFileBytes bounds the size of one file of a package revision as
@@ -220,9 +220,6 @@ type core struct {
 	cache  *gitobj.LRU
 	// tagWS remembers the workspaces of package tags (see resolve).
 	tagWS tagWorkspaces
-	// wsTagsRead counts the tags whose workspace a lookup looked at
-	// (wssummary.go), for the tests.
-	wsTagsRead atomic.Int64
 
 	closed atomic.Bool
 

@@ -452,20 +452,16 @@ func lineDiff(want, got string) string {
 // checks it below. A new caller fails until it is listed (and checked);
 // every caller must answer as tagWorkspace on every tag of the
 // derivation fixture: List, Get by workspace and the workspace check of a
-// new draft (through the objects, the workspace records and the workspace
-// summary, and in a write batch, which passes over the tags itself), and
-// an approval's record read back.
+// new draft (through the objects and through the workspace records, and
+// in a write batch), and an approval's record read back.
 func TestTagWorkspaceOneRule(t *testing.T) {
 	callers := map[string]string{
-		"read.go:tagRev":                 "List, Get",
-		"read.go:tagMayHaveWorkspace":    "Get by workspace, CreateDraft's check",
-		"write.go:UpdateLifecycle":       "the record an approval writes, read by a new Repository's Get",
-		"wssummary.go:tagEffectiveWS":    "Get by workspace with a summary",
-		"wssummary.go:tagEffectiveWSFew": "Get by workspace with a summary",
-		"wssummary.go:may":               "Get by workspace with a summary",
-		"layout.go:objectWorkspace":      "the rule itself",
-		"layout.go:tagWorkspace":         "the rule itself",
-		"layout.go:tagWorkspaceMatches":  "the rule itself",
+		"read.go:tagRev":                "List, Get",
+		"read.go:tagMayHaveWorkspace":   "Get by workspace, CreateDraft's check",
+		"write.go:UpdateLifecycle":      "the record an approval writes, read by a new Repository's Get",
+		"layout.go:objectWorkspace":     "the rule itself",
+		"layout.go:tagWorkspace":        "the rule itself",
+		"layout.go:tagWorkspaceMatches": "the rule itself",
 	}
 	rule := map[string]bool{"objectWorkspace": true, "tagWorkspace": true, "tagWorkspaceMatches": true, "WsRecord": true, "WsHash": true}
 	seen := map[string]bool{}
@@ -552,8 +548,7 @@ func TestTagWorkspaceOneRule(t *testing.T) {
 			if !errors.Is(err, repository.ErrAlreadyExists) {
 				t.Errorf("CreateDraft %s with workspace %s of tag %s: %v, want ErrAlreadyExists", full, ws, tag, err)
 			}
-			// Through a write batch, whose reads pass over the tags
-			// themselves (tagMayHaveWorkspace), not through a summary.
+			// Through a write batch, whose reads see its own writes.
 			b, err := r.BeginBatch(ctx)
 			if err != nil {
 				t.Fatal(err)
@@ -572,17 +567,10 @@ func TestTagWorkspaceOneRule(t *testing.T) {
 	}
 	t.Run("objects", func(t *testing.T) {
 		defer index.SetOff(false, false, true)()
-		defer SetWorkspaceSummaryMin(1 << 30)()
 		check(t)
 	})
 	t.Run("records", func(t *testing.T) {
-		defer SetWorkspaceSummaryMin(1 << 30)()
 		check(t) // the first Gets learn the records the next ones read
-		check(t)
-	})
-	t.Run("summary", func(t *testing.T) {
-		defer SetWorkspaceSummaryMin(1)()
-		check(t)
 		check(t)
 	})
 	t.Run("approved", func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
+	"github.com/configasdata/cad/repository/gitrepo/internal/tmpfile"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -139,7 +140,7 @@ func (r *Repository) maintain(ctx context.Context, opts MaintainOptions, try boo
 		return stats, fmt.Errorf("%w: maintaining a git directory on disk (%s) needs a cross-process file lock", repository.ErrNotSupported, gitDir)
 	}
 	start := time.Now()
-	lock := refstore.NewFileLock(filepath.Join(gitDir, "cad-maintenance.lock"))
+	lock := refstore.NewFileLock(gitDir, refstore.RoleMaintain)
 	defer lock.Close()
 	lctx := ctx
 	if try {
@@ -155,6 +156,7 @@ func (r *Repository) maintain(ctx context.Context, opts MaintainOptions, try boo
 		return stats, err
 	}
 	defer lock.Unlock()
+	removeStaleFiles(gitDir)
 	if err := r.repackObjects(ctx, opts, &stats); err != nil {
 		return stats, err
 	}
@@ -179,6 +181,26 @@ func (r *Repository) maintain(ctx context.Context, opts MaintainOptions, try boo
 	return stats, nil
 }
 
+// removeStaleFiles removes what dead writers and older versions of cad
+// left in gitDir: the temporary files whose writers are gone, by the one
+// rule of tmpfile.RemoveStale, in the git directory, objects/pack and
+// each objects/?? directory (see DESIGN.md, "Temporary files"); and
+// cad-workspaces, the workspace summaries cad v0.1.0 kept, which this
+// version neither reads nor writes. Errors are ignored: what it cannot
+// remove is tried again by the next run.
+func removeStaleFiles(gitDir string) {
+	_ = os.RemoveAll(filepath.Join(gitDir, "cad-workspaces"))
+	objDir := filepath.Join(gitDir, "objects")
+	tmpfile.RemoveStale(gitDir)
+	tmpfile.RemoveStale(filepath.Join(objDir, "pack"))
+	entries, _ := os.ReadDir(objDir)
+	for _, e := range entries {
+		if n := e.Name(); e.IsDir() && len(n) == 2 && strings.Trim(n, "0123456789abcdef") == "" {
+			tmpfile.RemoveStale(filepath.Join(objDir, n))
+		}
+	}
+}
+
 // repackObjects merges the packs the geometric rule (or opts.Full)
 // selects and every loose object into one new pack, then removes what
 // it merged.
@@ -186,7 +208,6 @@ func (r *Repository) repackObjects(ctx context.Context, opts MaintainOptions, st
 	gitDir := r.st.gitDir
 	packDir := filepath.Join(gitDir, "objects", "pack")
 	objDir := filepath.Join(gitDir, "objects")
-	gitobj.RemoveStaleStaging(packDir)
 	packs, err := gitobj.ListPacks(gitDir)
 	if err != nil {
 		return err

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -23,6 +24,8 @@ import (
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/tmpfile"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -543,5 +546,81 @@ func testMaintainConcurrent(t *testing.T, midx bool) {
 	}
 	if drafts != wrote || wrote == 0 {
 		t.Errorf("%d drafts of the writer read, it wrote %d", drafts, wrote)
+	}
+}
+
+// Maintenance removes the temporary files of every kind a dead writer
+// left (tmpfile.RemoveStale's one rule: its lock free and last written
+// over tmpfile.Grace ago) and cad v0.1.0's cad-workspaces, and leaves a
+// live writer's file (locked, however old), a file written within the
+// grace, and git's own temporary files.
+func TestMaintainRemovesStaleTemps(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" || runtime.GOOS == "js" || runtime.GOOS == "wasip1" {
+		t.Skip("no file locks: a repository on disk is not maintained here")
+	}
+	ctx := context.Background()
+	dir := newBare(t)
+	r := openDisk(t, dir)
+	propose(t, r, "p", "ws")
+	old := time.Now().Add(-tmpfile.Grace - time.Minute)
+	plant := func(rel string, age time.Time) string {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("half written"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, age, age); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pack := filepath.Join("objects", "pack")
+	stale := []string{
+		plant(filepath.Join(pack, gitobj.StagePackPrefix+"1"), old), // a fetch's staging
+		plant(filepath.Join(pack, gitobj.StageIdxPrefix+"1"), old),
+		plant(filepath.Join(pack, gitobj.MaintPackPrefix+"1"), old), // a maintenance run's
+		plant(filepath.Join(pack, gitobj.MaintIdxPrefix+"1"), old),
+		plant(filepath.Join(pack, gitobj.WritePackPrefix+"1"), old), // a write's pack
+		plant(filepath.Join(pack, gitobj.WriteIdxPrefix+"1"), old),
+		plant(filepath.Join("objects", "ab", tmpfile.ObjPrefix+"1"), old), // a loose object
+		plant("cad-paths-123.tmp", old),                                   // a rebuild of cad-paths
+		plant(filepath.Join(pack, "tmp_pack_cad_2"), old),                 // cad v0.1.0's staging
+		plant(filepath.Join("cad-workspaces", "0123"), time.Now()),        // cad v0.1.0's summaries
+	}
+	kept := []string{
+		plant(filepath.Join(pack, gitobj.StagePackPrefix+"fresh"), time.Now()),
+		plant(filepath.Join("objects", "cd", tmpfile.ObjPrefix+"fresh"), time.Now()),
+		plant(filepath.Join(pack, "tmp_pack_git"), old), // git's own
+		plant(filepath.Join("objects", "ab", "tmp_obj_git"), old),
+	}
+	live, err := tmpfile.Create(filepath.Join(dir, pack), gitobj.StagePackPrefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer live.Close()
+	if err := os.Chtimes(live.Name(), old, old); err != nil {
+		t.Fatal(err)
+	}
+	kept = append(kept, live.Name())
+	if _, err := r.Maintain(ctx, gitrepo.MaintainOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range stale {
+		if _, err := os.Stat(p); !os.IsNotExist(err) {
+			t.Errorf("%s was left: %v", p, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "cad-workspaces")); !os.IsNotExist(err) {
+		t.Errorf("cad-workspaces was left: %v", err)
+	}
+	for _, p := range kept {
+		if _, err := os.Stat(p); err != nil {
+			t.Errorf("%s was removed: %v", p, err)
+		}
+	}
+	if keys, err := listKeys(ctx, r); err != nil || len(keys) != 1 {
+		t.Fatalf("after maintenance: %v, %v", keys, err)
 	}
 }

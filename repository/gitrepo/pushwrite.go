@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -20,9 +19,9 @@ import (
 // sharing the CacheDir) go on while it is on the network:
 //
 //  1. the writers of the remote take turns (writeGate: in this process a
-//     channel of one; on disk also a file lock, cad-push.lock, apart
-//     from cad.lock, for the writers of other processes). It is no store
-//     lock: no read waits for it;
+//     channel of one; on disk also cad.lock's push byte
+//     (refstore.RolePush), apart from its store byte, for the writers of
+//     other processes). It is no store lock: no read waits for it;
 //  2. the mirror is brought up to date with a staged fetch, as a read
 //     does, holding no store lock (syncForWrite);
 //  3. under the write lock, with no network: the plan runs on the
@@ -52,7 +51,7 @@ type writeGate struct {
 	mu     sync.Mutex
 	closed bool
 	cancel context.CancelCauseFunc // ends the write running
-	flock  *refstore.FileLock      // cad-push.lock of an on-disk mirror, made at first use
+	flock  *refstore.FileLock      // cad.lock's push role of an on-disk mirror, made at first use
 }
 
 // errWriteClosed ends a write under way when its Repository is closed.
@@ -79,7 +78,7 @@ func (rm *remote) beginWrite(ctx context.Context, gitDir string) (context.Contex
 	wctx, cancel := context.WithCancelCause(ctx)
 	g.cancel = cancel
 	if gitDir != "" && g.flock == nil {
-		g.flock = refstore.NewFileLock(filepath.Join(gitDir, "cad-push.lock"))
+		g.flock = refstore.NewFileLock(gitDir, refstore.RolePush)
 	}
 	fl := g.flock
 	g.mu.Unlock()
@@ -131,7 +130,7 @@ func (rm *remote) stopWrites() {
 
 // syncForWrite brings the mirror up to date for a write with a staged
 // fetch of its own, holding no store lock. It takes neither a read's
-// fetch under way nor cad-fetch.lock: a read's fetch stalled on the
+// fetch under way nor the fetch role of cad.lock: a read's fetch stalled on the
 // network must not hold up a write, and two staged fetches may run at
 // once (each sets the refs only when the mirror is still as it found
 // it). The push checks the remote's refs anyway: this spares pushes

@@ -1064,12 +1064,8 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 		}
 	}
 	// A published revision with this workspace: look through the
-	// package's tags.
-	if key.Workspace != "" && key.Revision == 0 {
-		if x, done, err := r.resolveWorkspace(v, key, full); done {
-			return x, err
-		}
-	}
+	// package's tags, whose workspaces the cad-paths records give
+	// without reading their objects (tagMayHaveWorkspace).
 	tags, err := v.tagsOf(full)
 	if err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -43,8 +42,8 @@ import (
 //     back to an older state of the remote.
 //
 // One staged fetch runs at a time per remote: reads that find the mirror
-// stale meanwhile join it (fetchGroup), and on disk a file lock
-// (cad-fetch.lock, apart from cad.lock) keeps other processes' fetches of
+// stale meanwhile join it (fetchGroup), and on disk cad.lock's fetch byte
+// (refstore.RoleFetch, apart from its store byte) keeps other processes' fetches of
 // the same mirror out, so that they find the mirror current after it.
 // A write syncs the mirror with the same fetch before it plans
 // (syncForWrite, pushwrite.go).
@@ -63,7 +62,7 @@ type fetchGroup struct {
 	call   *fetchCall // the fetch a read joins; nil when none or being cancelled
 	last   *fetchCall // the fetch started last, which the next one waits for
 	closed bool
-	flock  *refstore.FileLock // cad-fetch.lock of an on-disk mirror, made at first use
+	flock  *refstore.FileLock // cad.lock's fetch role of an on-disk mirror, made at first use
 	// running are the fetches not yet ended, among them those cancelled
 	// when their last reader left.
 	running map[*fetchCall]bool
@@ -110,7 +109,7 @@ func (rm *remote) refresh(ctx context.Context, st *store, newView func() *view) 
 		}
 		g.running[c] = true
 		if st.gitDir != "" && g.flock == nil {
-			g.flock = refstore.NewFileLock(filepath.Join(st.gitDir, "cad-fetch.lock"))
+			g.flock = refstore.NewFileLock(st.gitDir, refstore.RoleFetch)
 		}
 		fl := g.flock
 		go func() {

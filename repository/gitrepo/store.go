@@ -35,9 +35,9 @@ import (
 // readers take turns on what is not safe to share (objMu for go-git's
 // object reads, the PackReader's own mutex, one object at a time). When
 // several Repositories share one storage value (a memory.Storage passed
-// in Options.Storage) they share mu. Across processes, a file lock on
-// cad.lock in the git directory is held shared by readers and exclusive
-// by writers.
+// in Options.Storage) they share mu. Across processes, the store's byte
+// of cad.lock in the git directory (refstore.RoleStore) is held shared
+// by readers and exclusive by writers.
 type store struct {
 	s       storage.Storer
 	mu      *sync.RWMutex
@@ -73,7 +73,7 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 		st.idx.Sorted = st.paths
 		st.packs = gitobj.NewPackReader(gitDir)
 		st.mu = &sync.RWMutex{}
-		st.flock = refstore.NewFileLock(filepath.Join(gitDir, "cad.lock"))
+		st.flock = refstore.NewFileLock(gitDir, refstore.RoleStore)
 		st.release = func() {
 			// The packs are used under the lock: a read still running
 			// finishes first.
@@ -178,7 +178,7 @@ func (st *store) write(ctx context.Context, fn func() error) error {
 		return fmt.Errorf("%w: writing to a git directory on disk (%s) needs a cross-process file lock, which %s lacks", repository.ErrNotSupported, st.gitDir, runtime.GOOS)
 	}
 	if denyWrite != nil && st.gitDir != "" && denyWrite(st.gitDir) {
-		return &os.PathError{Op: "open", Path: filepath.Join(st.gitDir, "cad.lock"), Err: os.ErrPermission}
+		return &os.PathError{Op: "open", Path: filepath.Join(st.gitDir, refstore.LockName), Err: os.ErrPermission}
 	}
 	if st.flock != nil {
 		if err := st.flock.Lock(ctx, true); err != nil {

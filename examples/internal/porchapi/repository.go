@@ -1,6 +1,10 @@
 package porchapi
 
 import (
+	"fmt"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
@@ -16,6 +20,70 @@ const (
 	ContentPackage        = configv1alpha1.ContentPackage
 	repositoryDefaultType = RepositoryTypeGit
 )
+
+// The Repository conditions cad adds to Porch's Ready, set alike by the
+// reference server and the operator. Neither makes the Repository not
+// Ready: its other revisions are served, only less packed.
+const (
+	// ConditionDamaged names what the repository holds and cannot be
+	// read (damaged refs or tags a list left out, revisions whose
+	// Kptfile does not parse): True, with reason ReasonDamagedRevisions,
+	// while there are any; absent otherwise.
+	ConditionDamaged       = "Damaged"
+	ReasonDamagedRevisions = "DamagedRevisions"
+	// ConditionMaintenanceFailed says the last scheduled maintenance run
+	// of the repository failed: True, with reason ReasonMaintenanceError
+	// and the error as its message, until a run succeeds; absent
+	// otherwise.
+	ConditionMaintenanceFailed = "MaintenanceFailed"
+	ReasonMaintenanceError     = "MaintenanceError"
+)
+
+// maxDamageShown bounds how many damaged things ConditionDamaged's message
+// names; the count is always given.
+const maxDamageShown = 20
+
+// SetDamaged sets ConditionDamaged in conds for the damaged things named,
+// at generation gen, or removes it when there are none.
+func SetDamaged(conds *[]metav1.Condition, gen int64, damaged []string) {
+	if len(damaged) == 0 {
+		meta.RemoveStatusCondition(conds, ConditionDamaged)
+		return
+	}
+	shown := damaged[:min(len(damaged), maxDamageShown)]
+	msg := fmt.Sprintf("%d damaged revisions left out: %s", len(damaged), strings.Join(shown, "; "))
+	if len(shown) < len(damaged) {
+		msg += fmt.Sprintf("; and %d more", len(damaged)-len(shown))
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{Type: ConditionDamaged, Status: metav1.ConditionTrue,
+		Reason: ReasonDamagedRevisions, Message: msg, ObservedGeneration: gen})
+}
+
+// SetMaintenanceFailed sets ConditionMaintenanceFailed in conds for msg,
+// the error of the last maintenance run, at generation gen, or removes it
+// when msg is "".
+func SetMaintenanceFailed(conds *[]metav1.Condition, gen int64, msg string) {
+	if msg == "" {
+		meta.RemoveStatusCondition(conds, ConditionMaintenanceFailed)
+		return
+	}
+	meta.SetStatusCondition(conds, metav1.Condition{Type: ConditionMaintenanceFailed, Status: metav1.ConditionTrue,
+		Reason: ReasonMaintenanceError, Message: msg, ObservedGeneration: gen})
+}
+
+// DamageOf returns the messages of what the *repository.DamageError in err
+// names, or nil when err holds none.
+func DamageOf(err error) []string {
+	d := repository.Damage(err)
+	if d == nil {
+		return nil
+	}
+	out := make([]string, 0, len(d.Damaged))
+	for _, e := range d.Damaged {
+		out = append(out, e.Error())
+	}
+	return out
+}
 
 // DefaultRepository sets the defaults Porch's Repository CRD gives a
 // Repository on create and update: spec.content "Package" when empty, and

@@ -26,6 +26,7 @@
 package variantfail
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -140,6 +141,61 @@ func Bound(conds []metav1.Condition) {
 	for i := range conds {
 		conds[i].Message = Truncate(conds[i].Message, MaxMessageBytes)
 	}
+}
+
+// Conditions returns the conditions of status, a PackageVariant's or
+// PackageVariantSet's status in any form that encodes to its JSON; nil
+// when it has none that decode.
+func Conditions(status any) []metav1.Condition {
+	var st struct {
+		Conditions []metav1.Condition `json:"conditions"`
+	}
+	if data, err := json.Marshal(status); err == nil {
+		_ = json.Unmarshal(data, &st)
+	}
+	return st.Conditions
+}
+
+// Status returns the status to record after a sync: status (the sync's,
+// in any form that encodes to its JSON; nil for none) as JSON values,
+// with every condition message cut to MaxMessageBytes and, when reason is
+// not empty, the hold of generation gen for err recorded (see Hold). Its
+// values are those of decoded JSON, so that it can be stored as an
+// unstructured object's. It returns an error when status does not encode
+// or holds conditions that do not decode.
+func Status(status any, gen int64, reason string, err error) (map[string]any, error) {
+	st := map[string]any{}
+	data, merr := json.Marshal(status)
+	if merr == nil {
+		merr = json.Unmarshal(data, &st)
+	}
+	if merr != nil {
+		return nil, merr
+	}
+	if st == nil {
+		st = map[string]any{}
+	}
+	var conds []metav1.Condition
+	if c, ok := st["conditions"]; ok {
+		raw, _ := json.Marshal(c)
+		if merr := json.Unmarshal(raw, &conds); merr != nil {
+			return nil, merr
+		}
+	}
+	if reason != "" {
+		Hold(&conds, gen, reason, err.Error(), time.Now())
+	}
+	if conds == nil {
+		return st, nil
+	}
+	Bound(conds)
+	var list []any
+	raw, _ := json.Marshal(conds)
+	if merr := json.Unmarshal(raw, &list); merr != nil {
+		return nil, merr
+	}
+	st["conditions"] = list
+	return st, nil
 }
 
 // Retries decides when a caller that retries held objects on an interval

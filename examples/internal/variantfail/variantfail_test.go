@@ -9,6 +9,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/configasdata/cad/repository"
@@ -122,4 +124,24 @@ func TestRetries(t *testing.T) {
 	if r.Due("a", now.Add(200*time.Second)) {
 		t.Fatal("a forgotten key counts as tried")
 	}
+}
+
+func TestStatus(t *testing.T) {
+	long := strings.Repeat("x", 2*MaxMessageBytes)
+	in := map[string]any{"downstreamTargets": []any{"a"}, "conditions": []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "Ok", Message: long}}}
+	st, err := Status(in, 3, ReasonInvalidSpec, errors.New("bad template"))
+	require.NoError(t, err)
+	require.Equal(t, []any{"a"}, st["downstreamTargets"])
+	conds := Conditions(st)
+	require.Equal(t, ReasonInvalidSpec, Held(conds, 3))
+	require.Equal(t, "bad template", meta.FindStatusCondition(conds, ConditionReady).Message)
+	_, ok := st["conditions"].([]any) // storable as unstructured
+	require.True(t, ok)
+
+	st, err = Status(in, 3, "", nil)
+	require.NoError(t, err)
+	require.LessOrEqual(t, len(Conditions(st)[0].Message), MaxMessageBytes)
+	st, err = Status(nil, 1, "", nil)
+	require.NoError(t, err)
+	require.Empty(t, st)
 }

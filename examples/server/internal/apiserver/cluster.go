@@ -7,10 +7,11 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"slices"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apiserver/pkg/authentication/request/headerrequest"
+	x509request "k8s.io/apiserver/pkg/authentication/request/x509"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/examples/server/internal/store"
@@ -31,7 +32,8 @@ import (
 //   - RequestHeader: the aggregator authenticates itself with a client
 //     certificate and names the user in X-Remote-User and X-Remote-Group.
 //   - Authorizer: the cluster decides what the user may do (a
-//     SubjectAccessReview per request) instead of the server's cad:* roles.
+//     SubjectAccessReview per request, k8s.io/apiserver's delegating
+//     authorizer) instead of the server's cad:* roles.
 //   - Secrets: secretRefs resolve to the cluster's Secrets.
 
 // RequestHeader authenticates requests forwarded by an authenticating
@@ -54,80 +56,34 @@ type RequestHeader struct {
 	GroupHeaders []string
 }
 
-// authenticate returns the user a verified proxy names, nil and no error
-// when the request does not come through the proxy, and an error for a
-// proxy certificate that does not verify.
+// authenticate returns the user a verified proxy names (k8s.io/apiserver's
+// request header authenticator behind its client certificate verifier),
+// nil and no error when the request does not come through the proxy (no
+// client certificate, one the proxy CAs do not verify, or no user header:
+// another authenticator may know it), and an error for a proxy
+// certificate whose name is not allowed.
 func (h *RequestHeader) authenticate(r *http.Request) (*User, error) {
-	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 {
+	or := func(v []string, def string) headerrequest.StaticStringSlice {
+		if len(v) == 0 {
+			return headerrequest.StaticStringSlice{def}
+		}
+		return v
+	}
+	hdr := headerrequest.NewDynamic(or(h.UsernameHeaders, "X-Remote-User"), headerrequest.StaticStringSlice{},
+		or(h.GroupHeaders, "X-Remote-Group"), headerrequest.StaticStringSlice{})
+	opts := x509.VerifyOptions{Roots: h.ClientCAs, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	res, ok, err := x509request.NewVerifier(opts, hdr, sets.NewString(h.AllowedNames...)).AuthenticateRequest(r)
+	var unknown x509.UnknownAuthorityError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &unknown), errors.As(err, &invalid):
+		return nil, nil // not the proxy
+	case err != nil:
+		return nil, fmt.Errorf("request header proxy: %w", err)
+	case !ok:
 		return nil, nil
 	}
-	leaf := r.TLS.PeerCertificates[0]
-	inter := x509.NewCertPool()
-	for _, c := range r.TLS.PeerCertificates[1:] {
-		inter.AddCert(c)
-	}
-	if _, err := leaf.Verify(x509.VerifyOptions{
-		Roots: h.ClientCAs, Intermediates: inter,
-		KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}); err != nil {
-		return nil, nil // not the proxy: another authenticator may know it
-	}
-	if len(h.AllowedNames) > 0 && !slices.Contains(h.AllowedNames, leaf.Subject.CommonName) {
-		return nil, fmt.Errorf("request header proxy certificate %q is not an allowed name", leaf.Subject.CommonName)
-	}
-	names := h.UsernameHeaders
-	if len(names) == 0 {
-		names = []string{"X-Remote-User"}
-	}
-	var user string
-	for _, n := range names {
-		if v := strings.TrimSpace(r.Header.Get(n)); v != "" {
-			user = v
-			break
-		}
-	}
-	if user == "" {
-		// The aggregator's own requests (discovery, availability): the
-		// proxy itself, which may read discovery and nothing else.
-		return &User{Name: leaf.Subject.CommonName, Groups: []string{"system:authenticated"}}, nil
-	}
-	groupHeaders := h.GroupHeaders
-	if len(groupHeaders) == 0 {
-		groupHeaders = []string{"X-Remote-Group"}
-	}
-	var groups []string
-	for _, n := range groupHeaders {
-		for _, v := range r.Header.Values(n) {
-			for g := range strings.SplitSeq(v, ",") {
-				if g = strings.TrimSpace(g); g != "" {
-					groups = append(groups, g)
-				}
-			}
-		}
-	}
-	return &User{Name: user, Groups: groups}, nil
-}
-
-// Attributes describe a resource request for an Authorizer, in the terms
-// of Kubernetes authorization.
-type Attributes struct {
-	// Verb is get, list, watch, create, update, patch or delete.
-	Verb string
-	// Group, Version and Resource name the resource, Subresource the
-	// subresource (approval, status) or "".
-	Group, Version, Resource, Subresource string
-	// Namespace and Name name the object; either may be empty.
-	Namespace, Name string
-}
-
-// Authorizer decides whether a user may make a resource request. With an
-// Authorizer the server's cad:* roles do not apply: the Authorizer's answer
-// is final (Porch's own split of verbs over subresources: approving is an
-// update of packagerevisions/approval).
-type Authorizer interface {
-	// Authorize returns whether u may do a, and when not, why. An error
-	// means it could not decide; the request is refused with 500.
-	Authorize(ctx context.Context, u *User, a Attributes) (allowed bool, reason string, err error)
+	return &User{Name: res.User.GetName(), Groups: res.User.GetGroups()}, nil
 }
 
 // errExternalRepositories refuses a change of a mirrored Repository.

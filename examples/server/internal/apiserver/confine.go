@@ -11,14 +11,13 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
-	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
 	"github.com/google/go-containerregistry/pkg/authn"
-	gossh "golang.org/x/crypto/ssh"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/secretauth"
 	"github.com/configasdata/cad/examples/internal/urlcred"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
@@ -94,46 +93,14 @@ func (s *Server) stripStoredCredentials(u *unstructured.Unstructured, r *porchap
 	return r, nil
 }
 
-// Secret keys, as in Kubernetes' basic-auth and ssh-auth Secrets and
-// Porch's bearer token Secret.
-const (
-	secretUsername    = "username"
-	secretPassword    = "password"
-	secretBearerToken = "bearerToken"
-	secretSSHKey      = "ssh-privatekey"
-	secretSSHPass     = "ssh-passphrase"
-	secretKnownHosts  = "known_hosts"
-)
-
-// secret is a resolved secretRef: its keys and values.
-type secret struct {
-	dir  string
-	data map[string][]byte
-}
-
-// resolveSecret reads secret name of namespace ns: from Options.Secrets
-// (cluster mode), else the Secret object the server stores, else the
-// secrets directory: the directory <SecretsDir>/<ns>/<name>, one file a
-// key (the layout of a Kubernetes Secret mounted as a volume). Errors name
-// the secret, never its content.
-func (s *Server) resolveSecret(ns, name string) (*secret, error) {
-	if reason := dnsSubdomain(name); reason != "" {
-		return nil, fmt.Errorf("%w: secretRef %q: %s", repository.ErrInvalidInput, name, reason)
-	}
-	if s.opts.Secrets == nil && s.store != nil {
-		// A Secret object the server serves comes first.
-		data, ok, err := s.storedSecret(ns, name)
-		switch {
-		case err != nil:
-			return nil, err
-		case ok:
-			return &secret{data: data}, nil
-		case s.opts.SecretsDir == "":
-			return nil, fmt.Errorf("%w: secret %q of namespace %q not found (create the Secret, or give the server a --secrets-dir)", repository.ErrNotFound, name, ns)
-		}
-	}
-	if s.opts.Secrets == nil && s.opts.SecretsDir == "" {
-		return nil, fmt.Errorf("%w: secretRef %q: the server has no secrets directory (--secrets-dir)", repository.ErrInvalidInput, name)
+// resolveSecret returns the data of secret name of namespace ns: from
+// Options.Secrets (cluster mode), else the Secret object the server
+// stores, else the secrets directory: the directory <SecretsDir>/<ns>/<name>,
+// one file a key (the layout of a Kubernetes Secret mounted as a volume).
+// Errors name the secret, never its content.
+func (s *Server) resolveSecret(ns, name string) (map[string][]byte, error) {
+	if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+		return nil, fmt.Errorf("%w: secretRef %q: must be a DNS-1123 subdomain: %s", repository.ErrInvalidInput, name, strings.Join(errs, "; "))
 	}
 	if s.opts.Secrets != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -142,7 +109,22 @@ func (s *Server) resolveSecret(ns, name string) (*secret, error) {
 		if err != nil {
 			return nil, fmt.Errorf("secret %q of namespace %q: %w", name, ns, err)
 		}
-		return &secret{data: data}, nil
+		return data, nil
+	}
+	if s.store != nil {
+		// A Secret object the server serves comes first.
+		data, ok, err := s.storedSecret(ns, name)
+		switch {
+		case err != nil:
+			return nil, err
+		case ok:
+			return data, nil
+		case s.opts.SecretsDir == "":
+			return nil, fmt.Errorf("%w: secret %q of namespace %q not found (create the Secret, or give the server a --secrets-dir)", repository.ErrNotFound, name, ns)
+		}
+	}
+	if s.opts.SecretsDir == "" {
+		return nil, fmt.Errorf("%w: secretRef %q: the server has no secrets directory (--secrets-dir)", repository.ErrInvalidInput, name)
 	}
 	dir := filepath.Join(s.opts.SecretsDir, ns, name)
 	ents, err := os.ReadDir(dir)
@@ -152,117 +134,40 @@ func (s *Server) resolveSecret(ns, name string) (*secret, error) {
 		}
 		return nil, fmt.Errorf("secret %q of namespace %q: %w", name, ns, err)
 	}
-	sec := &secret{dir: dir, data: map[string][]byte{}}
+	data := map[string][]byte{}
 	for _, e := range ents {
 		if strings.HasPrefix(e.Name(), ".") {
 			continue // Kubernetes' ..data links
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			continue // a directory
-		}
-		sec.data[e.Name()] = data
-	}
-	return sec, nil
-}
-
-func dnsSubdomain(s string) string {
-	if s == "" || len(s) > 253 {
-		return "must be 1 to 253 characters"
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.') {
-			return "must be a DNS-1123 subdomain (lower-case letters, digits, '-', '.')"
+		if v, err := os.ReadFile(filepath.Join(dir, e.Name())); err == nil { // not a directory
+			data[e.Name()] = v
 		}
 	}
-	if s[0] == '.' || s[0] == '-' || strings.Contains(s, "..") {
-		return "must be a DNS-1123 subdomain"
-	}
-	return ""
-}
-
-func (sec *secret) get(key string) string {
-	return strings.TrimRight(string(sec.data[key]), "\r\n")
+	return data, nil
 }
 
 // gitAuth resolves secretRef name of namespace ns into go-git credentials
-// for repoURL: basic auth (username and password), a bearer token
-// (bearerToken) or an ssh key (ssh-privatekey, with ssh-passphrase and
-// known_hosts when present). Nil for no secretRef.
+// for repoURL (see secretauth.Git). Nil for no secretRef.
 func (s *Server) gitAuth(ns, name, repoURL string) (transport.AuthMethod, error) {
 	if name == "" {
 		return nil, nil
 	}
-	sec, err := s.resolveSecret(ns, name)
+	data, err := s.resolveSecret(ns, name)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case sec.data[secretSSHKey] != nil:
-		user := "git"
-		if ep, err := transport.NewEndpoint(repoURL); err == nil && ep.User != "" {
-			user = ep.User
-		}
-		keys, err := gitssh.NewPublicKeys(user, sec.data[secretSSHKey], sec.get(secretSSHPass))
-		if err != nil {
-			return nil, fmt.Errorf("%w: secret %q: the ssh key does not parse", repository.ErrInvalidInput, name)
-		}
-		if _, ok := sec.data[secretKnownHosts]; ok {
-			cb, err := knownHosts(sec)
-			if err != nil {
-				return nil, fmt.Errorf("%w: secret %q: known_hosts: %v", repository.ErrInvalidInput, name, err)
-			}
-			keys.HostKeyCallback = cb
-		}
-		return keys, nil
-	case sec.data[secretBearerToken] != nil:
-		return &githttp.TokenAuth{Token: sec.get(secretBearerToken)}, nil
-	case sec.data[secretUsername] != nil || sec.data[secretPassword] != nil:
-		return &githttp.BasicAuth{Username: sec.get(secretUsername), Password: sec.get(secretPassword)}, nil
-	}
-	return nil, fmt.Errorf("%w: secret %q has none of the keys %s, %s, %s, %s", repository.ErrInvalidInput, name,
-		secretUsername, secretPassword, secretBearerToken, secretSSHKey)
-}
-
-// knownHosts reads the known_hosts key of sec: from its directory, or,
-// for a secret that has none (Options.Secrets), through a temporary file,
-// since the parser reads files.
-func knownHosts(sec *secret) (gossh.HostKeyCallback, error) {
-	if sec.dir != "" {
-		return gitssh.NewKnownHostsCallback(filepath.Join(sec.dir, secretKnownHosts))
-	}
-	f, err := os.CreateTemp("", "cad-known-hosts-")
-	if err != nil {
-		return nil, err
-	}
-	defer os.Remove(f.Name())
-	_, err = f.Write(sec.data[secretKnownHosts])
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	return gitssh.NewKnownHostsCallback(f.Name())
+	return secretauth.Git(name, data, repoURL)
 }
 
 // ociAuth resolves secretRef name of namespace ns into registry
-// credentials: basic auth or a bearer token. Nil for no secretRef.
+// credentials (see secretauth.OCI). Nil for no secretRef.
 func (s *Server) ociAuth(ns, name string) (authn.Authenticator, error) {
 	if name == "" {
 		return nil, nil
 	}
-	sec, err := s.resolveSecret(ns, name)
+	data, err := s.resolveSecret(ns, name)
 	if err != nil {
 		return nil, err
 	}
-	switch {
-	case sec.data[secretBearerToken] != nil:
-		return &authn.Bearer{Token: sec.get(secretBearerToken)}, nil
-	case sec.data[secretUsername] != nil || sec.data[secretPassword] != nil:
-		return &authn.Basic{Username: sec.get(secretUsername), Password: sec.get(secretPassword)}, nil
-	}
-	return nil, fmt.Errorf("%w: secret %q has none of the keys %s, %s, %s", repository.ErrInvalidInput, name,
-		secretUsername, secretPassword, secretBearerToken)
+	return secretauth.OCI(name, data)
 }

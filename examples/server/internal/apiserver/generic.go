@@ -257,17 +257,7 @@ func (s *Server) authorizeGeneric(ctx context.Context, a authorizer.Attributes) 
 		if !a.IsResourceRequest() {
 			return authorizer.DecisionAllow, "", nil
 		}
-		ok, reason, err := s.opts.Authorizer.Authorize(ctx, u, Attributes{
-			Verb: a.GetVerb(), Group: a.GetAPIGroup(), Version: a.GetAPIVersion(), Resource: a.GetResource(),
-			Subresource: a.GetSubresource(), Namespace: a.GetNamespace(), Name: a.GetName(),
-		})
-		switch {
-		case err != nil:
-			return authorizer.DecisionNoOpinion, "", err
-		case ok:
-			return authorizer.DecisionAllow, "", nil
-		}
-		return authorizer.DecisionDeny, reason, nil
+		return s.opts.Authorizer.Authorize(ctx, a)
 	}
 	if !u.Has(RoleViewer) {
 		return authorizer.DecisionDeny, fmt.Sprintf("it has no role on this server: it needs one of the groups %s", roleGroups()), nil

@@ -2,7 +2,6 @@ package apiserver
 
 import (
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,10 +11,12 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/examples/server/internal/store"
@@ -223,7 +224,7 @@ func (si *storeImpl) create(ctx context.Context, rq *request, obj runtime.Object
 	d := si.def()
 	m := obj.(metav1.Object)
 	if m.GetName() == "" && m.GetGenerateName() != "" {
-		m.SetName(m.GetGenerateName() + randomSuffix())
+		m.SetName(m.GetGenerateName() + utilrand.String(5))
 	}
 	rq.name = m.GetName()
 	if m.GetName() == "" {
@@ -451,16 +452,6 @@ func (si *storeImpl) statusSubresource() map[string]subresourceDef {
 // subresourceStatus is the name of the status subresource.
 const subresourceStatus = "status"
 
-func randomSuffix() string {
-	const chars = "bcdfghjklmnpqrstvwxz2456789"
-	var b [5]byte
-	rand.Read(b[:])
-	for i := range b {
-		b[i] = chars[int(b[i])%len(chars)]
-	}
-	return string(b[:])
-}
-
 // Repositories.
 
 // prepareRepository validates a Repository, checks immutable fields and
@@ -577,68 +568,45 @@ func overlaps(a, b string) bool {
 	return a == b || a == "" || b == "" || strings.HasPrefix(a+"/", b+"/") || strings.HasPrefix(b+"/", a+"/")
 }
 
-// ConditionDamaged is the Repository condition that names what the
-// repository holds and cannot be read (damaged refs or tags a list left
-// out): True, with reason ReasonDamagedRevisions, while there are any;
-// absent otherwise. The Repository stays Ready, and its other revisions
-// are served.
-const ConditionDamaged = "Damaged"
+// The Repository conditions besides Ready (see porchapi.ConditionDamaged
+// and porchapi.ConditionMaintenanceFailed).
+const (
+	ConditionDamaged           = porchapi.ConditionDamaged
+	ReasonDamagedRevisions     = porchapi.ReasonDamagedRevisions
+	ConditionMaintenanceFailed = porchapi.ConditionMaintenanceFailed
+	ReasonMaintenanceError     = porchapi.ReasonMaintenanceError
+)
 
-// ReasonDamagedRevisions is the reason of a True ConditionDamaged.
-const ReasonDamagedRevisions = "DamagedRevisions"
-
-// ConditionMaintenanceFailed is the Repository condition that says the
-// last scheduled maintenance run of the repository (see
-// Options.MaintainInterval) failed: True, with reason
-// ReasonMaintenanceError and the error as its message, until a run
-// succeeds; absent otherwise. The repository stays Ready.
-const ConditionMaintenanceFailed = "MaintenanceFailed"
-
-// ReasonMaintenanceError is the reason of a True ConditionMaintenanceFailed.
-const ReasonMaintenanceError = "MaintenanceError"
-
-// maxDamageShown bounds how many damaged things ConditionDamaged's message
-// names; the count is always given.
-const maxDamageShown = 20
-
-// repositoryStatus is the status of a registration: Ready, and Damaged
-// while its last whole list left damaged revisions out; the transition
-// time of old's conditions is kept when their status did not change.
+// repositoryStatus is the status of a registration: Ready, Damaged while
+// its last whole list left damaged revisions out, MaintenanceFailed while
+// its last maintenance run failed; the transition time of old's
+// conditions is kept when their status did not change.
 func repositoryStatus(e *repoEntry, generation int64, old map[string]any) map[string]any {
-	cond := metav1.Condition{Type: porchapi.RepositoryReady, Status: metav1.ConditionTrue, Reason: porchapi.ReasonReady,
-		Message: "Repository Ready", ObservedGeneration: generation, LastTransitionTime: metav1.Now()}
-	if e.repo == nil {
-		cond.Status, cond.Reason = metav1.ConditionFalse, porchapi.ReasonError
-		cond.Message = fmt.Sprint(e.err)
-	}
-	conds := []metav1.Condition{cond}
-	if damaged := e.damaged(); e.repo != nil && len(damaged) > 0 {
-		// Still Ready: the other revisions are served.
-		conds[0].Message += fmt.Sprintf("; %d damaged revisions left out (see condition %s)", len(damaged), ConditionDamaged)
-		shown := damaged[:min(len(damaged), maxDamageShown)]
-		msg := fmt.Sprintf("%d damaged revisions left out: %s", len(damaged), strings.Join(shown, "; "))
-		if len(shown) < len(damaged) {
-			msg += fmt.Sprintf("; and %d more", len(damaged)-len(shown))
-		}
-		conds = append(conds, metav1.Condition{Type: ConditionDamaged, Status: metav1.ConditionTrue, Reason: ReasonDamagedRevisions,
-			Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.Now()})
-	}
-	if msg := e.maintenanceError(); e.repo != nil && msg != "" {
-		// Still Ready: the repository is served, only less packed.
-		conds = append(conds, metav1.Condition{Type: ConditionMaintenanceFailed, Status: metav1.ConditionTrue, Reason: ReasonMaintenanceError,
-			Message: msg, ObservedGeneration: generation, LastTransitionTime: metav1.Now()})
-	}
 	var prev porchapi.RepositoryStatus
-	if data, err := json.Marshal(old); err == nil && json.Unmarshal(data, &prev) == nil {
-		for _, c := range prev.Conditions {
-			for i := range conds {
-				if c.Type == conds[i].Type && c.Status == conds[i].Status {
-					conds[i].LastTransitionTime = c.LastTransitionTime
-				}
-			}
+	if data, err := json.Marshal(old); err == nil {
+		_ = json.Unmarshal(data, &prev)
+	}
+	st := porchapi.RepositoryStatus{ObservedGeneration: generation}
+	for _, c := range prev.Conditions {
+		if c.Type == porchapi.RepositoryReady || c.Type == ConditionDamaged || c.Type == ConditionMaintenanceFailed {
+			st.Conditions = append(st.Conditions, c)
 		}
 	}
-	st := porchapi.RepositoryStatus{Conditions: conds, ObservedGeneration: generation}
+	ready := metav1.Condition{Type: porchapi.RepositoryReady, Status: metav1.ConditionTrue, Reason: porchapi.ReasonReady,
+		Message: "Repository Ready", ObservedGeneration: generation}
+	var damaged []string
+	maint := ""
+	if e.repo == nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, porchapi.ReasonError, fmt.Sprint(e.err)
+	} else {
+		damaged, maint = e.damaged(), e.maintenanceError()
+	}
+	if len(damaged) > 0 {
+		ready.Message += fmt.Sprintf("; %d damaged revisions left out (see condition %s)", len(damaged), ConditionDamaged)
+	}
+	meta.SetStatusCondition(&st.Conditions, ready)
+	porchapi.SetDamaged(&st.Conditions, generation, damaged)
+	porchapi.SetMaintenanceFailed(&st.Conditions, generation, maint)
 	u, _ := toUnstructured(&st)
 	return u.Object
 }

@@ -90,6 +90,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apiserver/pkg/authorization/authorizer"
 
 	"github.com/configasdata/cad"
 	"github.com/configasdata/cad/engine"
@@ -266,8 +267,11 @@ type Options struct {
 	// forwards; see RequestHeader.
 	RequestHeader *RequestHeader
 	// Authorizer, when not nil, decides every resource request instead
-	// of the cad:* roles (a SubjectAccessReview in a cluster).
-	Authorizer Authorizer
+	// of the cad:* roles (a SubjectAccessReview in a cluster): its
+	// answer is final (Porch's own split of verbs over subresources:
+	// approving is an update of packagerevisions/approval). An error
+	// refuses the request with 500.
+	Authorizer authorizer.Authorizer
 }
 
 // Server is the reference server. See the package documentation.
@@ -330,12 +334,7 @@ type repoEntry struct {
 // and stores e's status again when that changed: the Repository then has
 // a Damaged condition naming it.
 func (s *Server) noteDamage(e *repoEntry, err error) {
-	var now []string
-	if d := repository.Damage(err); d != nil {
-		for _, x := range d.Damaged {
-			now = append(now, x.Error())
-		}
-	}
+	now := porchapi.DamageOf(err)
 	e.dmgMu.Lock()
 	changed := !slices.Equal(now, e.damage)
 	e.damage = now

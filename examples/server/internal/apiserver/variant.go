@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/configasdata/cad/engine"
@@ -261,7 +260,7 @@ func (s *Server) syncVariant(ctx context.Context, w variantWork) {
 			return
 		}
 		gen, stored = u.GetGeneration(), statusOf(u)
-		if reason := variantfail.Held(conditionsOf(stored), gen); reason != "" {
+		if reason := variantfail.Held(variantfail.Conditions(stored), gen); reason != "" {
 			if !s.heldRetries.Due(key, time.Now()) {
 				s.log.Debug("variant held; not synced until its spec changes", "resource", w.resource, "namespace", w.ns, "name", w.name, "reason", reason)
 				return
@@ -301,67 +300,16 @@ func (s *Server) syncVariant(ctx context.Context, w variantWork) {
 	if status == nil && reason == "" {
 		return
 	}
-	st, serr := boundedStatus(status, stored, gen, reason, err)
+	var from any = stored
+	if status != nil {
+		from = status
+	}
+	st, serr := variantfail.Status(from, gen, reason, err)
 	if serr != nil {
 		s.log.Warn("variant sync returned a status that is not JSON", "name", w.name, "err", serr)
 		return
 	}
 	s.setStatus(w.resource, w.ns, w.name, st)
-}
-
-// conditionsOf returns the conditions of a stored status.
-func conditionsOf(status map[string]any) []metav1.Condition {
-	raw, ok := status["conditions"]
-	if !ok {
-		return nil
-	}
-	data, err := json.Marshal(raw)
-	if err != nil {
-		return nil
-	}
-	var conds []metav1.Condition
-	if json.Unmarshal(data, &conds) != nil {
-		return nil
-	}
-	return conds
-}
-
-// boundedStatus returns the status to store after a sync: the syncer's
-// (or, when it returned none, the stored one), with every condition
-// message cut to variantfail.MaxMessageBytes and, when reason is not
-// empty, the hold of generation gen recorded.
-func boundedStatus(status json.RawMessage, stored map[string]any, gen int64, reason string, err error) (map[string]any, error) {
-	st := map[string]any{}
-	if status != nil {
-		if err := json.Unmarshal(status, &st); err != nil {
-			return nil, err
-		}
-		if st == nil {
-			st = map[string]any{}
-		}
-	} else {
-		for k, v := range stored {
-			st[k] = v
-		}
-	}
-	conds := conditionsOf(st)
-	if reason != "" {
-		variantfail.Hold(&conds, gen, reason, err.Error(), time.Now())
-	}
-	if conds == nil {
-		return st, nil
-	}
-	variantfail.Bound(conds)
-	data, merr := json.Marshal(conds)
-	if merr != nil {
-		return nil, merr
-	}
-	var list []any
-	if err := json.Unmarshal(data, &list); err != nil {
-		return nil, err
-	}
-	st["conditions"] = list
-	return st, nil
 }
 
 // setStatus stores a new status on an object, retrying on conflicts with
@@ -431,7 +379,7 @@ func (s *Server) recoverInterruptedSync() {
 	}
 	msg := fmt.Sprintf("the server stopped during %d syncs of generation %d of this object; it is not synced again until its spec changes", j.Interrupted, j.Generation)
 	s.log.Warn("variant held: the server stopped during its syncs", "resource", j.Resource, "namespace", j.Namespace, "name", j.Name, "interrupted", j.Interrupted)
-	st, err := boundedStatus(nil, statusOf(u), j.Generation, variantfail.ReasonSyncInterrupted, errors.New(msg))
+	st, err := variantfail.Status(statusOf(u), j.Generation, variantfail.ReasonSyncInterrupted, errors.New(msg))
 	if err == nil {
 		s.setStatus(j.Resource, j.Namespace, j.Name, st)
 	}

@@ -103,7 +103,8 @@
 // every object whole (no deltas), deflated at zlib's fastest level, and
 // its version 2 index (a CRC-32 per entry, offsets past 2 GiB in the
 // large-offset table). Each
-// file is written under a temporary name in objects/pack, synced as the
+// file is written under a temporary name in objects/pack
+// (tmp_pack_cad_write_*, tmp_idx_cad_write_*: package tmpfile), synced as the
 // caller's ref store asks, and renamed into place, the pack before its
 // index: readers find packs by their index, so none sees a pack cut
 // short. Until a ref names its objects a pack is garbage git gc removes;
@@ -122,7 +123,7 @@
 // count in the pack's header and its checksum are filled in at the end
 // (the file is read back to hash it). Its temporary files,
 // tmp_pack_cad_maint_* and tmp_idx_cad_maint_*, are renamed into place
-// as WritePack's are, and removed by RemoveStaleStaging when a killed
+// as WritePack's are, and removed by tmpfile.RemoveStale when a killed
 // process left them. It removes nothing: the caller removes the merged
 // packs ([RemovePack], the index first) and loose objects
 // ([RemoveLoose]) once the new pack is in place. A [PackReader] keeps
@@ -134,11 +135,11 @@
 // A fetch (package gitrepo's remote mirror) stages the pack it receives
 // in a [PackStaging] before it adds it to the objects. On disk the pack
 // is written, as it arrives, to a temporary file
-// objects/pack/tmp_pack_cad_<random> (git's own tmp_ naming, so that git
-// prune treats it as git's). [PackStaging.Prepare], holding no lock,
+// objects/pack/tmp_pack_cad_fetch_<random> (git's own tmp_ naming, so
+// that git prune treats it as git's). [PackStaging.Prepare], holding no lock,
 // reads it back through go-git's packfile parser (a whole pack is asked
 // for, never a thin one, so it is checked on its own), writes its version
-// 2 index with go-git's idxfile to tmp_idx_cad_<random> beside it, and
+// 2 index with go-git's idxfile to tmp_idx_cad_fetch_<random> beside it, and
 // syncs the index, then the pack, as the caller's ref store asks.
 // [PackStaging.Install], under the caller's write lock, renames the pack
 // to pack-<checksum>.pack, then the index to pack-<checksum>.idx (the
@@ -146,9 +147,9 @@
 // without one), then syncs objects/pack; when pack-<checksum>.idx is
 // there already it renames nothing. [PackStaging.Close] removes whatever
 // was not moved in. A process killed meanwhile leaves its temporary
-// files; [NewPackStaging] removes, through [RemoveStaleStaging], those
-// not written for an hour (a fetch under way writes its pack as it
-// arrives and moves it in within moments of the end). For a repository
+// files, locked until they are in place or closed: [NewPackStaging]
+// removes those of dead writers by package tmpfile's rule
+// (tmpfile.RemoveStale), as maintenance does. For a repository
 // in memory the pack is a buffer that Prepare parses into a storage of
 // its own and Install copies object by object.
 //
@@ -203,7 +204,7 @@
 // 64 KiB or more uncompressed (level 0, as git's core.looseCompression 0
 // writes: the ids that fill a tree barely compress), to
 // objects/<2 hex>/<38 hex>, through a temporary file in the same
-// directory renamed into place, read-only; an object already there is
+// directory (tmp_obj_cad_*: package tmpfile) renamed into place, read-only; an object already there is
 // left as it is. Making the object durable (fsync) before a ref names it
 // is package refstore's.
 //

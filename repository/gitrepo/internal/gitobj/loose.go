@@ -15,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/configasdata/cad/repository"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/tmpfile"
 )
 
 // Loose objects on disk are written by cad, not go-git: go-git compresses
@@ -62,7 +64,7 @@ func WriteLoose(gitDir string, h plumbing.Hash, t plumbing.ObjectType, data []by
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("store object %s: %w", h, err)
 	}
-	f, err := os.CreateTemp(dir, "tmp_obj_")
+	f, err := tmpfile.Create(dir, tmpfile.ObjPrefix)
 	if err != nil {
 		return fmt.Errorf("store object %s: %w", h, err)
 	}

@@ -15,6 +15,8 @@ import (
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/tmpfile"
 )
 
 // PackObject is one object to write into a pack: its id, type and
@@ -42,7 +44,7 @@ func WritePack(gitDir string, objs []PackObject, sync func(*os.File) error) (str
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
-	pf, err := os.CreateTemp(dir, "tmp_pack_")
+	pf, err := tmpfile.Create(dir, WritePackPrefix)
 	if err != nil {
 		return "", fmt.Errorf("write pack: %w", err)
 	}
@@ -158,7 +160,7 @@ func WritePack(gitDir string, objs []PackObject, sync func(*os.File) error) (str
 	idxSum := sha1.Sum(idx.Bytes())
 	idx.Write(idxSum[:])
 
-	if xf, err = os.CreateTemp(dir, "tmp_idx_"); err != nil {
+	if xf, err = tmpfile.Create(dir, WriteIdxPrefix); err != nil {
 		return "", fmt.Errorf("write pack index: %w", err)
 	}
 	if _, err := xf.Write(idx.Bytes()); err != nil {

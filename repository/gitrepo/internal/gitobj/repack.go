@@ -19,18 +19,23 @@ import (
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/tmpfile"
 )
 
 // Repacking (package gitrepo's maintenance) merges packs and loose
 // objects into one new pack. See the package documentation, "Merging
 // packs".
 
-// MaintPackPrefix and MaintIdxPrefix start the temporary files of a
-// repack in objects/pack (git's tmp_ naming, so git prune treats them as
-// git's own); RemoveStaleStaging removes those a killed process left.
+// The temporary files of packs being written in objects/pack (package
+// tmpfile's names, which git prune treats as git's own; tmpfile.RemoveStale
+// removes those a killed process left): a repack's, and a write's
+// (WritePack).
 const (
-	MaintPackPrefix = "tmp_pack_cad_maint_"
-	MaintIdxPrefix  = "tmp_idx_cad_maint_"
+	MaintPackPrefix = tmpfile.PackPrefix + "maint_"
+	MaintIdxPrefix  = tmpfile.IdxPrefix + "maint_"
+	WritePackPrefix = tmpfile.PackPrefix + "write_"
+	WriteIdxPrefix  = tmpfile.IdxPrefix + "write_"
 )
 
 // PackInfo is one pack of objects/pack, as the maintenance plans on it.
@@ -213,7 +218,7 @@ func Repack(ctx context.Context, gitDir string, in RepackInput) (RepackResult, e
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return RepackResult{}, fmt.Errorf("repack: %w", err)
 	}
-	pf, err := os.CreateTemp(dir, MaintPackPrefix)
+	pf, err := tmpfile.Create(dir, MaintPackPrefix)
 	if err != nil {
 		return RepackResult{}, fmt.Errorf("repack: %w", err)
 	}
@@ -312,7 +317,7 @@ func Repack(ctx context.Context, gitDir string, in RepackInput) (RepackResult, e
 	}
 	fault("maint-pack-written")
 	idx := encodeIdx(entries, packSum)
-	if xf, err = os.CreateTemp(dir, MaintIdxPrefix); err != nil {
+	if xf, err = tmpfile.Create(dir, MaintIdxPrefix); err != nil {
 		return RepackResult{}, fmt.Errorf("repack: %w", err)
 	}
 	if _, err := xf.Write(idx); err != nil {

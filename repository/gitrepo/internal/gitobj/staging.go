@@ -7,13 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/storer"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/tmpfile"
 )
 
 // PackStaging holds a fetched pack until it is added to a repository's
@@ -27,26 +28,24 @@ type PackStaging struct {
 	mu       sync.Mutex
 	f        *os.File // the pack, on disk
 	idx      string   // its index, once prepared
+	idxF     *os.File // the index, open until installed or closed
 	checksum plumbing.Hash
 	buf      bytes.Buffer
 	mem      *memory.Storage // the objects, in memory, once prepared
 	closed   bool
 }
 
-// Temporary files of staged fetches start with these; git's own tmp_
-// naming, so that git prune treats them as git's.
+// Temporary files of staged fetches start with these (package tmpfile's
+// names, which git prune treats as git's).
 const (
-	StagePackPrefix = "tmp_pack_cad_"
-	StageIdxPrefix  = "tmp_idx_cad_"
+	StagePackPrefix = tmpfile.PackPrefix + "fetch_"
+	StageIdxPrefix  = tmpfile.IdxPrefix + "fetch_"
 )
 
-// staleStaging is how long a staging file goes unwritten before
-// NewPackStaging takes it for one a killed process left.
-const staleStaging = time.Hour
-
 // NewPackStaging returns an empty staging for a pack of the repository in
-// gitDir: a temporary file objects/pack/tmp_pack_cad_* (created with its
-// directory, after removing stale staging files there), or memory when
+// gitDir: a temporary file objects/pack/tmp_pack_cad_fetch_* (created with
+// its directory, after removing the stale temporary files there:
+// tmpfile.RemoveStale), or memory when
 // gitDir is "". It returns the file system's error when the file cannot
 // be created.
 func NewPackStaging(gitDir string) (*PackStaging, error) {
@@ -54,30 +53,15 @@ func NewPackStaging(gitDir string) (*PackStaging, error) {
 		return &PackStaging{}, nil
 	}
 	dir := filepath.Join(gitDir, "objects", "pack")
-	RemoveStaleStaging(dir)
+	tmpfile.RemoveStale(dir)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	f, err := os.CreateTemp(dir, StagePackPrefix)
+	f, err := tmpfile.Create(dir, StagePackPrefix)
 	if err != nil {
 		return nil, err
 	}
 	return &PackStaging{f: f}, nil
-}
-
-// RemoveStaleStaging removes staging files that a killed process left in
-// dir: those not written for an hour (a fetch under way writes its pack
-// as it arrives, and moves it in within moments of the end). Errors are
-// ignored: a file it cannot remove is tried again next time.
-func RemoveStaleStaging(dir string) {
-	for _, prefix := range []string{StagePackPrefix, StageIdxPrefix} {
-		names, _ := filepath.Glob(filepath.Join(dir, prefix+"*"))
-		for _, n := range names {
-			if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > staleStaging {
-				_ = os.Remove(n)
-			}
-		}
-	}
 }
 
 // Write appends p to the staged pack. It returns os.ErrClosed after
@@ -133,27 +117,23 @@ func (s *PackStaging) Prepare(syncFile func(*os.File) error) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(s.f.Name()), StageIdxPrefix)
+	f, err := tmpfile.Create(filepath.Dir(s.f.Name()), StageIdxPrefix)
 	if err != nil {
 		return err
 	}
 	s.idx = f.Name()
+	s.idxF = f // open, and so locked, until it is installed
 	if _, err := idxfile.NewEncoder(f).Encode(idx); err != nil {
 		f.Close()
 		return err
 	}
 	if syncFile != nil {
 		if err := syncFile(f); err != nil {
-			f.Close()
 			return err
 		}
 		if err := syncFile(s.f); err != nil {
-			f.Close()
 			return err
 		}
-	}
-	if err := f.Close(); err != nil {
-		return err
 	}
 	s.checksum = sum
 	return nil
@@ -186,14 +166,15 @@ func (s *PackStaging) Install(objs storer.EncodedObjectStorer, syncDir func(dir 
 	if _, err := os.Stat(base + ".idx"); err == nil {
 		return nil
 	}
-	_ = s.f.Close() // read to the end by Prepare
-	if err := os.Rename(s.f.Name(), base+".pack"); err != nil {
+	if err := tmpfile.RenameOpen(s.f, base+".pack"); err != nil {
 		return err
 	}
-	if err := os.Rename(s.idx, base+".idx"); err != nil {
+	if err := tmpfile.RenameOpen(s.idxF, base+".idx"); err != nil {
 		return err
 	}
 	s.idx = ""
+	_ = s.f.Close() // held open so far: locked until in place
+	_ = s.idxF.Close()
 	if syncDir != nil {
 		if err := syncDir(filepath.Dir(base)); err != nil {
 			return err
@@ -217,6 +198,9 @@ func (s *PackStaging) Close() {
 	if s.f != nil {
 		_ = s.f.Close()
 		_ = os.Remove(s.f.Name()) // gone already when installed
+		if s.idxF != nil {
+			_ = s.idxF.Close()
+		}
 		if s.idx != "" {
 			_ = os.Remove(s.idx)
 		}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/tmpfile"
 )
 
 // stagingPack returns the bytes of a pack holding objs, written by
@@ -148,7 +150,7 @@ func TestPackStagingInMemory(t *testing.T) {
 	}
 }
 
-// NewPackStaging removes staging files not written for an hour and keeps
+// NewPackStaging removes stale staging files (tmpfile.RemoveStale) and keeps
 // younger ones (a fetch under way) and other files.
 func TestPackStagingRemovesStale(t *testing.T) {
 	gitDir := t.TempDir()
@@ -156,7 +158,7 @@ func TestPackStagingRemovesStale(t *testing.T) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	old := time.Now().Add(-staleStaging - time.Minute)
+	old := time.Now().Add(-tmpfile.Grace - time.Minute)
 	files := map[string]bool{ // name: kept
 		StagePackPrefix + "old":                    false,
 		StageIdxPrefix + "old":                     false,

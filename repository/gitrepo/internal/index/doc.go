@@ -1,11 +1,8 @@
 // Package index keeps the persistent indexes of a git repository on disk
 // that cad writes beside git's own files: cad-index ([ObjIndex]) and
-// cad-paths ([PathFile]), caches of facts about immutable objects, and
-// the workspace summaries cad-workspaces/<hash> ([WSSummary]), caches of
-// a package's tags for one state of its refs. A fact about an object id
-// never becomes false, so neither cad-index nor cad-paths is ever stale;
-// a summary names the state it holds for, and is read as none for any
-// other. Deleting any of them loses nothing but time. A repository whose
+// cad-paths ([PathFile]), caches of facts about immutable objects. A
+// fact about an object id never becomes false, so neither file is ever
+// stale. Deleting either loses nothing but time. A repository whose
 // directory cannot be written is read without them.
 //
 // # cad-index
@@ -74,47 +71,9 @@
 // damaged file, a header whose checksum fails, or a record whose checksum
 // fails reads as no answer, never as a wrong one; a record appended while
 // another process rebuilds may be lost, which costs a read of the objects
-// later. Temporary files of a dead rebuild are removed when no live
-// writer holds their lock (refstore.RemoveIfAbandoned), or after an hour
-// where there is no lock.
-//
-// # cad-workspaces
-//
-// A workspace summary, cad-workspaces/<first 16 bytes of the SHA-256 of
-// the package path, in hex>, lists the workspace (a hash of it) of every
-// tag of one package, for one state of the package's tags: the identity
-// of packed-refs (refstore.PackedIdentity: device, inode, size,
-// modification and change times) and the package's loose tags (names and
-// values). Package gitrepo's workspace lookups read it to look only at
-// the tags whose workspace may be the one asked for, and decide when it
-// holds (see wssummary.go there). Integers are big-endian, a CRC-32
-// (IEEE) of everything before it at the end:
-//
-//	"cadwsum1"           8 bytes
-//	package path         2-byte length, bytes
-//	packed-refs identity 41 bytes: 1 when there is a file, then device,
-//	                     inode, size, mtime and ctime in nanoseconds
-//	packed lines         33 bytes: 1 when known, then the SHA-256 of the
-//	                     lines of packed-refs under refs/tags/<path>/
-//	                     (refstore.PackedLines)
-//	loose tags           4-byte count, each: 1-byte length, name under the
-//	                     package, the 20-byte value; sorted by name
-//	tags                 4-byte count, each 12 bytes: the first 8 bytes
-//	                     of WsHash of the tag's workspace ([WSHash8]), the
-//	                     offset of its name in names; sorted by workspace
-//	                     and name
-//	names                4-byte length, then each name under the package
-//	                     as a 1-byte length and the name
-//	crc                  4 bytes
-//
-// [WriteWSSummary] writes a temporary file in cad-workspaces/tmp and
-// renames it over the summary, so a crash leaves the old file or the new;
-// a name too long for the layout writes nothing, and failures are
-// ignored (it is a cache). Temporary files of writers dead an hour or
-// more are removed by the next write. [ReadWSSummary] reads a missing,
-// short, oversized (over 64 MiB) or damaged file, one whose checksum
-// fails, one of another package, or one whose loose tags or tags are not
-// sorted, as no summary, never as a wrong one.
+// later. The temporary file of a rebuild is cad-paths-<digits>.tmp,
+// made by tmpfile.Create; each rebuild first removes those of dead
+// writers (tmpfile.RemoveStale).
 //
 // # Derivation versions
 //

@@ -14,12 +14,12 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
+	"github.com/configasdata/cad/repository/gitrepo/internal/tmpfile"
 )
 
 // PathFile is cad-paths in a git directory: the path records of cad-index
@@ -742,15 +742,14 @@ func mergeRecords(old io.Reader, fresh []PathRecord, emit func(rec []byte) error
 // header, which counts them, in front last.
 func (pf *PathFile) write(old io.Reader, fresh []PathRecord, covered int64) error {
 	dir := filepath.Dir(pf.path)
-	removeStaleTemps(dir)
-	tmp, err := os.CreateTemp(dir, pathFileName+"-*.tmp")
+	tmpfile.RemoveStale(dir)
+	// Locked while it is written and until it is renamed (closing
+	// releases it): see package tmpfile.
+	tmp, err := tmpfile.Create(dir, pathFileName+"-*.tmp")
 	if err != nil {
 		return err
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename, there is none
-	// Held while the file is written and until it is renamed (closing
-	// releases it): a tmp file whose lock is free is a dead writer's.
-	_ = refstore.LockFile(tmp)
 	var hdr [pathHeaderSize]byte
 	var fan [256]uint32
 	count := 0
@@ -786,27 +785,12 @@ func (pf *PathFile) write(old io.Reader, fresh []PathRecord, covered int64) erro
 		err = tmp.Chmod(0o644) // as cad-index: readable by the repository's other readers
 	}
 	if err == nil {
-		err = refstore.RenameOpen(tmp, pf.path)
+		err = tmpfile.RenameOpen(tmp, pf.path)
 	}
 	if cerr := tmp.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
 		err = cerr
 	}
 	return err
-}
-
-// removeStaleTemps removes the temporary files of rebuilds that did not
-// finish (a process killed while writing): at once when their writer's
-// lock is free and they hold data (a writer takes the lock before it
-// writes), else an hour after they were last written.
-func removeStaleTemps(dir string) {
-	names, _ := filepath.Glob(filepath.Join(dir, pathFileName+"-*.tmp"))
-	for _, n := range names {
-		if fi, err := os.Stat(n); err == nil && time.Since(fi.ModTime()) > time.Hour {
-			os.Remove(n)
-			continue
-		}
-		refstore.RemoveIfAbandoned(n)
-	}
 }
 
 // A workspace record says which workspace a v<N> tag's object (the
@@ -854,14 +838,28 @@ type wsRec struct {
 	ws  plumbing.Hash
 }
 
-// Get returns the value of the record of object h.
+// Get returns the value of the record of object h: a binary search on
+// the ids' first 8 bytes as an integer, then the next 8 (a workspace check
+// looks up every tag of a package, thousands).
 func (rs WsRecords) Get(h plumbing.Hash) (plumbing.Hash, bool) {
-	k := [16]byte(h[:16])
-	i, ok := slices.BinarySearchFunc(rs, k, func(r wsRec, k [16]byte) int { return bytes.Compare(r.obj[:], k[:]) })
-	if !ok {
+	k0, k1 := binary.BigEndian.Uint64(h[:8]), binary.BigEndian.Uint64(h[8:16])
+	less := func(r *wsRec) bool {
+		r0 := binary.BigEndian.Uint64(r.obj[:8])
+		return r0 < k0 || r0 == k0 && binary.BigEndian.Uint64(r.obj[8:]) < k1
+	}
+	lo, hi := 0, len(rs)
+	for lo < hi {
+		mid := int(uint(lo+hi) >> 1)
+		if less(&rs[mid]) {
+			lo = mid + 1
+		} else {
+			hi = mid
+		}
+	}
+	if lo == len(rs) || rs[lo].obj != [16]byte(h[:16]) {
 		return plumbing.ZeroHash, false
 	}
-	return rs[i].ws, true
+	return rs[lo].ws, true
 }
 
 // Workspaces returns the workspace records of package full whose

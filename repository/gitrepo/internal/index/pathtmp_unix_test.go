@@ -7,11 +7,15 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/tmpfile"
 )
 
-// A cad-paths temporary file a killed writer left (data in it, its lock
-// free) is removed by the next rebuild; one a live writer holds locked,
-// and one just created and not yet locked (empty), are left.
+// A cad-paths temporary file a killed writer left (its lock free, last
+// written over tmpfile.Grace ago) is removed by the next rebuild; one a
+// live writer holds locked, however old, and one written within the
+// grace and not locked, are left.
 func TestPathFileTempsOfDeadWritersRemoved(t *testing.T) {
 	dir := t.TempDir()
 	dead := filepath.Join(dir, "cad-paths-111.tmp")
@@ -25,6 +29,12 @@ func TestPathFileTempsOfDeadWritersRemoved(t *testing.T) {
 	live := filepath.Join(dir, "cad-paths-333.tmp")
 	if err := os.WriteFile(live, []byte("being written"), 0o644); err != nil {
 		t.Fatal(err)
+	}
+	old := time.Now().Add(-tmpfile.Grace - time.Minute)
+	for _, p := range []string{dead, live} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f, err := os.Open(live)
 	if err != nil {

@@ -25,16 +25,10 @@
 // trusts the identity of a file changed in the last seconds (the racy
 // window, as git's index): see loosecache.go.
 //
-// [PackedLines] hashes the lines of a sorted packed-refs under a prefix
-// (the refs and their peeled lines) without parsing the file: two binary
-// searches a block at a time (packedLineAt: where the first ref at or
-// after a name starts) and one read of the lines between. With
-// [PackedIdentity] (device, inode, size, modification and change times;
-// linux only) it lets package gitrepo's workspace summaries tell whether
-// a rewritten packed-refs changed a package's tags. packedLineAt is a
-// second block search beside the exact lookup's (searchPackedAt); it
-// answers "first line at or after" and reads damage as no answer, where
-// the lookup falls back to reading the lines left.
+// packedLineAt finds where the first ref at or after a name starts in a
+// sorted packed-refs (a binary search a block at a time), for the exact
+// lookup (searchPackedAt); it reads damage as no answer, where the
+// lookup falls back to reading the lines left.
 //
 // # Transactions: the crash-safety protocol
 //
@@ -122,12 +116,44 @@
 //
 // # The cross-process lock
 //
-// [FileLock] is an advisory flock(2) on a file of the git directory
-// (package gitrepo uses cad.lock), shared by every process that opens the
-// repository: shared for readers, exclusive for a writer; a process's
-// readers share one flock. [LockFile] locks an open file the same way
-// (appends to cad-index and cad-paths), and [RemoveIfAbandoned] removes a
-// temporary file only when no live writer holds its lock.
+// Every cross-process lock cad takes on a repository is in one file of
+// the git directory, cad.lock ([LockName]): a [FileLock] is an advisory
+// record lock (fcntl(2)) on one byte of it, its [LockRole]'s: byte 0 the
+// storage (shared for readers, exclusive for a writer), 1 maintenance, 2
+// a write to a remote, 3 a staged fetch, each exclusive and independent
+// of the others. The file stays empty: a lock on a byte past the end of a
+// file is valid. On Linux the locks are open file description locks
+// (F_OFD_SETLK); elsewhere they are POSIX process locks (F_SETLK), which
+// belong to the process and are all released when it closes any
+// descriptor of the file, so a process opens each cad.lock once, shares
+// it among its FileLocks and counts its own holders of each role (the
+// same on Linux). A process's readers share one lock. The kernel releases
+// every lock of a process that dies.
+//
+// cad v0.1.0 and before took an flock(2) on the whole of cad.lock for the
+// storage, and on cad-maintenance.lock, cad-push.lock and cad-fetch.lock
+// for the other roles. Those three files are left where they are (an
+// older process may hold one; removing it would let two older processes
+// in at once) and never opened. On Linux, on a local file system (ext4,
+// xfs, btrfs, tmpfs, overlayfs, zfs, f2fs: localFS), where flock and
+// record locks do not see each other, the storage's role is also taken
+// as an flock on cad.lock, so an older process's readers and writers and
+// this one's keep each other out as before (on a network file system an
+// flock may be carried out as a record lock on the whole file, which
+// would conflict with the other roles' bytes); an older process's maintenance, push or
+// fetch and this one's may overlap, which costs duplicate work (or an
+// error from one of two maintenance runs) and never a wrong result:
+// maintenance removes only what it merged into a pack already in place,
+// a push is a compare-and-swap on the remote, and a staged fetch sets the
+// mirror's refs only when they are as it found them.
+// Other file systems and systems do not get the flock (where flock and
+// record locks are one set of locks, as on the BSDs and macOS, it would
+// conflict with the process's own record locks, and an older process's
+// flock there may already conflict with this one's record locks): there,
+// stop older processes before a new one uses the repository.
+//
+// [LockFile] takes an flock on an open data file (appends to cad-index
+// and cad-paths), so that two processes do not append the same records.
 //
 // The lock exists only on unix. Elsewhere (Windows, plan9, wasm)
 // [CrossProcessLock] is false, FileLock and LockFile do nothing, and

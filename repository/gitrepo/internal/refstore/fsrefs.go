@@ -634,12 +634,16 @@ func (f *FSRefs) ChildNames(prefix string) ([]string, error) {
 // slash), not those further down. A damaged ref is left out and passed to
 // damaged.
 func (f *FSRefs) Children(prefix string, damaged func(error)) (map[plumbing.ReferenceName]plumbing.Hash, error) {
-	out := map[plumbing.ReferenceName]plumbing.Hash{}
 	names, hashes, bad, err := f.packedAll()
 	if err != nil {
 		return nil, err
 	}
-	for i := sort.SearchStrings(names, prefix); i < len(names) && strings.HasPrefix(names[i], prefix); i++ {
+	lo := sort.SearchStrings(names, prefix)
+	hi := lo + sort.Search(len(names)-lo, func(i int) bool { return !strings.HasPrefix(names[lo+i], prefix) })
+	// Sized for the packed refs under prefix: a package's thousands of
+	// tags would otherwise grow the map a dozen times.
+	out := make(map[plumbing.ReferenceName]plumbing.Hash, hi-lo)
+	for i := lo; i < hi; i++ {
 		if !strings.Contains(names[i][len(prefix):], "/") {
 			out[plumbing.ReferenceName(names[i])] = hashes[i]
 		}

@@ -6,8 +6,8 @@ import (
 	"syscall"
 )
 
-// PackedIdentity returns the identity of the file fi describes (as a
-// workspace summary keeps packed-refs'): a byte 1 (an identity of no file
+// PackedIdentity returns the identity of the file fi describes (as the
+// loose-ref cache keeps packed-refs'): a byte 1 (an identity of no file
 // is all zero), then device, inode, size, modification and change times,
 // 8 bytes each, big-endian. A file written
 // anew (as git and cad write packed-refs) has another, unless it gets a

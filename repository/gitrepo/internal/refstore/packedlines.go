@@ -3,60 +3,8 @@ package refstore
 import (
 	"bufio"
 	"bytes"
-	"crypto/sha256"
 	"io"
-	"os"
-	"path/filepath"
 )
-
-// PackedLines returns the identity of packed-refs in gitDir
-// (PackedIdentity) and the SHA-256 of its lines from the first ref whose
-// name starts with prefix to the first ref past them (in a sorted file,
-// the refs under prefix and their peeled lines), read from the file as
-// that identity describes it: two binary searches a block at a time, and
-// one read of the lines. ok is false when there is no file, its identity
-// is not known, it is not sorted, or a line where a search ends is not a
-// ref line (a damaged file is left to the caller's pass over the refs).
-func PackedLines(gitDir, prefix string) (id [41]byte, sum [32]byte, ok bool) {
-	f, err := os.Open(filepath.Join(gitDir, "packed-refs"))
-	if err != nil {
-		return id, sum, false
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return id, sum, false
-	}
-	id, ok = PackedIdentity(fi)
-	if !ok {
-		return id, sum, false
-	}
-	size := fi.Size()
-	head := make([]byte, min(4096, size))
-	if _, err := f.ReadAt(head, 0); err != nil {
-		return id, sum, false
-	}
-	end := bytes.IndexByte(head, '\n')
-	if end < 0 || !sortedHeader(head[:end]) {
-		return id, sum, false
-	}
-	body := int64(end + 1)
-	// The names past prefix start with its last byte, a slash, plus one.
-	past := prefix[:len(prefix)-1] + string(prefix[len(prefix)-1]+1)
-	from, _, ok, err := packedLineAt(f, body, size, prefix)
-	if !ok || err != nil {
-		return id, sum, false
-	}
-	to, _, ok, err := packedLineAt(f, from, size, past)
-	if !ok || err != nil {
-		return id, sum, false
-	}
-	lines := make([]byte, to-from)
-	if _, err := f.ReadAt(lines, from); err != nil {
-		return id, sum, false
-	}
-	return id, sha256.Sum256(lines), true
-}
 
 // packedLineAt returns where the first ref line of sorted packed-refs f
 // (size bytes, lines from body) whose name is target or after starts,
