@@ -31,12 +31,19 @@ modules_kube() {
 }
 
 # differ prints "path kube-version workspace-version" for each module both
-# builds use at different versions.
+# builds use at different versions. Through files, so that a failing go list
+# stops the script (set -e does not see a process substitution fail).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
 differ() {
-	join <(modules_kube) <(modules_ws) | awk '$2 != $3'
+	modules_kube >"$tmp/kube"
+	modules_ws >"$tmp/ws"
+	[ -s "$tmp/kube" ] && [ -s "$tmp/ws" ] || { echo "kubealign: go list failed or found no modules" >&2; exit 1; }
+	join "$tmp/kube" "$tmp/ws" | awk '$2 != $3'
 }
 
-diffs=$(differ)
+differ >"$tmp/diffs"
+diffs=$(cat "$tmp/diffs")
 if [ -n "$diffs" ] && $write; then
 	gets=()
 	while read -r path kube ws; do
@@ -49,7 +56,8 @@ if [ -n "$diffs" ] && $write; then
 	if [ ${#gets[@]} -gt 0 ]; then
 		(cd "$root/tools/kube" && GOWORK=off go get "${gets[@]}" && GOWORK=off go mod tidy)
 	fi
-	diffs=$(differ)
+	differ >"$tmp/diffs"
+	diffs=$(cat "$tmp/diffs")
 fi
 if [ -n "$diffs" ]; then
 	echo "kubealign: tools/kube and the workspace select different versions of modules both build" >&2
