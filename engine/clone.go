@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/configasdata/cad/internal/upstreamid"
-	"github.com/configasdata/cad/internal/yamlmemo"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
@@ -175,7 +174,6 @@ func (e *Engine) Clone(ctx context.Context, repo string, key revision.Key, src C
 	if err != nil {
 		return nil, err
 	}
-	ctx = yamlmemo.With(ctx) // so the render does not parse again what passes here
 	if err := revision.CheckYAMLFiles(ctx, files, e.opts.YAMLLimits); err != nil {
 		return nil, wrap(op, key, err) // hostile upstream content, from any backend
 	}

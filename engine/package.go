@@ -6,7 +6,6 @@ import (
 	"path"
 	"strings"
 
-	"github.com/configasdata/cad/internal/yamlmemo"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
@@ -324,10 +323,6 @@ func (e *Engine) Update(ctx context.Context, repo string, key revision.Key, file
 		md := keepReadiness(*opts.Metadata, d.Base().Metadata)
 		opts.Metadata = &md
 	}
-	// The render checks the files it is given again (they may have changed
-	// since, or come from elsewhere); the memo lets it skip those whose
-	// bytes pass here under the same bounds.
-	ctx = yamlmemo.With(ctx)
 	if err := revision.CheckYAMLFiles(ctx, files, e.opts.YAMLLimits); err != nil {
 		return nil, wrap(op, d.Key(), err)
 	}

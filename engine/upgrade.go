@@ -7,7 +7,6 @@ import (
 
 	"github.com/configasdata/cad/internal/update"
 	"github.com/configasdata/cad/internal/upstreamid"
-	"github.com/configasdata/cad/internal/yamlmemo"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 )
@@ -212,7 +211,6 @@ func (e *Engine) merge(ctx context.Context, op string, key, localKey revision.Ke
 	if err != nil {
 		return revision.Files{}, err
 	}
-	ctx = yamlmemo.With(ctx) // so the render does not parse again what passes here
 	for _, f := range []revision.Files{oldFiles, newFiles} {
 		if err := revision.CheckYAMLFiles(ctx, f, e.opts.YAMLLimits); err != nil {
 			return revision.Files{}, wrap(op, key, err) // hostile upstream content, from any backend

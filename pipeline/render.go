@@ -243,9 +243,9 @@ func New(resolver Resolver, steps Steps, opts *Options) *Renderer {
 // bound of Options.YAMLLimits; matching ctx.Err() when ctx ends) whose
 // Output holds the results; the returned *Output is nil then.
 func (r *Renderer) Render(ctx context.Context, files revision.Files) (*Output, error) {
-	// Within an engine operation (ctx carries its internal/yamlmemo memo),
-	// files whose exact bytes passed the engine's check under the same
-	// bounds are not parsed again; every other file is.
+	// Files whose exact bytes passed a check under the same bounds (the
+	// engine's, just before) are not parsed again (internal/yamlmemo);
+	// every other file is.
 	if err := revision.CheckYAMLFiles(ctx, files, r.opts.YAMLLimits); err != nil {
 		return nil, &RenderError{Package: ".", Err: err, Output: &Output{Files: files}}
 	}

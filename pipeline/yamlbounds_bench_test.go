@@ -47,9 +47,9 @@ func (e *echoStream) RunStream(ctx context.Context, in io.Reader, out io.Writer)
 //   - check-files: revision.CheckYAMLFiles over the package, the bound
 //     every Render applies to its input;
 //   - check-files-remembered, render-inprocess-remembered: the same
-//     within an engine operation, whose context remembers the files the
-//     engine's check passed (internal/yamlmemo), so the render's check
-//     hashes them instead of parsing them;
+//     when the files passed a check before (the engine's, just before the
+//     render; internal/yamlmemo remembers them), so the check hashes them
+//     instead of parsing them;
 //   - check-output: revision.CheckYAML of the stream function's output
 //     with the ResourceList bounds, the bound each stream step's output
 //     gets (in-process steps get none).
@@ -71,6 +71,7 @@ func BenchmarkRenderYAMLBounds(b *testing.B) {
 		b.Run("render-"+fn, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
+				yamlmemo.Reset() // the files were not checked before
 				if _, err := r.Render(ctx, files); err != nil {
 					b.Fatal(err)
 				}
@@ -81,36 +82,36 @@ func BenchmarkRenderYAMLBounds(b *testing.B) {
 	b.Run("check-files", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
+			yamlmemo.Reset()
 			if err := revision.CheckYAMLFiles(ctx, files, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
-	// Within an engine operation the context carries the memo of the
-	// engine's own check: check-files-remembered is what the render's
-	// check costs then (hashing each file, no parse), and
-	// render-inprocess-remembered the whole render.
-	memoCtx := yamlmemo.With(ctx)
-	if err := revision.CheckYAMLFiles(memoCtx, files, nil); err != nil {
+	// After the engine's own check, the memo holds the files:
+	// check-files-remembered is what the render's check costs then
+	// (hashing each file, no parse), and render-inprocess-remembered the
+	// whole render.
+	if err := revision.CheckYAMLFiles(ctx, files, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("check-files-remembered", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := revision.CheckYAMLFiles(memoCtx, files, nil); err != nil {
+			if err := revision.CheckYAMLFiles(ctx, files, nil); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	inproc := benchPackage(20, "inprocess")
-	if err := revision.CheckYAMLFiles(memoCtx, inproc, nil); err != nil {
+	if err := revision.CheckYAMLFiles(ctx, inproc, nil); err != nil {
 		b.Fatal(err)
 	}
 	b.Run("render-inprocess-remembered", func(b *testing.B) {
 		r := NewKptfile(resolver, nil)
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := r.Render(memoCtx, inproc); err != nil {
+			if _, err := r.Render(ctx, inproc); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -122,6 +123,7 @@ func BenchmarkRenderYAMLBounds(b *testing.B) {
 	b.Run("check-output", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
+			yamlmemo.Reset()
 			if err := revision.CheckYAML(ctx, "output", out, resourceListLimits(nil)); err != nil {
 				b.Fatal(err)
 			}

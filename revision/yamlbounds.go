@@ -153,16 +153,15 @@ func checkParse(name string, data []byte) *YAMLLimitError {
 //
 // A file whose size alone shows that it is within the bounds (small, no
 // alias) is not parsed at all, so checking a Kptfile costs next to
-// nothing; nor, within one operation of the engine, is a file whose
-// exact bytes already passed under the same per-file bounds (see
-// [CheckYAMLFiles]).
+// nothing; nor is a file whose exact bytes already passed a check under
+// the same per-file bounds (see [CheckYAMLFiles]).
 func CheckYAML(ctx context.Context, name string, data []byte, lim *YAMLLimits) error {
 	l := lim.withDefaults()
 	l.MaxPackageDocuments, l.MaxPackageNodes = l.MaxDocuments, l.MaxNodes // one file alone
 	if withinByScan(data, l) {
 		return ctx.Err()
 	}
-	c := newYAMLChecker(ctx, l)
+	c := newYAMLChecker(l)
 	return c.check(ctx, name, data)
 }
 
@@ -196,12 +195,14 @@ func withinByScan(data []byte, l YAMLLimits) bool {
 // (matching [ErrInvalid]), naming the file where a bound was crossed, or
 // ctx.Err().
 //
-// Within one operation of the engine (or one render), a file whose exact
-// bytes already passed a check under the same per-file bounds is not
-// parsed again: its documents and nodes, remembered from that check,
-// count towards the package bounds as they would if it were parsed.
+// A file whose exact bytes already passed a check under the same per-file
+// bounds (in this process; the last 16,384 such contents are remembered,
+// keyed by their SHA-256) is not parsed again: its documents and nodes,
+// remembered from that check, count towards the package bounds as they
+// would if it were parsed. So the render that follows an engine's check,
+// or a save that changes one file of many, parses only what is new.
 func CheckYAMLFiles(ctx context.Context, files Files, lim *YAMLLimits) error {
-	c := newYAMLChecker(ctx, lim.withDefaults())
+	c := newYAMLChecker(lim.withDefaults())
 	for _, p := range files.Paths() {
 		if !IsYAMLFile(p) {
 			continue
@@ -221,10 +222,9 @@ func IsYAMLFile(p string) bool {
 	return ext == ".yaml" || ext == ".yml" || path.Base(p) == KptfileName
 }
 
-// newYAMLChecker returns a checker of l that uses the memo of ctx
-// (internal/yamlmemo), if it carries one.
-func newYAMLChecker(ctx context.Context, l YAMLLimits) yamlChecker {
-	return yamlChecker{l: l, memo: yamlmemo.From(ctx)}
+// newYAMLChecker returns a checker of l.
+func newYAMLChecker(l YAMLLimits) yamlChecker {
+	return yamlChecker{l: l}
 }
 
 // perFile returns the per-file bounds of c, the key of its memo entries.
@@ -233,36 +233,28 @@ func (c *yamlChecker) perFile() yamlmemo.Limits {
 	return yamlmemo.Limits{l.MaxBytes, l.MaxDocuments, l.MaxDepth, l.MaxNodes, l.MaxAliasNodes, l.MaxMapEntries}
 }
 
-// check measures one file, adding to the package totals. With a memo, a
-// file whose bytes passed under the same per-file bounds adds the counts
-// remembered, unless they would cross a package bound: then it is parsed
-// again, so the error names the document as it would without the memo.
+// check measures one file, adding to the package totals. A file whose
+// bytes passed under the same per-file bounds before (internal/yamlmemo)
+// adds the counts remembered, unless they would cross a package bound:
+// then it is parsed again, so the error names the document as it would
+// without the memo.
 func (c *yamlChecker) check(ctx context.Context, name string, data []byte) error {
 	if len(data) > c.l.MaxBytes {
 		return &YAMLLimitError{File: name, Limit: "MaxBytes", Max: c.l.MaxBytes}
 	}
-	hooked := yamlmemo.Hooked() // a test counting parses
-	var sum yamlmemo.Sum
-	if c.memo != nil || hooked {
-		sum = yamlmemo.SumOf(data)
+	// Hashing is about 1% of a parse (BenchmarkRenderYAMLBounds).
+	sum := yamlmemo.SumOf(data)
+	if n, ok := yamlmemo.Lookup(sum, c.perFile()); ok &&
+		c.pkgDocs+n.Documents <= c.l.MaxPackageDocuments && satAdd(c.pkgNodes, n.Nodes) <= c.l.MaxPackageNodes {
+		c.pkgDocs += n.Documents
+		c.pkgNodes = satAdd(c.pkgNodes, n.Nodes)
+		return ctx.Err()
 	}
-	if c.memo != nil {
-		if n, ok := c.memo.Lookup(sum, c.perFile()); ok &&
-			c.pkgDocs+n.Documents <= c.l.MaxPackageDocuments && satAdd(c.pkgNodes, n.Nodes) <= c.l.MaxPackageNodes {
-			c.pkgDocs += n.Documents
-			c.pkgNodes = satAdd(c.pkgNodes, n.Nodes)
-			return ctx.Err()
-		}
-	}
-	if hooked {
-		yamlmemo.Parsed(sum)
-	}
+	yamlmemo.Parsed(sum)
 	c.name, c.doc, c.nodes, c.alias = name, 0, 0, 0
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	passed := func() error {
-		if c.memo != nil {
-			c.memo.Store(sum, c.perFile(), yamlmemo.Counts{Documents: c.doc, Nodes: c.nodes})
-		}
+		yamlmemo.Store(sum, c.perFile(), yamlmemo.Counts{Documents: c.doc, Nodes: c.nodes})
 		return nil
 	}
 	for {
@@ -297,9 +289,8 @@ func (c *yamlChecker) check(ctx context.Context, name string, data []byte) error
 
 type yamlChecker struct {
 	l        YAMLLimits
-	memo     *yamlmemo.Memo // contents that passed earlier in the operation; may be nil
-	pkgDocs  int            // documents of the files checked so far
-	pkgNodes int            // expanded nodes of the files checked so far
+	pkgDocs  int // documents of the files checked so far
+	pkgNodes int // expanded nodes of the files checked so far
 	name     string
 	doc      int
 	nodes    int // expanded nodes so far, over the whole file

@@ -22,8 +22,8 @@ func anchored(tag string, docs int) string {
 	return s
 }
 
-// TestCheckYAMLMemo: with a memo in the context, a content that passed
-// under the same per-file bounds is not parsed again, and every other
+// TestCheckYAMLMemo: a content that passed under the same per-file bounds
+// is not parsed again, by any later check of the process, and every other
 // case is: a changed content, other per-file bounds, a refused content
 // (never remembered). A content remembered still counts towards the
 // package bounds, and a package refused through remembered files gets
@@ -31,7 +31,7 @@ func anchored(tag string, docs int) string {
 func TestCheckYAMLMemo(t *testing.T) {
 	var c yamlmemo.Counter
 	defer yamlmemo.SetParseHook(c.Add)()
-	ctx := yamlmemo.With(context.Background())
+	ctx := context.Background()
 	a, b := anchored("a", 3), anchored("b", 3)
 	files := revision.MustFiles(map[string]string{"a.yaml": a, "b.yaml": b, "README.md": "*"})
 
@@ -75,12 +75,20 @@ func TestCheckYAMLMemo(t *testing.T) {
 		nodesA++
 	}
 	for _, lim := range []*revision.YAMLLimits{{MaxPackageDocuments: 5}, {MaxPackageNodes: nodesA + 1}} {
-		want := revision.CheckYAMLFiles(context.Background(), files, lim)
+		yamlmemo.Reset()
+		want := revision.CheckYAMLFiles(ctx, files, lim)
 		var wle *revision.YAMLLimitError
 		if !errors.As(want, &wle) || wle.File != "b.yaml" {
 			t.Fatalf("without a memo, %+v: %v; want b.yaml refused", *lim, want)
 		}
+		if err := revision.CheckYAMLFiles(ctx, files, nil); err != nil { // both remembered
+			t.Fatal(err)
+		}
+		parsed := c.Total()
 		got := revision.CheckYAMLFiles(ctx, files, lim)
+		if c.Total() == parsed {
+			t.Fatalf("%+v: nothing parsed again; the refusal must come from a parse", *lim)
+		}
 		var gle *revision.YAMLLimitError
 		if !errors.As(got, &gle) || !reflect.DeepEqual(*gle, *wle) {
 			t.Fatalf("with a memo, %+v: %v; want %v", *lim, got, want)

@@ -14,7 +14,6 @@ import (
 
 	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/fnruntime/celfn"
-	"github.com/configasdata/cad/internal/yamlmemo"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/revision"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -165,9 +164,6 @@ func Sync(ctx context.Context, e Engine, pv *PackageVariant, opts *Options) (*Re
 // the revisions of every package, listed moments ago (see SyncSet); the
 // first attempt uses it instead of listing the downstream package.
 func syncVariant(ctx context.Context, e Engine, pv *PackageVariant, o Options, index map[[2]string][]revision.PackageRevision) (*Result, error) {
-	// The files the mutation checks and the engine's Update then checks
-	// again are parsed for the bounds once (internal/yamlmemo).
-	ctx = yamlmemo.With(ctx)
 	res := &Result{Variant: ownerID(pv)}
 	if err := Validate(pv); err != nil {
 		res.Action = ActionUnchanged

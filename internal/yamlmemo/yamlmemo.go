@@ -1,28 +1,30 @@
-// Package yamlmemo remembers, for the length of one operation, which YAML
-// contents revision's bounds check found within which bounds, so that an
-// operation that checks a package and then renders it (the engine's
-// Update, Clone and Upgrade with a pipeline) parses each file for its
-// bounds once instead of twice.
+// Package yamlmemo remembers which YAML contents revision's bounds check
+// found within which bounds, so that content checked once (by the engine's
+// Update, Clone or Upgrade and again by the render that follows, or by
+// every save of a package whose files did not change) is parsed for its
+// bounds once instead of every time.
 //
-// A memo lives in a context (see [With]); revision.CheckYAML and
-// CheckYAMLFiles consult the one their context carries. An entry is keyed
-// by the SHA-256 of the bytes that were checked and by the per-file
-// bounds they were checked against, and only a check that passed adds
-// one, so nothing can claim a file checked: a file changed after its
-// check, or checked under other bounds, is simply not found and is checked
-// again. The package is internal so that only cad's own operations create
-// memos.
+// The memo is one per process, bounded (Entries contents, least recently
+// used dropped first) and content-addressed: an entry is keyed by the
+// SHA-256 of the bytes that were checked and by the per-file bounds they
+// were checked against, and only a check that passed adds one, so nothing
+// can claim a file checked: a file changed after its check, or checked
+// under other bounds, is simply not found and is checked again. The check
+// is a pure function of those bytes and bounds, which is what makes one
+// memo for every caller correct; no context or caller carries it.
 //
 // The tests that show each file is parsed once per operation count the
 // check's parses through a hook they install (SetParseHook, with a
-// [Counter]); no context or production caller carries a counter.
+// [Counter]), which empties the memo so that their counts start from
+// nothing.
 package yamlmemo
 
 import (
-	"context"
 	"crypto/sha256"
 	"sync"
 	"sync/atomic"
+
+	"github.com/configasdata/cad/internal/lru"
 )
 
 // Sum identifies content: its SHA-256.
@@ -46,48 +48,27 @@ type key struct {
 	lim Limits
 }
 
-// Memo holds the contents found within bounds during one operation. It
-// is safe for concurrent use.
-type Memo struct {
-	mu   sync.Mutex
-	seen map[key]Counts
-}
+// Entries bounds the memo: the contents it remembers at most (about 200
+// bytes each, some 3 MB in all).
+const Entries = 1 << 14
+
+// memo is the process's memo.
+var memo = lru.New[key, Counts](Entries, 1)
 
 // Lookup returns the counts of content sum when it passed a check under
 // exactly lim, and whether it did.
-func (m *Memo) Lookup(sum Sum, lim Limits) (Counts, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	c, ok := m.seen[key{sum, lim}]
-	return c, ok
+func Lookup(sum Sum, lim Limits) (Counts, bool) {
+	return memo.Get(key{sum, lim})
 }
 
 // Store records that content sum passed a check under lim with counts c.
-func (m *Memo) Store(sum Sum, lim Limits, c Counts) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.seen == nil {
-		m.seen = map[key]Counts{}
-	}
-	m.seen[key{sum, lim}] = c
+func Store(sum Sum, lim Limits, c Counts) {
+	memo.Put(key{sum, lim}, c, 1)
 }
 
-type memoKey struct{}
-
-// With returns ctx carrying a new, empty Memo, or ctx itself when it
-// carries one already (an operation within an operation shares it).
-func With(ctx context.Context) context.Context {
-	if From(ctx) != nil {
-		return ctx
-	}
-	return context.WithValue(ctx, memoKey{}, &Memo{})
-}
-
-// From returns the Memo ctx carries, or nil.
-func From(ctx context.Context) *Memo {
-	m, _ := ctx.Value(memoKey{}).(*Memo)
-	return m
-}
+// Reset empties the memo, so that every content is parsed again: for
+// tests and benchmarks that measure the check itself.
+func Reset() { memo.Clear() }
 
 // Counter counts the parses of revision's bounds check by content, for
 // tests: install its Add with SetParseHook. It is safe for concurrent use;
@@ -140,12 +121,13 @@ func (c *Counter) Total() int {
 // parseHook is the hook of SetParseHook; nil when none.
 var parseHook atomic.Pointer[func(Sum)]
 
-// SetParseHook makes fn called with the Sum of every content the bounds
-// check parses, in every goroutine of the process, and returns the
-// function that puts back the hook before; nil fn removes the hook. It is
-// for tests (which must not run in parallel with other parsing tests
-// while it is set); nothing else sets it.
+// SetParseHook empties the memo and makes fn called with the Sum of every
+// content the bounds check parses, in every goroutine of the process, and
+// returns the function that puts back the hook before; nil fn removes the
+// hook. It is for tests (which must not run in parallel with other
+// parsing tests while it is set); nothing else sets it.
 func SetParseHook(fn func(Sum)) (restore func()) {
+	Reset()
 	var p *func(Sum)
 	if fn != nil {
 		p = &fn

@@ -60,18 +60,19 @@ type remote struct {
 // client.NewClient does.
 type newClientFunc = func(*transport.Endpoint) (transport.Transport, error)
 
-// client returns the remote's endpoint and the transport to reach it.
+// client returns the remote's endpoint and the transport to reach it,
+// and release, to call once the session on it is open (or failed to).
 //
-// Every step of a session on it ends with the context it is given: over
-// http the request carries it, over git:// and ssh go-git closes the
-// connection when it ends. Opening a session takes no context in go-git
-// v5: over http it touches no network, over git:// it dials (bounded by
-// the system's connect timeout), over ssh it dials and shakes hands,
-// which a server that accepts and then stalls holds up.
-func (rm *remote) client() (*transport.Endpoint, transport.Transport, error) {
-	ep, err := transport.NewEndpoint(rm.url)
+// Every step of a session on it ends with ctx: over http the request
+// carries it, over git:// and ssh go-git closes the connection when it
+// ends. Opening a session takes no context in go-git v5: over http it
+// touches no network, over git:// it dials (bounded by the system's
+// connect timeout), over ssh it dials and shakes hands, which gitrepo's
+// own ssh dialer (sshdial.go) does with ctx.
+func (rm *remote) client(ctx context.Context) (ep *transport.Endpoint, cl transport.Transport, release func(), err error) {
+	ep, err = transport.NewEndpoint(rm.url)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	ep.InsecureSkipTLS = rm.insecure
 	ep.CaBundle = rm.caBundle
@@ -79,11 +80,53 @@ func (rm *remote) client() (*transport.Endpoint, transport.Transport, error) {
 	if f := rm.newClient.Load(); f != nil {
 		newClient = *f
 	}
-	cl, err := newClient(ep)
+	cl, err = newClient(ep)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return ep, cl, nil
+	return ep, cl, withDialContext(ctx, ep), nil
+}
+
+// uploadSession opens an upload-pack session with the remote; an error
+// because ctx ended is ctx's.
+func (rm *remote) uploadSession(ctx context.Context, what string) (transport.UploadPackSession, error) {
+	ep, cl, release, err := rm.client(ctx)
+	if err != nil {
+		return nil, rm.classify(what, err)
+	}
+	defer release()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sess, err := cl.NewUploadPackSession(ep, rm.auth)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		return nil, rm.classify(what, err)
+	}
+	return sess, nil
+}
+
+// receiveSession opens a receive-pack session with the remote; an error
+// because ctx ended is ctx's.
+func (rm *remote) receiveSession(ctx context.Context, what string) (transport.ReceivePackSession, error) {
+	ep, cl, release, err := rm.client(ctx)
+	if err != nil {
+		return nil, rm.classify(what, err)
+	}
+	defer release()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sess, err := cl.NewReceivePackSession(ep, rm.auth)
+	if err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, cerr
+		}
+		return nil, rm.classify(what, err)
+	}
+	return sess, nil
 }
 
 // fresh reports whether a read may use the mirror as it is, asking the
@@ -203,16 +246,9 @@ func (rm *remote) classify(what string, err error) error {
 // value.
 // It reads no local storage, and is called holding no store lock.
 func (rm *remote) push(ctx context.Context, pack []byte, t *txn) (err error) {
-	ep, cl, err := rm.client()
+	sess, err := rm.receiveSession(ctx, "push to "+rm.redactedURL)
 	if err != nil {
-		return rm.classify("push to "+rm.redactedURL, err)
-	}
-	if err := ctx.Err(); err != nil {
 		return err
-	}
-	sess, err := cl.NewReceivePackSession(ep, rm.auth)
-	if err != nil {
-		return rm.classify("push to "+rm.redactedURL, err)
 	}
 	defer func() {
 		if cerr := sess.Close(); cerr != nil && err == nil {
@@ -341,16 +377,9 @@ func (rm *remote) lsRemote(ctx context.Context) (map[plumbing.ReferenceName]plum
 // ended is ctx's.
 func (rm *remote) uploadPack(ctx context.Context) (transport.UploadPackSession, *packp.AdvRefs, map[plumbing.ReferenceName]plumbing.Hash, func(), error) {
 	const what = "fetch from "
-	ep, cl, err := rm.client()
+	sess, err := rm.uploadSession(ctx, what+rm.redactedURL)
 	if err != nil {
-		return nil, nil, nil, nil, rm.classify(what+rm.redactedURL, err)
-	}
-	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, nil, err
-	}
-	sess, err := cl.NewUploadPackSession(ep, rm.auth)
-	if err != nil {
-		return nil, nil, nil, nil, rm.classify(what+rm.redactedURL, err)
 	}
 	closeSess := func() { _ = sess.Close() }
 	ar, err := sess.AdvertisedReferencesContext(ctx)

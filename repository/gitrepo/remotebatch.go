@@ -54,16 +54,9 @@ func (r *Repository) beginRemoteBatch(ctx context.Context) (repository.Batch, er
 
 // pushCapabilities returns what the remote's receive-pack advertises.
 func (rm *remote) pushCapabilities(ctx context.Context) (*capability.List, error) {
-	ep, cl, err := rm.client()
+	sess, err := rm.receiveSession(ctx, "push to "+rm.redactedURL)
 	if err != nil {
-		return nil, rm.classify("push to "+rm.redactedURL, err)
-	}
-	if err := ctx.Err(); err != nil {
 		return nil, err
-	}
-	sess, err := cl.NewReceivePackSession(ep, rm.auth)
-	if err != nil {
-		return nil, rm.classify("push to "+rm.redactedURL, err)
 	}
 	ar, err := sess.AdvertisedReferencesContext(ctx)
 	_ = sess.Close()

@@ -14,6 +14,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"golang.org/x/crypto/ssh"
 )
 
 // stallServer is a git server on a loopback TCP listener that accepts
@@ -125,8 +127,8 @@ func settled(before int) []string {
 	}
 }
 
-// A git server that accepts a connection and then stalls, over http and
-// git://, before or after it advertises its refs: each network step (the
+// A git server that accepts a connection and then stalls, over http, git://
+// and ssh, before or after it advertises its refs: each network step (the
 // ask for the refs to fetch or to push, the push, the fetch of a pack)
 // returns its context's error soon after the context ends, and leaves no
 // goroutine behind.
@@ -164,6 +166,11 @@ func TestRemoteStalledServer(t *testing.T) {
 	}{
 		{"http, silent", "http", "", steps},
 		{"git, silent", "git", "", steps},
+		// The ssh client sends its version and waits for the server's: the
+		// opening of the session stalls (it has no context in go-git).
+		{"ssh, silent", "ssh", "", steps},
+		// The server's version line, then nothing: the key exchange stalls.
+		{"ssh, after its version", "ssh", "SSH-2.0-stall\r\n", steps},
 		{"http, after the refs", "http", httpGreeting(pktLine("# service=git-upload-pack\n") + "0000" + stallAdvertisement),
 			map[string]func(context.Context, *remote) error{"fetch": fetchPack}},
 		{"git, after the refs", "git", stallAdvertisement,
@@ -172,7 +179,12 @@ func TestRemoteStalledServer(t *testing.T) {
 		for name, step := range tc.steps {
 			t.Run(tc.name+"/"+name, func(t *testing.T) {
 				addr := stallServer(t, tc.scheme == "http", tc.greeting)
-				rm, err := newRemote(tc.scheme+"://"+addr.String()+"/repo.git", Options{})
+				var o Options
+				if tc.scheme == "ssh" {
+					o.Auth = &gitssh.Password{User: "git", Password: "x",
+						HostKeyCallbackHelper: gitssh.HostKeyCallbackHelper{HostKeyCallback: ssh.InsecureIgnoreHostKey()}}
+				}
+				rm, err := newRemote(tc.scheme+"://"+addr.String()+"/repo.git", o)
 				if err != nil {
 					t.Fatal(err)
 				}
