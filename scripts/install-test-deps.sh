@@ -53,8 +53,11 @@ fi
 # kubetest harness): built once from the Go module proxy through the
 # tools/kube module (k8s.io/kubernetes v1.37.2 with its staging modules at
 # v0.37.2; etcd v3.7) into a cache directory that the harness looks in.
-# Building needs no root; from a cold module cache on a loaded two-core
-# machine it takes about an hour, with warm caches a few minutes.
+# Building needs no root; from cold caches on a loaded two-core machine it
+# took about an hour, with warm caches a few minutes. tools/kube selects the
+# workspace's versions of the modules it shares with it
+# (scripts/kubealign.sh), so the packages compiled here serve the examples'
+# build and vet too.
 kube_bin="${CAD_KUBE_BIN:-$HOME/.cache/cad/kube-v1.37.2/bin}"
 root="$(cd "$(dirname "$0")/.." && pwd)"
 # The version is stamped as Kubernetes' own build does, so that the server

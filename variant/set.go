@@ -566,7 +566,9 @@ func overlay(ctx context.Context, env *celEnv, field string, in map[string]strin
 // the downstream revisions, each released per the deletion policy recorded
 // beside it), then syncs every generated variant with Sync, at most
 // Options.Concurrency at once. Like Sync it is idempotent, and a set with a
-// DeletionTimestamp is removed (see RemoveSet).
+// DeletionTimestamp is removed (see RemoveSet). With
+// Options.Downstreams, only the variants whose downstream repository it
+// accepts are synced, removed or in the SetResult.
 //
 // The writes to a downstream repository that several variants write to
 // are made in write batches when the repository offers them
@@ -611,12 +613,15 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 		res.Conditions = r.Conditions
 		return res, err
 	}
-	res.Variants = variants
 	desired := map[string]bool{}
 	for _, pv := range variants {
 		desired[ownerID(pv)] = true
 	}
-	index, err := scanAll(ctx, o.Repositories)
+	if o.Downstreams != nil {
+		variants = slices.DeleteFunc(variants, func(pv *PackageVariant) bool { return !o.Downstreams(pv.Spec.Downstream.Repo) })
+	}
+	res.Variants = variants
+	index, err := scanAll(ctx, o.Repositories, o.Downstreams)
 	if err != nil {
 		r.failed(o.Now(), err)
 		res.Conditions = r.Conditions
@@ -697,7 +702,9 @@ func SyncSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Option
 // of any repository was created from it (engine.Engine.Delete); the
 // removal makes that check against one listing of the repositories
 // (engine.Engine.WithReferenceSnapshot) rather than one per deleted
-// draft, where the Engine can be scoped (see Scoper).
+// draft, where the Engine can be scoped (see Scoper). With
+// Options.Downstreams, only the revisions in the repositories it accepts
+// are released.
 func RemoveSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Options) (*SetResult, error) {
 	res := &SetResult{Set: setName(pvs)}
 	o, err := opts.withDefaults(e)
@@ -705,7 +712,7 @@ func RemoveSet(ctx context.Context, e Engine, pvs *PackageVariantSet, opts *Opti
 		return res, err
 	}
 	r := &Result{}
-	index, err := scanAll(ctx, o.Repositories)
+	index, err := scanAll(ctx, o.Repositories, o.Downstreams)
 	if err != nil {
 		r.failed(o.Now(), err)
 		res.Conditions = r.Conditions

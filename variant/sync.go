@@ -32,6 +32,16 @@ type Options struct {
 	// PackageVariantSet's objectSelector. Nil means none: injection points
 	// stay unfilled and an objectSelector selects nothing.
 	Objects ObjectSource
+	// Downstreams, when not nil, limits SyncSet and RemoveSet to the
+	// downstream repositories it reports true for: the variants of a set
+	// whose downstream repository it refuses are neither synced nor
+	// removed, and those repositories are not read (their revisions stay
+	// as they are, for another writer to keep). Unroll, Sync and Remove
+	// ignore it. A controller whose replicas share the repositories
+	// passes the ones a replica owns, so that each replica writes only
+	// its own and the replicas' passes together cover every one. Nil
+	// means every repository.
+	Downstreams func(repo string) bool
 	// RepositorySpecs describe the repositories for a PackageVariantSet:
 	// their labels (repositorySelector) and the CEL variable repository.
 	// Nil means every repository of Repositories, without labels.
@@ -212,7 +222,7 @@ func Remove(ctx context.Context, e Engine, pv *PackageVariant, opts *Options) (*
 	}
 	s := &syncer{e: e, o: o, pv: pv, spec: normalize(pv.Spec), res: res, owner: ownerID(pv)}
 	err = s.retry(ctx, func(ctx context.Context) error {
-		index, err := scanAll(ctx, o.Repositories)
+		index, err := scanAll(ctx, o.Repositories, nil)
 		if err != nil {
 			return err
 		}
@@ -893,13 +903,16 @@ func (s *syncer) deleteOrOrphan(ctx context.Context, pr revision.PackageRevision
 // damaged revisions fails it (repository.ErrDamaged): a removal must not
 // miss the revisions a variant owns behind the damage, nor a set's sync
 // take them for absent.
-func scanAll(ctx context.Context, repos engine.Repositories) (map[[2]string][]revision.PackageRevision, error) {
+func scanAll(ctx context.Context, repos engine.Repositories, only func(repo string) bool) (map[[2]string][]revision.PackageRevision, error) {
 	names, err := repos.Names(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("variant: list repositories: %w", err)
 	}
 	out := map[[2]string][]revision.PackageRevision{}
 	for _, name := range names {
+		if only != nil && !only(name) {
+			continue
+		}
 		r, err := repos.Repository(ctx, name)
 		if err != nil {
 			return nil, fmt.Errorf("variant: repository %s: %w", name, err)

@@ -56,13 +56,16 @@ type variantReconciler struct {
 	// rediscover asks the Repository reconciler to discover the
 	// repositories of a namespace now (the drafts a sync made).
 	rediscover func(ctx context.Context, ns string)
+	// shards, with sharding, is this replica's sharder (see
+	// variantshard.go for how a set is shared); nil without.
+	shards *sharder
 }
 
 // setup registers the reconciler. With sh, a PackageVariant is synced
 // only by the replica holding the shard of its downstream repository
 // (the one it writes), and a PackageVariantSet, whose downstreams span
-// repositories, by the replica holding the shard of its own
-// namespace/name.
+// repositories, by every replica over the downstream repositories it
+// holds (see variantshard.go).
 func (r *variantReconciler) setup(mgr ctrl.Manager, sh *sharder) error {
 	var obj client.Object = &configv1alpha1.PackageVariant{}
 	name := "packagevariant"
@@ -84,19 +87,9 @@ func (r *variantReconciler) setup(mgr ctrl.Manager, sh *sharder) error {
 	if sh != nil {
 		var list func(context.Context) ([]shardItem, error)
 		key := keyOfRequest
+		r.shards = sh
 		if r.set {
-			list = func(ctx context.Context) ([]shardItem, error) {
-				var l configv1alpha2.PackageVariantSetList
-				if err := r.client.List(ctx, &l); err != nil {
-					return nil, err
-				}
-				out := make([]shardItem, 0, len(l.Items))
-				for _, it := range l.Items {
-					out = append(out, shardItem{req: reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&it)},
-						key: repoKey(it.Namespace, it.Name)})
-				}
-				return out, nil
-			}
+			list = func(ctx context.Context) ([]shardItem, error) { return setShardItems(ctx, r.client) }
 		} else {
 			list = func(ctx context.Context) ([]shardItem, error) {
 				var l configv1alpha1.PackageVariantList
@@ -113,7 +106,9 @@ func (r *variantReconciler) setup(mgr ctrl.Manager, sh *sharder) error {
 			key = keyOfObject(r.client, func() *configv1alpha1.PackageVariant { return &configv1alpha1.PackageVariant{} }, variantKey)
 		}
 		b = b.WatchesRawSource(sh.watch(name, list, nil))
-		rec = sh.gate(key, rec)
+		if !r.set {
+			rec = sh.gate(key, rec)
+		}
 	}
 	return b.Complete(rec)
 }
@@ -185,13 +180,39 @@ func (r *variantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.client.List(ctx, &repos, client.InNamespace(req.Namespace)); err != nil {
 		return ctrl.Result{}, err
 	}
+	keys := make([]string, 0, len(repos.Items))
 	for i := range repos.Items {
 		opts.RepositorySpecs = append(opts.RepositorySpecs, porchapi.RepositoryToSpec(&repos.Items[i]))
+		keys = append(keys, repoKey(req.Namespace, repos.Items[i].Name))
 	}
 
 	deleting := obj.GetDeletionTimestamp() != nil
 	if deleting && !controllerutil.ContainsFinalizer(obj, finalizer) {
 		return ctrl.Result{}, nil
+	}
+	// A set is synced by every replica over the downstream repositories
+	// it holds; its own replica (primary) keeps its finalizer and status
+	// and removes it. A variant's reconcile is gated to its replica.
+	primary := !r.set || r.shards.owns(repoKey(req.Namespace, req.Name))
+	if r.set && r.shards != nil {
+		if deleting && !primary {
+			return ctrl.Result{}, nil
+		}
+		if !deleting && !controllerutil.ContainsFinalizer(obj, finalizer) && !primary {
+			// Nothing is written before the finalizer that makes the
+			// set's removal wait for its downstreams.
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		}
+		if !deleting {
+			var owned func(string) bool
+			var done func()
+			ctx, owned, done = r.shards.enterHeld(ctx, req.Namespace, keys)
+			defer done()
+			opts.Downstreams = owned
+		}
+	}
+	if !primary {
+		return r.syncShare(ctx, e, obj, opts)
 	}
 	if !deleting && controllerutil.AddFinalizer(obj, finalizer) {
 		if err := r.client.Update(ctx, obj); err != nil {
@@ -250,6 +271,31 @@ func (r *variantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}
 	// Transient: controller-runtime retries with its backoff.
 	return ctrl.Result{}, syncErr
+}
+
+// syncShare syncs a set over the downstream repositories this replica
+// holds (opts.Downstreams) when another replica is the set's own: its
+// status is that replica's to write, so a failure here is logged and
+// retried, or for a held one (a bound, an invalid spec, which the set's
+// own replica records) left until the spec changes.
+func (r *variantReconciler) syncShare(ctx context.Context, e *engine.Engine, obj client.Object, opts *variant.Options) (ctrl.Result, error) {
+	if variantfail.Held(conditionsOf(obj), obj.GetGeneration()) != "" {
+		return ctrl.Result{}, nil
+	}
+	if h := syncHook; h != nil {
+		h(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+	}
+	_, err := r.sync(ctx, e, obj, opts)
+	if r.rediscover != nil {
+		r.rediscover(ctx, obj.GetNamespace())
+	}
+	switch {
+	case err == nil, errors.Is(err, repository.ErrNotFound):
+		return ctrl.Result{RequeueAfter: r.resync}, nil
+	case variantfail.Reason(err) != "":
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, err
 }
 
 // conditionsOf returns the status conditions of a PackageVariant or Set.

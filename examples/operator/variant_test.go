@@ -82,7 +82,7 @@ func downstreams(t *testing.T, dir, repoName string) map[string][]string {
 }
 
 // spec decodes JSON into a variant's typed spec, as a user's YAML would.
-func spec[T any](t *testing.T, v string) T {
+func spec[T any](t testing.TB, v string) T {
 	t.Helper()
 	var out T
 	require.NoError(t, json.Unmarshal([]byte(v), &out))

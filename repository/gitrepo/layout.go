@@ -10,6 +10,7 @@ import (
 
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
+	"github.com/configasdata/cad/repository/gitrepo/internal/index"
 )
 
 // Porch's git layout: ref prefixes, commit messages and the initial commit.
@@ -81,27 +82,57 @@ func annotate(message string, a gitobj.Annotation) string {
 	return message + "\n\nkpt:" + string(b) + "\n"
 }
 
-// workspaceOf returns the workspace a commit's annotation gives package
-// full, or "".
-func workspaceOf(c *gitobj.CommitInfo, full string) string {
-	for _, a := range c.Annotations {
-		if a.PackagePath == full && a.WorkspaceName != "" {
-			return a.WorkspaceName
+// The workspace of a tag <full>/<ver> (DESIGN.md, "Layout") is decided
+// by these three functions and nowhere else: objectWorkspace derives what
+// the tag's objects say, tagWorkspace applies the rule, and
+// tagWorkspaceMatches applies the same rule to a workspace record of
+// cad-paths (a hash of what objectWorkspace said). Their callers are
+// listed, and each is checked against tagWorkspace on tags of every
+// kind, by TestTagWorkspaceOneRule.
+
+// objectWorkspace returns the workspace the objects of a tag give package
+// full: the workspaceName of the kpt: line for full in the tag's message
+// (tagAnns: an annotated tag's, such as an adopted revision's), else in
+// the tagged commit c's message, else "" (they give none). It is a fact
+// of immutable objects, kept in cad-paths' workspace records: a change
+// to what it answers must bump index.WorkspaceVersion
+// (TestDerivationGolden says so).
+func objectWorkspace(tagAnns []gitobj.Annotation, c *gitobj.CommitInfo, full string) string {
+	for _, anns := range [][]gitobj.Annotation{tagAnns, c.Annotations} {
+		for _, a := range anns {
+			if a.PackagePath == full && a.WorkspaceName != "" {
+				return a.WorkspaceName
+			}
 		}
 	}
 	return ""
 }
 
-// workspaceIn returns the workspace the annotations anns give package
-// full, or "".
-func workspaceIn(anns []gitobj.Annotation, full string) string {
-	for _, a := range anns {
-		if a.PackagePath == full && a.WorkspaceName != "" {
-			return a.WorkspaceName
-		}
+// tagWorkspace returns the workspace of the tag <full>/<ver> whose
+// objects give objWS (objectWorkspace): for a v<N> tag, objWS, or ver
+// when they give none; for any other tag ver, so that a tag put by hand
+// on an approval commit does not share that revision's key (and its
+// metadata).
+func tagWorkspace(ver, objWS string) string {
+	if parseVersion(ver) <= 0 || objWS == "" {
+		return ver
 	}
-	return ""
+	return objWS
 }
+
+// tagWorkspaceMatches reports whether the tag <full>/<ver> has workspace
+// ws, whose index.WsHash is wsHash, when its objects' workspace hashes to
+// rec (index.WsHash of what objectWorkspace said, as a workspace record
+// holds it): tagWorkspace's rule on a hash.
+func tagWorkspaceMatches(ver string, rec plumbing.Hash, ws string, wsHash plumbing.Hash) bool {
+	if parseVersion(ver) <= 0 || rec == noWorkspaceHash {
+		return ver == ws
+	}
+	return rec == wsHash
+}
+
+// noWorkspaceHash is the workspace record of objects that give none.
+var noWorkspaceHash = index.WsHash("")
 
 // names reports whether one of anns names package full: the registration
 // that makes a directory without a package marker a package revision.

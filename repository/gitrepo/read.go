@@ -852,7 +852,9 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 	tagAnns := v.tagAnnotations(h)
 	registered := names(tagAnns, full) || names(c.Annotations, full)
 	tree, deferred := plumbing.ZeroHash, false
-	if v.deferTrees && registered {
+	// A tag not of the form v<N> is keyed as a placeholder, whose
+	// Version is its package tree (rev.version): never deferred.
+	if v.deferTrees && registered && parseVersion(ver) > 0 {
 		var known bool
 		tree, known = v.knownSubtree(c.Tree, full)
 		deferred = !known
@@ -863,20 +865,7 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 		}
 		tree = t
 	}
-	ws := workspaceIn(tagAnns, full)
-	if ws == "" {
-		ws = workspaceOf(c, full)
-	}
-	// A v<N> tag's workspace is the annotation's (the approved proposal's,
-	// or an adopted revision's); any other tag's is its own name, so that
-	// a tag put by hand on an approval commit does not share that
-	// revision's key (and its metadata).
-	if parseVersion(ver) <= 0 {
-		ws = ver
-	}
-	if ws == "" {
-		ws = ver
-	}
+	ws := tagWorkspace(ver, objectWorkspace(tagAnns, c, full))
 	x := &rev{
 		key:       revision.Key{Repository: r.name, Package: pkg, Workspace: ws, Revision: parseVersion(ver)},
 		lifecycle: revision.LifecyclePublished, full: full, ref: name, refHash: h, commit: c, pkgTree: tree,
@@ -1118,39 +1107,28 @@ func (r *Repository) resolve(v *view, key revision.Key) (*rev, error) {
 // and written for what was read, in wl.learnt).
 func (r *Repository) tagMayHaveWorkspace(v *view, wl *wsLookup, ver string, h plumbing.Hash, ws string) bool {
 	if parseVersion(ver) <= 0 {
-		return ver == ws
+		return tagWorkspace(ver, "") == ws // whatever the objects say
 	}
 	full := wl.full
-	// The objects' workspace, or "" for the tag's name.
-	match := func(w string) bool {
-		if w == "" {
-			w = ver
-		}
-		return w == ws
-	}
 	if w, ok := r.tagWS.get(h, full); ok {
-		return match(w)
+		return tagWorkspace(ver, w) == ws
 	}
 	if !wl.loaded {
-		wl.loaded, wl.recs = true, v.paths.Workspaces(full)
-		wl.want, wl.none = index.WsHash(ws), index.WsHash("")
+		wl.loaded, wl.recs, wl.want = true, v.paths.Workspaces(full), index.WsHash(ws)
 	}
 	if got, ok := wl.recs.Get(h); ok {
 		// A hash of the workspace: two names with one hash are told
 		// apart by tagRev.
-		return got == wl.want || (got == wl.none && ver == ws)
+		return tagWorkspaceMatches(ver, got, ws, wl.want)
 	}
 	c, err := v.commit(h)
 	if err != nil {
 		return true
 	}
-	w := workspaceIn(v.tagAnnotations(h), full)
-	if w == "" {
-		w = workspaceOf(c, full)
-	}
+	w := objectWorkspace(v.tagAnnotations(h), c, full)
 	r.tagWS.put(h, full, w)
 	wl.learnt = append(wl.learnt, index.WsRecord(full, h, w))
-	return match(w)
+	return tagWorkspace(ver, w) == ws
 }
 
 // wsLookup is one workspace lookup among the tags of package full: the
@@ -1160,10 +1138,8 @@ type wsLookup struct {
 	full   string
 	loaded bool
 	recs   index.WsRecords
-	// want and none are the records' values for the workspace looked up
-	// and for none.
-	want, none plumbing.Hash
-	learnt     []index.PathRecord
+	want   plumbing.Hash // index.WsHash of the workspace looked up
+	learnt []index.PathRecord
 }
 
 // tagWorkspaces remembers the workspace a v<N> tag at an object (an

@@ -291,7 +291,7 @@ func (r *Repository) UpdateLifecycle(ctx context.Context, key revision.Key, to r
 		// draft's check then reads no commit).
 		c := result.commit
 		r.st.paths.Add(index.PathRecord{Key: index.PathKey36(c.Tree, result.full), Tree: result.pkgTree},
-			index.WsRecord(result.full, c.Hash, workspaceOf(c, result.full)))
+			index.WsRecord(result.full, c.Hash, objectWorkspace(nil, c, result.full)))
 	}
 	r.log.Debug("updated lifecycle", "key", keyString(result.key), "lifecycle", string(to))
 	return r.revision(result), nil

@@ -8,7 +8,8 @@
 // # cad-index
 //
 // An append-only text file of records, one a line, each followed by a
-// space and the CRC-32 (IEEE) of the record in eight hex digits:
+// space and the CRC-32 (IEEE) of the record in eight hex digits, seeded
+// with its kind's derivation version (see "Derivation versions"):
 //
 //	c <commit> <tree> <parents> <author name> <author email> <unix seconds> <zone offset seconds> <message> <crc>
 //	p <root tree> <path> <tree> <octal mode> <crc>
@@ -45,7 +46,8 @@
 //	records         count × 60 bytes, sorted by key:
 //	                key (36): root tree id (20) and the first 16 bytes of
 //	                the SHA-256 of the path; value (20): the tree the path
-//	                leads to; CRC-32 of these (4)
+//	                leads to; CRC-32 of these (4), seeded with the
+//	                derivation version of its kind
 //	tail            records of the same form, unsorted, appended after
 //	                the sorted ones, at most 1,024
 //
@@ -72,6 +74,18 @@
 // later. The temporary file of a rebuild is cad-paths-<digits>.tmp,
 // made by tmpfile.Create; each rebuild first removes those of dead
 // writers (tmpfile.RemoveStale).
+//
+// # Derivation versions
+//
+// Each kind of record ([Kind]: commit, path, workspace) is derived from
+// the objects by code of its own, whose version ([CommitVersion],
+// [PathVersion], [WorkspaceVersion]) seeds the CRC-32 of every record of
+// that kind (version 1 seeds nothing). A record that code of another
+// version derived fails its checksum, and is read as none: a change to
+// what a derivation answers bumps its version (package gitrepo's
+// TestDerivationGolden fails until it does), and the records already
+// written then cost a read of the objects, never a wrong answer. A
+// rebuild of cad-paths drops them.
 //
 // # Concurrency
 //

@@ -5,6 +5,8 @@ import (
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 )
 
 // PathsRecord is a record of cad-paths, for the tests of package
@@ -116,4 +118,34 @@ func AddWorkspaceRecord(gitDir, full string, h plumbing.Hash, ws string) {
 	pf := NewPathFile(gitDir)
 	defer pf.Close()
 	pf.Add(WsRecord(full, h, ws))
+}
+
+// SetOff turns persistent indexes off, for the benchmarks and tests of
+// package gitrepo that measure or check a repository without them, and
+// returns a function that restores what was on: with objIndex, cad-index
+// is neither read nor written; with paths, cad-paths' path records are
+// neither looked up nor added, and with workspaces its workspace
+// records. It applies to the lookups made after it.
+func SetOff(objIndex, paths, workspaces bool) (restore func()) {
+	var bits uint32
+	for i, on := range []bool{objIndex, paths, workspaces} {
+		if on {
+			bits |= 1 << i
+		}
+	}
+	old := off.Swap(bits)
+	return func() { off.Store(old) }
+}
+
+// SetDerivationVersion sets the version of kind k's derivation as if the
+// constant said v, and returns a function that restores it.
+func SetDerivationVersion(k Kind, v int) (restore func()) {
+	old := seeds[k].Swap(seedOf(k, v))
+	return func() { seeds[k].Store(old) }
+}
+
+// CommitRecord returns the cad-index record of commit c, without its
+// checksum: what the derivation of CommitRecords answers for c.
+func CommitRecord(c *gitobj.CommitInfo) string {
+	return string(appendCommitRecord(nil, c))
 }

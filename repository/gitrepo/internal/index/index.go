@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"hash/fnv"
 	"io"
 	"io/fs"
@@ -162,6 +161,10 @@ func (x *ObjIndex) load() {
 	x.loaded = true
 	x.newCommits = map[uint64]struct{}{}
 	x.newPaths = map[uint64]struct{}{}
+	if isOff(offObjIndex) {
+		x.disabled = true
+		return
+	}
 	f, err := os.Open(x.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return
@@ -264,10 +267,20 @@ func checked(line []byte) ([]byte, bool) {
 		return nil, false
 	}
 	sum, err := strconv.ParseUint(string(line[i+1:]), 16, 32)
-	if err != nil || uint32(sum) != crc32.ChecksumIEEE(line[:i]) {
+	if err != nil || uint32(sum) != lineSum(line[:i]) {
 		return nil, false
 	}
 	return line[:i], true
+}
+
+// lineSum is the checksum of record line, seeded with the derivation
+// version of its kind (its first byte).
+func lineSum(line []byte) uint32 {
+	k := CommitRecords
+	if len(line) > 0 && line[0] == 'p' {
+		k = PathRecords
+	}
+	return sum(k, line)
 }
 
 // parseHash parses 40 hex digits.
@@ -418,7 +431,7 @@ func (x *ObjIndex) recordBytes(line []byte) {
 	x.line = line
 	x.pending.Write(line)
 	var sum [4]byte
-	binary.BigEndian.PutUint32(sum[:], crc32.ChecksumIEEE(line))
+	binary.BigEndian.PutUint32(sum[:], lineSum(line))
 	var tail [10]byte
 	tail[0] = ' '
 	hex.Encode(tail[1:9], sum[:])

@@ -107,6 +107,15 @@ type pathHeader struct {
 type PathRecord struct {
 	Key  [36]byte // root tree id and the first 16 bytes of the path's SHA-256
 	Tree plumbing.Hash
+	ws   bool // a workspace record (WsRecord), checksummed with its version
+}
+
+// kind is the kind of record r is.
+func (r PathRecord) kind() Kind {
+	if r.ws {
+		return WorkspaceRecords
+	}
+	return PathRecords
 }
 
 // NewPathFile returns the cad-paths of gitDir; the file is opened when
@@ -128,7 +137,7 @@ func PathKey36(root plumbing.Hash, p string) [36]byte {
 // holds it. A miss looks again once when another process has replaced
 // the file since it was opened.
 func (pf *PathFile) Subtree(root plumbing.Hash, p string) (plumbing.Hash, bool) {
-	if pf == nil {
+	if pf == nil || isOff(offPaths) {
 		return plumbing.ZeroHash, false
 	}
 	pf.mu.Lock()
@@ -267,7 +276,7 @@ func searchTail(tail []byte, k [36]byte) (plumbing.Hash, bool) {
 	for i := len(tail) - pathRecordSize; i >= 0; i -= pathRecordSize {
 		rec := tail[i : i+pathRecordSize]
 		if [36]byte(rec[:36]) == k {
-			if h, ok := recordTree(rec); ok {
+			if h, ok := recordTree(rec, PathRecords); ok {
 				return h, true
 			}
 		}
@@ -295,7 +304,7 @@ func (pf *PathFile) find(k [36]byte) (plumbing.Hash, bool) {
 		}
 		switch c := bytes.Compare(rec[:36], k[:]); {
 		case c == 0:
-			if h, ok := recordTree(rec[:]); ok {
+			if h, ok := recordTree(rec[:], PathRecords); ok {
 				return h, true
 			}
 			return pf.findInTail(k)
@@ -337,7 +346,7 @@ func searchRecords(b []byte, k [36]byte) (plumbing.Hash, bool) {
 		rec := b[mid*pathRecordSize : (mid+1)*pathRecordSize]
 		switch c := bytes.Compare(rec[:36], k[:]); {
 		case c == 0:
-			return recordTree(rec)
+			return recordTree(rec, PathRecords)
 		case c < 0:
 			lo = mid + 1
 		default:
@@ -347,9 +356,10 @@ func searchRecords(b []byte, k [36]byte) (plumbing.Hash, bool) {
 	return plumbing.ZeroHash, false
 }
 
-// recordTree returns the tree of record rec when its checksum holds.
-func recordTree(rec []byte) (plumbing.Hash, bool) {
-	if crc32.ChecksumIEEE(rec[:56]) != binary.BigEndian.Uint32(rec[56:60]) {
+// recordTree returns the tree of record rec, of kind k, when its checksum
+// holds.
+func recordTree(rec []byte, k Kind) (plumbing.Hash, bool) {
+	if sum(k, rec[:56]) != binary.BigEndian.Uint32(rec[56:60]) {
 		return plumbing.ZeroHash, false
 	}
 	var h plumbing.Hash
@@ -360,7 +370,7 @@ func recordTree(rec []byte) (plumbing.Hash, bool) {
 // stale reports whether cad-index, at indexSize bytes, holds enough
 // records that cad-paths does not for a rebuild to be worth it.
 func (pf *PathFile) stale(indexSize int64) bool {
-	if pf == nil {
+	if pf == nil || isOff(offPaths) {
 		return false
 	}
 	pf.mu.Lock()
@@ -471,8 +481,8 @@ func tailRecords(tail []byte) []PathRecord {
 	out := make([]PathRecord, 0, len(tail)/pathRecordSize)
 	for i := 0; i+pathRecordSize <= len(tail); i += pathRecordSize {
 		rec := tail[i : i+pathRecordSize]
-		if h, ok := recordTree(rec); ok {
-			out = append(out, PathRecord{Key: [36]byte(rec[:36]), Tree: h})
+		if r, ok := recordOf(rec); ok {
+			out = append(out, r)
 		}
 	}
 	return out
@@ -486,6 +496,14 @@ func tailRecords(tail []byte) []PathRecord {
 func (pf *PathFile) Add(recs ...PathRecord) {
 	if pf == nil || len(recs) == 0 {
 		return
+	}
+	if isOff(offPaths | offWorkspaces) {
+		recs = slices.DeleteFunc(slices.Clone(recs), func(r PathRecord) bool {
+			return isOff(offPaths) && !r.ws || isOff(offWorkspaces) && r.ws
+		})
+		if len(recs) == 0 {
+			return
+		}
 	}
 	pf.mu.Lock()
 	failed := pf.failed
@@ -619,7 +637,22 @@ func appendLocked(f *os.File, path string, recs []PathRecord) (res appendResult,
 func appendRecord(b []byte, r PathRecord) []byte {
 	b = append(b, r.Key[:]...)
 	b = append(b, r.Tree[:]...)
-	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b[len(b)-56:]))
+	return binary.BigEndian.AppendUint32(b, sum(r.kind(), b[len(b)-56:]))
+}
+
+// recordOf decodes record rec, a path or a workspace record, when its
+// checksum holds for either (with the current derivation versions).
+func recordOf(rec []byte) (PathRecord, bool) {
+	r := PathRecord{Key: [36]byte(rec[:36])}
+	if h, ok := recordTree(rec, PathRecords); ok {
+		r.Tree = h
+		return r, true
+	}
+	if h, ok := recordTree(rec, WorkspaceRecords); ok {
+		r.Tree, r.ws = h, true
+		return r, true
+	}
+	return r, false
 }
 
 // indexPathRecords reads the directory path records of cad-index lines
@@ -678,12 +711,10 @@ func mergeRecords(old io.Reader, fresh []PathRecord, emit func(rec []byte) error
 		} else if err != nil {
 			return err
 		}
-		tree, ok := recordTree(o[:])
+		r, ok := recordOf(o[:])
 		if !ok {
 			continue
 		}
-		r := PathRecord{Tree: tree}
-		copy(r.Key[:], o[:36])
 		for i < len(fresh) && bytes.Compare(fresh[i].Key[:], r.Key[:]) < 0 {
 			if err := put(fresh[i]); err != nil {
 				return err
@@ -788,6 +819,7 @@ func WsRecord(full string, h plumbing.Hash, ws string) PathRecord {
 	copy(r.Key[:20], p[:])
 	copy(r.Key[20:], h[:16])
 	r.Tree = WsHash(ws)
+	r.ws = true
 	return r
 }
 
@@ -833,7 +865,7 @@ func (rs WsRecords) Get(h plumbing.Hash) (plumbing.Hash, bool) {
 // Workspaces returns the workspace records of package full whose
 // checksums hold; nil when there are none or the file cannot be read.
 func (pf *PathFile) Workspaces(full string) WsRecords {
-	if pf == nil {
+	if pf == nil || isOff(offWorkspaces) {
 		return nil
 	}
 	pf.mu.Lock()
@@ -850,7 +882,7 @@ func (pf *PathFile) Workspaces(full string) WsRecords {
 		if [20]byte(rec[:20]) != prefix {
 			return
 		}
-		if h, ok := recordTree(rec); ok {
+		if h, ok := recordTree(rec, WorkspaceRecords); ok {
 			out = append(out, wsRec{obj: [16]byte(rec[20:36]), ws: h})
 		}
 	}
