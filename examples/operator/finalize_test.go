@@ -52,6 +52,7 @@ func newUnitEnv(t *testing.T, root string, objs ...client.Object) *unitEnv {
 	s, err := scheme()
 	require.NoError(t, err)
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).
+		WithIndex(&porchv1alpha2.PackageRevision{}, prRepositoryIndex, prRepositoryOf).
 		WithStatusSubresource(&porchv1alpha2.PackageRevision{}, &configv1alpha1.Repository{}).Build()
 	roots, err := confine.New("operator", []string{root}, nil)
 	require.NoError(t, err)
@@ -82,7 +83,7 @@ func deletionProposed(t *testing.T, dir, pkg string) revision.Key {
 	s, err := scheme()
 	require.NoError(t, err)
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(gitRepository("good", dir)).Build()
-	e, err := newRepoSet(c, c, "", nil, roots).engine(unitNS)
+	e, err := newRepoSet(c, c, "", nil, roots).scope().engine(unitNS)
 	require.NoError(t, err)
 	k := revision.Key{Repository: "good", Package: pkg, Workspace: "v1"}
 	_, err = e.Init(ctx, "good", k, engine.InitOptions{Description: pkg})
@@ -123,7 +124,7 @@ func inGit(t *testing.T, dir string, k revision.Key) bool {
 	require.NoError(t, err)
 	s, _ := scheme()
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(gitRepository("good", dir)).Build()
-	e, err := newRepoSet(c, c, "", nil, roots).engine(unitNS)
+	e, err := newRepoSet(c, c, "", nil, roots).scope().engine(unitNS)
 	require.NoError(t, err)
 	_, err = e.Get(context.Background(), "good", k)
 	if errors.Is(err, repository.ErrNotFound) {

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -34,6 +35,8 @@ import (
 var (
 	benchFleet     = flag.Bool("fleet", false, "BenchmarkFleet: 1,000 repositories instead of 20")
 	benchFleetN    = flag.Int("fleet-n", 0, "BenchmarkFleet: this many repositories (overrides -fleet)")
+	benchFleetProf = flag.String("fleet-profile", "", "BenchmarkFleet: write the first replica's CPU profile over the idle polls, and its heap profile after them, to this path prefix (<prefix>-<case>.cpu, .heap)")
+	benchFleetOpen = flag.Int("fleet-max-open", 0, "BenchmarkFleet: the operator's --max-open-repositories (default its own)")
 	benchFleetPoll = flag.Duration("fleet-poll", 0, "BenchmarkFleet: the operator's --poll (default 30s with -fleet or -fleet-n, 5s without, to keep CI's run short)")
 )
 
@@ -91,6 +94,7 @@ func fleetRepo(i int) string { return fmt.Sprintf("fleet-%04d", i) }
 type fleetReplica struct {
 	*replica
 	metrics, webhook string
+	pprof            string // "" without -fleet-profile
 }
 
 func fleetCase(b *testing.B, tmpl string, n int, overHTTP bool, replicas int) {
@@ -145,6 +149,14 @@ func fleetCase(b *testing.B, tmpl string, n int, overHTTP bool, replicas int) {
 	var reps []fleetReplica
 	for i := range replicas {
 		r := fleetReplica{metrics: freeAddr(b), webhook: freeAddr(b)}
+		var prof []string
+		if *benchFleetProf != "" {
+			r.pprof = freeAddr(b)
+			prof = []string{"--pprof-bind-address", r.pprof}
+		}
+		if *benchFleetOpen > 0 {
+			prof = append(prof, "--max-open-repositories", strconv.Itoa(*benchFleetOpen))
+		}
 		args := []string{"--poll", poll.String(), "--workers", "8", "--repository-root", root, "--repository-root", filepath.Dir(e.gitDir),
 			"--metrics-bind-address", r.metrics, "--webhook-listen", r.webhook, "--webhook-secret-file", secretFile}
 		if replicas > 1 {
@@ -152,7 +164,7 @@ func fleetCase(b *testing.B, tmpl string, n int, overHTTP bool, replicas int) {
 		} else {
 			args = append(args, "--leader-elect=false")
 		}
-		r.replica = e.startReplica(fmt.Sprintf("fleet-%d", i), args...)
+		r.replica = e.startReplica(fmt.Sprintf("fleet-%d", i), append(args, prof...)...)
 		reps = append(reps, r)
 	}
 	for realised() < want {
@@ -173,7 +185,18 @@ func fleetCase(b *testing.B, tmpl string, n int, overHTTP bool, replicas int) {
 	for _, r := range reps {
 		cpu0 += procCPU(b, r.cmd.Process.Pid)
 	}
+	profiled := make(chan struct{})
+	go func() {
+		defer close(profiled)
+		if reps[0].pprof != "" {
+			fetchProfile(b, reps[0].pprof, fmt.Sprintf("profile?seconds=%d", int((2*poll).Seconds())-1), *benchFleetProf+"-"+caseName(b)+".cpu")
+		}
+	}()
 	time.Sleep(2 * poll)
+	<-profiled
+	if reps[0].pprof != "" {
+		fetchProfile(b, reps[0].pprof, "heap", *benchFleetProf+"-"+caseName(b)+".heap")
+	}
 	var cpu, heap, rss float64
 	var fds int
 	for _, r := range reps {
@@ -270,6 +293,27 @@ func fleetCase(b *testing.B, tmpl string, n int, overHTTP bool, replicas int) {
 		b.ReportMetric(float64(hookReq)/pushes, "webhook-req")
 	}
 }
+
+// fetchProfile writes the pprof profile at http://addr/debug/pprof/<what>
+// to file.
+func fetchProfile(tb testing.TB, addr, what, file string) {
+	resp, err := http.Get("http://" + addr + "/debug/pprof/" + what)
+	if err != nil {
+		tb.Errorf("profile %s: %v", what, err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err == nil {
+		err = os.WriteFile(file, data, 0o644)
+	}
+	if err != nil {
+		tb.Errorf("profile %s: %v", what, err)
+	}
+}
+
+// caseName is the last element of tb's name.
+func caseName(tb testing.TB) string { return filepath.Base(tb.Name()) }
 
 // freeAddr returns a loopback address with a port free at the time.
 func freeAddr(tb testing.TB) string {

@@ -113,6 +113,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/configasdata/cad/examples/internal/maintsched"
+	"github.com/configasdata/cad/examples/internal/repopool"
 	"github.com/configasdata/cad/fnrunner"
 	"github.com/configasdata/cad/fnruntime/wasmfn"
 )
@@ -147,12 +148,15 @@ func run(ctx context.Context, args []string) error {
 	fs.DurationVar(&o.RenewDeadline, "renew-deadline", 10*time.Second, "how long a holder tries to renew its Lease before it stops the work the Lease guards (less than --lease-duration)")
 	fs.DurationVar(&o.RetryPeriod, "retry-period", 2*time.Second, "how often Leases are renewed and tried (less than --renew-deadline)")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", "0", `serve metrics on this address ("0": off)`)
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", "", `serve Go's pprof profiles (/debug/pprof/) on this address (default "": off)`)
 	fs.StringVar(&o.CacheDir, "cache-dir", "", "keep clones of remote git repositories here (default in memory)")
 	fs.DurationVar(&o.Poll, "poll", 30*time.Second, "how often each repository is read again")
 	maintain := fs.Duration("maintain-interval", maintsched.DefaultInterval, "time between two maintenance passes of the leader over the open git repositories (packing small packs, loose objects and idle loose refs, as git maintenance does; local repositories and the clones under --cache-dir); 0 turns the scheduled passes off, leaving the maintenance that writes run by themselves")
 	fs.StringVar(&o.WebhookAddr, "webhook-listen", "", `serve POST `+WebhookPath+` on this address (every replica): a git server's push webhook (GitHub, Gitea, Forgejo, GitLab, Bitbucket) signed with --webhook-secret-file's secret makes the Repositories it names be read at once, so that --poll can be long (default "": off)`)
 	allowWasm := fs.Bool("allow-alpha-wasm", false, "run the function images cad does not build in as WebAssembly in-process when they are kpt wasm images (fnruntime/wasmfn: no file system or network, memory and time bounded), before --function-runner")
 	webhookSecretFile := fs.String("webhook-secret-file", "", "the shared secret of --webhook-listen's push webhooks")
+	fs.IntVar(&o.MaxOpenRepositories, "max-open-repositories", repopool.DefaultMaxOpen, "local git repositories (and with --cache-dir remote clones) kept open while unused, each holding 2 file descriptors; beyond it the least recently used are closed and opened again at their next read")
+	fs.DurationVar(&o.RepositoryIdleTimeout, "repository-idle-timeout", repopool.DefaultIdleTimeout, "close a repository of --max-open-repositories' kind not used for this long (negative: never)")
 	fs.IntVar(&o.Workers, "workers", 4, "objects of each kind reconciled at once")
 	fs.Func("repository-root", "directory under which local git repositories (git.repo or cloneFrom.git.repo as a path or file:// URL) may be opened; repeatable (default none: no local repository)", func(v string) error {
 		o.RepositoryRoots = append(o.RepositoryRoots, v)

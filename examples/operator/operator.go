@@ -24,6 +24,7 @@ import (
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/maintsched"
+	"github.com/configasdata/cad/examples/internal/repopool"
 	"github.com/configasdata/cad/fnrunner"
 	"github.com/configasdata/cad/fnruntime"
 	"github.com/configasdata/cad/fnruntime/stdfn"
@@ -58,6 +59,9 @@ type Options struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// MetricsAddr serves Prometheus metrics there; default "0", none.
 	MetricsAddr string
+	// PprofAddr serves Go's net/http/pprof profiles there (a CPU profile
+	// of an idle fleet, for one); default "", none.
+	PprofAddr string
 	// CacheDir keeps the local clones of remote git repositories; default
 	// in memory.
 	CacheDir string
@@ -72,6 +76,20 @@ type Options struct {
 	// filesystem, and such a Repository or PackageRevision gets a Ready
 	// condition False that says why.
 	RepositoryRoots []string
+
+	// MaxOpenRepositories bounds the local git repositories (and with
+	// CacheDir the remote ones' clones) open and unused at once: each
+	// holds two file descriptors and its caches, so beyond it the least
+	// recently used are closed, to be opened again at their next read (a
+	// repository in use is never closed). Remote repositories cloned in
+	// memory and OCI repositories hold no descriptors and stay open.
+	// Default repopool.DefaultMaxOpen (256).
+	MaxOpenRepositories int
+	// RepositoryIdleTimeout closes a repository of MaxOpenRepositories'
+	// kind that has not been used for this long (with a Poll shorter than
+	// it, every repository is used at each poll and only the bound closes
+	// them). Default repopool.DefaultIdleTimeout (5m); negative: never.
+	RepositoryIdleTimeout time.Duration
 
 	// MaintainInterval is how long the leader waits between two
 	// maintenance passes over the open repositories (repository.Maintain:
@@ -194,6 +212,7 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 		Scheme:                        s,
 		Metrics:                       metricsserver.Options{BindAddress: o.MetricsAddr},
 		HealthProbeBindAddress:        "0",
+		PprofBindAddress:              o.PprofAddr,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              o.LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
@@ -213,8 +232,14 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	if o.RetryPeriod > 0 {
 		mo.RetryPeriod = &o.RetryPeriod
 	}
+	// The cache keeps objects without their managedFields, which the
+	// operator never reads: a PackageRevision's are a large part of its
+	// size, and every replica caches every object. (Updates of a cached
+	// object leave the server's managedFields as they are: nil means
+	// unchanged.)
+	mo.Cache = cache.Options{DefaultTransform: cache.TransformStripManagedFields()}
 	if o.Namespace != "" {
-		mo.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{o.Namespace: {}}}
+		mo.Cache.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
@@ -256,6 +281,15 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 		return nil, err
 	}
 	repos := newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe, roots)
+	repos.pool = repopool.New(&repopool.Options{MaxOpen: o.MaxOpenRepositories, IdleTimeout: o.RepositoryIdleTimeout})
+	// Every replica closes its idle repositories, leader or not, and all
+	// of them when it stops (those in use at their release).
+	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+		defer repos.pool.Close()
+		return repos.pool.Run(ctx)
+	})); err != nil {
+		return nil, err
+	}
 	// A remote repository is fetched at most about twice a poll for
 	// reads: by its discovery, and by a reconcile after half a poll.
 	// Writes always fetch first.
@@ -270,8 +304,34 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	}, nil
 }
 
+// everyReplica is a runnable that runs on every replica, not only the
+// leader.
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+func (everyReplica) NeedLeaderElection() bool          { return false }
+
+// prRepositoryIndex is the cache index of PackageRevisions by the
+// Repository their RepositoryLabel names: a discovery lists the objects of
+// its repository through it, in time proportional to them. (A label
+// selector would be matched against every object of the namespace, so
+// each poll of each repository would cost time proportional to the whole
+// fleet's objects.)
+const prRepositoryIndex = "cad.repository"
+
+// prRepositoryOf is the prRepositoryIndex value of o.
+func prRepositoryOf(o client.Object) []string {
+	if r := o.GetLabels()[porchv1alpha2.RepositoryLabel]; r != "" {
+		return []string{r}
+	}
+	return nil
+}
+
 // addRepositories adds the Repository reconciler (discovery).
 func (op *operator) addRepositories() error {
+	if err := op.mgr.GetFieldIndexer().IndexField(context.Background(), &porchv1alpha2.PackageRevision{}, prRepositoryIndex, prRepositoryOf); err != nil {
+		return err
+	}
 	r := &repoReconciler{client: op.mgr.GetClient(), repos: op.repos, poll: op.opts.Poll, touch: op.touch}
 	return r.setup(op.mgr, op.rediscover, op.shards)
 }

@@ -122,7 +122,10 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{}, r.writeStatus(ctx, orig, &pr)
 	}
 
-	repo, repoObj, err := r.repos.get(ctx, pr.Namespace, repoName)
+	// The repositories this reconcile reads stay open until it ends.
+	sc := r.repos.scope()
+	defer sc.done()
+	repo, repoObj, err := sc.get(ctx, pr.Namespace, repoName)
 	if err != nil {
 		if pr.DeletionTimestamp != nil && repoObj == nil && errors.Is(err, repository.ErrNotFound) {
 			// The Repository object is gone: nothing in git to guard.
@@ -134,7 +137,7 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		return ctrl.Result{RequeueAfter: r.retry}, r.writeStatus(ctx, orig, &pr)
 	}
 	spec, _ := r.repos.spec(pr.Namespace, repoName)
-	e, err := r.repos.engine(pr.Namespace)
+	e, err := sc.engine(pr.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -273,7 +276,7 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		if by := pr.Annotations[ApprovedByAnnotation]; by != "" && want == porchv1alpha2.LifecyclePublished {
 			// The approval's author is the user who published (see
 			// deploy/approved-by.yaml).
-			if te, err = r.repos.engineAs(pr.Namespace, by); err != nil {
+			if te, err = sc.engineAs(pr.Namespace, by); err != nil {
 				return ctrl.Result{}, err
 			}
 		}

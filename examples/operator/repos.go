@@ -21,6 +21,7 @@ import (
 	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/maintsched"
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/repopool"
 	"github.com/configasdata/cad/examples/internal/secretauth"
 	"github.com/configasdata/cad/pipeline"
 	"github.com/configasdata/cad/repository"
@@ -28,11 +29,18 @@ import (
 	"github.com/configasdata/cad/repository/ocirepo"
 )
 
-// repoSet opens the repositories that Repository objects describe and keeps
-// them open, one per object, reopening one when its spec (generation) or
-// its credentials Secret (resourceVersion) changes. It hands out one
-// engine per namespace, whose repository names are the Repository objects
-// of that namespace. It is safe for concurrent use.
+// repoSet opens the repositories that Repository objects describe, one
+// per object, through a repopool.Pool: a repository is opened at its
+// first use, kept open while it is used and closed again when it has not
+// been used for the pool's idle time or when more than the pool's bound
+// are open, least recently used first (remote repositories cloned in
+// memory and OCI repositories stay open: they hold no descriptors and
+// would be fetched anew). A repository is reopened when its spec
+// (generation) or its credentials Secret (resourceVersion) changes. The
+// repositories are used through a repoScope, one per reconcile, which
+// holds each repository it touched open until the reconcile ends. It
+// hands out engines per namespace whose repository names are the
+// Repository objects of that namespace. It is safe for concurrent use.
 type repoSet struct {
 	objects  client.Reader // Repository objects (the manager's cache)
 	secrets  client.Reader // Secrets, read from the API server directly
@@ -43,47 +51,102 @@ type repoSet struct {
 	// reads within it of the last fetch (the reconciles of the objects a
 	// discovery just listed) ask the remote nothing.
 	readMaxAge time.Duration
+	pool       *repopool.Pool
 
-	mu   sync.Mutex
-	open map[types.NamespacedName]*openRepo
+	mu    sync.Mutex
+	known map[types.NamespacedName]*knownRepo
 	// lastPush is each Repository's PushedAnnotation when last
 	// reconciled (webhook.go).
 	lastPush map[types.NamespacedName]string
-	engines  map[string]*engine.Engine
 }
 
-type openRepo struct {
-	repo        repository.Repository
+// knownRepo is what the set knows of a registered repository, open or
+// not.
+type knownRepo struct {
 	spec        repository.Spec
 	fingerprint string
-	// maint is the error of the last scheduled maintenance run of repo,
-	// "" when it succeeded or none ran.
+	// maint is the error of the last scheduled maintenance run of the
+	// repository, "" when it succeeded or none ran.
 	maint string
+	// inputs and count are those of the last discovery that found
+	// nothing to do (see repoReconciler.discover); "" when none did.
+	inputs string
+	count  int
+}
+
+// discovered returns the revision count of the last discovery of ns/name
+// that found nothing to do, when it had these inputs.
+func (s *repoSet) discovered(nn types.NamespacedName, inputs string) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := s.known[nn]
+	if k == nil || inputs == "" || k.inputs != inputs {
+		return 0, false
+	}
+	return k.count, true
+}
+
+// noteDiscovered records that a discovery of ns/name with these inputs
+// found nothing to do and count revisions ("" forgets it).
+func (s *repoSet) noteDiscovered(nn types.NamespacedName, inputs string, count int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if k := s.known[nn]; k != nil {
+		k.inputs, k.count = inputs, count
+	}
 }
 
 func newRepoSet(objects, secrets client.Reader, cacheDir string, pipe pipeline.Pipeline, roots *confine.Roots) *repoSet {
 	return &repoSet{objects: objects, secrets: secrets, cacheDir: cacheDir, pipe: pipe, roots: roots,
-		open: map[types.NamespacedName]*openRepo{}, engines: map[string]*engine.Engine{}}
+		pool: repopool.New(nil), known: map[types.NamespacedName]*knownRepo{}}
 }
 
-// get returns the open repository of the Repository object ns/name, and
-// the object. Errors match repository.ErrNotFound when there is no such
+// poolKey is the key of the Repository object nn in the pool.
+func poolKey(nn types.NamespacedName) string { return nn.String() }
+
+// repoScope is the repositories one reconcile uses: each is acquired from
+// the set's pool at its first use and kept open until done. It is safe
+// for concurrent use.
+type repoScope struct {
+	s  *repoSet
+	sc *repopool.Scope
+}
+
+// scope returns an empty scope; call done when the reconcile ends.
+func (s *repoSet) scope() *repoScope { return &repoScope{s: s, sc: s.pool.Scope()} }
+
+// done releases the repositories of the scope.
+func (sc *repoScope) done() { sc.sc.Release() }
+
+// get returns the repository of the Repository object ns/name, and the
+// object. Errors match repository.ErrNotFound when there is no such
 // object, and are those of the backend's Open otherwise.
-func (s *repoSet) get(ctx context.Context, ns, name string) (repository.Repository, *configv1alpha1.Repository, error) {
+func (sc *repoScope) get(ctx context.Context, ns, name string) (repository.Repository, *configv1alpha1.Repository, error) {
 	var obj configv1alpha1.Repository
-	if err := s.objects.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &obj); err != nil {
+	if err := sc.s.objects.Get(ctx, types.NamespacedName{Namespace: ns, Name: name}, &obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil, nil, fmt.Errorf("repository %s/%s: %w", ns, name, repository.ErrNotFound)
 		}
 		return nil, nil, err
 	}
-	r, err := s.openObject(ctx, &obj)
+	r, err := sc.openObject(ctx, &obj)
 	return r, &obj, err
 }
 
-// openObject returns the open repository of obj, opening it when it is not
-// open or its spec or Secret changed.
-func (s *repoSet) openObject(ctx context.Context, obj *configv1alpha1.Repository) (repository.Repository, error) {
+// openObject returns the repository of obj, opening it when it is not
+// open or its spec or Secret changed since it was opened.
+func (sc *repoScope) openObject(ctx context.Context, obj *configv1alpha1.Repository) (repository.Repository, error) {
+	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	if err := sc.s.register(ctx, obj); err != nil {
+		return nil, err
+	}
+	return sc.sc.Acquire(ctx, poolKey(nn))
+}
+
+// register registers obj's repository in the pool, as it now is: spec
+// and Secret. A change of either closes the open repository (once its
+// users are done) and makes the next use open it anew.
+func (s *repoSet) register(ctx context.Context, obj *configv1alpha1.Repository) error {
 	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	spec := porchapi.RepositoryToSpec(obj)
 	var sec *corev1.Secret
@@ -91,19 +154,42 @@ func (s *repoSet) openObject(ctx context.Context, obj *configv1alpha1.Repository
 	if ref := secretName(spec); ref != "" {
 		sec = &corev1.Secret{}
 		if err := s.secrets.Get(ctx, types.NamespacedName{Namespace: obj.Namespace, Name: ref}, sec); err != nil {
-			return nil, fmt.Errorf("repository %s: secret %q: %w", nn, ref, err)
+			return fmt.Errorf("repository %s: secret %q: %w", nn, ref, err)
 		}
 		fp += "/" + sec.ResourceVersion
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if o, ok := s.open[nn]; ok && o.fingerprint == fp {
-		return o.repo, nil
+	k := s.known[nn]
+	if k != nil && k.fingerprint == fp {
+		s.mu.Unlock()
+		return nil
 	}
+	s.known[nn] = &knownRepo{spec: spec, fingerprint: fp}
+	s.mu.Unlock()
+	s.pool.Set(poolKey(nn), fp, func(ctx context.Context) (repository.Repository, error) {
+		return s.open(ctx, nn, spec, sec)
+	}, s.pinned(spec))
+	return nil
+}
+
+// pinned reports whether the repository of spec stays open for as long as
+// it is registered: one that holds no descriptors and that would be
+// fetched anew in full when opened again (a remote cloned in memory, an
+// OCI repository, a repository in memory).
+func (s *repoSet) pinned(spec repository.Spec) bool {
+	if spec.Type != repository.TypeGit || spec.Git == nil {
+		return true
+	}
+	_, local, err := gitrepo.LocalPath(spec.Git.Repo)
+	return err == nil && !local && (s.cacheDir == "" || spec.Git.Repo == gitrepo.MemoryURL)
+}
+
+// open opens the repository nn of spec, with the credentials in sec (nil:
+// none).
+func (s *repoSet) open(ctx context.Context, nn types.NamespacedName, spec repository.Spec, sec *corev1.Secret) (repository.Repository, error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	var r repository.Repository
 	switch spec.Type {
 	case repository.TypeGit:
 		if err := s.roots.CheckGitURL(spec.Git.Repo); err != nil {
@@ -115,40 +201,37 @@ func (s *repoSet) openObject(ctx context.Context, obj *configv1alpha1.Repository
 		}
 		o := &gitrepo.Options{Auth: auth, RemoteReadMaxAge: s.readMaxAge}
 		if s.cacheDir != "" && strings.Contains(spec.Git.Repo, "://") && !strings.HasPrefix(spec.Git.Repo, "file://") {
-			o.CacheDir = filepath.Join(s.cacheDir, obj.Namespace, obj.Name)
+			o.CacheDir = filepath.Join(s.cacheDir, nn.Namespace, nn.Name)
 		}
-		g, err := gitrepo.Open(ctx, spec, o)
-		if err != nil {
-			return nil, err
-		}
-		r = g
+		return gitrepo.Open(ctx, spec, o)
 	case repository.TypeOCI:
 		auth, err := ociAuth(sec)
 		if err != nil {
 			return nil, err
 		}
-		o, err := ocirepo.Open(ctx, spec, &ocirepo.Options{Auth: auth})
-		if err != nil {
-			return nil, err
-		}
-		r = o
+		return ocirepo.Open(ctx, spec, &ocirepo.Options{Auth: auth})
 	default:
 		return nil, fmt.Errorf("repository %s: %w: type %q", nn, repository.ErrInvalidInput, spec.Type)
 	}
-	// The replaced repository is not closed: a reconcile may still be
-	// using it. Repositories hold no goroutines; the garbage collector
-	// reclaims it.
-	s.open[nn] = &openRepo{repo: r, spec: spec, fingerprint: fp}
-	return r, nil
 }
 
 // maintainable returns the open repositories, for a maintenance pass.
+// Each is held open only while it is maintained: one closed since (for
+// idleness or the pool's bound) is skipped, as maintsched skips a closed
+// one, and maintained by a later pass that finds it open.
 func (s *repoSet) maintainable() []maintsched.Repo {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]maintsched.Repo, 0, len(s.open))
-	for nn, o := range s.open {
-		out = append(out, maintsched.Repo{Namespace: nn.Namespace, Name: nn.Name, Repository: o.repo})
+	var out []maintsched.Repo
+	for _, key := range s.pool.Keys() {
+		repo, release, ok := s.pool.Peek(key)
+		if !ok {
+			continue
+		}
+		release()
+		if _, ok := repo.(repository.Maintainer); !ok {
+			continue
+		}
+		ns, name, _ := strings.Cut(key, "/")
+		out = append(out, maintsched.Repo{Namespace: ns, Name: name, Repository: pooledMaintainer{Repository: repo, pool: s.pool, key: key}})
 	}
 	slices.SortFunc(out, func(a, b maintsched.Repo) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
@@ -156,10 +239,28 @@ func (s *repoSet) maintainable() []maintsched.Repo {
 	return out
 }
 
+// pooledMaintainer is a repository of a maintenance pass: its maintenance
+// runs on the pool's open repository of key, held open for the run, and
+// fails with repository.ErrClosed when it is closed.
+type pooledMaintainer struct {
+	repository.Repository // for its Name only: it may be closed
+	pool                  *repopool.Pool
+	key                   string
+}
+
+func (m pooledMaintainer) MaintainStorage(ctx context.Context) error {
+	repo, release, ok := m.pool.Peek(m.key)
+	if !ok {
+		return fmt.Errorf("maintain %s: %w", m.key, repository.ErrClosed)
+	}
+	defer release()
+	return repository.Maintain(ctx, repo)
+}
+
 // noteMaintenance records the outcome of a scheduled maintenance run of
 // r (err nil: it succeeded) and reports whether that changed what
-// maintenanceError returns. A repository reopened meanwhile keeps its
-// own outcome.
+// maintenanceError returns. A repository whose spec changed meanwhile
+// keeps its own outcome.
 func (s *repoSet) noteMaintenance(r maintsched.Repo, err error) bool {
 	msg := ""
 	if err != nil {
@@ -167,80 +268,72 @@ func (s *repoSet) noteMaintenance(r maintsched.Repo, err error) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, ok := s.open[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}]
-	if !ok || o.repo != r.Repository || o.maint == msg {
+	k := s.known[types.NamespacedName{Namespace: r.Namespace, Name: r.Name}]
+	if k == nil || k.maint == msg {
 		return false
 	}
-	o.maint = msg
+	if fp, _ := s.pool.Fingerprint(poolKey(types.NamespacedName{Namespace: r.Namespace, Name: r.Name})); fp != k.fingerprint {
+		return false
+	}
+	k.maint = msg
 	return true
 }
 
 // maintenanceError returns the error of the last scheduled maintenance
-// run of the open repository ns/name, "" when it succeeded or none ran.
+// run of the repository ns/name, "" when it succeeded or none ran.
 func (s *repoSet) maintenanceError(ns, name string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if o, ok := s.open[types.NamespacedName{Namespace: ns, Name: name}]; ok {
-		return o.maint
+	if k := s.known[types.NamespacedName{Namespace: ns, Name: name}]; k != nil {
+		return k.maint
 	}
 	return ""
 }
 
-// forget closes and drops the repository of the deleted object ns/name.
+// forget closes and drops the repository of the deleted object ns/name
+// (once the reconciles using it are done).
 func (s *repoSet) forget(ns, name string) {
 	nn := types.NamespacedName{Namespace: ns, Name: name}
 	s.mu.Lock()
-	o, ok := s.open[nn]
-	delete(s.open, nn)
+	delete(s.known, nn)
 	delete(s.lastPush, nn)
 	s.mu.Unlock()
-	if ok {
-		_ = o.repo.Close()
-	}
+	s.pool.Remove(poolKey(nn))
 }
 
-// spec returns the spec of the open repository ns/name.
+// spec returns the spec of the registered repository ns/name.
 func (s *repoSet) spec(ns, name string) (repository.Spec, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	o, ok := s.open[types.NamespacedName{Namespace: ns, Name: name}]
-	if !ok {
+	k := s.known[types.NamespacedName{Namespace: ns, Name: name}]
+	if k == nil {
 		return repository.Spec{}, false
 	}
-	return o.spec, true
+	return k.spec, true
 }
 
-// engine returns the engine of namespace ns.
-func (s *repoSet) engine(ns string) (*engine.Engine, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if e, ok := s.engines[ns]; ok {
-		return e, nil
-	}
-	e, err := engine.New(&engine.Options{Repositories: nsRepos{s: s, ns: ns}, Pipeline: s.pipe,
+// engine returns an engine over the repositories of namespace ns, which
+// it acquires in sc.
+func (sc *repoScope) engine(ns string) (*engine.Engine, error) {
+	return engine.New(&engine.Options{Repositories: nsRepos{sc: sc, ns: ns}, Pipeline: sc.s.pipe,
 		AuthorName: "cad operator", AuthorEmail: "operator@cad.invalid"})
-	if err != nil {
-		return nil, err
-	}
-	s.engines[ns] = e
-	return e, nil
 }
 
 // engineAs returns an engine over the repositories of ns whose commits
 // and approvals name user as their author (its email too when user looks
 // like one).
-func (s *repoSet) engineAs(ns, user string) (*engine.Engine, error) {
+func (sc *repoScope) engineAs(ns, user string) (*engine.Engine, error) {
 	email := ""
 	if strings.Contains(user, "@") {
 		email = user
 	}
-	return engine.New(&engine.Options{Repositories: nsRepos{s: s, ns: ns}, Pipeline: s.pipe, AuthorName: user, AuthorEmail: email})
+	return engine.New(&engine.Options{Repositories: nsRepos{sc: sc, ns: ns}, Pipeline: sc.s.pipe, AuthorName: user, AuthorEmail: email})
 }
 
 // nsRepos is the engine.Repositories of one namespace: the Repository
 // objects in it.
 type nsRepos struct {
-	s  *repoSet
+	sc *repoScope
 	ns string
 }
 
@@ -251,13 +344,13 @@ var (
 )
 
 func (n nsRepos) Repository(ctx context.Context, name string) (repository.Repository, error) {
-	r, _, err := n.s.get(ctx, n.ns, name)
+	r, _, err := n.sc.get(ctx, n.ns, name)
 	return r, err
 }
 
 func (n nsRepos) Names(ctx context.Context) ([]string, error) {
 	var list configv1alpha1.RepositoryList
-	if err := n.s.objects.List(ctx, &list, client.InNamespace(n.ns)); err != nil {
+	if err := n.sc.s.objects.List(ctx, &list, client.InNamespace(n.ns)); err != nil {
 		return nil, err
 	}
 	names := make([]string, 0, len(list.Items))
@@ -269,14 +362,14 @@ func (n nsRepos) Names(ctx context.Context) ([]string, error) {
 }
 
 func (n nsRepos) URL(name string) string {
-	if s, ok := n.s.spec(n.ns, name); ok && s.Git != nil {
+	if s, ok := n.sc.s.spec(n.ns, name); ok && s.Git != nil {
 		return s.Git.Repo
 	}
 	return ""
 }
 
 func (n nsRepos) Deployment(name string) bool {
-	s, ok := n.s.spec(n.ns, name)
+	s, ok := n.sc.s.spec(n.ns, name)
 	return ok && s.Deployment
 }
 
@@ -321,16 +414,15 @@ func (s *repoSet) secret(ctx context.Context, ns, name string) (*corev1.Secret, 
 	return &sec, nil
 }
 
-// changed tells the open repository ns/name, if any, that it may have
-// changed (a remote is asked again at its next read, even within its
-// read window).
+// changed tells the repository ns/name, when it is open, that it may
+// have changed (a remote is asked again at its next read, even within its
+// read window). A closed one reads afresh when it opens.
 func (s *repoSet) changed(ns, name string) {
-	s.mu.Lock()
-	var repo repository.Repository
-	if o := s.open[types.NamespacedName{Namespace: ns, Name: name}]; o != nil {
-		repo = o.repo
+	repo, release, ok := s.pool.Peek(poolKey(types.NamespacedName{Namespace: ns, Name: name}))
+	if !ok {
+		return
 	}
-	s.mu.Unlock()
+	defer release()
 	if n, ok := repo.(repository.Notifiable); ok {
 		n.Changed()
 	}

@@ -2,13 +2,18 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -38,6 +43,8 @@ type repoReconciler struct {
 	// touch asks the PackageRevision reconciler to look at an object
 	// again (its revision may have changed in the repository).
 	touch chan<- event.GenericEvent
+	// listed counts the repositories' lists of revisions (tests).
+	listed atomic.Int64
 }
 
 // setup registers the reconciler; the objects sent on rediscover are
@@ -157,7 +164,9 @@ func revisionDamage(err error) bool {
 // when the list itself left out damaged refs, no object is deleted (its
 // revision may be behind the damage).
 func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repository) (count int, damaged []string, _ error) {
-	repo, err := r.repos.openObject(ctx, obj)
+	sc := r.repos.scope()
+	defer sc.done()
+	repo, err := sc.openObject(ctx, obj)
 	if err != nil {
 		return 0, nil, err
 	}
@@ -167,9 +176,28 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 	// unless the revision was really deleted.
 	var objs porchv1alpha2.PackageRevisionList
 	if err := r.client.List(ctx, &objs, client.InNamespace(obj.Namespace),
-		client.MatchingLabels{porchv1alpha2.RepositoryLabel: obj.Name}); err != nil {
+		client.MatchingFields{prRepositoryIndex: obj.Name}); err != nil {
 		return 0, nil, err
 	}
+	// A repository whose version and objects are those of a discovery
+	// that found nothing to do has nothing to do now: the poll of an
+	// unchanged repository reads its refs, not its revisions. The version
+	// is read before the list, so that a change after it is seen at the
+	// next poll.
+	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
+	inputs := discoveryInputs(ctx, repo, objs.Items)
+	if n, ok := r.repos.discovered(nn, inputs); ok {
+		return n, nil, nil
+	}
+	idle := true      // nothing written, nothing poked
+	complete := false // and no error
+	defer func() {
+		if !complete || !idle || len(damaged) > 0 {
+			inputs = ""
+		}
+		r.repos.noteDiscovered(nn, inputs, count)
+	}()
+	r.listed.Add(1)
 	revs, err := repo.List(ctx, repository.ListOptions{})
 	listDamaged := porchapi.DamageOf(err)
 	if err != nil && listDamaged == nil {
@@ -204,19 +232,23 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 			// With refs left out, the latest revision of a package may
 			// be behind one: the labels stay as they are.
 			if len(listDamaged) == 0 {
-				if err := r.label(ctx, cur, isLatest(m.Key)); err != nil {
+				wrote, err := r.label(ctx, cur, isLatest(m.Key))
+				if err != nil {
 					return 0, nil, err
 				}
+				idle = idle && !wrote
 			}
 			// Let the PackageRevision reconciler compare it with the
 			// repository when the repository moved on.
 			moved := string(cur.Spec.Lifecycle) != string(m.Lifecycle) || cur.Status.Revision != m.Key.Revision ||
 				cur.Status.SelfLock != nil && cur.Status.SelfLock.Git != nil && cur.Status.SelfLock.Git.Commit != m.Commit
 			if moved {
+				idle = false
 				r.poke(ctx, cur)
 			}
 			continue
 		}
+		idle = false
 		o, err := observe(ctx, repo, spec, rev)
 		if err != nil && revisionDamage(err) && ctx.Err() == nil {
 			// This revision alone: the others are discovered.
@@ -261,11 +293,13 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 		if cur.Spec.Source != nil && !realised(cur) {
 			continue // not created yet
 		}
+		idle = false
 		if err := r.client.Delete(ctx, cur); err != nil && !apierrors.IsNotFound(err) {
 			return 0, nil, fmt.Errorf("delete %s: %w", name, err)
 		}
 		ctrl.LoggerFrom(ctx).V(1).Info("package revision gone from the repository", "name", name)
 	}
+	complete = true
 	return count, damaged, nil
 }
 
@@ -273,24 +307,47 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 // alone: "true" on the latest revision, and, as Porch does, "false" on a
 // revision that had it and is no longer the latest; a revision that never
 // was the latest has none.
-func (r *repoReconciler) label(ctx context.Context, pr *porchv1alpha2.PackageRevision, latest bool) error {
+func (r *repoReconciler) label(ctx context.Context, pr *porchv1alpha2.PackageRevision, latest bool) (wrote bool, _ error) {
 	v, had := pr.Labels[porchv1alpha2.LatestRevisionLabel]
 	want := "true"
 	if !latest {
 		if !had {
-			return nil
+			return false, nil
 		}
 		want = "false"
 	}
 	if v == want {
-		return nil
+		return false, nil
 	}
 	p := client.MergeFrom(pr.DeepCopy())
 	if pr.Labels == nil {
 		pr.Labels = map[string]string{}
 	}
 	pr.Labels[porchv1alpha2.LatestRevisionLabel] = want
-	return client.IgnoreNotFound(r.client.Patch(ctx, pr, p))
+	return true, client.IgnoreNotFound(r.client.Patch(ctx, pr, p))
+}
+
+// discoveryInputs returns what a discovery of repo with the objects objs
+// decides on: the repository's version (repository.Version) and each
+// object's name and resourceVersion; "" when the repository has no
+// version.
+func discoveryInputs(ctx context.Context, repo repository.Repository, objs []porchv1alpha2.PackageRevision) string {
+	v, err := repository.Version(ctx, repo)
+	if err != nil {
+		return ""
+	}
+	names := make([]string, 0, len(objs))
+	for i := range objs {
+		names = append(names, objs[i].Name+"\x00"+objs[i].ResourceVersion)
+	}
+	slices.Sort(names)
+	h := sha256.New()
+	h.Write([]byte(v))
+	for _, n := range names {
+		h.Write([]byte{0})
+		h.Write([]byte(n))
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // poke enqueues pr for the PackageRevision reconciler, without blocking

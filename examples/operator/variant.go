@@ -167,7 +167,11 @@ func (r *variantReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	e, err := r.repos.engine(req.Namespace)
+	// The repositories this sync reads and writes stay open until it
+	// ends.
+	sc := r.repos.scope()
+	defer sc.done()
+	e, err := sc.engine(req.Namespace)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -13,7 +13,6 @@ import (
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	"github.com/configasdata/cad/examples/internal/gitwebhook"
-	"github.com/configasdata/cad/repository"
 )
 
 // PushedAnnotation is the annotation the push webhook (Options.WebhookAddr)
@@ -114,12 +113,8 @@ func (s *repoSet) pushed(obj *configv1alpha1.Repository) {
 	}
 	seen := s.lastPush[nn] == v
 	s.lastPush[nn] = v
-	var repo repository.Repository
-	if o := s.open[nn]; o != nil {
-		repo = o.repo
-	}
 	s.mu.Unlock()
-	if n, ok := repo.(repository.Notifiable); ok && !seen {
-		n.Changed()
+	if !seen {
+		s.changed(nn.Namespace, nn.Name)
 	}
 }

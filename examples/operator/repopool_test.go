@@ -1,0 +1,196 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
+	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
+	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
+	"github.com/configasdata/cad/revision"
+)
+
+// openRepoDirs returns the repositories under root (its direct children)
+// that this process holds a descriptor of.
+func openRepoDirs(t testing.TB, root string) map[string]bool {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	out := map[string]bool{}
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err != nil {
+			continue // closed meanwhile
+		}
+		if rel, ok := strings.CutPrefix(target, root+string(filepath.Separator)); ok {
+			out[strings.SplitN(rel, string(filepath.Separator), 2)[0]] = true
+		}
+	}
+	return out
+}
+
+// With more local repositories than Options.MaxOpenRepositories, the
+// operator holds descriptors of at most about that many (plus those its
+// reconciles use at the moment), every repository is still discovered and
+// read at each poll, and a push to a repository it closed is found.
+func TestRepositoryPoolBound(t *testing.T) {
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	const n, maxOpen, workers = 12, 2, 2
+	// Open at any instant: the bound, plus one per Repository and per
+	// PackageRevision reconcile running.
+	const bound = maxOpen + 2*workers
+	e := newEnv(t)
+	ctx := context.Background()
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	name := func(i int) string { return fmt.Sprintf("pool-%02d", i) }
+	want := map[string]bool{}
+	for i := range n {
+		dir := filepath.Join(root, name(i))
+		require.NoError(t, fillRepository(dir, name(i), 1, 1))
+		require.NoError(t, e.c.Create(ctx, &configv1alpha1.Repository{
+			ObjectMeta: metav1.ObjectMeta{Name: name(i), Namespace: e.ns},
+			Spec: configv1alpha1.RepositorySpec{Type: configv1alpha1.RepositoryTypeGit,
+				Git: &configv1alpha1.GitRepository{Repo: dir, Branch: "main"}},
+		}))
+		for _, ws := range []string{"v1", "main"} {
+			want[name(i)+".pkg-00."+ws] = true
+		}
+	}
+	if len(openRepoDirs(t, root)) != 0 {
+		t.Fatalf("descriptors of repositories open before the operator: %v", openRepoDirs(t, root))
+	}
+	e.run(Options{Poll: time.Second, Workers: workers, MaxOpenRepositories: maxOpen, RepositoryRoots: []string{root, filepath.Dir(e.gitDir)}})
+
+	// Sample the descriptors while everything is discovered and polled.
+	most := 0
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
+			most = max(most, len(openRepoDirs(t, root)))
+		}
+	}()
+	e.waitObjects(withBlueprints(e, want), time.Minute)
+	e.waitRepositoriesReady(n)
+	time.Sleep(3 * time.Second) // three polls of every repository
+	close(stop)
+	<-sampled
+	require.LessOrEqual(t, most, bound, "repositories holding descriptors at once")
+	require.Greater(t, most, 0, "the sampling saw no repository open at all")
+
+	// A repository closed by the operator: a push to it is discovered
+	// by its next poll.
+	var closed string
+	require.Eventually(t, func() bool {
+		open := openRepoDirs(t, root)
+		for i := range n {
+			if !open[name(i)] {
+				closed = name(i)
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond)
+	r, err := gitrepo.Open(ctx, repository.Spec{Name: closed, Type: repository.TypeGit,
+		Git: &repository.GitSpec{Repo: filepath.Join(root, closed), Branch: "main"}}, nil)
+	require.NoError(t, err)
+	eng, err := engine.New(&engine.Options{Repositories: engine.Repos{closed: r}})
+	require.NoError(t, err)
+	_, err = eng.Init(ctx, closed, revision.Key{Repository: closed, Package: "pushed", Workspace: "ws"}, engine.InitOptions{Description: "pushed"})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	e.wait(closed+".pushed.ws", "discovered", func(*porchv1alpha2.PackageRevision) bool { return true })
+	require.LessOrEqual(t, len(openRepoDirs(t, root)), bound)
+}
+
+// withBlueprints adds the objects of the env's own repository (none: it
+// is empty) to want.
+func withBlueprints(e *env, want map[string]bool) map[string]bool {
+	var l porchv1alpha2.PackageRevisionList
+	require.NoError(e.t, e.c.List(context.Background(), &l, client.InNamespace(e.ns), client.MatchingLabels{porchv1alpha2.RepositoryLabel: "blueprints"}))
+	for _, pr := range l.Items {
+		want[pr.Name] = true
+	}
+	return want
+}
+
+// A poll of a repository whose version and objects are those of a
+// discovery that found nothing to do lists no revisions; a change of
+// either (a push, an object deleted by someone) is discovered.
+func TestUnchangedPollListsNothing(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	dir := filepath.Join(root, "good.git")
+	require.NoError(t, fillRepository(dir, "good", 1, 1))
+	obj := gitRepository("good", dir)
+	u := newUnitEnv(t, root, obj)
+	poll := func() {
+		t.Helper()
+		_, err := u.rr.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		require.NoError(t, err)
+	}
+	objects := func() []string {
+		var l porchv1alpha2.PackageRevisionList
+		require.NoError(t, u.c.List(ctx, &l, client.InNamespace(unitNS)))
+		var out []string
+		for _, pr := range l.Items {
+			out = append(out, pr.Name)
+		}
+		return out
+	}
+	realise := func() {
+		t.Helper()
+		for range 3 { // finalizer, then status
+			for _, name := range objects() {
+				_, err := u.reconcilePR(name)
+				require.NoError(t, err)
+			}
+		}
+	}
+	poll() // creates the objects
+	require.ElementsMatch(t, []string{"good.pkg-00.v1", "good.pkg-00.main"}, objects())
+	realise()
+	poll() // finds nothing to do
+	listed := u.rr.listed.Load()
+	poll()
+	poll()
+	require.Equal(t, listed, u.rr.listed.Load(), "polls of an unchanged repository listed its revisions")
+
+	// An object deleted behind the operator's back comes back.
+	require.NoError(t, u.c.Delete(ctx, &porchv1alpha2.PackageRevision{ObjectMeta: metav1.ObjectMeta{Namespace: unitNS, Name: "good.pkg-00.v1"}}))
+	poll()
+	require.ElementsMatch(t, []string{"good.pkg-00.v1", "good.pkg-00.main"}, objects())
+
+	// A push is discovered.
+	r, err := gitrepo.Open(ctx, repository.Spec{Name: "good", Type: repository.TypeGit,
+		Git: &repository.GitSpec{Repo: dir, Branch: "main"}}, nil)
+	require.NoError(t, err)
+	eng, err := engine.New(&engine.Options{Repositories: engine.Repos{"good": r}})
+	require.NoError(t, err)
+	_, err = eng.Init(ctx, "good", revision.Key{Repository: "good", Package: "pushed", Workspace: "ws"}, engine.InitOptions{Description: "pushed"})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	poll()
+	require.Contains(t, objects(), "good.pushed.ws")
+}
