@@ -126,51 +126,55 @@ var storageFree = []string{module + "/variant", module + "/live"}
 // ranked by the longest entry that is it or one of its parents; a package
 // with no entry fails the test, so a new one is placed on purpose.
 //
-//	0  leaf mechanism that imports nothing of the module: internal/lru,
-//	   internal/imageref, internal/yamlmemo, internal/yamlstyle
-//	1  revision: the data model
-//	2  other shared mechanism in internal/
-//	3  the contracts: repository, pipeline; internal/update (three-way merge)
-//	4  the git backend's storage mechanisms, below gitrepo and unaware of
+//	0  leaf mechanism that imports nothing of the module: internal/lru
+//	1  leaf mechanism over it at most: internal/imageref,
+//	   internal/yamlmemo (a bounded lru), internal/yamlstyle
+//	2  revision: the data model
+//	3  other shared mechanism in internal/
+//	4  the contracts: repository, pipeline; internal/update (three-way
+//	   merge); the git backend's temporary files (gitrepo/internal/tmpfile),
+//	   below its storage mechanisms
+//	5  the git backend's storage mechanisms, below gitrepo and unaware of
 //	   it: packs and objects, refs and their transactions
-//	5  the git backend's persistent indexes, over its objects and locks
-//	6  implementations of the contracts: the backends and their test kit,
+//	6  the git backend's persistent indexes, over its objects and locks
+//	7  implementations of the contracts: the backends and their test kit,
 //	   the function runtimes (and internal/kpttestfns, kpt's test
 //	   functions), pipelinetest, deps
-//	7  engine, live: logic over any backend and runtime
+//	8  engine, live: logic over any backend and runtime
 //	   fnruntime/wasmfn: a function runtime plugged into fnruntime
 //	   (Options.Wasm) through its WasmRuntime contract
-//	8  variant: syncs over an engine
-//	9  presets over runtimes (fnruntime/stdfn), the root package cad
+//	9  variant: syncs over an engine
+//	10 presets over runtimes (fnruntime/stdfn), the root package cad
 var layers = map[string]int{
 	"internal/lru":          0,
-	"internal/imageref":     0,
-	"internal/yamlmemo":     0,
-	"internal/yamlstyle":    0,
-	"revision":              1,
-	"internal":              2,
-	"internal/update":       3,
-	"repository":            3,
-	"pipeline":              3,
-	"repository/memrepo":    6,
-	"repository/gitrepo":    6,
-	"repository/ocirepo":    6,
-	"repository/repotest":   6,
-	"pipeline/pipelinetest": 6,
-	"fnruntime":             6,
-	"internal/kpttestfns":   6, // kpt's test functions, for conformance tests
-	"deps":                  6,
-	"engine":                7,
-	"live":                  7,
-	"fnruntime/wasmfn":      7, // over fnruntime's WasmRuntime contract
-	"variant":               8,
-	"fnruntime/stdfn":       9,
-	"":                      9,
+	"internal/imageref":     1,
+	"internal/yamlmemo":     1,
+	"internal/yamlstyle":    1,
+	"revision":              2,
+	"internal":              3,
+	"internal/update":       4,
+	"repository":            4,
+	"pipeline":              4,
+	"repository/memrepo":    7,
+	"repository/gitrepo":    7,
+	"repository/ocirepo":    7,
+	"repository/repotest":   7,
+	"pipeline/pipelinetest": 7,
+	"fnruntime":             7,
+	"internal/kpttestfns":   7, // kpt's test functions, for conformance tests
+	"deps":                  7,
+	"engine":                8,
+	"live":                  8,
+	"fnruntime/wasmfn":      8, // over fnruntime's WasmRuntime contract
+	"variant":               9,
+	"fnruntime/stdfn":       10,
+	"":                      10,
 
 	// the git backend's rooms (repository/gitrepo/internal/...)
-	"repository/gitrepo/internal/gitobj":   4,
-	"repository/gitrepo/internal/refstore": 4,
-	"repository/gitrepo/internal/index":    5,
+	"repository/gitrepo/internal/gitobj":   5,
+	"repository/gitrepo/internal/refstore": 5,
+	"repository/gitrepo/internal/index":    6,
+	"repository/gitrepo/internal/tmpfile":  4, // the one rule for temporary files
 }
 
 // layerOf returns the layer of the module package path (relative to the
