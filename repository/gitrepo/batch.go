@@ -27,7 +27,7 @@ import (
 // the disk: its objects to memory, its ref updates into the batch's refs,
 // the first one of each ref recording the value the ref had (its base).
 // No object or ref is written until Commit (what reads learn of objects,
-// by their ids, may go to cad-index and cad-paths as for every read),
+// by their ids, may go to cad-paths as for every read),
 // which, under the exclusive lock:
 //
 //  1. writes the objects the batch's final refs reach as one pack
@@ -129,7 +129,6 @@ func (r *Repository) readBatch(ctx context.Context, fn func(v *view) error) erro
 	if err := r.batchDone("read", revision.Key{}); err != nil {
 		return err
 	}
-	defer r.st.idx.Flush()
 	return r.st.read(ctx, func() error { return fn(r.viewIn()) })
 }
 
@@ -143,7 +142,6 @@ func (r *Repository) updateBatch(ctx context.Context, plan func(v *view) (*txn, 
 	if err := r.batchDone("write", revision.Key{}); err != nil {
 		return err
 	}
-	defer r.st.idx.Flush()
 	return r.st.read(ctx, func() error {
 		v := r.viewIn()
 		v.reads = newReadSet()
@@ -328,7 +326,6 @@ func (b *batch) commit(ctx context.Context) error {
 	if err := ctx.Err(); err != nil {
 		return &repository.Error{Op: op, Repository: r.name, Err: err}
 	}
-	defer r.st.idx.Flush()
 	err := r.st.write(ctx, func() error {
 		v := r.newView()
 		v.bt = b

@@ -21,10 +21,9 @@ type indexConfig struct {
 
 var (
 	indexesOn   = indexConfig{"all", gitrepo.IndexOff{}}
-	noObjIndex  = indexConfig{"no-cad-index", gitrepo.IndexOff{ObjIndex: true}}
 	noPaths     = indexConfig{"no-paths", gitrepo.IndexOff{Paths: true}}
 	noWSRecords = indexConfig{"no-ws-records", gitrepo.IndexOff{Workspaces: true}}
-	indexesOff  = indexConfig{"none", gitrepo.IndexOff{ObjIndex: true, Paths: true, Workspaces: true}}
+	indexesOff  = indexConfig{"none", gitrepo.IndexOff{Paths: true, Workspaces: true}}
 )
 
 // indexShapes are the repositories the list benchmarks of
@@ -53,7 +52,7 @@ func indexedCopy(b *testing.B, s porchShape) string {
 
 // dropIndexes removes the index files of the repository at dir.
 func dropIndexes(dir string) {
-	for _, f := range []string{"cad-index", "cad-paths", "cad-workspaces"} {
+	for _, f := range []string{"cad-paths"} {
 		os.RemoveAll(filepath.Join(dir, f))
 	}
 }
@@ -61,8 +60,8 @@ func dropIndexes(dir string) {
 // BenchmarkIndexCost measures what each persistent index of the git
 // backend buys: the operations it serves, each in a new Repository (a
 // process's first operation), with every index on (all) and with one or
-// all turned off (gitrepo.SetIndexOff: no-cad-index, no-paths for
-// cad-paths' path records, no-ws-records for its workspace records,
+// all turned off (gitrepo.SetIndexOff: no-paths for cad-paths' path
+// records, no-ws-records for its workspace records,
 // none). Each configuration runs on its own copy of the fixture, which
 // one untimed operation leaves with the files that configuration keeps.
 //
@@ -100,7 +99,7 @@ func BenchmarkIndexCost(b *testing.B) {
 		b.ReportMetric(float64(total)/float64(b.N), "cpu-ns/op")
 	}
 	for _, ls := range shapes {
-		for _, c := range []indexConfig{indexesOn, noObjIndex, noPaths, indexesOff} {
+		for _, c := range []indexConfig{indexesOn, noPaths, indexesOff} {
 			b.Run(fmt.Sprintf("list-cold/%s/%s", ls, c.name), func(b *testing.B) {
 				run(b, c, func(b *testing.B, cpu func(func())) {
 					dir := indexedCopy(b, ls)
@@ -127,7 +126,7 @@ func BenchmarkIndexCost(b *testing.B) {
 	}
 	// A revision in the middle, at its last number.
 	key := revision.Key{Package: ls.pkg(ls.Packages / 2), Revision: ls.Revisions / ls.Packages}
-	for _, c := range []indexConfig{indexesOn, noPaths, noObjIndex, indexesOff} {
+	for _, c := range []indexConfig{indexesOn, noPaths, indexesOff} {
 		b.Run(fmt.Sprintf("get-cold/%s/%s", ls, c.name), func(b *testing.B) {
 			run(b, c, func(b *testing.B, cpu func(func())) {
 				dir := indexedCopy(b, ls)

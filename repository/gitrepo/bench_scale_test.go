@@ -114,7 +114,6 @@ func BenchmarkPorchReadCold(b *testing.B) {
 		b.Run(s.String()+"/cad-approved", func(b *testing.B) {
 			cp := copyDir(b, dir)
 			os.Remove(filepath.Join(cp, "cad-paths"))
-			os.Remove(filepath.Join(cp, "cad-index"))
 			w := mustOpen(b, benchSpec(cp), nil)
 			defer w.Close()
 			nth := 0
@@ -180,14 +179,14 @@ func BenchmarkPorchList(b *testing.B) {
 			}
 			r.Close()
 		}
-		index := filepath.Join(dir, "cad-index")
-		// The first list of a repository: no object index yet (it writes one).
+		paths := filepath.Join(dir, "cad-paths")
+		// The first list of a repository: no cad-paths yet (it writes it).
 		b.Run(s.String()+"/cad-cold", func(b *testing.B) {
 			b.ReportAllocs()
 			var cpu time.Duration
 			for b.Loop() {
 				b.StopTimer()
-				os.Remove(index)
+				os.Remove(paths)
 				b.StartTimer()
 				start := cpuTime()
 				list(b)
@@ -195,7 +194,7 @@ func BenchmarkPorchList(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
 		})
-		// Later lists of a new process: the index is there.
+		// Later lists of a new process: cad-paths is there.
 		b.Run(s.String()+"/cad-cold-indexed", func(b *testing.B) {
 			b.ReportAllocs()
 			list(b)
@@ -205,14 +204,13 @@ func BenchmarkPorchList(b *testing.B) {
 			}
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
-		// The first list of a new process, in a child: no cad-index or
-		// cad-paths yet (it writes them), its peak memory and CPU.
+		// The first list of a new process, in a child: no cad-paths yet
+		// (it writes it), its peak memory and CPU.
 		b.Run(s.String()+"/cad-cold-rss", func(b *testing.B) {
 			var peak, cpu float64
 			for b.Loop() {
 				b.StopTimer()
-				os.Remove(index)
-				os.Remove(filepath.Join(dir, "cad-paths"))
+				os.Remove(paths)
 				b.StartTimer()
 				kb, c := runListChild(b, dir, "list", want)
 				peak, cpu = max(peak, kb), cpu+c
@@ -221,7 +219,7 @@ func BenchmarkPorchList(b *testing.B) {
 			b.ReportMetric(cpu/float64(b.N), "cpu-ns/op")
 		})
 		// The peak memory of a new process that lists once, with the
-		// index (a child process: the benchmark's own peak holds its
+		// cad-paths (a child process: the benchmark's own peak holds its
 		// fixtures and earlier runs).
 		// List holds every revision at once; Range (repository.RangeLister)
 		// one batch.
@@ -240,17 +238,6 @@ func BenchmarkPorchList(b *testing.B) {
 				b.ReportMetric(cpu/float64(b.N), "cpu-ns/op")
 			})
 		}
-		// Writing cad-paths whole from cad-index, as the first list after
-		// it went missing does.
-		b.Run(s.String()+"/cad-paths-rebuild", func(b *testing.B) {
-			list(b) // cad-index
-			cpu := cpuTime()
-			for b.Loop() {
-				os.Remove(filepath.Join(dir, "cad-paths"))
-				gitrepo.UpdatePathsFile(dir)
-			}
-			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
-		})
 		b.Run(s.String()+"/git-for-each-ref", func(b *testing.B) {
 			for b.Loop() {
 				runGit(b, dir, "", "for-each-ref", "--format=%(objectname) %(refname)")
@@ -289,7 +276,7 @@ func BenchmarkPorchList(b *testing.B) {
 }
 
 // BenchmarkPorchListThenRead is a new process that lists a repository
-// (no cad-index or cad-paths yet) and then reads the Kptfile (Info) of
+// (no cad-paths yet) and then reads the Kptfile (Info) of
 // 100 published revisions spread over it, or of every one: what a list
 // leaves to the first read of a revision (its package tree, for a tag its
 // commit registers) is paid there.
@@ -306,7 +293,6 @@ func BenchmarkPorchListThenRead(b *testing.B) {
 				var listCPU, readCPU time.Duration
 				for b.Loop() {
 					b.StopTimer()
-					os.Remove(filepath.Join(dir, "cad-index"))
 					os.Remove(filepath.Join(dir, "cad-paths"))
 					b.StartTimer()
 					start := cpuTime()

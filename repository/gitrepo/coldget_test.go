@@ -22,46 +22,45 @@ import (
 // process's Get finds it; the files read are the same with the records
 // and without.
 func TestGetAddsPackageTree(t *testing.T) {
-	// Lists that look every tag's package tree up, so that cad-index
-	// holds them all (its lists leave a registered tag's tree to the
-	// first read, which records it here as a Get does).
+	// Lists that look every tag's package tree up, so that they record
+	// them all (a list leaves a registered tag's tree to the first read,
+	// which records it here as a Get does).
 	defer gitrepo.SetDeferTrees(false)()
 	f := newPathsFixture(t)
 	want := f.read(t) // learns every tag's package tree
 	f.requireAll(t)
-	if _, err := os.Stat(filepath.Join(f.dir, "cad-index")); !os.IsNotExist(err) {
-		t.Fatalf("Get wrote cad-index: %v", err)
-	}
 	if got := f.read(t); !equalDigests(got, want) {
 		t.Fatal("the files read through the records differ")
 	}
 	// The first record made the file, the others are in its tail, not
-	// yet sorted: a list merges them with cad-index's and leaves no tail.
-	_, count, _ := gitrepo.PathsCovered(f.dir)
-	if n := gitrepo.PathsTail(f.dir); count != 1 || n != int64((len(f.keys)-1)*gitrepo.PathsRecordSize) {
+	// yet sorted; a list, which finds them there, adds only the trees
+	// of the fixture's two drafts and one proposal.
+	count, _ := gitrepo.PathsCount(f.dir)
+	tail := int64((len(f.keys) - 1) * gitrepo.PathsRecordSize)
+	if n := gitrepo.PathsTail(f.dir); count != 1 || n != tail {
 		t.Fatalf("%d records sorted and a tail of %d bytes, want 1 and %d records", count, n, len(f.keys)-1)
 	}
 	f.list(t)
-	if n := gitrepo.PathsTail(f.dir); n != 0 {
-		t.Fatalf("tail of %d bytes after a list", n)
+	if n, want := gitrepo.PathsTail(f.dir), tail+3*gitrepo.PathsRecordSize; n != want {
+		t.Fatalf("tail of %d bytes after a list, want %d", n, want)
 	}
 	f.requireAll(t)
-	if got := f.read(t); !equalDigests(got, want) {
-		t.Fatal("the files read after the merge differ")
-	}
-	// With cad-paths gone and cad-index there, a Get writes a file of
-	// what it learnt alone; merging cad-index is left to the next list.
+	// With cad-paths gone, a Get writes a file of what it learnt alone;
+	// a list then adds the package trees it finds in the trees.
 	if err := os.Remove(filepath.Join(f.dir, "cad-paths")); err != nil {
 		t.Fatal(err)
 	}
 	r := mustOpen(t, benchSpec(f.dir), nil)
 	readDigest(t, r, f.keys[0])
 	r.Close()
-	if covered, count, ok := gitrepo.PathsCovered(f.dir); !ok || covered != 0 || count != 1 {
-		t.Fatalf("after a Get: %d records covering %d bytes of cad-index (%v), want 1 and 0", count, covered, ok)
+	if count, ok := gitrepo.PathsCount(f.dir); !ok || count != 1 {
+		t.Fatalf("after a Get: %d records (%v), want 1", count, ok)
 	}
 	f.list(t)
 	f.requireAll(t)
+	if got := f.read(t); !equalDigests(got, want) {
+		t.Fatal("the files read through the records a list wrote differ")
+	}
 }
 
 // Records appended past pathTailMax are merged into the sorted records
@@ -121,7 +120,7 @@ func TestPathsTailDamaged(t *testing.T) {
 			if got := f.read(t); !equalDigests(got, want) {
 				t.Fatal("a damaged tail changed what is read")
 			}
-			if _, _, ok := gitrepo.PathsCovered(f.dir); !ok {
+			if _, ok := gitrepo.PathsCount(f.dir); !ok {
 				t.Fatal("a damaged tail cost the whole file")
 			}
 			// Every record read again is found: those the damage cost were
@@ -215,7 +214,6 @@ func TestWorkspaceRecordsSameAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Remove(filepath.Join(dir, "cad-paths"))
-	os.Remove(filepath.Join(dir, "cad-index"))
 	var taken []string
 	for _, pr := range revs {
 		if m := pr.Meta(); m.Key.Revision > 0 {
@@ -361,7 +359,7 @@ func TestPathsTailConcurrentAppends(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	if _, _, ok := gitrepo.PathsCovered(f.dir); !ok {
+	if _, ok := gitrepo.PathsCount(f.dir); !ok {
 		t.Fatal("cad-paths not valid after concurrent appends")
 	}
 	if n := gitrepo.PathsTail(f.dir); n%gitrepo.PathsRecordSize != 0 || n > 8*gitrepo.PathsRecordSize {

@@ -59,7 +59,7 @@
 //
 // The on-disk layout and commit annotations byte by byte, repository
 // formats and alternates, the concurrency and crash-safety protocols, how
-// reads, the persistent indexes (cad-index, cad-paths) and maintenance
+// reads, the persistent index (cad-paths) and maintenance
 // work, and what they cost are in repository/gitrepo/DESIGN.md in the
 // repository. The storage mechanisms are packages under internal/, each
 // documented at its top.

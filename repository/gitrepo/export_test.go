@@ -25,9 +25,8 @@ type PathsRecord = index.PathsRecord
 
 var (
 	PathsLookup        = index.PathsLookup
-	PathsCovered       = index.PathsCovered
+	PathsCount         = index.PathsCount
 	WritePathsFile     = index.WritePathsFile
-	UpdatePathsFile    = index.UpdatePathsFile
 	SetPathBucketRead  = index.SetPathBucketRead
 	SetPathTailMax     = index.SetPathTailMax
 	PathsTail          = index.PathsTail

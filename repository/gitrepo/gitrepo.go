@@ -93,8 +93,8 @@ type Options struct {
 	// met reading packs), in bytes, as estimated from their sizes plus a
 	// fixed cost per entry. Default DefaultCacheBytes (8 MiB); negative
 	// disables the cache. A repository on disk also keeps go-git's cache
-	// of loose objects, bounded to 8 MiB, and maps its pack indexes and
-	// cad-index file (pages the kernel can drop at will).
+	// of loose objects, bounded to 8 MiB, and maps its pack indexes
+	// (pages the kernel can drop at will).
 	CacheBytes int64
 	// Clock gives commit times. Default: time.Now.
 	Clock func() time.Time

@@ -4,8 +4,6 @@ import "github.com/configasdata/cad/repository/gitrepo/internal/index"
 
 // IndexOff names the persistent indexes SetIndexOff turns off.
 type IndexOff struct {
-	// ObjIndex: cad-index is neither read nor written.
-	ObjIndex bool
 	// Paths: cad-paths' path records are neither looked up nor added.
 	Paths bool
 	// Workspaces: cad-paths' workspace records are neither looked up nor
@@ -17,5 +15,5 @@ type IndexOff struct {
 // lookups from now on, and returns a function that restores them: what a
 // benchmark compares an index with.
 func SetIndexOff(off IndexOff) (restore func()) {
-	return index.SetOff(off.ObjIndex, off.Paths, off.Workspaces)
+	return index.SetOff(off.Paths, off.Workspaces)
 }

@@ -324,12 +324,11 @@ func derivationFixture(t *testing.T) string {
 
 // derivations returns what each kind of index record's derivation answers
 // on the repository at dir, read with every index off (from the objects):
-// a line per commit (its cad-index record), per root tree and path (the
-// tree it leads to), per tag (what its objects say of its workspace, and
+// a line per root tree and path (the tree it leads to), per tag (what its objects say of its workspace, and
 // its workspace).
 func derivations(t *testing.T, dir string) map[index.Kind]string {
 	t.Helper()
-	defer index.SetOff(true, true, true)()
+	defer index.SetOff(true, true)()
 	ctx := context.Background()
 	r, err := Open(ctx, repository.Spec{Name: "d", Type: repository.TypeGit, Git: &repository.GitSpec{Repo: dir}}, nil)
 	if err != nil {
@@ -346,14 +345,13 @@ func derivations(t *testing.T, dir string) map[index.Kind]string {
 	commits := git("rev-list", "--all")
 	slices.Sort(commits)
 	tags := git("for-each-ref", "--format=%(refname) %(objectname)", "refs/tags/")
-	out := map[index.Kind]*strings.Builder{index.CommitRecords: {}, index.PathRecords: {}, index.WorkspaceRecords: {}}
+	out := map[index.Kind]*strings.Builder{index.PathRecords: {}, index.WorkspaceRecords: {}}
 	err = r.read(ctx, func(v *view) error {
 		for _, id := range commits {
 			c, err := v.commit(plumbing.NewHash(id))
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(out[index.CommitRecords], "%s\n", index.CommitRecord(c))
 			for _, p := range []string{"a", "b", "team", "team/x", "team/x/y", "a/Kptfile", "missing", "team/x/y/z"} {
 				h, ok, err := v.subtree(c.Tree, p)
 				if err != nil {
@@ -384,9 +382,9 @@ func derivations(t *testing.T, dir string) map[index.Kind]string {
 	return res
 }
 
-// Invariant 2: the records of cad-index and cad-paths are facts derived
-// from immutable objects, each kind by code with a version
-// (index.CommitVersion, PathVersion, WorkspaceVersion) that seeds the
+// Invariant 2: the records of cad-paths are facts derived from immutable
+// objects, each kind by code with a version (index.PathVersion,
+// WorkspaceVersion) that seeds the
 // records' checksums. A change to what a derivation answers must bump its
 // version, else records the old code wrote would be read as answers of
 // the new: this test keeps, per kind and version, what the derivation
@@ -399,8 +397,8 @@ func TestDerivationGolden(t *testing.T) {
 		t.Skip("needs the git CLI")
 	}
 	got := derivations(t, derivationFixture(t))
-	versions := map[index.Kind]int{index.CommitRecords: index.CommitVersion, index.PathRecords: index.PathVersion, index.WorkspaceRecords: index.WorkspaceVersion}
-	constName := map[index.Kind]string{index.CommitRecords: "CommitVersion", index.PathRecords: "PathVersion", index.WorkspaceRecords: "WorkspaceVersion"}
+	versions := map[index.Kind]int{index.PathRecords: index.PathVersion, index.WorkspaceRecords: index.WorkspaceVersion}
+	constName := map[index.Kind]string{index.PathRecords: "PathVersion", index.WorkspaceRecords: "WorkspaceVersion"}
 	for k, v := range versions {
 		file := filepath.Join("testdata", "derivation", fmt.Sprintf("%s-v%d.txt", k, v))
 		want, err := os.ReadFile(file)
@@ -566,7 +564,7 @@ func TestTagWorkspaceOneRule(t *testing.T) {
 		}
 	}
 	t.Run("objects", func(t *testing.T) {
-		defer index.SetOff(false, false, true)()
+		defer index.SetOff(false, true)()
 		check(t)
 	})
 	t.Run("records", func(t *testing.T) {
@@ -660,26 +658,34 @@ func TestIndexesLoseNothing(t *testing.T) {
 		}
 		return b.String()
 	}
+	// A cad-index, which older versions wrote, is ignored: these
+	// records, were they read, would answer wrongly.
+	oldIndex := filepath.Join(dir, "cad-index")
+	planted := "c " + strings.Repeat("0", 40) + " garbage\np " + strings.Repeat("1", 40) + " \"a\" " + strings.Repeat("2", 40) + " 40000 00000000\n"
+	if err := os.WriteFile(oldIndex, []byte(planted), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	var want string
 	func() {
-		defer index.SetOff(true, true, true)()
+		defer index.SetOff(true, true)()
 		want = answers()
 	}()
-	if _, err := os.Stat(filepath.Join(dir, "cad-index")); err == nil {
-		t.Fatal("cad-index written with the indexes off")
+	if _, err := os.Stat(filepath.Join(dir, "cad-paths")); err == nil {
+		t.Fatal("cad-paths written with the indexes off")
 	}
 	if got := answers(); got != want { // writes them
 		t.Errorf("writing the indexes (- without, + with):\n%s", lineDiff(want, got))
 	}
-	for _, f := range []string{"cad-index", "cad-paths"} {
-		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-			t.Fatalf("%s not written: %v", f, err)
-		}
+	if _, err := os.Stat(filepath.Join(dir, "cad-paths")); err != nil {
+		t.Fatalf("cad-paths not written: %v", err)
+	}
+	if data, err := os.ReadFile(oldIndex); err != nil || string(data) != planted {
+		t.Fatalf("the old cad-index was written to or removed by reads: %v", err)
 	}
 	if got := answers(); got != want { // reads them
 		t.Errorf("from the indexes (- without, + with):\n%s", lineDiff(want, got))
 	}
-	for _, k := range []index.Kind{index.CommitRecords, index.PathRecords, index.WorkspaceRecords} {
+	for _, k := range []index.Kind{index.PathRecords, index.WorkspaceRecords} {
 		func() {
 			defer index.SetDerivationVersion(k, 2)()
 			if got := answers(); got != want {
@@ -687,8 +693,8 @@ func TestIndexesLoseNothing(t *testing.T) {
 			}
 		}()
 	}
-	// Damaged: every byte of the files' second halves flipped.
-	for _, f := range []string{"cad-index", "cad-paths"} {
+	// Damaged: every byte of the file's second half flipped.
+	for _, f := range []string{"cad-paths"} {
 		p := filepath.Join(dir, f)
 		data, err := os.ReadFile(p)
 		if err != nil {

@@ -184,12 +184,15 @@ func (r *Repository) maintain(ctx context.Context, opts MaintainOptions, try boo
 // removeStaleFiles removes what dead writers and older versions of cad
 // left in gitDir: the temporary files whose writers are gone, by the one
 // rule of tmpfile.RemoveStale, in the git directory, objects/pack and
-// each objects/?? directory (see DESIGN.md, "Temporary files"); and
-// cad-workspaces, the workspace summaries cad v0.1.0 kept, which this
-// version neither reads nor writes. Errors are ignored: what it cannot
-// remove is tried again by the next run.
+// each objects/?? directory (see DESIGN.md, "Temporary files"); and the
+// files of indexes older versions of cad kept, which this version neither
+// reads nor writes: cad-workspaces, the workspace summaries of cad
+// v0.1.0, and cad-index, the object index lists loaded until it was
+// found not to pay its way. Errors are ignored: what it cannot remove is
+// tried again by the next run.
 func removeStaleFiles(gitDir string) {
 	_ = os.RemoveAll(filepath.Join(gitDir, "cad-workspaces"))
+	_ = os.Remove(filepath.Join(gitDir, "cad-index"))
 	objDir := filepath.Join(gitDir, "objects")
 	tmpfile.RemoveStale(gitDir)
 	tmpfile.RemoveStale(filepath.Join(objDir, "pack"))

@@ -83,7 +83,7 @@ func measureReads(b *testing.B, dir string) readFigures {
 	b.Helper()
 	var runs [4][]time.Duration
 	// A first run brings the files into the page cache, and writes
-	// cad-index, as the first list of any repository does.
+	// cad-paths, as the first list of any repository does.
 	for i := -1; i < *maintRuns; i++ {
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), maintReadEnv+"="+dir)

@@ -551,7 +551,8 @@ func testMaintainConcurrent(t *testing.T, midx bool) {
 
 // Maintenance removes the temporary files of every kind a dead writer
 // left (tmpfile.RemoveStale's one rule: its lock free and last written
-// over tmpfile.Grace ago) and cad v0.1.0's cad-workspaces, and leaves a
+// over tmpfile.Grace ago), cad v0.1.0's cad-workspaces and the cad-index
+// older versions wrote, and leaves a
 // live writer's file (locked, however old), a file written within the
 // grace, and git's own temporary files.
 func TestMaintainRemovesStaleTemps(t *testing.T) {
@@ -588,6 +589,7 @@ func TestMaintainRemovesStaleTemps(t *testing.T) {
 		plant("cad-paths-123.tmp", old),                                   // a rebuild of cad-paths
 		plant(filepath.Join(pack, "tmp_pack_cad_2"), old),                 // cad v0.1.0's staging
 		plant(filepath.Join("cad-workspaces", "0123"), time.Now()),        // cad v0.1.0's summaries
+		plant("cad-index", time.Now()),                                    // the object index older versions kept
 	}
 	kept := []string{
 		plant(filepath.Join(pack, gitobj.StagePackPrefix+"fresh"), time.Now()),

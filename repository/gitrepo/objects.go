@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -88,10 +89,6 @@ func (v *view) commitKept(h plumbing.Hash, keep bool) (*gitobj.CommitInfo, error
 	if e, ok := v.cache.Get(gitobj.KindPeel, h); ok {
 		return v.commitKept(e.(plumbing.Hash), keep)
 	}
-	if ci := v.idx.Commit(h); ci != nil {
-		// Not cached: the index has it, and a list reads it once.
-		return ci, nil
-	}
 	t, data, err := v.raw(plumbing.AnyObject, h)
 	if err != nil {
 		return nil, err
@@ -135,7 +132,6 @@ func (v *view) commitKept(h plumbing.Hash, keep bool) (*gitobj.CommitInfo, error
 	} else {
 		v.cache.PutCold(gitobj.KindCommit, h, ci, int64(256+len(ci.Message)))
 	}
-	v.idx.AddCommit(ci)
 	return ci, nil
 }
 
@@ -216,13 +212,8 @@ func (v *view) packageTree(c *gitobj.CommitInfo, full string, registered bool) (
 		if err != nil || !ok {
 			return plumbing.ZeroHash, false, err
 		}
-		if v.idx != nil {
-			v.idx.AddSubtree(c.Tree, full, gitobj.TreeEntry{Name: path.Base(full), Mode: modeDir, Hash: h})
-		} else {
-			// A Get or a write, which do not load cad-index: what the
-			// root tree told is kept where the next process's Get looks.
-			v.paths.Add(index.PathRecord{Key: index.PathKey36(c.Tree, full), Tree: h})
-		}
+		// What the root tree told is kept where the next process looks.
+		v.learn(index.PathRecord{Key: index.PathKey36(c.Tree, full), Tree: h})
 	}
 	if registered {
 		return h, true, nil
@@ -234,17 +225,46 @@ func (v *view) packageTree(c *gitobj.CommitInfo, full string, registered bool) (
 	return h, hasKptfile(entries), nil
 }
 
-// knownSubtree returns the tree at full under root when cad-index or
-// cad-paths records it: what packageTree learns without reading a tree.
+// knownSubtree returns the tree at full under root when cad-paths
+// records it: what packageTree learns without reading a tree.
 func (v *view) knownSubtree(root plumbing.Hash, full string) (plumbing.Hash, bool) {
-	if e, ok := v.idx.Subtree(root, full); ok {
-		return e.Hash, true
+	return v.paths.Subtree(root, full)
+}
+
+// learn keeps record rec in cad-paths: at once, or, in a list
+// (v.learnt), with the others the list learns when it ends.
+func (v *view) learn(rec index.PathRecord) {
+	if v.learnt != nil {
+		v.learnt.add(rec)
+		return
 	}
-	return v.sortedSubtree(root, full)
+	v.paths.Add(rec)
+}
+
+// pathLog collects the records a list learns. Safe for concurrent use.
+type pathLog struct {
+	mu   sync.Mutex
+	recs []index.PathRecord
+}
+
+func (l *pathLog) add(rec index.PathRecord) {
+	l.mu.Lock()
+	l.recs = append(l.recs, rec)
+	l.mu.Unlock()
+}
+
+// flush adds what l collected to pf, in one append or rebuild, and
+// empties l.
+func (l *pathLog) flush(pf *index.PathFile) {
+	l.mu.Lock()
+	recs := l.recs
+	l.recs = nil
+	l.mu.Unlock()
+	pf.Add(recs...)
 }
 
 // knownOrSubtree returns the tree at full under root and whether there is
-// one, from cad-index or cad-paths when they know it, else from the trees
+// one, from cad-paths when it knows it, else from the trees
 // (fresh: what neither file holds).
 func (v *view) knownOrSubtree(root plumbing.Hash, full string) (h plumbing.Hash, ok, fresh bool, err error) {
 	if h, ok := v.knownSubtree(root, full); ok {
@@ -252,16 +272,6 @@ func (v *view) knownOrSubtree(root plumbing.Hash, full string) (h plumbing.Hash,
 	}
 	h, ok, err = v.subtree(root, full)
 	return h, ok, ok, err
-}
-
-// sortedSubtree looks the package tree at full under root up in
-// cad-paths, when the view has no loaded cad-index to ask (a Get): two
-// reads of a small file instead of the root tree's delta chain.
-func (v *view) sortedSubtree(root plumbing.Hash, full string) (plumbing.Hash, bool) {
-	if v.idx != nil {
-		return plumbing.ZeroHash, false // it holds all cad-paths does
-	}
-	return v.paths.Subtree(root, full)
 }
 
 // tagAnnotations returns the kpt: annotations of the message of tag object

@@ -109,22 +109,20 @@ func (f *pathsFixture) requireAll(t *testing.T) {
 	}
 }
 
-// cad-paths, the sorted copy of cad-index's path records, is written by a
-// list (and added to by Get), holds every tagged package's tree, and
-// reads the same files as the trees do.
+// cad-paths is written by a Get (and added to by lists), holds every
+// tagged package's tree, and reads the same files as the trees do.
 func TestPathsFile(t *testing.T) {
 	f := newPathsFixture(t)
 	paths := filepath.Join(f.dir, "cad-paths")
 	want := f.read(t)
-	if covered, _, ok := gitrepo.PathsCovered(f.dir); !ok || covered != 0 {
-		t.Fatalf("Gets wrote no cad-paths of their own: %d, %v", covered, ok)
+	if _, ok := gitrepo.PathsCount(f.dir); !ok {
+		t.Fatal("Gets wrote no cad-paths")
 	}
 	f.list(t)
 	f.requireAll(t)
-	idx, _ := os.Stat(filepath.Join(f.dir, "cad-index"))
-	covered, count, ok := gitrepo.PathsCovered(f.dir)
-	if !ok || covered != idx.Size() || count < len(f.keys) {
-		t.Fatalf("cad-paths covers %d bytes of %d with %d records (%v)", covered, idx.Size(), count, ok)
+	count, _ := gitrepo.PathsCount(f.dir)
+	if n := int64(count) + gitrepo.PathsTail(f.dir)/gitrepo.PathsRecordSize; n < int64(len(f.keys)) {
+		t.Fatalf("cad-paths holds %d records, want one per tag, %d", n, len(f.keys))
 	}
 	if _, ok := gitrepo.PathsLookup(f.dir, f.roots[f.keys[0]], f.keys[0].Package+"x"); ok {
 		t.Fatal("a path never recorded was found")
@@ -144,12 +142,12 @@ func TestPathsFile(t *testing.T) {
 		t.Fatal("the files read through cad-paths, a record at a time, differ")
 	}
 	restore()
-	// Nothing is rebuilt while cad-index does not grow.
+	// A list that finds nothing new writes nothing.
 	before, _ := os.Stat(paths)
 	f.list(t)
 	after, _ := os.Stat(paths)
-	if !os.SameFile(before, after) {
-		t.Fatal("an up-to-date cad-paths was rewritten")
+	if !os.SameFile(before, after) || before.Size() != after.Size() {
+		t.Fatal("an up-to-date cad-paths was written to")
 	}
 }
 
@@ -167,7 +165,7 @@ func TestPathsFileIsUsed(t *testing.T) {
 	// A Repository that opened cad-paths before another process replaced
 	// it looks again on a miss: r opens a file with b's record only.
 	onlyB := []gitrepo.PathsRecord{{Root: f.roots[b], Path: b.Package, Tree: f.trees[b]}}
-	if err := gitrepo.WritePathsFile(f.dir, 0, onlyB); err != nil {
+	if err := gitrepo.WritePathsFile(f.dir, onlyB); err != nil {
 		t.Fatal(err)
 	}
 	r := mustOpen(t, benchSpec(f.dir), nil)
@@ -176,7 +174,7 @@ func TestPathsFileIsUsed(t *testing.T) {
 		t.Fatal("read through cad-paths differs")
 	}
 	wrong := []gitrepo.PathsRecord{{Root: f.roots[a], Path: a.Package, Tree: f.trees[b]}}
-	if err := gitrepo.WritePathsFile(f.dir, 0, wrong); err != nil {
+	if err := gitrepo.WritePathsFile(f.dir, wrong); err != nil {
 		t.Fatal(err)
 	}
 	r2 := mustOpen(t, benchSpec(f.dir), nil)
@@ -198,11 +196,18 @@ func TestPathsFileIsUsed(t *testing.T) {
 
 // A damaged cad-paths is never believed: a changed byte in a record costs
 // that record, a damaged header or a file cut short the whole file, and
-// the next list writes it again whole.
+// the next reads write it again.
 func TestPathsFileDamaged(t *testing.T) {
 	f := newPathsFixture(t)
 	want := f.read(t)
-	f.list(t)
+	// Every record sorted, none in the tail, as a rebuild leaves it.
+	var recs []gitrepo.PathsRecord
+	for _, k := range f.keys {
+		recs = append(recs, gitrepo.PathsRecord{Root: f.roots[k], Path: k.Package, Tree: f.trees[k]})
+	}
+	if err := gitrepo.WritePathsFile(f.dir, recs); err != nil {
+		t.Fatal(err)
+	}
 	paths := filepath.Join(f.dir, "cad-paths")
 	good, err := os.ReadFile(paths)
 	if err != nil {
@@ -212,7 +217,7 @@ func TestPathsFileDamaged(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		damage func([]byte) []byte
-		whole  bool // the whole file is dropped, and rewritten by a list
+		whole  bool // the whole file is dropped, and written again by the reads
 	}{
 		{"a byte of a record's tree", func(b []byte) []byte { b[header+40] ^= 0xff; return b }, false},
 		{"a byte of a record's key", func(b []byte) []byte { b[header+60+3] ^= 0x01; return b }, false},
@@ -227,7 +232,7 @@ func TestPathsFileDamaged(t *testing.T) {
 			if err := os.WriteFile(paths, tc.damage(append([]byte(nil), good...)), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			if _, _, ok := gitrepo.PathsCovered(f.dir); ok == tc.whole {
+			if _, ok := gitrepo.PathsCount(f.dir); ok == tc.whole {
 				t.Fatalf("file taken as valid: %v", ok)
 			}
 			if got := f.read(t); !equalDigests(got, want) {
@@ -241,48 +246,50 @@ func TestPathsFileDamaged(t *testing.T) {
 	}
 }
 
-// A list after cad-index has grown by more than an eighth merges the
-// records appended since into cad-paths; a cad-index deleted and begun
-// again makes the next rebuild start from it alone.
-func TestPathsFileGrows(t *testing.T) {
-	defer gitrepo.SetDeferTrees(false)() // lists that fill cad-index's path records
+// A list adds the package trees it found in the trees to cad-paths once,
+// when it ends: appended to the tail when they fit, else merged into the
+// sorted records with the tail in one rebuild; what the file held is
+// kept.
+func TestPathsFileListAdds(t *testing.T) {
+	defer gitrepo.SetDeferTrees(false)() // lists that learn every tag's package tree
+	restore := gitrepo.SetPathTailMax(4)
+	defer restore()
 	f := newPathsFixture(t)
-	f.list(t)
-	index := filepath.Join(f.dir, "cad-index")
-	full, err := os.ReadFile(index)
-	if err != nil {
-		t.Fatal(err)
+	// A file of a third of the records: the list learns the rest, more
+	// than the tail holds.
+	var third []gitrepo.PathsRecord
+	for _, k := range f.keys[:len(f.keys)/3] {
+		third = append(third, gitrepo.PathsRecord{Root: f.roots[k], Path: k.Package, Tree: f.trees[k]})
 	}
-	// cad-paths built from the first third of cad-index's lines.
-	lines := strings.SplitAfter(string(full), "\n")
-	head := strings.Join(lines[:len(lines)/3], "")
-	other := t.TempDir()
-	if err := os.WriteFile(filepath.Join(other, "cad-index"), []byte(head), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	gitrepo.UpdatePathsFile(other)
-	_, small, ok := gitrepo.PathsCovered(other)
-	if !ok || small == 0 {
-		t.Fatalf("no cad-paths from a third of cad-index: %d records, %v", small, ok)
-	}
-	data, _ := os.ReadFile(filepath.Join(other, "cad-paths"))
-	if err := os.WriteFile(filepath.Join(f.dir, "cad-paths"), data, 0o644); err != nil {
+	if err := gitrepo.WritePathsFile(f.dir, third); err != nil {
 		t.Fatal(err)
 	}
 	f.list(t)
 	f.requireAll(t)
-	covered, count, _ := gitrepo.PathsCovered(f.dir)
-	if covered != int64(len(full)) || count <= small {
-		t.Fatalf("after the merge: %d bytes covered of %d, %d records (was %d)", covered, len(full), count, small)
+	// (The list also learns the drafts' and placeholders' trees.)
+	if count, ok := gitrepo.PathsCount(f.dir); !ok || count < len(f.keys) {
+		t.Fatalf("after the list: %d sorted records (%v), want %d at least", count, ok, len(f.keys))
 	}
-
-	// A shorter cad-index than cad-paths covers: rebuilt from it.
-	if err := os.WriteFile(index, []byte(head), 0o644); err != nil {
+	if n := gitrepo.PathsTail(f.dir); n != 0 {
+		t.Fatalf("a tail of %d bytes after a rebuild", n)
+	}
+	// A file missing two tags' records: the list appends them (and the
+	// other trees it found).
+	restore()
+	all := third[:0:0]
+	for _, k := range f.keys[2:] {
+		all = append(all, gitrepo.PathsRecord{Root: f.roots[k], Path: k.Package, Tree: f.trees[k]})
+	}
+	if err := gitrepo.WritePathsFile(f.dir, all); err != nil {
 		t.Fatal(err)
 	}
-	gitrepo.UpdatePathsFile(f.dir)
-	if covered, n, ok := gitrepo.PathsCovered(f.dir); !ok || covered != int64(len(head)) || n != small {
-		t.Fatalf("after cad-index shrank: %d bytes, %d records, %v; want %d, %d", covered, n, ok, len(head), small)
+	f.list(t)
+	f.requireAll(t)
+	if count, _ := gitrepo.PathsCount(f.dir); count != len(f.keys)-2 {
+		t.Fatalf("after the list: %d sorted records, want %d", count, len(f.keys)-2)
+	}
+	if n := gitrepo.PathsTail(f.dir); n < 2*gitrepo.PathsRecordSize {
+		t.Fatalf("a tail of %d bytes, want 2 records at least", n)
 	}
 }
 
@@ -291,7 +298,7 @@ func TestPathsFileGrows(t *testing.T) {
 // no writer holds it: TestPathFileTempsOfDeadWritersRemoved); a recent
 // empty one, perhaps another process's not yet locked, is left.
 func TestPathsFileLeftoverTemp(t *testing.T) {
-	defer gitrepo.SetDeferTrees(false)() // lists that fill cad-index's path records
+	defer gitrepo.SetDeferTrees(false)() // lists that learn every tag's package tree
 	f := newPathsFixture(t)
 	old := filepath.Join(f.dir, "cad-paths-123.tmp")
 	young := filepath.Join(f.dir, "cad-paths-456.tmp")
@@ -321,12 +328,13 @@ func TestPathsFileLeftoverTemp(t *testing.T) {
 	}
 }
 
-// Gets from many goroutines while other Repositories list and rebuild
+// Gets from many goroutines while other Repositories list and write
 // cad-paths under them read what the trees hold.
 func TestPathsFileConcurrent(t *testing.T) {
+	defer gitrepo.SetDeferTrees(false)() // lists that learn every tag's package tree
 	f := newPathsFixture(t)
 	want := f.read(t)
-	index := filepath.Join(f.dir, "cad-index")
+	paths := filepath.Join(f.dir, "cad-paths")
 	r := mustOpen(t, benchSpec(f.dir), nil)
 	defer r.Close()
 	var wg sync.WaitGroup
@@ -354,7 +362,7 @@ func TestPathsFileConcurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for range 3 {
-				os.Remove(index) // each list learns it all again and rebuilds
+				os.Remove(paths) // each list learns it all again and writes it
 				l := mustOpen(t, benchSpec(f.dir), nil)
 				if _, err := l.List(context.Background(), repository.ListOptions{}); err != nil {
 					errs <- err

@@ -203,9 +203,9 @@ func TestPorchFixture(t *testing.T) {
 	}
 }
 
-// A list served from the object index (cad-index, written by the first
-// list of a repository) is the list without it, and a garbled index file
-// changes nothing.
+// A list is the same with cad-paths as without it, and with a garbled
+// cad-paths or a garbled cad-index (which older versions wrote, and
+// nothing reads now).
 func TestIndexListsTheSame(t *testing.T) {
 	ctx := context.Background()
 	dir := copyDir(t, porchFixture(t, porchShape{Packages: 12, Revisions: 40, Dirs: 3, Drafts: 3, Proposals: 2}))
@@ -223,20 +223,23 @@ func TestIndexListsTheSame(t *testing.T) {
 		}
 		return b.String()
 	}
-	index := filepath.Join(dir, "cad-index")
+	paths := filepath.Join(dir, "cad-paths")
 	want := list()
-	data, err := os.ReadFile(index)
+	data, err := os.ReadFile(paths)
 	if err != nil || len(data) == 0 {
-		t.Fatalf("the first list wrote no index: %v", err)
+		t.Fatalf("the first list wrote no cad-paths: %v", err)
 	}
 	if got := list(); got != want {
-		t.Fatalf("from the index:\n%s\nwithout:\n%s", got, want)
+		t.Fatalf("with cad-paths:\n%s\nwithout:\n%s", got, want)
 	}
-	if err := os.WriteFile(index, []byte("garbage\nc 12 34\n"+string(data[:len(data)/2])), 0o644); err != nil {
+	if err := os.WriteFile(paths, append([]byte("garbage\n"), data[:len(data)/2]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cad-index"), []byte("garbage\nc 12 34\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got := list(); got != want {
-		t.Fatalf("from a garbled index:\n%s\nwithout:\n%s", got, want)
+		t.Fatalf("with garbled files:\n%s\nwithout:\n%s", got, want)
 	}
 }
 

@@ -65,11 +65,11 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 			yield(nil, err)
 			return
 		}
-		// What the batches learnt goes to cad-index once, at the end
-		// (and every 256 KiB before, see ObjIndex.record).
-		defer r.st.idx.Flush()
+		// What the batches learnt goes to cad-paths once, at the end.
+		learnt := &pathLog{}
+		defer learnt.flush(r.st.paths)
 		err := r.read(ctx, func(v *view) error {
-			v.idx = r.st.idx
+			v.learnt = learnt
 			damaged = damaged[:0]
 			v.damaged = r.collectDamage(&damaged)
 			var err error
@@ -111,9 +111,8 @@ func (r *Repository) Range(ctx context.Context, opts repository.ListOptions) ite
 }
 
 // readMore runs fn with the local storage locked for reading, as read
-// does but without bringing a remote's clone up to date and without
-// flushing cad-index: for a read that goes on with a view read has
-// started, and flushes when it ends.
+// does but without bringing a remote's clone up to date: for a read that
+// goes on with a view read has started.
 func (r *Repository) readMore(ctx context.Context, fn func() error) error {
 	return r.st.read(ctx, fn)
 }

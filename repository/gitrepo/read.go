@@ -456,8 +456,11 @@ func (r *Repository) List(ctx context.Context, opts repository.ListOptions) ([]r
 	}
 	var revs []revision.PackageRevision
 	var damaged []error
+	// What the list learns goes to cad-paths once, when it ends.
+	learnt := &pathLog{}
+	defer learnt.flush(r.st.paths)
 	err := r.read(ctx, func(v *view) error {
-		v.idx = r.st.idx
+		v.learnt = learnt
 		damaged = damaged[:0]
 		v.damaged = r.collectDamage(&damaged)
 		var err error
@@ -834,8 +837,9 @@ func (r *Repository) draftRev(v *view, pkg, ws string, lc revision.Lifecycle, na
 // In a view with deferTrees (List, Range and Get, which hand out
 // revisions whose files are read later), a tag whose commit (or own
 // message) registers the package is taken from its ref and commit alone:
-// its package tree, when neither cad-index nor cad-paths knows it, is
-// looked up on the first read of its files (rev.deferTree), and a commit
+// its package tree, when cad-paths does not know it (or in a list, which
+// does not ask), is looked up on the first read of its files
+// (rev.deferTree), and a commit
 // with no directory there fails that read instead of leaving the tag out.
 // A list of the flat layout then reads no root tree for the tags Porch
 // and cad write, which hold every package of the branch (a delta chain's
@@ -855,8 +859,13 @@ func (r *Repository) tagRev(v *view, pkg, ver string, name plumbing.ReferenceNam
 	// A tag not of the form v<N> is keyed as a placeholder, whose
 	// Version is its package tree (rev.version): never deferred.
 	if v.deferTrees && registered && parseVersion(ver) > 0 {
+		// A list (v.learnt) asks cad-paths nothing here: a lookup per
+		// tag reads a fan-out bucket each, more than the list needs; the
+		// first read of the files asks it, in batches (deferred.go).
 		var known bool
-		tree, known = v.knownSubtree(c.Tree, full)
+		if v.learnt == nil {
+			tree, known = v.knownSubtree(c.Tree, full)
+		}
 		deferred = !known
 	} else {
 		t, ok, err := v.packageTree(c, full, registered)

@@ -45,8 +45,7 @@ type store struct {
 	flock   *refstore.FileLock
 	gitDir  string
 	fsrefs  *refstore.FSRefs   // refs read directly from gitDir, nil in memory
-	idx     *index.ObjIndex    // the object index in gitDir, nil in memory
-	paths   *index.PathFile    // its sorted path records, nil in memory
+	paths   *index.PathFile    // cad-paths in gitDir, nil in memory
 	packs   *gitobj.PackReader // the packs in gitDir and its alternates, nil in memory
 	alts    []string           // the object directories of the alternates (alternates.go)
 	release func()
@@ -69,8 +68,6 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 	if gitDir != "" {
 		st.fsrefs = &refstore.FSRefs{GitDir: gitDir, Sync: mode}
 		st.paths = index.NewPathFile(gitDir)
-		st.idx = index.NewObjIndex(gitDir)
-		st.idx.Sorted = st.paths
 		st.packs = gitobj.NewPackReader(gitDir)
 		st.mu = &sync.RWMutex{}
 		st.flock = refstore.NewFileLock(gitDir, refstore.RoleStore)
@@ -80,7 +77,6 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 			st.mu.Lock()
 			st.packs.Close()
 			st.mu.Unlock()
-			st.idx.Close()
 			st.paths.Close()
 			st.fsrefs.Close()
 			st.flock.Close()
@@ -116,11 +112,10 @@ func newStore(s storage.Storer, gitDir string, mode SyncMode, warn func(msg stri
 	return st
 }
 
-// dropPages takes the pages of the mapped files (packs, their indexes,
-// cad-index) out of the process's resident set; the lock is held.
+// dropPages takes the pages of the mapped files (packs, their indexes)
+// out of the process's resident set; the lock is held.
 func (st *store) dropPages() {
 	st.packs.DropPages()
-	st.idx.DropPages()
 }
 
 func (st *store) close() {
@@ -208,11 +203,13 @@ type view struct {
 	md *mdState
 	// damaged receives the damaged refs that listing the refs left out.
 	damaged func(error)
-	// idx is the persistent object index, used by lists only (loading
-	// it costs more than one revision's read); nil in memory.
-	idx *index.ObjIndex
-	// paths finds package trees without loading idx; nil in memory.
+	// paths finds package trees without reading the root trees (cad-paths);
+	// nil in memory.
 	paths *index.PathFile
+	// learnt, when set (a list), collects the package trees the view
+	// finds in the trees, added to paths once when the list ends instead
+	// of a record at a time.
+	learnt *pathLog
 	// packs reads packed objects on disk; nil in memory.
 	packs *gitobj.PackReader
 	// final holds what rawScan last built from a delta.
@@ -268,7 +265,6 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 		return r.readBatch(ctx, fn)
 	}
 	if r.remote != nil {
-		defer r.st.idx.Flush()
 		defer r.afterFetch(ctx) // maintenance.go
 		if r.remote.fresh() {
 			return r.st.read(ctx, func() error { return fn(r.newView()) })
@@ -298,7 +294,6 @@ func (r *Repository) read(ctx context.Context, fn func(v *view) error) error {
 		}
 		return r.readFetched(ctx, asked, refs, fn)
 	}
-	defer r.st.idx.Flush()
 	return r.st.read(ctx, func() error { return fn(r.newView()) })
 }
 

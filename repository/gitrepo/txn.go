@@ -65,7 +65,6 @@ func (r *Repository) update(ctx context.Context, plan func(v *view) (*txn, error
 	if r.bt != nil {
 		return r.updateBatch(ctx, plan)
 	}
-	defer r.st.idx.Flush()
 	for attempt := 1; ; attempt++ {
 		var err error
 		if r.remote != nil {

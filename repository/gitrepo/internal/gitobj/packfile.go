@@ -69,9 +69,8 @@ type PackReader struct {
 }
 
 // DropPagesEvery is how many pack entries and index lookups a PackReader
-// reads, or cad-index records are looked up, between two calls of
-// dropPages: a list of the
-// whole repository touches every page of the packs and of cad-index,
+// reads between two calls of dropPages: a list of the
+// whole repository touches every page of the packs,
 // each once, and what it has read need not stay resident (50,000
 // revisions: 50 MB of mapped files otherwise).
 const DropPagesEvery = 16384

@@ -11,12 +11,9 @@ import (
 type Kind int
 
 const (
-	// CommitRecords are cad-index's "c" records: what package gitrepo
-	// reads of a commit (gitobj.CommitInfo, without its annotations).
-	CommitRecords Kind = iota
-	// PathRecords are cad-index's "p" records and cad-paths' path
-	// records: the entry a path leads to under a root tree.
-	PathRecords
+	// PathRecords are cad-paths' path records: the tree a path leads
+	// to under a root tree.
+	PathRecords Kind = iota
 	// WorkspaceRecords are cad-paths' workspace records: the workspace a
 	// v<N> tag's object gives its package (package gitrepo's
 	// objectWorkspace).
@@ -26,8 +23,6 @@ const (
 
 func (k Kind) String() string {
 	switch k {
-	case CommitRecords:
-		return "commit"
 	case PathRecords:
 		return "path"
 	case WorkspaceRecords:
@@ -48,7 +43,6 @@ func (k Kind) String() string {
 // another version derived fails its checksum and is read as no record
 // (a cache miss costing a read of the objects), never as an answer.
 const (
-	CommitVersion    = 1
 	PathVersion      = 1
 	WorkspaceVersion = 1
 )
@@ -58,7 +52,7 @@ const (
 var seeds = [numKinds]atomic.Uint32{}
 
 func init() {
-	for k, v := range [numKinds]int{CommitVersion, PathVersion, WorkspaceVersion} {
+	for k, v := range [numKinds]int{PathVersion, WorkspaceVersion} {
 		seeds[k].Store(seedOf(Kind(k), v))
 	}
 }
@@ -77,12 +71,11 @@ func sum(k Kind, b []byte) uint32 {
 }
 
 // off holds the indexes the tests turned off (SetOff), a bit each:
-// offObjIndex, offPaths, offWorkspaces.
+// offPaths, offWorkspaces.
 var off atomic.Uint32
 
 const (
-	offObjIndex = 1 << iota
-	offPaths
+	offPaths = 1 << iota
 	offWorkspaces
 )
 

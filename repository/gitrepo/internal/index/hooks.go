@@ -5,8 +5,6 @@ import (
 	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
-
-	"github.com/configasdata/cad/repository/gitrepo/internal/gitobj"
 )
 
 // PathsRecord is a record of cad-paths, for the tests of package
@@ -24,24 +22,22 @@ func PathsLookup(gitDir string, root plumbing.Hash, p string) (plumbing.Hash, bo
 	return pf.Subtree(root, p)
 }
 
-// PathsCovered returns how much of cad-index the cad-paths of gitDir
-// covers, and how many records it holds; false when it is missing or
-// not valid.
-func PathsCovered(gitDir string) (int64, int, bool) {
+// PathsCount returns how many sorted records the cad-paths of gitDir
+// holds; false when it is missing or not valid.
+func PathsCount(gitDir string) (int, bool) {
 	pf := NewPathFile(gitDir)
 	defer pf.Close()
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
 	pf.open()
 	if pf.hdr == nil {
-		return 0, 0, false
+		return 0, false
 	}
-	return pf.hdr.covered, int(pf.hdr.count), true
+	return int(pf.hdr.count), true
 }
 
-// WritePathsFile writes recs as the cad-paths of gitDir, covering the
-// first covered bytes of cad-index.
-func WritePathsFile(gitDir string, covered int64, recs []PathsRecord) error {
+// WritePathsFile writes recs as the cad-paths of gitDir, all sorted.
+func WritePathsFile(gitDir string, recs []PathsRecord) error {
 	var fresh []PathRecord
 	for _, r := range recs {
 		fresh = append(fresh, PathRecord{Key: PathKey36(r.Root, r.Path), Tree: r.Tree})
@@ -51,15 +47,7 @@ func WritePathsFile(gitDir string, covered int64, recs []PathsRecord) error {
 	defer pf.Close()
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
-	return pf.write(bytes.NewReader(nil), fresh, covered)
-}
-
-// UpdatePathsFile brings the cad-paths of gitDir up to date with its
-// cad-index, as a list does when the index has grown enough.
-func UpdatePathsFile(gitDir string) {
-	pf := NewPathFile(gitDir)
-	defer pf.Close()
-	pf.update()
+	return pf.write(bytes.NewReader(nil), fresh)
 }
 
 // SetPathBucketRead sets how many records of a cad-paths bucket are read
@@ -122,13 +110,12 @@ func AddWorkspaceRecord(gitDir, full string, h plumbing.Hash, ws string) {
 
 // SetOff turns persistent indexes off, for the benchmarks and tests of
 // package gitrepo that measure or check a repository without them, and
-// returns a function that restores what was on: with objIndex, cad-index
-// is neither read nor written; with paths, cad-paths' path records are
+// returns a function that restores what was on: with paths, cad-paths' path records are
 // neither looked up nor added, and with workspaces its workspace
 // records. It applies to the lookups made after it.
-func SetOff(objIndex, paths, workspaces bool) (restore func()) {
+func SetOff(paths, workspaces bool) (restore func()) {
 	var bits uint32
-	for i, on := range []bool{objIndex, paths, workspaces} {
+	for i, on := range []bool{paths, workspaces} {
 		if on {
 			bits |= 1 << i
 		}
@@ -142,10 +129,4 @@ func SetOff(objIndex, paths, workspaces bool) (restore func()) {
 func SetDerivationVersion(k Kind, v int) (restore func()) {
 	old := seeds[k].Swap(seedOf(k, v))
 	return func() { seeds[k].Store(old) }
-}
-
-// CommitRecord returns the cad-index record of commit c, without its
-// checksum: what the derivation of CommitRecords answers for c.
-func CommitRecord(c *gitobj.CommitInfo) string {
-	return string(appendCommitRecord(nil, c))
 }

@@ -16,24 +16,24 @@ import (
 	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 	"github.com/configasdata/cad/repository/gitrepo/internal/tmpfile"
 )
 
-// PathFile is cad-paths in a git directory: the path records of cad-index
-// (the package tree a path leads to under a commit's root tree), sorted
-// by key in records of a fixed width, so that a process that starts cold
-// finds a package's tree in a tagged commit with two reads of a small
-// file: no load of cad-index (which a single Get does not pay for) and no
-// decoding of the root tree, which in a repository as Porch writes it
-// holds every package and is rebuilt from a long delta chain.
+// PathFile is cad-paths in a git directory: where a path leads under a
+// commit's root tree (the package tree), sorted by key in records of a
+// fixed width, so that a process that starts cold finds a package's tree
+// in a tagged commit with two reads of a small file and no decoding of
+// the root tree, which in a repository as Porch writes it holds every
+// package and is rebuilt from a long delta chain. Lists, Gets and writes
+// add the package trees they find in the trees (a list once, at its end).
 //
 // Layout, integers big-endian:
 //
 //	"cadpath1"      8 bytes
-//	covered         8 bytes: how many bytes of cad-index the records hold
+//	reserved        8 bytes: 0 (once how much of cad-index, removed,
+//	                the records held; read and ignored)
 //	count           4 bytes
 //	crc             4 bytes: CRC-32 of the 20 bytes above and the fan-out
 //	fan-out         256 × 4 bytes: records whose root starts with a byte ≤ i
@@ -48,20 +48,18 @@ import (
 // the workspace a tag object gives a package, so that a new draft's
 // check that its workspace is free reads no commit of the package's tags.
 //
-// Like cad-index it is a cache of facts about immutable objects: a
-// missing, short or damaged file, or a damaged record, is read as no
-// answer. It is rebuilt (to a temporary file, then renamed over, so that
-// a crash leaves the old file or the new) when a list has appended to
-// cad-index more than an eighth of what the file covers, merging the
-// records it holds with those appended since. Between rebuilds, what a
-// Get or a new draft learns and what an approval writes is appended to
-// the tail, under the file's lock, in whole records: a record cut short
-// by a crash is cut off by the next append and never read. A record
-// appended while another process rebuilds the file may be lost, which
-// costs a read of the objects later. Safe for concurrent use.
+// It is a cache of facts about immutable objects: a missing, short or
+// damaged file, or a damaged record, is read as no answer. What a
+// process learns is appended to the tail, under the file's lock, in
+// whole records: a record cut short by a crash is cut off by the next
+// append and never read. When the tail would hold more than pathTailMax
+// records, the file is rebuilt (to a temporary file, then renamed over,
+// so that a crash leaves the old file or the new) with the tail and the
+// new records merged into the sorted ones. A record appended while
+// another process rebuilds the file may be lost, which costs a read of
+// the objects later. Safe for concurrent use.
 type PathFile struct {
-	path      string // gitDir/cad-paths
-	indexPath string // gitDir/cad-index
+	path string // gitDir/cad-paths
 
 	mu     sync.Mutex
 	opened bool // f and hdr reflect the file as last opened
@@ -98,7 +96,7 @@ var pathTailMax = 1024
 
 // pathHeader is the header of cad-paths.
 type pathHeader struct {
-	covered int64
+	covered int64 // reserved: what a file cad wrote before cad-index was removed says
 	count   uint32
 	fanout  [256]uint32
 }
@@ -121,7 +119,7 @@ func (r PathRecord) kind() Kind {
 // NewPathFile returns the cad-paths of gitDir; the file is opened when
 // first needed.
 func NewPathFile(gitDir string) *PathFile {
-	return &PathFile{path: filepath.Join(gitDir, pathFileName), indexPath: filepath.Join(gitDir, indexName)}
+	return &PathFile{path: filepath.Join(gitDir, pathFileName)}
 }
 
 // PathKey36 is the key of path p under tree root.
@@ -367,37 +365,12 @@ func recordTree(rec []byte, k Kind) (plumbing.Hash, bool) {
 	return h, true
 }
 
-// stale reports whether cad-index, at indexSize bytes, holds enough
-// records that cad-paths does not for a rebuild to be worth it.
-func (pf *PathFile) stale(indexSize int64) bool {
-	if pf == nil || isOff(offPaths) {
-		return false
-	}
-	pf.mu.Lock()
-	defer pf.mu.Unlock()
-	if pf.failed {
-		return false
-	}
-	if !pf.opened || pf.hdr == nil {
-		pf.open()
-	}
-	if pf.hdr == nil || indexSize < pf.hdr.covered {
-		return indexSize > 0
-	}
-	return indexSize-pf.hdr.covered > pf.hdr.covered/8
-}
-
-// update rebuilds cad-paths so that it holds every path record of
-// cad-index: the records it held (sorted and appended) and those
-// appended to cad-index since, or all of cad-index's when the file is
-// missing, damaged, or covers more than cad-index holds (cad-index was
-// deleted). It writes a temporary file and renames it over the old. A
-// failure leaves the old file, and no rebuild is tried again in this
-// process. Lookups go on while it runs, from the file as it was; a call
-// while another rebuild of this PathFile runs returns at once.
-func (pf *PathFile) update() { pf.rebuildWith(nil) }
-
-// rebuildWith is update, with the records extra added to the new file.
+// rebuildWith rebuilds cad-paths with the records extra added: the
+// records it held (sorted and appended) merged with extra, sorted. It
+// writes a temporary file and renames it over the old. A failure leaves
+// the old file, and no rebuild is tried again in this process. Lookups go
+// on while it runs, from the file as it was; a call while another rebuild
+// of this PathFile runs returns at once.
 func (pf *PathFile) rebuildWith(extra []PathRecord) {
 	if pf == nil || !pf.updating.CompareAndSwap(false, true) {
 		return
@@ -420,60 +393,27 @@ func (pf *PathFile) rebuildWith(extra []PathRecord) {
 	}
 }
 
-// rebuild is update's work, on its own handles of the files: the latest
-// cad-paths (another process may have rebuilt it), read for the records
-// it holds, cad-index, and extra.
+// rebuild is rebuildWith's work, on its own handle of the latest
+// cad-paths (another process may have rebuilt it).
 func (pf *PathFile) rebuild(extra []PathRecord) error {
-	var cur *os.File
-	var hdr *pathHeader
+	var old io.Reader = bytes.NewReader(nil)
 	var tail []PathRecord
 	if f, err := os.Open(pf.path); err == nil {
 		defer f.Close()
 		if h, err := readPathHeader(f); err == nil {
-			cur, hdr = f, h
+			old = io.NewSectionReader(f, pathHeaderSize, int64(h.count)*pathRecordSize)
 			if b, err := readTail(f, h, nil); err == nil {
 				tail = tailRecords(b)
 			}
 		}
 	}
-	var idxSize int64
-	idx, err := os.Open(pf.indexPath)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-	case err != nil:
-		return err
-	default:
-		defer idx.Close()
-		fi, err := idx.Stat()
-		if err != nil {
-			return err
-		}
-		idxSize = fi.Size()
+	fresh := append(tail, extra...)
+	if len(fresh) == 0 {
+		return nil // nothing new
 	}
-	var old io.Reader = bytes.NewReader(nil)
-	from := int64(0)
-	if h := hdr; h != nil && h.covered <= idxSize {
-		if h.covered == idxSize && len(extra) == 0 && len(tail) < pathTailMax {
-			return nil // nothing new
-		}
-		old = io.NewSectionReader(cur, pathHeaderSize, int64(h.count)*pathRecordSize)
-		from = h.covered
-	}
-	var fresh []PathRecord
-	if idxSize > from {
-		if fresh, err = indexPathRecords(io.NewSectionReader(idx, from, idxSize-from), idxSize-from); err != nil {
-			return err
-		}
-	}
-	if len(tail)+len(extra) > 0 {
-		fresh = append(append(fresh, tail...), extra...)
-		slices.SortFunc(fresh, func(a, b PathRecord) int { return bytes.Compare(a.Key[:], b.Key[:]) })
-		fresh = slices.CompactFunc(fresh, func(a, b PathRecord) bool { return a.Key == b.Key })
-	}
-	if len(fresh) == 0 && hdr == nil && idxSize == 0 {
-		return nil // nothing to write
-	}
-	return pf.write(old, fresh, idxSize)
+	slices.SortFunc(fresh, func(a, b PathRecord) int { return bytes.Compare(a.Key[:], b.Key[:]) })
+	fresh = slices.CompactFunc(fresh, func(a, b PathRecord) bool { return a.Key == b.Key })
+	return pf.write(old, fresh)
 }
 
 // tailRecords returns the records of tail whose checksums hold.
@@ -531,9 +471,8 @@ func (pf *PathFile) Add(recs ...PathRecord) {
 	case tailFull:
 		pf.rebuildWith(news)
 	case noFile:
-		// A file of these records alone, covering none of cad-index: a
-		// Get does not pay for merging cad-index (the next list does).
-		// What this process added before went with the file it was in.
+		// A file of these records alone. What this process added
+		// before went with the file it was in.
 		pf.addedMu.Lock()
 		pf.added = map[[36]byte]struct{}{}
 		for _, r := range recs {
@@ -573,8 +512,7 @@ func (pf *PathFile) appendTail(recs []PathRecord) appendResult {
 	return appendFailed
 }
 
-// writeAlone writes recs as the whole file, covering none of cad-index,
-// unless a rebuild runs.
+// writeAlone writes recs as the whole file, unless a rebuild runs.
 func (pf *PathFile) writeAlone(recs []PathRecord) {
 	if !pf.updating.CompareAndSwap(false, true) {
 		return
@@ -583,7 +521,7 @@ func (pf *PathFile) writeAlone(recs []PathRecord) {
 	recs = slices.Clone(recs)
 	slices.SortFunc(recs, func(a, b PathRecord) int { return bytes.Compare(a.Key[:], b.Key[:]) })
 	recs = slices.CompactFunc(recs, func(a, b PathRecord) bool { return a.Key == b.Key })
-	err := pf.write(bytes.NewReader(nil), recs, 0)
+	err := pf.write(bytes.NewReader(nil), recs)
 	pf.mu.Lock()
 	defer pf.mu.Unlock()
 	if err != nil {
@@ -655,45 +593,6 @@ func recordOf(rec []byte) (PathRecord, bool) {
 	return r, false
 }
 
-// indexPathRecords reads the directory path records of cad-index lines
-// from r, size bytes (a first line cut short, when r starts mid-line,
-// fails its checksum and is skipped), sorted by key without duplicates.
-func indexPathRecords(r io.Reader, size int64) ([]PathRecord, error) {
-	// About one path record for each commit record, 400 bytes the pair.
-	out := make([]PathRecord, 0, size/400+16)
-	br := bufio.NewReaderSize(r, 64<<10)
-	for {
-		line, err := br.ReadSlice('\n')
-		if err == bufio.ErrBufferFull {
-			// Longer than any path record: skip to the next line.
-			for err == bufio.ErrBufferFull {
-				_, err = br.ReadSlice('\n')
-			}
-			continue
-		}
-		if err == io.EOF {
-			break // a last line without its newline is cut short
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(line) < 2 || line[0] != 'p' {
-			continue
-		}
-		body, ok := checked(line[:len(line)-1])
-		if !ok {
-			continue
-		}
-		root, p, e, ok := parsePathRecord(string(body))
-		if !ok || e.Mode != filemode.Dir {
-			continue
-		}
-		out = append(out, PathRecord{Key: PathKey36(root, p), Tree: e.Hash})
-	}
-	slices.SortFunc(out, func(a, b PathRecord) int { return bytes.Compare(a.Key[:], b.Key[:]) })
-	return slices.CompactFunc(out, func(a, b PathRecord) bool { return a.Key == b.Key }), nil
-}
-
 // mergeRecords merges old, the records of a cad-paths file, with fresh,
 // sorted, calling emit with each encoded record of the new file in
 // order. A damaged old record is left out.
@@ -737,10 +636,9 @@ func mergeRecords(old io.Reader, fresh []PathRecord, emit func(rec []byte) error
 }
 
 // write writes the merge of old (the records of the current file) and
-// fresh as the new cad-paths covering the first covered bytes of
-// cad-index, streaming the records to a temporary file and putting the
+// fresh as the new cad-paths, streaming the records to a temporary file and putting the
 // header, which counts them, in front last.
-func (pf *PathFile) write(old io.Reader, fresh []PathRecord, covered int64) error {
+func (pf *PathFile) write(old io.Reader, fresh []PathRecord) error {
 	dir := filepath.Dir(pf.path)
 	tmpfile.RemoveStale(dir)
 	// Locked while it is written and until it is renamed (closing
@@ -768,7 +666,7 @@ func (pf *PathFile) write(old io.Reader, fresh []PathRecord, covered int64) erro
 	}
 	if err == nil {
 		copy(hdr[:8], pathFileMagic)
-		binary.BigEndian.PutUint64(hdr[8:16], uint64(covered))
+		// hdr[8:16], once how much of cad-index the records held: 0.
 		binary.BigEndian.PutUint32(hdr[16:20], uint32(count))
 		total := uint32(0)
 		for i, n := range fan {
@@ -782,7 +680,7 @@ func (pf *PathFile) write(old io.Reader, fresh []PathRecord, covered int64) erro
 		_, err = tmp.WriteAt(hdr[:], 0)
 	}
 	if err == nil {
-		err = tmp.Chmod(0o644) // as cad-index: readable by the repository's other readers
+		err = tmp.Chmod(0o644) // readable by the repository's other readers
 	}
 	if err == nil {
 		err = tmpfile.RenameOpen(tmp, pf.path)

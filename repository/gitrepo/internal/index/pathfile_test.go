@@ -19,7 +19,7 @@ func TestPathsFileLargeBucket(t *testing.T) {
 		tree[0], tree[1] = byte(i), byte(i>>8)
 		recs = append(recs, PathsRecord{Root: root, Path: fmt.Sprintf("team/pkg-%d", i%7), Tree: tree})
 	}
-	if err := WritePathsFile(dir, 0, recs); err != nil {
+	if err := WritePathsFile(dir, recs); err != nil {
 		t.Fatal(err)
 	}
 	for _, n := range []uint32{1024, 16, 1, 0} {

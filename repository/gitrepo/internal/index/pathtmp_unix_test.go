@@ -44,7 +44,7 @@ func TestPathFileTempsOfDeadWritersRemoved(t *testing.T) {
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		t.Fatal(err)
 	}
-	if err := WritePathsFile(dir, 0, nil); err != nil {
+	if err := WritePathsFile(dir, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
@@ -55,7 +55,7 @@ func TestPathFileTempsOfDeadWritersRemoved(t *testing.T) {
 			t.Fatalf("%s was removed: %v", filepath.Base(p), err)
 		}
 	}
-	if _, _, ok := PathsCovered(dir); !ok {
+	if _, ok := PathsCount(dir); !ok {
 		t.Fatal("no cad-paths written")
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, "cad-paths-*.tmp"))

@@ -152,8 +152,8 @@
 // flock there may already conflict with this one's record locks): there,
 // stop older processes before a new one uses the repository.
 //
-// [LockFile] takes an flock on an open data file (appends to cad-index
-// and cad-paths), so that two processes do not append the same records.
+// [LockFile] takes an flock on an open data file (appends to
+// cad-paths), so that two processes do not append the same records.
 //
 // The lock exists only on unix. Elsewhere (Windows, plan9, wasm)
 // [CrossProcessLock] is false, FileLock and LockFile do nothing, and

@@ -5,5 +5,5 @@ package refstore
 import "os"
 
 // LockFile does nothing here: another process may append the same
-// cad-index records at the same time, which costs only space.
+// cad-paths records at the same time, which costs only space.
 func LockFile(*os.File) (unlock func()) { return func() {} }
