@@ -634,54 +634,9 @@ func BenchmarkPorchCreateDraft(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
-		b.Run(s.String()+"/warm", func(b *testing.B) {
-			r := mustOpen(b, benchSpec(dir), nil)
-			defer r.Close()
-			create(b, r)
-			cpu := cpuTime()
-			for b.Loop() {
-				create(b, r)
-			}
-			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
-		})
-		// A new Repository each time, in a repository where a new draft of
-		// the package was created before (by any process).
-		b.Run(s.String()+"/cold", func(b *testing.B) {
-			cpu := cpuTime()
-			for b.Loop() {
-				r := mustOpen(b, benchSpec(dir), nil)
-				create(b, r)
-				r.Close()
-			}
-			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
-		})
-		// A new Repository each time, after another writer wrote
-		// packed-refs anew with the same refs (as git pack-refs does, or
-		// a deletion of another packed ref).
-		b.Run(s.String()+"/cold-repacked", func(b *testing.B) {
-			p := filepath.Join(dir, "packed-refs")
-			var cpu time.Duration
-			for b.Loop() {
-				b.StopTimer()
-				data, err := os.ReadFile(p)
-				if err == nil {
-					err = os.WriteFile(p+".new", data, 0o644)
-				}
-				if err == nil {
-					err = os.Rename(p+".new", p)
-				}
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				start := cpuTime()
-				r := mustOpen(b, benchSpec(dir), nil)
-				create(b, r)
-				r.Close()
-				cpu += cpuTime() - start
-			}
-			b.ReportMetric(float64(cpu)/float64(b.N), "cpu-ns/op")
-		})
+		// Warm, cold and cold after packed-refs was written anew (as git
+		// pack-refs does, or a deletion of another packed ref).
+		benchWarmCold(b, s.String(), dir, create)
 		// A new Repository each time, after another approved a revision
 		// of the package (outside the timing): as Porch goes, a draft,
 		// an approval, the next draft.

@@ -90,41 +90,34 @@ func (rm *remote) client(ctx context.Context) (ep *transport.Endpoint, cl transp
 // uploadSession opens an upload-pack session with the remote; an error
 // because ctx ended is ctx's.
 func (rm *remote) uploadSession(ctx context.Context, what string) (transport.UploadPackSession, error) {
-	ep, cl, release, err := rm.client(ctx)
-	if err != nil {
-		return nil, rm.classify(what, err)
-	}
-	defer release()
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	sess, err := cl.NewUploadPackSession(ep, rm.auth)
-	if err != nil {
-		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr
-		}
-		return nil, rm.classify(what, err)
-	}
-	return sess, nil
+	return openSession(ctx, rm, what, transport.Transport.NewUploadPackSession)
 }
 
 // receiveSession opens a receive-pack session with the remote; an error
 // because ctx ended is ctx's.
 func (rm *remote) receiveSession(ctx context.Context, what string) (transport.ReceivePackSession, error) {
+	return openSession(ctx, rm, what, transport.Transport.NewReceivePackSession)
+}
+
+// openSession opens a session of rm's remote with open (one of the
+// transport's session constructors), with ctx for the dial where go-git
+// lets it (see client); what names the operation in errors.
+func openSession[S any](ctx context.Context, rm *remote, what string, open func(transport.Transport, *transport.Endpoint, transport.AuthMethod) (S, error)) (S, error) {
+	var zero S
 	ep, cl, release, err := rm.client(ctx)
 	if err != nil {
-		return nil, rm.classify(what, err)
+		return zero, rm.classify(what, err)
 	}
 	defer release()
 	if err := ctx.Err(); err != nil {
-		return nil, err
+		return zero, err
 	}
-	sess, err := cl.NewReceivePackSession(ep, rm.auth)
+	sess, err := open(cl, ep, rm.auth)
 	if err != nil {
 		if cerr := ctx.Err(); cerr != nil {
-			return nil, cerr
+			return zero, cerr
 		}
-		return nil, rm.classify(what, err)
+		return zero, rm.classify(what, err)
 	}
 	return sess, nil
 }
