@@ -109,17 +109,7 @@ func BenchmarkOperator(b *testing.B) {
 	want := repos * pkgs * (revs + 1)
 	b.Logf("fixture: %d repositories, %d objects to discover, built in %s", repos, want, time.Since(t0).Round(time.Millisecond))
 	ctx := context.Background()
-	realised := func() int {
-		var l porchv1alpha2.PackageRevisionList
-		require.NoError(b, e.c.List(ctx, &l, client.InNamespace(e.ns)))
-		n := 0
-		for _, pr := range l.Items {
-			if pr.Status.ObservedGeneration == pr.Generation && pr.Status.ObservedGeneration > 0 {
-				n++
-			}
-		}
-		return n
-	}
+	realised := func() int { return countRealised(b, ctx, e) }
 
 	b.ResetTimer()
 	var discover time.Duration
@@ -187,4 +177,18 @@ func waitB(b *testing.B, e *env, name string, cond func(*porchv1alpha2.PackageRe
 		time.Sleep(10 * time.Millisecond)
 	}
 	b.Fatalf("%s: condition not reached in two minutes", name)
+}
+
+// countRealised returns how many PackageRevision objects of e's namespace
+// (and opts) the operator has reconciled at their generation.
+func countRealised(b *testing.B, ctx context.Context, e *env, opts ...client.ListOption) int {
+	var l porchv1alpha2.PackageRevisionList
+	require.NoError(b, e.c.List(ctx, &l, append(opts, client.InNamespace(e.ns))...))
+	n := 0
+	for _, pr := range l.Items {
+		if pr.Status.ObservedGeneration == pr.Generation && pr.Status.ObservedGeneration > 0 {
+			n++
+		}
+	}
+	return n
 }

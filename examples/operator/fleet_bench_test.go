@@ -132,17 +132,7 @@ func fleetCase(b *testing.B, tmpl string, n int, overHTTP bool, replicas int) {
 	secretFile := filepath.Join(b.TempDir(), "secret")
 	require.NoError(b, os.WriteFile(secretFile, secret, 0o600))
 	want := n * fleetPkgs * (fleetRevs + 1)
-	realised := func(opts ...client.ListOption) int {
-		var l porchv1alpha2.PackageRevisionList
-		require.NoError(b, e.c.List(ctx, &l, append(opts, client.InNamespace(e.ns))...))
-		k := 0
-		for _, pr := range l.Items {
-			if pr.Status.ObservedGeneration == pr.Generation && pr.Status.ObservedGeneration > 0 {
-				k++
-			}
-		}
-		return k
-	}
+	realised := func(opts ...client.ListOption) int { return countRealised(b, ctx, e, opts...) }
 
 	b.ResetTimer()
 	start := time.Now()
