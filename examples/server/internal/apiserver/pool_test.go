@@ -202,3 +202,146 @@ func TestRepositoryPoolBound(t *testing.T) {
 		t.Fatalf("%d repositories open after the write, want at most %d", got, maxOpen)
 	}
 }
+
+// Concurrent requests of every kind (gets and lists of package revisions
+// and of their resources, which read files lazily, and creations) over
+// more repositories than the pool keeps open, while the pool closes every
+// repository no one uses as fast as it can: no request fails or sees a
+// repository closed under it (run with -race).
+func TestRepositoryPoolConcurrentCloses(t *testing.T) {
+	const n, pkgs, workers, rounds = 4, 2, 6, 15
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, "", func(o *Options) {
+		o.NoDefaultRepository, o.MaxOpenRepositories, o.RepositoryIdleTimeout = true, 1, time.Nanosecond
+		o.RepositoryRoots = append(o.RepositoryRoots, root)
+	})
+	names := poolFleet(t, ts, root, n, pkgs)
+	stop := make(chan struct{})
+	closer := make(chan int)
+	go func() {
+		closed := 0
+		for {
+			select {
+			case <-stop:
+				closer <- closed
+				return
+			default:
+			}
+			closed += ts.pool.CloseIdle()
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	all := "/apis/porch.kpt.dev/v1alpha1/packagerevisions"
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*rounds*8)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range rounds {
+				repo := names[(w+i)%n]
+				name := fmt.Sprintf("%s.pkg-%03d.v1", repo, i%pkgs)
+				check := func(what string, code int, want int) {
+					if code != want {
+						errs <- fmt.Errorf("worker %d round %d: %s: %d, want %d", w, i, what, code, want)
+					}
+				}
+				var pr porchapi.PackageRevision
+				check("get "+name, ts.doJSON("GET", prPath+"/"+name, nil, &pr), http.StatusOK)
+				var prr porchapi.PackageRevisionResources
+				code := ts.doJSON("GET", prrPath+"/"+name, nil, &prr)
+				check("get resources of "+name, code, http.StatusOK)
+				if code == http.StatusOK && prr.Spec.Resources["cm.yaml"] == "" {
+					errs <- fmt.Errorf("resources of %s: no cm.yaml in %v", name, prr.Spec.Resources)
+				}
+				var l porchapi.PackageRevisionList
+				check("list", ts.doJSON("GET", all, nil, &l), http.StatusOK)
+				if len(l.Items) < n*pkgs*2 {
+					errs <- fmt.Errorf("list: %d items, want at least %d", len(l.Items), n*pkgs*2)
+				}
+				var rl porchapi.PackageRevisionResourcesList
+				check("list resources", ts.doJSON("GET", prrPath+"?fieldSelector=spec.repository="+repo, nil, &rl), http.StatusOK)
+				if len(rl.Items) < pkgs*2 {
+					errs <- fmt.Errorf("list resources of %s: %d items, want at least %d", repo, len(rl.Items), pkgs*2)
+				}
+				body := initPR(fmt.Sprintf("new-%d-%d", w, i), "ws")
+				body["spec"].(map[string]any)["repository"] = repo
+				check("create in "+repo, ts.doJSON("POST", prPath, body, nil), http.StatusCreated)
+			}
+		}()
+	}
+	wg.Wait()
+	close(stop)
+	closed := <-closer
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if closed == 0 {
+		t.Fatal("the pool closed no repository during the requests")
+	}
+	t.Logf("%d repositories closed during %d requests", closed, workers*rounds*6)
+	if got := listNames(t, ts); len(got) != n*pkgs*2+workers*rounds {
+		t.Fatalf("listed %d package revisions, want %d", len(got), n*pkgs*2+workers*rounds)
+	}
+}
+
+// BenchmarkRepositoryFleet serves 200 local git repositories (2 packages
+// of one published revision each) and lists all their PackageRevisions,
+// with every repository kept open (max-open 200, as the server did before
+// the pool) and with the default-like bound of 16. It reports the
+// repositories holding descriptors and the process's descriptors after
+// the lists, and the CPU time per list with the poller running.
+//
+//	go test -run '^$' -bench RepositoryFleet -benchtime 20x ./examples/server/internal/apiserver/
+func BenchmarkRepositoryFleet(b *testing.B) {
+	const n, pkgs = 200, 2
+	if _, err := os.Stat("/proc/self/fd"); err != nil {
+		b.Skip("no /proc/self/fd")
+	}
+	for _, maxOpen := range []int{n, 16} {
+		b.Run(fmt.Sprintf("max-open-%d", maxOpen), func(b *testing.B) {
+			root, err := filepath.EvalSymlinks(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			ts := startServer(b, "", func(o *Options) {
+				o.NoDefaultRepository, o.MaxOpenRepositories, o.GitPollInterval = true, maxOpen, time.Second
+				o.RepositoryRoots = append(o.RepositoryRoots, root)
+			})
+			for i := range n {
+				name := fmt.Sprintf("fleet-%03d", i)
+				dir := filepath.Join(root, name)
+				porchRepo(b, dir, pkgs, 1)
+				repo := map[string]any{"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "Repository",
+					"metadata": map[string]any{"name": name},
+					"spec":     map[string]any{"type": "git", "git": map[string]any{"repo": dir, "branch": "main"}}}
+				if code := ts.doJSON("POST", repoPath, repo, nil); code != http.StatusCreated {
+					b.Fatalf("create repository %s: %d", name, code)
+				}
+			}
+			list := func() {
+				var l porchapi.PackageRevisionList
+				if code := ts.doJSON("GET", prPath, nil, &l); code != http.StatusOK || len(l.Items) != n*pkgs*2 {
+					b.Fatalf("list: %d, %d items, want %d", code, len(l.Items), n*pkgs*2)
+				}
+			}
+			list()
+			time.Sleep(1100 * time.Millisecond) // the refs' stamps are trusted
+			cpu := processCPU()
+			for b.Loop() {
+				list()
+			}
+			b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/list")
+			fds, err := os.ReadDir("/proc/self/fd")
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(float64(len(openRepoDirs(b, root))), "repos-open")
+			b.ReportMetric(float64(len(fds)), "fds")
+		})
+	}
+}
