@@ -294,7 +294,8 @@ func TestRepositoryPoolConcurrentCloses(t *testing.T) {
 // with every repository kept open (max-open 200, as the server did before
 // the pool) and with the default-like bound of 16. It reports the
 // repositories holding descriptors and the process's descriptors after
-// the lists, and the CPU time per list with the poller running.
+// the lists, the CPU time per list with the poller running, and the CPU
+// time per second and repository while nothing changes (the polls).
 //
 //	go test -run '^$' -bench RepositoryFleet -benchtime 20x ./examples/server/internal/apiserver/
 func BenchmarkRepositoryFleet(b *testing.B) {
@@ -336,6 +337,10 @@ func BenchmarkRepositoryFleet(b *testing.B) {
 				list()
 			}
 			b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/list")
+			// Nothing changes for three polls of every repository.
+			cpu = processCPU()
+			time.Sleep(3 * time.Second)
+			b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/3/n, "idle-cpu-ms/s/repo")
 			fds, err := os.ReadDir("/proc/self/fd")
 			if err != nil {
 				b.Fatal(err)
