@@ -350,3 +350,47 @@ func BenchmarkRepositoryFleet(b *testing.B) {
 		})
 	}
 }
+
+// A maintenance pass maintains every registered repository, the ones the
+// pool closed too (opened for their run and closed again), and leaves at
+// most the bound open.
+func TestScheduledMaintenanceOfClosedRepositories(t *testing.T) {
+	const n, maxOpen = 3, 1
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startServer(t, "", func(o *Options) {
+		o.NoDefaultRepository, o.MaxOpenRepositories, o.MaintainInterval = true, maxOpen, -1
+		o.RepositoryRoots = append(o.RepositoryRoots, root)
+	})
+	names := poolFleet(t, ts, root, n, 1)
+	for _, name := range names {
+		dir := filepath.Join(root, name)
+		for i := range 20 {
+			h := gitCLI(t, dir, fmt.Sprintf("blob %s %d\n", name, i), "hash-object", "-w", "--stdin")
+			gitCLI(t, dir, h+"\n", "pack-objects", "-q", "objects/pack/pack")
+		}
+		if packs, _ := countPacksLoose(t, dir); packs < 20 {
+			t.Fatalf("%s: %d packs before maintenance", name, packs)
+		}
+	}
+	open := openRepoDirs(t, root)
+	if len(open) > maxOpen {
+		t.Fatalf("%d repositories open before maintenance, want at most %d", len(open), maxOpen)
+	}
+	ts.maintainLoop().Pass(context.Background())
+	for _, name := range names {
+		packs, loose := countPacksLoose(t, filepath.Join(root, name))
+		if packs > 2 || loose != 0 {
+			t.Errorf("%s (open before the pass: %v): %d packs and %d loose objects after maintenance", name, open[name], packs, loose)
+		}
+		gitCLI(t, filepath.Join(root, name), "", "fsck", "--strict", "--no-dangling")
+	}
+	if got := len(openRepoDirs(t, root)); got > maxOpen {
+		t.Fatalf("%d repositories open after maintenance, want at most %d", got, maxOpen)
+	}
+	if got := listNames(t, ts); len(got) != n*2 {
+		t.Fatalf("listed %d package revisions after maintenance, want %d", len(got), n*2)
+	}
+}
