@@ -86,13 +86,10 @@ func unavailable(e *repoEntry, err error) error {
 		"repository %q in namespace %q is not open: %v", e.name, e.ns, err)
 }
 
-// openErr returns why e's repository could not be opened when last
-// registered or opened, nil when it opened.
-func (e *repoEntry) openErr() error {
-	e.vcMu.Lock()
-	defer e.vcMu.Unlock()
-	return e.err
-}
+// openErr returns why e's repository did not open when it was
+// registered, nil when it opened. (A repository that opened may fail to
+// open again later: acquire reports that.)
+func (e *repoEntry) openErr() error { return e.err }
 
 // noteOpened keeps what e needs of its open repository repo while it is
 // closed: the versionCache of a git repository on disk.

@@ -169,16 +169,19 @@ type Options struct {
 	// file descriptors and caches): beyond it the least recently used
 	// are closed, and opened again by the next request or poll that
 	// needs them. Repositories a request uses stay open until its
-	// response is written; OCI repositories and remote git repositories
-	// cloned in memory are never closed for the bound. Default
-	// repopool.DefaultMaxOpen (256).
+	// response is written. OCI repositories and git repositories in
+	// memory (gitrepo.MemoryURL) stay open; a remote git repository
+	// (cloned under DataDir/cache) closed for the bound is opened again,
+	// and fetched, at its next poll. Default repopool.DefaultMaxOpen
+	// (256).
 	MaxOpenRepositories int
 	// RepositoryIdleTimeout closes an open repository that no request
 	// or poll used for this long. Default repopool.DefaultIdleTimeout
 	// (5m); negative: never.
 	RepositoryIdleTimeout time.Duration
 	// MaintainInterval is how long Run waits between two maintenance
-	// passes over the open repositories (repository.Maintain: a git
+	// passes over the registered repositories, each closed one opened
+	// for its run through the pool (repository.Maintain: a git
 	// repository on disk, or a remote's mirror under the data
 	// directory, gets its small packs, loose objects and idle loose refs
 	// packed), from the end of one to the start of the next; passes
@@ -352,7 +355,7 @@ type nsName struct{ ns, name string }
 type repoEntry struct {
 	ns, name string
 	spec     repository.Spec
-	err      error  // why it cannot be opened; nil when its last open succeeded
+	err      error  // why it did not open when registered (reopenLoop registers it again); nil: it opened; not changed after
 	gen      uint64 // unique to this registration
 	key      string // its key in the pool, unique to this registration
 
