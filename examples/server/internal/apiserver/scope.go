@@ -41,7 +41,9 @@ func withScope(ctx context.Context, pool *repopool.Pool) (context.Context, func(
 }
 
 // withRepoScope gives each request a scope of pool, released once h has
-// written the response.
+// returned. It sits inside apiserver's handler chain, below the timeout
+// filter, so a request answered by the timeout keeps its repositories
+// open until its handler is done with them.
 func withRepoScope(pool *repopool.Pool, h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, release := withScope(r.Context(), pool)

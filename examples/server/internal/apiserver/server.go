@@ -544,7 +544,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 	hookCtx, stopHooks := context.WithCancel(context.WithoutCancel(ctx))
 	s.stopHooks = stopHooks
 	gs.RunPostStartHooks(hookCtx)
-	s.handler = s.withWebhook(withRepoScope(s.pool, liftWatchDeadlines(prepared.Handler)))
+	s.handler = s.withWebhook(liftWatchDeadlines(prepared.Handler))
 	return s, nil
 }
 
