@@ -1,9 +1,12 @@
 package refstore
 
 import (
+	"crypto/sha256"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -133,4 +136,61 @@ func SetRacyRefAge(d time.Duration) (restore func()) {
 	old := racyRefAge
 	racyRefAge = d
 	return func() { racyRefAge = old }
+}
+
+// Digest returns a digest of how the refs under prefix (which ends in a
+// slash) are stored: the names and values of packed-refs' lines that name
+// one (at any depth), and of the loose ref files directly below prefix
+// (a damaged one by its name alone). Every change of a ref directly below
+// prefix changes it, by any writer; so may a change that leaves their
+// values as they were (git pack-refs moving one into packed-refs). It
+// reads no more than a lookup of those refs does: packed-refs' parsed
+// lines (re-read when the file changed) and one directory. Errors are
+// those of reading packed-refs or the directory.
+func (f *FSRefs) Digest(prefix string) ([sha256.Size]byte, error) {
+	names, hashes, err := f.packed()
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	sum := sha256.New()
+	var buf [4096]byte
+	b := buf[:0]
+	add := func(name string, h plumbing.Hash) {
+		if len(b)+len(name)+1+len(h) > len(buf) {
+			sum.Write(b)
+			b = buf[:0]
+		}
+		b = append(b, name...)
+		b = append(b, 0)
+		b = append(b, h[:]...)
+	}
+	lo, hi := (&RefSnap{Names: names}).Prefixed(prefix)
+	for i := lo; i < hi; i++ {
+		add(names[i], hashes[i])
+	}
+	add("loose", plumbing.ZeroHash) // packed and loose apart
+	entries, err := os.ReadDir(filepath.Join(f.GitDir, filepath.FromSlash(prefix)))
+	if err != nil && !notExist(err) {
+		return [sha256.Size]byte{}, err
+	}
+	for _, d := range entries { // sorted by name
+		if d.IsDir() || strings.HasSuffix(d.Name(), ".lock") {
+			continue
+		}
+		name := prefix + d.Name()
+		h, ok, err := f.looseWalked(name, d)
+		switch {
+		case IsDamaged(err):
+			h, ok = plumbing.ZeroHash, true
+		case err != nil:
+			return [sha256.Size]byte{}, err
+		}
+		if ok {
+			add(name, h)
+		}
+	}
+	sum.Write(b)
+	var out [sha256.Size]byte
+	sum.Sum(out[:0])
+	return out, nil
 }
