@@ -50,7 +50,8 @@ import (
 // and the chosen one acquires it. So a replica that joins takes only the
 // shards whose choice it becomes (about Shards/N), and one that dies
 // leaves only its own, each to the replica that is the shard's next
-// choice. A new holder enqueues every object of the shard at once.
+// choice. A new holder starts the shard's PackageRevision cache and,
+// once it synced, enqueues every object of the shard (prcache.go).
 
 // Labels and annotations of the sharding Leases.
 const (
