@@ -103,10 +103,23 @@ func TestShardedCaches(t *testing.T) {
 		return len(ha) > 0 && len(hb) > 0 && len(ha)+len(hb) == shards && shared(a, b)
 	}, 60*time.Second, 100*time.Millisecond, "the replicas' caches never split the objects by shard")
 
-	// A wrong shard label, as a hand edit would leave it.
+	// A wrong shard label, as a hand edit would leave it, naming a shard
+	// of the other replica: the holder of the right shard does not see
+	// the object, which the other puts right.
 	pr := all()[0]
 	right := pr.Labels[key]
-	wrong := strconv.Itoa((shardOf(repoKey(e.ns, pr.Spec.RepositoryName), shards) + 1) % shards)
+	holder := func(i int) *operator {
+		if slices.Contains(a.shards.held(), i) {
+			return a
+		}
+		return b
+	}
+	r := shardOf(repoKey(e.ns, pr.Spec.RepositoryName), shards)
+	w := (r + 1) % shards
+	for holder(w) == holder(r) {
+		w = (w + 1) % shards
+	}
+	wrong := strconv.Itoa(w)
 	p := client.MergeFrom(pr.DeepCopy())
 	pr.Labels[key] = wrong
 	require.NoError(t, e.c.Patch(ctx, &pr, p))
