@@ -46,9 +46,10 @@ type Options struct {
 	// (<LeaderElectionID>-shard-<i>) that one replica at a time holds, and
 	// a replica reconciles only the objects of the shards it holds (see
 	// shard.go for the owner of each kind and why no repository is ever
-	// reconciled by two replicas at once). Every replica of a group must
-	// have the same Shards: while live replicas disagree, none acquires a
-	// shard. Default 0: no sharding.
+	// reconciled by two replicas at once), and caches only the
+	// PackageRevisions of those shards (prcache.go). Every replica of a
+	// group must have the same Shards: while live replicas disagree, none
+	// acquires a shard. Default 0: no sharding.
 	Shards int
 	// LeaderElectionID names the Lease, or with Shards prefixes the
 	// names of the Leases; default "cad-operator".
