@@ -501,10 +501,14 @@ func (rs *resourceStorage) beginDryRun(ctx context.Context, rq *request, repoNam
 		return func() {}, nil
 	}
 	e, ok := rs.s.entry(rq.ns, repoName)
-	if !ok || e.repo == nil {
+	if !ok {
 		return func() {}, nil
 	}
-	b, err := repository.BeginBatch(ctx, e.repo)
+	repo, err := rs.s.acquire(ctx, e)
+	if err != nil {
+		return func() {}, nil
+	}
+	b, err := repository.BeginBatch(ctx, repo)
 	switch {
 	case errors.Is(err, repository.ErrNotSupported):
 		return nil, errBadRequest("dry run: repository %q cannot hold writes in a batch, so cad's server cannot run a write to it without making it", repoName)
