@@ -74,7 +74,7 @@ func sortEntries(es []*repoEntry) {
 type storeImpl struct {
 	s   *Server
 	res string
-	def func() *resourceDef
+	def *resourceDef // set by resourceDefs
 	// keepStatus: the client's status is ignored, the stored one kept.
 	keepStatus bool
 	// prepare checks and completes an object of the resource's Go type
@@ -93,7 +93,7 @@ func (si *storeImpl) typed(u *unstructured.Unstructured, err error) (metav1.Obje
 	if err != nil {
 		return nil, err
 	}
-	d := si.def()
+	d := si.def
 	gvk := schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}
 	obj, err := si.s.scheme.New(gvk)
 	if err == nil {
@@ -113,7 +113,7 @@ func (si *storeImpl) unstructured(obj runtime.Object, ns string) (*unstructured.
 	if err != nil {
 		return nil, err
 	}
-	d := si.def()
+	d := si.def
 	u := &unstructured.Unstructured{Object: m}
 	u.SetAPIVersion(d.apiVersion())
 	u.SetKind(d.kind)
@@ -211,7 +211,7 @@ func (si *storeImpl) watch(ctx context.Context, rq *request, lo *listOptions, se
 
 // namespaceExists refuses objects in a namespace that does not exist.
 func (si *storeImpl) namespaceExists(rq *request) error {
-	if !si.def().namespaced {
+	if !si.def.namespaced {
 		return nil
 	}
 	if _, err := si.s.store.Get(resNamespaces, "", rq.ns); err != nil {
@@ -221,7 +221,7 @@ func (si *storeImpl) namespaceExists(rq *request) error {
 }
 
 func (si *storeImpl) create(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
-	d := si.def()
+	d := si.def
 	m := obj.(metav1.Object)
 	if m.GetName() == "" && m.GetGenerateName() != "" {
 		m.SetName(m.GetGenerateName() + utilrand.String(5))
@@ -267,7 +267,7 @@ func (si *storeImpl) create(ctx context.Context, rq *request, obj runtime.Object
 }
 
 func (si *storeImpl) update(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
-	d := si.def()
+	d := si.def
 	m := obj.(metav1.Object)
 	m.SetName(rq.name)
 	old, err := si.s.store.Get(si.res, rq.ns, rq.name)
@@ -349,7 +349,7 @@ func (si *storeImpl) finishDeletion(ctx context.Context, rq *request, u *unstruc
 		return true, nil
 	}
 	if err != nil {
-		return false, toAPIError(si.def().gr, u.GetName(), err)
+		return false, toAPIError(si.def.gr, u.GetName(), err)
 	}
 	si.afterDelete(ctx, rq, gone)
 	return true, nil
@@ -365,7 +365,7 @@ func (si *storeImpl) afterDelete(ctx context.Context, rq *request, gone *unstruc
 }
 
 func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOptions) (metav1.Object, error) {
-	d := si.def()
+	d := si.def
 	cur, err := si.s.store.Get(si.res, rq.ns, rq.name)
 	if err != nil {
 		return nil, err
@@ -412,15 +412,10 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 	return si.typed(gone, nil)
 }
 
-// getSub serves the status subresource: the object.
-func (si *storeImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error) {
-	return si.get(ctx, rq)
-}
-
-// updateSub serves an update of the status subresource, as Kubernetes
+// updateStatus serves an update of the status subresource, as Kubernetes
 // does: only the status of obj is taken, its spec and metadata are
 // ignored (its resourceVersion, when set, must be the stored one).
-func (si *storeImpl) updateSub(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
+func (si *storeImpl) updateStatus(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	u, err := si.unstructured(obj, rq.ns)
 	if err != nil {
 		return nil, err
@@ -430,7 +425,7 @@ func (si *storeImpl) updateSub(ctx context.Context, rq *request, obj runtime.Obj
 		return nil, err
 	}
 	if rv := u.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
-		return nil, errConflict(si.def().gr, rq.name, staleMessage)
+		return nil, errConflict(si.def.gr, rq.name, staleMessage)
 	}
 	out := old.DeepCopy()
 	if st, ok := u.Object["status"]; ok && st != nil {
@@ -446,7 +441,7 @@ func (si *storeImpl) updateSub(ctx context.Context, rq *request, obj runtime.Obj
 
 // statusSubresource is the status subresource of a stored resource.
 func (si *storeImpl) statusSubresource() map[string]subresourceDef {
-	return map[string]subresourceDef{subresourceStatus: {impl: si}}
+	return map[string]subresourceDef{subresourceStatus: {update: si.updateStatus}}
 }
 
 // subresourceStatus is the name of the status subresource.

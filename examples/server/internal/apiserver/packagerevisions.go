@@ -887,13 +887,9 @@ func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOpt
 	return nil, nil
 }
 
-// Approval subresource.
-
-func (p *prImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error) {
-	return p.get(ctx, rq)
-}
-
-func (p *prImpl) updateSub(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
+// approve serves an update of the approval subresource: a lifecycle
+// change, approval the one no other update makes.
+func (p *prImpl) approve(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	s := p.s
 	in := obj.(*porchapi.PackageRevision)
 	cur, rev, e, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)
