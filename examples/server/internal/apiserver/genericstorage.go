@@ -30,7 +30,6 @@ type resourceStorage struct {
 	s      *Server
 	def    *resourceDef
 	scheme *runtime.Scheme
-	gvk    schema.GroupVersionKind
 	// full is def.impl when it also creates, deletes and watches.
 	full fullImpl
 	// sub is the update of the subresource served (status, approval);
@@ -79,7 +78,7 @@ type (
 // newResourceStorage returns the storage of d, which serves create, delete
 // and watch only when d's impl does (a fullImpl).
 func newResourceStorage(s *Server, d *resourceDef, sc *runtime.Scheme) rest.Storage {
-	rs := &resourceStorage{s: s, def: d, scheme: sc, gvk: schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}}
+	rs := &resourceStorage{s: s, def: d, scheme: sc}
 	if full, ok := d.impl.(fullImpl); ok {
 		rs.full = full
 		return rs
@@ -91,7 +90,7 @@ func newResourceStorage(s *Server, d *resourceDef, sc *runtime.Scheme) rest.Stor
 // of cad's own for a connectImpl, else get (the resource's object) and
 // update through sd.update.
 func newSubresourceStorage(s *Server, d *resourceDef, sd subresourceDef, sc *runtime.Scheme) rest.Storage {
-	rs := &resourceStorage{s: s, def: d, scheme: sc, gvk: schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}, sub: sd.update}
+	rs := &resourceStorage{s: s, def: d, scheme: sc, sub: sd.update}
 	if sd.connect != nil {
 		return &subresourceConnecter{rs, sd.connect}
 	}
@@ -99,13 +98,13 @@ func newSubresourceStorage(s *Server, d *resourceDef, sd subresourceDef, sc *run
 }
 
 func (rs *resourceStorage) New() runtime.Object {
-	obj, err := rs.scheme.New(rs.gvk)
+	obj, err := rs.scheme.New(rs.def.gvk())
 	must(err)
 	return obj
 }
 
 func (rs *resourceStorage) NewList() runtime.Object {
-	obj, err := rs.scheme.New(rs.gvk.GroupVersion().WithKind(rs.def.listKind))
+	obj, err := rs.scheme.New(rs.def.gvk().GroupVersion().WithKind(rs.def.listKind))
 	must(err)
 	return obj
 }
@@ -116,7 +115,7 @@ func (rs *resourceStorage) GetSingularName() string { return rs.def.singular }
 func (rs *resourceStorage) ShortNames() []string    { return rs.def.shortNames }
 func (rs *resourceStorage) Categories() []string    { return rs.def.categories }
 func (rs *resourceStorage) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
-	return rs.gvk
+	return rs.def.gvk()
 }
 
 // request builds the resourceImpl's request of a call; dry is the call's
@@ -200,30 +199,22 @@ func (rs *resourceStorage) List(ctx context.Context, o *metainternalversion.List
 }
 
 func (rs *resourceStorage) ConvertToTable(_ context.Context, obj, _ runtime.Object) (*metav1.Table, error) {
-	var objs []metav1.Object
-	var rv, cont string
-	if meta.IsListType(obj) {
-		items, err := meta.ExtractList(obj)
-		if err != nil {
+	items, rv, cont := []runtime.Object{obj}, "", ""
+	if lm, err := meta.ListAccessor(obj); err == nil && meta.IsListType(obj) {
+		rv, cont = lm.GetResourceVersion(), lm.GetContinue()
+		if items, err = meta.ExtractList(obj); err != nil {
 			return nil, err
 		}
-		for _, it := range items {
-			m, err := meta.Accessor(it)
-			if err != nil {
-				return nil, err
-			}
-			objs = append(objs, m)
-		}
-		if lm, err := meta.ListAccessor(obj); err == nil {
-			rv, cont = lm.GetResourceVersion(), lm.GetContinue()
-		}
-	} else {
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return nil, err
-		}
-		objs = []metav1.Object{m}
+	} else if m, err := meta.Accessor(obj); err == nil {
 		rv = m.GetResourceVersion()
+	}
+	objs := make([]metav1.Object, len(items))
+	for i, it := range items {
+		m, err := meta.Accessor(it)
+		if err != nil {
+			return nil, err
+		}
+		objs[i] = m
 	}
 	return table(rs.def, objs, rv, cont, true), nil
 }

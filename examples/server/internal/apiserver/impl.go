@@ -159,7 +159,12 @@ func (lo *listOptions) matches(def *resourceDef, obj metav1.Object) bool {
 	return true
 }
 
-// typeMeta of the served resource.
+// gvk is the served kind of the resource.
+func (d *resourceDef) gvk() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}
+}
+
+// apiVersion is the served apiVersion of the resource.
 func (d *resourceDef) apiVersion() string {
 	if d.gr.Group == "" {
 		return d.version

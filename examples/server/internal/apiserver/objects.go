@@ -93,8 +93,7 @@ func (si *storeImpl) typed(u *unstructured.Unstructured, err error) (metav1.Obje
 	if err != nil {
 		return nil, err
 	}
-	d := si.def
-	gvk := schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}
+	gvk := si.def.gvk()
 	obj, err := si.s.scheme.New(gvk)
 	if err == nil {
 		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
@@ -113,10 +112,9 @@ func (si *storeImpl) unstructured(obj runtime.Object, ns string) (*unstructured.
 	if err != nil {
 		return nil, err
 	}
-	d := si.def
 	u := &unstructured.Unstructured{Object: m}
-	u.SetAPIVersion(d.apiVersion())
-	u.SetKind(d.kind)
+	u.SetAPIVersion(si.def.apiVersion())
+	u.SetKind(si.def.kind)
 	u.SetNamespace(ns)
 	return u, nil
 }
@@ -221,14 +219,13 @@ func (si *storeImpl) namespaceExists(rq *request) error {
 }
 
 func (si *storeImpl) create(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
-	d := si.def
 	m := obj.(metav1.Object)
 	if m.GetName() == "" && m.GetGenerateName() != "" {
 		m.SetName(m.GetGenerateName() + utilrand.String(5))
 	}
 	rq.name = m.GetName()
 	if m.GetName() == "" {
-		return nil, errInvalid(d.gr, d.kind, "", "metadata.name", "Required value: name or generateName is required")
+		return nil, errInvalid(si.def.gr, si.def.kind, "", "metadata.name", "Required value: name or generateName is required")
 	}
 	if err := si.namespaceExists(rq); err != nil {
 		return nil, err
@@ -248,7 +245,7 @@ func (si *storeImpl) create(ctx context.Context, rq *request, obj runtime.Object
 	}
 	if rq.dryRun {
 		if _, err := si.s.store.Get(si.res, u.GetNamespace(), u.GetName()); err == nil {
-			return nil, apierrors.NewAlreadyExists(d.gr, u.GetName())
+			return nil, apierrors.NewAlreadyExists(si.def.gr, u.GetName())
 		}
 		u.SetCreationTimestamp(metav1.NewTime(time.Now().UTC().Truncate(time.Second)))
 		u.SetGeneration(1)
@@ -267,7 +264,6 @@ func (si *storeImpl) create(ctx context.Context, rq *request, obj runtime.Object
 }
 
 func (si *storeImpl) update(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
-	d := si.def
 	m := obj.(metav1.Object)
 	m.SetName(rq.name)
 	old, err := si.s.store.Get(si.res, rq.ns, rq.name)
@@ -275,9 +271,9 @@ func (si *storeImpl) update(ctx context.Context, rq *request, obj runtime.Object
 		return nil, err
 	}
 	if rv := m.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
-		return nil, errConflict(d.gr, rq.name, staleMessage)
+		return nil, errConflict(si.def.gr, rq.name, staleMessage)
 	}
-	if err := keepDeletion(d, m, old); err != nil {
+	if err := keepDeletion(si.def, m, old); err != nil {
 		return nil, err
 	}
 	if si.prepare != nil {
@@ -365,7 +361,6 @@ func (si *storeImpl) afterDelete(ctx context.Context, rq *request, gone *unstruc
 }
 
 func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOptions) (metav1.Object, error) {
-	d := si.def
 	cur, err := si.s.store.Get(si.res, rq.ns, rq.name)
 	if err != nil {
 		return nil, err
@@ -376,7 +371,7 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 			rv = *pc.ResourceVersion
 		}
 		if pc.UID != nil && *pc.UID != cur.GetUID() {
-			return nil, errConflict(d.gr, rq.name, "the UID in the precondition does not match the UID in record")
+			return nil, errConflict(si.def.gr, rq.name, "the UID in the precondition does not match the UID in record")
 		}
 	}
 	if si.deleting != nil {
@@ -385,7 +380,7 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 		}
 	}
 	if rv != "" && rv != cur.GetResourceVersion() {
-		return nil, errConflict(d.gr, rq.name, staleMessage)
+		return nil, errConflict(si.def.gr, rq.name, staleMessage)
 	}
 	if rq.dryRun {
 		return si.typed(cur, nil)
