@@ -229,18 +229,15 @@ func (rs *resourceStorage) Create(ctx context.Context, obj runtime.Object, creat
 	if err != nil {
 		return nil, err
 	}
-	rq := rs.request(ctx, m.GetName(), o.DryRun)
-	if rq.dryRun {
-		repo := ""
-		if pr, ok := obj.(*porchapi.PackageRevision); ok {
-			repo = pr.Spec.RepositoryName
-		}
-		end, err := rs.beginDryRun(ctx, rq, repo)
-		if err != nil {
-			return nil, rs.finish(ctx, rq, err)
-		}
-		defer end()
+	repo := ""
+	if pr, ok := obj.(*porchapi.PackageRevision); ok {
+		repo = pr.Spec.RepositoryName
 	}
+	rq, end, err := rs.writeRequest(ctx, m.GetName(), o.DryRun, repo)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
 	out, err := rs.full.create(ctx, rq, obj)
 	return result(out, rs.finish(ctx, rq, err))
 }
@@ -249,14 +246,11 @@ func (rs *resourceStorage) Create(ctx context.Context, obj runtime.Object, creat
 // subresource. Server-side apply of a resource that does not exist
 // creates it, where the resource creates.
 func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, o *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	rq := rs.request(ctx, name, o.DryRun)
-	if rq.dryRun {
-		end, err := rs.beginDryRun(ctx, rq, repositoryOfName(name))
-		if err != nil {
-			return nil, false, rs.finish(ctx, rq, err)
-		}
-		defer end()
+	rq, end, err := rs.writeRequest(ctx, name, o.DryRun, repositoryOfName(name))
+	if err != nil {
+		return nil, false, err
 	}
+	defer end()
 	cur, err := rs.def.impl.get(ctx, rq)
 	if err = rs.finish(ctx, rq, err); err != nil {
 		if !forceAllowCreate || rs.full == nil || rs.sub != nil || !apierrors.IsNotFound(err) {
@@ -309,14 +303,11 @@ func (rs *resourceStorage) Delete(ctx context.Context, name string, deleteValida
 	if o == nil {
 		o = &metav1.DeleteOptions{}
 	}
-	rq := rs.request(ctx, name, o.DryRun)
-	if rq.dryRun {
-		end, err := rs.beginDryRun(ctx, rq, repositoryOfName(name))
-		if err != nil {
-			return nil, false, rs.finish(ctx, rq, err)
-		}
-		defer end()
+	rq, end, err := rs.writeRequest(ctx, name, o.DryRun, repositoryOfName(name))
+	if err != nil {
+		return nil, false, err
 	}
+	defer end()
 	if deleteValidation != nil {
 		cur, err := result(rs.def.impl.get(ctx, rq))
 		if err = rs.finish(ctx, rq, err); err != nil {
@@ -447,33 +438,37 @@ func (c *subresourceConnecter) Connect(ctx context.Context, name string, _ runti
 	}), nil
 }
 
-// beginDryRun starts the dry run of a write to a package revision of
-// repository repoName: it sets rq.dry to a write batch of the repository
-// (repository.Batch), through which the request's Engine (engineFor)
-// writes and reads, and returns the function that ends the dry run by
-// discarding the batch, so that the dry run checks and answers everything
-// a write would without writing anything. A repository that cannot batch
-// refuses the dry run (400): its writes could not be taken back. Stored
-// objects (storeImpl) do their dry runs themselves; for them, and when
-// the repository is not open (the write fails on its own), rq is left as
-// it is.
-func (rs *resourceStorage) beginDryRun(ctx context.Context, rq *request, repoName string) (func(), error) {
-	if _, stored := rs.def.impl.(*storeImpl); stored {
-		return func() {}, nil
+// writeRequest builds the request of a write to object name, a package
+// revision of repository repoName for the engine's resources, and returns
+// it with the function that ends it. A dry run (dry, the call's dryRun
+// option) of a write to a package revision sets rq.dry to a write batch of
+// the repository (repository.Batch), through which the request's Engine
+// (engineFor) writes and reads, and the function ends it by discarding the
+// batch, so that the dry run checks and answers everything a write would
+// without writing anything. A repository that cannot batch refuses the
+// dry run (400): its writes could not be taken back. Stored objects
+// (storeImpl) do their dry runs themselves; for them, and when the
+// repository is not open (the write fails on its own), rq.dry stays nil.
+func (rs *resourceStorage) writeRequest(ctx context.Context, name string, dry []string, repoName string) (*request, func(), error) {
+	rq := rs.request(ctx, name, dry)
+	if _, stored := rs.def.impl.(*storeImpl); stored || !rq.dryRun {
+		return rq, func() {}, nil
 	}
 	e, ok := rs.s.entry(rq.ns, repoName)
 	if !ok || e.repo == nil {
-		return func() {}, nil
+		return rq, func() {}, nil
 	}
 	b, err := repository.BeginBatch(ctx, e.repo)
 	switch {
 	case errors.Is(err, repository.ErrNotSupported):
-		return nil, errBadRequest("dry run: repository %q cannot hold writes in a batch, so cad's server cannot run a write to it without making it", repoName)
+		err = errBadRequest("dry run: repository %q cannot hold writes in a batch, so cad's server cannot run a write to it without making it", repoName)
 	case err != nil:
-		return nil, err
+		err = toAPIError(rs.def.gr, name, err)
+	default:
+		rq.dry = b
+		return rq, b.Discard, nil
 	}
-	rq.dry = b
-	return b.Discard, nil
+	return nil, nil, err
 }
 
 // repositoryOfName is the repository a package revision's name starts

@@ -98,7 +98,7 @@ type request struct {
 	// dryRun: check and answer, write nothing.
 	dryRun bool
 	// dry is the write batch a dry run writes into and reads through,
-	// discarded at its end (see resourceStorage.beginDryRun); nil
+	// discarded at its end (see resourceStorage.writeRequest); nil
 	// otherwise.
 	dry repository.Batch
 }
