@@ -326,11 +326,7 @@ func keepDeletion(d *resourceDef, u metav1.Object, old *unstructured.Unstructure
 	if old.GetDeletionTimestamp() == nil {
 		return nil
 	}
-	if added := newFinalizers(u.GetFinalizers(), old.GetFinalizers()); len(added) > 0 {
-		return errForbidden(d.gr, u.GetName(),
-			fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))
-	}
-	return nil
+	return errNewFinalizers(d.gr, u.GetName(), u.GetFinalizers(), old.GetFinalizers())
 }
 
 // finishDeletion deletes u, just written, when its deletion was requested

@@ -639,9 +639,8 @@ func (p *prImpl) update(ctx context.Context, rq *request, obj runtime.Object) (m
 	deleting := porchapi.DeletionRequested(m.Metadata)
 	if deleting {
 		md = porchapi.WithDeletionTimestamp(md, cur.DeletionTimestamp.Time)
-		if added := newFinalizers(porchapi.Finalizers(md), porchapi.Finalizers(m.Metadata)); len(added) > 0 {
-			return nil, errForbidden(grPackageRevisions, rq.name,
-				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))
+		if err := errNewFinalizers(grPackageRevisions, rq.name, porchapi.Finalizers(md), porchapi.Finalizers(m.Metadata)); err != nil {
+			return nil, err
 		}
 	}
 	// The object's labels and annotations; readiness is compared below.
@@ -784,15 +783,15 @@ func (p *prImpl) update(ctx context.Context, rq *request, obj runtime.Object) (m
 	return out, err
 }
 
-// newFinalizers returns the finalizers of now that were not in before.
-func newFinalizers(now, before []string) []string {
-	var out []string
-	for _, f := range now {
-		if !slices.Contains(before, f) {
-			out = append(out, f)
-		}
+// errNewFinalizers refuses, as Kubernetes does, the finalizers of now
+// that were not in before, on an object being deleted; nil when there are
+// none.
+func errNewFinalizers(gr schema.GroupResource, name string, now, before []string) error {
+	added := slices.DeleteFunc(slices.Clone(now), func(f string) bool { return slices.Contains(before, f) })
+	if len(added) == 0 {
+		return nil
 	}
-	return out
+	return errForbidden(gr, name, fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))
 }
 
 // checkUpdate checks an update of cur to in: resourceVersion, immutable
