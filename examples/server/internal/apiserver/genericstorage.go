@@ -173,11 +173,7 @@ func (rs *resourceStorage) List(ctx context.Context, o *metainternalversion.List
 	if err := rs.checkSelector(lo); err != nil {
 		return nil, err
 	}
-	objs, rv, err := rs.def.impl.list(ctx, rq, lo)
-	if err = rs.finish(ctx, rq, err); err != nil {
-		return nil, err
-	}
-	page, cont, err := paginate(objs, lo, rv)
+	page, rv, cont, err := listPage(ctx, rq, lo)
 	if err = rs.finish(ctx, rq, err); err != nil {
 		return nil, err
 	}
