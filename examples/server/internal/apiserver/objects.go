@@ -634,14 +634,7 @@ func (s *Server) deletingNamespace(ctx context.Context, rq *request, u *unstruct
 // setRepositoryStatus stores the status of a registration that changed
 // state outside a request (a repository that opened on retry).
 func (s *Server) setRepositoryStatus(e *repoEntry) {
-	for i := 0; i < 3; i++ {
-		u, err := s.store.Get(resRepositories, e.ns, e.name)
-		if err != nil {
-			return
-		}
-		u.Object["status"] = repositoryStatus(e, u.GetGeneration(), statusOf(u))
-		if _, err := s.store.Update(resRepositories, u); err == nil {
-			return
-		}
-	}
+	s.setStatus(resRepositories, e.ns, e.name, func(u *unstructured.Unstructured) map[string]any {
+		return repositoryStatus(e, u.GetGeneration(), statusOf(u))
+	})
 }
