@@ -71,7 +71,17 @@
 //	                         shown in the Repository's MaintenanceFailed
 //	                         condition (default 1h; 0 turns the scheduled
 //	                         passes off, leaving the maintenance that
-//	                         writes run when a repository needs it)
+//	                         writes run when a repository needs it);
+//	                         closed repositories are opened for their run
+//	--max-open-repositories N
+//	                         repositories kept open while no request uses
+//	                         them (an open local git repository holds file
+//	                         descriptors); beyond it the least recently
+//	                         used are closed and opened again when a
+//	                         request or a poll needs them (default 256)
+//	--repository-idle-timeout D
+//	                         close a repository no request or poll used
+//	                         for this long (default 5m; negative: never)
 //	--starlark-max-steps N   step cap of the starlark function
 //	--starlark-max-memory N  heap growth cap of one starlark run, in bytes
 //	--target-kubeconfig FILE the cluster packages are deployed to: serves
@@ -124,6 +134,7 @@ import (
 	"time"
 
 	"github.com/configasdata/cad/examples/internal/livek8s"
+	"github.com/configasdata/cad/examples/internal/repopool"
 	"github.com/configasdata/cad/examples/server/internal/apiserver"
 	"github.com/configasdata/cad/fnrunner"
 	"github.com/configasdata/cad/fnruntime"
@@ -183,6 +194,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	maintain := fs.Duration("maintain-interval", apiserver.DefaultMaintainInterval, "time between two maintenance passes over the open git repositories (packing small packs, loose objects and idle loose refs, as git maintenance does); 0 turns the scheduled passes off, leaving the maintenance that writes run by themselves")
 	webhookSecretFile := fs.String("webhook-secret-file", "", "serve POST "+apiserver.WebhookPath+": a git server's push webhook (GitHub, Gitea, Forgejo, GitLab, Bitbucket) signed with the secret in this file makes the registered git repositories it names be read at once, so that --poll can be long")
 	allowWasm := fs.Bool("allow-alpha-wasm", false, "run the function images cad does not build in as WebAssembly in-process when they are kpt wasm images (fnruntime/wasmfn: no file system or network, memory and time bounded), before --function-runner")
+	maxOpen := fs.Int("max-open-repositories", repopool.DefaultMaxOpen, "repositories kept open while no request uses them (a local git repository holds 2 file descriptors); beyond it the least recently used are closed and opened again when a request or a poll needs them (OCI and in-memory git repositories stay open)")
+	idleTimeout := fs.Duration("repository-idle-timeout", repopool.DefaultIdleTimeout, "close a repository no request or poll used for this long (negative: never)")
 	retryHeld := fs.Duration("variant-retry-held", 0, "how long a PackageVariant or PackageVariantSet held by a sync that a bound refused or found invalid (status Stalled, reason LimitExceeded or InvalidSpec) stays skipped before one more sync is tried; 0 (the default) syncs it again only when its spec changes")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -202,6 +215,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		YAMLLimits:         yl.limits(),
 		VariantRetryHeld:   *retryHeld,
 		MaintainInterval:   maintainInterval(*maintain),
+
+		MaxOpenRepositories:   *maxOpen,
+		RepositoryIdleTimeout: *idleTimeout,
 	}
 	fnOpts := &fnruntime.Options{StarlarkMaxSteps: *starlarkSteps, StarlarkMaxMemory: *starlarkMemory}
 	if *allowWasm {

@@ -1,6 +1,8 @@
 package gitrepo
 
 import (
+	"time"
+
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
 	"github.com/configasdata/cad/repository/gitrepo/internal/index"
@@ -65,3 +67,8 @@ func SetCrossProcessLock(works bool) (restore func()) {
 // LegacyFlockIn reports whether cad.lock in gitDir is also flocked for the
 // store's role, as cad v0.1.0 locks it (refstore.LegacyFlockIn).
 func LegacyFlockIn(gitDir string) bool { return refstore.LegacyFlockIn(gitDir) }
+
+// SetRacyRefAge sets how old a ref file's change must be for refstore to
+// trust its identity (refstore.SetRacyRefAge); a negative age trusts
+// files changed just now.
+func SetRacyRefAge(d time.Duration) (restore func()) { return refstore.SetRacyRefAge(d) }

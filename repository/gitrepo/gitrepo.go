@@ -230,6 +230,11 @@ type core struct {
 	maintaining atomic.Bool
 	forceCheck  atomic.Bool
 
+	// version is the last token Version computed on disk with the
+	// Stamp of the refs it read, reused while the Stamp holds (read.go).
+	versionMu sync.Mutex
+	version   versionStamp
+
 	// wrote is closed (and replaced) after every write of this
 	// Repository, so that its watches see their own writes at once.
 	wroteMu sync.Mutex

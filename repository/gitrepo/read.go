@@ -1216,35 +1216,104 @@ func (r *Repository) Get(ctx context.Context, key revision.Key) (revision.Packag
 // Version returns a token of the repository's state: a hash of every ref
 // of the layout (the registered branch, drafts, proposals, deletion
 // proposals and package tags). It changes with every write and stays the
-// same otherwise. Errors are *repository.Error matching ErrClosed or
-// ErrUnavailable, or wrapping ctx's error.
+// same otherwise, whoever writes (this or another process, or git). On
+// disk an unchanged repository's token costs a few lstats: the token is
+// kept with a Stamp of the files the refs were read from and computed
+// again only when one of them changed (internal/refstore, Stamp). Errors
+// are *repository.Error matching ErrClosed or ErrUnavailable, or
+// wrapping ctx's error.
 func (r *Repository) Version(ctx context.Context) (string, error) {
 	if err := r.enter(ctx, "version", revision.Key{}); err != nil {
 		return "", err
 	}
+	if token, ok := r.versionKept(); ok {
+		return token, nil
+	}
 	var token string
 	err := r.read(ctx, func(v *view) error {
-		refs, err := v.allRefs()
-		if err != nil {
-			return err
-		}
-		sum := sha256.New()
-		for i, n := range refs.Names { // sorted
-			if !r.relevant(plumbing.ReferenceName(n)) {
-				continue
-			}
-			h := refs.Hashes[i]
-			sum.Write([]byte(n))
-			sum.Write([]byte{0})
-			sum.Write(h[:])
-		}
-		token = hex.EncodeToString(sum.Sum(nil))
-		return nil
+		var err error
+		token, err = r.versionOf(v)
+		return err
 	})
 	if err != nil {
 		return "", r.wrapErr("version", revision.Key{}, err)
 	}
 	return token, nil
+}
+
+// versionStamp is a Version token and the Stamp of the refs it hashes.
+type versionStamp struct {
+	token string
+	stamp *refstore.Stamp
+}
+
+// versionKept returns the token Version kept for a repository on local
+// disk when no file the refs are read from changed since, without taking
+// the store's locks: a write of this or another process changes a file
+// of the Stamp at its first rename, so when every file is as it was, the
+// refs were as they were at the first lstat, and the token is theirs. A
+// journal left by a dead writer (which a read completes) is looked for
+// first: ok is false then.
+func (r *Repository) versionKept() (token string, ok bool) {
+	fr := r.st.fsrefs
+	if fr == nil || r.bt != nil || r.remote != nil || fr.Pending() {
+		return "", false
+	}
+	r.versionMu.Lock()
+	kept := r.version
+	r.versionMu.Unlock()
+	if !fr.Unchanged(kept.stamp) {
+		return "", false
+	}
+	return kept.token, true
+}
+
+// versionOf returns the Version token of the refs v reads: on disk, the
+// one kept while its Stamp holds, else a hash of the refs (kept with
+// their Stamp when one can be trusted).
+func (r *Repository) versionOf(v *view) (string, error) {
+	if v.fr == nil || v.bt != nil || v.refs != nil {
+		refs, err := v.allRefs()
+		if err != nil {
+			return "", err
+		}
+		return r.hashRefs(refs), nil
+	}
+	r.versionMu.Lock()
+	kept := r.version
+	r.versionMu.Unlock()
+	if v.fr.Unchanged(kept.stamp) {
+		return kept.token, nil
+	}
+	// A package tag is created and removed, never rewritten in place
+	// (not by cad, Porch, or git, which renames a new file over a ref):
+	// its directory's identity covers it, and a thousand loose tags cost
+	// a lstat per package rather than one per tag.
+	refs, stamp, err := v.fr.SnapshotStamped([]string{"refs/heads/", "refs/tags/"}, []plumbing.ReferenceName{metadataRef}, []string{"refs/tags/"}, v.damaged)
+	if err != nil {
+		return "", err
+	}
+	token := r.hashRefs(refs)
+	r.versionMu.Lock()
+	r.version = versionStamp{token: token, stamp: stamp}
+	r.versionMu.Unlock()
+	return token, nil
+}
+
+// hashRefs returns the Version token of refs: a hash of the names and
+// values of those that can hold a revision.
+func (r *Repository) hashRefs(refs *refstore.RefSnap) string {
+	sum := sha256.New()
+	for i, n := range refs.Names { // sorted
+		if !r.relevant(plumbing.ReferenceName(n)) {
+			continue
+		}
+		h := refs.Hashes[i]
+		sum.Write([]byte(n))
+		sum.Write([]byte{0})
+		sum.Write(h[:])
+	}
+	return hex.EncodeToString(sum.Sum(nil))
 }
 
 // relevant reports whether ref name can hold a revision.

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -65,4 +66,69 @@ func checkNewDrafts(t *testing.T, dir, newCase string) (create func(ws string) e
 		t.Fatalf("workspace a, whose revision cannot be read: %v", err)
 	}
 	return create
+}
+
+// TestNewDraftCommitSeesWorkspaceTakenMeanwhile creates a draft, lets
+// another Repository (another process, as far as the first can tell)
+// take its workspace before the draft's first commit, as a draft, a
+// proposal or a published revision, and checks that the commit fails
+// with ErrAlreadyExists and leaves no draft branch: the first commit
+// checks again what changed since CreateDraft's check.
+func TestNewDraftCommitSeesWorkspaceTakenMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		take func(t *testing.T, other *gitrepo.Repository, k revision.Key)
+	}{
+		{"draft", func(t *testing.T, other *gitrepo.Repository, k revision.Key) {
+			d, err := other.CreateDraft(ctx, k, repository.CreateDraftOptions{Files: kptPkg(k.Package, nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d.Commit(ctx, revision.CommitOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}},
+		{"proposal", func(t *testing.T, other *gitrepo.Repository, k revision.Key) {
+			propose(t, other, k.Package, k.Workspace)
+		}},
+		{"published", func(t *testing.T, other *gitrepo.Repository, k revision.Key) {
+			propose(t, other, k.Package, k.Workspace)
+			if _, err := approve(ctx, other, k); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := newBare(t)
+			spec := benchSpec(dir)
+			spec.Git.CreateBranch = true
+			r := mustOpen(t, spec, nil)
+			defer r.Close()
+			// Published revisions of other workspaces, packed, as the
+			// check passes over them.
+			for _, ws := range []string{"a", "b"} {
+				propose(t, r, "pkg", ws)
+				if _, err := approve(ctx, r, revision.Key{Package: "pkg", Workspace: ws}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			git(t, dir, "pack-refs", "--all")
+			k := revision.Key{Package: "pkg", Workspace: "new"}
+			d, err := r.CreateDraft(ctx, k, repository.CreateDraftOptions{Files: kptPkg("pkg", map[string]string{"mine.yaml": "mine: 1\n"})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			other := mustOpen(t, spec, nil)
+			defer other.Close()
+			c.take(t, other, k)
+			before := git(t, dir, "for-each-ref", "--format=%(refname) %(objectname)")
+			if _, err := d.Commit(ctx, revision.CommitOptions{}); !errors.Is(err, repository.ErrAlreadyExists) {
+				t.Fatalf("first commit of a draft whose workspace another took as a %s: %v, want ErrAlreadyExists", c.name, err)
+			}
+			if after := git(t, dir, "for-each-ref", "--format=%(refname) %(objectname)"); after != before {
+				t.Fatalf("the failed commit changed the refs:\n%s\nthen\n%s", before, after)
+			}
+		})
+	}
 }

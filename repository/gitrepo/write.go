@@ -2,6 +2,7 @@ package gitrepo
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"strconv"
@@ -39,7 +40,15 @@ func (r *Repository) CreateDraft(ctx context.Context, key revision.Key, opts rep
 	}
 	key.Repository = r.name
 	var base plumbing.Hash
+	var tags tagsDigest
 	err := r.read(ctx, func(v *view) error {
+		var err error
+		// The package's tags first, then the check: a tag added between
+		// the two is seen by the check, one added after changes the
+		// digest the draft's first commit compares.
+		if tags, err = v.tagsDigest(r.fullPath(key.Package)); err != nil {
+			return err
+		}
 		if err := r.checkWorkspaceFree(v, key); err != nil {
 			return err
 		}
@@ -51,7 +60,52 @@ func (r *Repository) CreateDraft(ctx context.Context, key revision.Key, opts rep
 		return nil, r.wrapErr(op, key, err)
 	}
 	meta := revision.Meta{Key: key, Lifecycle: revision.LifecycleDraft}
-	return revision.NewDraft(meta, opts.Files, r.commitFunc(base)), nil
+	return revision.NewDraft(meta, opts.Files, r.commitFunc(base, tags)), nil
+}
+
+// tagsDigest is a digest of the names and values of a package's tags
+// (the refs its published revisions are read from), as a new draft's
+// workspace check saw them; ok is false where none was taken.
+type tagsDigest struct {
+	sum [sha256.Size]byte
+	ok  bool
+}
+
+// tagsDigest returns the digest of the tags of the package at full as
+// they are stored on disk (refstore's Digest). It takes none (ok false)
+// in memory, in a write batch and in a view that read every ref before
+// (whose tags may be older than the disk's).
+func (v *view) tagsDigest(full string) (tagsDigest, error) {
+	if v.fr == nil || v.bt != nil || v.refs != nil {
+		return tagsDigest{}, nil
+	}
+	sum, err := v.fr.Digest("refs/tags/" + full + "/")
+	return tagsDigest{sum: sum, ok: err == nil}, err
+}
+
+// checkWorkspaceFreeSince is checkWorkspaceFree for a new draft's first
+// commit, whose CreateDraft checked the workspace with the package's
+// tags at digest seen: when the tags are as they were, a revision with
+// the workspace could only have appeared as a draft or a proposal
+// branch, so only those are looked at (the draft's own branch by the
+// caller, which also creates it only if it still does not exist); else
+// the whole check runs again. So the check, which at thousands of tags
+// costs most of a new draft, runs once per draft.
+func (r *Repository) checkWorkspaceFreeSince(v *view, key revision.Key, seen tagsDigest) error {
+	full := r.fullPath(key.Package)
+	if seen.ok {
+		now, err := v.tagsDigest(full)
+		if err != nil {
+			return err
+		}
+		if now == seen {
+			_, proposed, err := v.ref(proposedRef(full, key.Workspace))
+			if err != nil || !proposed {
+				return err
+			}
+		}
+	}
+	return r.checkWorkspaceFree(v, key)
 }
 
 // checkWorkspaceFree returns an error matching ErrAlreadyExists when
@@ -99,12 +153,13 @@ func (r *Repository) OpenDraft(ctx context.Context, key revision.Key) (revision.
 	if err != nil {
 		return nil, r.wrapErr(op, key, err)
 	}
-	return revision.NewDraft(x.meta(), files, r.commitFunc(plumbing.ZeroHash)), nil
+	return revision.NewDraft(x.meta(), files, r.commitFunc(plumbing.ZeroHash, tagsDigest{})), nil
 }
 
 // commitFunc returns the CommitFunc of a draft; base is the branch head a
-// new draft starts from.
-func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
+// new draft starts from, tags the digest of its package's tags its
+// workspace check saw (checkWorkspaceFreeSince).
+func (r *Repository) commitFunc(base plumbing.Hash, tags tagsDigest) revision.CommitFunc {
 	return func(ctx context.Context, meta revision.Meta, files revision.Files, opts revision.CommitOptions) (revision.PackageRevision, error) {
 		const op = "commit"
 		key := meta.Key
@@ -139,7 +194,7 @@ func (r *Repository) commitFunc(base plumbing.Hash) revision.CommitFunc {
 				if exists {
 					return nil, r.errorf(op, key, repository.ErrAlreadyExists, "draft %s was created by another writer", keyString(key))
 				}
-				if err := r.checkWorkspaceFree(v, key); err != nil {
+				if err := r.checkWorkspaceFreeSince(v, key, tags); err != nil {
 					return nil, err
 				}
 			} else {

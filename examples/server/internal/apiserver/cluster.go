@@ -138,7 +138,7 @@ func (s *Server) ApplyRepository(ctx context.Context, u *unstructured.Unstructur
 	default:
 		o, oerr := repositoryFrom(old)
 		if oerr == nil && reflect.DeepEqual(porchapi.RepositoryToSpec(o), porchapi.RepositoryToSpec(r)) {
-			if e, ok := s.entry(ns, name); ok && e.repo != nil {
+			if e, ok := s.entry(ns, name); ok && e.openErr() == nil {
 				return nil // unchanged and open
 			}
 		}

@@ -133,7 +133,10 @@ func (s *Server) genericServer() (*genericapiserver.GenericAPIServer, error) {
 	cfg.Authentication.Authenticator = authenticator.RequestFunc(s.authenticateGeneric)
 	cfg.Authorization.Authorizer = authorizer.AuthorizerFunc(s.authorizeGeneric)
 	cfg.BuildHandlerChainFunc = func(h http.Handler, c *genericapiserver.Config) http.Handler {
-		return genericapiserver.DefaultBuildHandlerChain(s.withCadUser(s.boundYAML(s.cachedLists(h))), c)
+		// The pool scope is innermost: apiserver's timeout filter may answer
+		// a slow request while its handler goes on, and the handler's
+		// repositories must stay open until the handler itself returns.
+		return genericapiserver.DefaultBuildHandlerChain(s.withCadUser(s.boundYAML(withRepoScope(s.pool, s.cachedLists(h)))), c)
 	}
 
 	gs, err := cfg.Complete(nil).New("cad", genericapiserver.NewEmptyDelegate())

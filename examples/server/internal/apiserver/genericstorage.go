@@ -451,10 +451,14 @@ func (rs *resourceStorage) writeRequest(ctx context.Context, name string, dry []
 		return rq, func() {}, nil
 	}
 	e, ok := rs.s.entry(rq.ns, repoName)
-	if !ok || e.repo == nil {
+	if !ok {
 		return rq, func() {}, nil
 	}
-	b, err := repository.BeginBatch(ctx, e.repo)
+	repo, err := rs.s.acquire(ctx, e)
+	if err != nil {
+		return rq, func() {}, nil
+	}
+	b, err := repository.BeginBatch(ctx, repo)
 	switch {
 	case errors.Is(err, repository.ErrNotSupported):
 		err = errBadRequest("dry run: repository %q cannot hold writes in a batch, so cad's server cannot run a write to it without making it", repoName)

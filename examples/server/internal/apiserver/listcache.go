@@ -259,22 +259,33 @@ func (s *Server) writeListBody(w http.ResponseWriter, r *http.Request, e *listCa
 var entryGen atomic.Uint64
 
 // version returns the Version of e's repository; ok is false when it has
-// none (not open, or not a repository.Versioner). A gitrepo repository's
-// is read through a versionCache: a stat of its refs when they
-// did not change.
-func (e *repoEntry) version(ctx context.Context) (v string, ok bool, err error) {
-	e.verOnce.Do(func() {
-		switch r := e.repo.(type) {
-		case *gitrepo.Repository:
-			e.ver = newVersionCache(r).Version
-		case repository.Versioner:
-			e.ver = r.Version
+// none (it cannot be opened, or is not a repository.Versioner). A git
+// repository on disk is read through its versionCache: a stat of its refs
+// when they did not change, without opening the repository; otherwise
+// the repository is acquired in ctx's scope.
+func (s *Server) version(ctx context.Context, e *repoEntry) (v string, ok bool, err error) {
+	vc := e.versions()
+	if vc != nil {
+		if v, ok := vc.cached(); ok {
+			return v, true, nil
 		}
-	})
-	if e.ver == nil {
+	}
+	repo, err := s.acquire(ctx, e)
+	if err != nil {
+		return "", false, err
+	}
+	switch r := repo.(type) {
+	case *gitrepo.Repository:
+		if vc = e.versions(); vc != nil {
+			v, err = vc.Version(ctx, r)
+		} else {
+			v, err = r.Version(ctx)
+		}
+	case repository.Versioner:
+		v, err = r.Version(ctx)
+	default:
 		return "", false, nil
 	}
-	v, err = e.ver(ctx)
 	return v, true, err
 }
 
@@ -305,10 +316,7 @@ func (s *Server) readState(ctx context.Context, ns, repoSel string) (string, boo
 		if repoSel != "" && e.name != repoSel {
 			continue
 		}
-		if e.repo == nil {
-			return "", false
-		}
-		v, ok, err := e.version(ctx)
+		v, ok, err := s.version(ctx, e)
 		if !ok || err != nil {
 			return "", false
 		}

@@ -3,6 +3,7 @@ package apiserver
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
@@ -20,29 +21,57 @@ import (
 type repoListing struct {
 	mu      sync.Mutex // held while the listing is checked or built
 	version string     // the repository's Version it was built at; "" for none
-	revs    []listedRevision
-	damage  error // the list's *repository.DamageError, nil when whole
+	// repo is the open repository the revisions were listed from: a
+	// listing of an earlier opening is built again (its revisions read
+	// through a repository since closed), from the object cache.
+	repo   repository.Repository
+	revs   []listedRevision
+	damage error // the list's *repository.DamageError, nil when whole
 }
 
+// listingKey names a registration: its listing outlives the closing and
+// opening again of its repository.
 type listingKey struct {
 	ns, name string
-	repo     repository.Repository
+	gen      uint64
 }
 
 // listing returns the listing of the repository of e, by its Version,
-// and false when the repository has no Version or the cache is off.
-func (s *Server) listing(ctx context.Context, e *repoEntry) ([]listedRevision, bool, error) {
-	if _, ok := e.repo.(repository.Versioner); !ok || s.prs.max <= 0 {
+// and false when the repository has no Version or the cache is off. The
+// repository is acquired in ctx's scope, except with objsOnly (the
+// caller uses the listed revisions' objects, never their revisions) for
+// a git repository on disk whose refs did not change since its listing
+// was built: then it is not opened at all.
+func (s *Server) listing(ctx context.Context, e *repoEntry, objsOnly bool) ([]listedRevision, bool, error) {
+	if s.prs.max <= 0 {
 		return nil, false, nil
 	}
-	l := s.prs.listingOf(listingKey{e.ns, e.name, e.repo})
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	version, _, err := e.version(ctx)
+	if vc := e.versions(); objsOnly && vc != nil {
+		if v, ok := vc.cached(); ok {
+			l := s.prs.listingOf(listingKey{e.ns, e.name, e.gen})
+			l.mu.Lock()
+			hit, revs, damage := l.version == v, l.revs, l.damage
+			l.mu.Unlock()
+			if hit {
+				return revs, true, damage
+			}
+		}
+	}
+	repo, err := s.acquire(ctx, e)
 	if err != nil {
 		return nil, true, err
 	}
-	if l.version == version {
+	if _, ok := repo.(repository.Versioner); !ok {
+		return nil, false, nil
+	}
+	l := s.prs.listingOf(listingKey{e.ns, e.name, e.gen})
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	version, _, err := s.version(ctx, e)
+	if err != nil {
+		return nil, true, err
+	}
+	if l.version == version && l.repo == repo {
 		return l.revs, true, l.damage
 	}
 	revs, damage := s.listRepository(ctx, e, "")
@@ -58,14 +87,31 @@ func (s *Server) listing(ctx context.Context, e *repoEntry) ([]listedRevision, b
 	if err != nil {
 		return nil, true, err
 	}
+	if l.version == version {
+		// The same state read through a new opening: the objects
+		// already served (and their memoised JSON) stay.
+		byName := make(map[string]*porchapi.PackageRevision, len(l.revs))
+		for _, lr := range l.revs {
+			byName[lr.obj.Name] = lr.obj
+		}
+		for i := range objs {
+			if o := byName[objs[i].Name]; o != nil && o.ResourceVersion == objs[i].ResourceVersion && porchapi.IsLatest(o) == porchapi.IsLatest(objs[i]) {
+				objs[i] = o
+			}
+		}
+	}
 	for i := range revs {
 		revs[i].obj = objs[i]
 	}
 	// Built from a list read after version: at that state or newer, so
 	// the next request that sees a newer Version builds it again.
-	s.jsons.forget(l.revs)
+	kept := make(map[*porchapi.PackageRevision]bool, len(revs))
+	for _, lr := range revs {
+		kept[lr.obj] = true
+	}
+	s.jsons.forget(slices.DeleteFunc(slices.Clone(l.revs), func(lr listedRevision) bool { return kept[lr.obj] }))
 	s.jsons.register(revs)
-	l.version, l.revs, l.damage = version, revs, damage
+	l.version, l.repo, l.revs, l.damage = version, repo, revs, damage
 	return revs, true, damage
 }
 

@@ -13,7 +13,8 @@ import (
 // the server's watches.)
 func TestRepositoryListing(t *testing.T) {
 	ts := startServer(t, "", nil)
-	ctx := context.Background()
+	ctx, release := withScope(context.Background(), ts.pool)
+	defer release()
 	if code := ts.doJSON("POST", prPath, initPR("a", "ws"), nil); code != 201 {
 		t.Fatalf("create: %d", code)
 	}
@@ -26,7 +27,7 @@ func TestRepositoryListing(t *testing.T) {
 	if e == nil {
 		t.Fatal("no default repository")
 	}
-	first, ok, err := ts.listing(ctx, e)
+	first, ok, err := ts.listing(ctx, e, false)
 	if err != nil || !ok || len(first) != 1 || first[0].obj == nil {
 		t.Fatalf("listing: %d revisions, %v, %v", len(first), ok, err)
 	}
@@ -34,7 +35,7 @@ func TestRepositoryListing(t *testing.T) {
 	got := make([][]listedRevision, 8)
 	for i := range got {
 		wg.Go(func() {
-			revs, _, err := ts.listing(ctx, e)
+			revs, _, err := ts.listing(ctx, e, false)
 			if err != nil {
 				t.Error(err)
 			}
@@ -50,7 +51,7 @@ func TestRepositoryListing(t *testing.T) {
 	if code := ts.doJSON("POST", prPath, initPR("b", "ws"), nil); code != 201 {
 		t.Fatalf("create: %d", code)
 	}
-	after, _, err := ts.listing(ctx, e)
+	after, _, err := ts.listing(ctx, e, false)
 	if err != nil || len(after) != 2 {
 		t.Fatalf("after a write: %d revisions, %v", len(after), err)
 	}

@@ -582,8 +582,8 @@ func repositoryStatus(e *repoEntry, generation int64, old map[string]any) map[st
 		Message: "Repository Ready", ObservedGeneration: generation}
 	var damaged []string
 	maint := ""
-	if e.repo == nil {
-		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, porchapi.ReasonError, fmt.Sprint(e.err)
+	if err := e.openErr(); err != nil {
+		ready.Status, ready.Reason, ready.Message = metav1.ConditionFalse, porchapi.ReasonError, fmt.Sprint(err)
 	} else {
 		damaged, maint = e.damaged(), e.maintenanceError()
 	}

@@ -32,32 +32,45 @@ func (s *Server) collectOwned(ctx context.Context, ns string, uid types.UID) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	for _, e := range s.entries(ns) {
-		if e.repo == nil {
+		if e.openErr() != nil {
 			continue
 		}
-		revs, err := e.repo.List(ctx, repository.ListOptions{})
-		if err != nil {
-			s.log.Warn("garbage collection: list failed", "namespace", ns, "repository", e.name, "err", err)
-			if repository.Damage(err) == nil {
-				continue
-			}
-			// The revisions that could be read are collected; those
-			// behind the damage keep the gone owner.
+		s.collectOwnedIn(ctx, ns, e, uid)
+	}
+}
+
+// collectOwnedIn is collectOwned of the repository of e, which it holds
+// open (in a scope of its own) until it is done.
+func (s *Server) collectOwnedIn(ctx context.Context, ns string, e *repoEntry, uid types.UID) {
+	ctx, release := withScope(ctx, s.pool)
+	defer release()
+	repo, err := s.acquire(ctx, e)
+	if err != nil {
+		s.log.Warn("garbage collection: repository did not open", "namespace", ns, "repository", e.name, "err", err)
+		return
+	}
+	revs, err := repo.List(ctx, repository.ListOptions{})
+	if err != nil {
+		s.log.Warn("garbage collection: list failed", "namespace", ns, "repository", e.name, "err", err)
+		if repository.Damage(err) == nil {
+			return
 		}
-		eng := s.engine(ns)
-		for _, rev := range revs {
-			m := rev.Meta()
-			refs := porchapi.OwnerReferences(m.Metadata)
-			rest := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == uid })
-			if len(rest) == len(refs) {
-				continue
-			}
-			if err := s.collect(ctx, eng, e.name, m, rest); err != nil {
-				s.log.Warn("garbage collection failed", "namespace", ns, "repository", e.name, "revision", m.Key.String(), "err", err)
-				continue
-			}
-			s.log.Debug("garbage collection", "namespace", ns, "repository", e.name, "revision", m.Key.String(), "owners left", len(rest))
+		// The revisions that could be read are collected; those
+		// behind the damage keep the gone owner.
+	}
+	eng := s.engine(ns)
+	for _, rev := range revs {
+		m := rev.Meta()
+		refs := porchapi.OwnerReferences(m.Metadata)
+		rest := slices.DeleteFunc(slices.Clone(refs), func(r metav1.OwnerReference) bool { return r.UID == uid })
+		if len(rest) == len(refs) {
+			continue
 		}
+		if err := s.collect(ctx, eng, e.name, m, rest); err != nil {
+			s.log.Warn("garbage collection failed", "namespace", ns, "repository", e.name, "revision", m.Key.String(), "err", err)
+			continue
+		}
+		s.log.Debug("garbage collection", "namespace", ns, "repository", e.name, "revision", m.Key.String(), "owners left", len(rest))
 	}
 }
 

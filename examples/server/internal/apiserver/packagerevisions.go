@@ -62,9 +62,9 @@ func (s *Server) lookupPR(ns, name string) (*repoEntry, revision.Key, error) {
 	if !ok {
 		return nil, revision.Key{}, errNotFound(grPackageRevisions, name)
 	}
-	if e.repo == nil {
+	if err := e.openErr(); err != nil {
 		return nil, revision.Key{}, newStatus(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-			fmt.Sprintf("repository %q is not open: %v", e.name, e.err))
+			fmt.Sprintf("repository %q is not open: %v", e.name, err))
 	}
 	if b := branchOf(e); b != "" && k.Workspace == b {
 		k.Revision = revision.Placeholder
@@ -137,8 +137,14 @@ func (s *Server) prObject(ctx context.Context, ns string, e *repoEntry, rev revi
 	o := porchapi.FromRevision(m, porchapi.RevisionOptions{
 		Namespace: ns, Kptfile: kf, Deployment: e.spec.Deployment, Latest: latest,
 	})
-	if typ, url := repository.LocationOf(e.repo); typ == repository.TypeGit {
-		o.Status.SelfLock = porchapi.SelfLock(m, url, e.spec.Git)
+	if e.spec.Git != nil {
+		repo, err := s.acquire(ctx, e)
+		if err != nil {
+			return nil, err
+		}
+		if typ, url := repository.LocationOf(repo); typ == repository.TypeGit {
+			o.Status.SelfLock = porchapi.SelfLock(m, url, e.spec.Git)
+		}
 	}
 	if m.Version != "" {
 		s.prs.put(ck, &o)
@@ -187,8 +193,8 @@ func (s *Server) listRevisions(ctx context.Context, rq *request, ns string, lo *
 		if repoSel != "" && e.name != repoSel {
 			continue
 		}
-		if e.repo == nil {
-			rq.warn("repository %s/%s is not open: %v", e.ns, e.name, e.err)
+		if err := e.openErr(); err != nil {
+			rq.warn("repository %s/%s is not open: %v", e.ns, e.name, err)
 			continue
 		}
 		entries = append(entries, e)
@@ -209,7 +215,7 @@ func (s *Server) listRevisions(ctx context.Context, rq *request, ns string, lo *
 			if pkgSel == "" {
 				// The whole repository: from its listing, built once per
 				// state of its refs.
-				revs, ok, err := s.listing(ctx, e)
+				revs, ok, err := s.listing(ctx, e, rq.def.gr == grPackageRevisions)
 				if ok {
 					results[i] = result{revs, err}
 					return
@@ -257,7 +263,11 @@ func (s *Server) listRevisions(ctx context.Context, rq *request, ns string, lo *
 // the list's error (a *repository.DamageError), and a whole list (pkg
 // empty) records the damage in the Repository's status.
 func (s *Server) listRepository(ctx context.Context, e *repoEntry, pkg string) ([]listedRevision, error) {
-	revs, err := e.repo.List(ctx, repository.ListOptions{Package: pkg})
+	repo, err := s.acquire(ctx, e)
+	if err != nil {
+		return nil, err
+	}
+	revs, err := repo.List(ctx, repository.ListOptions{Package: pkg})
 	if pkg == "" && (err == nil || repository.Damage(err) != nil) {
 		s.noteDamage(e, err)
 	}
@@ -396,9 +406,9 @@ func (s *Server) validatePRCreate(rq *request, in *porchapi.PackageRevision) (*r
 	if !ok {
 		return nil, revision.Key{}, inv("spec.repository", fmt.Sprintf("Not found: repository %q is not registered in namespace %q", in.Spec.RepositoryName, rq.ns))
 	}
-	if e.repo == nil {
+	if err := e.openErr(); err != nil {
 		return nil, revision.Key{}, newStatus(http.StatusServiceUnavailable, metav1.StatusReasonServiceUnavailable,
-			fmt.Sprintf("repository %q is not open: %v", e.name, e.err))
+			fmt.Sprintf("repository %q is not open: %v", e.name, err))
 	}
 	if b := branchOf(e); b != "" && in.Spec.WorkspaceName == b {
 		return nil, revision.Key{}, inv("spec.workspaceName", fmt.Sprintf("%q is the repository's branch, the workspace of its placeholder revisions", b))

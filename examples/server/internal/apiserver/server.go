@@ -24,7 +24,18 @@
 // update of spec.lifecycle proposes, rejects or proposes deletion, and the
 // approval subresource approves. Labels and annotations are kept in the
 // repository (repository.MetadataWriter); kpt.dev/latest-revision is
-// computed. Watches come from the engine's watch of each repository.
+// computed. Watches come from one poller that reads every registered
+// repository's Version every Options.GitPollInterval and, when it
+// changed, its listing, and sends what changed (watch.go).
+//
+// Registered repositories are opened on demand and kept in a bounded
+// pool (scope.go): at most Options.MaxOpenRepositories stay open while
+// no request uses them, and one unused for Options.RepositoryIdleTimeout
+// is closed. A request holds the repositories it touches open until its
+// response is written. What the server keeps of a repository (its
+// listing, its list responses, its Version's stamps, its damage and
+// maintenance status) belongs to its registration and survives the
+// closing and opening again of the repository.
 //
 // Lists read no more than the repositories' state demands: a
 // repository's listing (its revisions and their served objects, each
@@ -69,8 +80,9 @@
 // not scoped to namespaces; Secrets are an admin's.
 //
 // A Server is safe for concurrent use. Build it with New, serve its Handler
-// and run its background work (repository watches, reopening repositories
-// that failed to open, PackageVariant syncing) with Run.
+// and run its background work (the poller that feeds watches, closing
+// idle repositories, reopening repositories that failed to open,
+// maintenance, PackageVariant syncing) with Run.
 package apiserver
 
 import (
@@ -97,6 +109,7 @@ import (
 	"github.com/configasdata/cad/examples/internal/confine"
 	"github.com/configasdata/cad/examples/internal/maintsched"
 	"github.com/configasdata/cad/examples/internal/porchapi"
+	"github.com/configasdata/cad/examples/internal/repopool"
 	"github.com/configasdata/cad/examples/internal/variantfail"
 	"github.com/configasdata/cad/examples/server/internal/store"
 	"github.com/configasdata/cad/fnruntime"
@@ -111,19 +124,18 @@ import (
 
 // Defaults of Options.
 const (
-	DefaultMaxBodyBytes      = 6 << 20 // Porch's figure
-	DefaultMaxPackageFiles   = 10000
-	DefaultGitPollInterval   = time.Second
-	DefaultMaintainInterval  = maintsched.DefaultInterval
-	DefaultVariantResync     = 5 * time.Minute
-	DefaultMaxWatch          = time.Hour
-	DefaultRepositoryName    = "default"
-	DefaultNamespace         = "default"
-	defaultOpenTimeout       = 2 * time.Minute
-	defaultReopenInterval    = 30 * time.Second
-	defaultListConcurrency   = 8
-	defaultRequestTimeout    = 2 * time.Minute
-	defaultRepoWatchMaxDelay = 30 * time.Second
+	DefaultMaxBodyBytes     = 6 << 20 // Porch's figure
+	DefaultMaxPackageFiles  = 10000
+	DefaultGitPollInterval  = time.Second
+	DefaultMaintainInterval = maintsched.DefaultInterval
+	DefaultVariantResync    = 5 * time.Minute
+	DefaultMaxWatch         = time.Hour
+	DefaultRepositoryName   = "default"
+	DefaultNamespace        = "default"
+	defaultOpenTimeout      = 2 * time.Minute
+	defaultReopenInterval   = 30 * time.Second
+	defaultListConcurrency  = 8
+	defaultRequestTimeout   = 2 * time.Minute
 )
 
 // OpenFunc opens the repository spec describes, registered in namespace ns.
@@ -146,11 +158,30 @@ type Options struct {
 	// pipeline with fnruntime's builtin functions (no exec, no
 	// containers), with YAMLLimits.
 	Pipeline pipeline.Pipeline
-	// GitPollInterval is how often watches poll git repositories; default
+	// GitPollInterval is how often the server reads the Version of every
+	// registered repository to find the changes that package revision
+	// watches report (a local git repository whose refs' files did not
+	// change is checked with stat calls, without opening it); default
 	// DefaultGitPollInterval.
 	GitPollInterval time.Duration
+	// MaxOpenRepositories bounds the registered repositories kept open
+	// while no request uses them (an open local git repository holds
+	// file descriptors and caches): beyond it the least recently used
+	// are closed, and opened again by the next request or poll that
+	// needs them. Repositories a request uses stay open until its
+	// response is written. OCI repositories and git repositories in
+	// memory (gitrepo.MemoryURL) stay open; a remote git repository
+	// (cloned under DataDir/cache) closed for the bound is opened again,
+	// and fetched, at its next poll. Default repopool.DefaultMaxOpen
+	// (256).
+	MaxOpenRepositories int
+	// RepositoryIdleTimeout closes an open repository that no request
+	// or poll used for this long. Default repopool.DefaultIdleTimeout
+	// (5m); negative: never.
+	RepositoryIdleTimeout time.Duration
 	// MaintainInterval is how long Run waits between two maintenance
-	// passes over the open repositories (repository.Maintain: a git
+	// passes over the registered repositories, each closed one opened
+	// for its run through the pool (repository.Maintain: a git
 	// repository on disk, or a remote's mirror under the data
 	// directory, gets its small packs, loose objects and idle loose refs
 	// packed), from the end of one to the start of the next; passes
@@ -284,7 +315,12 @@ type Server struct {
 	mu      sync.RWMutex
 	repos   map[nsName]*repoEntry
 	engines map[string]*engine.Engine
-	runCtx  context.Context // set while Run runs: repository watches start under it
+	running bool // Run was called
+	// pool holds the registered repositories open, at most
+	// Options.MaxOpenRepositories of them while unused (scope.go).
+	pool *repopool.Pool
+	// kick asks the poller for a pass at once (a push webhook).
+	kick chan struct{}
 
 	hub      *hub
 	snaps    *snapshots
@@ -312,17 +348,27 @@ type Server struct {
 
 type nsName struct{ ns, name string }
 
-// repoEntry is one registered repository.
+// repoEntry is one registered repository: its spec and what the server
+// keeps of it while it is open or closed. The repository itself is in
+// the server's pool under key, acquired by each request that uses it
+// (scope.go).
 type repoEntry struct {
 	ns, name string
 	spec     repository.Spec
-	repo     repository.Repository // nil while not open
-	err      error                 // why it is not open
-	stop     context.CancelFunc    // stops its watch
-	gen      uint64                // unique to this registration
+	err      error  // why it did not open when registered (reopenLoop registers it again); nil: it opened; not changed after
+	gen      uint64 // unique to this registration
+	key      string // its key in the pool, unique to this registration
 
-	verOnce sync.Once
-	ver     func(context.Context) (string, error) // nil: no Version
+	// vc reads the Version of a git repository on disk while it is
+	// closed too; set at its first open (nil: none).
+	vcMu sync.Mutex
+	vc   *versionCache
+
+	// pollMu guards what the poller saw last (watch.go).
+	pollMu   sync.Mutex
+	polled   bool   // the poller has a baseline
+	pollVer  string // the Version it was taken at ("" for none)
+	pollObjs map[string]*porchapi.PackageRevision
 
 	dmgMu  sync.Mutex
 	damage []string // what the last whole list left out as damaged
@@ -378,9 +424,11 @@ func (e *repoEntry) damaged() []string {
 }
 
 // New builds a Server over the data directory of opts: it opens the store,
-// registers the default repository on first start, and opens every
-// registered repository (a repository that fails to open is reported in its
-// status and retried by Run). It starts no goroutines.
+// registers the default repository on first start, and registers every
+// stored repository, opening each once to report in its status whether it
+// opens (a repository that fails to open is retried by Run); beyond
+// Options.MaxOpenRepositories they are closed again, least recently used
+// first. It starts no goroutines.
 func New(ctx context.Context, opts *Options) (*Server, error) {
 	if opts == nil || opts.DataDir == "" {
 		return nil, errors.New("apiserver: Options.DataDir is required")
@@ -439,6 +487,8 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		jsons:    newJSONMemo(defaultPRCacheSize),
 		variantQ: make(chan variantWork, 1024),
 		roots:    roots,
+		pool:     repopool.New(&repopool.Options{MaxOpen: o.MaxOpenRepositories, IdleTimeout: o.RepositoryIdleTimeout}),
+		kick:     make(chan struct{}, 1),
 
 		heldRetries: &variantfail.Retries{Interval: o.VariantRetryHeld},
 	}
@@ -583,66 +633,6 @@ func (s *Server) defaultOpen(ctx context.Context, ns string, spec repository.Spe
 	})
 }
 
-// register opens the repository of r (replacing an earlier registration of
-// the same name) and, when Run is running, starts its watch. A failure to
-// open is recorded in the entry.
-func (s *Server) register(ctx context.Context, r *porchapi.Repository) *repoEntry {
-	spec := porchapi.RepositoryToSpec(r)
-	e := &repoEntry{ns: r.Namespace, name: r.Name, spec: spec, gen: entryGen.Add(1)}
-	if err := spec.Validate(); err != nil {
-		e.err = err
-	} else if err := s.checkRepositorySpec(spec); err != nil {
-		e.err = err
-	} else {
-		octx, cancel := context.WithTimeout(ctx, defaultOpenTimeout)
-		e.repo, e.err = s.opts.Open(octx, r.Namespace, spec)
-		cancel()
-		if e.err != nil {
-			e.repo = nil
-		}
-	}
-	if e.err != nil {
-		s.log.Warn("repository did not open", "namespace", e.ns, "name", e.name, "err", e.err)
-	}
-	s.mu.Lock()
-	old := s.repos[nsName{e.ns, e.name}]
-	s.repos[nsName{e.ns, e.name}] = e
-	runCtx := s.runCtx
-	s.mu.Unlock()
-	if old != nil {
-		s.closeEntry(old)
-	}
-	if runCtx != nil && e.repo != nil {
-		s.startWatch(runCtx, e)
-	}
-	return e
-}
-
-// unregister closes and forgets a repository.
-func (s *Server) unregister(ns, name string) {
-	s.mu.Lock()
-	e := s.repos[nsName{ns, name}]
-	delete(s.repos, nsName{ns, name})
-	s.mu.Unlock()
-	if e != nil {
-		s.closeEntry(e)
-	}
-	s.dropListing(ns, name)
-}
-
-func (s *Server) closeEntry(e *repoEntry) {
-	s.mu.Lock()
-	stop := e.stop
-	e.stop = nil
-	s.mu.Unlock()
-	if stop != nil {
-		stop()
-	}
-	if e.repo != nil {
-		e.repo.Close()
-	}
-}
-
 // entry returns the registration of repository name in ns.
 func (s *Server) entry(ns, name string) (*repoEntry, bool) {
 	s.mu.RLock()
@@ -724,23 +714,19 @@ type nsRepos struct {
 	ns string
 }
 
-func (n nsRepos) Repository(_ context.Context, name string) (repository.Repository, error) {
+func (n nsRepos) Repository(ctx context.Context, name string) (repository.Repository, error) {
 	e, ok := n.s.entry(n.ns, name)
 	if !ok {
 		return nil, repository.Errorf("open", name, cad.Key{}, repository.ErrNotFound,
 			"no repository %q in namespace %q", name, n.ns)
 	}
-	if e.repo == nil {
-		return nil, repository.Errorf("open", name, cad.Key{}, repository.ErrUnavailable,
-			"repository %q in namespace %q is not open: %v", name, n.ns, e.err)
-	}
-	return e.repo, nil
+	return n.s.acquire(ctx, e)
 }
 
 func (n nsRepos) Names(context.Context) ([]string, error) {
 	var names []string
 	for _, e := range n.s.entries(n.ns) {
-		if e.repo != nil {
+		if e.openErr() == nil {
 			names = append(names, e.name)
 		}
 	}
@@ -762,35 +748,34 @@ func (n nsRepos) Deployment(name string) bool {
 // Handler returns the server's HTTP handler.
 func (s *Server) Handler() http.Handler { return s.handler }
 
-// Run runs the server's background work until ctx is done: a watch of every
-// open repository (feeding package revision watches), reopening
-// repositories that failed to open, maintaining the open repositories
-// every Options.MaintainInterval, and syncing PackageVariants and Sets
+// Run runs the server's background work until ctx is done: the poller
+// that reads every registered repository's Version and feeds package
+// revision watches with what changed, closing repositories idle for
+// Options.RepositoryIdleTimeout, reopening repositories that failed to
+// open, maintaining the repositories every Options.MaintainInterval
+// (opening those that are closed), and syncing PackageVariants and Sets
 // (unless Options.NoVariantSync). It returns nil when ctx is done, after
 // that work stopped.
 func (s *Server) Run(ctx context.Context) error {
 	s.mu.Lock()
-	if s.runCtx != nil {
+	if s.running {
 		s.mu.Unlock()
 		return errors.New("apiserver: Run called twice")
 	}
-	s.runCtx = ctx
-	var open []*repoEntry
-	for _, e := range s.repos {
-		if e.repo != nil {
-			open = append(open, e)
-		}
-	}
+	s.running = true
 	s.mu.Unlock()
-	for _, e := range open {
-		s.startWatch(ctx, e)
-	}
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		s.reopenLoop(ctx)
-	}()
+	for _, run := range []func(context.Context){
+		s.pollLoop,
+		s.reopenLoop,
+		func(ctx context.Context) { s.pool.Run(ctx) },
+	} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			run(ctx)
+		}()
+	}
 	if s.opts.MaintainInterval > 0 {
 		wg.Add(1)
 		go func() {
@@ -807,34 +792,7 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	<-ctx.Done()
 	wg.Wait()
-	s.mu.Lock()
-	s.runCtx = nil
-	s.mu.Unlock()
 	return nil
-}
-
-// maintainLoop is the schedule of the open repositories' maintenance.
-func (s *Server) maintainLoop() *maintsched.Loop {
-	return &maintsched.Loop{
-		Interval: s.opts.MaintainInterval,
-		Logger:   s.log,
-		Repos: func() []maintsched.Repo {
-			var out []maintsched.Repo
-			for _, e := range s.entries("") {
-				if e.repo != nil {
-					out = append(out, maintsched.Repo{Namespace: e.ns, Name: e.name, Repository: e.repo})
-				}
-			}
-			return out
-		},
-		Report: func(r maintsched.Repo, err error) {
-			// The entry may have been replaced meanwhile: its
-			// successor has its own outcome.
-			if e, ok := s.entry(r.Namespace, r.Name); ok && e.repo == r.Repository {
-				s.noteMaintenance(e, err)
-			}
-		},
-	}
 }
 
 // reopenLoop retries repositories that failed to open.
@@ -848,7 +806,7 @@ func (s *Server) reopenLoop(ctx context.Context) {
 		case <-t.C:
 		}
 		for _, e := range s.entries("") {
-			if e.repo != nil {
+			if e.openErr() == nil {
 				continue
 			}
 			u, err := s.store.Get(resRepositories, e.ns, e.name)
@@ -859,22 +817,21 @@ func (s *Server) reopenLoop(ctx context.Context) {
 			if err != nil {
 				continue
 			}
-			if e := s.register(ctx, r); e.repo != nil {
+			if e := s.register(ctx, r); e.openErr() == nil {
 				s.setRepositoryStatus(e)
 			}
 		}
 	}
 }
 
-// Close closes every repository. The server must not be used after.
+// Close closes every repository no request uses, and the others when
+// their requests end. The server must not be used after.
 func (s *Server) Close() error {
 	s.closeOne.Do(func() {
 		if s.stopHooks != nil {
 			s.stopHooks()
 		}
-		for _, e := range s.entries("") {
-			s.closeEntry(e)
-		}
+		s.pool.Close()
 	})
 	return nil
 }

@@ -234,6 +234,9 @@ func (s *Server) variantEnv(ns string) *VariantEnv {
 // skipped until its spec changes, or until Options.VariantRetryHeld has
 // passed; a sync that fails for good (variantfail.Reason) holds it.
 func (s *Server) syncVariant(ctx context.Context, w variantWork) {
+	// The repositories the sync uses stay open until it ends.
+	ctx, release := withScope(ctx, s.pool)
+	defer release()
 	env := s.variantEnv(w.ns)
 	v := s.variants
 	key := w.resource + "/" + w.ns + "/" + w.name

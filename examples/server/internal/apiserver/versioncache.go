@@ -21,23 +21,23 @@ import (
 const racyWindow = time.Second
 
 // versionCache reads the Version of one git repository on disk cheaply
-// while its refs do not change. It keeps the last token with a stamp
-// (modification time and size) of packed-refs and of every directory and
-// file under refs/. While every stamp is the same, Version returns the
-// kept token after one lstat call per stamp, without opening a ref file
-// or hashing. Any write, by this process or another one (cad, git,
+// while its refs do not change, whether the repository is open or not. It
+// keeps the last token with a stamp (modification time and size) of
+// packed-refs and of every directory and file under refs/. While every
+// stamp is the same, cached returns the kept token after one lstat call
+// per stamp, without opening a ref file, hashing or opening the
+// repository. Any write, by this process or another one (cad, git,
 // go-git), changes a stamp: git and cad put a ref file in place by
 // renaming it, which changes its directory; a file rewritten in place
 // changes its own stamp; packing refs rewrites packed-refs. Stamps are
 // trusted only when every one is older than a second when taken (a change
 // in the same clock tick as an earlier one could keep a stamp the same);
-// until then every call reads the refs. A remote or in-memory repository
-// (gitrepo.Repository.GitDir is ""), or a closed one, is read on every
-// call.
+// until then every call reads the refs. It is kept per registration, so
+// that closing and opening the repository again keeps it.
 //
 // A versionCache is safe for concurrent use.
 type versionCache struct {
-	r *gitrepo.Repository
+	dir string // the git directory
 
 	mu     sync.Mutex
 	stamps []fileStamp // trusted stamps; nil when none
@@ -52,25 +52,34 @@ type fileStamp struct {
 	modTime time.Time
 }
 
-func newVersionCache(r *gitrepo.Repository) *versionCache { return &versionCache{r: r} }
+// newVersionCache returns the versionCache of the git directory dir.
+func newVersionCache(dir string) *versionCache { return &versionCache{dir: dir} }
 
-// Version returns the repository's Version, from the kept token when the
-// refs' files did not change since it was read. Its errors are
-// gitrepo.Repository.Version's.
-func (c *versionCache) Version(ctx context.Context) (string, error) {
-	dir := c.r.GitDir()
-	if dir == "" || ctx.Err() != nil {
-		return c.r.Version(ctx)
-	}
+// cached returns the kept token when the refs' files did not change since
+// it was read; ok is false otherwise (read it with Version).
+func (c *versionCache) cached() (token string, ok bool) {
 	c.mu.Lock()
 	stamps, token := c.stamps, c.token
 	c.mu.Unlock()
 	if stamps != nil && unchanged(stamps) {
+		return token, true
+	}
+	return "", false
+}
+
+// Version returns the Version of r, the open repository of the cache's
+// git directory, from the kept token when the refs' files did not change
+// since it was read. Its errors are gitrepo.Repository.Version's.
+func (c *versionCache) Version(ctx context.Context, r *gitrepo.Repository) (string, error) {
+	if ctx.Err() != nil || r.GitDir() != c.dir {
+		return r.Version(ctx)
+	}
+	if token, ok := c.cached(); ok {
 		return token, nil
 	}
 	at := time.Now()
-	stamps, trusted := stampRefs(dir)
-	token, err := c.r.Version(ctx)
+	stamps, trusted := stampRefs(c.dir)
+	token, err := r.Version(ctx)
 	if err != nil {
 		return "", err
 	}

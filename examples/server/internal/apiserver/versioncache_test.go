@@ -62,9 +62,9 @@ func rewriteInPlace(t *testing.T, p, data string, mtime time.Time) {
 func TestVersionCacheTrustsOldStamps(t *testing.T) {
 	r, dir, c1, c2 := versionFixture(t)
 	ctx := context.Background()
-	vc := newVersionCache(r)
+	vc := newVersionCache(r.GitDir())
 	ageRefs(t, dir)
-	v1, err := vc.Version(ctx)
+	v1, err := vc.Version(ctx, r)
 	require.NoError(t, err)
 	want, err := r.Version(ctx)
 	require.NoError(t, err)
@@ -77,22 +77,22 @@ func TestVersionCacheTrustsOldStamps(t *testing.T) {
 	fresh, err := r.Version(ctx)
 	require.NoError(t, err)
 	require.NotEqual(t, v1, fresh)
-	got, err := vc.Version(ctx)
+	got, err := vc.Version(ctx, r)
 	require.NoError(t, err)
 	assert.Equal(t, v1, got, "the stamps did not change: the kept token")
 
 	// The same write with its real modification time is seen.
 	rewriteInPlace(t, tag, c2+"\n", time.Now())
-	got, err = vc.Version(ctx)
+	got, err = vc.Version(ctx, r)
 	require.NoError(t, err)
 	assert.Equal(t, fresh, got)
 
 	// A new tag (a new file in a stamped directory), by git.
 	ageRefs(t, dir)
-	_, err = vc.Version(ctx)
+	_, err = vc.Version(ctx, r)
 	require.NoError(t, err)
 	runGit(t, dir, "tag", "p/v3", c2)
-	got, err = vc.Version(ctx)
+	got, err = vc.Version(ctx, r)
 	require.NoError(t, err)
 	fresh, err = r.Version(ctx)
 	require.NoError(t, err)
@@ -100,14 +100,14 @@ func TestVersionCacheTrustsOldStamps(t *testing.T) {
 
 	// Packing the refs keeps the token; deleting a packed tag changes it.
 	runGit(t, dir, "pack-refs", "--all")
-	got, err = vc.Version(ctx)
+	got, err = vc.Version(ctx, r)
 	require.NoError(t, err)
 	assert.Equal(t, fresh, got)
 	ageRefs(t, dir)
-	_, err = vc.Version(ctx)
+	_, err = vc.Version(ctx, r)
 	require.NoError(t, err)
 	runGit(t, dir, "tag", "-d", "p/v3")
-	got, err = vc.Version(ctx)
+	got, err = vc.Version(ctx, r)
 	require.NoError(t, err)
 	fresh, err = r.Version(ctx)
 	require.NoError(t, err)
@@ -116,10 +116,10 @@ func TestVersionCacheTrustsOldStamps(t *testing.T) {
 	// cad's metadata ref appears (refs/cad was missing), then changes.
 	for _, c := range []string{c2, c1} {
 		ageRefs(t, dir)
-		_, err = vc.Version(ctx)
+		_, err = vc.Version(ctx, r)
 		require.NoError(t, err)
 		runGit(t, dir, "update-ref", "refs/cad/metadata", c)
-		got, err = vc.Version(ctx)
+		got, err = vc.Version(ctx, r)
 		require.NoError(t, err)
 		fresh, err = r.Version(ctx)
 		require.NoError(t, err)
@@ -128,7 +128,7 @@ func TestVersionCacheTrustsOldStamps(t *testing.T) {
 
 	// A closed repository: Version's error.
 	require.NoError(t, r.Close())
-	_, err = vc.Version(ctx)
+	_, err = vc.Version(ctx, r)
 	require.ErrorIs(t, err, repository.ErrClosed)
 }
 
@@ -137,14 +137,14 @@ func TestVersionCacheTrustsOldStamps(t *testing.T) {
 func TestVersionCacheDistrustsRecentStamps(t *testing.T) {
 	r, dir, c1, c2 := versionFixture(t)
 	ctx := context.Background()
-	vc := newVersionCache(r)
+	vc := newVersionCache(r.GitDir())
 	tag := filepath.Join(dir, "refs", "tags", "p", "v1")
 	now := time.Now()
 	rewriteInPlace(t, tag, c1+"\n", now)
-	v1, err := vc.Version(ctx)
+	v1, err := vc.Version(ctx, r)
 	require.NoError(t, err)
 	rewriteInPlace(t, tag, c2+"\n", now)
-	got, err := vc.Version(ctx)
+	got, err := vc.Version(ctx, r)
 	require.NoError(t, err)
 	fresh, err := r.Version(ctx)
 	require.NoError(t, err)

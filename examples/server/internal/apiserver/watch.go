@@ -4,7 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
+	"maps"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/repository"
-	"github.com/configasdata/cad/revision"
 )
 
 // prEvent is a change of a PackageRevision as every watcher sees it.
@@ -22,7 +22,7 @@ type prEvent struct {
 	obj *porchapi.PackageRevision
 }
 
-// hub fans the repository watches out to the HTTP watches.
+// hub fans the changes the poller finds out to the HTTP watches.
 type hub struct {
 	mu   sync.Mutex
 	subs map[*hubSub]struct{}
@@ -101,114 +101,112 @@ func (h *hub) publish(ev prEvent) {
 	}
 }
 
-// startWatch starts the watch of an open repository that feeds the hub;
-// it runs until ctx is done or the repository is unregistered. e.stop
-// ends it and returns once it has ended, so that a repository is never
-// closed (or its directory removed) under a watch still reading it.
-func (s *Server) startWatch(ctx context.Context, e *repoEntry) {
-	wctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	s.mu.Lock()
-	old := e.stop
-	e.stop = func() { cancel(); <-done }
-	s.mu.Unlock()
-	if old != nil {
-		old()
-	}
-	go func() {
-		defer close(done)
-		s.watchRepo(wctx, e)
-	}()
-}
-
-// watchRepo runs the engine's watch of one repository, restarting it with a
-// growing delay when it fails, and publishes its events with the
-// latest-revision label kept right: when the latest revision of a package
-// changes, the revisions that gained or lost the label are published as
-// MODIFIED too.
-func (s *Server) watchRepo(ctx context.Context, e *repoEntry) {
-	eng := s.engine(e.ns)
-	delay := time.Second
-	for ctx.Err() == nil {
-		latest := map[string]int{}
-		// With damaged refs left out, the revisions that could be read
-		// (the latest labels of the others are what the damage hides).
-		if revs, err := e.repo.List(ctx, repository.ListOptions{Lifecycles: []revision.Lifecycle{revision.LifecyclePublished, revision.LifecycleDeletionProposed}}); err == nil || repository.Damage(err) != nil {
-			for _, r := range revs {
-				k := r.Meta().Key
-				if k.Revision > latest[k.Package] {
-					latest[k.Package] = k.Revision
-				}
-			}
-		}
-		err := eng.Watch(ctx, []string{e.name}, repository.ListOptions{}, func(ev repository.Event) error {
-			s.repoEvent(ctx, e, latest, ev)
-			delay = time.Second
-			return nil
-		})
-		if ctx.Err() != nil {
-			return
-		}
-		if errors.Is(err, repository.ErrNotSupported) {
-			s.log.Warn("repository cannot be watched", "namespace", e.ns, "repository", e.name, "err", err)
-			return
-		}
-		s.log.Warn("repository watch failed; restarting", "namespace", e.ns, "repository", e.name, "err", err, "delay", delay)
+// pollLoop finds the changes of the registered repositories for package
+// revision watches: every Options.GitPollInterval (and at once after a
+// push webhook) it polls each (pollRepo), a few at a time, until ctx is
+// done. It holds no repository open between polls: a repository is
+// acquired from the pool for its poll, and a git repository on disk
+// whose refs' files did not change is not opened at all.
+func (s *Server) pollLoop(ctx context.Context) {
+	t := time.NewTicker(s.opts.GitPollInterval)
+	defer t.Stop()
+	for {
+		s.pollPass(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(delay):
+		case <-t.C:
+		case <-s.kick:
 		}
-		delay = min(2*delay, defaultRepoWatchMaxDelay)
 	}
 }
 
-// repoEvent publishes one repository event (and the latest-label changes it
-// causes).
-func (s *Server) repoEvent(ctx context.Context, e *repoEntry, latest map[string]int, ev repository.Event) {
-	if ev.Type == repository.Deleted {
-		// A revision that moved (approval deletes the proposal and adds the
-		// published revision of the same workspace) keeps its object name:
-		// for watchers it was modified, not deleted.
-		if _, rev, err := s.getRevision(ctx, s.engine(e.ns), e.ns, porchapi.NameOf(ev.Revision.Meta().Key)); err == nil {
-			ev = repository.Event{Type: repository.Modified, Revision: rev}
+// pollPass polls every registered repository that opens, a few at a
+// time, and returns when they are done.
+func (s *Server) pollPass(ctx context.Context) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, defaultListConcurrency)
+	for _, e := range s.entries("") {
+		if e.openErr() != nil {
+			continue
 		}
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			s.pollRepo(ctx, e)
+		}()
 	}
-	m := ev.Revision.Meta()
-	pkg := m.Key.Package
-	newLatest := 0
-	if l, err := s.engine(e.ns).Latest(ctx, e.name, pkg); err == nil {
-		newLatest = l.Meta().Key.Revision
-	}
-	oldLatest := latest[pkg]
-	latest[pkg] = newLatest
-	isLatest := ev.Type != repository.Deleted && m.Lifecycle.IsPublished() &&
-		m.Key.Revision > 0 && m.Key.Revision == newLatest
-	obj, err := s.prObject(ctx, e.ns, e, ev.Revision, isLatest)
+	wg.Wait()
+}
+
+// pollRepo reads the Version of e's repository and, when it changed since
+// the last poll (or the repository has none), its listing, and publishes
+// what changed since the last poll's listing: ADDED, MODIFIED (a revision
+// that moved, as an approval moves a proposal, keeps its name; one that
+// gained or lost the latest-revision label) and DELETED. The first poll
+// of a registration publishes each of its objects as ADDED (a watcher
+// that already sent one skips it). A failed poll is logged and tried
+// again by the next.
+func (s *Server) pollRepo(ctx context.Context, e *repoEntry) {
+	e.pollMu.Lock()
+	defer e.pollMu.Unlock()
+	ctx, release := withScope(ctx, s.pool)
+	defer release()
+	v, hasVersion, err := s.version(ctx, e)
 	if err != nil {
-		// The content is gone (a deleted revision) or unreadable: publish
-		// what the key says.
-		o := porchapi.FromRevision(m, porchapi.RevisionOptions{Namespace: e.ns, Deployment: e.spec.Deployment, Latest: isLatest})
-		obj = &o
-	}
-	s.hub.publish(prEvent{typ: string(ev.Type), obj: obj})
-	if oldLatest == newLatest {
+		s.log.Debug("poll: version failed", "namespace", e.ns, "repository", e.name, "err", err)
 		return
 	}
-	for _, n := range []int{oldLatest, newLatest} {
-		if n <= 0 || n == m.Key.Revision {
-			continue
-		}
-		r, err := e.repo.Get(ctx, revision.Key{Package: pkg, Revision: n})
-		if err != nil {
-			continue
-		}
-		o, err := s.prObject(ctx, e.ns, e, r, n == newLatest && r.Meta().Lifecycle.IsPublished())
-		if err != nil {
-			continue
-		}
-		s.hub.publish(prEvent{typ: string(repository.Modified), obj: o})
+	if hasVersion && e.polled && v == e.pollVer {
+		return
 	}
+	revs, ok, err := s.listing(ctx, e, true)
+	if !ok {
+		revs, err = s.listRepository(ctx, e, "")
+		if err == nil || repository.Damage(err) != nil {
+			derr := err
+			err = loadAll(ctx, revs, func(ctx context.Context, i int, lr listedRevision) error {
+				o, err := s.prObject(ctx, lr.ns, lr.e, lr.rev, lr.latest)
+				revs[i].obj = o
+				return err
+			})
+			if err == nil {
+				err = derr
+			}
+		}
+	}
+	if err != nil && repository.Damage(err) == nil {
+		if ctx.Err() == nil {
+			s.log.Warn("poll: list failed", "namespace", e.ns, "repository", e.name, "err", err)
+		}
+		return
+	}
+	now := make(map[string]*porchapi.PackageRevision, len(revs))
+	for _, lr := range revs {
+		now[lr.obj.Name] = lr.obj
+	}
+	for _, name := range slices.Sorted(maps.Keys(now)) {
+		o := now[name]
+		switch old, had := e.pollObjs[name]; {
+		case !had:
+			s.hub.publish(prEvent{typ: string(repository.Added), obj: o})
+		case fingerprint(old) != fingerprint(o):
+			s.hub.publish(prEvent{typ: string(repository.Modified), obj: o})
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.pollObjs)) {
+		if _, ok := now[name]; !ok {
+			s.hub.publish(prEvent{typ: string(repository.Deleted), obj: e.pollObjs[name]})
+		}
+	}
+	e.polled, e.pollVer, e.pollObjs = true, v, now
 }
 
 // issuedRV reports whether rv, which names no remembered list, is a
@@ -318,7 +316,11 @@ func (p *prImpl) watch(ctx context.Context, rq *request, lo *listOptions, send f
 	s := p.s
 	sub := s.hub.subscribe(rq.ns)
 	defer s.hub.unsubscribe(sub)
-	cur, err := s.listPRs(ctx, rq, rq.ns, lo)
+	// The repositories of the first list are held only while it is
+	// built: a watch that lasts an hour holds none open.
+	lctx, release := withScope(ctx, s.pool)
+	cur, err := s.listPRs(lctx, rq, rq.ns, lo)
+	release()
 	if err != nil {
 		return err
 	}

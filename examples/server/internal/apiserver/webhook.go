@@ -27,24 +27,30 @@ func (s *Server) withWebhook(h http.Handler) http.Handler {
 	})
 }
 
-// notifyPushed tells every open git repository registered with one of
-// urls (normalised) that it changed, and returns their names
-// (namespace/name).
+// notifyPushed tells every git repository registered with one of urls
+// (normalised) that it changed (an open one at once, a closed one reads
+// afresh when it opens), asks the poller for a pass at once, and returns
+// their names (namespace/name).
 func (s *Server) notifyPushed(urls map[string]bool) []string {
 	var told []string
 	for _, e := range s.entries("") {
 		if e.spec.Git == nil || !urls[gitwebhook.NormalizeURL(e.spec.Git.Repo)] {
 			continue
 		}
-		s.mu.RLock()
-		repo := e.repo
-		s.mu.RUnlock()
-		n, ok := repo.(repository.Notifiable)
-		if !ok {
+		if e.openErr() != nil {
 			continue
 		}
-		n.Changed()
+		if repo, release, ok := s.pool.Peek(e.key); ok {
+			if n, ok := repo.(repository.Notifiable); ok {
+				n.Changed()
+			}
+			release()
+		}
 		told = append(told, e.ns+"/"+e.name)
+	}
+	select {
+	case s.kick <- struct{}{}:
+	default:
 	}
 	s.log.Debug("push webhook", "repositories", told)
 	return told

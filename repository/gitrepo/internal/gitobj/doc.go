@@ -38,7 +38,9 @@
 // smaller than 1 MiB is mapped into memory when opened; a larger one is
 // read with ReadAt until it has served mapAfter lookups, then mapped, as
 // a list reads it all (where mmap is missing, see [MapFile], it is always
-// read). [DropPages] takes pages a list is done with out of the resident
+// read). A mapped file is closed at the next lookup and read through its
+// mapping alone, so an idle reader holds no descriptor for it.
+// [DropPages] takes pages a list is done with out of the resident
 // set every [DropPagesEvery] reads (on linux; elsewhere it does nothing).
 // A damaged index or pack reads as repository.ErrCorrupt naming the file.
 //

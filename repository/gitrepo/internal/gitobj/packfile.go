@@ -80,10 +80,10 @@ type packFile struct {
 	id      uint32
 	name    string
 	path    string   // the files' path without .idx or .pack
-	idx     *os.File // nil for a pack found through a multi-pack-index
+	idx     *os.File // nil for a pack found through a multi-pack-index, or once idxMap is (releaseFiles)
 	idxMap  []byte   // the index mapped into memory, where mmap exists
-	pack    *os.File
-	packMap []byte // the pack mapped into memory, where mmap exists
+	pack    *os.File // nil once packMap is (releaseFiles)
+	packMap []byte   // the pack mapped into memory, where mmap exists
 	// droppedTo is where DropBefore's last drop of packMap's pages ended.
 	droppedTo int64
 	n         uint32
@@ -291,7 +291,7 @@ func (pr *PackReader) rescan() bool {
 				if m.packs[k] == nil {
 					m.packs[k] = p
 				}
-			} else if p.covered = false; p.idx == nil {
+			} else if p.covered = false; p.idx == nil && p.idxMap == nil {
 				// Found through a multi-pack-index that no longer
 				// covers it: its .idx is read from now on.
 				if err := p.openIdx(); err != nil {
@@ -500,6 +500,7 @@ func (p *packFile) openIdx() error {
 // call a read, and following a delta chain reads memory.
 func (p *packFile) used() {
 	if (p.idxMap != nil || p.idx == nil) && p.packMap != nil {
+		p.releaseFiles()
 		return
 	}
 	if p.uses++; p.uses != mapAfter {
@@ -517,6 +518,23 @@ func (p *packFile) used() {
 	}
 }
 
+// releaseFiles closes the files of p that are mapped: reads go through
+// the mappings, which keep a file's data while it is mapped (even once it
+// is removed, as an open file does), so that a Repository that read a
+// pack holds no descriptor for it. Mapped files are those up to mapWhole
+// at once, larger ones after mapAfter reads. The packs of a Repository
+// are p's readers only; Repack opens its own.
+func (p *packFile) releaseFiles() {
+	if p.idx != nil && p.idxMap != nil {
+		p.idx.Close()
+		p.idx = nil
+	}
+	if p.pack != nil && p.packMap != nil {
+		p.pack.Close()
+		p.pack = nil
+	}
+}
+
 func (p *packFile) close() {
 	if p.idxMap != nil {
 		UnmapFile(p.idxMap)
@@ -529,7 +547,9 @@ func (p *packFile) close() {
 	if p.idx != nil {
 		p.idx.Close()
 	}
-	p.pack.Close()
+	if p.pack != nil {
+		p.pack.Close()
+	}
 }
 
 // find returns the offset of object h in p.

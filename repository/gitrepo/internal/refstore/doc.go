@@ -25,6 +25,13 @@
 // trusts the identity of a file changed in the last seconds (the racy
 // window, as git's index): see loosecache.go.
 //
+// [FSRefs.SnapshotStamped] also returns a [Stamp] of the files the refs
+// were read from (packed-refs, the refs' directories, the loose files
+// that may be rewritten in place), by the same identities and racy rule,
+// so that [FSRefs.Unchanged] tells with a few lstats that no ref changed
+// since (stamp.go). [FSRefs.Digest] is a digest of how the refs under
+// one prefix are stored, which changes with any of them.
+//
 // packedLineAt finds where the first ref at or after a name starts in a
 // sorted packed-refs (a binary search a block at a time), for the exact
 // lookup (searchPackedAt); it reads damage as no answer, where the

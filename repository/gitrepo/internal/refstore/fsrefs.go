@@ -36,6 +36,7 @@ type FSRefs struct {
 	mu      sync.Mutex
 	modTime time.Time
 	size    int64
+	id      [41]byte        // packed-refs' identity when parsed, zero off Linux
 	names   []string        // sorted; substrings of one copy of the file
 	hashes  []plumbing.Hash // hashes[i] is the value of names[i]
 	bad     []packedDamage  // the lines of packed-refs that are not ref lines
@@ -150,13 +151,13 @@ func (f *FSRefs) packedAll() ([]string, []plumbing.Hash, []packedDamage, error) 
 	p := filepath.Join(f.GitDir, "packed-refs")
 	fi, err := os.Stat(p)
 	if errors.Is(err, fs.ErrNotExist) {
-		f.names, f.hashes, f.bad, f.modTime, f.size = nil, nil, nil, time.Time{}, -1
+		f.names, f.hashes, f.bad, f.modTime, f.size, f.id = nil, nil, nil, time.Time{}, -1, [41]byte{}
 		return nil, nil, nil, nil
 	}
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	if f.hashes != nil && fi.ModTime().Equal(f.modTime) && fi.Size() == f.size {
+	if f.hashes != nil && f.sameParsed(fi) {
 		return f.names, f.hashes, f.bad, nil
 	}
 	data, err := os.ReadFile(p)
@@ -242,7 +243,21 @@ func (f *FSRefs) packedAll() ([]string, []plumbing.Hash, []packedDamage, error) 
 		hashes = append(hashes, e.h)
 	}
 	f.names, f.hashes, f.bad, f.modTime, f.size = names, hashes, bad, fi.ModTime(), fi.Size()
+	f.id, _ = PackedIdentity(fi)
 	return names, hashes, bad, nil
+}
+
+// sameParsed reports whether fi, packed-refs' stat, describes the file
+// parsed into f.names: the same size and modification time and, where
+// known, the same identity (inode and change time), as a file written
+// anew in the same tick of the clock with the same size has another
+// inode. f.mu is held.
+func (f *FSRefs) sameParsed(fi os.FileInfo) bool {
+	if !fi.ModTime().Equal(f.modTime) || fi.Size() != f.size {
+		return false
+	}
+	id, ok := PackedIdentity(fi)
+	return !ok || id == f.id
 }
 
 // loose reads the loose ref file name; ok is false when there is none or
@@ -384,7 +399,7 @@ func (f *FSRefs) packedScan(name string) (h plumbing.Hash, ok, done bool, err er
 		if err != nil {
 			return plumbing.ZeroHash, false, false, nil // packed reports it
 		}
-		if fi.ModTime().Equal(f.modTime) && fi.Size() == f.size {
+		if f.sameParsed(fi) {
 			// A miss is the parsed form's to answer: a damaged line
 			// may hold name.
 			h, ok := packedLookup(f.names, f.hashes, name)
@@ -736,8 +751,9 @@ func (f *FSRefs) Under(prefix string, damaged func(error)) (map[plumbing.Referen
 }
 
 // walkLoose calls visit with the name of every loose ref file below
-// prefix (which ends in a slash), lock files left out.
-func (f *FSRefs) walkLoose(prefix string, visit func(name string, d fs.DirEntry) error) error {
+// prefix (which ends in a slash), lock files left out, and, when dir is
+// set, dir with the path of every directory below prefix's root.
+func (f *FSRefs) walkLoose(prefix string, visit func(name string, d fs.DirEntry) error, dir func(p string, d fs.DirEntry)) error {
 	root := filepath.Join(f.GitDir, filepath.FromSlash(prefix))
 	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -746,7 +762,13 @@ func (f *FSRefs) walkLoose(prefix string, visit func(name string, d fs.DirEntry)
 			}
 			return err
 		}
-		if d.IsDir() || strings.HasSuffix(d.Name(), ".lock") {
+		if d.IsDir() {
+			if dir != nil && p != root {
+				dir(p, d)
+			}
+			return nil
+		}
+		if strings.HasSuffix(d.Name(), ".lock") {
 			return nil
 		}
 		rel, err := filepath.Rel(f.GitDir, p)

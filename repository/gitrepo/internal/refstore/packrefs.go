@@ -75,7 +75,7 @@ func (f *FSRefs) PackRefs(want func(name string, mod time.Time) bool, peel func(
 		}
 		loose[name] = h
 		return nil
-	})
+	}, nil)
 	if err != nil {
 		return 0, err
 	}

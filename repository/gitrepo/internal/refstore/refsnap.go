@@ -2,6 +2,7 @@ package refstore
 
 import (
 	"io/fs"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -63,6 +64,15 @@ func (s *RefSnap) Prefixed(prefix string) (lo, hi int) {
 // cost follows the refs it selects: the packed ones are found by binary
 // search.
 func (f *FSRefs) Snapshot(prefixes []string, extra []plumbing.ReferenceName, damaged func(error)) (*RefSnap, error) {
+	return f.snapshot(prefixes, extra, damaged, nil, nil)
+}
+
+// snapshot is Snapshot; when paths is set, it also appends the paths of
+// the directories the refs were read from (each prefix's root and the
+// directory above it, present or not, and every directory below) and of
+// every loose ref file found whose name starts with none of byDir, for a
+// Stamp.
+func (f *FSRefs) snapshot(prefixes []string, extra []plumbing.ReferenceName, damaged func(error), paths *[]string, byDir []string) (*RefSnap, error) {
 	names, hashes, bad, err := f.packedAll()
 	if err != nil {
 		return nil, err
@@ -92,8 +102,21 @@ func (f *FSRefs) Snapshot(prefixes []string, extra []plumbing.ReferenceName, dam
 		}
 		return nil
 	}
+	walk := visit
+	if paths != nil {
+		walk = func(name string, d fs.DirEntry) error {
+			if !slices.ContainsFunc(byDir, func(p string) bool { return strings.HasPrefix(name, p) }) {
+				*paths = append(*paths, filepath.Join(f.GitDir, filepath.FromSlash(name)))
+			}
+			return visit(name, d)
+		}
+	}
 	for _, prefix := range prefixes {
-		if err := f.walkLoose(prefix, visit); err != nil {
+		if paths != nil {
+			root := filepath.Join(f.GitDir, filepath.FromSlash(prefix))
+			*paths = append(*paths, root, filepath.Dir(root))
+		}
+		if err := f.walkLoose(prefix, walk, walkDirs(paths)); err != nil {
 			return nil, err
 		}
 	}
