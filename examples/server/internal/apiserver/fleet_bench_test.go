@@ -66,6 +66,9 @@ type fleetShape struct {
 //   - repos-open and fds: repositories holding descriptors and the
 //     process's descriptors;
 //
+//   - restart-s: from a new server's start over the same data directory
+//     until a list answers every revision;
+//
 //   - push-hook-ms and push-poll-ms: from the end of a git push (git CLI)
 //     of a new published package to one repository until a watch sends
 //     its PackageRevision, with a push webhook sent after the push and by
@@ -115,14 +118,15 @@ func benchFleet(b *testing.B, sh fleetShape) {
 		}
 		return gs.Requests()
 	}
-	ts := startServer(b, "", func(o *Options) {
+	opts := func(o *Options) {
 		o.NoDefaultRepository, o.MaxOpenRepositories, o.GitPollInterval = true, sh.maxOpen, sh.poll
 		o.RepositoryRoots = append(o.RepositoryRoots, root)
 		o.WebhookSecret = secret
-	})
+	}
+	ts := startServer(b, "", opts)
 	heap0 := liveHeap()
 	want := sh.n * sh.pkgs * (sh.revs + 1)
-	list := func() string {
+	list := func(ts *testServer) string {
 		var l porchapi.PackageRevisionList
 		if code := ts.doJSON("GET", prPath, nil, &l); code != http.StatusOK || len(l.Items) != want {
 			b.Fatalf("list: %d, %d items, want %d", code, len(l.Items), want)
@@ -140,14 +144,14 @@ func benchFleet(b *testing.B, sh fleetShape) {
 		}
 	}
 	registered := time.Now()
-	rv := list()
+	rv := list(ts)
 	// b.Loop drops the metrics reported before it.
 	register, discover, firstList := registered.Sub(start), time.Since(start), time.Since(registered)
 
 	time.Sleep(sh.poll + 100*time.Millisecond) // the refs' stamps are trusted
 	cpu := processCPU()
 	for b.Loop() {
-		list()
+		list(ts)
 	}
 	b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/list")
 	b.ReportMetric(register.Seconds(), "register-s")
@@ -182,7 +186,6 @@ func benchFleet(b *testing.B, sh fleetShape) {
 	w := newFleetWatch(b, ts, rv)
 	target := sh.n / 2
 	work := filepath.Join(b.TempDir(), "work")
-	fleetGit(b, "", "clone", "-q", "-b", "main", url(target), work)
 	hook := func() {
 		body := []byte(fmt.Sprintf(`{"ref":"refs/heads/main","repository":{"clone_url":%q}}`, url(target)))
 		mac := hmac.New(sha256.New, secret)
@@ -204,19 +207,8 @@ func benchFleet(b *testing.B, sh fleetShape) {
 	push := func(k int, withHook bool) time.Duration {
 		pkg := fmt.Sprintf("pushed-%d", k)
 		name := fmt.Sprintf("%s.%s.v1", fleetRepoName(target), pkg)
-		kf := fmt.Sprintf("apiVersion: kpt.dev/v1\nkind: Kptfile\nmetadata:\n  name: %s\ninfo:\n  description: pushed\n", pkg)
-		if err := os.MkdirAll(filepath.Join(work, pkg), 0o755); err != nil {
-			b.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(work, pkg, "Kptfile"), []byte(kf), 0o644); err != nil {
-			b.Fatal(err)
-		}
-		msg := fmt.Sprintf("Approving package revision %s/1\n\nkpt:{\"package\":%q,\"workspaceName\":\"v1\",\"revision\":\"1\"}\n", pkg, pkg)
-		fleetGit(b, work, "add", pkg)
-		fleetGit(b, work, "commit", "-q", "-m", msg)
-		fleetGit(b, work, "tag", pkg+"/v1")
 		seen := w.await(name)
-		fleetGit(b, work, "push", "-q", "origin", "main", pkg+"/v1")
+		pushApproval(b, url(target), work, pkg, 1)
 		pushed := time.Now()
 		if withHook {
 			hook()
@@ -237,13 +229,23 @@ func benchFleet(b *testing.B, sh fleetShape) {
 	}
 	b.ReportMetric(float64(hookLat)/float64(time.Millisecond)/pushes, "push-hook-ms")
 	b.ReportMetric(float64(pollLat)/float64(time.Millisecond)/pushes, "push-poll-ms")
+
+	// A restart over the same data directory: the server registers (and
+	// opens once) every stored repository, its poller takes their first
+	// baselines, and a list answers every revision.
+	want += 2 * 2 * pushes // each push a new package: its revision and placeholder
+	ts.stop()
+	start = time.Now()
+	ts = startServer(b, ts.dataDir, opts)
+	list(ts)
+	b.ReportMetric(time.Since(start).Seconds(), "restart-s")
 }
 
 func fleetRepoName(i int) string { return fmt.Sprintf("fleet-%04d", i) }
 
-// fleetGit runs the git CLI in dir with a fixed identity and returns its
+// gitRun runs the git CLI in dir with a fixed identity and returns its
 // output.
-func fleetGit(b *testing.B, dir string, args ...string) string {
+func gitRun(b testing.TB, dir string, args ...string) string {
 	b.Helper()
 	cmd := exec.Command("git", append([]string{"-c", "user.name=fleet", "-c", "user.email=fleet@example.com"}, args...)...)
 	cmd.Dir = dir
