@@ -253,12 +253,12 @@ func fleetCase(b *testing.B, tmpl string, n int, overHTTP bool, replicas int) {
 		t := time.Now()
 		var r0 int64
 		if srv != nil {
-			r0 = srv.Requests()
+			r0 = srv.RepoRequests(fleetRepo(i) + ".git")
 		}
 		hook(i)
 		viaHook += appeared(i, pkg, time.Minute).Sub(t)
 		if srv != nil {
-			hookReq += srv.Requests() - r0
+			hookReq += srv.RepoRequests(fleetRepo(i)+".git") - r0
 		}
 	}
 	for k := range pushes {

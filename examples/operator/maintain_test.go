@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-git/go-git/v5"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,8 @@ import (
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
+	"github.com/configasdata/cad/examples/internal/maintsched"
+	"github.com/configasdata/cad/examples/internal/repopool"
 )
 
 // gitCLI runs git in dir with stdin and returns its trimmed output.
@@ -105,4 +108,41 @@ func TestScheduledMaintenance(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return condition() == nil }, 60*time.Second, 50*time.Millisecond, "MaintenanceFailed stays after a run succeeded")
 	gitCLI(t, e.gitDir, "", "fsck", "--strict", "--no-dangling")
+}
+
+// A maintenance pass covers every registered repository, open or closed:
+// with a pool bound of one, the repositories the pool closed are opened
+// for their run (the pass once listed only the open ones, so a fleet
+// larger than the bound was never maintained in full).
+func TestMaintenanceOfClosedRepositories(t *testing.T) {
+	root := t.TempDir()
+	u := newUnitEnv(t, root)
+	u.repos.pool = repopool.New(&repopool.Options{MaxOpen: 1})
+	t.Cleanup(func() { u.repos.pool.Close() })
+	ctx := context.Background()
+	var dirs []string
+	for i := range 3 {
+		dir := filepath.Join(root, fmt.Sprintf("r%d", i))
+		_, err := git.PlainInit(dir, true)
+		require.NoError(t, err)
+		obj := gitRepository(fmt.Sprintf("r%d", i), dir)
+		require.NoError(t, u.c.Create(ctx, obj))
+		sc := u.repos.scope()
+		_, _, err = sc.get(ctx, unitNS, obj.Name)
+		require.NoError(t, err)
+		sc.done()
+		for j := range 3 {
+			gitCLI(t, dir, fmt.Sprintf("loose %d %d\n", i, j), "hash-object", "-w", "--stdin")
+		}
+		dirs = append(dirs, dir)
+	}
+	require.Len(t, u.repos.pool.Keys(), 1, "the bound closed the others")
+
+	loop := &maintsched.Loop{Interval: time.Hour, Repos: u.repos.maintainable}
+	loop.Pass(ctx)
+	for _, dir := range dirs {
+		_, loose := countPacksLoose(t, dir)
+		require.Zero(t, loose, "%s not maintained", dir)
+	}
+	require.LessOrEqual(t, len(u.repos.pool.Keys()), 1, "a pass keeps the bound")
 }

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,9 +46,10 @@ type Options struct {
 	// (<LeaderElectionID>-shard-<i>) that one replica at a time holds, and
 	// a replica reconciles only the objects of the shards it holds (see
 	// shard.go for the owner of each kind and why no repository is ever
-	// reconciled by two replicas at once). Every replica of a group must
-	// have the same Shards: while live replicas disagree, none acquires a
-	// shard. Default 0: no sharding.
+	// reconciled by two replicas at once), and caches only the
+	// PackageRevisions of those shards (prcache.go). Every replica of a
+	// group must have the same Shards: while live replicas disagree, none
+	// acquires a shard. Default 0: no sharding.
 	Shards int
 	// LeaderElectionID names the Lease, or with Shards prefixes the
 	// names of the Leases; default "cad-operator".
@@ -142,9 +145,15 @@ var identityHook string
 // reconciler (PackageVariant, PackageVariantSet) is one more add* call
 // in main.go.
 type operator struct {
-	mgr   ctrl.Manager
-	repos *repoSet
-	opts  Options
+	mgr ctrl.Manager
+	// client is the manager's client, which with sharding reads the
+	// PackageRevisions of the shards held too (shardedClient).
+	client client.Client
+	// latest caches the metadata of the PackageRevisions labelled latest,
+	// with sharding; nil without.
+	latest cache.Cache
+	repos  *repoSet
+	opts   Options
 	// shards holds this replica's shards; nil without sharding.
 	shards *sharder
 	touch  chan event.GenericEvent
@@ -241,11 +250,22 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	if o.Namespace != "" {
 		mo.Cache.DefaultNamespaces = map[string]cache.Config{o.Namespace: {}}
 	}
+	if o.Shards > 0 {
+		// The PackageRevisions of the shards are cached by shard, those
+		// without a shard label here (prcache.go).
+		sel, err := unshardedSelector(o.Shards)
+		if err != nil {
+			return nil, err
+		}
+		mo.Cache.ByObject = map[client.Object]cache.ByObject{&porchv1alpha2.PackageRevision{}: {Label: sel}}
+	}
 	mgr, err := ctrl.NewManager(cfg, mo)
 	if err != nil {
 		return nil, fmt.Errorf("manager: %w", err)
 	}
+	c := mgr.GetClient()
 	var sh *sharder
+	var latest cache.Cache
 	if o.Shards > 0 {
 		store, err := newKubeLeases(cfg, o.LeaderElectionNamespace, o.LeaderElectionID)
 		if err != nil {
@@ -263,7 +283,26 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 			return nil, err
 		}
 		sh.keepOnStop = o.keepLeaseOnStop
+		sh.caches = &prCaches{newCache: func(i int) (cache.Cache, error) {
+			co := cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: s, Mapper: mgr.GetRESTMapper(),
+				DefaultTransform: mo.Cache.DefaultTransform, DefaultNamespaces: mo.Cache.DefaultNamespaces,
+				ByObject: map[client.Object]cache.ByObject{&porchv1alpha2.PackageRevision{}: {
+					Label: labels.SelectorFromSet(labels.Set{shardLabel(o.Shards): strconv.Itoa(i)})}}}
+			return cache.New(cfg, co)
+		}}
+		c = &shardedClient{Client: c, prs: sh.caches}
 		if err := mgr.Add(sh); err != nil {
+			return nil, err
+		}
+		// The variant reconcilers' trigger: the metadata of every
+		// shard's latest revisions.
+		latest, err = cache.New(cfg, cache.Options{HTTPClient: mgr.GetHTTPClient(), Scheme: s, Mapper: mgr.GetRESTMapper(),
+			DefaultTransform: mo.Cache.DefaultTransform, DefaultNamespaces: mo.Cache.DefaultNamespaces,
+			DefaultLabelSelector: labels.SelectorFromSet(labels.Set{porchv1alpha2.LatestRevisionLabel: "true"})})
+		if err != nil {
+			return nil, fmt.Errorf("sharding: %w", err)
+		}
+		if err := mgr.Add(latest); err != nil {
 			return nil, err
 		}
 	}
@@ -280,7 +319,7 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	if err != nil {
 		return nil, err
 	}
-	repos := newRepoSet(mgr.GetClient(), mgr.GetAPIReader(), o.CacheDir, pipe, roots)
+	repos := newRepoSet(c, mgr.GetAPIReader(), o.CacheDir, pipe, roots)
 	repos.pool = repopool.New(&repopool.Options{MaxOpen: o.MaxOpenRepositories, IdleTimeout: o.RepositoryIdleTimeout})
 	// Every replica closes its idle repositories, leader or not, and all
 	// of them when it stops (those in use at their release).
@@ -296,6 +335,8 @@ func newOperator(cfg *rest.Config, o Options) (*operator, error) {
 	repos.readMaxAge = o.Poll / 2
 	return &operator{
 		mgr:        mgr,
+		client:     c,
+		latest:     latest,
 		repos:      repos,
 		opts:       o,
 		shards:     sh,
@@ -332,7 +373,7 @@ func (op *operator) addRepositories() error {
 	if err := op.mgr.GetFieldIndexer().IndexField(context.Background(), &porchv1alpha2.PackageRevision{}, prRepositoryIndex, prRepositoryOf); err != nil {
 		return err
 	}
-	r := &repoReconciler{client: op.mgr.GetClient(), repos: op.repos, poll: op.opts.Poll, touch: op.touch}
+	r := &repoReconciler{client: op.client, repos: op.repos, poll: op.opts.Poll, touch: op.touch}
 	return r.setup(op.mgr, op.rediscover, op.shards)
 }
 
@@ -364,7 +405,7 @@ func (op *operator) addMaintenance() error {
 
 // addPackageRevisions adds the PackageRevision reconciler.
 func (op *operator) addPackageRevisions() error {
-	r := &prReconciler{client: op.mgr.GetClient(), repos: op.repos, retry: op.opts.Poll, events: op.mgr.GetEventRecorder("cad-operator"), rediscover: op.rediscoverRepository}
+	r := &prReconciler{client: op.client, repos: op.repos, retry: op.opts.Poll, events: op.mgr.GetEventRecorder("cad-operator"), rediscover: op.rediscoverRepository}
 	return r.setup(op.mgr, op.touch, op.shards)
 }
 
@@ -373,7 +414,7 @@ func (op *operator) addPackageRevisions() error {
 // means discovery is busy anyway.
 func (op *operator) rediscoverRepository(ctx context.Context, ns, name string) {
 	var obj configv1alpha1.Repository
-	if err := op.mgr.GetClient().Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &obj); err != nil {
+	if err := op.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &obj); err != nil {
 		return
 	}
 	select {
@@ -386,9 +427,9 @@ func (op *operator) rediscoverRepository(ctx context.Context, ns, name string) {
 func (op *operator) addVariants() error {
 	objects := kubeObjects{reader: op.mgr.GetAPIReader(), mapper: op.mgr.GetRESTMapper()}
 	for _, set := range []bool{false, true} {
-		r := &variantReconciler{set: set, client: op.mgr.GetClient(), repos: op.repos, objects: objects,
+		r := &variantReconciler{set: set, client: op.client, repos: op.repos, objects: objects,
 			resync: op.opts.Poll, rediscover: op.rediscoverNamespace}
-		if err := r.setup(op.mgr, op.shards); err != nil {
+		if err := r.setup(op.mgr, op.shards, op.latest); err != nil {
 			return err
 		}
 	}
@@ -400,7 +441,7 @@ func (op *operator) addVariants() error {
 // poll). It never blocks: a full queue means discovery is busy anyway.
 func (op *operator) rediscoverNamespace(ctx context.Context, ns string) {
 	var l configv1alpha1.RepositoryList
-	if err := op.mgr.GetClient().List(ctx, &l, client.InNamespace(ns)); err != nil {
+	if err := op.client.List(ctx, &l, client.InNamespace(ns)); err != nil {
 		return
 	}
 	for i := range l.Items {

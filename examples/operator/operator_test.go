@@ -101,6 +101,13 @@ func (e *env) run(o Options) (stop func()) {
 // runAs is run with the API server reached through cfg (another user's).
 func (e *env) runAs(cfg *rest.Config, o Options) (stop func()) {
 	e.t.Helper()
+	_, stop = e.runOperator(cfg, o)
+	return stop
+}
+
+// runOperator is runAs, which also returns the operator.
+func (e *env) runOperator(cfg *rest.Config, o Options) (_ *operator, stop func()) {
+	e.t.Helper()
 	if o.Poll == 0 {
 		o.Poll = 500 * time.Millisecond
 	}
@@ -137,7 +144,7 @@ func (e *env) runAs(cfg *rest.Config, o Options) (stop func()) {
 		}
 	}
 	e.t.Cleanup(stop)
-	return stop
+	return op, stop
 }
 
 func (e *env) create(name, pkg, ws string, src *porchv1alpha2.PackageSource, mutate ...func(*porchv1alpha2.PackageRevision)) {

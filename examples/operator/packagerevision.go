@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -45,6 +46,29 @@ type prReconciler struct {
 	// objects (the latest-revision label, a new placeholder, a deleted
 	// revision) reaches them at once rather than at the next poll.
 	rediscover func(ctx context.Context, ns, repo string)
+	// shards is this replica's sharder; nil without sharding.
+	shards *sharder
+}
+
+// shardKey is the sharder's key of the PackageRevision of req (the
+// namespace/name of its repository), "" for one gone. A shard label that
+// names another shard than its repository's (edited by hand) is
+// corrected here, by whichever replica sees the object: the replica
+// holding the right shard would not see it otherwise (prcache.go).
+func (r *prReconciler) shardKey(ctx context.Context, req reconcile.Request) (string, error) {
+	var pr porchv1alpha2.PackageRevision
+	if err := r.client.Get(ctx, req.NamespacedName, &pr); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	k, v := r.shards.prLabel(pr.Namespace, pr.Spec.RepositoryName)
+	if have, ok := pr.Labels[k]; k != "" && ok && have != v {
+		p := client.MergeFrom(pr.DeepCopy())
+		pr.Labels[k] = v
+		if err := r.client.Patch(ctx, &pr, p); err != nil {
+			return "", client.IgnoreNotFound(err)
+		}
+	}
+	return repoKey(pr.Namespace, pr.Spec.RepositoryName), nil
 }
 
 // ReasonDeleteFailed is the reason of the Ready condition of an object
@@ -97,7 +121,16 @@ func (r *prReconciler) setup(mgr ctrl.Manager, touch <-chan event.GenericEvent, 
 			return out, nil
 		}
 		b = b.WatchesRawSource(sh.watch("packagerevision", list, nil))
-		rec = sh.gate(keyOfObject(r.client, func() *porchv1alpha2.PackageRevision { return &porchv1alpha2.PackageRevision{} }, keyOf), rec)
+		if sh.caches != nil {
+			// The objects of the shards held are in caches of their own.
+			b = b.WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+				return sh.caches.onEvent(ctx, func(o client.Object) {
+					q.Add(reconcile.Request{NamespacedName: client.ObjectKeyFromObject(o)})
+				})
+			}))
+		}
+		r.shards = sh
+		rec = sh.gate(r.shardKey, rec)
 	}
 	return b.Complete(rec)
 }
@@ -166,14 +199,20 @@ func (r *prReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Re
 		}
 		return r.finalize(ctx, e, orig, &pr, rev, found)
 	}
-	if !controllerutil.ContainsFinalizer(&pr, porchv1alpha2.Finalizer) || pr.Labels[porchv1alpha2.RepositoryLabel] != repoName {
+	shardKey, shard := r.shards.prLabel(pr.Namespace, repoName)
+	if !controllerutil.ContainsFinalizer(&pr, porchv1alpha2.Finalizer) || pr.Labels[porchv1alpha2.RepositoryLabel] != repoName ||
+		shardKey != "" && pr.Labels[shardKey] != shard {
 		// The finalizer guards the repository; the label and the owner
-		// reference make the object one of its Repository's.
+		// reference make the object one of its Repository's, and the
+		// shard label puts it in the cache of its shard (prcache.go).
 		controllerutil.AddFinalizer(&pr, porchv1alpha2.Finalizer)
 		if pr.Labels == nil {
 			pr.Labels = map[string]string{}
 		}
 		pr.Labels[porchv1alpha2.RepositoryLabel] = repoName
+		if shardKey != "" {
+			pr.Labels[shardKey] = shard
+		}
 		if err := controllerutil.SetOwnerReference(repoObj, &pr, r.client.Scheme()); err != nil {
 			return ctrl.Result{}, err
 		}

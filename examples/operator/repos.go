@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -215,45 +216,51 @@ func (s *repoSet) open(ctx context.Context, nn types.NamespacedName, spec reposi
 	}
 }
 
-// maintainable returns the open repositories, for a maintenance pass.
-// Each is held open only while it is maintained: one closed since (for
-// idleness or the pool's bound) is skipped, as maintsched skips a closed
-// one, and maintained by a later pass that finds it open.
+// maintainable returns the registered repositories, for a maintenance
+// pass, open or not: each is acquired from the pool for its own run
+// (opened when it is closed) and released after it, so a fleet larger
+// than the pool's bound is maintained one repository at a time.
 func (s *repoSet) maintainable() []maintsched.Repo {
-	var out []maintsched.Repo
-	for _, key := range s.pool.Keys() {
-		repo, release, ok := s.pool.Peek(key)
-		if !ok {
-			continue
-		}
-		release()
-		if _, ok := repo.(repository.Maintainer); !ok {
-			continue
-		}
-		ns, name, _ := strings.Cut(key, "/")
-		out = append(out, maintsched.Repo{Namespace: ns, Name: name, Repository: pooledMaintainer{Repository: repo, pool: s.pool, key: key}})
+	s.mu.Lock()
+	out := make([]maintsched.Repo, 0, len(s.known))
+	for nn := range s.known {
+		out = append(out, maintsched.Repo{Namespace: nn.Namespace, Name: nn.Name,
+			Repository: pooledMaintainer{pool: s.pool, key: poolKey(nn), name: nn.Name}})
 	}
+	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b maintsched.Repo) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	return out
 }
 
-// pooledMaintainer is a repository of a maintenance pass: its maintenance
-// runs on the pool's open repository of key, held open for the run, and
-// fails with repository.ErrClosed when it is closed.
+// pooledMaintainer is a registered repository in a maintenance pass: its
+// run acquires the repository from the pool (opening it when it is
+// closed) and releases it at the end. Only Name and MaintainStorage are
+// called on it: the rest of repository.Repository is a nil interface's.
 type pooledMaintainer struct {
-	repository.Repository // for its Name only: it may be closed
-	pool                  *repopool.Pool
-	key                   string
+	repository.Repository
+	pool *repopool.Pool
+	key  string
+	name string
 }
 
+func (m pooledMaintainer) Name() string { return m.name }
+
+// MaintainStorage maintains the repository; it does nothing for a
+// repository that is not a repository.Maintainer. Errors match
+// repository.ErrClosed when the repository was unregistered or cannot be
+// opened (its discovery reports why), and are the repository's
+// otherwise.
 func (m pooledMaintainer) MaintainStorage(ctx context.Context) error {
-	repo, release, ok := m.pool.Peek(m.key)
-	if !ok {
-		return fmt.Errorf("maintain %s: %w", m.key, repository.ErrClosed)
+	repo, release, err := m.pool.Acquire(ctx, m.key)
+	if err != nil {
+		return fmt.Errorf("maintain %s: %w", m.key, errors.Join(repository.ErrClosed, err))
 	}
 	defer release()
+	if _, ok := repo.(repository.Maintainer); !ok {
+		return nil
+	}
 	return repository.Maintain(ctx, repo)
 }
 

@@ -45,6 +45,9 @@ type repoReconciler struct {
 	touch chan<- event.GenericEvent
 	// listed counts the repositories' lists of revisions (tests).
 	listed atomic.Int64
+	// shards, with sharding, names the shard label of the objects
+	// discovery creates (prcache.go); nil without.
+	shards *sharder
 }
 
 // setup registers the reconciler; the objects sent on rediscover are
@@ -57,6 +60,7 @@ func (r *repoReconciler) setup(mgr ctrl.Manager, rediscover <-chan event.Generic
 		Named("repository").
 		WatchesRawSource(source.Channel(rediscover, &handler.EnqueueRequestForObject{}))
 	var rec reconcile.Reconciler = retryConflicts{r}
+	r.shards = sh
 	if sh != nil {
 		list := func(ctx context.Context) ([]shardItem, error) {
 			var l configv1alpha1.RepositoryList
@@ -274,6 +278,9 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 		}
 		if isLatest(m.Key) {
 			pr.Labels[porchv1alpha2.LatestRevisionLabel] = "true"
+		}
+		if k, v := r.shards.prLabel(obj.Namespace, obj.Name); k != "" {
+			pr.Labels[k] = v
 		}
 		if err := controllerutil.SetOwnerReference(obj, pr, r.client.Scheme()); err != nil {
 			return 0, nil, err

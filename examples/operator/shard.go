@@ -50,7 +50,8 @@ import (
 // and the chosen one acquires it. So a replica that joins takes only the
 // shards whose choice it becomes (about Shards/N), and one that dies
 // leaves only its own, each to the replica that is the shard's next
-// choice. A new holder enqueues every object of the shard at once.
+// choice. A new holder starts the shard's PackageRevision cache and,
+// once it synced, enqueues every object of the shard (prcache.go).
 
 // Labels and annotations of the sharding Leases.
 const (
@@ -227,7 +228,11 @@ type hold struct {
 	// succeeded.
 	validUntil time.Time
 	timer      *time.Timer
-	inflight   int
+	// ready is false until the shard's PackageRevision cache synced
+	// (always true without prCaches): no reconcile of the shard starts
+	// before.
+	ready    bool
+	inflight int
 	// releasing stops new reconciles; the Lease is released once
 	// inflight is 0.
 	releasing bool
@@ -256,8 +261,11 @@ type sharder struct {
 	// keepOnStop makes Start return without releasing the Leases, as a
 	// killed process does (tests).
 	keepOnStop bool
-	now        func() time.Time
-	log        logr.Logger
+	// caches, when set, is started for each shard acquired, under the
+	// tenure's context, before any reconcile of the shard (prcache.go).
+	caches *prCaches
+	now    func() time.Time
+	log    logr.Logger
 
 	mu     sync.Mutex
 	holds  []*hold // by shard; nil when not held
@@ -503,7 +511,7 @@ func (s *sharder) acquireShard(ctx context.Context, i int, l *coordinationv1.Lea
 	}
 	s.mu.Lock()
 	hctx, cancel := context.WithCancel(context.Background())
-	h := &hold{shard: i, ctx: hctx, cancel: cancel, lease: l}
+	h := &hold{shard: i, ctx: hctx, cancel: cancel, lease: l, ready: s.caches == nil}
 	s.holds[i] = h
 	s.extend(h, sent)
 	s.mu.Unlock()
@@ -715,7 +723,7 @@ func (s *sharder) enter(ctx context.Context, key string) (context.Context, func(
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.holds[shardOf(key, s.shards)]
-	if h == nil || h.releasing || !s.now().Before(h.validUntil) {
+	if h == nil || !h.ready || h.releasing || !s.now().Before(h.validUntil) {
 		return nil, nil, false
 	}
 	h.inflight++
@@ -746,7 +754,7 @@ func (s *sharder) owns(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := s.holds[shardOf(key, s.shards)]
-	return h != nil && !h.releasing && s.now().Before(h.validUntil)
+	return h != nil && h.ready && !h.releasing && s.now().Before(h.validUntil)
 }
 
 // held returns the shards held now, sorted.
@@ -841,10 +849,17 @@ func (s *sharder) watch(kind string, list func(context.Context) ([]shardItem, er
 	})
 }
 
-// enqueue queues every object of the shards just acquired, in the
+// enqueue starts the caches of the shards just acquired (with prCaches)
+// and makes them ready, then queues every object of those shards, in the
 // controllers that started (the others queue everything when they
 // start).
 func (s *sharder) enqueue(ctx context.Context, shards []int) {
+	if s.caches != nil {
+		shards = s.startCaches(shards)
+		if len(shards) == 0 {
+			return
+		}
+	}
 	want := map[int]bool{}
 	for _, i := range shards {
 		want[i] = true
@@ -877,6 +892,59 @@ func (s *sharder) enqueue(ctx context.Context, shards []int) {
 		}
 	}
 	s.log.Info("sharding: queued the objects of acquired shards", "shards", shards, "objects", n)
+}
+
+// startCaches starts the PackageRevision caches of shards, each under
+// its tenure's context, side by side, and makes ready the tenures whose
+// cache synced; it returns those shards. A cache that cannot be made
+// stops the replica (errShardLost's way), since its shard would be held
+// and never reconciled.
+func (s *sharder) startCaches(shards []int) []int {
+	var mu sync.Mutex
+	var ready []int
+	var wg sync.WaitGroup
+	for _, i := range shards {
+		s.mu.Lock()
+		h := s.holds[i]
+		s.mu.Unlock()
+		if h == nil {
+			continue
+		}
+		wg.Go(func() {
+			err := s.caches.start(h.ctx, i)
+			if err != nil {
+				if h.ctx.Err() == nil {
+					s.log.Error(err, "sharding: starting the cache of an acquired shard", "shard", i)
+					select {
+					case s.fatal <- err:
+					default:
+					}
+				}
+				return
+			}
+			s.mu.Lock()
+			ok := s.holds[i] == h
+			h.ready = ok
+			s.mu.Unlock()
+			if ok {
+				mu.Lock()
+				ready = append(ready, i)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	slices.Sort(ready)
+	return ready
+}
+
+// prLabel returns the shardLabel of the PackageRevisions of Repository
+// repo in namespace ns and its value; "" without sharding (a nil s).
+func (s *sharder) prLabel(ns, repo string) (key, value string) {
+	if s == nil || s.caches == nil {
+		return "", ""
+	}
+	return shardLabel(s.shards), strconv.Itoa(shardOf(repoKey(ns, repo), s.shards))
 }
 
 // gate returns next guarded by the sharder: a request is reconciled only

@@ -12,12 +12,14 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	configv1alpha2 "github.com/configasdata/cad/api/config/v1alpha2"
@@ -66,7 +68,7 @@ type variantReconciler struct {
 // (the one it writes), and a PackageVariantSet, whose downstreams span
 // repositories, by every replica over the downstream repositories it
 // holds (see variantshard.go).
-func (r *variantReconciler) setup(mgr ctrl.Manager, sh *sharder) error {
+func (r *variantReconciler) setup(mgr ctrl.Manager, sh *sharder, latest cache.Cache) error {
 	var obj client.Object = &configv1alpha1.PackageVariant{}
 	name := "packagevariant"
 	if r.set {
@@ -81,8 +83,17 @@ func (r *variantReconciler) setup(mgr ctrl.Manager, sh *sharder) error {
 	})
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(obj, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Named(name).
-		Watches(&porchv1alpha2.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(published))
+		Named(name)
+	if latest == nil {
+		b = b.Watches(&porchv1alpha2.PackageRevision{}, handler.EnqueueRequestsFromMapFunc(r.inNamespace), builder.WithPredicates(published))
+	} else {
+		// With sharding, the manager's cache has few PackageRevisions
+		// (prcache.go): an upstream in any shard is seen when it becomes
+		// a package's latest revision, in latest's metadata.
+		md := &metav1.PartialObjectMetadata{}
+		md.SetGroupVersionKind(porchv1alpha2.SchemeGroupVersion.WithKind("PackageRevision"))
+		b = b.WatchesRawSource(source.Kind[client.Object](latest, md, handler.EnqueueRequestsFromMapFunc(r.inNamespace)))
+	}
 	var rec reconcile.Reconciler = r
 	if sh != nil {
 		var list func(context.Context) ([]shardItem, error)

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 )
@@ -40,6 +41,7 @@ type GitServer struct {
 	Root string
 
 	requests atomic.Int64
+	perRepo  sync.Map // repository name -> *atomic.Int64
 }
 
 // NewGitServer starts a GitServer over the bare repositories under root
@@ -77,6 +79,10 @@ func NewGitServer(t testing.TB, root string, opts *GitServerOptions) *GitServer 
 	s := &GitServer{Root: abs}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
+		if name := repoOfPath(r.URL.Path); name != "" {
+			c, _ := s.perRepo.LoadOrStore(name, new(atomic.Int64))
+			c.(*atomic.Int64).Add(1)
+		}
 		if o.User != "" {
 			u, p, ok := r.BasicAuth()
 			if !ok || u != o.User || p != o.Password {
@@ -104,6 +110,28 @@ func NewGitServer(t testing.TB, root string, opts *GitServerOptions) *GitServer 
 // refused ones included: a witness of how many round trips a client makes.
 func (s *GitServer) Requests() int64 {
 	return s.requests.Load()
+}
+
+// RepoRequests returns the number of HTTP requests the server has
+// received for the repository Root/name (name as given to RepoURL),
+// refused ones included.
+func (s *GitServer) RepoRequests(name string) int64 {
+	if c, ok := s.perRepo.Load(strings.Trim(filepath.ToSlash(name), "/")); ok {
+		return c.(*atomic.Int64).Load()
+	}
+	return 0
+}
+
+// repoOfPath returns the repository a smart-HTTP request's path names
+// (what comes before /info/refs, /git-upload-pack or /git-receive-pack),
+// "" for another path.
+func repoOfPath(p string) string {
+	for _, suffix := range []string{"/info/refs", "/git-upload-pack", "/git-receive-pack"} {
+		if name, ok := strings.CutSuffix(p, suffix); ok {
+			return strings.Trim(name, "/")
+		}
+	}
+	return ""
 }
 
 // RepoURL returns the URL of the repository Root/name.

@@ -68,6 +68,14 @@ func TestGitServer(t *testing.T) {
 	if s.Requests() == 0 {
 		t.Fatal("Requests() is 0 after a clone and a push")
 	}
+	// A clone is two requests (advertisement, upload-pack) and a push two
+	// (advertisement, receive-pack), all of this repository's.
+	if got := s.RepoRequests("/blueprints.git"); got != 4 || got != s.Requests() {
+		t.Fatalf("RepoRequests(blueprints.git) = %d, Requests() = %d, want 4 each", got, s.Requests())
+	}
+	if got := s.RepoRequests("other.git"); got != 0 {
+		t.Fatalf("RepoRequests(other.git) = %d, want 0", got)
+	}
 	// A second clone fetches what was pushed.
 	other := filepath.Join(t.TempDir(), "other")
 	mustGit(t, "", "clone", "--quiet", url, other)
