@@ -162,7 +162,11 @@ type Options struct {
 	// registered repository to find the changes that package revision
 	// watches report (a local git repository whose refs' files did not
 	// change is checked with stat calls, without opening it); default
-	// DefaultGitPollInterval.
+	// DefaultGitPollInterval. A remote git repository (with the default
+	// Open) is read from its mirror, without asking the remote, within
+	// half of it of its last fetch (gitrepo.Options.RemoteReadMaxAge), so
+	// that one poll and the reads that follow it share one fetch; a push
+	// webhook makes the next read ask at once.
 	GitPollInterval time.Duration
 	// MaxOpenRepositories bounds the registered repositories kept open
 	// while no request uses them (an open local git repository holds
@@ -605,6 +609,7 @@ func (s *Server) defaultOpen(ctx context.Context, ns string, spec repository.Spe
 			o := &gitrepo.Options{PollInterval: s.opts.GitPollInterval, Logger: s.log}
 			if isRemote(spec.Git.Repo) {
 				o.CacheDir = filepath.Join(s.opts.DataDir, "cache", ns, spec.Name)
+				o.RemoteReadMaxAge = s.opts.GitPollInterval / 2
 			}
 			auth, err := s.gitAuth(ns, spec.Git.SecretRef.Name, spec.Git.Repo)
 			if err != nil {
