@@ -323,8 +323,11 @@ type Server struct {
 	// pool holds the registered repositories open, at most
 	// Options.MaxOpenRepositories of them while unused (scope.go).
 	pool *repopool.Pool
-	// kick asks the poller for a pass at once (a push webhook).
-	kick chan struct{}
+	// pushed takes the registrations a push webhook named, for the
+	// poller to poll at once; kick asks it for a whole pass (when pushed
+	// is full).
+	pushed chan *repoEntry
+	kick   chan struct{}
 
 	hub      *hub
 	snaps    *snapshots
@@ -493,6 +496,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		roots:    roots,
 		pool:     repopool.New(&repopool.Options{MaxOpen: o.MaxOpenRepositories, IdleTimeout: o.RepositoryIdleTimeout}),
 		kick:     make(chan struct{}, 1),
+		pushed:   make(chan *repoEntry, 256),
 
 		heldRetries: &variantfail.Retries{Interval: o.VariantRetryHeld},
 	}

@@ -109,14 +109,29 @@ func (h *hub) publish(ev prEvent) {
 }
 
 // pollLoop finds the changes of the registered repositories for package
-// revision watches: every Options.GitPollInterval (and at once after a
-// push webhook) it polls each (pollRepo), a few at a time, until ctx is
-// done. It holds no repository open between polls: a repository is
-// acquired from the pool for its poll, and a git repository on disk
-// whose refs' files did not change is not opened at all.
+// revision watches: every Options.GitPollInterval it polls each
+// (pollRepo), a few at a time, and a repository a push webhook names at
+// once, beside the passes, until ctx is done. It holds no repository
+// open between polls: a repository is acquired from the pool for its
+// poll, and a git repository on disk whose refs' files did not change is
+// not opened at all.
 func (s *Server) pollLoop(ctx context.Context) {
 	t := time.NewTicker(s.opts.GitPollInterval)
 	defer t.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { // the repositories push webhooks name, beside the passes
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e := <-s.pushed:
+				s.pollRepo(ctx, e)
+			}
+		}
+	}()
 	for {
 		s.pollPass(ctx)
 		select {
