@@ -23,8 +23,12 @@ import (
 	"github.com/configasdata/cad/repository/repotest"
 )
 
-var fleetScale = flag.Bool("fleet-scale", false,
-	"BenchmarkRepositoryFleet: 1,000 repositories of 4 packages x 5 revisions, local and over git http, in place of 200 local ones")
+var (
+	fleetScale = flag.Bool("fleet-scale", false,
+		"BenchmarkRepositoryFleet: 1,000 repositories of 4 packages x 5 revisions, local and over git http, in place of 200 local ones")
+	fleetHTTP = flag.Bool("fleet-http", false,
+		"BenchmarkRepositoryFleet: also 100 repositories of 2 packages over git http (poll 2s)")
+)
 
 // fleetShape is one case of BenchmarkRepositoryFleet.
 type fleetShape struct {
@@ -43,6 +47,8 @@ type fleetShape struct {
 // 1,000 repositories of 4 packages x 5 published revisions (20 revisions,
 // 24 PackageRevisions with the placeholders), local (poll 1s) and served
 // by git http-backend on loopback (poll 10s), each with a bound of 16.
+// With -args -fleet-http: also 100 repositories of 2 packages over git
+// http (poll 2s, bound 16), a minute's run.
 // It reports:
 //
 //   - register-s: registering every repository (each is opened once; a
@@ -83,6 +89,9 @@ func BenchmarkRepositoryFleet(b *testing.B) {
 	shapes := []fleetShape{
 		{name: "max-open-200", n: 200, pkgs: 2, revs: 1, maxOpen: 200, poll: time.Second},
 		{name: "max-open-16", n: 200, pkgs: 2, revs: 1, maxOpen: 16, poll: time.Second},
+	}
+	if *fleetHTTP {
+		shapes = append(shapes, fleetShape{name: "http-100", n: 100, pkgs: 2, revs: 1, remote: true, maxOpen: 16, poll: 2 * time.Second})
 	}
 	if *fleetScale {
 		shapes = []fleetShape{
