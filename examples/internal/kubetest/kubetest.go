@@ -197,7 +197,7 @@ func New(ctx context.Context, dir string) (*Cluster, error) {
 	); err != nil {
 		return nil, err
 	}
-	if err := waitFor(ctx, 30*time.Second, c.procs[0], filepath.Join(dir, "etcd.log"), func() bool {
+	if err := waitFor(ctx, time.Minute, c.procs[0], filepath.Join(dir, "etcd.log"), func() bool {
 		resp, err := http.Get(etcdURL + "/health")
 		if err != nil {
 			return false
@@ -265,7 +265,7 @@ func New(ctx context.Context, dir string) (*Cluster, error) {
 	}
 	apiLog := filepath.Join(dir, "kube-apiserver.log")
 	var ca []byte
-	if err := waitFor(ctx, 90*time.Second, c.procs[1], apiLog, func() bool {
+	if err := waitFor(ctx, 3*time.Minute, c.procs[1], apiLog, func() bool {
 		if ca == nil {
 			// The self-signed serving certificate, which also holds its CA.
 			b, err := os.ReadFile(filepath.Join(certDir, "apiserver.crt"))

@@ -69,6 +69,21 @@ func startServerTLS(t testing.TB, dataDir string, mod func(*Options), tlsConfig 
 	}
 	ts := &testServer{Server: srv, t: t, dataDir: dataDir, http: hs, URL: hs.URL, cancel: cancel, done: done}
 	t.Cleanup(ts.stop)
+	// As any apiserver, /healthz and /readyz answer 500 until the
+	// post-start hooks are done, which on a loaded machine may take a
+	// moment: tests start from a ready server.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		rec := httptest.NewRecorder()
+		srv.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/readyz", nil))
+		if rec.Code == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/readyz after a minute: %d %s", rec.Code, rec.Body)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	return ts
 }
 
