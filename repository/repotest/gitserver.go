@@ -41,7 +41,7 @@ type GitServer struct {
 	Root string
 
 	requests atomic.Int64
-	perRepo  sync.Map // repository name -> *atomic.Int64
+	perRepo  *sync.Map // repository name -> *atomic.Int64; a pointer, so that a GitServer stays comparable
 }
 
 // NewGitServer starts a GitServer over the bare repositories under root
@@ -76,7 +76,7 @@ func NewGitServer(t testing.TB, root string, opts *GitServerOptions) *GitServer 
 			"REMOTE_USER=" + remoteUser(o.User),
 		}, gitEnv...),
 	}
-	s := &GitServer{Root: abs}
+	s := &GitServer{Root: abs, perRepo: new(sync.Map)}
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		s.requests.Add(1)
 		if name := repoOfPath(r.URL.Path); name != "" {
