@@ -99,17 +99,6 @@ func FromRevision(m revision.Meta, opts RevisionOptions) PackageRevision {
 	return pr
 }
 
-// KeyOf returns the revision key the object's spec names: repository,
-// package, workspace and revision.
-func KeyOf(pr *PackageRevision) revision.Key {
-	return revision.Key{
-		Repository: pr.Spec.RepositoryName,
-		Package:    pr.Spec.PackageName,
-		Workspace:  pr.Spec.WorkspaceName,
-		Revision:   pr.Spec.Revision,
-	}
-}
-
 // MetadataOf returns the object's labels and annotations as the revision
 // Metadata cad stores, without the server-managed LatestRevisionLabel,
 // with its ownerReferences and finalizers in annotations (see

@@ -7,7 +7,7 @@
 //
 // This package holds the conversions between them and cad's revision,
 // repository, engine and variant types (functions, since the types are not
-// local: KeyOf, MetadataOf, CreationTask, RepositoryToSpec, TypedVariant,
+// local: MetadataOf, CreationTask, RepositoryToSpec, TypedVariant,
 // ...), and Porch's object naming: a PackageRevision
 // (and its PackageRevisionResources) is named
 //

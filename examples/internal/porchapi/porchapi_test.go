@@ -98,9 +98,6 @@ func TestPorchJSON(t *testing.T) {
 	if err := ValidateTask(pr.Spec.Tasks[0]); err != nil {
 		t.Errorf("Validate: %v", err)
 	}
-	if k := KeyOf(&pr); k != (revision.Key{Repository: "blueprints", Package: "basens", Workspace: "v1", Revision: 1}) {
-		t.Errorf("Key = %+v", k)
-	}
 	if md := MetadataOf(&pr); !md.IsZero() {
 		t.Errorf("Metadata kept the latest label: %+v", md)
 	}

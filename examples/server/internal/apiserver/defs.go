@@ -22,19 +22,20 @@ var (
 func (s *Server) resourceDefs() []*resourceDef {
 	pr := &prImpl{s: s}
 	var defs []*resourceDef
-	add := func(d *resourceDef) *resourceDef {
+	add := func(d *resourceDef) {
+		if si, ok := d.impl.(*storeImpl); ok {
+			si.def = d
+		}
 		defs = append(defs, d)
-		return d
 	}
-	var nsDef, repoDef, pvDef, pvsDef *resourceDef
-	nsDef = add(&resourceDef{
+	add(&resourceDef{
 		gr: schema.GroupResource{Group: "", Resource: "namespaces"}, version: "v1", kind: "Namespace", listKind: "NamespaceList",
 		singular: "namespace", shortNames: []string{"ns"},
 		columns: []metav1.TableColumnDefinition{nameColumn, {Name: "Status", Type: "string", Description: "The phase of the namespace"}, ageColumn},
 		row: func(o metav1.Object) []any {
 			return []any{o.GetName(), "Active", age(o.GetCreationTimestamp())}
 		},
-		impl: &storeImpl{s: s, res: resNamespaces, def: func() *resourceDef { return nsDef },
+		impl: &storeImpl{s: s, res: resNamespaces,
 			prepare: func(_ context.Context, _ *request, obj, _ runtime.Object) error {
 				obj.(*corev1.Namespace).Status = corev1.NamespaceStatus{Phase: corev1.NamespaceActive}
 				return nil
@@ -45,8 +46,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 		// Standalone: the Secrets that Repositories' secretRefs name
 		// (porchctl repo reg creates them), kept in the store. In cluster
 		// mode they are the cluster's.
-		var secretDef *resourceDef
-		secretDef = add(&resourceDef{
+		add(&resourceDef{
 			gr: schema.GroupResource{Group: "", Resource: resSecrets}, version: "v1", kind: "Secret", listKind: "SecretList",
 			singular: "secret", namespaced: true,
 			columns: []metav1.TableColumnDefinition{nameColumn,
@@ -56,14 +56,14 @@ func (s *Server) resourceDefs() []*resourceDef {
 				sec := o.(*corev1.Secret)
 				return []any{sec.Name, string(sec.Type), len(sec.Data), age(sec.CreationTimestamp)}
 			},
-			impl: &storeImpl{s: s, res: resSecrets, def: func() *resourceDef { return secretDef }, prepare: prepareSecret},
+			impl: &storeImpl{s: s, res: resSecrets, prepare: prepareSecret},
 		})
 	}
 	add(&resourceDef{
 		gr: grPackageRevisions, version: porchapi.Version, kind: porchapi.KindPackageRevision,
 		listKind: porchapi.KindPackageRevisionList, singular: "packagerevision", namespaced: true,
 		shortNames: []string{"rpkg"}, categories: []string{"porch"},
-		subresources: s.withLiveStatus(map[string]subresourceDef{porchapi.SubresourceApproval: {impl: pr},
+		subresources: s.withLiveStatus(map[string]subresourceDef{porchapi.SubresourceApproval: {update: pr.approve},
 			SubresourceDependencies: {connect: depsImpl{s}}}),
 		checkFields: porchapi.CheckPackageRevisionSelector, fieldFn: prFieldSet,
 		columns: []metav1.TableColumnDefinition{
@@ -85,7 +85,7 @@ func (s *Server) resourceDefs() []*resourceDef {
 	add(&resourceDef{
 		gr: grPackageRevisionResources, version: porchapi.Version, kind: porchapi.KindPackageRevisionResources,
 		listKind: porchapi.KindPackageRevisionResourcesList, singular: "packagerevisionresources", namespaced: true,
-		readUpdate: true, shortNames: []string{"prr"}, categories: []string{"porch"},
+		shortNames: []string{"prr"}, categories: []string{"porch"},
 		checkFields: porchapi.CheckPackageRevisionSelector, fieldFn: prFieldSet,
 		columns: []metav1.TableColumnDefinition{
 			nameColumn,
@@ -101,8 +101,16 @@ func (s *Server) resourceDefs() []*resourceDef {
 		},
 		impl: &prrImpl{s: s},
 	})
-	repoImpl := &storeImpl{}
-	repoDef = add(&resourceDef{
+	repoImpl := &storeImpl{s: s, res: resRepositories, keepStatus: true,
+		prepare: s.prepareRepository, written: s.repositoryWritten,
+		deleting: func(_ context.Context, rq *request, u *unstructured.Unstructured) error {
+			if s.opts.ExternalRepositories {
+				return errExternalRepositories(rq.name)
+			}
+			return nil
+		},
+		deleted: func(_ context.Context, rq *request, u *unstructured.Unstructured) { s.unregister(rq.ns, rq.name) }}
+	add(&resourceDef{
 		gr: grRepositories, version: porchapi.Version, kind: porchapi.KindRepository, listKind: porchapi.KindRepositoryList,
 		singular: "repository", namespaced: true, shortNames: []string{"repo"}, categories: []string{"porch"},
 		subresources: repoImpl.statusSubresource(),
@@ -136,17 +144,8 @@ func (s *Server) resourceDefs() []*resourceDef {
 		},
 		impl: repoImpl,
 	})
-	*repoImpl = storeImpl{s: s, res: resRepositories, def: func() *resourceDef { return repoDef }, keepStatus: true,
-		prepare: s.prepareRepository, written: s.repositoryWritten,
-		deleting: func(_ context.Context, rq *request, u *unstructured.Unstructured) error {
-			if s.opts.ExternalRepositories {
-				return errExternalRepositories(rq.name)
-			}
-			return nil
-		},
-		deleted: func(_ context.Context, rq *request, u *unstructured.Unstructured) { s.unregister(rq.ns, rq.name) }}
-	variantHooks := func(res string, def func() *resourceDef) *storeImpl {
-		return &storeImpl{s: s, res: res, def: def, keepStatus: true, prepare: s.prepareVariant,
+	variantHooks := func(res string) *storeImpl {
+		return &storeImpl{s: s, res: res, keepStatus: true, prepare: s.prepareVariant,
 			written: func(_ context.Context, rq *request, u, _ *unstructured.Unstructured) *unstructured.Unstructured {
 				s.queueVariant(variantWork{resource: res, ns: rq.ns, name: u.GetName()})
 				return nil
@@ -155,15 +154,15 @@ func (s *Server) resourceDefs() []*resourceDef {
 				s.queueVariant(variantWork{resource: res, ns: rq.ns, name: u.GetName(), deleted: u})
 			}}
 	}
-	pvImpl := variantHooks(resPackageVariants, func() *resourceDef { return pvDef })
-	pvDef = add(&resourceDef{
+	pvImpl := variantHooks(resPackageVariants)
+	add(&resourceDef{
 		gr: grPackageVariants, version: porchapi.Version, kind: porchapi.KindPackageVariant, listKind: porchapi.KindPackageVariantList,
 		singular: "packagevariant", namespaced: true, categories: []string{"porch"},
 		subresources: pvImpl.statusSubresource(),
 		impl:         pvImpl,
 	})
-	pvsImpl := variantHooks(resPackageVariantSets, func() *resourceDef { return pvsDef })
-	pvsDef = add(&resourceDef{
+	pvsImpl := variantHooks(resPackageVariantSets)
+	add(&resourceDef{
 		gr: grPackageVariantSets, version: porchapi.VariantSetVersion, kind: porchapi.KindPackageVariantSet,
 		listKind: porchapi.KindPackageVariantSetList, singular: "packagevariantset", namespaced: true,
 		categories:   []string{"porch"},

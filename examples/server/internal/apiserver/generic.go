@@ -94,9 +94,7 @@ func (s *Server) genericServer() (*genericapiserver.GenericAPIServer, error) {
 		if d.gr == grPackageRevisions {
 			s.prDef = d
 		}
-		d := d
-		gvk := schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}
-		err := sc.AddFieldLabelConversionFunc(gvk, func(label, value string) (string, string, error) {
+		err := sc.AddFieldLabelConversionFunc(d.gvk(), func(label, value string) (string, string, error) {
 			if label == "metadata.name" || label == "metadata.namespace" {
 				return label, value, nil
 			}

@@ -22,14 +22,19 @@ import (
 	"github.com/configasdata/cad/repository"
 )
 
-// resourceStorage is the rest.Storage of one resource: the generic API
-// server's handlers call it with decoded objects and it calls the
-// resource's resourceImpl, which reads and writes the engine or the store.
+// resourceStorage is the rest.Storage of one resource, or of one of its
+// subresources: the generic API server's handlers call it with decoded
+// objects and it calls the resource's resourceImpl, which reads and writes
+// the engine or the store.
 type resourceStorage struct {
 	s      *Server
 	def    *resourceDef
 	scheme *runtime.Scheme
-	gvk    schema.GroupVersionKind
+	// full is def.impl when it also creates, deletes and watches.
+	full fullImpl
+	// sub is the update of the subresource served (status, approval);
+	// nil for the resource itself.
+	sub updateFunc
 }
 
 var (
@@ -47,50 +52,59 @@ var (
 	_ rest.GroupVersionKindProvider = (*resourceStorage)(nil)
 )
 
-// newResourceStorage returns the storage of d. The verbs d does not
-// serve are left out of the returned value's method set, so that the
-// generic server neither routes nor advertises them.
-func newResourceStorage(s *Server, d *resourceDef, sc *runtime.Scheme) rest.Storage {
-	rs := &resourceStorage{s: s, def: d, scheme: sc, gvk: schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}}
-	if d.readUpdate {
-		return &readUpdateStorage{rs}
+// The generic server routes and advertises the verbs of a storage's method
+// set. A resource that clients only get, list and update (and so patch),
+// packagerevisionresources, is a *resourceStorage seen through readUpdater;
+// a subresource through getUpdater.
+type (
+	readUpdater interface {
+		rest.Storage
+		rest.Scoper
+		rest.Getter
+		rest.Lister
+		rest.Updater
+		rest.TableConvertor
+		rest.SingularNameProvider
+		rest.ShortNamesProvider
+		rest.CategoriesProvider
 	}
-	return rs
+	getUpdater interface {
+		rest.Storage
+		rest.Getter
+		rest.Updater
+	}
+)
+
+// newResourceStorage returns the storage of d, which serves create, delete
+// and watch only when d's impl does (a fullImpl).
+func newResourceStorage(s *Server, d *resourceDef, sc *runtime.Scheme) rest.Storage {
+	rs := &resourceStorage{s: s, def: d, scheme: sc}
+	if full, ok := d.impl.(fullImpl); ok {
+		rs.full = full
+		return rs
+	}
+	return struct{ readUpdater }{rs}
 }
 
-// readUpdateStorage serves get, list and update (and so patch) of a
-// resource that clients neither create, delete nor watch
-// (packagerevisionresources).
-type readUpdateStorage struct{ rs *resourceStorage }
-
-func (r *readUpdateStorage) New() runtime.Object     { return r.rs.New() }
-func (r *readUpdateStorage) Destroy()                {}
-func (r *readUpdateStorage) NamespaceScoped() bool   { return r.rs.NamespaceScoped() }
-func (r *readUpdateStorage) GetSingularName() string { return r.rs.GetSingularName() }
-func (r *readUpdateStorage) ShortNames() []string    { return r.rs.ShortNames() }
-func (r *readUpdateStorage) Categories() []string    { return r.rs.Categories() }
-func (r *readUpdateStorage) NewList() runtime.Object { return r.rs.NewList() }
-func (r *readUpdateStorage) Get(ctx context.Context, name string, o *metav1.GetOptions) (runtime.Object, error) {
-	return r.rs.Get(ctx, name, o)
-}
-func (r *readUpdateStorage) List(ctx context.Context, o *metainternalversion.ListOptions) (runtime.Object, error) {
-	return r.rs.List(ctx, o)
-}
-func (r *readUpdateStorage) ConvertToTable(ctx context.Context, obj, opts runtime.Object) (*metav1.Table, error) {
-	return r.rs.ConvertToTable(ctx, obj, opts)
-}
-func (r *readUpdateStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, cv rest.ValidateObjectFunc, uv rest.ValidateObjectUpdateFunc, force bool, o *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	return r.rs.Update(ctx, name, objInfo, cv, uv, false, o)
+// newSubresourceStorage returns the storage of d's subresource sd: a GET
+// of cad's own for a connectImpl, else get (the resource's object) and
+// update through sd.update.
+func newSubresourceStorage(s *Server, d *resourceDef, sd subresourceDef, sc *runtime.Scheme) rest.Storage {
+	rs := &resourceStorage{s: s, def: d, scheme: sc, sub: sd.update}
+	if sd.connect != nil {
+		return &subresourceConnecter{rs, sd.connect}
+	}
+	return struct{ getUpdater }{rs}
 }
 
 func (rs *resourceStorage) New() runtime.Object {
-	obj, err := rs.scheme.New(rs.gvk)
+	obj, err := rs.scheme.New(rs.def.gvk())
 	must(err)
 	return obj
 }
 
 func (rs *resourceStorage) NewList() runtime.Object {
-	obj, err := rs.scheme.New(rs.gvk.GroupVersion().WithKind(rs.def.listKind))
+	obj, err := rs.scheme.New(rs.def.gvk().GroupVersion().WithKind(rs.def.listKind))
 	must(err)
 	return obj
 }
@@ -101,7 +115,7 @@ func (rs *resourceStorage) GetSingularName() string { return rs.def.singular }
 func (rs *resourceStorage) ShortNames() []string    { return rs.def.shortNames }
 func (rs *resourceStorage) Categories() []string    { return rs.def.categories }
 func (rs *resourceStorage) GroupVersionKind(schema.GroupVersion) schema.GroupVersionKind {
-	return rs.gvk
+	return rs.def.gvk()
 }
 
 // request builds the resourceImpl's request of a call; dry is the call's
@@ -159,11 +173,7 @@ func (rs *resourceStorage) List(ctx context.Context, o *metainternalversion.List
 	if err := rs.checkSelector(lo); err != nil {
 		return nil, err
 	}
-	objs, rv, err := rs.def.impl.list(ctx, rq, lo)
-	if err = rs.finish(ctx, rq, err); err != nil {
-		return nil, err
-	}
-	page, cont, err := paginate(objs, lo, rv)
+	page, rv, cont, err := listPage(ctx, rq, lo)
 	if err = rs.finish(ctx, rq, err); err != nil {
 		return nil, err
 	}
@@ -185,30 +195,22 @@ func (rs *resourceStorage) List(ctx context.Context, o *metainternalversion.List
 }
 
 func (rs *resourceStorage) ConvertToTable(_ context.Context, obj, _ runtime.Object) (*metav1.Table, error) {
-	var objs []metav1.Object
-	var rv, cont string
-	if meta.IsListType(obj) {
-		items, err := meta.ExtractList(obj)
-		if err != nil {
+	items, rv, cont := []runtime.Object{obj}, "", ""
+	if lm, err := meta.ListAccessor(obj); err == nil && meta.IsListType(obj) {
+		rv, cont = lm.GetResourceVersion(), lm.GetContinue()
+		if items, err = meta.ExtractList(obj); err != nil {
 			return nil, err
 		}
-		for _, it := range items {
-			m, err := meta.Accessor(it)
-			if err != nil {
-				return nil, err
-			}
-			objs = append(objs, m)
-		}
-		if lm, err := meta.ListAccessor(obj); err == nil {
-			rv, cont = lm.GetResourceVersion(), lm.GetContinue()
-		}
-	} else {
-		m, err := meta.Accessor(obj)
-		if err != nil {
-			return nil, err
-		}
-		objs = []metav1.Object{m}
+	} else if m, err := meta.Accessor(obj); err == nil {
 		rv = m.GetResourceVersion()
+	}
+	objs := make([]metav1.Object, len(items))
+	for i, it := range items {
+		m, err := meta.Accessor(it)
+		if err != nil {
+			return nil, err
+		}
+		objs[i] = m
 	}
 	return table(rs.def, objs, rv, cont, true), nil
 }
@@ -223,37 +225,33 @@ func (rs *resourceStorage) Create(ctx context.Context, obj runtime.Object, creat
 	if err != nil {
 		return nil, err
 	}
-	rq := rs.request(ctx, m.GetName(), o.DryRun)
-	if rq.dryRun {
-		repo := ""
-		if pr, ok := obj.(*porchapi.PackageRevision); ok {
-			repo = pr.Spec.RepositoryName
-		}
-		end, err := rs.beginDryRun(ctx, rq, repo)
-		if err != nil {
-			return nil, rs.finish(ctx, rq, err)
-		}
-		defer end()
+	repo := ""
+	if pr, ok := obj.(*porchapi.PackageRevision); ok {
+		repo = pr.Spec.RepositoryName
 	}
-	out, err := rs.def.impl.create(ctx, rq, obj)
+	rq, end, err := rs.writeRequest(ctx, m.GetName(), o.DryRun, repo)
+	if err != nil {
+		return nil, err
+	}
+	defer end()
+	out, err := rs.full.create(ctx, rq, obj)
 	return result(out, rs.finish(ctx, rq, err))
 }
 
+// Update serves an update (and so a patch) of the resource or of the
+// subresource. Server-side apply of a resource that does not exist
+// creates it, where the resource creates.
 func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, createValidation rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, forceAllowCreate bool, o *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	rq := rs.request(ctx, name, o.DryRun)
-	if rq.dryRun {
-		end, err := rs.beginDryRun(ctx, rq, repositoryOfName(name))
-		if err != nil {
-			return nil, false, rs.finish(ctx, rq, err)
-		}
-		defer end()
+	rq, end, err := rs.writeRequest(ctx, name, o.DryRun, repositoryOfName(name))
+	if err != nil {
+		return nil, false, err
 	}
+	defer end()
 	cur, err := rs.def.impl.get(ctx, rq)
 	if err = rs.finish(ctx, rq, err); err != nil {
-		if !forceAllowCreate || !apierrors.IsNotFound(err) {
+		if !forceAllowCreate || rs.full == nil || rs.sub != nil || !apierrors.IsNotFound(err) {
 			return nil, false, err
 		}
-		// Server-side apply of an object that does not exist creates it.
 		obj, err := objInfo.UpdatedObject(ctx, nil)
 		if err != nil {
 			return nil, false, err
@@ -267,11 +265,15 @@ func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest
 	if err != nil {
 		return nil, false, err
 	}
-	if rs.def.gr == grPackageRevisions {
-		// As Porch: no unconditional update of a package revision (a
-		// patch or an apply carries the current resourceVersion).
-		if m, err := meta.Accessor(obj); err == nil && m.GetResourceVersion() == "" {
-			return nil, false, errResourceVersionRequired(grPackageRevisions, porchapi.KindPackageRevision, name)
+	update := rs.sub
+	if update == nil {
+		update = rs.def.impl.update
+		if rs.def.gr == grPackageRevisions {
+			// As Porch: no unconditional update of a package revision (a
+			// patch or an apply carries the current resourceVersion).
+			if m, err := meta.Accessor(obj); err == nil && m.GetResourceVersion() == "" {
+				return nil, false, errResourceVersionRequired(grPackageRevisions, porchapi.KindPackageRevision, name)
+			}
 		}
 	}
 	if updateValidation != nil {
@@ -279,7 +281,7 @@ func (rs *resourceStorage) Update(ctx context.Context, name string, objInfo rest
 			return nil, false, err
 		}
 	}
-	out, err := rs.def.impl.update(ctx, rq, obj)
+	out, err := update(ctx, rq, obj)
 	t, err := result(out, rs.finish(ctx, rq, err))
 	return t, false, err
 }
@@ -297,14 +299,11 @@ func (rs *resourceStorage) Delete(ctx context.Context, name string, deleteValida
 	if o == nil {
 		o = &metav1.DeleteOptions{}
 	}
-	rq := rs.request(ctx, name, o.DryRun)
-	if rq.dryRun {
-		end, err := rs.beginDryRun(ctx, rq, repositoryOfName(name))
-		if err != nil {
-			return nil, false, rs.finish(ctx, rq, err)
-		}
-		defer end()
+	rq, end, err := rs.writeRequest(ctx, name, o.DryRun, repositoryOfName(name))
+	if err != nil {
+		return nil, false, err
 	}
+	defer end()
 	if deleteValidation != nil {
 		cur, err := result(rs.def.impl.get(ctx, rq))
 		if err = rs.finish(ctx, rq, err); err != nil {
@@ -314,7 +313,7 @@ func (rs *resourceStorage) Delete(ctx context.Context, name string, deleteValida
 			return nil, false, err
 		}
 	}
-	out, err := rs.def.impl.delete(ctx, rq, o)
+	out, err := rs.full.delete(ctx, rq, o)
 	if err = rs.finish(ctx, rq, err); err != nil {
 		return nil, false, err
 	}
@@ -341,7 +340,7 @@ func (rs *resourceStorage) Watch(ctx context.Context, o *metainternalversion.Lis
 	go func() {
 		defer close(w.ch)
 		defer close(w.done)
-		err := rs.def.impl.watch(ctx, rq, lo, func(ev watchEvent) error {
+		err := rs.full.watch(ctx, rq, lo, func(ev watchEvent) error {
 			start(nil)
 			if ev.typ == "" {
 				return nil
@@ -402,21 +401,6 @@ func (w *implWatch) Stop() {
 
 func (w *implWatch) ResultChan() <-chan watch.Event { return w.ch }
 
-// subresourceStorage serves a subresource: get and update (and so patch
-// and apply) through the subresource's impl.
-type subresourceStorage struct {
-	rs *resourceStorage
-	sd subresourceDef
-}
-
-func newSubresourceStorage(s *Server, d *resourceDef, sd subresourceDef, sc *runtime.Scheme) rest.Storage {
-	rs := &resourceStorage{s: s, def: d, scheme: sc, gvk: schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}}
-	if sd.connect != nil {
-		return &subresourceConnecter{rs, sd.connect}
-	}
-	return &subresourceStorage{rs: rs, sd: sd}
-}
-
 // subresourceConnecter serves a connectImpl's GET.
 type subresourceConnecter struct {
 	rs *resourceStorage
@@ -450,73 +434,41 @@ func (c *subresourceConnecter) Connect(ctx context.Context, name string, _ runti
 	}), nil
 }
 
-func (ss *subresourceStorage) New() runtime.Object { return ss.rs.New() }
-func (ss *subresourceStorage) Destroy()            {}
-
-func (ss *subresourceStorage) Get(ctx context.Context, name string, _ *metav1.GetOptions) (runtime.Object, error) {
-	rq := ss.rs.request(ctx, name, nil)
-	obj, err := ss.sd.impl.getSub(ctx, rq)
-	return result(obj, ss.rs.finish(ctx, rq, err))
-}
-
-func (ss *subresourceStorage) Update(ctx context.Context, name string, objInfo rest.UpdatedObjectInfo, _ rest.ValidateObjectFunc, updateValidation rest.ValidateObjectUpdateFunc, _ bool, o *metav1.UpdateOptions) (runtime.Object, bool, error) {
-	rq := ss.rs.request(ctx, name, o.DryRun)
-	if rq.dryRun {
-		end, err := ss.rs.beginDryRun(ctx, rq, repositoryOfName(name))
-		if err != nil {
-			return nil, false, ss.rs.finish(ctx, rq, err)
-		}
-		defer end()
-	}
-	old, err := result(ss.sd.impl.getSub(ctx, rq))
-	if err = ss.rs.finish(ctx, rq, err); err != nil {
-		return nil, false, err
-	}
-	obj, err := objInfo.UpdatedObject(ctx, old)
-	if err != nil {
-		return nil, false, err
-	}
-	if updateValidation != nil {
-		if err := updateValidation(ctx, obj, old); err != nil {
-			return nil, false, err
-		}
-	}
-	out, err := ss.sd.impl.updateSub(ctx, rq, obj)
-	t, err := result(out, ss.rs.finish(ctx, rq, err))
-	return t, false, err
-}
-
-// beginDryRun starts the dry run of a write to a package revision of
-// repository repoName: it sets rq.dry to a write batch of the repository
-// (repository.Batch), through which the request's Engine (engineFor)
-// writes and reads, and returns the function that ends the dry run by
-// discarding the batch, so that the dry run checks and answers everything
-// a write would without writing anything. A repository that cannot batch
-// refuses the dry run (400): its writes could not be taken back. Stored
-// objects (storeImpl) do their dry runs themselves; for them, and when
-// the repository is not open (the write fails on its own), rq is left as
-// it is.
-func (rs *resourceStorage) beginDryRun(ctx context.Context, rq *request, repoName string) (func(), error) {
-	if _, stored := rs.def.impl.(*storeImpl); stored {
-		return func() {}, nil
+// writeRequest builds the request of a write to object name, a package
+// revision of repository repoName for the engine's resources, and returns
+// it with the function that ends it. A dry run (dry, the call's dryRun
+// option) of a write to a package revision sets rq.dry to a write batch of
+// the repository (repository.Batch), through which the request's Engine
+// (engineFor) writes and reads, and the function ends it by discarding the
+// batch, so that the dry run checks and answers everything a write would
+// without writing anything. A repository that cannot batch refuses the
+// dry run (400): its writes could not be taken back. Stored objects
+// (storeImpl) do their dry runs themselves; for them, and when the
+// repository is not open (the write fails on its own), rq.dry stays nil.
+func (rs *resourceStorage) writeRequest(ctx context.Context, name string, dry []string, repoName string) (*request, func(), error) {
+	rq := rs.request(ctx, name, dry)
+	if _, stored := rs.def.impl.(*storeImpl); stored || !rq.dryRun {
+		return rq, func() {}, nil
 	}
 	e, ok := rs.s.entry(rq.ns, repoName)
 	if !ok {
-		return func() {}, nil
+		return rq, func() {}, nil
 	}
 	repo, err := rs.s.acquire(ctx, e)
 	if err != nil {
-		return func() {}, nil
+		return rq, func() {}, nil
 	}
 	b, err := repository.BeginBatch(ctx, repo)
 	switch {
 	case errors.Is(err, repository.ErrNotSupported):
-		return nil, errBadRequest("dry run: repository %q cannot hold writes in a batch, so cad's server cannot run a write to it without making it", repoName)
+		err = errBadRequest("dry run: repository %q cannot hold writes in a batch, so cad's server cannot run a write to it without making it", repoName)
 	case err != nil:
-		return nil, err
+		err = toAPIError(rs.def.gr, name, err)
+	default:
+		rq.dry = b
+		return rq, b.Discard, nil
 	}
-	rq.dry = b
-	return b.Discard, nil
+	return nil, nil, err
 }
 
 // repositoryOfName is the repository a package revision's name starts

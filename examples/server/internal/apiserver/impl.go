@@ -24,17 +24,28 @@ import (
 type resourceImpl interface {
 	get(ctx context.Context, rq *request) (metav1.Object, error)
 	list(ctx context.Context, rq *request, lo *listOptions) ([]metav1.Object, string, error)
-	watch(ctx context.Context, rq *request, lo *listOptions, send func(watchEvent) error) error
-	create(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error)
 	update(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error)
-	delete(ctx context.Context, rq *request, opts *metav1.DeleteOptions) (metav1.Object, error)
 }
 
-// subresourceImpl serves a subresource (packagerevisions/approval, status).
-type subresourceImpl interface {
-	getSub(ctx context.Context, rq *request) (metav1.Object, error)
-	updateSub(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error)
+// fullImpl is a resourceImpl that also creates, deletes and watches; a
+// resource whose impl is not one is only read and updated
+// (packagerevisionresources).
+type fullImpl interface {
+	resourceImpl
+	create(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error)
+	delete(ctx context.Context, rq *request, opts *metav1.DeleteOptions) (metav1.Object, error)
+	watch(ctx context.Context, rq *request, lo *listOptions, send func(watchEvent) error) error
 }
+
+var (
+	_ fullImpl     = (*prImpl)(nil)
+	_ fullImpl     = (*storeImpl)(nil)
+	_ resourceImpl = (*prrImpl)(nil)
+)
+
+// updateFunc updates a subresource (packagerevisions/approval, status)
+// of the object its resource's get returns.
+type updateFunc func(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error)
 
 // connectImpl serves a read-only subresource of cad's own (dependencies,
 // livestatus) whose object is not a kind of the API: it reads the HTTP
@@ -45,14 +56,12 @@ type connectImpl interface {
 
 // resourceDef describes a served resource for routing and discovery.
 type resourceDef struct {
-	gr         schema.GroupResource
-	version    string
-	kind       string
-	listKind   string
-	singular   string
-	namespaced bool
-	// readUpdate: clients only get, list, update and patch it.
-	readUpdate   bool
+	gr           schema.GroupResource
+	version      string
+	kind         string
+	listKind     string
+	singular     string
+	namespaced   bool
 	shortNames   []string
 	categories   []string
 	subresources map[string]subresourceDef
@@ -67,9 +76,10 @@ type resourceDef struct {
 	impl    resourceImpl
 }
 
+// subresourceDef is a subresource: its update, or a GET of cad's own.
 type subresourceDef struct {
-	impl    subresourceImpl
-	connect connectImpl // instead of impl, for a GET of cad's own
+	update  updateFunc
+	connect connectImpl
 }
 
 // watchEvent is one event of a watch: type and object. An event with an
@@ -88,7 +98,7 @@ type request struct {
 	// dryRun: check and answer, write nothing.
 	dryRun bool
 	// dry is the write batch a dry run writes into and reads through,
-	// discarded at its end (see resourceStorage.beginDryRun); nil
+	// discarded at its end (see resourceStorage.writeRequest); nil
 	// otherwise.
 	dry repository.Batch
 }
@@ -149,7 +159,12 @@ func (lo *listOptions) matches(def *resourceDef, obj metav1.Object) bool {
 	return true
 }
 
-// typeMeta of the served resource.
+// gvk is the served kind of the resource.
+func (d *resourceDef) gvk() schema.GroupVersionKind {
+	return schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}
+}
+
+// apiVersion is the served apiVersion of the resource.
 func (d *resourceDef) apiVersion() string {
 	if d.gr.Group == "" {
 		return d.version

@@ -52,14 +52,22 @@ func (s *Server) serveList(ctx context.Context, w http.ResponseWriter, r *http.R
 	s.writeListBody(w, r, e)
 }
 
+// listPage lists the objects of rq's resource that lo selects and cuts
+// the page lo asks for; it returns the page, the list's resourceVersion
+// and the continue token of the next page.
+func listPage(ctx context.Context, rq *request, lo *listOptions) ([]metav1.Object, string, string, error) {
+	items, rv, err := rq.def.impl.list(ctx, rq, lo)
+	if err != nil {
+		return nil, "", "", err
+	}
+	items, cont, err := paginate(items, lo, rv)
+	return items, rv, cont, err
+}
+
 // encodeList lists and encodes the page lo asks for, as a Table when
 // table is set, and returns the body and the list's resourceVersion.
 func (s *Server) encodeList(ctx context.Context, rq *request, lo *listOptions, asTable bool) ([]byte, string, error) {
-	items, rv, err := rq.def.impl.list(ctx, rq, lo)
-	if err != nil {
-		return nil, "", err
-	}
-	items, cont, err := paginate(items, lo, rv)
+	items, rv, cont, err := listPage(ctx, rq, lo)
 	if err != nil {
 		return nil, "", err
 	}

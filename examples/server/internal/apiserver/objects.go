@@ -74,7 +74,7 @@ func sortEntries(es []*repoEntry) {
 type storeImpl struct {
 	s   *Server
 	res string
-	def func() *resourceDef
+	def *resourceDef // set by resourceDefs
 	// keepStatus: the client's status is ignored, the stored one kept.
 	keepStatus bool
 	// prepare checks and completes an object of the resource's Go type
@@ -93,8 +93,7 @@ func (si *storeImpl) typed(u *unstructured.Unstructured, err error) (metav1.Obje
 	if err != nil {
 		return nil, err
 	}
-	d := si.def()
-	gvk := schema.GroupVersionKind{Group: d.gr.Group, Version: d.version, Kind: d.kind}
+	gvk := si.def.gvk()
 	obj, err := si.s.scheme.New(gvk)
 	if err == nil {
 		err = runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, obj)
@@ -113,10 +112,9 @@ func (si *storeImpl) unstructured(obj runtime.Object, ns string) (*unstructured.
 	if err != nil {
 		return nil, err
 	}
-	d := si.def()
 	u := &unstructured.Unstructured{Object: m}
-	u.SetAPIVersion(d.apiVersion())
-	u.SetKind(d.kind)
+	u.SetAPIVersion(si.def.apiVersion())
+	u.SetKind(si.def.kind)
 	u.SetNamespace(ns)
 	return u, nil
 }
@@ -211,7 +209,7 @@ func (si *storeImpl) watch(ctx context.Context, rq *request, lo *listOptions, se
 
 // namespaceExists refuses objects in a namespace that does not exist.
 func (si *storeImpl) namespaceExists(rq *request) error {
-	if !si.def().namespaced {
+	if !si.def.namespaced {
 		return nil
 	}
 	if _, err := si.s.store.Get(resNamespaces, "", rq.ns); err != nil {
@@ -221,14 +219,13 @@ func (si *storeImpl) namespaceExists(rq *request) error {
 }
 
 func (si *storeImpl) create(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
-	d := si.def()
 	m := obj.(metav1.Object)
 	if m.GetName() == "" && m.GetGenerateName() != "" {
 		m.SetName(m.GetGenerateName() + utilrand.String(5))
 	}
 	rq.name = m.GetName()
 	if m.GetName() == "" {
-		return nil, errInvalid(d.gr, d.kind, "", "metadata.name", "Required value: name or generateName is required")
+		return nil, errInvalid(si.def.gr, si.def.kind, "", "metadata.name", "Required value: name or generateName is required")
 	}
 	if err := si.namespaceExists(rq); err != nil {
 		return nil, err
@@ -248,7 +245,7 @@ func (si *storeImpl) create(ctx context.Context, rq *request, obj runtime.Object
 	}
 	if rq.dryRun {
 		if _, err := si.s.store.Get(si.res, u.GetNamespace(), u.GetName()); err == nil {
-			return nil, apierrors.NewAlreadyExists(d.gr, u.GetName())
+			return nil, apierrors.NewAlreadyExists(si.def.gr, u.GetName())
 		}
 		u.SetCreationTimestamp(metav1.NewTime(time.Now().UTC().Truncate(time.Second)))
 		u.SetGeneration(1)
@@ -267,7 +264,6 @@ func (si *storeImpl) create(ctx context.Context, rq *request, obj runtime.Object
 }
 
 func (si *storeImpl) update(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
-	d := si.def()
 	m := obj.(metav1.Object)
 	m.SetName(rq.name)
 	old, err := si.s.store.Get(si.res, rq.ns, rq.name)
@@ -275,9 +271,9 @@ func (si *storeImpl) update(ctx context.Context, rq *request, obj runtime.Object
 		return nil, err
 	}
 	if rv := m.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
-		return nil, errConflict(d.gr, rq.name, staleMessage)
+		return nil, errConflict(si.def.gr, rq.name, staleMessage)
 	}
-	if err := keepDeletion(d, m, old); err != nil {
+	if err := keepDeletion(si.def, m, old); err != nil {
 		return nil, err
 	}
 	if si.prepare != nil {
@@ -330,11 +326,7 @@ func keepDeletion(d *resourceDef, u metav1.Object, old *unstructured.Unstructure
 	if old.GetDeletionTimestamp() == nil {
 		return nil
 	}
-	if added := newFinalizers(u.GetFinalizers(), old.GetFinalizers()); len(added) > 0 {
-		return errForbidden(d.gr, u.GetName(),
-			fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))
-	}
-	return nil
+	return errNewFinalizers(d.gr, u.GetName(), u.GetFinalizers(), old.GetFinalizers())
 }
 
 // finishDeletion deletes u, just written, when its deletion was requested
@@ -349,7 +341,7 @@ func (si *storeImpl) finishDeletion(ctx context.Context, rq *request, u *unstruc
 		return true, nil
 	}
 	if err != nil {
-		return false, toAPIError(si.def().gr, u.GetName(), err)
+		return false, toAPIError(si.def.gr, u.GetName(), err)
 	}
 	si.afterDelete(ctx, rq, gone)
 	return true, nil
@@ -365,7 +357,6 @@ func (si *storeImpl) afterDelete(ctx context.Context, rq *request, gone *unstruc
 }
 
 func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOptions) (metav1.Object, error) {
-	d := si.def()
 	cur, err := si.s.store.Get(si.res, rq.ns, rq.name)
 	if err != nil {
 		return nil, err
@@ -376,7 +367,7 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 			rv = *pc.ResourceVersion
 		}
 		if pc.UID != nil && *pc.UID != cur.GetUID() {
-			return nil, errConflict(d.gr, rq.name, "the UID in the precondition does not match the UID in record")
+			return nil, errConflict(si.def.gr, rq.name, "the UID in the precondition does not match the UID in record")
 		}
 	}
 	if si.deleting != nil {
@@ -385,7 +376,7 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 		}
 	}
 	if rv != "" && rv != cur.GetResourceVersion() {
-		return nil, errConflict(d.gr, rq.name, staleMessage)
+		return nil, errConflict(si.def.gr, rq.name, staleMessage)
 	}
 	if rq.dryRun {
 		return si.typed(cur, nil)
@@ -412,15 +403,10 @@ func (si *storeImpl) delete(ctx context.Context, rq *request, opts *metav1.Delet
 	return si.typed(gone, nil)
 }
 
-// getSub serves the status subresource: the object.
-func (si *storeImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error) {
-	return si.get(ctx, rq)
-}
-
-// updateSub serves an update of the status subresource, as Kubernetes
+// updateStatus serves an update of the status subresource, as Kubernetes
 // does: only the status of obj is taken, its spec and metadata are
 // ignored (its resourceVersion, when set, must be the stored one).
-func (si *storeImpl) updateSub(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
+func (si *storeImpl) updateStatus(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	u, err := si.unstructured(obj, rq.ns)
 	if err != nil {
 		return nil, err
@@ -430,7 +416,7 @@ func (si *storeImpl) updateSub(ctx context.Context, rq *request, obj runtime.Obj
 		return nil, err
 	}
 	if rv := u.GetResourceVersion(); rv != "" && rv != old.GetResourceVersion() {
-		return nil, errConflict(si.def().gr, rq.name, staleMessage)
+		return nil, errConflict(si.def.gr, rq.name, staleMessage)
 	}
 	out := old.DeepCopy()
 	if st, ok := u.Object["status"]; ok && st != nil {
@@ -446,7 +432,7 @@ func (si *storeImpl) updateSub(ctx context.Context, rq *request, obj runtime.Obj
 
 // statusSubresource is the status subresource of a stored resource.
 func (si *storeImpl) statusSubresource() map[string]subresourceDef {
-	return map[string]subresourceDef{subresourceStatus: {impl: si}}
+	return map[string]subresourceDef{subresourceStatus: {update: si.updateStatus}}
 }
 
 // subresourceStatus is the name of the status subresource.
@@ -648,14 +634,7 @@ func (s *Server) deletingNamespace(ctx context.Context, rq *request, u *unstruct
 // setRepositoryStatus stores the status of a registration that changed
 // state outside a request (a repository that opened on retry).
 func (s *Server) setRepositoryStatus(e *repoEntry) {
-	for i := 0; i < 3; i++ {
-		u, err := s.store.Get(resRepositories, e.ns, e.name)
-		if err != nil {
-			return
-		}
-		u.Object["status"] = repositoryStatus(e, u.GetGeneration(), statusOf(u))
-		if _, err := s.store.Update(resRepositories, u); err == nil {
-			return
-		}
-	}
+	s.setStatus(resRepositories, e.ns, e.name, func(u *unstructured.Unstructured) map[string]any {
+		return repositoryStatus(e, u.GetGeneration(), statusOf(u))
+	})
 }

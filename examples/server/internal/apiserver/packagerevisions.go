@@ -649,9 +649,8 @@ func (p *prImpl) update(ctx context.Context, rq *request, obj runtime.Object) (m
 	deleting := porchapi.DeletionRequested(m.Metadata)
 	if deleting {
 		md = porchapi.WithDeletionTimestamp(md, cur.DeletionTimestamp.Time)
-		if added := newFinalizers(porchapi.Finalizers(md), porchapi.Finalizers(m.Metadata)); len(added) > 0 {
-			return nil, errForbidden(grPackageRevisions, rq.name,
-				fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))
+		if err := errNewFinalizers(grPackageRevisions, rq.name, porchapi.Finalizers(md), porchapi.Finalizers(m.Metadata)); err != nil {
+			return nil, err
 		}
 	}
 	// The object's labels and annotations; readiness is compared below.
@@ -794,15 +793,15 @@ func (p *prImpl) update(ctx context.Context, rq *request, obj runtime.Object) (m
 	return out, err
 }
 
-// newFinalizers returns the finalizers of now that were not in before.
-func newFinalizers(now, before []string) []string {
-	var out []string
-	for _, f := range now {
-		if !slices.Contains(before, f) {
-			out = append(out, f)
-		}
+// errNewFinalizers refuses, as Kubernetes does, the finalizers of now
+// that were not in before, on an object being deleted; nil when there are
+// none.
+func errNewFinalizers(gr schema.GroupResource, name string, now, before []string) error {
+	added := slices.DeleteFunc(slices.Clone(now), func(f string) bool { return slices.Contains(before, f) })
+	if len(added) == 0 {
+		return nil
 	}
-	return out
+	return errForbidden(gr, name, fmt.Sprintf("no new finalizers can be added if the object is being deleted, found new finalizers %q", added))
 }
 
 // checkUpdate checks an update of cur to in: resourceVersion, immutable
@@ -897,13 +896,9 @@ func (p *prImpl) delete(ctx context.Context, rq *request, opts *metav1.DeleteOpt
 	return nil, nil
 }
 
-// Approval subresource.
-
-func (p *prImpl) getSub(ctx context.Context, rq *request) (metav1.Object, error) {
-	return p.get(ctx, rq)
-}
-
-func (p *prImpl) updateSub(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
+// approve serves an update of the approval subresource: a lifecycle
+// change, approval the one no other update makes.
+func (p *prImpl) approve(ctx context.Context, rq *request, obj runtime.Object) (metav1.Object, error) {
 	s := p.s
 	in := obj.(*porchapi.PackageRevision)
 	cur, rev, e, err := s.getPR(ctx, s.engineFor(ctx, rq), rq.ns, rq.name)

@@ -71,18 +71,6 @@ func (p *prrImpl) list(ctx context.Context, rq *request, lo *listOptions) ([]met
 	return out, "", nil
 }
 
-func (p *prrImpl) watch(context.Context, *request, *listOptions, func(watchEvent) error) error {
-	return apierrors.NewMethodNotSupported(grPackageRevisionResources, "watch")
-}
-
-func (p *prrImpl) create(context.Context, *request, runtime.Object) (metav1.Object, error) {
-	return nil, apierrors.NewMethodNotSupported(grPackageRevisionResources, "create")
-}
-
-func (p *prrImpl) delete(context.Context, *request, *metav1.DeleteOptions) (metav1.Object, error) {
-	return nil, apierrors.NewMethodNotSupported(grPackageRevisionResources, "delete")
-}
-
 // update replaces the files of a Draft with spec.resources and renders them.
 // The resourceVersion is required, as in Porch. More files than
 // Options.MaxPackageFiles are refused (413) before anything is read.

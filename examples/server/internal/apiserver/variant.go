@@ -312,22 +312,27 @@ func (s *Server) syncVariant(ctx context.Context, w variantWork) {
 		s.log.Warn("variant sync returned a status that is not JSON", "name", w.name, "err", serr)
 		return
 	}
-	s.setStatus(w.resource, w.ns, w.name, st)
+	s.setStatus(w.resource, w.ns, w.name, withStatus(st))
 }
 
-// setStatus stores a new status on an object, retrying on conflicts with
-// concurrent writers.
-func (s *Server) setStatus(resource, ns, name string, st map[string]any) {
+// setStatus stores the status that status computes from a stored object,
+// retrying on conflicts with concurrent writers.
+func (s *Server) setStatus(resource, ns, name string, status func(u *unstructured.Unstructured) map[string]any) {
 	for i := 0; i < 3; i++ {
 		u, err := s.store.Get(resource, ns, name)
 		if err != nil {
 			return
 		}
-		u.Object["status"] = st
+		u.Object["status"] = status(u)
 		if _, err := s.store.Update(resource, u); err == nil {
 			return
 		}
 	}
+}
+
+// withStatus is the status func of a status computed beforehand.
+func withStatus(st map[string]any) func(*unstructured.Unstructured) map[string]any {
+	return func(*unstructured.Unstructured) map[string]any { return st }
 }
 
 // syncJournalFile, in the data directory, names the object whose sync
@@ -384,7 +389,7 @@ func (s *Server) recoverInterruptedSync() {
 	s.log.Warn("variant held: the server stopped during its syncs", "resource", j.Resource, "namespace", j.Namespace, "name", j.Name, "interrupted", j.Interrupted)
 	st, err := variantfail.Status(statusOf(u), j.Generation, variantfail.ReasonSyncInterrupted, errors.New(msg))
 	if err == nil {
-		s.setStatus(j.Resource, j.Namespace, j.Name, st)
+		s.setStatus(j.Resource, j.Namespace, j.Name, withStatus(st))
 	}
 }
 
