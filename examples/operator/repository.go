@@ -190,17 +190,17 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 	// that found nothing to do has nothing to do now: the poll of an
 	// unchanged repository reads its refs, not its revisions. The version
 	// is read before the list, so that a change after it is seen at the
-	// next poll.
-	// A local repository whose refs did not change since a Version of it
-	// in this process is not opened for its version
-	// (gitrepo.CachedVersion): a poll of an idle repository the pool
-	// closed costs a few lstats.
+	// next poll. A local repository whose refs did not change since a
+	// Version of it in this process is not even opened for its version
+	// (gitrepo.CachedVersion): the poll of an idle repository the pool
+	// closed costs a few lstats. (Its inputs can match only those of a
+	// discovery that opened it under this registration.)
 	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
 	var repo repository.Repository
 	version, cached := gitrepo.CachedVersion(spec)
 	if !cached {
 		var err error
-		if repo, err = sc.openObject(ctx, obj); err != nil {
+		if repo, err = sc.sc.Acquire(ctx, poolKey(nn)); err != nil { // registered above
 			return 0, nil, err
 		}
 		version = versionOf(ctx, repo)
@@ -211,7 +211,7 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 	}
 	if repo == nil {
 		var err error
-		if repo, err = sc.openObject(ctx, obj); err != nil {
+		if repo, err = sc.sc.Acquire(ctx, poolKey(nn)); err != nil { // registered above
 			return 0, nil, err
 		}
 	}
