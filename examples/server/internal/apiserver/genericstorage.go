@@ -346,6 +346,12 @@ func (rs *resourceStorage) Watch(ctx context.Context, o *metainternalversion.Lis
 				return nil
 			}
 			obj, _ := ev.obj.(runtime.Object)
+			if obj != nil && ev.typ != string(watch.Bookmark) {
+				// apiserver's watch encoder sets the object's kind in
+				// place, and the object may be one the list caches
+				// encode at the same time: it gets its own copy.
+				obj = obj.DeepCopyObject()
+			}
 			if ev.typ == string(watch.Bookmark) {
 				// The end of the initial events is a bookmark only a
 				// watch list asked for; other bookmarks only a watch

@@ -348,9 +348,8 @@ type stateChecks struct {
 	seq atomic.Uint64
 	mu  sync.Mutex
 	cur map[string]*stateCheck // the running reading of each key
-	// reads counts the readings and waiting the requests waiting for
-	// one, for tests.
-	reads, waiting int
+	// reads counts the readings, for tests.
+	reads int
 }
 
 type stateCheck struct {
@@ -358,6 +357,9 @@ type stateCheck struct {
 	done  chan struct{}
 	state string
 	ok    bool
+	// waiters counts the requests that waited for it (under
+	// stateChecks.mu), for tests.
+	waiters int
 }
 
 // check returns the result of a read of key that started after the call
@@ -386,15 +388,12 @@ func (sc *stateChecks) check(ctx context.Context, key string, read func() (strin
 			}()
 			return c.state, c.ok
 		}
-		sc.waiting++
+		c.waiters++
 		sc.mu.Unlock()
 		select {
 		case <-c.done:
 		case <-ctx.Done():
 		}
-		sc.mu.Lock()
-		sc.waiting--
-		sc.mu.Unlock()
 		if ctx.Err() != nil {
 			return "", false
 		}

@@ -182,10 +182,16 @@ func TestStateChecksNeverStale(t *testing.T) {
 		<-gates[min(n, 1)]
 		return fmt.Sprint(v), true
 	}
+	// counts returns the readings so far and the requests that waited
+	// for the running one (a request woken by the end of an earlier one
+	// is not counted, however late it runs).
 	counts := func() (int, int) {
 		sc.mu.Lock()
 		defer sc.mu.Unlock()
-		return sc.reads, sc.waiting
+		if c := sc.cur["k"]; c != nil {
+			return sc.reads, c.waiters
+		}
+		return sc.reads, 0
 	}
 	first := make(chan string)
 	go func() { s, _ := sc.check(ctx, "k", read); first <- s }()

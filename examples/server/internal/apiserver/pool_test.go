@@ -289,68 +289,6 @@ func TestRepositoryPoolConcurrentCloses(t *testing.T) {
 	}
 }
 
-// BenchmarkRepositoryFleet serves 200 local git repositories (2 packages
-// of one published revision each) and lists all their PackageRevisions,
-// with every repository kept open (max-open 200, as the server did before
-// the pool) and with the default-like bound of 16. It reports the
-// repositories holding descriptors and the process's descriptors after
-// the lists, the CPU time per list with the poller running, and the CPU
-// time per second and repository while nothing changes (the polls).
-//
-//	go test -run '^$' -bench RepositoryFleet -benchtime 20x ./examples/server/internal/apiserver/
-func BenchmarkRepositoryFleet(b *testing.B) {
-	const n, pkgs = 200, 2
-	if _, err := os.Stat("/proc/self/fd"); err != nil {
-		b.Skip("no /proc/self/fd")
-	}
-	for _, maxOpen := range []int{n, 16} {
-		b.Run(fmt.Sprintf("max-open-%d", maxOpen), func(b *testing.B) {
-			root, err := filepath.EvalSymlinks(b.TempDir())
-			if err != nil {
-				b.Fatal(err)
-			}
-			ts := startServer(b, "", func(o *Options) {
-				o.NoDefaultRepository, o.MaxOpenRepositories, o.GitPollInterval = true, maxOpen, time.Second
-				o.RepositoryRoots = append(o.RepositoryRoots, root)
-			})
-			for i := range n {
-				name := fmt.Sprintf("fleet-%03d", i)
-				dir := filepath.Join(root, name)
-				porchRepo(b, dir, pkgs, 1)
-				repo := map[string]any{"apiVersion": "config.porch.kpt.dev/v1alpha1", "kind": "Repository",
-					"metadata": map[string]any{"name": name},
-					"spec":     map[string]any{"type": "git", "git": map[string]any{"repo": dir, "branch": "main"}}}
-				if code := ts.doJSON("POST", repoPath, repo, nil); code != http.StatusCreated {
-					b.Fatalf("create repository %s: %d", name, code)
-				}
-			}
-			list := func() {
-				var l porchapi.PackageRevisionList
-				if code := ts.doJSON("GET", prPath, nil, &l); code != http.StatusOK || len(l.Items) != n*pkgs*2 {
-					b.Fatalf("list: %d, %d items, want %d", code, len(l.Items), n*pkgs*2)
-				}
-			}
-			list()
-			time.Sleep(1100 * time.Millisecond) // the refs' stamps are trusted
-			cpu := processCPU()
-			for b.Loop() {
-				list()
-			}
-			b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/float64(b.N), "cpu-ms/list")
-			// Nothing changes for three polls of every repository.
-			cpu = processCPU()
-			time.Sleep(3 * time.Second)
-			b.ReportMetric(float64(processCPU()-cpu)/float64(time.Millisecond)/3/n, "idle-cpu-ms/s/repo")
-			fds, err := os.ReadDir("/proc/self/fd")
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(float64(len(openRepoDirs(b, root))), "repos-open")
-			b.ReportMetric(float64(len(fds)), "fds")
-		})
-	}
-}
-
 // A maintenance pass maintains every registered repository, the ones the
 // pool closed too (opened for their run and closed again), and leaves at
 // most the bound open.

@@ -162,7 +162,11 @@ type Options struct {
 	// registered repository to find the changes that package revision
 	// watches report (a local git repository whose refs' files did not
 	// change is checked with stat calls, without opening it); default
-	// DefaultGitPollInterval.
+	// DefaultGitPollInterval. A remote git repository (with the default
+	// Open) is read from its mirror, without asking the remote, within
+	// half of it of its last fetch (gitrepo.Options.RemoteReadMaxAge), so
+	// that one poll and the reads that follow it share one fetch; a push
+	// webhook makes the next read ask at once.
 	GitPollInterval time.Duration
 	// MaxOpenRepositories bounds the registered repositories kept open
 	// while no request uses them (an open local git repository holds
@@ -319,8 +323,11 @@ type Server struct {
 	// pool holds the registered repositories open, at most
 	// Options.MaxOpenRepositories of them while unused (scope.go).
 	pool *repopool.Pool
-	// kick asks the poller for a pass at once (a push webhook).
-	kick chan struct{}
+	// pushed takes the registrations a push webhook named, for the
+	// poller to poll at once; kick asks it for a whole pass (when pushed
+	// is full).
+	pushed chan *repoEntry
+	kick   chan struct{}
 
 	hub      *hub
 	snaps    *snapshots
@@ -489,6 +496,7 @@ func New(ctx context.Context, opts *Options) (*Server, error) {
 		roots:    roots,
 		pool:     repopool.New(&repopool.Options{MaxOpen: o.MaxOpenRepositories, IdleTimeout: o.RepositoryIdleTimeout}),
 		kick:     make(chan struct{}, 1),
+		pushed:   make(chan *repoEntry, 256),
 
 		heldRetries: &variantfail.Retries{Interval: o.VariantRetryHeld},
 	}
@@ -605,6 +613,7 @@ func (s *Server) defaultOpen(ctx context.Context, ns string, spec repository.Spe
 			o := &gitrepo.Options{PollInterval: s.opts.GitPollInterval, Logger: s.log}
 			if isRemote(spec.Git.Repo) {
 				o.CacheDir = filepath.Join(s.opts.DataDir, "cache", ns, spec.Name)
+				o.RemoteReadMaxAge = s.opts.GitPollInterval / 2
 			}
 			auth, err := s.gitAuth(ns, spec.Git.SecretRef.Name, spec.Git.Repo)
 			if err != nil {

@@ -58,6 +58,13 @@ func (h *hub) published(rv string) bool {
 	return h.recent[rv] > 0
 }
 
+// watched reports whether any watch is subscribed.
+func (h *hub) watched() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs) > 0
+}
+
 func (h *hub) subscribe(ns string) *hubSub {
 	sub := &hubSub{ns: ns, ch: make(chan prEvent, hubBuffer)}
 	h.mu.Lock()
@@ -102,14 +109,29 @@ func (h *hub) publish(ev prEvent) {
 }
 
 // pollLoop finds the changes of the registered repositories for package
-// revision watches: every Options.GitPollInterval (and at once after a
-// push webhook) it polls each (pollRepo), a few at a time, until ctx is
-// done. It holds no repository open between polls: a repository is
-// acquired from the pool for its poll, and a git repository on disk
-// whose refs' files did not change is not opened at all.
+// revision watches: every Options.GitPollInterval it polls each
+// (pollRepo), a few at a time, and a repository a push webhook names at
+// once, beside the passes, until ctx is done. It holds no repository
+// open between polls: a repository is acquired from the pool for its
+// poll, and a git repository on disk whose refs' files did not change is
+// not opened at all.
 func (s *Server) pollLoop(ctx context.Context) {
 	t := time.NewTicker(s.opts.GitPollInterval)
 	defer t.Stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Add(1)
+	go func() { // the repositories push webhooks name, beside the passes
+		defer wg.Done()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case e := <-s.pushed:
+				s.pollRepo(ctx, e)
+			}
+		}
+	}()
 	for {
 		s.pollPass(ctx)
 		select {
@@ -152,8 +174,9 @@ func (s *Server) pollPass(ctx context.Context) {
 // that moved, as an approval moves a proposal, keeps its name; one that
 // gained or lost the latest-revision label) and DELETED. The first poll
 // of a registration publishes each of its objects as ADDED (a watcher
-// that already sent one skips it). A failed poll is logged and tried
-// again by the next.
+// that already sent one skips it), unless no watch is subscribed once
+// the repository was listed (pollBaseline). A failed poll is logged and
+// tried again by the next.
 func (s *Server) pollRepo(ctx context.Context, e *repoEntry) {
 	e.pollMu.Lock()
 	defer e.pollMu.Unlock()
@@ -165,6 +188,9 @@ func (s *Server) pollRepo(ctx context.Context, e *repoEntry) {
 		return
 	}
 	if hasVersion && e.polled && v == e.pollVer {
+		return
+	}
+	if !e.polled && s.pollBaseline(ctx, e, v) {
 		return
 	}
 	revs, ok, err := s.listing(ctx, e, true)
@@ -207,6 +233,36 @@ func (s *Server) pollRepo(ctx context.Context, e *repoEntry) {
 		}
 	}
 	e.polled, e.pollVer, e.pollObjs = true, v, now
+}
+
+// pollBaseline takes the first poll's baseline of e's repository, at
+// Version v, from its revisions' metadata alone (no file is read) and
+// publishes nothing, when no watch is subscribed once they are listed; it
+// reports whether it did. That misses no one: a watch subscribed later
+// lists the repository itself, at that state or a newer one, and the
+// next polls publish what changed since the baseline. At a cold start
+// (every registration polled for the first time, nobody watching yet)
+// this spares the poller building every revision's object, and a watcher
+// that comes meanwhile the events it already has. An object in the
+// baseline carries what its metadata gives (name, labels, spec and
+// resourceVersion; no Kptfile fields) until a listing replaces it, so a
+// DELETED event for it sends that.
+func (s *Server) pollBaseline(ctx context.Context, e *repoEntry, v string) bool {
+	if s.hub.watched() {
+		return false
+	}
+	revs, err := s.listRepository(ctx, e, "")
+	if err != nil || s.hub.watched() {
+		return false // a damaged or failed list, or a watch came: the full poll
+	}
+	objs := make(map[string]*porchapi.PackageRevision, len(revs))
+	for _, lr := range revs {
+		o := porchapi.FromRevision(lr.rev.Meta(), porchapi.RevisionOptions{
+			Namespace: lr.ns, Deployment: e.spec.Deployment, Latest: lr.latest})
+		objs[o.Name] = &o
+	}
+	e.polled, e.pollVer, e.pollObjs = true, v, objs
+	return true
 }
 
 // issuedRV reports whether rv, which names no remembered list, is a

@@ -29,8 +29,9 @@ func (s *Server) withWebhook(h http.Handler) http.Handler {
 
 // notifyPushed tells every git repository registered with one of urls
 // (normalised) that it changed (an open one at once, a closed one reads
-// afresh when it opens), asks the poller for a pass at once, and returns
-// their names (namespace/name).
+// afresh when it opens), asks the poller to poll each of them at once
+// (or for a whole pass, when too many wait), and returns their names
+// (namespace/name).
 func (s *Server) notifyPushed(urls map[string]bool) []string {
 	var told []string
 	for _, e := range s.entries("") {
@@ -47,10 +48,14 @@ func (s *Server) notifyPushed(urls map[string]bool) []string {
 			release()
 		}
 		told = append(told, e.ns+"/"+e.name)
-	}
-	select {
-	case s.kick <- struct{}{}:
-	default:
+		select {
+		case s.pushed <- e:
+		default:
+			select {
+			case s.kick <- struct{}{}:
+			default:
+			}
+		}
 	}
 	s.log.Debug("push webhook", "repositories", told)
 	return told
