@@ -17,6 +17,7 @@ import (
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/repopool"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/revision"
@@ -193,4 +194,64 @@ func TestUnchangedPollListsNothing(t *testing.T) {
 	require.NoError(t, r.Close())
 	poll()
 	require.Contains(t, objects(), "good.pushed.ws")
+}
+
+// A poll of a local repository the pool closed while idle does not open
+// it when its refs did not change (gitrepo.CachedVersion), and still
+// lists nothing; a push to it is discovered by the next poll, which opens
+// it.
+func TestIdlePollOpensNothing(t *testing.T) {
+	ctx := context.Background()
+	root := t.TempDir()
+	dir := filepath.Join(root, "idle.git")
+	require.NoError(t, fillRepository(dir, "idle", 1, 1))
+	obj := gitRepository("idle", dir)
+	u := newUnitEnv(t, root, obj)
+	u.repos.pool = repopool.New(&repopool.Options{IdleTimeout: time.Nanosecond})
+	// Ref files changed in the last 3 seconds are not trusted to show
+	// the next change (the racy window): a repository polled while idle
+	// was written longer ago.
+	time.Sleep(3100 * time.Millisecond)
+	poll := func() {
+		t.Helper()
+		_, err := u.rr.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+		require.NoError(t, err)
+	}
+	objects := func() []string {
+		var l porchv1alpha2.PackageRevisionList
+		require.NoError(t, u.c.List(ctx, &l, client.InNamespace(unitNS)))
+		var out []string
+		for _, pr := range l.Items {
+			out = append(out, pr.Name)
+		}
+		return out
+	}
+	poll()        // creates the objects
+	for range 3 { // finalizer, then status
+		for _, name := range objects() {
+			_, err := u.reconcilePR(name)
+			require.NoError(t, err)
+		}
+	}
+	poll() // finds nothing to do
+	listed := u.rr.listed.Load()
+	time.Sleep(time.Millisecond)
+	u.repos.pool.CloseIdle()
+	require.Equal(t, 0, u.repos.pool.Stats().Open, "open after CloseIdle")
+	poll()
+	poll()
+	require.Equal(t, 0, u.repos.pool.Stats().Open, "polls of an unchanged closed repository opened it")
+	require.Equal(t, listed, u.rr.listed.Load(), "polls of an unchanged repository listed its revisions")
+
+	r, err := gitrepo.Open(ctx, repository.Spec{Name: "idle", Type: repository.TypeGit,
+		Git: &repository.GitSpec{Repo: dir, Branch: "main"}}, nil)
+	require.NoError(t, err)
+	eng, err := engine.New(&engine.Options{Repositories: engine.Repos{"idle": r}})
+	require.NoError(t, err)
+	_, err = eng.Init(ctx, "idle", revision.Key{Repository: "idle", Package: "pushed", Workspace: "ws"}, engine.InitOptions{Description: "pushed"})
+	require.NoError(t, err)
+	require.NoError(t, r.Close())
+	poll()
+	require.Contains(t, objects(), "idle.pushed.ws")
+	require.Equal(t, 1, u.repos.pool.Stats().Open, "the poll after a push did not open the repository")
 }

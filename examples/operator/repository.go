@@ -26,6 +26,7 @@ import (
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/repository"
+	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/revision"
 )
 
@@ -170,8 +171,10 @@ func revisionDamage(err error) bool {
 func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repository) (count int, damaged []string, _ error) {
 	sc := r.repos.scope()
 	defer sc.done()
-	repo, err := sc.openObject(ctx, obj)
-	if err != nil {
+	// Registered first: a change of its spec or Secret forgets the last
+	// discovery's inputs, so the version below is compared with those of
+	// a discovery that opened the repository as it is now specified.
+	if err := r.repos.register(ctx, obj); err != nil {
 		return 0, nil, err
 	}
 	spec := porchapi.RepositoryToSpec(obj)
@@ -187,11 +190,30 @@ func (r *repoReconciler) discover(ctx context.Context, obj *configv1alpha1.Repos
 	// that found nothing to do has nothing to do now: the poll of an
 	// unchanged repository reads its refs, not its revisions. The version
 	// is read before the list, so that a change after it is seen at the
-	// next poll.
+	// next poll. A local repository whose refs did not change since a
+	// Version of it in this process is not even opened for its version
+	// (gitrepo.CachedVersion): the poll of an idle repository the pool
+	// closed costs a few lstats. (Its inputs can match only those of a
+	// discovery that opened it under this registration.)
 	nn := types.NamespacedName{Namespace: obj.Namespace, Name: obj.Name}
-	inputs := discoveryInputs(ctx, repo, objs.Items)
+	var repo repository.Repository
+	version, cached := gitrepo.CachedVersion(spec)
+	if !cached {
+		var err error
+		if repo, err = sc.sc.Acquire(ctx, poolKey(nn)); err != nil { // registered above
+			return 0, nil, err
+		}
+		version = versionOf(ctx, repo)
+	}
+	inputs := discoveryInputs(version, objs.Items)
 	if n, ok := r.repos.discovered(nn, inputs); ok {
 		return n, nil, nil
+	}
+	if repo == nil {
+		var err error
+		if repo, err = sc.sc.Acquire(ctx, poolKey(nn)); err != nil { // registered above
+			return 0, nil, err
+		}
 	}
 	idle := true      // nothing written, nothing poked
 	complete := false // and no error
@@ -334,13 +356,21 @@ func (r *repoReconciler) label(ctx context.Context, pr *porchv1alpha2.PackageRev
 	return true, client.IgnoreNotFound(r.client.Patch(ctx, pr, p))
 }
 
-// discoveryInputs returns what a discovery of repo with the objects objs
-// decides on: the repository's version (repository.Version) and each
-// object's name and resourceVersion; "" when the repository has no
-// version.
-func discoveryInputs(ctx context.Context, repo repository.Repository, objs []porchv1alpha2.PackageRevision) string {
+// versionOf returns the version of repo (repository.Version), "" when it
+// has none.
+func versionOf(ctx context.Context, repo repository.Repository) string {
 	v, err := repository.Version(ctx, repo)
 	if err != nil {
+		return ""
+	}
+	return v
+}
+
+// discoveryInputs returns what a discovery of a repository of version v
+// (versionOf) with the objects objs decides on: v and each object's name
+// and resourceVersion; "" when the repository has no version.
+func discoveryInputs(v string, objs []porchv1alpha2.PackageRevision) string {
+	if v == "" {
 		return ""
 	}
 	names := make([]string, 0, len(objs))

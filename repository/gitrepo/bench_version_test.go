@@ -4,6 +4,8 @@ import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/configasdata/cad/repository/gitrepo"
 )
 
 // BenchmarkVersion is a poll of an unchanged repository: Version on a
@@ -14,7 +16,10 @@ import (
 // (cpu-ns/op) beside the wall time.
 //
 // Before Version kept its token with a Stamp of the ref files (2026-12-07)
-// it read every ref on each call.
+// it read every ref on each call. The cached/ and fresh/ cases are
+// CachedVersion and a Repository opened anew and its first Version, on
+// the same unchanged repository (before the memo, 2026-12-07, a fresh
+// Repository read every ref).
 func BenchmarkVersion(b *testing.B) {
 	ctx := context.Background()
 	packed := copyDir(b, fixture(b, 100, 10))
@@ -36,6 +41,41 @@ func BenchmarkVersion(b *testing.B) {
 			cpu := cpuTime()
 			for b.Loop() {
 				v, err := r.Version(ctx)
+				if err != nil || v != want {
+					b.Fatalf("Version = %q, %v; want %q", v, err, want)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+	// A poll of a repository kept closed while idle: CachedVersion
+	// answers from the memo Version left, and a Repository opened anew
+	// (as a pool opens a closed one) starts from it.
+	for _, c := range []struct{ name, dir string }{{"1000-tags/packed", packed}, {"1000-tags/loose", loose}} {
+		spec := benchSpec(c.dir)
+		r := mustOpen(b, spec, nil)
+		want, err := r.Version(ctx)
+		r.Close()
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run("cached/"+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				if v, ok := gitrepo.CachedVersion(spec); !ok || v != want {
+					b.Fatalf("CachedVersion = %q, %v; want %q", v, ok, want)
+				}
+			}
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+		b.Run("fresh/"+c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			cpu := cpuTime()
+			for b.Loop() {
+				r := mustOpen(b, spec, nil)
+				v, err := r.Version(ctx)
+				r.Close()
 				if err != nil || v != want {
 					b.Fatalf("Version = %q, %v; want %q", v, err, want)
 				}

@@ -72,3 +72,8 @@ func LegacyFlockIn(gitDir string) bool { return refstore.LegacyFlockIn(gitDir) }
 // trust its identity (refstore.SetRacyRefAge); a negative age trusts
 // files changed just now.
 func SetRacyRefAge(d time.Duration) (restore func()) { return refstore.SetRacyRefAge(d) }
+
+// ForgetVersions empties the process-wide memo of Version tokens
+// (versionMemo), so that the next Version of a new Repository computes its
+// token from the refs.
+func ForgetVersions() { versionMemo.reset() }

@@ -234,6 +234,9 @@ type core struct {
 	// Stamp of the refs it read, reused while the Stamp holds (read.go).
 	versionMu sync.Mutex
 	version   versionStamp
+	// memoKey is the key of a local repository's tokens in versionMemo
+	// (versionmemo.go), "" for other repositories.
+	memoKey string
 
 	// wrote is closed (and replaced) after every write of this
 	// Repository, so that its watches see their own writes at once.
@@ -370,6 +373,7 @@ func (r *Repository) openStore(ctx context.Context) error {
 		}
 		fs := filesystem.NewStorageWithOptions(osfs.New(gitDir), cache.NewObjectLRU(8*cache.MiByte), filesystem.Options{MaxOpenDescriptors: 32})
 		r.st = newStore(fs, gitDir, r.opts.Sync, r.log.Warn)
+		r.memoKey, _ = versionMemoKey(u, r.branch)
 		if len(alts) > 0 {
 			r.log.Debug("reading objects through alternates", "dirs", alts)
 			r.st.alts = alts

@@ -1219,7 +1219,11 @@ func (r *Repository) Get(ctx context.Context, key revision.Key) (revision.Packag
 // same otherwise, whoever writes (this or another process, or git). On
 // disk an unchanged repository's token costs a few lstats: the token is
 // kept with a Stamp of the files the refs were read from and computed
-// again only when one of them changed (internal/refstore, Stamp). Errors
+// again only when one of them changed (internal/refstore, Stamp). The
+// token and its Stamp are also kept for the process (up to 4,096 local
+// repositories): another Repository opened on the same path and branch
+// starts from them, and CachedVersion answers from them without opening
+// the repository. Errors
 // are *repository.Error matching ErrClosed or ErrUnavailable, or
 // wrapping ctx's error.
 func (r *Repository) Version(ctx context.Context) (string, error) {
@@ -1259,13 +1263,28 @@ func (r *Repository) versionKept() (token string, ok bool) {
 	if fr == nil || r.bt != nil || r.remote != nil || fr.Pending() {
 		return "", false
 	}
-	r.versionMu.Lock()
-	kept := r.version
-	r.versionMu.Unlock()
+	kept := r.keptVersion()
 	if !fr.Unchanged(kept.stamp) {
 		return "", false
 	}
 	return kept.token, true
+}
+
+// keptVersion returns the token this Repository kept, or, when it kept
+// none, the one another Repository of the same repository and branch
+// left in versionMemo (a zero versionStamp when neither): the caller
+// checks its Stamp.
+func (r *Repository) keptVersion() versionStamp {
+	r.versionMu.Lock()
+	kept := r.version
+	r.versionMu.Unlock()
+	if kept.stamp != nil || r.memoKey == "" {
+		return kept
+	}
+	if e, ok := versionMemo.get(r.memoKey); ok && e.gitDir == r.st.gitDir {
+		return versionStamp{token: e.token, stamp: e.stamp}
+	}
+	return kept
 }
 
 // versionOf returns the Version token of the refs v reads: on disk, the
@@ -1279,10 +1298,7 @@ func (r *Repository) versionOf(v *view) (string, error) {
 		}
 		return r.hashRefs(refs), nil
 	}
-	r.versionMu.Lock()
-	kept := r.version
-	r.versionMu.Unlock()
-	if v.fr.Unchanged(kept.stamp) {
+	if kept := r.keptVersion(); v.fr.Unchanged(kept.stamp) {
 		return kept.token, nil
 	}
 	// A package tag is created and removed, never rewritten in place
@@ -1297,6 +1313,9 @@ func (r *Repository) versionOf(v *view) (string, error) {
 	r.versionMu.Lock()
 	r.version = versionStamp{token: token, stamp: stamp}
 	r.versionMu.Unlock()
+	if stamp != nil && r.memoKey != "" {
+		versionMemo.put(r.memoKey, memoEntry{gitDir: r.st.gitDir, token: token, stamp: stamp})
+	}
 	return token, nil
 }
 

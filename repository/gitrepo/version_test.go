@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/revision"
 )
@@ -55,7 +56,11 @@ func TestVersionSeesEveryRefChange(t *testing.T) {
 		// not of the racy window (TestVersionRightAfterAChange).
 		time.Sleep(20 * time.Millisecond)
 		change()
+		cached, cachedOK := gitrepo.CachedVersion(spec)
 		got := version()
+		// The new Repository computes its token from the refs, not
+		// from the memo the others left.
+		gitrepo.ForgetVersions()
 		fresh := mustOpen(t, spec, nil)
 		want, err := fresh.Version(ctx)
 		fresh.Close()
@@ -64,6 +69,12 @@ func TestVersionSeesEveryRefChange(t *testing.T) {
 		}
 		if got != want {
 			t.Errorf("%s: Version = %s, a new Repository's %s", name, got, want)
+		}
+		if cachedOK && cached != want {
+			t.Errorf("%s: CachedVersion = %s, a new Repository's Version %s", name, cached, want)
+		}
+		if v, ok := gitrepo.CachedVersion(spec); !ok || v != want {
+			t.Errorf("%s: CachedVersion of the unchanged repository = %s, %v; want %s, true", name, v, ok, want)
 		}
 		if changed && got == prev {
 			t.Errorf("%s: Version did not change", name)
@@ -153,6 +164,7 @@ func TestVersionRightAfterAChange(t *testing.T) {
 		if got == prev {
 			t.Fatalf("change %d: Version did not change", i)
 		}
+		gitrepo.ForgetVersions()
 		fresh := mustOpen(t, spec, nil)
 		want, err := fresh.Version(ctx)
 		fresh.Close()
@@ -178,5 +190,74 @@ func TestVersionOfRepositoryInMemory(t *testing.T) {
 	v1, err := r.Version(ctx)
 	if err != nil || v1 == v0 {
 		t.Fatalf("Version after a write = %s (%v), before %s", v1, err, v0)
+	}
+}
+
+// TestCachedVersion checks that CachedVersion answers the token of a
+// closed repository whose refs did not change, that a change by the git
+// CLI after that Version makes it answer nothing, and that a Repository
+// opened anew then computes the new token (not the memo's) and leaves it
+// for CachedVersion.
+func TestCachedVersion(t *testing.T) {
+	defer gitrepo.SetRacyRefAge(-time.Hour)()
+	ctx := context.Background()
+	dir := newBare(t)
+	spec := gitSpec(dir)
+	first := mustOpen(t, spec, &gitrepo.Options{NoAutoMaintain: true})
+	propose(t, first, "a", "ws1")
+	v1, err := first.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.Close()
+	if v, ok := gitrepo.CachedVersion(spec); !ok || v != v1 {
+		t.Fatalf("CachedVersion of the unchanged repository = %q, %v; want %s, true", v, ok, v1)
+	}
+	fileURL := spec
+	fileURL.Git = &repository.GitSpec{Repo: "file://" + dir + "/", Branch: "main"}
+	if v, ok := gitrepo.CachedVersion(fileURL); !ok || v != v1 {
+		t.Errorf("CachedVersion(file://%s/) = %q, %v; want %s, true", dir, v, ok, v1)
+	}
+	other := spec
+	other.Git = &repository.GitSpec{Repo: dir, Branch: "other"}
+	if v, ok := gitrepo.CachedVersion(other); ok {
+		t.Errorf("CachedVersion of a branch never read = %q, true", v)
+	}
+
+	time.Sleep(20 * time.Millisecond) // past the clock tick of the last change
+	git(t, dir, "update-ref", "refs/heads/drafts/a/ws2", git(t, dir, "rev-parse", "refs/heads/main"))
+	if v, ok := gitrepo.CachedVersion(spec); ok {
+		t.Fatalf("CachedVersion after git update-ref = %s, true", v)
+	}
+	second := mustOpen(t, spec, nil)
+	defer second.Close()
+	v2, err := second.Version(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v2 == v1 {
+		t.Fatalf("a Repository opened after git update-ref has the old Version %s", v1)
+	}
+	if v, ok := gitrepo.CachedVersion(spec); !ok || v != v2 {
+		t.Errorf("CachedVersion after the second Version = %q, %v; want %s, true", v, ok, v2)
+	}
+
+	// A journal of an unfinished write: nothing is answered from the memo.
+	journal := filepath.Join(dir, "cad-journal")
+	if err := os.WriteFile(journal, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := gitrepo.CachedVersion(spec); ok {
+		t.Errorf("CachedVersion with a journal pending = %s, true", v)
+	}
+	if err := os.Remove(journal); err != nil {
+		t.Fatal(err)
+	}
+
+	for _, url := range []string{"mem://", "https://example.com/r.git", "relative/repo.git"} {
+		s := gitSpec(url)
+		if v, ok := gitrepo.CachedVersion(s); ok {
+			t.Errorf("CachedVersion(%s) = %s, true", url, v)
+		}
 	}
 }

@@ -47,8 +47,12 @@ func (f *FSRefs) intentPath() string { return f.journalPath() + ".lock" }
 // commit point but did not finish is on disk: what a reader must see
 // completed. An intent alone (a writer that died before its commit
 // point) changed no ref, so readers leave it to the next writer.
-func (f *FSRefs) Pending() bool {
-	_, err := os.Lstat(f.journalPath())
+func (f *FSRefs) Pending() bool { return JournalPending(f.GitDir) }
+
+// JournalPending is Pending for the git directory gitDir, without an
+// FSRefs: whether a journal is there (an lstat).
+func JournalPending(gitDir string) bool {
+	_, err := os.Lstat(filepath.Join(gitDir, journalName))
 	return err == nil
 }
 

@@ -109,6 +109,18 @@ func (f *FSRefs) Unchanged(s *Stamp) bool {
 	if overlaid {
 		return false
 	}
+	return s.Holds()
+}
+
+// Holds reports whether every file of s still has the identity it had
+// when s was taken, with one lstat per file and no FSRefs: then the refs
+// s was taken with are those on disk, unless a journal is pending
+// (JournalPending), which the caller looks for first. It is false for a
+// nil s.
+func (s *Stamp) Holds() bool {
+	if s == nil {
+		return false
+	}
 	for i, p := range s.paths {
 		id, ok := identityAt(p)
 		if !ok || id != s.ids[i] {
