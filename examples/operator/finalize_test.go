@@ -116,6 +116,36 @@ func (u *unitEnv) reconcilePR(name string) (ctrl.Result, error) {
 	return u.pr.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Namespace: unitNS, Name: name}})
 }
 
+// pollRepository reconciles the Repository obj once: a poll.
+func (u *unitEnv) pollRepository(obj *configv1alpha1.Repository) {
+	u.t.Helper()
+	_, err := u.rr.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
+	require.NoError(u.t, err)
+}
+
+// objectNames returns the names of the PackageRevisions of the namespace.
+func (u *unitEnv) objectNames() []string {
+	var l porchv1alpha2.PackageRevisionList
+	require.NoError(u.t, u.c.List(context.Background(), &l, client.InNamespace(unitNS)))
+	var out []string
+	for _, pr := range l.Items {
+		out = append(out, pr.Name)
+	}
+	return out
+}
+
+// realise reconciles every PackageRevision of the namespace three times
+// (finalizer, then status).
+func (u *unitEnv) realise() {
+	u.t.Helper()
+	for range 3 {
+		for _, name := range u.objectNames() {
+			_, err := u.reconcilePR(name)
+			require.NoError(u.t, err)
+		}
+	}
+}
+
 // inGit reports whether k is still in the repository at dir (read
 // directly, not through the operator).
 func inGit(t *testing.T, dir string, k revision.Key) bool {

@@ -11,7 +11,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
@@ -146,32 +145,10 @@ func TestUnchangedPollListsNothing(t *testing.T) {
 	require.NoError(t, fillRepository(dir, "good", 1, 1))
 	obj := gitRepository("good", dir)
 	u := newUnitEnv(t, root, obj)
-	poll := func() {
-		t.Helper()
-		_, err := u.rr.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-		require.NoError(t, err)
-	}
-	objects := func() []string {
-		var l porchv1alpha2.PackageRevisionList
-		require.NoError(t, u.c.List(ctx, &l, client.InNamespace(unitNS)))
-		var out []string
-		for _, pr := range l.Items {
-			out = append(out, pr.Name)
-		}
-		return out
-	}
-	realise := func() {
-		t.Helper()
-		for range 3 { // finalizer, then status
-			for _, name := range objects() {
-				_, err := u.reconcilePR(name)
-				require.NoError(t, err)
-			}
-		}
-	}
+	poll := func() { t.Helper(); u.pollRepository(obj) }
 	poll() // creates the objects
-	require.ElementsMatch(t, []string{"good.pkg-00.v1", "good.pkg-00.main"}, objects())
-	realise()
+	require.ElementsMatch(t, []string{"good.pkg-00.v1", "good.pkg-00.main"}, u.objectNames())
+	u.realise()
 	poll() // finds nothing to do
 	listed := u.rr.listed.Load()
 	poll()
@@ -181,7 +158,7 @@ func TestUnchangedPollListsNothing(t *testing.T) {
 	// An object deleted behind the operator's back comes back.
 	require.NoError(t, u.c.Delete(ctx, &porchv1alpha2.PackageRevision{ObjectMeta: metav1.ObjectMeta{Namespace: unitNS, Name: "good.pkg-00.v1"}}))
 	poll()
-	require.ElementsMatch(t, []string{"good.pkg-00.v1", "good.pkg-00.main"}, objects())
+	require.ElementsMatch(t, []string{"good.pkg-00.v1", "good.pkg-00.main"}, u.objectNames())
 
 	// A push is discovered.
 	r, err := gitrepo.Open(ctx, repository.Spec{Name: "good", Type: repository.TypeGit,
@@ -193,7 +170,7 @@ func TestUnchangedPollListsNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	poll()
-	require.Contains(t, objects(), "good.pushed.ws")
+	require.Contains(t, u.objectNames(), "good.pushed.ws")
 }
 
 // A poll of a local repository the pool closed while idle does not open
@@ -212,27 +189,9 @@ func TestIdlePollOpensNothing(t *testing.T) {
 	// the next change (the racy window): a repository polled while idle
 	// was written longer ago.
 	time.Sleep(3100 * time.Millisecond)
-	poll := func() {
-		t.Helper()
-		_, err := u.rr.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(obj)})
-		require.NoError(t, err)
-	}
-	objects := func() []string {
-		var l porchv1alpha2.PackageRevisionList
-		require.NoError(t, u.c.List(ctx, &l, client.InNamespace(unitNS)))
-		var out []string
-		for _, pr := range l.Items {
-			out = append(out, pr.Name)
-		}
-		return out
-	}
-	poll()        // creates the objects
-	for range 3 { // finalizer, then status
-		for _, name := range objects() {
-			_, err := u.reconcilePR(name)
-			require.NoError(t, err)
-		}
-	}
+	poll := func() { t.Helper(); u.pollRepository(obj) }
+	poll() // creates the objects
+	u.realise()
 	poll() // finds nothing to do
 	listed := u.rr.listed.Load()
 	time.Sleep(time.Millisecond)
@@ -252,6 +211,6 @@ func TestIdlePollOpensNothing(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, r.Close())
 	poll()
-	require.Contains(t, objects(), "idle.pushed.ws")
+	require.Contains(t, u.objectNames(), "idle.pushed.ws")
 	require.Equal(t, 1, u.repos.pool.Stats().Open, "the poll after a push did not open the repository")
 }
