@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/fdcheck"
 	"github.com/configasdata/cad/examples/internal/repopool"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
@@ -26,19 +26,11 @@ import (
 // that this process holds a descriptor of.
 func openRepoDirs(t testing.TB, root string) map[string]bool {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
-	require.NoError(t, err)
-	out := map[string]bool{}
-	for _, e := range ents {
-		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-		if err != nil {
-			continue // closed meanwhile
-		}
-		if rel, ok := strings.CutPrefix(target, root+string(filepath.Separator)); ok {
-			out[strings.SplitN(rel, string(filepath.Separator), 2)[0]] = true
-		}
+	held, err := fdcheck.HeldDirs(root)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return out
+	return held
 }
 
 // With more local repositories than Options.MaxOpenRepositories, the

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/configasdata/cad/engine"
+	"github.com/configasdata/cad/examples/internal/fdcheck"
 	"github.com/configasdata/cad/examples/internal/porchapi"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo"
@@ -25,21 +25,11 @@ import (
 // that this process holds a descriptor of.
 func openRepoDirs(t testing.TB, root string) map[string]bool {
 	t.Helper()
-	ents, err := os.ReadDir("/proc/self/fd")
+	held, err := fdcheck.HeldDirs(root)
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]bool{}
-	for _, e := range ents {
-		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
-		if err != nil {
-			continue // closed meanwhile
-		}
-		if rel, ok := strings.CutPrefix(target, root+string(filepath.Separator)); ok {
-			out[strings.SplitN(rel, string(filepath.Separator), 2)[0]] = true
-		}
-	}
-	return out
+	return held
 }
 
 // poolFleet writes n local repositories under a new directory, each with
