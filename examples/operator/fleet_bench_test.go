@@ -25,11 +25,7 @@ import (
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
-	"github.com/configasdata/cad/engine"
-	"github.com/configasdata/cad/repository"
-	"github.com/configasdata/cad/repository/gitrepo"
 	"github.com/configasdata/cad/repository/repotest"
-	"github.com/configasdata/cad/revision"
 )
 
 var (
@@ -206,16 +202,7 @@ func fleetCase(b *testing.B, tmpl string, n int, overHTTP bool, replicas int) {
 	// A push: a new draft in repository i, through cad's engine on the
 	// repository itself (a remote one's own clone), then the time until
 	// its PackageRevision exists, with a webhook or without.
-	push := func(i int, pkg string) {
-		r, err := gitrepo.Open(ctx, repository.Spec{Name: "pusher", Type: repository.TypeGit,
-			Git: &repository.GitSpec{Repo: url(i), Branch: "main"}}, &gitrepo.Options{})
-		require.NoError(b, err)
-		defer r.Close()
-		eng, err := engine.New(&engine.Options{Repositories: engine.Repos{"pusher": r}})
-		require.NoError(b, err)
-		_, err = eng.Init(ctx, "pusher", revision.Key{Repository: "pusher", Package: pkg, Workspace: "v1"}, engine.InitOptions{Description: pkg})
-		require.NoError(b, err)
-	}
+	push := func(i int, pkg string) { writeDraft(b, url(i), "pusher", pkg) }
 	appeared := func(i int, pkg string, timeout time.Duration) time.Time {
 		deadline := time.Now().Add(timeout)
 		for time.Now().Before(deadline) {

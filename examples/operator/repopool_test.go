@@ -14,12 +14,8 @@ import (
 
 	configv1alpha1 "github.com/configasdata/cad/api/config/v1alpha1"
 	porchv1alpha2 "github.com/configasdata/cad/api/porch/v1alpha2"
-	"github.com/configasdata/cad/engine"
 	"github.com/configasdata/cad/examples/internal/fdcheck"
 	"github.com/configasdata/cad/examples/internal/repopool"
-	"github.com/configasdata/cad/repository"
-	"github.com/configasdata/cad/repository/gitrepo"
-	"github.com/configasdata/cad/revision"
 )
 
 // openRepoDirs returns the repositories under root (its direct children)
@@ -104,15 +100,8 @@ func TestRepositoryPoolBound(t *testing.T) {
 		}
 		return false
 	}, 10*time.Second, 10*time.Millisecond)
-	r, err := gitrepo.Open(ctx, repository.Spec{Name: closed, Type: repository.TypeGit,
-		Git: &repository.GitSpec{Repo: filepath.Join(root, closed), Branch: "main"}}, nil)
-	require.NoError(t, err)
-	eng, err := engine.New(&engine.Options{Repositories: engine.Repos{closed: r}})
-	require.NoError(t, err)
-	_, err = eng.Init(ctx, closed, revision.Key{Repository: closed, Package: "pushed", Workspace: "ws"}, engine.InitOptions{Description: "pushed"})
-	require.NoError(t, err)
-	require.NoError(t, r.Close())
-	e.wait(closed+".pushed.ws", "discovered", func(*porchv1alpha2.PackageRevision) bool { return true })
+	writeDraft(t, filepath.Join(root, closed), closed, "pushed")
+	e.wait(closed+".pushed.v1", "discovered", func(*porchv1alpha2.PackageRevision) bool { return true })
 	require.LessOrEqual(t, len(openRepoDirs(t, root)), bound)
 }
 
@@ -153,16 +142,9 @@ func TestUnchangedPollListsNothing(t *testing.T) {
 	require.ElementsMatch(t, []string{"good.pkg-00.v1", "good.pkg-00.main"}, u.objectNames())
 
 	// A push is discovered.
-	r, err := gitrepo.Open(ctx, repository.Spec{Name: "good", Type: repository.TypeGit,
-		Git: &repository.GitSpec{Repo: dir, Branch: "main"}}, nil)
-	require.NoError(t, err)
-	eng, err := engine.New(&engine.Options{Repositories: engine.Repos{"good": r}})
-	require.NoError(t, err)
-	_, err = eng.Init(ctx, "good", revision.Key{Repository: "good", Package: "pushed", Workspace: "ws"}, engine.InitOptions{Description: "pushed"})
-	require.NoError(t, err)
-	require.NoError(t, r.Close())
+	writeDraft(t, dir, "good", "pushed")
 	poll()
-	require.Contains(t, u.objectNames(), "good.pushed.ws")
+	require.Contains(t, u.objectNames(), "good.pushed.v1")
 }
 
 // A poll of a local repository the pool closed while idle does not open
@@ -170,7 +152,6 @@ func TestUnchangedPollListsNothing(t *testing.T) {
 // lists nothing; a push to it is discovered by the next poll, which opens
 // it.
 func TestIdlePollOpensNothing(t *testing.T) {
-	ctx := context.Background()
 	root := t.TempDir()
 	dir := filepath.Join(root, "idle.git")
 	require.NoError(t, fillRepository(dir, "idle", 1, 1))
@@ -194,15 +175,8 @@ func TestIdlePollOpensNothing(t *testing.T) {
 	require.Equal(t, 0, u.repos.pool.Stats().Open, "polls of an unchanged closed repository opened it")
 	require.Equal(t, listed, u.rr.listed.Load(), "polls of an unchanged repository listed its revisions")
 
-	r, err := gitrepo.Open(ctx, repository.Spec{Name: "idle", Type: repository.TypeGit,
-		Git: &repository.GitSpec{Repo: dir, Branch: "main"}}, nil)
-	require.NoError(t, err)
-	eng, err := engine.New(&engine.Options{Repositories: engine.Repos{"idle": r}})
-	require.NoError(t, err)
-	_, err = eng.Init(ctx, "idle", revision.Key{Repository: "idle", Package: "pushed", Workspace: "ws"}, engine.InitOptions{Description: "pushed"})
-	require.NoError(t, err)
-	require.NoError(t, r.Close())
+	writeDraft(t, dir, "idle", "pushed")
 	poll()
-	require.Contains(t, u.objectNames(), "idle.pushed.ws")
+	require.Contains(t, u.objectNames(), "idle.pushed.v1")
 	require.Equal(t, 1, u.repos.pool.Stats().Open, "the poll after a push did not open the repository")
 }

@@ -323,19 +323,20 @@ func TestShardedReplicasKill(t *testing.T) {
 	}
 }
 
-// writeDraft writes a draft of package pkg straight into the git
-// repository at dir, as another client of the repository would.
-func writeDraft(t *testing.T, dir, repoName, pkg string) {
-	t.Helper()
+// writeDraft writes a draft of package pkg, workspace v1, straight into
+// the git repository at dir (a path or a URL), as another client of the
+// repository would.
+func writeDraft(tb testing.TB, dir, repoName, pkg string) {
+	tb.Helper()
 	ctx := context.Background()
 	r, err := gitrepo.Open(ctx, repository.Spec{Name: repoName, Type: repository.TypeGit,
 		Git: &repository.GitSpec{Repo: dir, Branch: "main"}}, nil)
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	defer r.Close()
 	e, err := engine.New(&engine.Options{Repositories: engine.Repos{repoName: r}})
-	require.NoError(t, err)
+	require.NoError(tb, err)
 	_, err = e.Init(ctx, repoName, revision.Key{Repository: repoName, Package: pkg, Workspace: "v1"}, engine.InitOptions{Description: pkg})
-	require.NoError(t, err)
+	require.NoError(tb, err)
 }
 
 // haveObjects reports whether the PackageRevision objects names exist.
