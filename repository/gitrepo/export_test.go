@@ -76,4 +76,4 @@ func SetRacyRefAge(d time.Duration) (restore func()) { return refstore.SetRacyRe
 // ForgetVersions empties the process-wide memo of Version tokens
 // (versionMemo), so that the next Version of a new Repository computes its
 // token from the refs.
-func ForgetVersions() { versionMemo.reset() }
+func ForgetVersions() { versionMemo.Clear() }

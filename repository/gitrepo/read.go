@@ -1281,7 +1281,7 @@ func (r *Repository) keptVersion() versionStamp {
 	if kept.stamp != nil || r.memoKey == "" {
 		return kept
 	}
-	if e, ok := versionMemo.get(r.memoKey); ok && e.gitDir == r.st.gitDir {
+	if e, ok := versionMemo.Get(r.memoKey); ok && e.gitDir == r.st.gitDir {
 		return versionStamp{token: e.token, stamp: e.stamp}
 	}
 	return kept
@@ -1314,7 +1314,7 @@ func (r *Repository) versionOf(v *view) (string, error) {
 	r.version = versionStamp{token: token, stamp: stamp}
 	r.versionMu.Unlock()
 	if stamp != nil && r.memoKey != "" {
-		versionMemo.put(r.memoKey, memoEntry{gitDir: r.st.gitDir, token: token, stamp: stamp})
+		versionMemo.Put(r.memoKey, memoEntry{gitDir: r.st.gitDir, token: token, stamp: stamp}, 1)
 	}
 	return token, nil
 }

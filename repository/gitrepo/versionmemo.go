@@ -3,8 +3,8 @@ package gitrepo
 import (
 	"path/filepath"
 	"strings"
-	"sync"
 
+	"github.com/configasdata/cad/internal/lru"
 	"github.com/configasdata/cad/repository"
 	"github.com/configasdata/cad/repository/gitrepo/internal/refstore"
 )
@@ -20,10 +20,10 @@ import (
 // ok is false when the token cannot be known that way: a spec that is not
 // of a local git repository (a remote, one in memory, an invalid spec), no
 // Version computed in this process since the last change of its refs (or
-// forgotten: the memo holds the last maxVersionMemo repositories' tokens),
-// files changed within the racy window when it was computed, or a journal
-// of an unfinished write pending, a relative path. Then open the repository and call
-// Version. It is safe for concurrent use.
+// forgotten: the memo holds the tokens of the maxVersionMemo repositories
+// used last), files changed within the racy window when it was computed,
+// a journal of an unfinished write pending, or a relative path. Then open
+// the repository and call Version. It is safe for concurrent use.
 func CachedVersion(spec repository.Spec) (token string, ok bool) {
 	if spec.Type != repository.TypeGit || spec.Git == nil || classifyURL(spec.Git.Repo) != urlLocal {
 		return "", false
@@ -32,7 +32,7 @@ func CachedVersion(spec repository.Spec) (token string, ok bool) {
 	if !ok {
 		return "", false
 	}
-	e, ok := versionMemo.get(key)
+	e, ok := versionMemo.Get(key)
 	if !ok || refstore.JournalPending(e.gitDir) || !e.stamp.Holds() {
 		return "", false
 	}
@@ -49,7 +49,7 @@ const maxVersionMemo = 4096
 // opened anew starts from. An entry is only as good as its Stamp, which
 // every reader checks, so entries written in any order by Repositories of
 // the same repository are all safe.
-var versionMemo memo
+var versionMemo = lru.New[string, memoEntry](maxVersionMemo, 1)
 
 // versionMemoKey returns the memo key of the local repository at url
 // (a path or file:// URL) and branch; ok is false for a relative path,
@@ -69,42 +69,4 @@ type memoEntry struct {
 	gitDir string
 	token  string
 	stamp  *refstore.Stamp
-}
-
-// memo is a bounded map of memoEntry, safe for concurrent use; the zero
-// value is ready.
-type memo struct {
-	mu sync.Mutex
-	m  map[string]memoEntry
-}
-
-func (m *memo) get(key string) (memoEntry, bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e, ok := m.m[key]
-	return e, ok
-}
-
-// put keeps e under key; when the memo is full, an arbitrary other entry
-// is forgotten first.
-func (m *memo) put(key string, e memoEntry) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.m == nil {
-		m.m = map[string]memoEntry{}
-	}
-	if _, ok := m.m[key]; !ok && len(m.m) >= maxVersionMemo {
-		for k := range m.m {
-			delete(m.m, k)
-			break
-		}
-	}
-	m.m[key] = e
-}
-
-// reset forgets every entry.
-func (m *memo) reset() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.m = nil
 }
